@@ -1,0 +1,209 @@
+//! Finding scenario and trace files under the given paths: recursive, symlinks followed with
+//! loop detection, hidden directories skipped, each file counted once however it was reached.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::trace::is_trace_path;
+
+/// A path the user named that does not exist or cannot be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoverError {
+    /// The path does not exist.
+    #[error("`{path}` does not exist")]
+    NotFound {
+        /// The path as given.
+        path: Utf8PathBuf,
+    },
+    /// A path that is not UTF-8 was found; reports need printable paths.
+    #[error("`{path}` is not valid UTF-8")]
+    NonUtf8 {
+        /// The path, lossily decoded.
+        path: String,
+    },
+}
+
+/// What discovery found. Paths are as reached from the given paths (relative stays relative).
+#[derive(Debug, Default)]
+pub struct Discovered {
+    /// `*.scenario.json` files under the paths.
+    pub scenario_files: Vec<Utf8PathBuf>,
+    /// Every `*.json` of the `--scenarios` directories, except baselines and contracts.
+    pub suite_files: Vec<Utf8PathBuf>,
+    /// Trace files (`*.trace.ndjson`, `*.trace.ndjson.zst`).
+    pub trace_files: Vec<Utf8PathBuf>,
+    /// Things worth telling the user (skipped symlink loops, unreadable directories).
+    pub warnings: Vec<String>,
+}
+
+/// Walks `paths` for scenarios and traces and `suite_dirs` for harness-suite scenario files.
+pub fn discover(paths: &[Utf8PathBuf], suite_dirs: &[Utf8PathBuf]) -> Result<Discovered, DiscoverError> {
+    let mut walker = Walker::default();
+    for p in paths {
+        walker.root(p, false)?;
+    }
+    for p in suite_dirs {
+        walker.root(p, true)?;
+    }
+    Ok(walker.found)
+}
+
+/// A path printed relative to the working directory, with `/` separators and no leading `./`.
+pub fn display_path(path: &Utf8Path) -> String {
+    let rel = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.as_std_path().strip_prefix(&cwd).ok().map(PathBuf::from))
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
+    let p = rel.as_deref().unwrap_or(path);
+    let mut s = p.as_str().replace('\\', "/");
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest.to_owned();
+    }
+    s
+}
+
+#[derive(Default)]
+struct Walker {
+    found: Discovered,
+    seen_dirs: HashSet<PathBuf>,
+    seen_files: HashSet<PathBuf>,
+}
+
+impl Walker {
+    fn root(&mut self, path: &Utf8Path, suite: bool) -> Result<(), DiscoverError> {
+        let meta = std::fs::metadata(path).map_err(|_| DiscoverError::NotFound {
+            path: path.to_owned(),
+        })?;
+        if meta.is_dir() {
+            self.dir(path, suite)
+        } else {
+            // A file named explicitly is taken if it is a trace or any JSON file.
+            self.file(path, suite, true);
+            Ok(())
+        }
+    }
+
+    fn dir(&mut self, dir: &Utf8Path, suite: bool) -> Result<(), DiscoverError> {
+        let Ok(canonical) = std::fs::canonicalize(dir) else {
+            self.found.warnings.push(format!("cannot resolve `{dir}`; skipped"));
+            return Ok(());
+        };
+        if !self.seen_dirs.insert(canonical) {
+            self.found.warnings.push(format!(
+                "`{dir}` leads to a directory already searched (a symlink loop or a second path); skipped"
+            ));
+            return Ok(());
+        }
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                self.found.warnings.push(format!("cannot list `{dir}`: {e}; skipped"));
+                return Ok(());
+            }
+        };
+        let mut names: Vec<_> = entries.filter_map(Result::ok).map(|e| e.file_name()).collect();
+        names.sort();
+        for name in names {
+            let name = name.into_string().map_err(|n| DiscoverError::NonUtf8 {
+                path: dir.join(n.to_string_lossy().as_ref()).into_string(),
+            })?;
+            let path = dir.join(&name);
+            // `metadata` follows symlinks; a dangling link is skipped with a warning.
+            let Ok(meta) = std::fs::metadata(&path) else {
+                self.found.warnings.push(format!("`{path}` cannot be followed (dangling symlink?); skipped"));
+                continue;
+            };
+            if meta.is_dir() {
+                if !name.starts_with('.') {
+                    self.dir(&path, suite)?;
+                }
+            } else if meta.is_file() {
+                self.file(&path, suite, false);
+            }
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, path: &Utf8Path, suite: bool, explicit: bool) {
+        let name = path.file_name().unwrap_or("");
+        let kind = if is_trace_path(path) && !suite {
+            Kind::Trace
+        } else if name.ends_with(".scenario.json") || (explicit && name.ends_with(".json")) {
+            if suite { Kind::Suite } else { Kind::Scenario }
+        } else if suite
+            && name.ends_with(".json")
+            && !name.ends_with(".baseline.json")
+            && !name.ends_with(".contract.json")
+        {
+            Kind::Suite
+        } else {
+            return;
+        };
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.as_std_path().to_owned());
+        if !self.seen_files.insert(key) {
+            return;
+        }
+        let list = match kind {
+            Kind::Trace => &mut self.found.trace_files,
+            Kind::Scenario => &mut self.found.scenario_files,
+            Kind::Suite => &mut self.found.suite_files,
+        };
+        list.push(path.to_owned());
+    }
+}
+
+enum Kind {
+    Trace,
+    Scenario,
+    Suite,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_recursively_skips_hidden_and_survives_symlink_loops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(root.join(".hidden")).unwrap();
+        std::fs::write(root.join("a/x.scenario.json"), "{}").unwrap();
+        std::fs::write(root.join("a/b/x.trace.ndjson.zst"), "").unwrap();
+        std::fs::write(root.join("a/b/y.trace.ndjson"), "").unwrap();
+        std::fs::write(root.join("a/b/other.json"), "{}").unwrap();
+        std::fs::write(root.join(".hidden/h.trace.ndjson"), "").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&root, root.join("a/b/loop")).unwrap();
+            std::os::unix::fs::symlink(root.join("a/b/y.trace.ndjson"), root.join("a/twin.trace.ndjson")).unwrap();
+        }
+        let found = discover(&[root.clone()], &[]).unwrap();
+        assert_eq!(found.scenario_files, vec![root.join("a/x.scenario.json")]);
+        assert_eq!(
+            found.trace_files,
+            vec![root.join("a/b/x.trace.ndjson.zst"), root.join("a/b/y.trace.ndjson")]
+        );
+        #[cfg(unix)]
+        assert!(found.warnings.iter().any(|w| w.contains("loop")), "{:?}", found.warnings);
+    }
+
+    #[test]
+    fn suite_dirs_take_every_json_but_baselines_and_contracts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        for f in ["a.json", "b.baseline.json", "c.contract.json", "d.txt"] {
+            std::fs::write(root.join(f), "{}").unwrap();
+        }
+        let found = discover(&[], &[root.clone()]).unwrap();
+        assert_eq!(found.suite_files, vec![root.join("a.json")]);
+    }
+
+    #[test]
+    fn missing_paths_are_errors() {
+        let err = discover(&["no/such/dir".into()], &[]).unwrap_err();
+        assert_eq!(err.to_string(), "`no/such/dir` does not exist");
+    }
+}

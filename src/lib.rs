@@ -1,0 +1,10 @@
+//! tracereplay: agent runs stored as sealed traces and re-evaluated offline, in parallel, against
+//! scenario oracles.
+//!
+//! The library holds the whole domain — reading and writing traces ([`trace`]), loading
+//! scenarios ([`scenario`]), judging them ([`oracle`], [`eval`]) and building reports
+//! ([`report`]) — and never parses flags, prints or exits; the `tracereplay` binary does that.
+
+pub mod discover;
+pub mod scenario;
+pub mod trace;

@@ -1,0 +1,363 @@
+//! Loading scenario files: one object or an array per file, every problem reported with the file
+//! (and line and column for parse errors) while the other files still load.
+
+use std::collections::{BTreeMap, HashSet};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use serde_json::{Map, Value};
+
+use super::model::*;
+
+/// A scenario file, or one scenario in it, that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read `{path}`")]
+    Io {
+        /// The scenario file.
+        path: Utf8PathBuf,
+        /// The I/O failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON.
+    #[error("`{path}`, line {line}, column {column}: {detail}")]
+    Parse {
+        /// The scenario file.
+        path: Utf8PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the JSON parser said.
+        detail: String,
+    },
+    /// The JSON does not have the scenario shape.
+    #[error("`{path}`: {detail}")]
+    Invalid {
+        /// The scenario file.
+        path: Utf8PathBuf,
+        /// What is wrong, naming the scenario by index or id.
+        detail: String,
+    },
+}
+
+impl ScenarioError {
+    /// The file the problem is in.
+    pub fn path(&self) -> &Utf8Path {
+        match self {
+            ScenarioError::Io { path, .. }
+            | ScenarioError::Parse { path, .. }
+            | ScenarioError::Invalid { path, .. } => path,
+        }
+    }
+
+    /// The line, for parse errors.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ScenarioError::Parse { line, .. } => Some(*line),
+            ScenarioError::Io { .. } | ScenarioError::Invalid { .. } => None,
+        }
+    }
+}
+
+/// Scenarios loaded from a set of files, and the problems met on the way.
+#[derive(Debug, Default)]
+pub struct LoadedScenarios {
+    /// Every scenario that loaded, in file order.
+    pub scenarios: Vec<Scenario>,
+    /// Every file or entry that did not.
+    pub errors: Vec<ScenarioError>,
+}
+
+/// Loads `files` (`*.scenario.json`) and `suite_files` (every `*.json` of a `--scenarios DIR`);
+/// suite files that some scenario names as its contract are contracts, not scenarios, and are
+/// dropped.
+pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> LoadedScenarios {
+    let mut per_file: Vec<(Utf8PathBuf, bool, Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError>)> =
+        Vec::new();
+    for (path, from_suite) in files
+        .iter()
+        .map(|p| (p, false))
+        .chain(suite_files.iter().map(|p| (p, true)))
+    {
+        per_file.push((path.clone(), from_suite, load_file(path)));
+    }
+    let contracts: HashSet<Utf8PathBuf> = per_file
+        .iter()
+        .filter_map(|(_, _, r)| r.as_ref().ok())
+        .flatten()
+        .filter_map(|s| s.as_ref().ok())
+        .filter_map(|s| {
+            let c = s.contract.as_deref()?;
+            Some(normalize(&s.file.parent().unwrap_or(Utf8Path::new("")).join(c)))
+        })
+        .collect();
+    let mut out = LoadedScenarios::default();
+    for (path, from_suite, result) in per_file {
+        if from_suite && contracts.contains(&normalize(&path)) {
+            continue;
+        }
+        match result {
+            Ok(entries) => {
+                for e in entries {
+                    match e {
+                        Ok(s) => out.scenarios.push(s),
+                        Err(e) => out.errors.push(e),
+                    }
+                }
+            }
+            Err(e) => out.errors.push(e),
+        }
+    }
+    out
+}
+
+/// Lexically normalises `a/./b/../c` to `a/c`, for comparing paths named in different ways.
+fn normalize(p: &Utf8Path) -> Utf8PathBuf {
+    let mut out = Utf8PathBuf::new();
+    for c in p.components() {
+        match c {
+            camino::Utf8Component::CurDir => {}
+            camino::Utf8Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}
+
+/// Loads one file: the whole file fails on a parse error; otherwise each scenario in it loads or
+/// fails on its own.
+pub fn load_file(path: &Utf8Path) -> Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError> {
+    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| ScenarioError::Parse {
+        path: path.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        detail: {
+            let s = e.to_string();
+            s.rfind(" at line ").map_or(s.clone(), |i| s[..i].to_owned())
+        },
+    })?;
+    let invalid = |detail: String| ScenarioError::Invalid {
+        path: path.to_owned(),
+        detail,
+    };
+    Ok(match value {
+        Value::Object(obj) => vec![scenario_from(path, None, &obj)],
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Object(obj) => scenario_from(path, Some(i), obj),
+                _ => Err(invalid(format!("entry {i} of the array is not a scenario object"))),
+            })
+            .collect(),
+        _ => return Err(invalid("a scenario file holds one scenario object or an array of them".into())),
+    })
+}
+
+fn scenario_from(
+    path: &Utf8Path,
+    index: Option<usize>,
+    obj: &Map<String, Value>,
+) -> Result<Scenario, ScenarioError> {
+    let id = field(obj, "id").and_then(Value::as_str).map(str::trim).unwrap_or("");
+    let which = match (index, id.is_empty()) {
+        (_, false) => format!("scenario `{id}`"),
+        (Some(i), true) => format!("scenario {i} of the array"),
+        (None, true) => "the scenario".to_owned(),
+    };
+    let invalid = |detail: String| ScenarioError::Invalid {
+        path: path.to_owned(),
+        detail: format!("{which}: {detail}"),
+    };
+    if id.is_empty() {
+        return Err(invalid("lacks a non-blank `id`".into()));
+    }
+    let string = |name: &str| -> Result<Option<String>, ScenarioError> {
+        match field(obj, name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(invalid(format!("`{name}` must be a string"))),
+        }
+    };
+    let risk = match string("risk")? {
+        None => Risk::Low,
+        Some(r) => Risk::parse(&r)
+            .ok_or_else(|| invalid(format!("`risk` is `{r}`, expected Low, Medium, High or Critical")))?,
+    };
+    let tags = string_list(field(obj, "tags")).map_err(|()| invalid("`tags` must be an array of strings".into()))?;
+    let expected = match field(obj, "expected") {
+        None | Some(Value::Null) => Expected::default(),
+        Some(Value::Object(e)) => expected_from(e).map_err(invalid)?,
+        Some(_) => return Err(invalid("`expected` must be an object".into())),
+    };
+    let oracles = match field(obj, "oracles") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, o)| match o {
+                Value::Object(params) => Ok(OracleSpec {
+                    index: i,
+                    params: params.clone(),
+                }),
+                _ => Err(invalid(format!("oracle {i} is not an object"))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(invalid("`oracles` must be an array".into())),
+    };
+    let metadata = match field(obj, "metadata") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(m)) => m
+            .iter()
+            .filter_map(|(k, v)| scalar_string(v).map(|v| (k.clone(), v)))
+            .collect(),
+        Some(_) => return Err(invalid("`metadata` must be an object of strings".into())),
+    };
+    let known_gap = match field(obj, "knownGap") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(invalid("`knownGap` must be true or false".into())),
+    };
+    Ok(Scenario {
+        id: id.to_owned(),
+        title: string("title")?.unwrap_or_default(),
+        risk,
+        kind: string("type")?,
+        tags,
+        description: string("description")?,
+        input: field(obj, "input").cloned(),
+        expected,
+        oracles,
+        scripted_trace: field(obj, "scriptedTrace").filter(|v| !v.is_null()).cloned(),
+        contract: string("contract")?.filter(|c| !c.trim().is_empty()),
+        known_gap,
+        metadata,
+        file: path.to_owned(),
+    })
+}
+
+fn string_list(v: Option<&Value>) -> Result<Vec<String>, ()> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or(()))
+            .collect(),
+        Some(_) => Err(()),
+    }
+}
+
+/// Trims entries and drops blank ones: blank values count as not configured.
+fn configured(list: Vec<String>) -> Vec<String> {
+    list.into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn expected_from(e: &Map<String, Value>) -> Result<Expected, String> {
+    let list = |name: &str| {
+        string_list(field(e, name))
+            .map(configured)
+            .map_err(|()| format!("`expected.{name}` must be an array of strings"))
+    };
+    let max_tool_calls = match field(e, "maxToolCalls") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or_else(|| "`expected.maxToolCalls` must be a non-negative integer".to_owned())?,
+        ),
+    };
+    let requires_approval = match field(e, "requiresApproval") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err("`expected.requiresApproval` must be true or false".into()),
+    };
+    Ok(Expected {
+        must_call_tools: list("mustCallTools")?,
+        must_not_call_tools: list("mustNotCallTools")?,
+        final_answer_contains: list("finalAnswerContains")?,
+        final_answer_must_not_contain: list("finalAnswerMustNotContain")?,
+        max_tool_calls,
+        requires_approval,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> Utf8PathBuf {
+        let p = Utf8PathBuf::from_path_buf(dir.path().join(name)).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn property_names_are_case_insensitive_and_arrays_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "a.scenario.json",
+            r#"[{"ID":"one","Title":"T","RISK":"high","Expected":{"MUSTCALLTOOLS":[" web ", ""]},"Oracles":[{"Type":"tool-called"}],"KnownGap":true,"Metadata":{"unsafeTools":"deploy"}},
+                {"id":"two","title":"T2"}]"#,
+        );
+        let loaded = load_scenarios(&[p], &[]);
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let s = &loaded.scenarios[0];
+        assert_eq!((s.id.as_str(), s.risk, s.known_gap), ("one", Risk::High, true));
+        assert_eq!(s.expected.must_call_tools, vec!["web".to_owned()]);
+        assert_eq!(s.oracles[0].type_name(), "tool-called");
+        assert_eq!(s.metadata("UNSAFETOOLS"), Some("deploy"));
+        assert_eq!(loaded.scenarios[1].risk, Risk::Low);
+    }
+
+    #[test]
+    fn parse_errors_carry_line_and_column_and_other_files_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = write(&dir, "bad.scenario.json", "{\n  \"id\": \"x\",\n  \"title\": \"t\",\n}\n");
+        let good = write(&dir, "good.scenario.json", r#"{"id":"g","title":"t"}"#);
+        let loaded = load_scenarios(&[bad.clone(), good], &[]);
+        assert_eq!(loaded.scenarios.len(), 1);
+        match &loaded.errors[0] {
+            ScenarioError::Parse { path, line, column, detail } => {
+                assert_eq!(path, &bad);
+                assert_eq!((*line, *column), (4, 1));
+                assert!(detail.contains("trailing comma"), "{detail}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_entries_are_reported_individually() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "s.scenario.json", r#"[{"id":" "},{"id":"r","risk":"extreme"},{"id":"ok","title":"t"}]"#);
+        let loaded = load_scenarios(&[p], &[]);
+        assert_eq!(loaded.scenarios.len(), 1);
+        let msgs: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
+        assert!(msgs[0].contains("scenario 0 of the array: lacks a non-blank `id`"), "{msgs:?}");
+        assert!(msgs[1].contains("scenario `r`: `risk` is `extreme`"), "{msgs:?}");
+    }
+
+    #[test]
+    fn suite_files_named_as_contracts_are_not_scenarios() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = write(&dir, "s.json", r#"{"id":"s","title":"t","contract":"./plan.json"}"#);
+        let c = write(&dir, "plan.json", r#"{"goal":"x"}"#);
+        let loaded = load_scenarios(&[], &[s, c]);
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        assert_eq!(loaded.scenarios.len(), 1);
+    }
+}

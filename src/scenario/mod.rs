@@ -1,0 +1,7 @@
+//! Scenarios: the model and loading.
+
+mod load;
+mod model;
+
+pub use load::{LoadedScenarios, ScenarioError, load_file, load_scenarios};
+pub use model::*;

@@ -1,0 +1,157 @@
+//! The scenario model: the OpenClaw.NET agent-harness shape, with case-insensitive property names.
+
+use std::collections::BTreeMap;
+
+use camino::Utf8PathBuf;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::trace::json::eq_ci;
+
+/// How much a scenario's failure matters; drives `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+pub enum Risk {
+    /// The default.
+    #[default]
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Critical.
+    Critical,
+}
+
+impl Risk {
+    /// Parses `Low`, `Medium`, `High` or `Critical`, case-insensitively.
+    pub fn parse(s: &str) -> Option<Risk> {
+        [Risk::Low, Risk::Medium, Risk::High, Risk::Critical]
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+
+    /// The harness's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "Low",
+            Risk::Medium => "Medium",
+            Risk::High => "High",
+            Risk::Critical => "Critical",
+        }
+    }
+}
+
+/// `expected`: fallback values for oracles; nothing here is judged on its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expected {
+    /// `mustCallTools`, trimmed, blanks dropped.
+    pub must_call_tools: Vec<String>,
+    /// `mustNotCallTools`.
+    pub must_not_call_tools: Vec<String>,
+    /// `finalAnswerContains`.
+    pub final_answer_contains: Vec<String>,
+    /// `finalAnswerMustNotContain`.
+    pub final_answer_must_not_contain: Vec<String>,
+    /// `maxToolCalls`.
+    pub max_tool_calls: Option<u64>,
+    /// `requiresApproval`, when set at all.
+    pub requires_approval: Option<bool>,
+}
+
+/// One entry of `oracles[]`, kept as written: parameters are looked up by name,
+/// case-insensitively, when the oracle is judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OracleSpec {
+    /// Position in the scenario's `oracles` array.
+    pub index: usize,
+    /// The object as written.
+    pub params: Map<String, Value>,
+}
+
+impl OracleSpec {
+    /// A parameter by name, matched case-insensitively.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        field(&self.params, name)
+    }
+
+    /// `type`, trimmed, as written (empty when missing).
+    pub fn type_name(&self) -> &str {
+        self.get("type").and_then(Value::as_str).unwrap_or("").trim()
+    }
+
+    /// A string entry of the oracle's `metadata` map.
+    pub fn metadata(&self, name: &str) -> Option<String> {
+        self.get("metadata")
+            .and_then(Value::as_object)
+            .and_then(|m| field(m, name))
+            .and_then(scalar_string)
+    }
+}
+
+/// A scenario: what an agent must and must not do, stated before any run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Unique id (case-insensitive).
+    pub id: String,
+    /// Human title.
+    pub title: String,
+    /// Risk level.
+    pub risk: Risk,
+    /// `type` (classification).
+    pub kind: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Free text.
+    pub description: Option<String>,
+    /// What the run was asked: test data, never copied into a report.
+    pub input: Option<Value>,
+    /// Fallback values.
+    pub expected: Expected,
+    /// The oracles: the only things that produce verdicts.
+    pub oracles: Vec<OracleSpec>,
+    /// The harness's scripted trace, when present.
+    pub scripted_trace: Option<Value>,
+    /// Path of a Harness Contract, relative to the scenario file.
+    pub contract: Option<String>,
+    /// Judged and reported, but its failures never affect the exit code.
+    pub known_gap: bool,
+    /// String map (`unsafeTools`…).
+    pub metadata: BTreeMap<String, String>,
+    /// The file it was loaded from.
+    pub file: Utf8PathBuf,
+}
+
+impl Scenario {
+    /// A metadata entry, key matched case-insensitively.
+    pub fn metadata(&self, name: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .find(|(k, _)| eq_ci(k, name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the scenario's `type` or tags include `tag` (case-insensitive).
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.kind.as_deref().is_some_and(|k| eq_ci(k.trim(), tag.trim()))
+            || self.tags.iter().any(|t| eq_ci(t.trim(), tag.trim()))
+    }
+}
+
+/// Looks a property up by name, ignoring ASCII case as the harness's JSON options do.
+pub fn field<'v>(obj: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
+    obj.get(name).or_else(|| {
+        obj.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    })
+}
+
+/// A string, or a number or bool written as its JSON text; `None` for other values.
+pub fn scalar_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}

@@ -1,0 +1,209 @@
+//! Borrowed JSON building blocks for the trace hot path: strings that borrow from the buffer when
+//! they can, and raw JSON values parsed only when an oracle asks for them.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// A string that borrows from the decompressed trace when it holds no escapes.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Str<'a>(pub Cow<'a, str>);
+
+impl<'a> Str<'a> {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// An owned copy that no longer borrows from any buffer.
+    pub fn into_owned(self) -> Str<'static> {
+        Str(Cow::Owned(self.0.into_owned()))
+    }
+}
+
+impl From<String> for Str<'static> {
+    fn from(s: String) -> Self {
+        Str(Cow::Owned(s))
+    }
+}
+
+impl From<&str> for Str<'static> {
+    fn from(s: &str) -> Self {
+        Str(Cow::Owned(s.to_owned()))
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl Serialize for Str<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A JSON value kept as its raw text, borrowed from the trace or owned by a writer.
+#[derive(Debug)]
+pub enum Json<'a> {
+    /// Borrowed from the decompressed trace buffer.
+    Borrowed(&'a RawValue),
+    /// Owned, as built by the writer API.
+    Owned(Box<RawValue>),
+}
+
+impl Json<'_> {
+    /// Serialises `value` compactly into an owned raw value.
+    pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Json<'static> {
+        // Serialising a `serde_json::Value` or plain data into JSON text cannot fail.
+        Json::Owned(serde_json::value::to_raw_value(value).expect("JSON value serialises"))
+    }
+
+    /// The raw JSON text, exactly as recorded.
+    pub fn raw(&self) -> &str {
+        match self {
+            Json::Borrowed(r) => r.get(),
+            Json::Owned(r) => r.get(),
+        }
+    }
+
+    /// Parses the raw text into a `serde_json::Value` (off the hot path: only oracles that
+    /// compare values call this).
+    pub fn value(&self) -> serde_json::Value {
+        // The text was validated as JSON when it was read or built.
+        serde_json::from_str(self.raw()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// An owned copy.
+    pub fn into_owned(self) -> Json<'static> {
+        match self {
+            Json::Borrowed(r) => Json::Owned(r.to_owned()),
+            Json::Owned(r) => Json::Owned(r),
+        }
+    }
+}
+
+impl Clone for Json<'_> {
+    fn clone(&self) -> Self {
+        match self {
+            Json::Borrowed(r) => Json::Borrowed(r),
+            Json::Owned(r) => Json::Owned(r.clone()),
+        }
+    }
+}
+
+impl PartialEq for Json<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw() == other.raw()
+    }
+}
+
+impl Serialize for Json<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Borrowed(r) => r.serialize(s),
+            Json::Owned(r) => r.serialize(s),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(Json::Borrowed)
+    }
+}
+
+/// Compares two names the way every oracle does: Unicode simple lowercasing of both sides.
+pub fn eq_ci(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b);
+    }
+    lower(a) == lower(b)
+}
+
+/// Unicode lowercasing of a name or text, char by char (no normalisation).
+pub fn lower(s: &str) -> String {
+    s.chars().flat_map(char::to_lowercase).collect()
+}
+
+/// Case-insensitive substring test, as the `*-contains` oracles use.
+pub fn contains_ci(haystack: &str, needle: &str) -> bool {
+    if haystack.is_ascii() && needle.is_ascii() {
+        let n = needle.len();
+        if n == 0 {
+            return true;
+        }
+        return haystack
+            .as_bytes()
+            .windows(n)
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()));
+    }
+    lower(haystack).contains(&lower(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str_borrows_when_unescaped_and_owns_when_escaped() {
+        let plain: Str = serde_json::from_str("\"abc\"").unwrap();
+        assert!(matches!(plain.0, Cow::Borrowed("abc")));
+        let escaped: Str = serde_json::from_str("\"a\\nb\"").unwrap();
+        assert!(matches!(escaped.0, Cow::Owned(ref s) if s == "a\nb"));
+    }
+
+    #[test]
+    fn case_insensitive_helpers() {
+        for (a, b, eq) in [
+            ("Web_Search", "web_search", true),
+            ("ÄPFEL", "äpfel", true),
+            ("shell", "shel", false),
+        ] {
+            assert_eq!(eq_ci(a, b), eq, "{a} vs {b}");
+        }
+        assert!(contains_ci("Done: local Evidence", "LOCAL evidence"));
+        assert!(contains_ci("Straße ÜBER", "über"));
+        assert!(!contains_ci("demo", "demos"));
+    }
+}

@@ -1,0 +1,17 @@
+//! Traces: the model, reading (bounded decompression, seal verification, parsing), and writing.
+
+mod error;
+pub mod json;
+mod model;
+mod parse;
+mod read;
+mod seal;
+mod write;
+
+pub use error::TraceError;
+pub use json::{Json, Str};
+pub use model::*;
+pub use parse::{ParsedTrace, parse_trace};
+pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
+pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
+pub use write::{SealedTrace, TraceWriter};

@@ -1,0 +1,425 @@
+//! The in-memory model of a trace (format v1): header, events and footer, borrowing from the
+//! decompressed bytes they were read from.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::json::{Json, Str};
+
+/// The value of `header.format`.
+pub const FORMAT_NAME: &str = "tracereplay.trace";
+/// The major format version this reader understands.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// Line 1 of every trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Header<'a> {
+    /// Id of the scenario the run exercised.
+    pub scenario: Str<'a>,
+    /// Which recorded run of the scenario this is (`default` when absent).
+    pub case: Str<'a>,
+    /// The agent runtime that produced the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime<'a>>,
+    /// The model id requested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<Str<'a>>,
+    /// How prompt text was recorded.
+    pub privacy: Privacy<'a>,
+    /// When the run was recorded (informational).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<Str<'a>>,
+    /// Where the trace came from (`native`, an importer name…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Str<'a>>,
+    /// Free-form labels.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The agent runtime named in the header.
+#[derive(Debug, Clone, Serialize)]
+pub struct Runtime<'a> {
+    /// Runtime name.
+    pub name: Str<'a>,
+    /// Runtime version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<Str<'a>>,
+}
+
+/// How prompt text was recorded (`header.privacy`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Privacy<'a> {
+    /// `hashed` or `raw-sidecar`.
+    pub prompts: Str<'a>,
+    /// `blake3` or `blake3-keyed`.
+    pub hash: Str<'a>,
+    /// Key id of the keyed hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kid: Option<Str<'a>>,
+}
+
+impl Default for Privacy<'_> {
+    fn default() -> Self {
+        Privacy {
+            prompts: Str::from("hashed"),
+            hash: Str::from("blake3"),
+            kid: None,
+        }
+    }
+}
+
+/// A hashed text sent to the model: `{"h": "b3:…", "len": N}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptRef<'a> {
+    /// `b3:` or `b3k:` followed by 64 lowercase hex digits.
+    pub h: Str<'a>,
+    /// Length in Unicode scalar values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub len: Option<u64>,
+}
+
+/// One event line.
+#[derive(Debug, Clone)]
+pub struct Event<'a> {
+    /// Strictly increasing sequence number.
+    pub seq: u64,
+    /// Unix time in milliseconds, when recorded.
+    pub ts_ms: Option<i64>,
+    /// 1-based line number in the decompressed trace (0 for events built in memory).
+    pub line: usize,
+    /// What happened.
+    pub body: EventBody<'a>,
+}
+
+/// The kind-specific part of an event.
+#[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields are documented in the trace-format spec table
+pub enum EventBody<'a> {
+    /// An inbound user turn.
+    UserMessage { prompt: PromptRef<'a>, id: Option<Str<'a>> },
+    /// One request to the model and its response.
+    Inference(Box<Inference<'a>>),
+    /// A tool execution started.
+    ToolCall { call_id: Str<'a>, tool: Str<'a>, args: Args<'a> },
+    /// The result of the call with that `call_id`.
+    ToolResult {
+        call_id: Str<'a>,
+        ok: bool,
+        output: Option<Json<'a>>,
+        output_h: Option<Str<'a>>,
+        error: Option<Str<'a>>,
+    },
+    /// The runtime asked for approval; no `tool` means a blanket request.
+    ApprovalRequest {
+        tool: Option<Str<'a>>,
+        call_id: Option<Str<'a>>,
+        approval_id: Option<Str<'a>>,
+        reason: Option<Str<'a>>,
+    },
+    /// An answer to an approval request.
+    ApprovalDecision {
+        granted: bool,
+        approval_id: Option<Str<'a>>,
+        call_id: Option<Str<'a>>,
+        tool: Option<Str<'a>>,
+        by: Option<Str<'a>>,
+    },
+    /// Something sent to the user.
+    Message {
+        id: Str<'a>,
+        phase: Phase,
+        text: Str<'a>,
+        reply_to: Option<Str<'a>>,
+        channel: Option<Str<'a>>,
+    },
+    /// An earlier message's text replaced.
+    MessageEdit { id: Str<'a>, text: Str<'a>, phase: Option<Phase> },
+    /// An earlier message retracted.
+    MessageDelete { id: Str<'a> },
+    /// A file the run wrote.
+    Artifact {
+        path: Str<'a>,
+        h: Str<'a>,
+        bytes: u64,
+        text: Option<Str<'a>>,
+        mtime_ms: Option<i64>,
+    },
+    /// A state transition the runtime reported.
+    StateChange { path: Str<'a>, from: Option<Json<'a>>, to: Option<Json<'a>> },
+    /// An error not tied to one tool call.
+    Error { message: Str<'a>, code: Option<Json<'a>> },
+    /// Free-form annotation.
+    Note { text: Str<'a> },
+    /// The run's final answer.
+    FinalAnswer { text: Str<'a> },
+    /// How the run ended.
+    RunEnd { status: RunStatus, error: Option<Str<'a>> },
+    /// A kind this reader does not know; kept, warned about once, seen by no oracle.
+    Unknown { kind: String },
+}
+
+/// One request to the model and its response.
+#[derive(Debug, Clone, Default)]
+#[allow(missing_docs)]
+pub struct Inference<'a> {
+    pub request_id: Option<Str<'a>>,
+    pub model: Option<Str<'a>>,
+    pub input_h: Option<Str<'a>>,
+    pub system_h: Option<Str<'a>>,
+    pub tools_offered: Option<Vec<Str<'a>>>,
+    pub consumes: Option<Vec<Str<'a>>>,
+    pub output: Option<InferenceOutput<'a>>,
+    pub usage: Option<Usage>,
+    pub finish: Option<Finish>,
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, Default)]
+pub struct InferenceOutput<'a> {
+    /// Assistant text.
+    pub text: Option<Str<'a>>,
+    /// Calls planned together: one batch.
+    pub tool_calls: Option<Vec<PlannedCall<'a>>>,
+}
+
+/// A tool call an inference planned.
+#[derive(Debug, Clone)]
+pub struct PlannedCall<'a> {
+    /// The call id the execution must carry.
+    pub call_id: Str<'a>,
+    /// Tool name.
+    pub tool: Str<'a>,
+    /// Arguments.
+    pub args: Args<'a>,
+}
+
+/// Token usage of one inference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[allow(missing_docs)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// Tool-call arguments: a JSON object, or a string that did not hold one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Args<'a> {
+    /// A JSON object (possibly parsed from a string holding one).
+    Object(Json<'a>),
+    /// A string that is not a JSON object, kept as written.
+    Text(Str<'a>),
+}
+
+impl Args<'_> {
+    /// The arguments as a JSON value (object or string).
+    pub fn value(&self) -> serde_json::Value {
+        match self {
+            Args::Object(j) => j.value(),
+            Args::Text(s) => serde_json::Value::String(s.to_string()),
+        }
+    }
+}
+
+macro_rules! string_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name { $($(#[$vm])* $variant),+ }
+
+        impl $name {
+            /// Every accepted spelling, as the spec writes it.
+            pub const ALL: &'static [&'static str] = &[$($text),+];
+
+            /// The spec's spelling.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            /// Parses the exact spelling the spec uses.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// A message's phase.
+    Phase { /// Streamed, provisional.
+        Preview = "preview", /// The reply that stands.
+        Final = "final" }
+}
+
+string_enum! {
+    /// `run_end.status`.
+    RunStatus { /// The run finished normally.
+        Completed = "completed", /// The run failed.
+        Failed = "failed", /// The run was cancelled.
+        Cancelled = "cancelled" }
+}
+
+string_enum! {
+    /// `inference.finish`.
+    Finish { /// Natural stop.
+        Stop = "stop", /// Stopped to call tools.
+        ToolCall = "tool_call", /// Hit the length limit.
+        Length = "length", /// Filtered.
+        ContentFilter = "content_filter", /// Errored.
+        Error = "error" }
+}
+
+impl EventBody<'_> {
+    /// The canonical kind name (`tool_call`, …).
+    pub fn kind(&self) -> &str {
+        match self {
+            EventBody::UserMessage { .. } => "user_message",
+            EventBody::Inference(_) => "inference",
+            EventBody::ToolCall { .. } => "tool_call",
+            EventBody::ToolResult { .. } => "tool_result",
+            EventBody::ApprovalRequest { .. } => "approval_request",
+            EventBody::ApprovalDecision { .. } => "approval_decision",
+            EventBody::Message { .. } => "message",
+            EventBody::MessageEdit { .. } => "message_edit",
+            EventBody::MessageDelete { .. } => "message_delete",
+            EventBody::Artifact { .. } => "artifact",
+            EventBody::StateChange { .. } => "state_change",
+            EventBody::Error { .. } => "error",
+            EventBody::Note { .. } => "note",
+            EventBody::FinalAnswer { .. } => "final_answer",
+            EventBody::RunEnd { .. } => "run_end",
+            EventBody::Unknown { kind } => kind,
+        }
+    }
+}
+
+/// Every known event kind, in the spec's order.
+pub const KNOWN_KINDS: &[&str] = &[
+    "user_message",
+    "inference",
+    "tool_call",
+    "tool_result",
+    "approval_request",
+    "approval_decision",
+    "message",
+    "message_edit",
+    "message_delete",
+    "artifact",
+    "state_change",
+    "error",
+    "note",
+    "final_answer",
+    "run_end",
+];
+
+/// Maps a kind as written to its canonical name: case, `-` and `_` ignored, so `toolCall`,
+/// `Tool-Call` and `tool_call` are one kind. Returns `None` for a kind that is still unknown.
+pub fn normalize_kind(kind: &str) -> Option<&'static str> {
+    let squashed = squash(kind);
+    KNOWN_KINDS
+        .iter()
+        .copied()
+        .chain(["header", "footer"])
+        .find(|k| squash(k) == squashed)
+}
+
+/// Lowercases and drops `-` and `_`.
+pub fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A parsed trace: header and events, borrowing from the decompressed bytes.
+#[derive(Debug, Clone)]
+pub struct Trace<'a> {
+    /// Line 1.
+    pub header: Header<'a>,
+    /// Every event, in recorded order.
+    pub events: Vec<Event<'a>>,
+}
+
+impl<'a> Trace<'a> {
+    /// The run's end status: `run_end.status`, or `None` (reported as `unknown`) without one.
+    pub fn run_end(&self) -> Option<(&Event<'a>, RunStatus)> {
+        self.events.iter().find_map(|e| match e.body {
+            EventBody::RunEnd { status, .. } => Some((e, status)),
+            _ => None,
+        })
+    }
+
+    /// The tool calls: `tool_call` events in `seq` order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = ToolCallRef<'_, 'a>> {
+        self.events.iter().filter_map(|e| match &e.body {
+            EventBody::ToolCall { call_id, tool, args } => Some(ToolCallRef {
+                event: e,
+                call_id,
+                tool,
+                args,
+            }),
+            _ => None,
+        })
+    }
+}
+
+/// A view of one `tool_call` event.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallRef<'t, 'a> {
+    /// The event itself.
+    pub event: &'t Event<'a>,
+    /// Its call id.
+    pub call_id: &'t Str<'a>,
+    /// Its tool name.
+    pub tool: &'t Str<'a>,
+    /// Its arguments.
+    pub args: &'t Args<'a>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_normalise_ignoring_case_dashes_and_underscores() {
+        for (written, canonical) in [
+            ("toolCall", Some("tool_call")),
+            ("TOOL-CALL", Some("tool_call")),
+            ("tool_call", Some("tool_call")),
+            ("runEnd", Some("run_end")),
+            ("Final_Answer", Some("final_answer")),
+            ("approvalDecision", Some("approval_decision")),
+            ("footer", Some("footer")),
+            ("telemetry", None),
+            ("tool_calls", None),
+        ] {
+            assert_eq!(normalize_kind(written), canonical, "{written}");
+        }
+    }
+
+    #[test]
+    fn enums_parse_only_spec_spellings() {
+        assert_eq!(Phase::parse("final"), Some(Phase::Final));
+        assert_eq!(Phase::parse("Final"), None);
+        assert_eq!(RunStatus::parse("cancelled"), Some(RunStatus::Cancelled));
+        assert_eq!(Finish::parse("content_filter"), Some(Finish::ContentFilter));
+        assert_eq!(Finish::parse("done"), None);
+    }
+}

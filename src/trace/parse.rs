@@ -1,0 +1,672 @@
+//! Parsing a verified trace body into the event model: one flat, borrowing deserializer per
+//! line, then per-kind validation that names the line of every problem.
+
+use std::collections::{BTreeMap, HashSet};
+
+use camino::Utf8Path;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::error::TraceError;
+use super::json::{Json, Str};
+use super::model::*;
+use super::read::{Limits, Seal, TraceFile};
+use super::seal::is_hash;
+
+/// A parsed trace plus what the reader noticed without refusing it.
+#[derive(Debug)]
+pub struct ParsedTrace<'a> {
+    /// The trace.
+    pub trace: Trace<'a>,
+    /// Warnings (unknown event kinds, reported once per trace).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawHeader<'a> {
+    #[serde(borrow)]
+    format: Option<Str<'a>>,
+    #[serde(borrow)]
+    version: Option<&'a RawValue>,
+    #[serde(borrow)]
+    scenario: Option<Str<'a>>,
+    #[serde(borrow)]
+    case: Option<Str<'a>>,
+    #[serde(borrow)]
+    runtime: Option<RawRuntime<'a>>,
+    #[serde(borrow)]
+    model: Option<Str<'a>>,
+    #[serde(borrow)]
+    privacy: Option<RawPrivacy<'a>>,
+    #[serde(borrow)]
+    recorded_at: Option<Str<'a>>,
+    #[serde(borrow)]
+    source: Option<Str<'a>>,
+    labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+struct RawRuntime<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    version: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawPrivacy<'a> {
+    #[serde(borrow)]
+    prompts: Option<Str<'a>>,
+    #[serde(borrow)]
+    hash: Option<Str<'a>>,
+    #[serde(borrow)]
+    kid: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawPrompt<'a> {
+    #[serde(borrow)]
+    h: Str<'a>,
+    len: Option<u64>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawOutput<'a> {
+    #[serde(borrow)]
+    text: Option<Str<'a>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<RawPlanned<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct RawPlanned<'a> {
+    #[serde(borrow)]
+    call_id: Str<'a>,
+    #[serde(borrow)]
+    tool: Str<'a>,
+    #[serde(borrow)]
+    args: &'a RawValue,
+}
+
+/// Every field any known kind may carry, typed. Unknown fields are skipped by serde.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow)]
+    kind: Option<Str<'a>>,
+    seq: Option<u64>,
+    ts_ms: Option<i64>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    prompt: Option<RawPrompt<'a>>,
+    #[serde(borrow)]
+    request_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    model: Option<Str<'a>>,
+    #[serde(borrow)]
+    input_h: Option<Str<'a>>,
+    #[serde(borrow)]
+    system_h: Option<Str<'a>>,
+    #[serde(borrow)]
+    tools_offered: Option<Vec<Str<'a>>>,
+    #[serde(borrow)]
+    consumes: Option<Vec<Str<'a>>>,
+    #[serde(borrow)]
+    output: Option<&'a RawValue>,
+    usage: Option<Usage>,
+    #[serde(borrow)]
+    finish: Option<Str<'a>>,
+    #[serde(borrow)]
+    call_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    tool: Option<Str<'a>>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+    ok: Option<bool>,
+    #[serde(borrow)]
+    output_h: Option<Str<'a>>,
+    #[serde(borrow)]
+    error: Option<Str<'a>>,
+    #[serde(borrow)]
+    approval_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+    granted: Option<bool>,
+    #[serde(borrow)]
+    by: Option<Str<'a>>,
+    #[serde(borrow)]
+    phase: Option<Str<'a>>,
+    #[serde(borrow)]
+    text: Option<Str<'a>>,
+    #[serde(borrow)]
+    reply_to: Option<Str<'a>>,
+    #[serde(borrow)]
+    channel: Option<Str<'a>>,
+    #[serde(borrow)]
+    path: Option<Str<'a>>,
+    #[serde(borrow)]
+    h: Option<Str<'a>>,
+    bytes: Option<u64>,
+    mtime_ms: Option<i64>,
+    #[serde(borrow)]
+    from: Option<&'a RawValue>,
+    #[serde(borrow)]
+    to: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<Str<'a>>,
+    #[serde(borrow)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow)]
+    status: Option<Str<'a>>,
+}
+
+/// Just enough of a line to tell its kind and seq, used when the full parse fails so that an
+/// unknown kind with unusual fields is still kept rather than refused.
+#[derive(Deserialize)]
+struct Probe<'a> {
+    #[serde(borrow)]
+    kind: Option<Str<'a>>,
+    seq: Option<u64>,
+    ts_ms: Option<i64>,
+}
+
+/// serde_json's message without its own "at line 1 column N" suffix (we name the trace line).
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => format!("{} (column {})", &s[..i], e.column()),
+        None => s,
+    }
+}
+
+/// Parses the body of a trace whose seal was verified by [`TraceFile::verify_seal`].
+pub fn parse_trace<'a>(
+    file: &'a TraceFile,
+    seal: &Seal,
+    limits: Limits,
+) -> Result<ParsedTrace<'a>, TraceError> {
+    Parser {
+        path: &file.path,
+        compressed: file.compressed,
+        limits,
+    }
+    .parse(&file.bytes[..seal.body_len], seal.sealed)
+}
+
+struct Parser<'p> {
+    path: &'p Utf8Path,
+    compressed: bool,
+    limits: Limits,
+}
+
+impl Parser<'_> {
+    fn malformed(&self, line: usize, detail: impl Into<String>) -> TraceError {
+        TraceError::Malformed {
+            path: self.path.to_owned(),
+            line,
+            detail: detail.into(),
+        }
+    }
+
+    fn parse<'a>(&self, body: &'a [u8], sealed: bool) -> Result<ParsedTrace<'a>, TraceError> {
+        let text = std::str::from_utf8(body).map_err(|e| {
+            let line = body[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            self.malformed(line, "not valid UTF-8")
+        })?;
+        if text.starts_with('\u{feff}') {
+            return Err(self.malformed(1, "starts with a byte-order mark, which traces must not have"));
+        }
+        let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l)).peekable();
+        let mut header = None;
+        let mut events = Vec::new();
+        let mut state = Validation::default();
+        while let Some((n, mut line)) = lines.next() {
+            if line.is_empty() && lines.peek().is_none() {
+                break; // the final `\n`
+            }
+            if line.len() as u64 > self.limits.max_line_bytes {
+                return Err(TraceError::TooLarge {
+                    path: self.path.to_owned(),
+                    line: Some(n),
+                    what: "the line",
+                    limit: self.limits.max_line_bytes,
+                    flag: "--max-line-bytes",
+                });
+            }
+            if let Some(stripped) = line.strip_suffix('\r') {
+                if self.compressed {
+                    return Err(self.malformed(n, "carriage return before the line end (compressed traces use `\\n` line ends only)"));
+                }
+                line = stripped;
+            }
+            if line.trim().is_empty() {
+                return Err(self.malformed(n, "blank line (traces have one JSON object per line and no blank lines)"));
+            }
+            if n == 1 {
+                header = Some(self.header(line)?);
+                continue;
+            }
+            if let Some(event) = self.event(n, line, sealed, &mut state)? {
+                events.push(event);
+            }
+        }
+        let header = header.ok_or_else(|| self.malformed(1, "no header line"))?;
+        let mut warnings = Vec::new();
+        if !state.unknown_kinds.is_empty() {
+            let list: Vec<String> = state
+                .unknown_kinds
+                .iter()
+                .map(|(k, line)| format!("`{k}` (first on line {line})"))
+                .collect();
+            warnings.push(format!(
+                "`{}`: unknown event kind(s) {} ignored by every oracle",
+                self.path,
+                list.join(", ")
+            ));
+        }
+        Ok(ParsedTrace {
+            trace: Trace { header, events },
+            warnings,
+        })
+    }
+
+    fn header<'a>(&self, line: &'a str) -> Result<Header<'a>, TraceError> {
+        // Check kind and version before the other fields, so a future major version is named
+        // as such even when its header differs in shape.
+        let probe: Probe = serde_json::from_str(line)
+            .map_err(|e| self.malformed(1, format!("not a JSON object: {}", json_message(&e))))?;
+        let kind = probe.kind.as_deref().and_then(normalize_kind);
+        if kind != Some("header") {
+            return Err(self.malformed(
+                1,
+                match probe.kind {
+                    Some(k) => format!("the first line must be the header (kind `header`), found kind `{k}`"),
+                    None => "the first line must be the header (kind `header`) and has no `kind`".into(),
+                },
+            ));
+        }
+        let raw: RawHeader = serde_json::from_str(line)
+            .map_err(|e| self.malformed(1, format!("invalid header: {}", json_message(&e))))?;
+        match raw.version.map(|v| v.get()) {
+            None => return Err(self.malformed(1, "header lacks `version`")),
+            Some("1") => {}
+            Some(v) if v.parse::<u64>().is_ok() => {
+                return Err(TraceError::UnsupportedVersion {
+                    path: self.path.to_owned(),
+                    version: v.to_owned(),
+                });
+            }
+            Some(v) => {
+                return Err(self.malformed(1, format!("header `version` must be an integer, found `{v}`")));
+            }
+        }
+        match raw.format.as_deref() {
+            Some(FORMAT_NAME) => {}
+            Some(other) => {
+                return Err(self.malformed(1, format!("header `format` is `{other}`, expected `{FORMAT_NAME}`")));
+            }
+            None => return Err(self.malformed(1, "header lacks `format`")),
+        }
+        let scenario = raw
+            .scenario
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| self.malformed(1, "header lacks a non-empty `scenario`"))?;
+        let case = match raw.case {
+            Some(c) if c.trim().is_empty() => return Err(self.malformed(1, "header `case` is blank")),
+            Some(c) => c,
+            None => Str::from("default"),
+        };
+        let privacy = match raw.privacy {
+            None => Privacy::default(),
+            Some(p) => {
+                let prompts = p.prompts.unwrap_or_else(|| Str::from("hashed"));
+                if !matches!(prompts.as_str(), "hashed" | "raw-sidecar") {
+                    return Err(self.malformed(1, format!("header `privacy.prompts` is `{prompts}`, expected `hashed` or `raw-sidecar`")));
+                }
+                let hash = p.hash.unwrap_or_else(|| Str::from("blake3"));
+                if !matches!(hash.as_str(), "blake3" | "blake3-keyed") {
+                    return Err(self.malformed(1, format!("header `privacy.hash` is `{hash}`, expected `blake3` or `blake3-keyed`")));
+                }
+                Privacy { prompts, hash, kid: p.kid }
+            }
+        };
+        Ok(Header {
+            scenario,
+            case,
+            runtime: raw.runtime.map(|r| Runtime {
+                name: r.name,
+                version: r.version,
+            }),
+            model: raw.model,
+            privacy,
+            recorded_at: raw.recorded_at,
+            source: raw.source,
+            labels: raw.labels.unwrap_or_default(),
+        })
+    }
+
+    fn event<'a>(
+        &self,
+        n: usize,
+        line: &'a str,
+        sealed: bool,
+        state: &mut Validation,
+    ) -> Result<Option<Event<'a>>, TraceError> {
+        let raw: RawEvent = match serde_json::from_str(line) {
+            Ok(raw) => raw,
+            Err(e) => {
+                // The typed parse failed: a known kind with a wrong field type is malformed, but
+                // an unknown kind is kept whatever its fields look like.
+                let probe: Probe = serde_json::from_str(line).map_err(|_| {
+                    self.malformed(n, format!("not a valid JSON object: {}", json_message(&e)))
+                })?;
+                match probe.kind.as_deref().map(|k| (k, normalize_kind(k))) {
+                    Some((written, None)) => {
+                        let seq = self.seq(n, probe.seq, state)?;
+                        state.unknown(written, n);
+                        return Ok(Some(Event {
+                            seq,
+                            ts_ms: probe.ts_ms,
+                            line: n,
+                            body: EventBody::Unknown {
+                                kind: written.to_owned(),
+                            },
+                        }));
+                    }
+                    _ => return Err(self.malformed(n, json_message(&e))),
+                }
+            }
+        };
+        let Some(written) = raw.kind.as_deref() else {
+            return Err(self.malformed(n, "event lacks `kind`"));
+        };
+        let kind = normalize_kind(written);
+        match kind {
+            Some("footer") => {
+                return Err(TraceError::Integrity {
+                    path: self.path.to_owned(),
+                    detail: format!(
+                        "a footer at line {n} is not the last line{}",
+                        if sealed { "" } else { " (data was appended after sealing?)" }
+                    ),
+                });
+            }
+            Some("header") => return Err(self.malformed(n, "a second header")),
+            _ => {}
+        }
+        let seq = self.seq(n, raw.seq, state)?;
+        let ts_ms = raw.ts_ms;
+        let Some(kind) = kind else {
+            state.unknown(written, n);
+            return Ok(Some(Event {
+                seq,
+                ts_ms,
+                line: n,
+                body: EventBody::Unknown {
+                    kind: written.to_owned(),
+                },
+            }));
+        };
+        let body = self.body(n, kind, raw, state)?;
+        Ok(Some(Event {
+            seq,
+            ts_ms,
+            line: n,
+            body,
+        }))
+    }
+
+    fn seq(&self, n: usize, seq: Option<u64>, state: &mut Validation) -> Result<u64, TraceError> {
+        let seq = seq.ok_or_else(|| self.malformed(n, "event lacks `seq`"))?;
+        if let Some(prev) = state.last_seq {
+            if seq <= prev {
+                return Err(self.malformed(
+                    n,
+                    format!("`seq` {seq} does not increase (the previous event has seq {prev})"),
+                ));
+            }
+        }
+        state.last_seq = Some(seq);
+        Ok(seq)
+    }
+
+    fn body<'a>(
+        &self,
+        n: usize,
+        kind: &'static str,
+        raw: RawEvent<'a>,
+        state: &mut Validation,
+    ) -> Result<EventBody<'a>, TraceError> {
+        let need = |v: Option<Str<'a>>, field: &str| {
+            v.ok_or_else(|| self.malformed(n, format!("`{kind}` lacks required field `{field}`")))
+        };
+        let need_bool = |v: Option<bool>, field: &str| {
+            v.ok_or_else(|| self.malformed(n, format!("`{kind}` lacks required field `{field}`")))
+        };
+        let prompt_hash = |v: Option<Str<'a>>, field: &str| -> Result<Option<Str<'a>>, TraceError> {
+            match v {
+                Some(h) if !is_hash(&h, true) => Err(self.malformed(
+                    n,
+                    format!("`{field}` is not a prompt hash (`b3:` or `b3k:` followed by 64 lowercase hex digits)"),
+                )),
+                other => Ok(other),
+            }
+        };
+        Ok(match kind {
+            "user_message" => {
+                let p = raw
+                    .prompt
+                    .ok_or_else(|| self.malformed(n, "`user_message` lacks required field `prompt`"))?;
+                if p.text.is_some() {
+                    return Err(TraceError::Privacy {
+                        path: self.path.to_owned(),
+                        line: n,
+                        detail: "a prompt object carries a `text` field; prompts are recorded only as hashes (raw text belongs in a `.prompts.ndjson` sidecar behind the developer opt-in)".into(),
+                    });
+                }
+                let h = prompt_hash(Some(p.h), "prompt.h")?.unwrap_or_default();
+                EventBody::UserMessage {
+                    prompt: PromptRef { h, len: p.len },
+                    id: raw.id,
+                }
+            }
+            "inference" => {
+                let output = match raw.output {
+                    None => None,
+                    Some(o) => {
+                        let o: RawOutput = serde_json::from_str(o.get()).map_err(|e| {
+                            self.malformed(n, format!("`inference.output`: {}", json_message(&e)))
+                        })?;
+                        let tool_calls = match o.tool_calls {
+                            None => None,
+                            Some(calls) => Some(
+                                calls
+                                    .into_iter()
+                                    .map(|c| {
+                                        Ok(PlannedCall {
+                                            args: self.args(n, c.args)?,
+                                            call_id: c.call_id,
+                                            tool: c.tool,
+                                        })
+                                    })
+                                    .collect::<Result<Vec<_>, TraceError>>()?,
+                            ),
+                        };
+                        Some(InferenceOutput {
+                            text: o.text,
+                            tool_calls,
+                        })
+                    }
+                };
+                let finish = match raw.finish {
+                    None => None,
+                    Some(f) => Some(Finish::parse(&f).ok_or_else(|| {
+                        self.bad_enum(n, "finish", &f, Finish::ALL)
+                    })?),
+                };
+                EventBody::Inference(Box::new(Inference {
+                    request_id: raw.request_id,
+                    model: raw.model,
+                    input_h: prompt_hash(raw.input_h, "input_h")?,
+                    system_h: prompt_hash(raw.system_h, "system_h")?,
+                    tools_offered: raw.tools_offered,
+                    consumes: raw.consumes,
+                    output,
+                    usage: raw.usage,
+                    finish,
+                }))
+            }
+            "tool_call" => {
+                let args = raw
+                    .args
+                    .ok_or_else(|| self.malformed(n, "`tool_call` lacks required field `args`"))?;
+                EventBody::ToolCall {
+                    call_id: need(raw.call_id, "call_id")?,
+                    tool: need(raw.tool, "tool")?,
+                    args: self.args(n, args)?,
+                }
+            }
+            "tool_result" => EventBody::ToolResult {
+                call_id: need(raw.call_id, "call_id")?,
+                ok: need_bool(raw.ok, "ok")?,
+                output: raw.output.map(Json::Borrowed),
+                output_h: raw.output_h,
+                error: raw.error,
+            },
+            "approval_request" => EventBody::ApprovalRequest {
+                tool: raw.tool,
+                call_id: raw.call_id,
+                approval_id: raw.approval_id,
+                reason: raw.reason,
+            },
+            "approval_decision" => EventBody::ApprovalDecision {
+                granted: need_bool(raw.granted, "granted")?,
+                approval_id: raw.approval_id,
+                call_id: raw.call_id,
+                tool: raw.tool,
+                by: raw.by,
+            },
+            "message" => {
+                let id = need(raw.id, "id")?;
+                let phase = self.phase(n, need(raw.phase, "phase")?)?;
+                state.message_ids.insert(id.to_string());
+                EventBody::Message {
+                    id,
+                    phase,
+                    text: need(raw.text, "text")?,
+                    reply_to: raw.reply_to,
+                    channel: raw.channel,
+                }
+            }
+            "message_edit" | "message_delete" => {
+                let id = need(raw.id, "id")?;
+                if !state.message_ids.contains(id.as_str()) {
+                    return Err(self.malformed(
+                        n,
+                        format!("`{kind}` names message id `{id}`, which no earlier `message` sent"),
+                    ));
+                }
+                if kind == "message_delete" {
+                    EventBody::MessageDelete { id }
+                } else {
+                    EventBody::MessageEdit {
+                        id,
+                        text: need(raw.text, "text")?,
+                        phase: raw.phase.map(|p| self.phase(n, p)).transpose()?,
+                    }
+                }
+            }
+            "artifact" => EventBody::Artifact {
+                path: need(raw.path, "path")?,
+                h: need(raw.h, "h")?,
+                bytes: raw
+                    .bytes
+                    .ok_or_else(|| self.malformed(n, "`artifact` lacks required field `bytes`"))?,
+                text: raw.text,
+                mtime_ms: raw.mtime_ms,
+            },
+            "state_change" => EventBody::StateChange {
+                path: need(raw.path, "path")?,
+                from: raw.from.map(Json::Borrowed),
+                to: raw.to.map(Json::Borrowed),
+            },
+            "error" => EventBody::Error {
+                message: need(raw.message, "message")?,
+                code: raw.code.map(Json::Borrowed),
+            },
+            "note" => EventBody::Note {
+                text: need(raw.text, "text")?,
+            },
+            "final_answer" => {
+                if std::mem::replace(&mut state.final_answer, true) {
+                    return Err(self.malformed(n, "a second `final_answer` (a trace has at most one)"));
+                }
+                EventBody::FinalAnswer {
+                    text: need(raw.text, "text")?,
+                }
+            }
+            "run_end" => {
+                if std::mem::replace(&mut state.run_end, true) {
+                    return Err(self.malformed(n, "a second `run_end` (a trace has at most one)"));
+                }
+                let status = need(raw.status, "status")?;
+                EventBody::RunEnd {
+                    status: RunStatus::parse(&status)
+                        .ok_or_else(|| self.bad_enum(n, "status", &status, RunStatus::ALL))?,
+                    error: raw.error,
+                }
+            }
+            other => unreachable!("normalize_kind returned unhandled kind {other}"),
+        })
+    }
+
+    fn phase(&self, n: usize, p: Str<'_>) -> Result<Phase, TraceError> {
+        Phase::parse(&p).ok_or_else(|| self.bad_enum(n, "phase", &p, Phase::ALL))
+    }
+
+    fn bad_enum(&self, n: usize, field: &str, value: &str, allowed: &[&str]) -> TraceError {
+        self.malformed(
+            n,
+            format!("`{field}` is `{value}`, expected one of: {}", allowed.join(", ")),
+        )
+    }
+
+    /// `args`: a JSON object; a string holding a JSON object is parsed; any other string is kept.
+    fn args<'a>(&self, n: usize, raw: &'a RawValue) -> Result<Args<'a>, TraceError> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'{') => Ok(Args::Object(Json::Borrowed(raw))),
+            Some(b'"') => {
+                let s: Str<'a> = serde_json::from_str(text)
+                    .map_err(|e| self.malformed(n, format!("`args`: {}", json_message(&e))))?;
+                let trimmed = s.trim_start();
+                if trimmed.starts_with('{') {
+                    if let Ok(obj) = serde_json::from_str::<Box<RawValue>>(&s) {
+                        return Ok(Args::Object(Json::Owned(obj)));
+                    }
+                }
+                Ok(Args::Text(s))
+            }
+            _ => Err(self.malformed(n, "`args` must be a JSON object or a string")),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Validation {
+    last_seq: Option<u64>,
+    final_answer: bool,
+    run_end: bool,
+    message_ids: HashSet<String>,
+    unknown_kinds: Vec<(String, usize)>,
+}
+
+impl Validation {
+    fn unknown(&mut self, kind: &str, line: usize) {
+        if !self.unknown_kinds.iter().any(|(k, _)| k == kind) {
+            self.unknown_kinds.push((kind.to_owned(), line));
+        }
+    }
+}

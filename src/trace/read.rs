@@ -1,0 +1,296 @@
+//! Reading trace files: bounded decompression and seal verification.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::io::Read;
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use super::error::TraceError;
+use super::seal::{content_hash, is_footer_line, parse_footer};
+
+/// Size limits applied while reading. Past a limit the trace is rejected; decompression stops at
+/// the limit and never allocates past it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest accepted line, in bytes (default 16 MiB, `--max-line-bytes`).
+    pub max_line_bytes: u64,
+    /// Largest accepted decompressed trace, in bytes (default 256 MiB, `--max-trace-bytes`).
+    pub max_trace_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line_bytes: 16 << 20,
+            max_trace_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Whether a path names a trace file (`*.trace.ndjson` or `*.trace.ndjson.zst`).
+pub fn is_trace_path(path: &Utf8Path) -> bool {
+    let name = path.file_name().unwrap_or("");
+    name.ends_with(".trace.ndjson") || name.ends_with(".trace.ndjson.zst")
+}
+
+/// A trace file's decompressed bytes.
+#[derive(Debug)]
+pub struct TraceFile {
+    /// Where it was read from.
+    pub path: Utf8PathBuf,
+    /// The decompressed bytes, footer included.
+    pub bytes: Vec<u8>,
+    /// Whether the file was zstd-compressed (`.zst`).
+    pub compressed: bool,
+}
+
+/// What the seal check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seal {
+    /// Whether the trace ends with a valid footer.
+    pub sealed: bool,
+    /// The trace's identity: the footer's verified hash, or for an unsealed trace the hash
+    /// `pack` will seal it with.
+    pub content_hash: String,
+    /// Length of the body (header and events) in `bytes`, footer excluded.
+    pub body_len: usize,
+}
+
+thread_local! {
+    // One reused decompression context per worker thread, as the performance budget asks.
+    static DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+impl TraceFile {
+    /// Reads and (for `.zst`) decompresses a trace file within `limits`.
+    pub fn open(path: &Utf8Path, limits: Limits) -> Result<TraceFile, TraceError> {
+        let io = |source| TraceError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let compressed = path.as_str().ends_with(".zst");
+        let len = std::fs::metadata(path).map_err(io)?.len();
+        // Incompressible data grows a little under zstd; allow for that before refusing a
+        // compressed file outright, then enforce the exact limit on the decompressed bytes.
+        let file_cap = if compressed {
+            limits
+                .max_trace_bytes
+                .saturating_add(limits.max_trace_bytes / 64 + 4096)
+        } else {
+            limits.max_trace_bytes
+        };
+        let too_large = || TraceError::TooLarge {
+            path: path.to_owned(),
+            line: None,
+            what: "the decompressed trace",
+            limit: limits.max_trace_bytes,
+            flag: "--max-trace-bytes",
+        };
+        if len > file_cap {
+            return Err(too_large());
+        }
+        let raw = std::fs::read(path).map_err(io)?;
+        let bytes = if compressed {
+            decompress(&raw, limits.max_trace_bytes).map_err(|e| match e {
+                DecompressError::TooLarge => too_large(),
+                DecompressError::Corrupt(detail) => TraceError::Unreadable {
+                    path: path.to_owned(),
+                    detail: format!(
+                        "not a valid zstd stream ({detail}); the file is corrupt or truncated"
+                    ),
+                },
+            })?
+        } else {
+            raw
+        };
+        Ok(TraceFile {
+            path: path.to_owned(),
+            bytes,
+            compressed,
+        })
+    }
+
+    /// Builds a trace file from bytes already in memory (decompressed).
+    pub fn from_bytes(path: impl Into<Utf8PathBuf>, bytes: Vec<u8>, compressed: bool) -> Self {
+        TraceFile {
+            path: path.into(),
+            bytes,
+            compressed,
+        }
+    }
+
+    /// Verifies the seal: a footer must be the last line, count the event lines and hash the
+    /// bytes before it. A `.zst` must be sealed; an uncompressed trace may be unsealed (then its
+    /// content hash is the hash of its normalised bytes), unless `require_sealed`.
+    pub fn verify_seal(&self, require_sealed: bool) -> Result<Seal, TraceError> {
+        let integrity = |detail: String| TraceError::Integrity {
+            path: self.path.clone(),
+            detail,
+        };
+        let bytes = &self.bytes;
+        if bytes.is_empty() {
+            return Err(TraceError::Unreadable {
+                path: self.path.clone(),
+                detail: "empty trace file: a trace starts with a header line".into(),
+            });
+        }
+        let trimmed = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let last_start = trimmed
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let last = &trimmed[last_start..];
+        let last = if self.compressed {
+            last
+        } else {
+            last.strip_suffix(b"\r").unwrap_or(last)
+        };
+        if is_footer_line(last) {
+            let footer = parse_footer(last).map_err(integrity)?;
+            let body = &bytes[..last_start];
+            let event_lines = body.iter().filter(|&&b| b == b'\n').count().saturating_sub(1);
+            if last_start == 0 {
+                return Err(integrity("the footer is the only line; the header is missing".into()));
+            }
+            if footer.events != event_lines as u64 {
+                return Err(integrity(format!(
+                    "footer counts {} events but the trace has {event_lines} event lines",
+                    footer.events
+                )));
+            }
+            let actual = content_hash(body);
+            if actual != footer.content_hash {
+                return Err(integrity(format!(
+                    "content hash mismatch: footer says {}, the bytes hash to {actual}; the trace was modified after sealing",
+                    footer.content_hash
+                )));
+            }
+            return Ok(Seal {
+                sealed: true,
+                content_hash: actual,
+                body_len: last_start,
+            });
+        }
+        if self.compressed {
+            return Err(integrity(
+                "a compressed trace must end with a footer and this one has none (truncated, or never sealed; seal it with `tracereplay pack`)".into(),
+            ));
+        }
+        if require_sealed {
+            return Err(integrity(
+                "the trace is not sealed and `--require-sealed` is set; seal it with `tracereplay pack`".into(),
+            ));
+        }
+        Ok(Seal {
+            sealed: false,
+            content_hash: content_hash(&normalize_line_ends(bytes)),
+            body_len: bytes.len(),
+        })
+    }
+}
+
+/// `\r\n` read as `\n` and a final `\n` added if missing: the bytes `pack` seals.
+pub fn normalize_line_ends(bytes: &[u8]) -> Cow<'_, [u8]> {
+    let has_cr = bytes.windows(2).any(|w| w == b"\r\n");
+    let ends_nl = bytes.last() == Some(&b'\n');
+    if !has_cr && ends_nl {
+        return Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 1);
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            i += 1;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    if out.last() != Some(&b'\n') && !out.is_empty() {
+        out.push(b'\n');
+    }
+    Cow::Owned(out)
+}
+
+enum DecompressError {
+    TooLarge,
+    Corrupt(String),
+}
+
+/// Decompresses within `limit`: a single frame whose header states a size within the limit is
+/// decoded in bulk into an exactly sized buffer with the thread's reused context; anything else
+/// (streamed frames without a size, concatenated frames, corrupt data) goes through a streaming
+/// decoder that stops one byte past the limit and reports corruption precisely.
+fn decompress(raw: &[u8], limit: u64) -> Result<Vec<u8>, DecompressError> {
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(raw) {
+        if size > limit {
+            return Err(DecompressError::TooLarge);
+        }
+        if frame_len(raw) == Some(raw.len()) {
+            let bulk = DCTX.with(|cell| {
+                let mut slot = cell.borrow_mut();
+                if slot.is_none() {
+                    *slot = zstd::bulk::Decompressor::new().ok();
+                }
+                slot.as_mut()
+                    .and_then(|d| d.decompress(raw, size as usize).ok())
+            });
+            if let Some(out) = bulk.filter(|o| o.len() as u64 == size) {
+                return Ok(out);
+            }
+        }
+    }
+    let mut decoder = zstd::stream::read::Decoder::new(raw)
+        .map_err(|e| DecompressError::Corrupt(e.to_string()))?;
+    read_bounded(&mut decoder, limit)
+}
+
+fn frame_len(raw: &[u8]) -> Option<usize> {
+    zstd::zstd_safe::find_frame_compressed_size(raw).ok()
+}
+
+fn read_bounded(reader: &mut impl Read, limit: u64) -> Result<Vec<u8>, DecompressError> {
+    let mut out = Vec::new();
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| DecompressError::Corrupt(e.to_string()))?;
+    if out.len() as u64 > limit {
+        return Err(DecompressError::TooLarge);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation_matches_pack() {
+        assert_eq!(&*normalize_line_ends(b"a\r\nb"), b"a\nb\n");
+        assert_eq!(&*normalize_line_ends(b"a\nb\n"), b"a\nb\n");
+        assert!(matches!(normalize_line_ends(b"a\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn decompression_is_bounded() {
+        let data = vec![b'x'; 10_000];
+        let z = zstd::bulk::compress(&data, 3).unwrap();
+        assert_eq!(decompress(&z, 10_000).ok().unwrap(), data);
+        assert!(matches!(decompress(&z, 9_999), Err(DecompressError::TooLarge)));
+        // Streamed frames carry no content size: the bound must still hold.
+        let mut streamed = Vec::new();
+        let mut enc = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+        std::io::Write::write_all(&mut enc, &data).unwrap();
+        enc.finish().unwrap();
+        assert!(matches!(decompress(&streamed, 100), Err(DecompressError::TooLarge)));
+        assert_eq!(decompress(&streamed, 10_000).ok().unwrap(), data);
+        // Two concatenated frames decode as one stream.
+        let mut two = z.clone();
+        two.extend_from_slice(&z);
+        assert_eq!(decompress(&two, 20_000).ok().unwrap().len(), 20_000);
+        // Truncation is an error, not a silent short read.
+        assert!(matches!(decompress(&z[..z.len() - 3], 10_000), Err(DecompressError::Corrupt(_))));
+    }
+}

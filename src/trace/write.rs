@@ -1,0 +1,255 @@
+//! The writer API: builds sealed, compressed traces with compact JSON in the spec's fixed key
+//! order (`kind`, `seq`, `ts_ms`, then the fields in the spec's order), so the same run always
+//! gives the same decompressed bytes and content hash.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use super::json::Str;
+use super::model::*;
+use super::seal::{content_hash, footer_line};
+
+impl Serialize for Event<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("kind", self.body.kind())?;
+        m.serialize_entry("seq", &self.seq)?;
+        if let Some(ts) = self.ts_ms {
+            m.serialize_entry("ts_ms", &ts)?;
+        }
+        fn opt<M: SerializeMap, T: Serialize>(m: &mut M, k: &str, v: &Option<T>) -> Result<(), M::Error> {
+            match v {
+                Some(v) => m.serialize_entry(k, v),
+                None => Ok(()),
+            }
+        }
+        match &self.body {
+            EventBody::UserMessage { prompt, id } => {
+                m.serialize_entry("prompt", prompt)?;
+                opt(&mut m, "id", id)?;
+            }
+            EventBody::Inference(i) => {
+                opt(&mut m, "request_id", &i.request_id)?;
+                opt(&mut m, "model", &i.model)?;
+                opt(&mut m, "input_h", &i.input_h)?;
+                opt(&mut m, "system_h", &i.system_h)?;
+                opt(&mut m, "tools_offered", &i.tools_offered)?;
+                opt(&mut m, "consumes", &i.consumes)?;
+                opt(&mut m, "output", &i.output)?;
+                opt(&mut m, "usage", &i.usage)?;
+                opt(&mut m, "finish", &i.finish)?;
+            }
+            EventBody::ToolCall { call_id, tool, args } => {
+                m.serialize_entry("call_id", call_id)?;
+                m.serialize_entry("tool", tool)?;
+                m.serialize_entry("args", args)?;
+            }
+            EventBody::ToolResult { call_id, ok, output, output_h, error } => {
+                m.serialize_entry("call_id", call_id)?;
+                m.serialize_entry("ok", ok)?;
+                opt(&mut m, "output", output)?;
+                opt(&mut m, "output_h", output_h)?;
+                opt(&mut m, "error", error)?;
+            }
+            EventBody::ApprovalRequest { tool, call_id, approval_id, reason } => {
+                opt(&mut m, "tool", tool)?;
+                opt(&mut m, "call_id", call_id)?;
+                opt(&mut m, "approval_id", approval_id)?;
+                opt(&mut m, "reason", reason)?;
+            }
+            EventBody::ApprovalDecision { granted, approval_id, call_id, tool, by } => {
+                m.serialize_entry("granted", granted)?;
+                opt(&mut m, "approval_id", approval_id)?;
+                opt(&mut m, "call_id", call_id)?;
+                opt(&mut m, "tool", tool)?;
+                opt(&mut m, "by", by)?;
+            }
+            EventBody::Message { id, phase, text, reply_to, channel } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("phase", phase)?;
+                m.serialize_entry("text", text)?;
+                opt(&mut m, "reply_to", reply_to)?;
+                opt(&mut m, "channel", channel)?;
+            }
+            EventBody::MessageEdit { id, text, phase } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("text", text)?;
+                opt(&mut m, "phase", phase)?;
+            }
+            EventBody::MessageDelete { id } => m.serialize_entry("id", id)?,
+            EventBody::Artifact { path, h, bytes, text, mtime_ms } => {
+                m.serialize_entry("path", path)?;
+                m.serialize_entry("h", h)?;
+                m.serialize_entry("bytes", bytes)?;
+                opt(&mut m, "text", text)?;
+                opt(&mut m, "mtime_ms", mtime_ms)?;
+            }
+            EventBody::StateChange { path, from, to } => {
+                m.serialize_entry("path", path)?;
+                opt(&mut m, "from", from)?;
+                opt(&mut m, "to", to)?;
+            }
+            EventBody::Error { message, code } => {
+                m.serialize_entry("message", message)?;
+                opt(&mut m, "code", code)?;
+            }
+            EventBody::Note { text } | EventBody::FinalAnswer { text } => {
+                m.serialize_entry("text", text)?;
+            }
+            EventBody::RunEnd { status, error } => {
+                m.serialize_entry("status", status)?;
+                opt(&mut m, "error", error)?;
+            }
+            EventBody::Unknown { .. } => {}
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Args<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Args::Object(j) => j.serialize(s),
+            Args::Text(t) => t.serialize(s),
+        }
+    }
+}
+
+impl Serialize for InferenceOutput<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        if let Some(t) = &self.text {
+            m.serialize_entry("text", t)?;
+        }
+        if let Some(c) = &self.tool_calls {
+            m.serialize_entry("tool_calls", c)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for PlannedCall<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("call_id", &self.call_id)?;
+        m.serialize_entry("tool", &self.tool)?;
+        m.serialize_entry("args", &self.args)?;
+        m.end()
+    }
+}
+
+/// Header line with the spec's key order.
+#[derive(Serialize)]
+struct HeaderLine<'h, 'a> {
+    kind: &'static str,
+    format: &'static str,
+    version: u64,
+    #[serde(flatten)]
+    header: &'h Header<'a>,
+}
+
+/// A sealed trace built in memory.
+#[derive(Debug, Clone)]
+pub struct SealedTrace {
+    /// The decompressed bytes, footer included.
+    pub bytes: Vec<u8>,
+    /// The content hash the footer carries.
+    pub content_hash: String,
+}
+
+impl SealedTrace {
+    /// zstd-compressed bytes, ready to store as `NAME.trace.ndjson.zst`.
+    pub fn compress(&self) -> std::io::Result<Vec<u8>> {
+        zstd::bulk::compress(&self.bytes, 9)
+    }
+}
+
+/// Builds a trace event by event, assigning increasing `seq` numbers.
+///
+/// ```
+/// use tracereplay::trace::{TraceWriter, Header, EventBody, RunStatus};
+/// let mut w = TraceWriter::new(Header::new("demo.scenario", "default"));
+/// w.push(None, EventBody::RunEnd { status: RunStatus::Completed, error: None });
+/// let sealed = w.finish();
+/// assert!(sealed.content_hash.starts_with("b3:"));
+/// ```
+#[derive(Debug)]
+pub struct TraceWriter {
+    buf: Vec<u8>,
+    next_seq: u64,
+    events: u64,
+}
+
+impl TraceWriter {
+    /// Starts a trace with its header line.
+    pub fn new(header: Header<'_>) -> TraceWriter {
+        let mut buf = Vec::with_capacity(4096);
+        serde_json::to_writer(
+            &mut buf,
+            &HeaderLine {
+                kind: "header",
+                format: FORMAT_NAME,
+                version: FORMAT_VERSION,
+                header: &header,
+            },
+        )
+        .expect("serialising a header into memory cannot fail");
+        buf.push(b'\n');
+        TraceWriter {
+            buf,
+            next_seq: 1,
+            events: 0,
+        }
+    }
+
+    /// Appends an event with the next `seq`, and returns that seq.
+    pub fn push(&mut self, ts_ms: Option<i64>, body: EventBody<'_>) -> u64 {
+        let seq = self.next_seq;
+        self.push_event(&Event {
+            seq,
+            ts_ms,
+            line: 0,
+            body,
+        });
+        seq
+    }
+
+    /// Appends an event as given; a `seq` at or below the last one is raised to the next free
+    /// value so the written trace stays well-formed.
+    pub fn push_event(&mut self, event: &Event<'_>) {
+        let seq = event.seq.max(self.next_seq);
+        let mut e = event.clone();
+        e.seq = seq;
+        serde_json::to_writer(&mut self.buf, &e).expect("serialising an event into memory cannot fail");
+        self.buf.push(b'\n');
+        self.next_seq = seq + 1;
+        self.events += 1;
+    }
+
+    /// Appends the footer and returns the sealed bytes.
+    pub fn finish(mut self) -> SealedTrace {
+        let content_hash = content_hash(&self.buf);
+        self.buf
+            .extend_from_slice(footer_line(self.events, &content_hash).as_bytes());
+        SealedTrace {
+            bytes: self.buf,
+            content_hash,
+        }
+    }
+}
+
+impl<'a> Header<'a> {
+    /// A header with the given scenario and case and default privacy (hashed prompts).
+    pub fn new(scenario: impl Into<Str<'static>>, case: impl Into<Str<'static>>) -> Header<'a> {
+        Header {
+            scenario: scenario.into(),
+            case: case.into(),
+            runtime: None,
+            model: None,
+            privacy: Privacy::default(),
+            recorded_at: None,
+            source: None,
+            labels: Default::default(),
+        }
+    }
+}
