@@ -6,5 +6,9 @@
 //! ([`report`]) — and never parses flags, prints or exits; the `tracereplay` binary does that.
 
 pub mod discover;
+pub mod eval;
+pub mod fsutil;
+pub mod oracle;
+pub mod report;
 pub mod scenario;
 pub mod trace;

@@ -1,1 +1,31 @@
-fn main() {}
+//! The `tracereplay` binary: flags in, exit code out; the library does the work.
+
+mod cli;
+
+use std::io::Write;
+
+use clap::Parser;
+
+fn main() {
+    let parsed = cli::args::Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let code = match cli::run(&parsed, &mut out).and_then(|c| out.flush().map(|()| c).map_err(Into::into)) {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => cli::exit::OK,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("error: {e:#}");
+            cli::exit::ERROR
+        }
+    };
+    std::process::exit(code);
+}
+
+/// A reader that closed the pipe early (`| head`) is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

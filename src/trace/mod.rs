@@ -3,6 +3,7 @@
 mod error;
 pub mod json;
 mod model;
+mod pack;
 mod parse;
 mod read;
 mod seal;
@@ -11,6 +12,7 @@ mod write;
 pub use error::TraceError;
 pub use json::{Json, Str};
 pub use model::*;
+pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace};
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};

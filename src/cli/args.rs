@@ -1,0 +1,143 @@
+//! Command-line flags (raw values); `cli::*` resolves them into library options.
+
+use camino::Utf8PathBuf;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Store agent runs as sealed traces and re-check them offline against scenario oracles.
+#[derive(Debug, Parser)]
+#[command(name = "tracereplay", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Judge every trace against its scenario's oracles; exit 1 on failures that count.
+    Check(CheckArgs),
+    /// Seal and compress NDJSON traces (`NAME.trace.ndjson.zst`).
+    Pack(PackArgs),
+    /// Print a decompressed trace verbatim, footer included.
+    Cat(CatArgs),
+    /// Check seals without judging; unsealed traces count as failures here.
+    Verify(VerifyArgs),
+}
+
+/// Size limits shared by every command that reads traces.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Longest accepted trace line, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_line_bytes: u64,
+    /// Largest accepted decompressed trace, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub max_trace_bytes: u64,
+}
+
+/// `check` flags.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Directories or files holding scenarios and traces.
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// Approved baselines directory (default `baselines/`; given explicitly, it must exist).
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<Utf8PathBuf>,
+    /// A harness suite directory: every `*.json` in it is a scenario (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Judge only this scenario id (repeatable, case-insensitive).
+    #[arg(long = "scenario", value_name = "ID")]
+    pub scenarios: Vec<String>,
+    /// Judge only scenarios with this tag or type (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Which failing traces make the exit code 1, by their scenario's risk.
+    #[arg(long, value_enum, default_value_t = FailOnArg::High)]
+    pub fail_on: FailOnArg,
+    /// Treat unsealed traces as integrity failures (recommended in CI).
+    #[arg(long)]
+    pub require_sealed: bool,
+    /// Format of standard output.
+    #[arg(long, value_enum, default_value_t = FormatArg::Human)]
+    pub format: FormatArg,
+    /// Also write the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<Utf8PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOnArg {
+    /// Every failure counts.
+    Any,
+    /// High and Critical scenarios.
+    High,
+    /// Critical scenarios only.
+    Critical,
+    /// No failure counts (errors still do).
+    None,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// One line per result, failures with evidence, a summary.
+    Human,
+    /// The JSON report (`schema_version` 1).
+    Json,
+}
+
+/// `pack` flags.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// NDJSON traces to seal.
+    #[arg(value_name = "IN", required = true)]
+    pub inputs: Vec<Utf8PathBuf>,
+    /// Write the sealed traces here instead of beside the inputs.
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<Utf8PathBuf>,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `cat` flags.
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// The trace to print.
+    #[arg(value_name = "TRACE")]
+    pub trace: Utf8PathBuf,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `verify` flags.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Directories or trace files.
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+impl LimitArgs {
+    /// The library's limits.
+    pub fn limits(&self) -> tracereplay::trace::Limits {
+        tracereplay::trace::Limits {
+            max_line_bytes: self.max_line_bytes,
+            max_trace_bytes: self.max_trace_bytes,
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! `tracereplay cat`: print a decompressed trace verbatim.
+
+use std::io::Write;
+
+use tracereplay::eval::error_chain;
+use tracereplay::trace::TraceFile;
+
+use super::args::CatArgs;
+use super::exit;
+
+/// Runs `cat`; `Err` means exit 2 (unreadable).
+pub fn run(args: &CatArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let file = TraceFile::open(&args.trace, args.limits.limits()).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+    out.write_all(&file.bytes)?;
+    out.flush()?;
+    match file.verify_seal(false) {
+        Ok(seal) if seal.sealed => Ok(exit::OK),
+        Ok(_) => {
+            eprintln!("note: `{}` is not sealed; seal it with `tracereplay pack`", args.trace);
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            eprintln!("warning: {}", error_chain(&e));
+            Ok(exit::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The binary's command layer: parse flags, call the library, render, pick the exit code.
+
+pub mod args;
+mod cat;
+mod check;
+pub mod exit;
+mod pack;
+mod verify;
+
+use std::io::Write;
+
+use args::{Cli, Command};
+
+/// Runs a parsed command line, writing results to `out`; `Err` means exit 2.
+pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match &cli.command {
+        Command::Check(a) => check::run(a, out),
+        Command::Pack(a) => pack::run(a, out),
+        Command::Cat(a) => cat::run(a, out),
+        Command::Verify(a) => verify::run(a, out),
+    }
+}

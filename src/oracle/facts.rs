@@ -1,0 +1,115 @@
+//! Facts derived once per trace and shared by every oracle: the tool calls, the messages standing
+//! at the end (edits and deletes applied), and the final answer.
+
+use crate::trace::{EventBody, Phase, ToolCallRef, Trace};
+
+/// A message as it stands after every edit and delete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageState {
+    /// Its id.
+    pub id: String,
+    /// Phase after edits (an edit with `phase: final` promotes a preview).
+    pub phase: Phase,
+    /// Text after edits.
+    pub text: String,
+    /// `seq` of the message or its last edit: its position.
+    pub seq: u64,
+    /// Time of the message or its last edit.
+    pub ts_ms: Option<i64>,
+    /// Whether a `message_delete` retracted it.
+    pub deleted: bool,
+    /// `seq` of every event that shaped it (send, edits, delete).
+    pub history: Vec<u64>,
+}
+
+/// The run's final answer and where it came from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FinalAnswer {
+    /// The text (empty when the run has none).
+    pub text: String,
+    /// The deciding event: the `final_answer`, or the standing final message's last edit.
+    pub seq: Option<u64>,
+}
+
+/// Everything the oracles share about one trace.
+#[derive(Debug)]
+pub struct Facts<'t, 'a> {
+    /// The trace.
+    pub trace: &'t Trace<'a>,
+    /// Tool calls in `seq` order.
+    pub calls: Vec<ToolCallRef<'t, 'a>>,
+    /// Every message sent, in order of first sending, with its final state.
+    pub messages: Vec<MessageState>,
+    /// The final answer by the spec's rule.
+    pub final_answer: FinalAnswer,
+}
+
+impl<'t, 'a> Facts<'t, 'a> {
+    /// Derives the facts of `trace`.
+    pub fn new(trace: &'t Trace<'a>) -> Self {
+        let calls: Vec<_> = trace.tool_calls().collect();
+        let mut messages: Vec<MessageState> = Vec::new();
+        let mut final_event = None;
+        for e in &trace.events {
+            match &e.body {
+                EventBody::Message { id, phase, text, .. } => {
+                    // A second `message` with an id already sent replaces it (a re-send).
+                    messages.retain(|m| m.id != id.as_str());
+                    messages.push(MessageState {
+                        id: id.to_string(),
+                        phase: *phase,
+                        text: text.to_string(),
+                        seq: e.seq,
+                        ts_ms: e.ts_ms,
+                        deleted: false,
+                        history: vec![e.seq],
+                    });
+                }
+                EventBody::MessageEdit { id, text, phase } => {
+                    if let Some(m) = messages.iter_mut().find(|m| m.id == id.as_str()) {
+                        m.text = text.to_string();
+                        if let Some(p) = phase {
+                            m.phase = *p;
+                        }
+                        m.seq = e.seq;
+                        m.ts_ms = e.ts_ms;
+                        m.history.push(e.seq);
+                    }
+                }
+                EventBody::MessageDelete { id } => {
+                    if let Some(m) = messages.iter_mut().find(|m| m.id == id.as_str()) {
+                        m.deleted = true;
+                        m.history.push(e.seq);
+                    }
+                }
+                EventBody::FinalAnswer { text } if !text.is_empty() => {
+                    final_event = Some((text.to_string(), e.seq));
+                }
+                _ => {}
+            }
+        }
+        let final_answer = match final_event {
+            Some((text, seq)) => FinalAnswer { text, seq: Some(seq) },
+            None => messages
+                .iter()
+                .filter(|m| !m.deleted && m.phase == Phase::Final)
+                .max_by_key(|m| m.seq)
+                .map(|m| FinalAnswer {
+                    text: m.text.clone(),
+                    seq: Some(m.seq),
+                })
+                .unwrap_or_default(),
+        };
+        Facts {
+            trace,
+            calls,
+            messages,
+            final_answer,
+        }
+    }
+
+    /// Messages still standing at the end.
+    pub fn standing(&self) -> impl Iterator<Item = &MessageState> {
+        self.messages.iter().filter(|m| !m.deleted)
+    }
+}

@@ -1,0 +1,138 @@
+//! Resolving oracle parameters the way the harness does: a tool from `tool`, else `value`, else
+//! `metadata.tool`; a text from `value`, else `metadata.value`; a limit from `limit`, else a
+//! numeric `value`, else `metadata.limit` / `metadata.value`. Values are trimmed and blanks count
+//! as not configured.
+
+use serde_json::Value;
+
+use crate::scenario::{OracleSpec, scalar_string};
+
+fn configured(s: Option<String>) -> Option<String> {
+    s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+/// The tool an oracle names, if configured.
+pub fn tool(spec: &OracleSpec) -> Option<String> {
+    configured(spec.get("tool").and_then(Value::as_str).map(str::to_owned))
+        .or_else(|| configured(spec.get("value").and_then(scalar_string)))
+        .or_else(|| configured(spec.metadata("tool")))
+}
+
+/// The text an oracle names, if configured.
+pub fn text(spec: &OracleSpec) -> Option<String> {
+    configured(spec.get("value").and_then(scalar_string)).or_else(|| configured(spec.metadata("value")))
+}
+
+/// A resolved limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Limit {
+    /// Nothing configured.
+    Missing,
+    /// A valid limit (`0` included).
+    Valid(u64),
+    /// Configured but not a non-negative integer.
+    Invalid(String),
+}
+
+fn integer(v: &Value) -> Option<Result<u64, String>> {
+    match v {
+        Value::Null => None,
+        Value::Number(n) => Some(
+            n.as_u64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15).map(|f| f as u64))
+                .ok_or_else(|| n.to_string()),
+        ),
+        Value::String(s) if s.trim().is_empty() => None,
+        Value::String(s) => Some(s.trim().parse::<u64>().map_err(|_| s.clone())),
+        other => Some(Err(other.to_string())),
+    }
+}
+
+/// The limit an oracle names: `limit`, else an integer or numeric-string `value`, else
+/// `metadata.limit`, else `metadata.value`.
+pub fn limit(spec: &OracleSpec) -> Limit {
+    if let Some(r) = spec.get("limit").and_then(integer) {
+        return match r {
+            Ok(n) => Limit::Valid(n),
+            Err(bad) => Limit::Invalid(bad),
+        };
+    }
+    // `value` counts only when numeric: the harness falls through otherwise.
+    if let Some(Ok(n)) = spec.get("value").and_then(integer) {
+        return Limit::Valid(n);
+    }
+    for key in ["limit", "value"] {
+        if let Some(m) = configured(spec.metadata(key)) {
+            return match m.parse::<u64>() {
+                Ok(n) => Limit::Valid(n),
+                Err(_) => Limit::Invalid(m),
+            };
+        }
+    }
+    Limit::Missing
+}
+
+/// A string array parameter (e.g. `tools`), trimmed, blanks dropped.
+pub fn string_list(spec: &OracleSpec, name: &str) -> Vec<String> {
+    spec.get(name)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: &str) -> OracleSpec {
+        OracleSpec {
+            index: 0,
+            params: serde_json::from_str(json).unwrap(),
+        }
+    }
+
+    #[test]
+    fn tool_resolution_order() {
+        for (json, want) in [
+            (r#"{"tool":" web ","value":"x"}"#, Some("web")),
+            (r#"{"tool":"  ","value":"x"}"#, Some("x")),
+            (r#"{"value":42}"#, Some("42")),
+            (r#"{"metadata":{"tool":"m"}}"#, Some("m")),
+            (r#"{"Tool":"ci"}"#, Some("ci")),
+            (r#"{"value":"","metadata":{"tool":" "}}"#, None),
+        ] {
+            assert_eq!(tool(&spec(json)).as_deref(), want, "{json}");
+        }
+    }
+
+    #[test]
+    fn text_resolution_order() {
+        assert_eq!(text(&spec(r#"{"value":" demo "}"#)).as_deref(), Some("demo"));
+        assert_eq!(text(&spec(r#"{"metadata":{"value":"m"}}"#)).as_deref(), Some("m"));
+        assert_eq!(text(&spec(r#"{"value":" ","tool":"t"}"#)), None);
+    }
+
+    #[test]
+    fn limit_resolution_order() {
+        for (json, want) in [
+            (r#"{"limit":0}"#, Limit::Valid(0)),
+            (r#"{"limit":3,"value":9}"#, Limit::Valid(3)),
+            (r#"{"value":"4"}"#, Limit::Valid(4)),
+            (r#"{"value":2.0}"#, Limit::Valid(2)),
+            (r#"{"value":"many","metadata":{"limit":"5"}}"#, Limit::Valid(5)),
+            (r#"{"metadata":{"value":"6"}}"#, Limit::Valid(6)),
+            (r#"{"limit":-1}"#, Limit::Invalid("-1".into())),
+            (r#"{"limit":"x"}"#, Limit::Invalid("x".into())),
+            (r#"{}"#, Limit::Missing),
+        ] {
+            assert_eq!(limit(&spec(json)), want, "{json}");
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! What judging produces: a verdict per oracle, with a message and evidence.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// An oracle's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The check held.
+    Pass,
+    /// The check did not hold.
+    Fail,
+    /// The subject was there but lacked a field the oracle needs; counts as a failure.
+    NotEvaluable,
+}
+
+impl Verdict {
+    /// `pass`, `fail` or `not-evaluable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::NotEvaluable => "not-evaluable",
+        }
+    }
+}
+
+/// One oracle's result on one trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OracleResult {
+    /// The oracle type (canonical lowercase), `unknown:<as written>`, or `run-completed`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Position in the scenario's `oracles` (absent for the synthetic `run-completed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What was found, in a sentence.
+    pub message: String,
+    /// `seq` numbers of the events that decided it.
+    pub evidence: Vec<u64>,
+    /// For failures: what the oracle expected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Value>,
+    /// For failures: what the trace held instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<Value>,
+}
+
+impl OracleResult {
+    /// A passing result.
+    pub fn pass(message: impl Into<String>, evidence: Vec<u64>) -> Self {
+        OracleResult {
+            kind: String::new(),
+            index: None,
+            verdict: Verdict::Pass,
+            message: message.into(),
+            evidence,
+            expected: None,
+            found: None,
+        }
+    }
+
+    /// A failing result with what was expected and found.
+    pub fn fail(
+        message: impl Into<String>,
+        evidence: Vec<u64>,
+        expected: impl Into<Value>,
+        found: impl Into<Value>,
+    ) -> Self {
+        OracleResult {
+            kind: String::new(),
+            index: None,
+            verdict: Verdict::Fail,
+            message: message.into(),
+            evidence,
+            expected: Some(expected.into()),
+            found: Some(found.into()),
+        }
+    }
+
+    /// A misconfigured oracle: it fails, naming what is missing.
+    pub fn misconfigured(message: impl Into<String>) -> Self {
+        OracleResult::fail(message, Vec::new(), Value::Null, Value::Null)
+    }
+
+    /// A subject present but lacking a field the oracle needs.
+    pub fn not_evaluable(message: impl Into<String>, evidence: Vec<u64>) -> Self {
+        OracleResult {
+            verdict: Verdict::NotEvaluable,
+            ..OracleResult::pass(message, evidence)
+        }
+    }
+
+    pub(crate) fn typed(mut self, kind: impl Into<String>, index: Option<usize>) -> Self {
+        self.kind = kind.into();
+        self.index = index;
+        self
+    }
+}
+
+/// Shortens long recorded text for `found`, on a char boundary.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,90 @@
+//! The human-readable report: one line per result, failures with their evidence, a summary.
+
+use std::io::Write;
+
+use super::model::{Report, ResultRow, RowVerdict};
+use crate::oracle::Verdict;
+
+/// Rendering options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HumanOptions {
+    /// ANSI colours (only on a terminal, never with `NO_COLOR`; the caller decides).
+    pub color: bool,
+}
+
+fn paint(on: bool, code: &str, text: &str) -> String {
+    if on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+}
+
+/// Writes the report for a person.
+pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    let w_scenario = report.results.iter().map(|r| r.scenario.as_deref().unwrap_or("-").len()).max().unwrap_or(1);
+    let w_case = report.results.iter().map(|r| r.case.as_deref().unwrap_or("-").len()).max().unwrap_or(1);
+    for row in &report.results {
+        let (label, code) = match row.verdict {
+            RowVerdict::Pass => ("PASS ", "32"),
+            RowVerdict::Fail => ("FAIL ", "31"),
+            RowVerdict::Error => ("ERROR", "1;31"),
+        };
+        let risk = row.risk.map_or("-", |r| r.as_str());
+        let mut notes = Vec::new();
+        if row.sealed == Some(false) {
+            notes.push("unsealed".to_owned());
+        }
+        if row.verdict != RowVerdict::Pass && !row.blocking {
+            notes.push(if row.known_gap { "known gap, not blocking".into() } else { "not blocking under --fail-on".into() });
+        }
+        let notes = if notes.is_empty() { String::new() } else { format!("  ({})", notes.join("; ")) };
+        writeln!(
+            out,
+            "{} {:<w_scenario$}  {:<w_case$}  {:<8}  {}{}",
+            paint(opts.color, code, label),
+            row.scenario.as_deref().unwrap_or("-"),
+            row.case.as_deref().unwrap_or("-"),
+            risk,
+            row.path.as_deref().unwrap_or("-"),
+            notes,
+        )?;
+        details(row, opts, out)?;
+    }
+    if !report.results.is_empty() {
+        writeln!(out)?;
+    }
+    let s = &report.summary;
+    writeln!(
+        out,
+        "{} traces, {} scenarios: {} passed, {} failed, {} errors; {} blocking, {} ignored failures",
+        s.traces, s.scenarios, s.passed, s.failed, s.errors, s.blocking, s.ignored_failures
+    )?;
+    writeln!(out, "baselines: {}", report.baselines)?;
+    Ok(())
+}
+
+fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    if let Some(e) = &row.error {
+        writeln!(out, "      {}: {}", paint(opts.color, "31", &e.category), e.message)?;
+    }
+    for r in &row.oracles {
+        let mark = match r.verdict {
+            Verdict::Pass => continue,
+            Verdict::Fail => "fail",
+            Verdict::NotEvaluable => "not-evaluable",
+        };
+        let index = r.index.map(|i| format!(" #{i}")).unwrap_or_default();
+        writeln!(out, "      {} {}{}: {}", paint(opts.color, "31", mark), r.kind, index, r.message)?;
+        if !r.evidence.is_empty() {
+            let seqs: Vec<String> = r.evidence.iter().map(u64::to_string).collect();
+            writeln!(out, "          evidence: seq {}", seqs.join(", "))?;
+        }
+        if let Some(e) = r.expected.as_ref().filter(|v| !v.is_null()) {
+            writeln!(out, "          expected: {e}")?;
+        }
+        if let Some(f) = r.found.as_ref().filter(|v| !v.is_null()) {
+            writeln!(out, "          found:    {f}")?;
+        }
+    }
+    for d in &row.drift {
+        writeln!(out, "      drift {}: {}", d.category, d.detail)?;
+    }
+    Ok(())
+}

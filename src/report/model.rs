@@ -1,0 +1,179 @@
+//! The pure-data report every renderer works from. It is also the JSON wire format
+//! (`schema_version` 1): fields may be added, never renamed.
+
+use serde::Serialize;
+
+use crate::oracle::OracleResult;
+use crate::scenario::Risk;
+
+/// The JSON report's schema version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole `check` run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Which tool wrote it.
+    pub tool: ToolInfo,
+    /// Counts.
+    pub summary: Summary,
+    /// How baselines were handled in this run, in a sentence.
+    pub baselines: String,
+    /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
+    /// file that failed to load; sorted by scenario id, case, then path (bytewise).
+    pub results: Vec<ResultRow>,
+    /// Run-level diagnostics (skipped symlink loops…), sorted.
+    pub warnings: Vec<String>,
+}
+
+/// `{name, version}` of the tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// `tracereplay`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+impl Default for ToolInfo {
+    fn default() -> Self {
+        ToolInfo {
+            name: env!("CARGO_PKG_NAME").to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// Counts over the rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Trace files examined (judged or not).
+    pub traces: usize,
+    /// Scenarios in scope.
+    pub scenarios: usize,
+    /// Rows with verdict `pass`.
+    pub passed: usize,
+    /// Rows with verdict `fail`.
+    pub failed: usize,
+    /// Rows with verdict `error`.
+    pub errors: usize,
+    /// Failing rows left out of the exit code by `--fail-on` or `knownGap`.
+    pub ignored_failures: usize,
+    /// Rows with drift from their approved baseline.
+    pub drifted: usize,
+    /// Traces without an approved baseline.
+    pub new: usize,
+    /// Approved baselines without a trace.
+    pub obsolete: usize,
+    /// Rows that make the exit code 1.
+    pub blocking: usize,
+}
+
+/// A row's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowVerdict {
+    /// Every oracle passed.
+    Pass,
+    /// Some oracle failed or was not evaluable.
+    Fail,
+    /// Could not be judged at all.
+    Error,
+}
+
+impl RowVerdict {
+    /// `pass`, `fail` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowVerdict::Pass => "pass",
+            RowVerdict::Fail => "fail",
+            RowVerdict::Error => "error",
+        }
+    }
+}
+
+/// Where a row's evidence came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// A stored trace file.
+    Trace,
+    /// A scenario file (load errors, scenarios without a trace).
+    Scenario,
+}
+
+/// Why a row could not be judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RowError {
+    /// `unreadable`, `too-large`, `integrity`, `unsupported-version`, `malformed`, `privacy`,
+    /// `unknown-scenario`, `scenario-invalid`, `no-trace`.
+    pub category: String,
+    /// A plain message naming the file (and line).
+    pub message: String,
+    /// The line, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+/// A drift finding against the approved baseline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DriftFinding {
+    /// Category id.
+    pub category: String,
+    /// Readable detail.
+    pub detail: String,
+}
+
+/// One result row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResultRow {
+    /// Scenario id (the scenario's spelling, or the trace header's when unknown; `null` when
+    /// neither is known).
+    pub scenario: Option<String>,
+    /// Case (`null` when not known).
+    pub case: Option<String>,
+    /// The trace file, or the scenario file for rows without a trace.
+    pub path: Option<String>,
+    /// The trace's verified content hash.
+    pub content_hash: Option<String>,
+    /// The scenario's risk (`null` when the scenario is unknown).
+    pub risk: Option<Risk>,
+    /// The verdict.
+    pub verdict: RowVerdict,
+    /// Where the evidence came from.
+    pub source: Source,
+    /// Whether the trace was sealed (`null` when it was not read).
+    pub sealed: Option<bool>,
+    /// Whether the scenario is a known gap.
+    pub known_gap: bool,
+    /// Whether this row makes the exit code 1.
+    pub blocking: bool,
+    /// Every oracle result, in declaration order, then `run-completed`.
+    pub oracles: Vec<OracleResult>,
+    /// Drift findings.
+    pub drift: Vec<DriftFinding>,
+    /// Why the row could not be judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RowError>,
+    /// What the reader noticed without refusing the trace.
+    pub warnings: Vec<String>,
+}
+
+impl ResultRow {
+    /// The sort key: scenario id, case, then path, bytewise.
+    pub fn sort_key(&self) -> (&str, &str, &str) {
+        (
+            self.scenario.as_deref().unwrap_or(""),
+            self.case.as_deref().unwrap_or(""),
+            self.path.as_deref().unwrap_or(""),
+        )
+    }
+}
+
+impl Report {
+    /// Whether the run should exit 1.
+    pub fn is_failure(&self) -> bool {
+        self.summary.blocking > 0
+    }
+}
