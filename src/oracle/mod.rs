@@ -86,3 +86,6 @@ pub fn overall(results: &[OracleResult]) -> Verdict {
         Verdict::Fail
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -253,3 +253,57 @@ impl<'a> Header<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Json, Limits, TraceFile, parse_trace};
+
+    fn sample() -> SealedTrace {
+        let mut header = Header::new("agent.tool.basic", "default");
+        header.runtime = Some(Runtime { name: "openclaw".into(), version: Some("0.9.1".into()) });
+        header.model = Some("gpt-4.1".into());
+        let mut w = TraceWriter::new(header);
+        w.push(Some(1_764_417_600_000), EventBody::UserMessage {
+            prompt: PromptRef { h: crate::trace::content_hash(b"Look up demo information.").into(), len: Some(25) },
+            id: Some("in1".into()),
+        });
+        w.push(None, EventBody::ToolCall {
+            call_id: "c1".into(),
+            tool: "web_search".into(),
+            args: Args::Object(Json::from_value(&serde_json::json!({"query": "demo"}))),
+        });
+        w.push(None, EventBody::ToolResult { call_id: "c1".into(), ok: true, output: Some(Json::from_value("found")), output_h: None, error: None });
+        w.push(None, EventBody::FinalAnswer { text: "Here is the demo.".into() });
+        w.push(None, EventBody::RunEnd { status: RunStatus::Completed, error: None });
+        w.finish()
+    }
+
+    /// Golden: an accidental change to the writer's bytes or key order fails loudly here.
+    #[test]
+    fn golden_bytes_and_content_hash() {
+        let sealed = sample();
+        let text = String::from_utf8(sealed.bytes.clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"agent.tool.basic","case":"default","runtime":{"name":"openclaw","version":"0.9.1"},"model":"gpt-4.1","privacy":{"prompts":"hashed","hash":"blake3"}}"#);
+        assert_eq!(lines[2], r#"{"kind":"tool_call","seq":2,"call_id":"c1","tool":"web_search","args":{"query":"demo"}}"#);
+        assert_eq!(lines[5], r#"{"kind":"run_end","seq":5,"status":"completed"}"#);
+        assert_eq!(sealed.content_hash, "b3:6ae606a136a01752b92e03e37d509efee9f528a0675b566e6511dee71178767b");
+        assert!(lines[6].starts_with(r#"{"kind":"footer","events":5,"content_hash":"b3:"#));
+    }
+
+    #[test]
+    fn written_traces_read_back_sealed_and_deterministic() {
+        let a = sample();
+        assert_eq!(a.bytes, sample().bytes);
+        let compressed = a.compress().unwrap();
+        let decompressed = zstd::bulk::decompress(&compressed, 1 << 20).unwrap();
+        let file = TraceFile::from_bytes("x.trace.ndjson.zst", decompressed, true);
+        let seal = file.verify_seal(true).unwrap();
+        assert!(seal.sealed);
+        assert_eq!(seal.content_hash, a.content_hash);
+        let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
+        assert_eq!(parsed.trace.events.len(), 5);
+        assert_eq!(parsed.trace.header.scenario.as_str(), "agent.tool.basic");
+    }
+}
