@@ -39,7 +39,10 @@ pub struct Discovered {
 }
 
 /// Walks `paths` for scenarios and traces and `suite_dirs` for harness-suite scenario files.
-pub fn discover(paths: &[Utf8PathBuf], suite_dirs: &[Utf8PathBuf]) -> Result<Discovered, DiscoverError> {
+pub fn discover(
+    paths: &[Utf8PathBuf],
+    suite_dirs: &[Utf8PathBuf],
+) -> Result<Discovered, DiscoverError> {
     let mut walker = Walker::default();
     for p in paths {
         walker.root(p, false)?;
@@ -54,7 +57,12 @@ pub fn discover(paths: &[Utf8PathBuf], suite_dirs: &[Utf8PathBuf]) -> Result<Dis
 pub fn display_path(path: &Utf8Path) -> String {
     let rel = std::env::current_dir()
         .ok()
-        .and_then(|cwd| path.as_std_path().strip_prefix(&cwd).ok().map(PathBuf::from))
+        .and_then(|cwd| {
+            path.as_std_path()
+                .strip_prefix(&cwd)
+                .ok()
+                .map(PathBuf::from)
+        })
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
     let p = rel.as_deref().unwrap_or(path);
     let mut s = p.as_str().replace('\\', "/");
@@ -87,7 +95,9 @@ impl Walker {
 
     fn dir(&mut self, dir: &Utf8Path, suite: bool) -> Result<(), DiscoverError> {
         let Ok(canonical) = std::fs::canonicalize(dir) else {
-            self.found.warnings.push(format!("cannot resolve `{dir}`; skipped"));
+            self.found
+                .warnings
+                .push(format!("cannot resolve `{dir}`; skipped"));
             return Ok(());
         };
         if !self.seen_dirs.insert(canonical) {
@@ -99,11 +109,16 @@ impl Walker {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                self.found.warnings.push(format!("cannot list `{dir}`: {e}; skipped"));
+                self.found
+                    .warnings
+                    .push(format!("cannot list `{dir}`: {e}; skipped"));
                 return Ok(());
             }
         };
-        let mut names: Vec<_> = entries.filter_map(Result::ok).map(|e| e.file_name()).collect();
+        let mut names: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
         names.sort();
         for name in names {
             let name = name.into_string().map_err(|n| DiscoverError::NonUtf8 {
@@ -112,7 +127,9 @@ impl Walker {
             let path = dir.join(&name);
             // `metadata` follows symlinks; a dangling link is skipped with a warning.
             let Ok(meta) = std::fs::metadata(&path) else {
-                self.found.warnings.push(format!("`{path}` cannot be followed (dangling symlink?); skipped"));
+                self.found.warnings.push(format!(
+                    "`{path}` cannot be followed (dangling symlink?); skipped"
+                ));
                 continue;
             };
             if meta.is_dir() {
@@ -178,16 +195,27 @@ mod tests {
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(&root, root.join("a/b/loop")).unwrap();
-            std::os::unix::fs::symlink(root.join("a/b/y.trace.ndjson"), root.join("a/twin.trace.ndjson")).unwrap();
+            std::os::unix::fs::symlink(
+                root.join("a/b/y.trace.ndjson"),
+                root.join("a/twin.trace.ndjson"),
+            )
+            .unwrap();
         }
-        let found = discover(&[root.clone()], &[]).unwrap();
+        let found = discover(std::slice::from_ref(&root), &[]).unwrap();
         assert_eq!(found.scenario_files, vec![root.join("a/x.scenario.json")]);
         assert_eq!(
             found.trace_files,
-            vec![root.join("a/b/x.trace.ndjson.zst"), root.join("a/b/y.trace.ndjson")]
+            vec![
+                root.join("a/b/x.trace.ndjson.zst"),
+                root.join("a/b/y.trace.ndjson")
+            ]
         );
         #[cfg(unix)]
-        assert!(found.warnings.iter().any(|w| w.contains("loop")), "{:?}", found.warnings);
+        assert!(
+            found.warnings.iter().any(|w| w.contains("loop")),
+            "{:?}",
+            found.warnings
+        );
     }
 
     #[test]
@@ -197,7 +225,7 @@ mod tests {
         for f in ["a.json", "b.baseline.json", "c.contract.json", "d.txt"] {
             std::fs::write(root.join(f), "{}").unwrap();
         }
-        let found = discover(&[], &[root.clone()]).unwrap();
+        let found = discover(&[], std::slice::from_ref(&root)).unwrap();
         assert_eq!(found.suite_files, vec![root.join("a.json")]);
     }
 

@@ -10,7 +10,9 @@ fn main() {
     let parsed = cli::args::Cli::parse();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let code = match cli::run(&parsed, &mut out).and_then(|c| out.flush().map(|()| c).map_err(Into::into)) {
+    let code = match cli::run(&parsed, &mut out)
+        .and_then(|c| out.flush().map(|()| c).map_err(Into::into))
+    {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => cli::exit::OK,
         Err(e) => {

@@ -10,13 +10,17 @@ use super::exit;
 
 /// Runs `cat`; `Err` means exit 2 (unreadable).
 pub fn run(args: &CatArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let file = TraceFile::open(&args.trace, args.limits.limits()).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+    let file = TraceFile::open(&args.trace, args.limits.limits())
+        .map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
     out.write_all(&file.bytes)?;
     out.flush()?;
     match file.verify_seal(false) {
         Ok(seal) if seal.sealed => Ok(exit::OK),
         Ok(_) => {
-            eprintln!("note: `{}` is not sealed; seal it with `tracereplay pack`", args.trace);
+            eprintln!(
+                "note: `{}` is not sealed; seal it with `tracereplay pack`",
+                args.trace
+            );
             Ok(exit::OK)
         }
         Err(e) => {

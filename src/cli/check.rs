@@ -56,14 +56,20 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(path) = &args.json {
         let mut buf = Vec::new();
         report::json::render(&report, &mut buf)?;
-        write_atomic(path, &buf).with_context(|| format!("cannot write the JSON report to `{path}`"))?;
+        write_atomic(path, &buf)
+            .with_context(|| format!("cannot write the JSON report to `{path}`"))?;
     }
     match args.format {
         FormatArg::Human => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let color = std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
             report::human::render(&report, HumanOptions { color }, out)?;
         }
         FormatArg::Json => report::json::render(&report, out)?,
     }
-    Ok(if report.is_failure() { exit::FAILURE } else { exit::OK })
+    Ok(if report.is_failure() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
 }

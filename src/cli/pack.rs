@@ -47,7 +47,11 @@ pub fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     Ok(if refused > 0 { exit::FAILURE } else { exit::OK })
 }
 
-fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+fn pack_one(
+    input: &Utf8Path,
+    dest: &Utf8Path,
+    args: &PackArgs,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
     let file = TraceFile::open(input, args.limits.limits())?;
     match pack(&file, args.limits.limits())? {
         Packed::AlreadySealed { content_hash } => {
@@ -61,7 +65,10 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
             write_atomic(dest, &zstd::bulk::compress(&file.bytes, 9)?)?;
             Ok(format!("sealed  {input} -> {dest}  {content_hash}"))
         }
-        Packed::Sealed { bytes, content_hash } => {
+        Packed::Sealed {
+            bytes,
+            content_hash,
+        } => {
             write_atomic(dest, &zstd::bulk::compress(&bytes, 9)?)?;
             Ok(format!("sealed  {input} -> {dest}  {content_hash}"))
         }

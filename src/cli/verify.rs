@@ -25,7 +25,11 @@ pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             let outcome = TraceFile::open(path, limits).and_then(|f| f.verify_seal(false));
             match outcome {
                 Ok(seal) if seal.sealed => (shown, true, seal.content_hash),
-                Ok(_) => (shown, false, "not sealed; seal it with `tracereplay pack`".to_owned()),
+                Ok(_) => (
+                    shown,
+                    false,
+                    "not sealed; seal it with `tracereplay pack`".to_owned(),
+                ),
                 Err(e) => (shown, false, error_chain(&e)),
             }
         })
@@ -40,6 +44,11 @@ pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             writeln!(out, "FAIL  {path}  {detail}")?;
         }
     }
-    writeln!(out, "\n{} traces: {} sealed and intact, {bad} failed", lines.len(), lines.len() - bad)?;
+    writeln!(
+        out,
+        "\n{} traces: {} sealed and intact, {bad} failed",
+        lines.len(),
+        lines.len() - bad
+    )?;
     Ok(if bad > 0 { exit::FAILURE } else { exit::OK })
 }

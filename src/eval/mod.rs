@@ -61,7 +61,9 @@ pub struct CheckOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
     /// Nothing to judge.
-    #[error("no scenario and no trace found under {paths}; point `check` at a directory holding `*.scenario.json` and `*.trace.ndjson.zst` files")]
+    #[error(
+        "no scenario and no trace found under {paths}; point `check` at a directory holding `*.scenario.json` and `*.trace.ndjson.zst` files"
+    )]
     NothingFound {
         /// The paths searched.
         paths: String,
@@ -91,17 +93,31 @@ struct Entry<'s> {
 }
 
 /// Runs `check` over discovered files.
-pub fn check(found: &Discovered, searched: &[Utf8PathBuf], opts: &CheckOptions) -> Result<Report, CheckError> {
+pub fn check(
+    found: &Discovered,
+    searched: &[Utf8PathBuf],
+    opts: &CheckOptions,
+) -> Result<Report, CheckError> {
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
     if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
         let paths: Vec<String> = searched.iter().map(|p| format!("`{p}`")).collect();
-        return Err(CheckError::NothingFound { paths: paths.join(", ") });
+        return Err(CheckError::NothingFound {
+            paths: paths.join(", "),
+        });
     }
     let entries = index_scenarios(&loaded.scenarios, opts);
-    if (!opts.scenarios.is_empty() || !opts.tags.is_empty()) && !entries.values().any(|e| e.in_scope) {
-        let mut parts: Vec<String> = opts.scenarios.iter().map(|s| format!("--scenario `{s}`")).collect();
+    if (!opts.scenarios.is_empty() || !opts.tags.is_empty())
+        && !entries.values().any(|e| e.in_scope)
+    {
+        let mut parts: Vec<String> = opts
+            .scenarios
+            .iter()
+            .map(|s| format!("--scenario `{s}`"))
+            .collect();
         parts.extend(opts.tags.iter().map(|t| format!("--tag `{t}`")));
-        return Err(CheckError::NoMatch { filter: parts.join(" and ") });
+        return Err(CheckError::NoMatch {
+            filter: parts.join(" and "),
+        });
     }
     let judge_all = || -> Vec<Option<ResultRow>> {
         found
@@ -136,11 +152,33 @@ pub fn check(found: &Discovered, searched: &[Utf8PathBuf], opts: &CheckOptions) 
             continue;
         }
         let (category, message) = if e.problems.is_empty() {
-            ("no-trace", format!("no trace found for scenario `{}` (defined in `{}`)", e.scenario.id, display_path(&e.scenario.file)))
+            (
+                "no-trace",
+                format!(
+                    "no trace found for scenario `{}` (defined in `{}`)",
+                    e.scenario.id,
+                    display_path(&e.scenario.file)
+                ),
+            )
         } else {
-            ("scenario-invalid", format!("`{}`: {}", display_path(&e.scenario.file), e.problems.join("; ")))
+            (
+                "scenario-invalid",
+                format!(
+                    "`{}`: {}",
+                    display_path(&e.scenario.file),
+                    e.problems.join("; ")
+                ),
+            )
         };
-        rows.push(error_row(Some(e.scenario), None, Some(display_path(&e.scenario.file)), Source::Scenario, category, message, None));
+        rows.push(error_row(
+            Some(e.scenario),
+            None,
+            Some(display_path(&e.scenario.file)),
+            Source::Scenario,
+            category,
+            message,
+            None,
+        ));
     }
     for err in &loaded.errors {
         rows.push(scenario_error_row(err));
@@ -181,7 +219,10 @@ pub fn check(found: &Discovered, searched: &[Utf8PathBuf], opts: &CheckOptions) 
     })
 }
 
-fn index_scenarios<'s>(scenarios: &'s [Scenario], opts: &CheckOptions) -> HashMap<String, Entry<'s>> {
+fn index_scenarios<'s>(
+    scenarios: &'s [Scenario],
+    opts: &CheckOptions,
+) -> HashMap<String, Entry<'s>> {
     let mut entries: HashMap<String, Entry<'s>> = HashMap::new();
     let mut duplicates: HashMap<String, Vec<String>> = HashMap::new();
     for s in scenarios {
@@ -193,13 +234,28 @@ fn index_scenarios<'s>(scenarios: &'s [Scenario], opts: &CheckOptions) -> HashMa
                 .push(display_path(&s.file));
             continue;
         }
-        let in_scope = (opts.scenarios.is_empty() || opts.scenarios.iter().any(|f| f.trim().to_lowercase() == key))
+        let in_scope = (opts.scenarios.is_empty()
+            || opts
+                .scenarios
+                .iter()
+                .any(|f| f.trim().to_lowercase() == key))
             && (opts.tags.is_empty() || opts.tags.iter().any(|t| s.has_tag(t)));
-        entries.insert(key, Entry { scenario: s, problems: basic_problems(s), in_scope });
+        entries.insert(
+            key,
+            Entry {
+                scenario: s,
+                problems: basic_problems(s),
+                in_scope,
+            },
+        );
     }
     for (key, files) in duplicates {
         if let Some(e) = entries.get_mut(&key) {
-            e.problems.push(format!("scenario id `{}` is defined more than once (in {})", e.scenario.id, files.join(", ")));
+            e.problems.push(format!(
+                "scenario id `{}` is defined more than once (in {})",
+                e.scenario.id,
+                files.join(", ")
+            ));
         }
     }
     entries
@@ -212,12 +268,19 @@ fn basic_problems(s: &Scenario) -> Vec<String> {
         problems.push(format!("scenario `{}` has a blank `title`", s.id));
     }
     if s.oracles.is_empty() {
-        problems.push(format!("scenario `{}` has no oracles, so it proves nothing; add at least one to `oracles`", s.id));
+        problems.push(format!(
+            "scenario `{}` has no oracles, so it proves nothing; add at least one to `oracles`",
+            s.id
+        ));
     }
     problems
 }
 
-fn judge_file(path: &Utf8PathBuf, entries: &HashMap<String, Entry<'_>>, opts: &CheckOptions) -> Option<ResultRow> {
+fn judge_file(
+    path: &Utf8PathBuf,
+    entries: &HashMap<String, Entry<'_>>,
+    opts: &CheckOptions,
+) -> Option<ResultRow> {
     let shown = display_path(path);
     let file = match TraceFile::open(path, opts.limits) {
         Ok(f) => f,
@@ -242,11 +305,20 @@ fn judge_file(path: &Utf8PathBuf, entries: &HashMap<String, Entry<'_>>, opts: &C
     let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
     match entry {
         Some(e) if !e.in_scope => return None,
-        None if filtered && !opts.scenarios.iter().any(|f| f.trim().to_lowercase() == key) => return None,
+        None if filtered
+            && !opts
+                .scenarios
+                .iter()
+                .any(|f| f.trim().to_lowercase() == key) =>
+        {
+            return None;
+        }
         _ => {}
     }
     let mut row = ResultRow {
-        scenario: Some(entry.map_or_else(|| header.scenario.to_string(), |e| e.scenario.id.clone())),
+        scenario: Some(
+            entry.map_or_else(|| header.scenario.to_string(), |e| e.scenario.id.clone()),
+        ),
         case: Some(header.case.to_string()),
         path: Some(shown.clone()),
         content_hash: Some(seal.content_hash.clone()),
@@ -265,14 +337,21 @@ fn judge_file(path: &Utf8PathBuf, entries: &HashMap<String, Entry<'_>>, opts: &C
         None => {
             row.error = Some(RowError {
                 category: "unknown-scenario".into(),
-                message: format!("`{shown}` names scenario `{}`, which no loaded scenario file defines", header.scenario),
+                message: format!(
+                    "`{shown}` names scenario `{}`, which no loaded scenario file defines",
+                    header.scenario
+                ),
                 line: Some(1),
             });
         }
         Some(e) if !e.problems.is_empty() => {
             row.error = Some(RowError {
                 category: "scenario-invalid".into(),
-                message: format!("`{}`: {}", display_path(&e.scenario.file), e.problems.join("; ")),
+                message: format!(
+                    "`{}`: {}",
+                    display_path(&e.scenario.file),
+                    e.problems.join("; ")
+                ),
                 line: None,
             });
         }
@@ -309,7 +388,11 @@ fn error_row(
         blocking: true,
         oracles: Vec::new(),
         drift: Vec::new(),
-        error: Some(RowError { category: category.into(), message, line }),
+        error: Some(RowError {
+            category: category.into(),
+            message,
+            line,
+        }),
         warnings: Vec::new(),
     }
 }
@@ -317,11 +400,27 @@ fn error_row(
 fn trace_error_row(shown: &str, scenario: Option<&Scenario>, e: &TraceError) -> ResultRow {
     // The error names the path as discovered; print it as the report prints paths.
     let message = error_chain(e);
-    error_row(scenario, None, Some(shown.to_owned()), Source::Trace, e.category(), message, e.line())
+    error_row(
+        scenario,
+        None,
+        Some(shown.to_owned()),
+        Source::Trace,
+        e.category(),
+        message,
+        e.line(),
+    )
 }
 
 fn scenario_error_row(e: &ScenarioError) -> ResultRow {
-    error_row(None, None, Some(display_path(e.path())), Source::Scenario, "scenario-invalid", error_chain(e), e.line())
+    error_row(
+        None,
+        None,
+        Some(display_path(e.path())),
+        Source::Scenario,
+        "scenario-invalid",
+        error_chain(e),
+        e.line(),
+    )
 }
 
 /// The error and its sources, joined with `: `.

@@ -52,7 +52,9 @@ impl<'t, 'a> Facts<'t, 'a> {
         let mut final_event = None;
         for e in &trace.events {
             match &e.body {
-                EventBody::Message { id, phase, text, .. } => {
+                EventBody::Message {
+                    id, phase, text, ..
+                } => {
                     // A second `message` with an id already sent replaces it (a re-send).
                     messages.retain(|m| m.id != id.as_str());
                     messages.push(MessageState {
@@ -89,7 +91,10 @@ impl<'t, 'a> Facts<'t, 'a> {
             }
         }
         let final_answer = match final_event {
-            Some((text, seq)) => FinalAnswer { text, seq: Some(seq) },
+            Some((text, seq)) => FinalAnswer {
+                text,
+                seq: Some(seq),
+            },
             None => messages
                 .iter()
                 .filter(|m| !m.deleted && m.phase == Phase::Final)

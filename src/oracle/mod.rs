@@ -30,7 +30,10 @@ pub const RUN_COMPLETED: &str = "run-completed";
 
 /// The canonical name of a known oracle type (looked up case-insensitively).
 pub fn canonical_type(written: &str) -> Option<&'static str> {
-    KNOWN_TYPES.iter().copied().find(|k| k.eq_ignore_ascii_case(written.trim()))
+    KNOWN_TYPES
+        .iter()
+        .copied()
+        .find(|k| k.eq_ignore_ascii_case(written.trim()))
 }
 
 /// Judges one oracle.
@@ -42,7 +45,8 @@ pub fn judge_oracle(spec: &OracleSpec, scenario: &Scenario, facts: &Facts<'_, '_
         } else {
             format!("unknown oracle type `{written}`")
         };
-        return OracleResult::misconfigured(msg).typed(format!("unknown:{written}"), Some(spec.index));
+        return OracleResult::misconfigured(msg)
+            .typed(format!("unknown:{written}"), Some(spec.index));
     };
     let result = match kind {
         "tool-called" => harness::tool_called(spec, scenario, facts),

@@ -20,7 +20,8 @@ pub fn tool(spec: &OracleSpec) -> Option<String> {
 
 /// The text an oracle names, if configured.
 pub fn text(spec: &OracleSpec) -> Option<String> {
-    configured(spec.get("value").and_then(scalar_string)).or_else(|| configured(spec.metadata("value")))
+    configured(spec.get("value").and_then(scalar_string))
+        .or_else(|| configured(spec.metadata("value")))
 }
 
 /// A resolved limit.
@@ -39,7 +40,11 @@ fn integer(v: &Value) -> Option<Result<u64, String>> {
         Value::Null => None,
         Value::Number(n) => Some(
             n.as_u64()
-                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15).map(|f| f as u64))
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
+                        .map(|f| f as u64)
+                })
                 .ok_or_else(|| n.to_string()),
         ),
         Value::String(s) if s.trim().is_empty() => None,
@@ -114,8 +119,14 @@ mod tests {
 
     #[test]
     fn text_resolution_order() {
-        assert_eq!(text(&spec(r#"{"value":" demo "}"#)).as_deref(), Some("demo"));
-        assert_eq!(text(&spec(r#"{"metadata":{"value":"m"}}"#)).as_deref(), Some("m"));
+        assert_eq!(
+            text(&spec(r#"{"value":" demo "}"#)).as_deref(),
+            Some("demo")
+        );
+        assert_eq!(
+            text(&spec(r#"{"metadata":{"value":"m"}}"#)).as_deref(),
+            Some("m")
+        );
         assert_eq!(text(&spec(r#"{"value":" ","tool":"t"}"#)), None);
     }
 
@@ -126,7 +137,10 @@ mod tests {
             (r#"{"limit":3,"value":9}"#, Limit::Valid(3)),
             (r#"{"value":"4"}"#, Limit::Valid(4)),
             (r#"{"value":2.0}"#, Limit::Valid(2)),
-            (r#"{"value":"many","metadata":{"limit":"5"}}"#, Limit::Valid(5)),
+            (
+                r#"{"value":"many","metadata":{"limit":"5"}}"#,
+                Limit::Valid(5),
+            ),
             (r#"{"metadata":{"value":"6"}}"#, Limit::Valid(6)),
             (r#"{"limit":-1}"#, Limit::Invalid("-1".into())),
             (r#"{"limit":"x"}"#, Limit::Invalid("x".into())),

@@ -49,25 +49,73 @@ fn tool_called_and_not_called() {
     let web = call("c1", "Web_Search");
     let events = [web.as_str(), END];
     let cases: &[(serde_json::Value, serde_json::Value, Verdict)] = &[
-        (json!({"type":"tool-called","tool":"web_search"}), json!({}), Verdict::Pass),
-        (json!({"type":"TOOL-CALLED","value":"WEB_SEARCH"}), json!({}), Verdict::Pass),
-        (json!({"type":"tool-called","tool":"shell"}), json!({}), Verdict::Fail),
-        (json!({"type":"tool-called"}), json!({"mustCallTools":["web_search"]}), Verdict::Pass),
-        (json!({"type":"tool-called"}), json!({"mustCallTools":["web_search","shell"]}), Verdict::Fail),
-        (json!({"type":"tool-called","tool":"  "}), json!({}), Verdict::Fail),
-        (json!({"type":"tool-not-called","tool":"shell"}), json!({}), Verdict::Pass),
-        (json!({"type":"tool-not-called","metadata":{"tool":"web_search"}}), json!({}), Verdict::Fail),
-        (json!({"type":"tool-not-called"}), json!({"mustNotCallTools":["shell","git"]}), Verdict::Pass),
-        (json!({"type":"tool-not-called"}), json!({"mustNotCallTools":[" "]}), Verdict::Fail),
+        (
+            json!({"type":"tool-called","tool":"web_search"}),
+            json!({}),
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"TOOL-CALLED","value":"WEB_SEARCH"}),
+            json!({}),
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"tool-called","tool":"shell"}),
+            json!({}),
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"tool-called"}),
+            json!({"mustCallTools":["web_search"]}),
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"tool-called"}),
+            json!({"mustCallTools":["web_search","shell"]}),
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"tool-called","tool":"  "}),
+            json!({}),
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"tool-not-called","tool":"shell"}),
+            json!({}),
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"tool-not-called","metadata":{"tool":"web_search"}}),
+            json!({}),
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"tool-not-called"}),
+            json!({"mustNotCallTools":["shell","git"]}),
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"tool-not-called"}),
+            json!({"mustNotCallTools":[" "]}),
+            Verdict::Fail,
+        ),
     ];
     for (oracle, expected, want) in cases {
         let r = first(oracle.clone(), expected.clone(), &events);
         assert_eq!(r.verdict, *want, "{oracle} {expected}: {}", r.message);
     }
-    let r = first(json!({"type":"tool-called","tool":"shell"}), json!({}), &events);
+    let r = first(
+        json!({"type":"tool-called","tool":"shell"}),
+        json!({}),
+        &events,
+    );
     assert_eq!(r.expected, Some(json!(["shell"])));
     assert_eq!(r.found, Some(json!(["Web_Search"])));
-    let r = first(json!({"type":"tool-not-called","tool":"web_search"}), json!({}), &events);
+    let r = first(
+        json!({"type":"tool-not-called","tool":"web_search"}),
+        json!({}),
+        &events,
+    );
     assert_eq!(r.evidence, vec![1]);
     let r = first(json!({"type":"tool-called"}), json!({}), &events);
     assert!(r.message.contains("mustCallTools"), "{}", r.message);
@@ -79,14 +127,54 @@ fn max_tool_calls_limits() {
     let two = [a.as_str(), b.as_str(), END];
     let none = [END];
     let cases: &[(serde_json::Value, serde_json::Value, &[&str], Verdict)] = &[
-        (json!({"type":"max-tool-calls","limit":0}), json!({}), &none, Verdict::Pass),
-        (json!({"type":"max-tool-calls","limit":0}), json!({}), &two, Verdict::Fail),
-        (json!({"type":"max-tool-calls","limit":2}), json!({}), &two, Verdict::Pass),
-        (json!({"type":"max-tool-calls","value":"1"}), json!({}), &two, Verdict::Fail),
-        (json!({"type":"max-tool-calls"}), json!({"maxToolCalls":2}), &two, Verdict::Pass),
-        (json!({"type":"max-tool-calls"}), json!({"maxToolCalls":1}), &two, Verdict::Fail),
-        (json!({"type":"max-tool-calls"}), json!({}), &two, Verdict::Fail),
-        (json!({"type":"max-tool-calls","limit":-1}), json!({}), &none, Verdict::Fail),
+        (
+            json!({"type":"max-tool-calls","limit":0}),
+            json!({}),
+            &none,
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"max-tool-calls","limit":0}),
+            json!({}),
+            &two,
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"max-tool-calls","limit":2}),
+            json!({}),
+            &two,
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"max-tool-calls","value":"1"}),
+            json!({}),
+            &two,
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"max-tool-calls"}),
+            json!({"maxToolCalls":2}),
+            &two,
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"max-tool-calls"}),
+            json!({"maxToolCalls":1}),
+            &two,
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"max-tool-calls"}),
+            json!({}),
+            &two,
+            Verdict::Fail,
+        ),
+        (
+            json!({"type":"max-tool-calls","limit":-1}),
+            json!({}),
+            &none,
+            Verdict::Fail,
+        ),
     ];
     for (oracle, expected, events, want) in cases {
         let r = first(oracle.clone(), expected.clone(), events);
@@ -112,16 +200,36 @@ fn final_answer_rule() {
         (contains("über"), &[empty_fa, m_final, END], Verdict::Pass),
         // Previews do not count; a promotion does, at the position of its edit.
         (contains("preview"), &[m_preview, END], Verdict::Fail),
-        (contains("promoted"), &[m_final, m_preview, promote, END], Verdict::Pass),
-        (contains("über"), &[m_final, m_preview, promote, END], Verdict::Fail),
+        (
+            contains("promoted"),
+            &[m_final, m_preview, promote, END],
+            Verdict::Pass,
+        ),
+        (
+            contains("über"),
+            &[m_final, m_preview, promote, END],
+            Verdict::Fail,
+        ),
         // A deleted final message no longer stands.
         (contains("über"), &[m_final, del1, END], Verdict::Fail),
         // final_answer wins over messages.
         (contains("paris"), &[m_final, fa, END], Verdict::Pass),
-        (json!({"type":"final-answer-not-contains","value":"london"}), &[fa, END], Verdict::Pass),
-        (json!({"type":"final-answer-not-contains","value":"PARIS"}), &[fa, END], Verdict::Fail),
+        (
+            json!({"type":"final-answer-not-contains","value":"london"}),
+            &[fa, END],
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"final-answer-not-contains","value":"PARIS"}),
+            &[fa, END],
+            Verdict::Fail,
+        ),
         // Negative oracles pass when there is nothing to forbid.
-        (json!({"type":"final-answer-not-contains","value":"x"}), &[END], Verdict::Pass),
+        (
+            json!({"type":"final-answer-not-contains","value":"x"}),
+            &[END],
+            Verdict::Pass,
+        ),
     ];
     for (oracle, events, want) in cases {
         let r = first(oracle.clone(), json!({}), events);
@@ -129,9 +237,17 @@ fn final_answer_rule() {
     }
     let r = first(contains("x"), json!({}), &[END]);
     assert_eq!(r.message, "the run has no final answer");
-    let r = first(json!({"type":"final-answer-contains"}), json!({"finalAnswerContains":["paris","capital"]}), &[fa, END]);
+    let r = first(
+        json!({"type":"final-answer-contains"}),
+        json!({"finalAnswerContains":["paris","capital"]}),
+        &[fa, END],
+    );
     assert_eq!((r.verdict, r.evidence.clone()), (Verdict::Pass, vec![1]));
-    let r = first(json!({"type":"final-answer-not-contains"}), json!({"finalAnswerMustNotContain":["is the"]}), &[fa, END]);
+    let r = first(
+        json!({"type":"final-answer-not-contains"}),
+        json!({"finalAnswerMustNotContain":["is the"]}),
+        &[fa, END],
+    );
     assert_eq!(r.verdict, Verdict::Fail);
 }
 
@@ -141,14 +257,38 @@ fn approval_required_and_not_required() {
     let req_any = r#"{"kind":"approval_request"}"#;
     let deny = r#"{"kind":"approval_decision","granted":false}"#;
     let cases: &[(serde_json::Value, &[&str], Verdict)] = &[
-        (json!({"type":"approval-required"}), &[req_shell, END], Verdict::Pass),
+        (
+            json!({"type":"approval-required"}),
+            &[req_shell, END],
+            Verdict::Pass,
+        ),
         (json!({"type":"approval-required"}), &[END], Verdict::Fail),
-        (json!({"type":"approval-required","tool":"SHELL"}), &[req_shell, END], Verdict::Pass),
-        (json!({"type":"approval-required","tool":"git"}), &[req_shell, END], Verdict::Fail),
+        (
+            json!({"type":"approval-required","tool":"SHELL"}),
+            &[req_shell, END],
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"approval-required","tool":"git"}),
+            &[req_shell, END],
+            Verdict::Fail,
+        ),
         // A blanket request counts for any tool; decisions are ignored.
-        (json!({"type":"approval-required","tool":"git"}), &[req_any, deny, END], Verdict::Pass),
-        (json!({"type":"approval-not-required"}), &[END], Verdict::Pass),
-        (json!({"type":"approval-not-required"}), &[req_any, END], Verdict::Fail),
+        (
+            json!({"type":"approval-required","tool":"git"}),
+            &[req_any, deny, END],
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"approval-not-required"}),
+            &[END],
+            Verdict::Pass,
+        ),
+        (
+            json!({"type":"approval-not-required"}),
+            &[req_any, END],
+            Verdict::Fail,
+        ),
     ];
     for (oracle, events, want) in cases {
         let r = first(oracle.clone(), json!({}), events);
@@ -176,25 +316,81 @@ fn approval_coverage() {
     let cases: Vec<(&str, Vec<&str>, Verdict)> = vec![
         ("no unsafe call", vec![END], Verdict::Pass),
         ("uncovered", vec![&s1, END], Verdict::Fail),
-        ("request naming the tool", vec![&r_shell, &s1, END], Verdict::Pass),
+        (
+            "request naming the tool",
+            vec![&r_shell, &s1, END],
+            Verdict::Pass,
+        ),
         ("blanket request", vec![&r_blanket, &s1, END], Verdict::Pass),
-        ("request for another tool", vec![&r_git, &s1, END], Verdict::Fail),
-        ("request after the call", vec![&s1, &r_shell, END], Verdict::Fail),
-        ("unanswered request still covers", vec![&r_shell, &s1, &s2, END], Verdict::Pass),
+        (
+            "request for another tool",
+            vec![&r_git, &s1, END],
+            Verdict::Fail,
+        ),
+        (
+            "request after the call",
+            vec![&s1, &r_shell, END],
+            Verdict::Fail,
+        ),
+        (
+            "unanswered request still covers",
+            vec![&r_shell, &s1, &s2, END],
+            Verdict::Pass,
+        ),
         ("granted", vec![&r_shell, &grant, &s1, END], Verdict::Pass),
-        ("denied before the call", vec![&r_shell, &deny, &s1, END], Verdict::Fail),
-        ("denied only after the call", vec![&r_shell, &s1, &deny, END], Verdict::Pass),
-        ("request for another call id", vec![&r_c2, &s1, END], Verdict::Fail),
-        ("request for this call id", vec![&r_c2, &s2, END], Verdict::Pass),
+        (
+            "denied before the call",
+            vec![&r_shell, &deny, &s1, END],
+            Verdict::Fail,
+        ),
+        (
+            "denied only after the call",
+            vec![&r_shell, &s1, &deny, END],
+            Verdict::Pass,
+        ),
+        (
+            "request for another call id",
+            vec![&r_c2, &s1, END],
+            Verdict::Fail,
+        ),
+        (
+            "request for this call id",
+            vec![&r_c2, &s2, END],
+            Verdict::Pass,
+        ),
         // approval_id matching: the denial answers a1, so a2 still covers.
-        ("denial by approval id hits the named request", vec![&r_a2, &r_a1, &deny_a1, &s1, END], Verdict::Pass),
+        (
+            "denial by approval id hits the named request",
+            vec![&r_a2, &r_a1, &deny_a1, &s1, END],
+            Verdict::Pass,
+        ),
         // Without ids, a tool-less decision answers the latest unanswered request.
-        ("tool-less denial answers the latest request", vec![&r_shell, &r_blanket, &deny, &s1, END], Verdict::Pass),
-        ("two denials answer both", vec![&r_shell, &r_blanket, &deny, &deny, &s1, END], Verdict::Fail),
+        (
+            "tool-less denial answers the latest request",
+            vec![&r_shell, &r_blanket, &deny, &s1, END],
+            Verdict::Pass,
+        ),
+        (
+            "two denials answer both",
+            vec![&r_shell, &r_blanket, &deny, &deny, &s1, END],
+            Verdict::Fail,
+        ),
         // A decision naming a tool answers only a request for that tool.
-        ("denial for git leaves shell covered", vec![&r_shell, &r_git, &deny_git, &s1, END], Verdict::Pass),
-        ("denial by call id", vec![&r_c2, &deny_c2, &s2, END], Verdict::Fail),
-        ("one request covers many calls", vec![&r_blanket, &s1, &s2, END], Verdict::Pass),
+        (
+            "denial for git leaves shell covered",
+            vec![&r_shell, &r_git, &deny_git, &s1, END],
+            Verdict::Pass,
+        ),
+        (
+            "denial by call id",
+            vec![&r_c2, &deny_c2, &s2, END],
+            Verdict::Fail,
+        ),
+        (
+            "one request covers many calls",
+            vec![&r_blanket, &s1, &s2, END],
+            Verdict::Pass,
+        ),
     ];
     for (name, events, want) in cases {
         let r = first(json!({"type":"no-unsafe-tool"}), json!({}), &events);
@@ -207,35 +403,79 @@ fn unsafe_set_extensions() {
     let deploy = call("c1", "Deploy");
     let events = [deploy.as_str(), END];
     let scenario = |oracle: serde_json::Value, metadata: serde_json::Value| {
-        judge_events(json!({"oracles":[oracle],"metadata":metadata}), &events).remove(0).verdict
+        judge_events(json!({"oracles":[oracle],"metadata":metadata}), &events)
+            .remove(0)
+            .verdict
     };
-    assert_eq!(scenario(json!({"type":"no-unsafe-tool"}), json!({})), Verdict::Pass);
-    assert_eq!(scenario(json!({"type":"no-unsafe-tool","tools":["deploy"]}), json!({})), Verdict::Fail);
-    assert_eq!(scenario(json!({"type":"no-unsafe-tool"}), json!({"unsafeTools":" x , deploy "})), Verdict::Fail);
-    assert_eq!(scenario(json!({"type":"no-unsafe-tool","metadata":{"unsafeTools":"deploy"}}), json!({})), Verdict::Fail);
+    assert_eq!(
+        scenario(json!({"type":"no-unsafe-tool"}), json!({})),
+        Verdict::Pass
+    );
+    assert_eq!(
+        scenario(
+            json!({"type":"no-unsafe-tool","tools":["deploy"]}),
+            json!({})
+        ),
+        Verdict::Fail
+    );
+    assert_eq!(
+        scenario(
+            json!({"type":"no-unsafe-tool"}),
+            json!({"unsafeTools":" x , deploy "})
+        ),
+        Verdict::Fail
+    );
+    assert_eq!(
+        scenario(
+            json!({"type":"no-unsafe-tool","metadata":{"unsafeTools":"deploy"}}),
+            json!({})
+        ),
+        Verdict::Fail
+    );
     // Defaults cannot be removed.
     let shell = call("c1", "shell");
-    let r = judge_events(json!({"oracles":[{"type":"no-unsafe-tool","metadata":{"unsafeTools":""}}]}), &[&shell, END]);
+    let r = judge_events(
+        json!({"oracles":[{"type":"no-unsafe-tool","metadata":{"unsafeTools":""}}]}),
+        &[&shell, END],
+    );
     assert_eq!(r[0].verdict, Verdict::Fail);
 }
 
 #[test]
 fn run_completed_and_status_is() {
     let failed = r#"{"kind":"run_end","status":"failed"}"#;
-    let r = judge_events(json!({"oracles":[{"type":"approval-not-required"}]}), &[END]);
-    assert_eq!((r.len(), r[1].kind.as_str(), r[1].verdict), (2, RUN_COMPLETED, Verdict::Pass));
+    let r = judge_events(
+        json!({"oracles":[{"type":"approval-not-required"}]}),
+        &[END],
+    );
+    assert_eq!(
+        (r.len(), r[1].kind.as_str(), r[1].verdict),
+        (2, RUN_COMPLETED, Verdict::Pass)
+    );
     assert_eq!(r[1].evidence, vec![1]);
-    let r = judge_events(json!({"oracles":[{"type":"approval-not-required"}]}), &[failed]);
+    let r = judge_events(
+        json!({"oracles":[{"type":"approval-not-required"}]}),
+        &[failed],
+    );
     assert_eq!(r[1].verdict, Verdict::Fail);
     assert_eq!(overall(&r), Verdict::Fail);
     let r = judge_events(json!({"oracles":[{"type":"approval-not-required"}]}), &[]);
     assert_eq!((r[1].verdict, r[1].evidence.len()), (Verdict::Fail, 0));
     assert_eq!(r[1].found, Some(json!("unknown")));
     // status-is replaces run-completed.
-    let r = judge_events(json!({"oracles":[{"type":"Status-Is","value":"FAILED"}]}), &[failed]);
+    let r = judge_events(
+        json!({"oracles":[{"type":"Status-Is","value":"FAILED"}]}),
+        &[failed],
+    );
     assert_eq!(r.len(), 1);
-    assert_eq!((r[0].kind.as_str(), r[0].verdict), ("status-is", Verdict::Pass));
-    let r = judge_events(json!({"oracles":[{"type":"status-is","value":"unknown"}]}), &[]);
+    assert_eq!(
+        (r[0].kind.as_str(), r[0].verdict),
+        ("status-is", Verdict::Pass)
+    );
+    let r = judge_events(
+        json!({"oracles":[{"type":"status-is","value":"unknown"}]}),
+        &[],
+    );
     assert_eq!(r[0].verdict, Verdict::Pass);
     let r = judge_events(json!({"oracles":[{"type":"status-is"}]}), &[END]);
     assert_eq!(r[0].verdict, Verdict::Fail);
@@ -243,9 +483,18 @@ fn run_completed_and_status_is() {
 
 #[test]
 fn unknown_oracle_types_fail_as_unknown() {
-    let r = judge_events(json!({"oracles":[{"type":"Vibes-Check"},{"value":"x"}]}), &[END]);
-    assert_eq!((r[0].kind.as_str(), r[0].verdict), ("unknown:Vibes-Check", Verdict::Fail));
-    assert_eq!((r[1].kind.as_str(), r[1].verdict), ("unknown:", Verdict::Fail));
+    let r = judge_events(
+        json!({"oracles":[{"type":"Vibes-Check"},{"value":"x"}]}),
+        &[END],
+    );
+    assert_eq!(
+        (r[0].kind.as_str(), r[0].verdict),
+        ("unknown:Vibes-Check", Verdict::Fail)
+    );
+    assert_eq!(
+        (r[1].kind.as_str(), r[1].verdict),
+        ("unknown:", Verdict::Fail)
+    );
     assert_eq!(overall(&r), Verdict::Fail);
 }
 

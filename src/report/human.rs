@@ -13,13 +13,27 @@ pub struct HumanOptions {
 }
 
 fn paint(on: bool, code: &str, text: &str) -> String {
-    if on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    if on {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
 }
 
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    let w_scenario = report.results.iter().map(|r| r.scenario.as_deref().unwrap_or("-").len()).max().unwrap_or(1);
-    let w_case = report.results.iter().map(|r| r.case.as_deref().unwrap_or("-").len()).max().unwrap_or(1);
+    let w_scenario = report
+        .results
+        .iter()
+        .map(|r| r.scenario.as_deref().unwrap_or("-").len())
+        .max()
+        .unwrap_or(1);
+    let w_case = report
+        .results
+        .iter()
+        .map(|r| r.case.as_deref().unwrap_or("-").len())
+        .max()
+        .unwrap_or(1);
     for row in &report.results {
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
@@ -32,9 +46,17 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
             notes.push("unsealed".to_owned());
         }
         if row.verdict != RowVerdict::Pass && !row.blocking {
-            notes.push(if row.known_gap { "known gap, not blocking".into() } else { "not blocking under --fail-on".into() });
+            notes.push(if row.known_gap {
+                "known gap, not blocking".into()
+            } else {
+                "not blocking under --fail-on".into()
+            });
         }
-        let notes = if notes.is_empty() { String::new() } else { format!("  ({})", notes.join("; ")) };
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join("; "))
+        };
         writeln!(
             out,
             "{} {:<w_scenario$}  {:<w_case$}  {:<8}  {}{}",
@@ -62,7 +84,12 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
 
 fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(e) = &row.error {
-        writeln!(out, "      {}: {}", paint(opts.color, "31", &e.category), e.message)?;
+        writeln!(
+            out,
+            "      {}: {}",
+            paint(opts.color, "31", &e.category),
+            e.message
+        )?;
     }
     for r in &row.oracles {
         let mark = match r.verdict {
@@ -71,7 +98,14 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
             Verdict::NotEvaluable => "not-evaluable",
         };
         let index = r.index.map(|i| format!(" #{i}")).unwrap_or_default();
-        writeln!(out, "      {} {}{}: {}", paint(opts.color, "31", mark), r.kind, index, r.message)?;
+        writeln!(
+            out,
+            "      {} {}{}: {}",
+            paint(opts.color, "31", mark),
+            r.kind,
+            index,
+            r.message
+        )?;
         if !r.evidence.is_empty() {
             let seqs: Vec<String> = r.evidence.iter().map(u64::to_string).collect();
             writeln!(out, "          evidence: seq {}", seqs.join(", "))?;

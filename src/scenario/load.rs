@@ -70,12 +70,14 @@ pub struct LoadedScenarios {
     pub errors: Vec<ScenarioError>,
 }
 
+/// One file's outcome: a parse failure, or each scenario in it loaded or not.
+pub type FileResult = Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError>;
+
 /// Loads `files` (`*.scenario.json`) and `suite_files` (every `*.json` of a `--scenarios DIR`);
 /// suite files that some scenario names as its contract are contracts, not scenarios, and are
 /// dropped.
 pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> LoadedScenarios {
-    let mut per_file: Vec<(Utf8PathBuf, bool, Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError>)> =
-        Vec::new();
+    let mut per_file: Vec<(Utf8PathBuf, bool, FileResult)> = Vec::new();
     for (path, from_suite) in files
         .iter()
         .map(|p| (p, false))
@@ -90,7 +92,9 @@ pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> Loa
         .filter_map(|s| s.as_ref().ok())
         .filter_map(|s| {
             let c = s.contract.as_deref()?;
-            Some(normalize(&s.file.parent().unwrap_or(Utf8Path::new("")).join(c)))
+            Some(normalize(
+                &s.file.parent().unwrap_or(Utf8Path::new("")).join(c),
+            ))
         })
         .collect();
     let mut out = LoadedScenarios::default();
@@ -132,7 +136,7 @@ fn normalize(p: &Utf8Path) -> Utf8PathBuf {
 
 /// Loads one file: the whole file fails on a parse error; otherwise each scenario in it loads or
 /// fails on its own.
-pub fn load_file(path: &Utf8Path) -> Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError> {
+pub fn load_file(path: &Utf8Path) -> FileResult {
     let bytes = std::fs::read(path).map_err(|source| ScenarioError::Io {
         path: path.to_owned(),
         source,
@@ -144,7 +148,8 @@ pub fn load_file(path: &Utf8Path) -> Result<Vec<Result<Scenario, ScenarioError>>
         column: e.column(),
         detail: {
             let s = e.to_string();
-            s.rfind(" at line ").map_or(s.clone(), |i| s[..i].to_owned())
+            s.rfind(" at line ")
+                .map_or(s.clone(), |i| s[..i].to_owned())
         },
     })?;
     let invalid = |detail: String| ScenarioError::Invalid {
@@ -158,10 +163,16 @@ pub fn load_file(path: &Utf8Path) -> Result<Vec<Result<Scenario, ScenarioError>>
             .enumerate()
             .map(|(i, item)| match item {
                 Value::Object(obj) => scenario_from(path, Some(i), obj),
-                _ => Err(invalid(format!("entry {i} of the array is not a scenario object"))),
+                _ => Err(invalid(format!(
+                    "entry {i} of the array is not a scenario object"
+                ))),
             })
             .collect(),
-        _ => return Err(invalid("a scenario file holds one scenario object or an array of them".into())),
+        _ => {
+            return Err(invalid(
+                "a scenario file holds one scenario object or an array of them".into(),
+            ));
+        }
     })
 }
 
@@ -170,7 +181,10 @@ fn scenario_from(
     index: Option<usize>,
     obj: &Map<String, Value>,
 ) -> Result<Scenario, ScenarioError> {
-    let id = field(obj, "id").and_then(Value::as_str).map(str::trim).unwrap_or("");
+    let id = field(obj, "id")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("");
     let which = match (index, id.is_empty()) {
         (_, false) => format!("scenario `{id}`"),
         (Some(i), true) => format!("scenario {i} of the array"),
@@ -192,10 +206,14 @@ fn scenario_from(
     };
     let risk = match string("risk")? {
         None => Risk::Low,
-        Some(r) => Risk::parse(&r)
-            .ok_or_else(|| invalid(format!("`risk` is `{r}`, expected Low, Medium, High or Critical")))?,
+        Some(r) => Risk::parse(&r).ok_or_else(|| {
+            invalid(format!(
+                "`risk` is `{r}`, expected Low, Medium, High or Critical"
+            ))
+        })?,
     };
-    let tags = string_list(field(obj, "tags")).map_err(|()| invalid("`tags` must be an array of strings".into()))?;
+    let tags = string_list(field(obj, "tags"))
+        .map_err(|()| invalid("`tags` must be an array of strings".into()))?;
     let expected = match field(obj, "expected") {
         None | Some(Value::Null) => Expected::default(),
         Some(Value::Object(e)) => expected_from(e).map_err(invalid)?,
@@ -239,7 +257,9 @@ fn scenario_from(
         input: field(obj, "input").cloned(),
         expected,
         oracles,
-        scripted_trace: field(obj, "scriptedTrace").filter(|v| !v.is_null()).cloned(),
+        scripted_trace: field(obj, "scriptedTrace")
+            .filter(|v| !v.is_null())
+            .cloned(),
         contract: string("contract")?.filter(|c| !c.trim().is_empty()),
         known_gap,
         metadata,
@@ -272,13 +292,13 @@ fn expected_from(e: &Map<String, Value>) -> Result<Expected, String> {
             .map(configured)
             .map_err(|()| format!("`expected.{name}` must be an array of strings"))
     };
-    let max_tool_calls = match field(e, "maxToolCalls") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_u64()
-                .ok_or_else(|| "`expected.maxToolCalls` must be a non-negative integer".to_owned())?,
-        ),
-    };
+    let max_tool_calls =
+        match field(e, "maxToolCalls") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                "`expected.maxToolCalls` must be a non-negative integer".to_owned()
+            })?),
+        };
     let requires_approval = match field(e, "requiresApproval") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
@@ -316,7 +336,10 @@ mod tests {
         let loaded = load_scenarios(&[p], &[]);
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let s = &loaded.scenarios[0];
-        assert_eq!((s.id.as_str(), s.risk, s.known_gap), ("one", Risk::High, true));
+        assert_eq!(
+            (s.id.as_str(), s.risk, s.known_gap),
+            ("one", Risk::High, true)
+        );
         assert_eq!(s.expected.must_call_tools, vec!["web".to_owned()]);
         assert_eq!(s.oracles[0].type_name(), "tool-called");
         assert_eq!(s.metadata("UNSAFETOOLS"), Some("deploy"));
@@ -326,12 +349,21 @@ mod tests {
     #[test]
     fn parse_errors_carry_line_and_column_and_other_files_still_load() {
         let dir = tempfile::tempdir().unwrap();
-        let bad = write(&dir, "bad.scenario.json", "{\n  \"id\": \"x\",\n  \"title\": \"t\",\n}\n");
+        let bad = write(
+            &dir,
+            "bad.scenario.json",
+            "{\n  \"id\": \"x\",\n  \"title\": \"t\",\n}\n",
+        );
         let good = write(&dir, "good.scenario.json", r#"{"id":"g","title":"t"}"#);
         let loaded = load_scenarios(&[bad.clone(), good], &[]);
         assert_eq!(loaded.scenarios.len(), 1);
         match &loaded.errors[0] {
-            ScenarioError::Parse { path, line, column, detail } => {
+            ScenarioError::Parse {
+                path,
+                line,
+                column,
+                detail,
+            } => {
                 assert_eq!(path, &bad);
                 assert_eq!((*line, *column), (4, 1));
                 assert!(detail.contains("trailing comma"), "{detail}");
@@ -343,18 +375,32 @@ mod tests {
     #[test]
     fn invalid_entries_are_reported_individually() {
         let dir = tempfile::tempdir().unwrap();
-        let p = write(&dir, "s.scenario.json", r#"[{"id":" "},{"id":"r","risk":"extreme"},{"id":"ok","title":"t"}]"#);
+        let p = write(
+            &dir,
+            "s.scenario.json",
+            r#"[{"id":" "},{"id":"r","risk":"extreme"},{"id":"ok","title":"t"}]"#,
+        );
         let loaded = load_scenarios(&[p], &[]);
         assert_eq!(loaded.scenarios.len(), 1);
         let msgs: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
-        assert!(msgs[0].contains("scenario 0 of the array: lacks a non-blank `id`"), "{msgs:?}");
-        assert!(msgs[1].contains("scenario `r`: `risk` is `extreme`"), "{msgs:?}");
+        assert!(
+            msgs[0].contains("scenario 0 of the array: lacks a non-blank `id`"),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs[1].contains("scenario `r`: `risk` is `extreme`"),
+            "{msgs:?}"
+        );
     }
 
     #[test]
     fn suite_files_named_as_contracts_are_not_scenarios() {
         let dir = tempfile::tempdir().unwrap();
-        let s = write(&dir, "s.json", r#"{"id":"s","title":"t","contract":"./plan.json"}"#);
+        let s = write(
+            &dir,
+            "s.json",
+            r#"{"id":"s","title":"t","contract":"./plan.json"}"#,
+        );
         let c = write(&dir, "plan.json", r#"{"goal":"x"}"#);
         let loaded = load_scenarios(&[], &[s, c]);
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);

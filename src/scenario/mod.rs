@@ -3,5 +3,5 @@
 mod load;
 mod model;
 
-pub use load::{LoadedScenarios, ScenarioError, load_file, load_scenarios};
+pub use load::{FileResult, LoadedScenarios, ScenarioError, load_file, load_scenarios};
 pub use model::*;

@@ -76,7 +76,10 @@ impl OracleSpec {
 
     /// `type`, trimmed, as written (empty when missing).
     pub fn type_name(&self) -> &str {
-        self.get("type").and_then(Value::as_str).unwrap_or("").trim()
+        self.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
     }
 
     /// A string entry of the oracle's `metadata` map.
@@ -132,7 +135,9 @@ impl Scenario {
 
     /// Whether the scenario's `type` or tags include `tag` (case-insensitive).
     pub fn has_tag(&self, tag: &str) -> bool {
-        self.kind.as_deref().is_some_and(|k| eq_ci(k.trim(), tag.trim()))
+        self.kind
+            .as_deref()
+            .is_some_and(|k| eq_ci(k.trim(), tag.trim()))
             || self.tags.iter().any(|t| eq_ci(t.trim(), tag.trim()))
     }
 }

@@ -47,7 +47,9 @@ pub enum TraceError {
         detail: String,
     },
     /// The header names a major version this reader does not know.
-    #[error("`{path}`: unsupported trace format version {version} (this tracereplay reads version 1; upgrade tracereplay)")]
+    #[error(
+        "`{path}`: unsupported trace format version {version} (this tracereplay reads version 1; upgrade tracereplay)"
+    )]
     UnsupportedVersion {
         /// The trace file.
         path: Utf8PathBuf,

@@ -98,11 +98,18 @@ pub struct Event<'a> {
 #[allow(missing_docs)] // fields are documented in the trace-format spec table
 pub enum EventBody<'a> {
     /// An inbound user turn.
-    UserMessage { prompt: PromptRef<'a>, id: Option<Str<'a>> },
+    UserMessage {
+        prompt: PromptRef<'a>,
+        id: Option<Str<'a>>,
+    },
     /// One request to the model and its response.
     Inference(Box<Inference<'a>>),
     /// A tool execution started.
-    ToolCall { call_id: Str<'a>, tool: Str<'a>, args: Args<'a> },
+    ToolCall {
+        call_id: Str<'a>,
+        tool: Str<'a>,
+        args: Args<'a>,
+    },
     /// The result of the call with that `call_id`.
     ToolResult {
         call_id: Str<'a>,
@@ -135,7 +142,11 @@ pub enum EventBody<'a> {
         channel: Option<Str<'a>>,
     },
     /// An earlier message's text replaced.
-    MessageEdit { id: Str<'a>, text: Str<'a>, phase: Option<Phase> },
+    MessageEdit {
+        id: Str<'a>,
+        text: Str<'a>,
+        phase: Option<Phase>,
+    },
     /// An earlier message retracted.
     MessageDelete { id: Str<'a> },
     /// A file the run wrote.
@@ -147,15 +158,25 @@ pub enum EventBody<'a> {
         mtime_ms: Option<i64>,
     },
     /// A state transition the runtime reported.
-    StateChange { path: Str<'a>, from: Option<Json<'a>>, to: Option<Json<'a>> },
+    StateChange {
+        path: Str<'a>,
+        from: Option<Json<'a>>,
+        to: Option<Json<'a>>,
+    },
     /// An error not tied to one tool call.
-    Error { message: Str<'a>, code: Option<Json<'a>> },
+    Error {
+        message: Str<'a>,
+        code: Option<Json<'a>>,
+    },
     /// Free-form annotation.
     Note { text: Str<'a> },
     /// The run's final answer.
     FinalAnswer { text: Str<'a> },
     /// How the run ended.
-    RunEnd { status: RunStatus, error: Option<Str<'a>> },
+    RunEnd {
+        status: RunStatus,
+        error: Option<Str<'a>>,
+    },
     /// A kind this reader does not know; kept, warned about once, seen by no oracle.
     Unknown { kind: String },
 }
@@ -369,7 +390,11 @@ impl<'a> Trace<'a> {
     /// The tool calls: `tool_call` events in `seq` order.
     pub fn tool_calls(&self) -> impl Iterator<Item = ToolCallRef<'_, 'a>> {
         self.events.iter().filter_map(|e| match &e.body {
-            EventBody::ToolCall { call_id, tool, args } => Some(ToolCallRef {
+            EventBody::ToolCall {
+                call_id,
+                tool,
+                args,
+            } => Some(ToolCallRef {
                 event: e,
                 call_id,
                 tool,

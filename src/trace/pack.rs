@@ -37,5 +37,8 @@ pub fn pack(file: &TraceFile, limits: Limits) -> Result<Packed, TraceError> {
     // `verify_seal` hashed exactly these normalised bytes.
     let content_hash = seal.content_hash;
     bytes.extend_from_slice(footer_line(events, &content_hash).as_bytes());
-    Ok(Packed::Sealed { bytes, content_hash })
+    Ok(Packed::Sealed {
+        bytes,
+        content_hash,
+    })
 }

@@ -212,13 +212,24 @@ impl Parser<'_> {
 
     fn parse<'a>(&self, body: &'a [u8], sealed: bool) -> Result<ParsedTrace<'a>, TraceError> {
         let text = std::str::from_utf8(body).map_err(|e| {
-            let line = body[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            let line = body[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
             self.malformed(line, "not valid UTF-8")
         })?;
         if text.starts_with('\u{feff}') {
-            return Err(self.malformed(1, "starts with a byte-order mark, which traces must not have"));
+            return Err(self.malformed(
+                1,
+                "starts with a byte-order mark, which traces must not have",
+            ));
         }
-        let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l)).peekable();
+        let mut lines = text
+            .split('\n')
+            .enumerate()
+            .map(|(i, l)| (i + 1, l))
+            .peekable();
         let mut header = None;
         let mut events = Vec::new();
         let mut state = Validation::default();
@@ -242,7 +253,10 @@ impl Parser<'_> {
                 line = stripped;
             }
             if line.trim().is_empty() {
-                return Err(self.malformed(n, "blank line (traces have one JSON object per line and no blank lines)"));
+                return Err(self.malformed(
+                    n,
+                    "blank line (traces have one JSON object per line and no blank lines)",
+                ));
             }
             if n == 1 {
                 header = Some(self.header(line)?);
@@ -282,8 +296,12 @@ impl Parser<'_> {
             return Err(self.malformed(
                 1,
                 match probe.kind {
-                    Some(k) => format!("the first line must be the header (kind `header`), found kind `{k}`"),
-                    None => "the first line must be the header (kind `header`) and has no `kind`".into(),
+                    Some(k) => format!(
+                        "the first line must be the header (kind `header`), found kind `{k}`"
+                    ),
+                    None => {
+                        "the first line must be the header (kind `header`) and has no `kind`".into()
+                    }
                 },
             ));
         }
@@ -299,13 +317,19 @@ impl Parser<'_> {
                 });
             }
             Some(v) => {
-                return Err(self.malformed(1, format!("header `version` must be an integer, found `{v}`")));
+                return Err(self.malformed(
+                    1,
+                    format!("header `version` must be an integer, found `{v}`"),
+                ));
             }
         }
         match raw.format.as_deref() {
             Some(FORMAT_NAME) => {}
             Some(other) => {
-                return Err(self.malformed(1, format!("header `format` is `{other}`, expected `{FORMAT_NAME}`")));
+                return Err(self.malformed(
+                    1,
+                    format!("header `format` is `{other}`, expected `{FORMAT_NAME}`"),
+                ));
             }
             None => return Err(self.malformed(1, "header lacks `format`")),
         }
@@ -314,7 +338,9 @@ impl Parser<'_> {
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| self.malformed(1, "header lacks a non-empty `scenario`"))?;
         let case = match raw.case {
-            Some(c) if c.trim().is_empty() => return Err(self.malformed(1, "header `case` is blank")),
+            Some(c) if c.trim().is_empty() => {
+                return Err(self.malformed(1, "header `case` is blank"));
+            }
             Some(c) => c,
             None => Str::from("default"),
         };
@@ -327,9 +353,18 @@ impl Parser<'_> {
                 }
                 let hash = p.hash.unwrap_or_else(|| Str::from("blake3"));
                 if !matches!(hash.as_str(), "blake3" | "blake3-keyed") {
-                    return Err(self.malformed(1, format!("header `privacy.hash` is `{hash}`, expected `blake3` or `blake3-keyed`")));
+                    return Err(self.malformed(
+                        1,
+                        format!(
+                            "header `privacy.hash` is `{hash}`, expected `blake3` or `blake3-keyed`"
+                        ),
+                    ));
                 }
-                Privacy { prompts, hash, kid: p.kid }
+                Privacy {
+                    prompts,
+                    hash,
+                    kid: p.kid,
+                }
             }
         };
         Ok(Header {
@@ -389,7 +424,11 @@ impl Parser<'_> {
                     path: self.path.to_owned(),
                     detail: format!(
                         "a footer at line {n} is not the last line{}",
-                        if sealed { "" } else { " (data was appended after sealing?)" }
+                        if sealed {
+                            ""
+                        } else {
+                            " (data was appended after sealing?)"
+                        }
                     ),
                 });
             }
@@ -445,7 +484,9 @@ impl Parser<'_> {
         let need_bool = |v: Option<bool>, field: &str| {
             v.ok_or_else(|| self.malformed(n, format!("`{kind}` lacks required field `{field}`")))
         };
-        let prompt_hash = |v: Option<Str<'a>>, field: &str| -> Result<Option<Str<'a>>, TraceError> {
+        let prompt_hash = |v: Option<Str<'a>>,
+                           field: &str|
+         -> Result<Option<Str<'a>>, TraceError> {
             match v {
                 Some(h) if !is_hash(&h, true) => Err(self.malformed(
                     n,
@@ -456,9 +497,9 @@ impl Parser<'_> {
         };
         Ok(match kind {
             "user_message" => {
-                let p = raw
-                    .prompt
-                    .ok_or_else(|| self.malformed(n, "`user_message` lacks required field `prompt`"))?;
+                let p = raw.prompt.ok_or_else(|| {
+                    self.malformed(n, "`user_message` lacks required field `prompt`")
+                })?;
                 if p.text.is_some() {
                     return Err(TraceError::Privacy {
                         path: self.path.to_owned(),
@@ -502,9 +543,10 @@ impl Parser<'_> {
                 };
                 let finish = match raw.finish {
                     None => None,
-                    Some(f) => Some(Finish::parse(&f).ok_or_else(|| {
-                        self.bad_enum(n, "finish", &f, Finish::ALL)
-                    })?),
+                    Some(f) => Some(
+                        Finish::parse(&f)
+                            .ok_or_else(|| self.bad_enum(n, "finish", &f, Finish::ALL))?,
+                    ),
                 };
                 EventBody::Inference(Box::new(Inference {
                     request_id: raw.request_id,
@@ -565,7 +607,9 @@ impl Parser<'_> {
                 if !state.message_ids.contains(id.as_str()) {
                     return Err(self.malformed(
                         n,
-                        format!("`{kind}` names message id `{id}`, which no earlier `message` sent"),
+                        format!(
+                            "`{kind}` names message id `{id}`, which no earlier `message` sent"
+                        ),
                     ));
                 }
                 if kind == "message_delete" {
@@ -601,7 +645,9 @@ impl Parser<'_> {
             },
             "final_answer" => {
                 if std::mem::replace(&mut state.final_answer, true) {
-                    return Err(self.malformed(n, "a second `final_answer` (a trace has at most one)"));
+                    return Err(
+                        self.malformed(n, "a second `final_answer` (a trace has at most one)")
+                    );
                 }
                 EventBody::FinalAnswer {
                     text: need(raw.text, "text")?,
@@ -629,7 +675,10 @@ impl Parser<'_> {
     fn bad_enum(&self, n: usize, field: &str, value: &str, allowed: &[&str]) -> TraceError {
         self.malformed(
             n,
-            format!("`{field}` is `{value}`, expected one of: {}", allowed.join(", ")),
+            format!(
+                "`{field}` is `{value}`, expected one of: {}",
+                allowed.join(", ")
+            ),
         )
     }
 
@@ -677,7 +726,10 @@ mod tests {
 
     const H: &str = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#;
 
-    fn parse_text(text: &str, compressed: bool) -> Result<(usize, Vec<String>, String), TraceError> {
+    fn parse_text(
+        text: &str,
+        compressed: bool,
+    ) -> Result<(usize, Vec<String>, String), TraceError> {
         let file = TraceFile::from_bytes("x.trace.ndjson", text.as_bytes().to_vec(), compressed);
         let seal = Seal {
             sealed: false,
@@ -685,7 +737,12 @@ mod tests {
             body_len: file.bytes.len(),
         };
         let p = parse_trace(&file, &seal, Limits::default())?;
-        let kinds = p.trace.events.iter().map(|e| e.body.kind().to_owned()).collect();
+        let kinds = p
+            .trace
+            .events
+            .iter()
+            .map(|e| e.body.kind().to_owned())
+            .collect();
         Ok((p.trace.events.len(), kinds, p.warnings.join("\n")))
     }
 
@@ -759,28 +816,79 @@ mod tests {
     #[test]
     fn malformed_events_name_the_line() {
         for (events, needle) in [
-            (r#"{"kind":"tool_call","seq":1,"call_id":"c","args":{}}"#, "line 2: `tool_call` lacks required field `tool`"),
-            (r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":7,"args":{}}"#, "line 2: invalid type"),
-            (r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":"t","args":[1]}"#, "`args` must be a JSON object or a string"),
-            (r#"{"kind":"message","seq":1,"id":"m","phase":"draft","text":"x"}"#, "`phase` is `draft`, expected one of: preview, final"),
-            (r#"{"kind":"run_end","seq":1,"status":"done"}"#, "`status` is `done`"),
-            (r#"{"kind":"inference","seq":1,"finish":"halt"}"#, "`finish` is `halt`"),
-            (r#"{"kind":"note","seq":1}"#, "`note` lacks required field `text`"),
-            ("{\"kind\":\"note\",\"seq\":2,\"text\":\"a\"}\n{\"kind\":\"note\",\"seq\":2,\"text\":\"b\"}", "line 3: `seq` 2 does not increase"),
+            (
+                r#"{"kind":"tool_call","seq":1,"call_id":"c","args":{}}"#,
+                "line 2: `tool_call` lacks required field `tool`",
+            ),
+            (
+                r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":7,"args":{}}"#,
+                "line 2: invalid type",
+            ),
+            (
+                r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":"t","args":[1]}"#,
+                "`args` must be a JSON object or a string",
+            ),
+            (
+                r#"{"kind":"message","seq":1,"id":"m","phase":"draft","text":"x"}"#,
+                "`phase` is `draft`, expected one of: preview, final",
+            ),
+            (
+                r#"{"kind":"run_end","seq":1,"status":"done"}"#,
+                "`status` is `done`",
+            ),
+            (
+                r#"{"kind":"inference","seq":1,"finish":"halt"}"#,
+                "`finish` is `halt`",
+            ),
+            (
+                r#"{"kind":"note","seq":1}"#,
+                "`note` lacks required field `text`",
+            ),
+            (
+                "{\"kind\":\"note\",\"seq\":2,\"text\":\"a\"}\n{\"kind\":\"note\",\"seq\":2,\"text\":\"b\"}",
+                "line 3: `seq` 2 does not increase",
+            ),
             (r#"{"kind":"note","text":"a"}"#, "event lacks `seq`"),
-            ("{\"kind\":\"run_end\",\"seq\":1,\"status\":\"failed\"}\n{\"kind\":\"run_end\",\"seq\":2,\"status\":\"completed\"}", "line 3: a second `run_end`"),
-            ("{\"kind\":\"final_answer\",\"seq\":1,\"text\":\"a\"}\n{\"kind\":\"final_answer\",\"seq\":2,\"text\":\"b\"}", "a second `final_answer`"),
-            (r#"{"kind":"message_edit","seq":1,"id":"m9","text":"x"}"#, "names message id `m9`, which no earlier `message` sent"),
-            (r#"{"kind":"message_delete","seq":1,"id":"m9"}"#, "`message_delete` names message id `m9`"),
-            (r#"{"kind":"user_message","seq":1,"prompt":{"h":"hello"}}"#, "`prompt.h` is not a prompt hash"),
-            (r#"{"kind":"inference","seq":1,"input_h":"b3:ABC"}"#, "`input_h` is not a prompt hash"),
-            (r#"{"kind":"inference","seq":1,"usage":{"input_tokens":1}}"#, "missing field `output_tokens`"),
+            (
+                "{\"kind\":\"run_end\",\"seq\":1,\"status\":\"failed\"}\n{\"kind\":\"run_end\",\"seq\":2,\"status\":\"completed\"}",
+                "line 3: a second `run_end`",
+            ),
+            (
+                "{\"kind\":\"final_answer\",\"seq\":1,\"text\":\"a\"}\n{\"kind\":\"final_answer\",\"seq\":2,\"text\":\"b\"}",
+                "a second `final_answer`",
+            ),
+            (
+                r#"{"kind":"message_edit","seq":1,"id":"m9","text":"x"}"#,
+                "names message id `m9`, which no earlier `message` sent",
+            ),
+            (
+                r#"{"kind":"message_delete","seq":1,"id":"m9"}"#,
+                "`message_delete` names message id `m9`",
+            ),
+            (
+                r#"{"kind":"user_message","seq":1,"prompt":{"h":"hello"}}"#,
+                "`prompt.h` is not a prompt hash",
+            ),
+            (
+                r#"{"kind":"inference","seq":1,"input_h":"b3:ABC"}"#,
+                "`input_h` is not a prompt hash",
+            ),
+            (
+                r#"{"kind":"inference","seq":1,"usage":{"input_tokens":1}}"#,
+                "missing field `output_tokens`",
+            ),
             ("not json", "line 2: not a valid JSON object"),
             (r#"{"seq":1}"#, "event lacks `kind`"),
-            (r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#, "a second header"),
+            (
+                r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#,
+                "a second header",
+            ),
         ] {
             let msg = malformed(events);
-            assert!(msg.contains(needle), "{events}\n  got: {msg}\n  want: {needle}");
+            assert!(
+                msg.contains(needle),
+                "{events}\n  got: {msg}\n  want: {needle}"
+            );
             assert!(msg.starts_with("`x.trace.ndjson`, line "), "{msg}");
         }
     }
@@ -799,14 +907,34 @@ mod tests {
     #[test]
     fn header_problems() {
         for (header, needle) in [
-            (r#"{"kind":"header","format":"tracereplay.trace","version":2,"scenario":"s"}"#, "unsupported trace format version 2"),
-            (r#"{"kind":"header","format":"other","version":1,"scenario":"s"}"#, "header `format` is `other`"),
-            (r#"{"kind":"header","format":"tracereplay.trace","version":"1","scenario":"s"}"#, "`version` must be an integer"),
-            (r#"{"kind":"header","format":"tracereplay.trace","version":1}"#, "lacks a non-empty `scenario`"),
-            (r#"{"kind":"note","seq":1,"text":"x"}"#, "the first line must be the header"),
-            (r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s","privacy":{"prompts":"plain"}}"#, "`privacy.prompts` is `plain`"),
+            (
+                r#"{"kind":"header","format":"tracereplay.trace","version":2,"scenario":"s"}"#,
+                "unsupported trace format version 2",
+            ),
+            (
+                r#"{"kind":"header","format":"other","version":1,"scenario":"s"}"#,
+                "header `format` is `other`",
+            ),
+            (
+                r#"{"kind":"header","format":"tracereplay.trace","version":"1","scenario":"s"}"#,
+                "`version` must be an integer",
+            ),
+            (
+                r#"{"kind":"header","format":"tracereplay.trace","version":1}"#,
+                "lacks a non-empty `scenario`",
+            ),
+            (
+                r#"{"kind":"note","seq":1,"text":"x"}"#,
+                "the first line must be the header",
+            ),
+            (
+                r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s","privacy":{"prompts":"plain"}}"#,
+                "`privacy.prompts` is `plain`",
+            ),
         ] {
-            let err = parse_text(&format!("{header}\n"), false).unwrap_err().to_string();
+            let err = parse_text(&format!("{header}\n"), false)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(needle), "{header}: {err}");
         }
     }
@@ -818,20 +946,39 @@ mod tests {
         let err = parse_text(&crlf, true).unwrap_err().to_string();
         assert!(err.contains("carriage return"), "{err}");
         let blank = format!("{H}\n\n{}\n", r#"{"kind":"note","seq":1,"text":"x"}"#);
-        assert!(parse_text(&blank, false).unwrap_err().to_string().contains("line 2: blank line"));
+        assert!(
+            parse_text(&blank, false)
+                .unwrap_err()
+                .to_string()
+                .contains("line 2: blank line")
+        );
         let bom = format!("\u{feff}{H}\n");
-        assert!(parse_text(&bom, false).unwrap_err().to_string().contains("byte-order mark"));
+        assert!(
+            parse_text(&bom, false)
+                .unwrap_err()
+                .to_string()
+                .contains("byte-order mark")
+        );
         // No final newline is fine.
         assert!(parse_text(H, false).is_ok());
     }
 
     #[test]
     fn long_lines_name_the_limit_and_flag() {
-        let text = format!("{H}\n{{\"kind\":\"note\",\"seq\":1,\"text\":\"{}\"}}\n", "x".repeat(200));
+        let text = format!(
+            "{H}\n{{\"kind\":\"note\",\"seq\":1,\"text\":\"{}\"}}\n",
+            "x".repeat(200)
+        );
         let file = TraceFile::from_bytes("x.trace.ndjson", text.into_bytes(), false);
         let seal = file.verify_seal(false).unwrap();
-        let limits = Limits { max_line_bytes: 100, ..Limits::default() };
+        let limits = Limits {
+            max_line_bytes: 100,
+            ..Limits::default()
+        };
         let err = parse_trace(&file, &seal, limits).unwrap_err().to_string();
-        assert!(err.contains("line 2") && err.contains("100 bytes") && err.contains("--max-line-bytes"), "{err}");
+        assert!(
+            err.contains("line 2") && err.contains("100 bytes") && err.contains("--max-line-bytes"),
+            "{err}"
+        );
     }
 }

@@ -149,9 +149,15 @@ impl TraceFile {
         if is_footer_line(last) {
             let footer = parse_footer(last).map_err(integrity)?;
             let body = &bytes[..last_start];
-            let event_lines = body.iter().filter(|&&b| b == b'\n').count().saturating_sub(1);
+            let event_lines = body
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                .saturating_sub(1);
             if last_start == 0 {
-                return Err(integrity("the footer is the only line; the header is missing".into()));
+                return Err(integrity(
+                    "the footer is the only line; the header is missing".into(),
+                ));
             }
             if footer.events != event_lines as u64 {
                 return Err(integrity(format!(
@@ -278,19 +284,28 @@ mod tests {
         let data = vec![b'x'; 10_000];
         let z = zstd::bulk::compress(&data, 3).unwrap();
         assert_eq!(decompress(&z, 10_000).ok().unwrap(), data);
-        assert!(matches!(decompress(&z, 9_999), Err(DecompressError::TooLarge)));
+        assert!(matches!(
+            decompress(&z, 9_999),
+            Err(DecompressError::TooLarge)
+        ));
         // Streamed frames carry no content size: the bound must still hold.
         let mut streamed = Vec::new();
         let mut enc = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
         std::io::Write::write_all(&mut enc, &data).unwrap();
         enc.finish().unwrap();
-        assert!(matches!(decompress(&streamed, 100), Err(DecompressError::TooLarge)));
+        assert!(matches!(
+            decompress(&streamed, 100),
+            Err(DecompressError::TooLarge)
+        ));
         assert_eq!(decompress(&streamed, 10_000).ok().unwrap(), data);
         // Two concatenated frames decode as one stream.
         let mut two = z.clone();
         two.extend_from_slice(&z);
         assert_eq!(decompress(&two, 20_000).ok().unwrap().len(), 20_000);
         // Truncation is an error, not a silent short read.
-        assert!(matches!(decompress(&z[..z.len() - 3], 10_000), Err(DecompressError::Corrupt(_))));
+        assert!(matches!(
+            decompress(&z[..z.len() - 3], 10_000),
+            Err(DecompressError::Corrupt(_))
+        ));
     }
 }

@@ -2,8 +2,8 @@
 //! order (`kind`, `seq`, `ts_ms`, then the fields in the spec's order), so the same run always
 //! gives the same decompressed bytes and content hash.
 
-use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
 use super::json::Str;
 use super::model::*;
@@ -17,7 +17,11 @@ impl Serialize for Event<'_> {
         if let Some(ts) = self.ts_ms {
             m.serialize_entry("ts_ms", &ts)?;
         }
-        fn opt<M: SerializeMap, T: Serialize>(m: &mut M, k: &str, v: &Option<T>) -> Result<(), M::Error> {
+        fn opt<M: SerializeMap, T: Serialize>(
+            m: &mut M,
+            k: &str,
+            v: &Option<T>,
+        ) -> Result<(), M::Error> {
             match v {
                 Some(v) => m.serialize_entry(k, v),
                 None => Ok(()),
@@ -39,32 +43,59 @@ impl Serialize for Event<'_> {
                 opt(&mut m, "usage", &i.usage)?;
                 opt(&mut m, "finish", &i.finish)?;
             }
-            EventBody::ToolCall { call_id, tool, args } => {
+            EventBody::ToolCall {
+                call_id,
+                tool,
+                args,
+            } => {
                 m.serialize_entry("call_id", call_id)?;
                 m.serialize_entry("tool", tool)?;
                 m.serialize_entry("args", args)?;
             }
-            EventBody::ToolResult { call_id, ok, output, output_h, error } => {
+            EventBody::ToolResult {
+                call_id,
+                ok,
+                output,
+                output_h,
+                error,
+            } => {
                 m.serialize_entry("call_id", call_id)?;
                 m.serialize_entry("ok", ok)?;
                 opt(&mut m, "output", output)?;
                 opt(&mut m, "output_h", output_h)?;
                 opt(&mut m, "error", error)?;
             }
-            EventBody::ApprovalRequest { tool, call_id, approval_id, reason } => {
+            EventBody::ApprovalRequest {
+                tool,
+                call_id,
+                approval_id,
+                reason,
+            } => {
                 opt(&mut m, "tool", tool)?;
                 opt(&mut m, "call_id", call_id)?;
                 opt(&mut m, "approval_id", approval_id)?;
                 opt(&mut m, "reason", reason)?;
             }
-            EventBody::ApprovalDecision { granted, approval_id, call_id, tool, by } => {
+            EventBody::ApprovalDecision {
+                granted,
+                approval_id,
+                call_id,
+                tool,
+                by,
+            } => {
                 m.serialize_entry("granted", granted)?;
                 opt(&mut m, "approval_id", approval_id)?;
                 opt(&mut m, "call_id", call_id)?;
                 opt(&mut m, "tool", tool)?;
                 opt(&mut m, "by", by)?;
             }
-            EventBody::Message { id, phase, text, reply_to, channel } => {
+            EventBody::Message {
+                id,
+                phase,
+                text,
+                reply_to,
+                channel,
+            } => {
                 m.serialize_entry("id", id)?;
                 m.serialize_entry("phase", phase)?;
                 m.serialize_entry("text", text)?;
@@ -77,7 +108,13 @@ impl Serialize for Event<'_> {
                 opt(&mut m, "phase", phase)?;
             }
             EventBody::MessageDelete { id } => m.serialize_entry("id", id)?,
-            EventBody::Artifact { path, h, bytes, text, mtime_ms } => {
+            EventBody::Artifact {
+                path,
+                h,
+                bytes,
+                text,
+                mtime_ms,
+            } => {
                 m.serialize_entry("path", path)?;
                 m.serialize_entry("h", h)?;
                 m.serialize_entry("bytes", bytes)?;
@@ -220,7 +257,8 @@ impl TraceWriter {
         let seq = event.seq.max(self.next_seq);
         let mut e = event.clone();
         e.seq = seq;
-        serde_json::to_writer(&mut self.buf, &e).expect("serialising an event into memory cannot fail");
+        serde_json::to_writer(&mut self.buf, &e)
+            .expect("serialising an event into memory cannot fail");
         self.buf.push(b'\n');
         self.next_seq = seq + 1;
         self.events += 1;
@@ -261,21 +299,53 @@ mod tests {
 
     fn sample() -> SealedTrace {
         let mut header = Header::new("agent.tool.basic", "default");
-        header.runtime = Some(Runtime { name: "openclaw".into(), version: Some("0.9.1".into()) });
+        header.runtime = Some(Runtime {
+            name: "openclaw".into(),
+            version: Some("0.9.1".into()),
+        });
         header.model = Some("gpt-4.1".into());
         let mut w = TraceWriter::new(header);
-        w.push(Some(1_764_417_600_000), EventBody::UserMessage {
-            prompt: PromptRef { h: crate::trace::content_hash(b"Look up demo information.").into(), len: Some(25) },
-            id: Some("in1".into()),
-        });
-        w.push(None, EventBody::ToolCall {
-            call_id: "c1".into(),
-            tool: "web_search".into(),
-            args: Args::Object(Json::from_value(&serde_json::json!({"query": "demo"}))),
-        });
-        w.push(None, EventBody::ToolResult { call_id: "c1".into(), ok: true, output: Some(Json::from_value("found")), output_h: None, error: None });
-        w.push(None, EventBody::FinalAnswer { text: "Here is the demo.".into() });
-        w.push(None, EventBody::RunEnd { status: RunStatus::Completed, error: None });
+        w.push(
+            Some(1_764_417_600_000),
+            EventBody::UserMessage {
+                prompt: PromptRef {
+                    h: crate::trace::content_hash(b"Look up demo information.").into(),
+                    len: Some(25),
+                },
+                id: Some("in1".into()),
+            },
+        );
+        w.push(
+            None,
+            EventBody::ToolCall {
+                call_id: "c1".into(),
+                tool: "web_search".into(),
+                args: Args::Object(Json::from_value(&serde_json::json!({"query": "demo"}))),
+            },
+        );
+        w.push(
+            None,
+            EventBody::ToolResult {
+                call_id: "c1".into(),
+                ok: true,
+                output: Some(Json::from_value("found")),
+                output_h: None,
+                error: None,
+            },
+        );
+        w.push(
+            None,
+            EventBody::FinalAnswer {
+                text: "Here is the demo.".into(),
+            },
+        );
+        w.push(
+            None,
+            EventBody::RunEnd {
+                status: RunStatus::Completed,
+                error: None,
+            },
+        );
         w.finish()
     }
 
@@ -285,10 +355,22 @@ mod tests {
         let sealed = sample();
         let text = String::from_utf8(sealed.bytes.clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"agent.tool.basic","case":"default","runtime":{"name":"openclaw","version":"0.9.1"},"model":"gpt-4.1","privacy":{"prompts":"hashed","hash":"blake3"}}"#);
-        assert_eq!(lines[2], r#"{"kind":"tool_call","seq":2,"call_id":"c1","tool":"web_search","args":{"query":"demo"}}"#);
-        assert_eq!(lines[5], r#"{"kind":"run_end","seq":5,"status":"completed"}"#);
-        assert_eq!(sealed.content_hash, "b3:6ae606a136a01752b92e03e37d509efee9f528a0675b566e6511dee71178767b");
+        assert_eq!(
+            lines[0],
+            r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"agent.tool.basic","case":"default","runtime":{"name":"openclaw","version":"0.9.1"},"model":"gpt-4.1","privacy":{"prompts":"hashed","hash":"blake3"}}"#
+        );
+        assert_eq!(
+            lines[2],
+            r#"{"kind":"tool_call","seq":2,"call_id":"c1","tool":"web_search","args":{"query":"demo"}}"#
+        );
+        assert_eq!(
+            lines[5],
+            r#"{"kind":"run_end","seq":5,"status":"completed"}"#
+        );
+        assert_eq!(
+            sealed.content_hash,
+            "b3:6ae606a136a01752b92e03e37d509efee9f528a0675b566e6511dee71178767b"
+        );
         assert!(lines[6].starts_with(r#"{"kind":"footer","events":5,"content_hash":"b3:"#));
     }
 

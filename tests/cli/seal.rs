@@ -1,0 +1,144 @@
+//! `pack`, `verify` and `cat` on the spec's example trace and on tampered copies.
+
+use crate::util::*;
+
+const SPEC_EXAMPLE: &str = include_str!("../fixtures/agent-progress-evidence.trace.ndjson");
+
+#[test]
+fn pack_seals_verify_accepts_and_a_one_byte_edit_is_caught() {
+    let env = Env::new();
+    env.write("in/run.trace.ndjson", SPEC_EXAMPLE);
+    let out = env.run(&[
+        "pack",
+        "in/run.trace.ndjson",
+        "-o",
+        "traces/agent-progress-evidence",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let expected_hash = tracereplay::trace::content_hash(SPEC_EXAMPLE.as_bytes());
+    assert!(out.stdout.contains(&expected_hash), "{}", out.stdout);
+    let packed = "traces/agent-progress-evidence/run.trace.ndjson.zst";
+    let out = env.run(&["verify", "traces"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("ok    {packed}  {expected_hash}")),
+        "{}",
+        out.stdout
+    );
+
+    // `cat` gives back the input bytes, footer appended.
+    let out = env.run(&["cat", packed]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.starts_with(SPEC_EXAMPLE));
+    assert!(out.stdout.ends_with(&format!(
+        "{{\"kind\":\"footer\",\"events\":17,\"content_hash\":\"{expected_hash}\"}}\n"
+    )));
+
+    // Packing a sealed trace verifies it and leaves it unchanged.
+    let before = env.read(packed);
+    let out = env.run(&["pack", packed]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("already sealed"));
+    assert_eq!(env.read(packed), before);
+
+    // One byte changed inside: verify, check and cat all say so.
+    let tampered = out_of(&env, packed).replacen("PERSONAL_TASK_LEDGER", "PERSONAL_TASK_LEDGEr", 1);
+    env.write(
+        packed,
+        zstd::bulk::compress(tampered.as_bytes(), 3).unwrap(),
+    );
+    let out = env.run(&["verify", "traces"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("FAIL")
+            && out
+                .stdout
+                .contains("integrity failure: content hash mismatch"),
+        "{}",
+        out.stdout
+    );
+    env.write(
+        "traces/agent-progress-evidence/s.scenario.json",
+        r#"{"id":"agent-progress-evidence","title":"t","oracles":[{"type":"approval-not-required"}]}"#,
+    );
+    let out = env.run(&["check", "traces", "--fail-on", "none"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("integrity: ") && out.stdout.contains(packed),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(&["cat", packed]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stdout, tampered,
+        "cat prints verbatim even when the seal is bad"
+    );
+    assert!(
+        out.stderr.contains("warning:") && out.stderr.contains("integrity failure"),
+        "{}",
+        out.stderr
+    );
+}
+
+fn out_of(env: &Env, path: &str) -> String {
+    String::from_utf8(zstd::decode_all(&env.read(path)[..]).unwrap()).unwrap()
+}
+
+#[test]
+fn pack_normalises_line_ends_and_refuses_bad_input() {
+    let env = Env::new();
+    let crlf = SPEC_EXAMPLE.replace('\n', "\r\n");
+    env.write("a.trace.ndjson", crlf.trim_end());
+    let c = call("c1", "t");
+    let malformed = trace_text(
+        "s",
+        "default",
+        &[&c, r#"{"kind":"note","seq":1,"text":"x"}"#],
+    );
+    env.write("b.trace.ndjson", malformed);
+    let out = env.run(&["pack", "a.trace.ndjson", "b.trace.ndjson"]);
+    assert_eq!(out.code, 1, "one input refused");
+    assert!(
+        out.stderr.contains("refused `b.trace.ndjson`") && out.stderr.contains("line 3"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.path("b.trace.ndjson.zst").exists());
+    // `\r\n` became `\n` and the final `\n` was added: the same hash as the clean example.
+    let hash = tracereplay::trace::content_hash(SPEC_EXAMPLE.as_bytes());
+    assert!(out.stdout.contains(&hash), "{}", out.stdout);
+    assert!(out_of(&env, "a.trace.ndjson.zst").starts_with(SPEC_EXAMPLE));
+    let out = env.run(&["pack", "nope.trace.ndjson"]);
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn verify_counts_unsealed_traces_as_failures() {
+    let env = Env::new();
+    env.write("traces/x.trace.ndjson", SPEC_EXAMPLE);
+    let out = env.run(&["verify"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout
+            .contains("FAIL  traces/x.trace.ndjson  not sealed"),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(&["verify", "nowhere"]);
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn cat_of_an_unreadable_trace_exits_2() {
+    let env = Env::new();
+    env.write("x.trace.ndjson.zst", b"not zstd at all");
+    let out = env.run(&["cat", "x.trace.ndjson.zst"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("x.trace.ndjson.zst") && out.stderr.contains("not a valid zstd stream"),
+        "{}",
+        out.stderr
+    );
+}

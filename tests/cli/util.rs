@@ -1,0 +1,137 @@
+//! Runs the real binary in a temporary directory; every run sets `CI` explicitly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tracereplay::trace::{Limits, Packed, TraceFile, pack};
+
+pub struct Env {
+    dir: tempfile::TempDir,
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.path(rel)).unwrap()
+    }
+
+    /// Runs `tracereplay ARGS` in the temp dir under CI (`CI=true`), without colours.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[("CI", "true")])
+    }
+
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracereplay"));
+        cmd.args(args)
+            .current_dir(self.root())
+            .env_remove("CI")
+            .env_remove("TF_BUILD")
+            .env("NO_COLOR", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        Output {
+            code: out.status.code().expect("the binary exited by signal"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+}
+
+pub const END: &str = r#"{"kind":"run_end","status":"completed"}"#;
+
+/// NDJSON trace text for `scenario`/`case` with the given event lines (seq added when absent).
+pub fn trace_text(scenario: &str, case: &str, events: &[&str]) -> String {
+    let mut text = format!(
+        "{{\"kind\":\"header\",\"format\":\"tracereplay.trace\",\"version\":1,\"scenario\":\"{scenario}\",\"case\":\"{case}\"}}\n"
+    );
+    for (i, e) in events.iter().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(e).unwrap();
+        if v.get("seq").is_none() {
+            v["seq"] = serde_json::json!(i + 1);
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+/// Sealed decompressed bytes of an NDJSON trace.
+pub fn sealed_bytes(text: &str) -> Vec<u8> {
+    let file = TraceFile::from_bytes("t.trace.ndjson", text.as_bytes().to_vec(), false);
+    match pack(&file, Limits::default()).unwrap() {
+        Packed::Sealed { bytes, .. } => bytes,
+        Packed::AlreadySealed { .. } => text.as_bytes().to_vec(),
+    }
+}
+
+/// A sealed, compressed trace.
+pub fn sealed_zst(text: &str) -> Vec<u8> {
+    zstd::bulk::compress(&sealed_bytes(text), 3).unwrap()
+}
+
+pub fn call(id: &str, tool: &str) -> String {
+    format!(r#"{{"kind":"tool_call","call_id":"{id}","tool":"{tool}","args":{{"q":"x"}}}}"#)
+}
+
+/// A scenario file body with one `tool-called` oracle.
+pub fn scenario(id: &str, risk: &str, tool: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","title":"t","risk":"{risk}","oracles":[{{"type":"tool-called","tool":"{tool}"}}]}}"#
+    )
+}
+
+/// Lays out a suite with a passing scenario `good` (one sealed trace).
+pub fn good_suite(env: &Env) {
+    env.write(
+        "traces/good/good.scenario.json",
+        scenario("good", "High", "search"),
+    );
+    let c = call("c1", "search");
+    env.write(
+        "traces/good/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("good", "default", &[&c, END])),
+    );
+}
+
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", out.stdout))
+}
+
+/// The JSON result row whose path ends with `suffix`.
+pub fn row<'a>(report: &'a serde_json::Value, suffix: &str) -> &'a serde_json::Value {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
+        .unwrap_or_else(|| panic!("no row for {suffix} in {report:#}"))
+}
