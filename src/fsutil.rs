@@ -7,6 +7,16 @@ use camino::Utf8Path;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, || Ok(()))
+}
+
+/// [`write_atomic`] with a hook run between writing the temporary file and the rename, so tests
+/// can inject a failure exactly there.
+fn write_atomic_with(
+    path: &Utf8Path,
+    bytes: &[u8],
+    before_rename: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_str().is_empty() => d,
         _ => Utf8Path::new("."),
@@ -17,6 +27,8 @@ pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
+    // On error the temporary file is dropped (and deleted) and `path` is untouched.
+    before_rename()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -33,5 +45,21 @@ mod tests {
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_failure_before_the_rename_leaves_the_old_file_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = camino::Utf8PathBuf::from_path_buf(dir.path().join("a.baseline.json")).unwrap();
+        write_atomic(&p, b"approved").unwrap();
+        let err = write_atomic_with(&p, b"half-written", || Err(std::io::Error::other("killed")))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "killed");
+        assert_eq!(std::fs::read(&p).unwrap(), b"approved");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary file left behind"
+        );
     }
 }

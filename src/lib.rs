@@ -5,6 +5,8 @@
 //! scenarios ([`scenario`]), judging them ([`oracle`], [`eval`]) and building reports
 //! ([`report`]) — and never parses flags, prints or exits; the `tracereplay` binary does that.
 
+pub mod baseline;
+pub mod diff;
 pub mod discover;
 pub mod eval;
 pub mod fsutil;

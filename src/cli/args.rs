@@ -23,6 +23,122 @@ pub enum Command {
     Cat(CatArgs),
     /// Check seals without judging; unsealed traces count as failures here.
     Verify(VerifyArgs),
+    /// Show how traces drifted from their approved baselines, or between two recordings.
+    Diff(DiffArgs),
+    /// Review approved baselines: list, accept or reject pending ones, or approve current traces.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+/// `--ci` / `--no-ci`.
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// Behave as under CI (write no baseline or pending file) whatever the environment says.
+    #[arg(long, conflicts_with = "no_ci")]
+    pub ci: bool,
+    /// Behave as off CI even when `CI` or `TF_BUILD` is set.
+    #[arg(long)]
+    pub no_ci: bool,
+}
+
+/// `--drift`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DriftArg {
+    /// Structural drift fails; wording, messages and usage warn.
+    Default,
+    /// Every drift category fails.
+    Strict,
+    /// Every drift is reported; none fails.
+    Warn,
+    /// No baseline comparison.
+    Ignore,
+}
+
+/// `diff` flags.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Traces to compare with their approved baselines.
+    #[arg(value_name = "PATH", default_value = "traces/", conflicts_with_all = ["from", "to"])]
+    pub paths: Vec<Utf8PathBuf>,
+    /// The older recording: a trace file or a directory of traces.
+    #[arg(long, value_name = "OLD", requires = "to")]
+    pub from: Option<Utf8PathBuf>,
+    /// The newer recording: a trace file or a directory of traces.
+    #[arg(long, value_name = "NEW", requires = "from")]
+    pub to: Option<Utf8PathBuf>,
+    /// Approved baselines directory (default `baselines/`).
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<Utf8PathBuf>,
+    /// A harness suite directory of scenarios (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Usage tolerance in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 20.0)]
+    pub usage_tolerance: f64,
+    /// Format of standard output.
+    #[arg(long, value_enum, default_value_t = FormatArg::Human)]
+    pub format: FormatArg,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `baseline` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
+    Pending(BaselineDirArgs),
+    /// Promote pending baselines matching the filters (all when none given).
+    Accept(BaselineFilterArgs),
+    /// Delete pending baselines matching the filters (all when none given).
+    Reject(BaselineFilterArgs),
+    /// Write approved baselines straight from the current traces (first adoption).
+    Approve(ApproveArgs),
+}
+
+/// The baselines directory.
+#[derive(Debug, Args)]
+pub struct BaselineDirArgs {
+    /// Approved baselines directory.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baselines: Utf8PathBuf,
+}
+
+/// `accept` / `reject` flags.
+#[derive(Debug, Args)]
+pub struct BaselineFilterArgs {
+    /// `SCENARIO` or `SCENARIO/CASE` (case-insensitive); none means every pending file.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// The baselines directory.
+    #[command(flatten)]
+    pub dir: BaselineDirArgs,
+    /// CI detection.
+    #[command(flatten)]
+    pub ci: CiArgs,
+}
+
+/// `approve` flags.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// Directories or files holding scenarios and traces.
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// A harness suite directory of scenarios (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Approve only this scenario id (repeatable).
+    #[arg(long = "scenario", value_name = "ID")]
+    pub scenarios: Vec<String>,
+    /// The baselines directory.
+    #[command(flatten)]
+    pub dir: BaselineDirArgs,
+    /// CI detection.
+    #[command(flatten)]
+    pub ci: CiArgs,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Size limits shared by every command that reads traces.
@@ -66,6 +182,15 @@ pub struct CheckArgs {
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<Utf8PathBuf>,
+    /// Which drift from the approved baselines fails the run.
+    #[arg(long, value_enum, default_value_t = DriftArg::Default)]
+    pub drift: DriftArg,
+    /// Allowed move of a usage total, in percent of the approved value (at least 1).
+    #[arg(long, value_name = "PCT", default_value_t = 20.0)]
+    pub usage_tolerance: f64,
+    /// CI detection.
+    #[command(flatten)]
+    pub ci: CiArgs,
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,

@@ -1,8 +1,11 @@
 //! The binary's command layer: parse flags, call the library, render, pick the exit code.
 
 pub mod args;
+mod baseline;
 mod cat;
 mod check;
+mod ci;
+mod diff;
 pub mod exit;
 mod pack;
 mod verify;
@@ -18,5 +21,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Pack(a) => pack::run(a, out),
         Command::Cat(a) => cat::run(a, out),
         Command::Verify(a) => verify::run(a, out),
+        Command::Diff(a) => diff::run(a, out),
+        Command::Baseline(c) => baseline::run(c, out),
     }
 }

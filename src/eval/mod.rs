@@ -1,16 +1,24 @@
 //! Judging a suite: load scenarios, read and verify every trace in parallel, judge it against its
-//! scenario, and assemble one deterministically ordered report.
+//! scenario and approved baseline, and assemble one deterministically ordered report.
 
-use std::collections::HashMap;
+mod baselines;
+mod judge;
+mod row;
+
+use std::collections::{HashMap, HashSet};
 
 use camino::Utf8PathBuf;
 use rayon::prelude::*;
 
+pub use baselines::BaselineOptions;
+pub use judge::{JudgedTrace, judge_trace_file};
+use row::{blank_row, judge_file, set_error};
+
+use crate::diff::DriftCategory;
 use crate::discover::{Discovered, display_path};
-use crate::oracle::{self, Verdict};
-use crate::report::{Report, ResultRow, RowError, RowVerdict, Source, Summary, ToolInfo};
-use crate::scenario::{Risk, Scenario, ScenarioError, load_scenarios};
-use crate::trace::{Limits, TraceError, TraceFile, parse_trace};
+use crate::report::{Report, ResultRow, RowVerdict, Source, Summary, ToolInfo};
+use crate::scenario::{Risk, Scenario, load_scenarios};
+use crate::trace::Limits;
 
 /// Which failing traces make the exit code 1, by their scenario's risk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,6 +61,8 @@ pub struct CheckOptions {
     pub tags: Vec<String>,
     /// Worker threads; `None` means all cores.
     pub threads: Option<usize>,
+    /// Baseline comparison; `None` compares nothing.
+    pub baselines: Option<BaselineOptions>,
     /// The sentence the report gives about baselines.
     pub baselines_note: String,
 }
@@ -62,7 +72,7 @@ pub struct CheckOptions {
 pub enum CheckError {
     /// Nothing to judge.
     #[error(
-        "no scenario and no trace found under {paths}; point `check` at a directory holding `*.scenario.json` and `*.trace.ndjson.zst` files"
+        "no scenario and no trace found under {paths}; point the command at a directory holding `*.scenario.json` and `*.trace.ndjson.zst` files"
     )]
     NothingFound {
         /// The paths searched.
@@ -85,11 +95,11 @@ pub enum CheckError {
     },
 }
 
-/// A scenario ready to judge, or the reason it cannot be.
-struct Entry<'s> {
-    scenario: &'s Scenario,
-    problems: Vec<String>,
-    in_scope: bool,
+/// A scenario ready to judge, or the reasons it cannot be.
+pub(crate) struct Entry<'s> {
+    pub(crate) scenario: &'s Scenario,
+    pub(crate) problems: Vec<String>,
+    pub(crate) in_scope: bool,
 }
 
 /// Runs `check` over discovered files.
@@ -106,9 +116,8 @@ pub fn check(
         });
     }
     let entries = index_scenarios(&loaded.scenarios, opts);
-    if (!opts.scenarios.is_empty() || !opts.tags.is_empty())
-        && !entries.values().any(|e| e.in_scope)
-    {
+    let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
+    if filtered && !entries.values().any(|e| e.in_scope) {
         let mut parts: Vec<String> = opts
             .scenarios
             .iter()
@@ -137,20 +146,21 @@ pub fn check(
     let traces = trace_rows.len();
     let mut rows: Vec<ResultRow> = trace_rows.into_iter().flatten().collect();
 
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    for r in &rows {
-        if let Some(s) = &r.scenario {
-            seen.insert(s.to_lowercase(), ());
-        }
-    }
-    let mut scenarios_in_scope = 0;
+    let seen: HashSet<String> = rows
+        .iter()
+        .filter_map(|r| r.scenario.as_ref().map(|s| s.to_lowercase()))
+        .collect();
     let mut listed: Vec<&Entry> = entries.values().filter(|e| e.in_scope).collect();
     listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    let scenarios_in_scope = listed.len();
     for e in listed {
-        scenarios_in_scope += 1;
-        if seen.contains_key(&e.scenario.id.to_lowercase()) {
+        if seen.contains(&e.scenario.id.to_lowercase()) {
             continue;
         }
+        let mut row = blank_row(Some(display_path(&e.scenario.file)), Source::Scenario);
+        row.scenario = Some(e.scenario.id.clone());
+        row.risk = Some(e.scenario.risk);
+        row.known_gap = e.scenario.known_gap;
         let (category, message) = if e.problems.is_empty() {
             (
                 "no-trace",
@@ -170,19 +180,39 @@ pub fn check(
                 ),
             )
         };
-        rows.push(error_row(
-            Some(e.scenario),
-            None,
-            Some(display_path(&e.scenario.file)),
-            Source::Scenario,
-            category,
-            message,
-            None,
-        ));
+        set_error(&mut row, category, message, None);
+        rows.push(row);
     }
     for err in &loaded.errors {
-        rows.push(scenario_error_row(err));
+        let mut row = blank_row(Some(display_path(err.path())), Source::Scenario);
+        set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
+        rows.push(row);
     }
+
+    let mut warnings = found.warnings.clone();
+    let mut obsolete = Vec::new();
+    if let Some(b) = &opts.baselines {
+        baselines::mark_ambiguous(&mut rows, b, &mut warnings);
+        let unattributed = rows
+            .iter()
+            .filter(|r| r.source == Source::Trace && r.scenario.is_none())
+            .count();
+        if unattributed > 0 {
+            warnings.push(format!(
+                "{unattributed} trace(s) could not be attributed to a scenario, so obsolete baselines were not looked for in this run"
+            ));
+        } else {
+            let scope: Option<HashSet<String>> = filtered.then(|| {
+                entries
+                    .values()
+                    .filter(|e| e.in_scope)
+                    .map(|e| baselines::scenario_segment(&e.scenario.id))
+                    .collect()
+            });
+            obsolete = baselines::find_obsolete(&rows, b, scope.as_ref(), &mut warnings);
+        }
+    }
+
     rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     let mut summary = Summary {
         traces,
@@ -195,19 +225,27 @@ pub fn check(
             RowVerdict::Fail => summary.failed += 1,
             RowVerdict::Error => summary.errors += 1,
         }
-        row.blocking = match row.verdict {
+        let verdict_blocks = match row.verdict {
             RowVerdict::Pass => false,
             RowVerdict::Error => true,
             RowVerdict::Fail => !row.known_gap && opts.fail_on.counts(row.risk.unwrap_or_default()),
         };
-        if row.verdict == RowVerdict::Fail && !row.blocking {
+        if row.verdict == RowVerdict::Fail && !verdict_blocks {
             summary.ignored_failures += 1;
         }
+        if row.drift.iter().any(|d| d.category == DriftCategory::New) {
+            summary.new += 1;
+        }
+        if row.drift.iter().any(|d| d.category != DriftCategory::New) {
+            summary.drifted += 1;
+        }
+        row.blocking = verdict_blocks || row.drift.iter().any(|d| d.fails);
         if row.blocking {
             summary.blocking += 1;
         }
     }
-    let mut warnings = found.warnings.clone();
+    summary.obsolete = obsolete.len();
+    summary.blocking += obsolete.iter().filter(|o| o.finding.fails).count();
     warnings.sort();
     Ok(Report {
         schema_version: crate::report::SCHEMA_VERSION,
@@ -215,6 +253,7 @@ pub fn check(
         summary,
         baselines: opts.baselines_note.clone(),
         results: rows,
+        obsolete,
         warnings,
     })
 }
@@ -274,153 +313,6 @@ fn basic_problems(s: &Scenario) -> Vec<String> {
         ));
     }
     problems
-}
-
-fn judge_file(
-    path: &Utf8PathBuf,
-    entries: &HashMap<String, Entry<'_>>,
-    opts: &CheckOptions,
-) -> Option<ResultRow> {
-    let shown = display_path(path);
-    let file = match TraceFile::open(path, opts.limits) {
-        Ok(f) => f,
-        Err(e) => return Some(trace_error_row(&shown, None, &e)),
-    };
-    let seal = match file.verify_seal(opts.require_sealed) {
-        Ok(s) => s,
-        Err(e) => return Some(trace_error_row(&shown, None, &e)),
-    };
-    let parsed = match parse_trace(&file, &seal, opts.limits) {
-        Ok(p) => p,
-        Err(e) => {
-            let mut row = trace_error_row(&shown, None, &e);
-            row.content_hash = Some(seal.content_hash.clone());
-            row.sealed = Some(seal.sealed);
-            return Some(row);
-        }
-    };
-    let header = &parsed.trace.header;
-    let key = header.scenario.to_lowercase();
-    let entry = entries.get(&key);
-    let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
-    match entry {
-        Some(e) if !e.in_scope => return None,
-        None if filtered
-            && !opts
-                .scenarios
-                .iter()
-                .any(|f| f.trim().to_lowercase() == key) =>
-        {
-            return None;
-        }
-        _ => {}
-    }
-    let mut row = ResultRow {
-        scenario: Some(
-            entry.map_or_else(|| header.scenario.to_string(), |e| e.scenario.id.clone()),
-        ),
-        case: Some(header.case.to_string()),
-        path: Some(shown.clone()),
-        content_hash: Some(seal.content_hash.clone()),
-        risk: entry.map(|e| e.scenario.risk),
-        verdict: RowVerdict::Error,
-        source: Source::Trace,
-        sealed: Some(seal.sealed),
-        known_gap: entry.is_some_and(|e| e.scenario.known_gap),
-        blocking: false,
-        oracles: Vec::new(),
-        drift: Vec::new(),
-        error: None,
-        warnings: parsed.warnings.clone(),
-    };
-    match entry {
-        None => {
-            row.error = Some(RowError {
-                category: "unknown-scenario".into(),
-                message: format!(
-                    "`{shown}` names scenario `{}`, which no loaded scenario file defines",
-                    header.scenario
-                ),
-                line: Some(1),
-            });
-        }
-        Some(e) if !e.problems.is_empty() => {
-            row.error = Some(RowError {
-                category: "scenario-invalid".into(),
-                message: format!(
-                    "`{}`: {}",
-                    display_path(&e.scenario.file),
-                    e.problems.join("; ")
-                ),
-                line: None,
-            });
-        }
-        Some(e) => {
-            row.oracles = oracle::judge(e.scenario, &parsed.trace);
-            row.verdict = match oracle::overall(&row.oracles) {
-                Verdict::Pass => RowVerdict::Pass,
-                Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
-            };
-        }
-    }
-    Some(row)
-}
-
-fn error_row(
-    scenario: Option<&Scenario>,
-    case: Option<String>,
-    path: Option<String>,
-    source: Source,
-    category: &str,
-    message: String,
-    line: Option<usize>,
-) -> ResultRow {
-    ResultRow {
-        scenario: scenario.map(|s| s.id.clone()),
-        case,
-        path,
-        content_hash: None,
-        risk: scenario.map(|s| s.risk),
-        verdict: RowVerdict::Error,
-        source,
-        sealed: None,
-        known_gap: scenario.is_some_and(|s| s.known_gap),
-        blocking: true,
-        oracles: Vec::new(),
-        drift: Vec::new(),
-        error: Some(RowError {
-            category: category.into(),
-            message,
-            line,
-        }),
-        warnings: Vec::new(),
-    }
-}
-
-fn trace_error_row(shown: &str, scenario: Option<&Scenario>, e: &TraceError) -> ResultRow {
-    // The error names the path as discovered; print it as the report prints paths.
-    let message = error_chain(e);
-    error_row(
-        scenario,
-        None,
-        Some(shown.to_owned()),
-        Source::Trace,
-        e.category(),
-        message,
-        e.line(),
-    )
-}
-
-fn scenario_error_row(e: &ScenarioError) -> ResultRow {
-    error_row(
-        None,
-        None,
-        Some(display_path(e.path())),
-        Source::Scenario,
-        "scenario-invalid",
-        error_chain(e),
-        e.line(),
-    )
 }
 
 /// The error and its sources, joined with `: `.

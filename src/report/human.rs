@@ -45,6 +45,9 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         if row.sealed == Some(false) {
             notes.push("unsealed".to_owned());
         }
+        if row.verdict == RowVerdict::Pass && row.blocking {
+            notes.push("blocked by drift".to_owned());
+        }
         if row.verdict != RowVerdict::Pass && !row.blocking {
             notes.push(if row.known_gap {
                 "known gap, not blocking".into()
@@ -69,14 +72,32 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         )?;
         details(row, opts, out)?;
     }
-    if !report.results.is_empty() {
+    for o in &report.obsolete {
+        let label = if o.finding.fails {
+            paint(opts.color, "31", "OBSOLETE")
+        } else {
+            paint(opts.color, "33", "OBSOLETE")
+        };
+        writeln!(out, "{label} {}  {}  {}", o.scenario, o.case, o.path)?;
+        writeln!(out, "      {}", o.finding.detail)?;
+    }
+    if !report.results.is_empty() || !report.obsolete.is_empty() {
         writeln!(out)?;
     }
     let s = &report.summary;
     writeln!(
         out,
-        "{} traces, {} scenarios: {} passed, {} failed, {} errors; {} blocking, {} ignored failures",
-        s.traces, s.scenarios, s.passed, s.failed, s.errors, s.blocking, s.ignored_failures
+        "{} traces, {} scenarios: {} passed, {} failed, {} errors; {} drifted, {} new, {} obsolete; {} blocking, {} ignored failures",
+        s.traces,
+        s.scenarios,
+        s.passed,
+        s.failed,
+        s.errors,
+        s.drifted,
+        s.new,
+        s.obsolete,
+        s.blocking,
+        s.ignored_failures
     )?;
     writeln!(out, "baselines: {}", report.baselines)?;
     Ok(())
@@ -118,7 +139,7 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
         }
     }
     for d in &row.drift {
-        writeln!(out, "      drift {}: {}", d.category, d.detail)?;
+        crate::diff::report::write_finding(d, opts.color, out)?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+pub use crate::diff::{DriftCategory, DriftFinding};
 use crate::oracle::OracleResult;
 use crate::scenario::Risk;
 
@@ -23,8 +24,23 @@ pub struct Report {
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
     /// file that failed to load; sorted by scenario id, case, then path (bytewise).
     pub results: Vec<ResultRow>,
+    /// Approved baselines without a trace, sorted by path.
+    pub obsolete: Vec<ObsoleteBaseline>,
     /// Run-level diagnostics (skipped symlink loops…), sorted.
     pub warnings: Vec<String>,
+}
+
+/// An approved baseline with no trace in this run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObsoleteBaseline {
+    /// Scenario id, as the baseline records it.
+    pub scenario: String,
+    /// Case, as the baseline records it.
+    pub case: String,
+    /// The baseline file.
+    pub path: String,
+    /// The `obsolete` finding.
+    pub finding: DriftFinding,
 }
 
 /// `{name, version}` of the tool.
@@ -116,15 +132,6 @@ pub struct RowError {
     pub line: Option<usize>,
 }
 
-/// A drift finding against the approved baseline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DriftFinding {
-    /// Category id.
-    pub category: String,
-    /// Readable detail.
-    pub detail: String,
-}
-
 /// One result row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResultRow {
@@ -151,6 +158,8 @@ pub struct ResultRow {
     pub blocking: bool,
     /// Every oracle result, in declaration order, then `run-completed`.
     pub oracles: Vec<OracleResult>,
+    /// The approved baseline this row is compared with (`null` when baselines are not compared).
+    pub baseline: Option<String>,
     /// Drift findings.
     pub drift: Vec<DriftFinding>,
     /// Why the row could not be judged.

@@ -181,6 +181,27 @@ fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// The (scenario, case) a trace's first line claims, read without validating the rest: used to
+/// attribute a trace that could not be judged, so its approved baseline is not taken for obsolete.
+pub fn probe_header(bytes: &[u8]) -> Option<(String, String)> {
+    #[derive(Deserialize)]
+    struct Claim {
+        kind: Option<String>,
+        scenario: Option<String>,
+        case: Option<String>,
+    }
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let claim: Claim = serde_json::from_slice(&bytes[..end]).ok()?;
+    if claim.kind.as_deref().and_then(normalize_kind) != Some("header") {
+        return None;
+    }
+    let scenario = claim.scenario.filter(|s| !s.trim().is_empty())?;
+    Some((scenario, claim.case.unwrap_or_else(|| "default".to_owned())))
+}
+
 /// Parses the body of a trace whose seal was verified by [`TraceFile::verify_seal`].
 pub fn parse_trace<'a>(
     file: &'a TraceFile,

@@ -2,31 +2,10 @@
 
 use crate::util::*;
 
-fn repo_root() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Copies the shipped demo suite into `env`.
-fn copy_demo(env: &Env) {
-    fn copy(from: &std::path::Path, to: &std::path::Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            let target = to.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &target);
-            } else {
-                std::fs::copy(e.path(), target).unwrap();
-            }
-        }
-    }
-    copy(&repo_root().join("traces"), &env.path("traces"));
-}
-
 #[test]
 fn the_demo_passes_by_default_and_fails_with_fail_on_any() {
     let env = Env::new();
-    copy_demo(&env);
+    copy_demo(&env, false);
     let out = env.run(&["check", "traces/"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -60,7 +39,7 @@ fn the_demo_passes_by_default_and_fails_with_fail_on_any() {
 #[test]
 fn the_demo_report_is_identical_whatever_the_thread_count() {
     let env = Env::new();
-    copy_demo(&env);
+    copy_demo(&env, false);
     let one = env.run(&["check", "traces", "--format", "json", "-j", "1"]);
     let two = env.run(&["check", "traces", "--format", "json", "-j", "2"]);
     assert_eq!(one.code, 0);
@@ -87,7 +66,7 @@ fn the_demo_report_is_identical_whatever_the_thread_count() {
 #[test]
 fn the_spec_example_is_judged_as_the_spec_says() {
     let env = Env::new();
-    copy_demo(&env);
+    copy_demo(&env, false);
     let out = env.run(&[
         "check",
         "traces",

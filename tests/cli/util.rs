@@ -135,3 +135,62 @@ pub fn row<'a>(report: &'a serde_json::Value, suffix: &str) -> &'a serde_json::V
         .find(|r| r["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
         .unwrap_or_else(|| panic!("no row for {suffix} in {report:#}"))
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// Copies the shipped demo traces (and, with `baselines`, its approved baselines) into `env`.
+pub fn copy_demo(env: &Env, baselines: bool) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    copy_dir(&root.join("traces"), &env.path("traces"));
+    if baselines {
+        copy_dir(&root.join("baselines"), &env.path("baselines"));
+    }
+}
+
+/// Every file under `dir`, relative, sorted.
+pub fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                out.push(
+                    p.strip_prefix(base)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Decompressed text of a sealed trace in `env`.
+pub fn trace_body(env: &Env, rel: &str) -> String {
+    let text = String::from_utf8(zstd::decode_all(&env.read(rel)[..]).unwrap()).unwrap();
+    // Drop the footer: callers edit the body and re-seal it.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Re-seals edited trace text into `rel`.
+pub fn reseal(env: &Env, rel: &str, text: &str) {
+    env.write(rel, sealed_zst(text));
+}

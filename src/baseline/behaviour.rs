@@ -1,0 +1,414 @@
+//! The normalised behaviour of a run: what a person approves and what drift is measured against.
+//!
+//! Normalisation keeps what the run *did* and drops what varies between identical runs:
+//! timestamps, durations, request/message/approval ids, `reply_to`, `mtime_ms` and header metadata
+//! are dropped; call ids are renamed `call#1`, `call#2`… in order of first appearance anywhere in
+//! the trace, so links between calls, results and approvals survive; calls planned together by one
+//! inference (a batch) are sorted by tool then canonical arguments, since they may run in any
+//! order; numbers are written canonically (`6.0` is `6`, `-0` is `0`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::oracle::approval::Approvals;
+use crate::oracle::{Facts, OracleResult};
+use crate::trace::{EventBody, Trace};
+
+/// One tool call as approved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// Tool name.
+    pub tool: String,
+    /// Canonical arguments.
+    pub args: Value,
+    /// Renamed call id (`call#N`).
+    pub call: String,
+    /// `ok` of its result (`null` when no result was recorded).
+    pub ok: Option<bool>,
+    /// `error` of its result.
+    pub error: Option<String>,
+}
+
+/// An approval request and its decisions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// The tool it names (`null`: a blanket request).
+    pub tool: Option<String>,
+    /// The call it names (renamed).
+    pub call: Option<String>,
+    /// Whether a request was recorded (`false` for a decision that answered no request).
+    pub requested: bool,
+    /// `granted` of each decision, in order.
+    pub decisions: Vec<bool>,
+}
+
+/// A message standing at the end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageRecord {
+    /// `preview` or `final`.
+    pub phase: String,
+    /// Text after edits.
+    pub text: String,
+}
+
+/// An artifact as last written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRecord {
+    /// Normalised path.
+    pub path: String,
+    /// Hash of its bytes.
+    pub h: String,
+}
+
+/// Token usage totals and request count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    /// Sum of `input_tokens`.
+    pub input_tokens: u64,
+    /// Sum of `output_tokens`.
+    pub output_tokens: u64,
+    /// Number of `inference` events.
+    pub requests: u64,
+}
+
+/// The normalised behaviour of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Behaviour {
+    /// Tool calls in order (batches sorted).
+    pub tool_calls: Vec<CallRecord>,
+    /// Approvals requested and decided.
+    pub approvals: Vec<ApprovalRecord>,
+    /// Messages standing at the end, by position.
+    pub messages: Vec<MessageRecord>,
+    /// The final answer (`null` when empty).
+    pub final_answer: Option<String>,
+    /// `completed`, `failed`, `cancelled` or `unknown`.
+    pub status: String,
+    /// Artifacts, last write per path, sorted by path.
+    pub artifacts: Vec<ArtifactRecord>,
+    /// Usage totals.
+    pub usage: UsageRecord,
+    /// Every oracle verdict, keyed `<index>:<type>`, and `run-completed`.
+    pub oracles: BTreeMap<String, String>,
+}
+
+/// Rewrites numbers canonically: integral floats become integers, `-0` becomes `0`.
+pub fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
+                Value::from(f as i64)
+            } else {
+                v.clone()
+            }
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), canonical(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Paths compare after stripping `./` and turning `\` into `/`.
+pub fn normalize_artifact_path(p: &str) -> String {
+    let mut s = p.replace('\\', "/");
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest.to_owned();
+    }
+    s
+}
+
+/// The key an oracle result is stored under: `<index>:<type>`, or the type for synthetic ones.
+pub fn oracle_key(r: &OracleResult) -> String {
+    match r.index {
+        Some(i) => format!("{i}:{}", r.kind),
+        None => r.kind.clone(),
+    }
+}
+
+struct CallIds(HashMap<String, String>);
+
+impl CallIds {
+    fn name(&mut self, id: &str) -> String {
+        let n = self.0.len() + 1;
+        self.0
+            .entry(id.to_owned())
+            .or_insert_with(|| format!("call#{n}"))
+            .clone()
+    }
+}
+
+impl Behaviour {
+    /// Normalises a judged trace.
+    pub fn from_trace(trace: &Trace<'_>, results: &[OracleResult]) -> Behaviour {
+        let facts = Facts::new(trace);
+        let mut ids = CallIds(HashMap::new());
+        let mut batch_of: HashMap<String, u64> = HashMap::new();
+        let mut outcomes: HashMap<String, (bool, Option<String>)> = HashMap::new();
+        let mut usage = UsageRecord::default();
+        let mut artifacts: BTreeMap<String, String> = BTreeMap::new();
+        // First pass: name call ids in order of first appearance anywhere.
+        for e in &trace.events {
+            match &e.body {
+                EventBody::Inference(i) => {
+                    usage.requests += 1;
+                    if let Some(u) = &i.usage {
+                        usage.input_tokens += u.input_tokens;
+                        usage.output_tokens += u.output_tokens;
+                    }
+                    for c in i.consumes.iter().flatten() {
+                        ids.name(c);
+                    }
+                    for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
+                        ids.name(&c.call_id);
+                        batch_of.insert(c.call_id.to_string(), e.seq);
+                    }
+                }
+                EventBody::ToolCall { call_id, .. } => {
+                    ids.name(call_id);
+                }
+                EventBody::ToolResult {
+                    call_id, ok, error, ..
+                } => {
+                    ids.name(call_id);
+                    outcomes
+                        .entry(call_id.to_string())
+                        .or_insert((*ok, error.as_ref().map(|s| s.to_string())));
+                }
+                EventBody::ApprovalRequest {
+                    call_id: Some(c), ..
+                }
+                | EventBody::ApprovalDecision {
+                    call_id: Some(c), ..
+                } => {
+                    ids.name(c);
+                }
+                EventBody::Artifact { path, h, .. } => {
+                    artifacts.insert(normalize_artifact_path(path), h.to_string());
+                }
+                _ => {}
+            }
+        }
+        let mut calls: Vec<(usize, CallRecord)> = Vec::new();
+        let mut group_start: HashMap<u64, usize> = HashMap::new();
+        for (i, c) in facts.calls.iter().enumerate() {
+            let group = match batch_of.get(c.call_id.as_str()) {
+                Some(b) => *group_start.entry(*b).or_insert(i),
+                None => i,
+            };
+            let (ok, error) = outcomes
+                .get(c.call_id.as_str())
+                .cloned()
+                .map_or((None, None), |(o, e)| (Some(o), e));
+            calls.push((
+                group,
+                CallRecord {
+                    tool: c.tool.to_string(),
+                    args: canonical(&c.args.value()),
+                    call: ids.name(c.call_id),
+                    ok,
+                    error,
+                },
+            ));
+        }
+        // Stable: calls of one batch sort by tool then canonical arguments; others keep order.
+        calls.sort_by(|(ga, a), (gb, b)| {
+            ga.cmp(gb)
+                .then_with(|| a.tool.cmp(&b.tool))
+                .then_with(|| a.args.to_string().cmp(&b.args.to_string()))
+        });
+        let approvals = Approvals::new(trace);
+        let mut approval_records: Vec<(u64, ApprovalRecord)> = approvals
+            .requests
+            .iter()
+            .map(|r| {
+                (
+                    r.seq,
+                    ApprovalRecord {
+                        tool: r.tool.clone(),
+                        call: r.call_id.as_deref().map(|c| ids.name(c)),
+                        requested: true,
+                        decisions: r.answers.iter().map(|(_, g)| *g).collect(),
+                    },
+                )
+            })
+            .collect();
+        for e in &trace.events {
+            if let EventBody::ApprovalDecision {
+                granted,
+                call_id,
+                tool,
+                ..
+            } = &e.body
+            {
+                if approvals.unmatched_decisions.contains(&e.seq) {
+                    approval_records.push((
+                        e.seq,
+                        ApprovalRecord {
+                            tool: tool.as_ref().map(|t| t.to_string()),
+                            call: call_id.as_deref().map(|c| ids.name(c)),
+                            requested: false,
+                            decisions: vec![*granted],
+                        },
+                    ));
+                }
+            }
+        }
+        approval_records.sort_by_key(|(seq, _)| *seq);
+        let mut standing: Vec<_> = facts.standing().collect();
+        standing.sort_by_key(|m| m.seq);
+        Behaviour {
+            tool_calls: calls.into_iter().map(|(_, c)| c).collect(),
+            approvals: approval_records.into_iter().map(|(_, a)| a).collect(),
+            messages: standing
+                .into_iter()
+                .map(|m| MessageRecord {
+                    phase: m.phase.as_str().to_owned(),
+                    text: m.text.clone(),
+                })
+                .collect(),
+            final_answer: Some(facts.final_answer.text.clone()).filter(|t| !t.is_empty()),
+            status: trace
+                .run_end()
+                .map_or("unknown", |(_, s)| s.as_str())
+                .to_owned(),
+            artifacts: artifacts
+                .into_iter()
+                .map(|(path, h)| ArtifactRecord { path, h })
+                .collect(),
+            usage,
+            oracles: results
+                .iter()
+                .map(|r| (oracle_key(r), r.verdict.as_str().to_owned()))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_are_canonical() {
+        assert_eq!(
+            canonical(&json!({"a": 6.0, "b": [-0.0, 1.5], "c": 7})),
+            json!({"a": 6, "b": [0, 1.5], "c": 7})
+        );
+    }
+
+    #[test]
+    fn artifact_paths_normalise() {
+        assert_eq!(normalize_artifact_path("./out\\a.txt"), "out/a.txt");
+    }
+}
+
+#[cfg(test)]
+mod trace_tests {
+    use super::*;
+    use crate::baseline::BaselineFile;
+    use crate::oracle::judge;
+    use crate::scenario::load_file;
+    use crate::trace::{Limits, TraceFile, parse_trace};
+
+    fn behaviour_of(text: &str) -> Behaviour {
+        let file = TraceFile::from_bytes("t.trace.ndjson", text.as_bytes().to_vec(), false);
+        let seal = file.verify_seal(false).unwrap();
+        let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
+        Behaviour::from_trace(&parsed.trace, &[])
+    }
+
+    const H: &str = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#;
+
+    #[test]
+    fn batches_sort_and_call_ids_are_renamed_by_first_appearance() {
+        let plan = r#"{"kind":"inference","seq":1,"output":{"tool_calls":[{"call_id":"X","tool":"b","args":{"n":2.0}},{"call_id":"Y","tool":"a","args":{}}]}}"#;
+        let one = format!(
+            "{H}\n{plan}\n{}\n{}\n{}\n{}\n",
+            r#"{"kind":"tool_call","seq":2,"call_id":"X","tool":"b","args":{"n":2}}"#,
+            r#"{"kind":"tool_call","seq":3,"call_id":"Y","tool":"a","args":{}}"#,
+            r#"{"kind":"tool_result","seq":4,"call_id":"Y","ok":false,"error":"nope"}"#,
+            r#"{"kind":"tool_result","seq":5,"call_id":"X","ok":true}"#,
+        );
+        // The same batch executed in the other order, with other ids and timestamps.
+        let two = one
+            .replace("\"X\"", "\"q1\"")
+            .replace("\"Y\"", "\"q2\"")
+            .replace(
+                r#""seq":2,"call_id":"q1","tool":"b","args":{"n":2}"#,
+                r#""seq":2,"ts_ms":5,"call_id":"q2","tool":"a","args":{}"#,
+            )
+            .replace(
+                r#""seq":3,"call_id":"q2","tool":"a","args":{}"#,
+                r#""seq":3,"call_id":"q1","tool":"b","args":{"n":2}"#,
+            );
+        let (a, b) = (behaviour_of(&one), behaviour_of(&two));
+        assert_eq!(a, b);
+        let tools: Vec<(&str, &str)> = a
+            .tool_calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.call.as_str()))
+            .collect();
+        assert_eq!(tools, vec![("a", "call#2"), ("b", "call#1")]);
+        assert_eq!(a.tool_calls[0].error.as_deref(), Some("nope"));
+        assert_eq!(a.tool_calls[1].args, serde_json::json!({"n": 2}));
+    }
+
+    #[test]
+    fn edits_and_deletes_apply_before_recording_messages() {
+        let text = format!(
+            "{H}\n{}\n{}\n{}\n{}\n{}\n",
+            r#"{"kind":"message","seq":1,"id":"p","phase":"preview","text":"draft"}"#,
+            r#"{"kind":"message","seq":2,"id":"q","phase":"preview","text":"gone"}"#,
+            r#"{"kind":"message_delete","seq":3,"id":"q"}"#,
+            r#"{"kind":"message_edit","seq":4,"id":"p","text":"final text","phase":"final"}"#,
+            r#"{"kind":"approval_decision","seq":5,"granted":true,"tool":"shell"}"#,
+        );
+        let b = behaviour_of(&text);
+        assert_eq!(
+            b.messages,
+            vec![MessageRecord {
+                phase: "final".into(),
+                text: "final text".into()
+            }]
+        );
+        assert_eq!(b.final_answer.as_deref(), Some("final text"));
+        assert_eq!(b.status, "unknown");
+        assert!(!b.approvals[0].requested);
+    }
+
+    /// Golden: the exact bytes of the spec example's baseline, judged by the demo scenario.
+    #[test]
+    fn golden_baseline_bytes_for_the_spec_example() {
+        let root = camino::Utf8PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read(root.join("tests/fixtures/agent-progress-evidence.trace.ndjson"))
+            .unwrap();
+        let scenario = load_file(
+            &root.join("traces/agent-progress-evidence/agent-progress-evidence.scenario.json"),
+        )
+        .unwrap()
+        .remove(0)
+        .unwrap();
+        let file = TraceFile::from_bytes("t.trace.ndjson", text, false);
+        let seal = file.verify_seal(false).unwrap();
+        let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
+        let results = judge(&scenario, &parsed.trace);
+        let mut baseline = BaselineFile::new(
+            &scenario.id,
+            "default",
+            &seal.content_hash,
+            Behaviour::from_trace(&parsed.trace, &results),
+        );
+        baseline.tool_version = "0.0.0-golden".into();
+        let golden = std::fs::read_to_string(
+            root.join("tests/fixtures/agent-progress-evidence.baseline.json"),
+        )
+        .unwrap();
+        assert_eq!(baseline.to_text(), golden);
+    }
+}

@@ -1,0 +1,7 @@
+//! Approved baselines: the normalised behaviour of a run and its files on disk.
+
+mod behaviour;
+mod store;
+
+pub use behaviour::*;
+pub use store::*;

@@ -1,0 +1,298 @@
+//! Baseline files on disk: `baselines/<scenario>/<case>.baseline.json`, their pending `.new` and
+//! `.deleted` companions, and atomic writes that can never escape the baselines directory.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+
+use super::behaviour::Behaviour;
+use crate::fsutil::write_atomic;
+
+/// `format` of a baseline file.
+pub const BASELINE_FORMAT: &str = "tracereplay.baseline";
+/// The baseline format version this tool reads and writes.
+pub const BASELINE_VERSION: u64 = 1;
+/// Suffix of an approved baseline.
+pub const APPROVED_SUFFIX: &str = ".baseline.json";
+/// Suffix of a pending new or changed baseline.
+pub const NEW_SUFFIX: &str = ".baseline.json.new";
+/// Suffix of a pending removal.
+pub const DELETED_SUFFIX: &str = ".baseline.json.deleted";
+
+/// A baseline file: a small header and the normalised behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineFile {
+    /// Always [`BASELINE_FORMAT`].
+    pub format: String,
+    /// Always [`BASELINE_VERSION`].
+    pub version: u64,
+    /// Scenario id.
+    pub scenario: String,
+    /// Case.
+    pub case: String,
+    /// Content hash of the approved trace.
+    pub content_hash: String,
+    /// The tool version that wrote it (information only, never compared).
+    pub tool_version: String,
+    /// What the run did.
+    pub behaviour: Behaviour,
+}
+
+/// A baseline file that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// I/O failure.
+    #[error("cannot read baseline `{path}`")]
+    Io {
+        /// The file.
+        path: Utf8PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a baseline this version understands.
+    #[error(
+        "baseline `{path}` is not valid: {detail}; fix it or remove it and re-approve with `tracereplay baseline approve`"
+    )]
+    Invalid {
+        /// The file.
+        path: Utf8PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl BaselineFile {
+    /// A baseline for a run.
+    pub fn new(scenario: &str, case: &str, content_hash: &str, behaviour: Behaviour) -> Self {
+        BaselineFile {
+            format: BASELINE_FORMAT.to_owned(),
+            version: BASELINE_VERSION,
+            scenario: scenario.to_owned(),
+            case: case.to_owned(),
+            content_hash: content_hash.to_owned(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            behaviour,
+        }
+    }
+
+    /// Pretty JSON with sorted keys and two-space indent, ending in a newline.
+    pub fn to_text(&self) -> String {
+        // `serde_json::Value` maps are sorted, which sorts every key in the file.
+        let value = serde_json::to_value(self).expect("a baseline serialises");
+        let mut text = serde_json::to_string_pretty(&value).expect("a JSON value serialises");
+        text.push('\n');
+        text
+    }
+
+    /// Reads and validates a baseline file.
+    pub fn read(path: &Utf8Path) -> Result<BaselineFile, BaselineError> {
+        let bytes = std::fs::read(path).map_err(|source| BaselineError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &bytes)
+    }
+
+    /// Parses baseline bytes read from `path`.
+    pub fn parse(path: &Utf8Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
+        let invalid = |detail: String| BaselineError::Invalid {
+            path: path.to_owned(),
+            detail,
+        };
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            invalid(format!(
+                "line {}, column {}: {}",
+                e.line(),
+                e.column(),
+                strip_position(&e)
+            ))
+        })?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(BASELINE_FORMAT) {
+            return Err(invalid(format!("`format` is not `{BASELINE_FORMAT}`")));
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(BASELINE_VERSION) => {}
+            Some(v) => {
+                return Err(invalid(format!(
+                    "unknown baseline version {v} (this tracereplay reads version {BASELINE_VERSION})"
+                )));
+            }
+            None => return Err(invalid("`version` is missing or not an integer".into())),
+        }
+        serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+    }
+
+    /// Writes `text` to `path` atomically.
+    pub fn write_text(path: &Utf8Path, text: &str) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        write_atomic(path, text.as_bytes())
+    }
+}
+
+fn strip_position(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    s.rfind(" at line ")
+        .map_or(s.clone(), |i| s[..i].to_owned())
+}
+
+/// Encodes one path segment: the id lowercased, every byte outside `[a-z0-9._-]` as `%XX`, and
+/// `.`/`..` as `%2E`/`%2E%2E`, so no id can name a path outside the baselines directory.
+pub fn encode_segment(id: &str) -> String {
+    let lower: String = id.chars().flat_map(char::to_lowercase).collect();
+    if lower == "." || lower == ".." {
+        return "%2E".repeat(lower.len());
+    }
+    let mut out = String::with_capacity(lower.len());
+    for b in lower.bytes() {
+        if b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes a segment written by [`encode_segment`] (for display; ids were lowercased).
+pub fn decode_segment(seg: &str) -> String {
+    let bytes = seg.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Where the baselines of a suite live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineStore {
+    /// The baselines directory.
+    pub dir: Utf8PathBuf,
+}
+
+/// A baseline found on disk.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoredCase {
+    /// Encoded scenario segment.
+    pub scenario_segment: String,
+    /// Encoded case segment.
+    pub case_segment: String,
+    /// The file.
+    pub path: Utf8PathBuf,
+}
+
+impl BaselineStore {
+    /// A store rooted at `dir`.
+    pub fn new(dir: impl Into<Utf8PathBuf>) -> Self {
+        BaselineStore { dir: dir.into() }
+    }
+
+    /// The approved baseline's path for (scenario, case).
+    pub fn approved_path(&self, scenario: &str, case: &str) -> Utf8PathBuf {
+        self.dir
+            .join(encode_segment(scenario))
+            .join(format!("{}{APPROVED_SUFFIX}", encode_segment(case)))
+    }
+
+    /// `<approved>.new`.
+    pub fn new_path(&self, scenario: &str, case: &str) -> Utf8PathBuf {
+        with_suffix(&self.approved_path(scenario, case), ".new")
+    }
+
+    /// `<approved>.deleted`.
+    pub fn deleted_path(&self, scenario: &str, case: &str) -> Utf8PathBuf {
+        with_suffix(&self.approved_path(scenario, case), ".deleted")
+    }
+
+    /// Every file in the store ending with `suffix`, as (scenario segment, case segment, path),
+    /// sorted. Only the two-level layout is considered.
+    pub fn list(&self, suffix: &str) -> Vec<StoredCase> {
+        let mut out = Vec::new();
+        let Ok(dirs) = std::fs::read_dir(&self.dir) else {
+            return out;
+        };
+        for d in dirs.filter_map(Result::ok) {
+            let Ok(scenario_segment) = d.file_name().into_string() else {
+                continue;
+            };
+            if scenario_segment.starts_with('.') || !d.path().is_dir() {
+                continue;
+            }
+            let Ok(files) = std::fs::read_dir(d.path()) else {
+                continue;
+            };
+            for f in files.filter_map(Result::ok) {
+                let Ok(name) = f.file_name().into_string() else {
+                    continue;
+                };
+                if let Some(case_segment) = name.strip_suffix(suffix) {
+                    out.push(StoredCase {
+                        scenario_segment: scenario_segment.clone(),
+                        case_segment: case_segment.to_owned(),
+                        path: self.dir.join(&scenario_segment).join(&name),
+                    });
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+fn with_suffix(p: &Utf8Path, suffix: &str) -> Utf8PathBuf {
+    Utf8PathBuf::from(format!("{p}{suffix}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_ids_never_escape_the_directory() {
+        let store = BaselineStore::new("baselines");
+        for (scenario, case, want) in [
+            (
+                "Agent.Tool.Basic",
+                "default",
+                "baselines/agent.tool.basic/default.baseline.json",
+            ),
+            ("..", "x", "baselines/%2E%2E/x.baseline.json"),
+            (".", "..", "baselines/%2E/%2E%2E.baseline.json"),
+            (
+                "../../etc",
+                "passwd",
+                "baselines/..%2F..%2Fetc/passwd.baseline.json",
+            ),
+            (
+                "a/b\\c",
+                "c:d e",
+                "baselines/a%2Fb%5Cc/c%3Ad%20e.baseline.json",
+            ),
+            ("/abs", "\0", "baselines/%2Fabs/%00.baseline.json"),
+            (
+                "Ünï",
+                "sample-1",
+                "baselines/%C3%BCn%C3%AF/sample-1.baseline.json",
+            ),
+        ] {
+            let p = store.approved_path(scenario, case);
+            assert_eq!(p.as_str(), want);
+            assert_eq!(p.components().count(), 3, "{p}");
+            assert!(p.starts_with("baselines"));
+        }
+        assert_eq!(decode_segment("a%2Fb%5Cc"), "a/b\\c");
+        assert_eq!(decode_segment("%C3%BCn"), "ün");
+    }
+}

@@ -1,0 +1,294 @@
+//! `tracereplay baseline pending|accept|reject|approve`: the review workflow for approved
+//! baselines, modelled on `cargo insta`. The three writers refuse under CI.
+
+use std::io::Write;
+
+use anyhow::Context;
+use camino::Utf8Path;
+use tracereplay::baseline::{
+    BaselineFile, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase, decode_segment,
+};
+use tracereplay::diff::{DriftCategory, DriftMode, compare};
+use tracereplay::discover::{discover, display_path};
+use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, check};
+use tracereplay::report::RowVerdict;
+use tracereplay::trace::json::eq_ci;
+
+use super::args::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs, CiArgs};
+use super::ci::is_ci;
+use super::exit;
+
+/// Runs a `baseline` subcommand; `Err` means exit 2.
+pub fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match cmd {
+        BaselineCommand::Pending(a) => pending(a, out),
+        BaselineCommand::Accept(a) => apply(a, true, out),
+        BaselineCommand::Reject(a) => apply(a, false, out),
+        BaselineCommand::Approve(a) => approve(a, out),
+    }
+}
+
+fn refuse_under_ci(ci: &CiArgs, what: &str) -> Option<i32> {
+    if is_ci(ci) {
+        eprintln!(
+            "error: `baseline {what}` refuses to run under CI (baselines are approved in review, not in CI); run it locally, or pass `--no-ci` if this is not CI"
+        );
+        return Some(exit::FAILURE);
+    }
+    None
+}
+
+/// A pending file with what it is about.
+struct Pending {
+    stored: StoredCase,
+    removal: bool,
+    scenario: String,
+    case: String,
+}
+
+fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
+    let store = BaselineStore::new(dir);
+    let mut all = Vec::new();
+    for (suffix, removal) in [(NEW_SUFFIX, false), (DELETED_SUFFIX, true)] {
+        for stored in store.list(suffix) {
+            let (scenario, case) = match BaselineFile::read(&stored.path) {
+                Ok(b) => (b.scenario, b.case),
+                Err(_) => (
+                    decode_segment(&stored.scenario_segment),
+                    decode_segment(&stored.case_segment),
+                ),
+            };
+            all.push(Pending {
+                stored,
+                removal,
+                scenario,
+                case,
+            });
+        }
+    }
+    all.sort_by(|a, b| a.stored.path.cmp(&b.stored.path));
+    all
+}
+
+fn summary_line(p: &Pending) -> String {
+    let approved = Utf8Path::new(
+        p.stored
+            .path
+            .as_str()
+            .trim_end_matches(".new")
+            .trim_end_matches(".deleted"),
+    )
+    .to_owned();
+    if p.removal {
+        return format!(
+            "removed  {}/{}  {}  (the approved baseline has no trace)",
+            p.scenario,
+            p.case,
+            display_path(&approved)
+        );
+    }
+    let new = match BaselineFile::read(&p.stored.path) {
+        Ok(b) => b,
+        Err(e) => {
+            return format!(
+                "invalid  {}/{}  {}",
+                p.scenario,
+                p.case,
+                tracereplay::eval::error_chain(&e)
+            );
+        }
+    };
+    match BaselineFile::read(&approved) {
+        Ok(old) => {
+            let mut cats: Vec<&str> =
+                compare(&old.behaviour, &new.behaviour, 0.2, DriftMode::Default)
+                    .iter()
+                    .map(|f| f.category.as_str())
+                    .collect();
+            cats.dedup();
+            let what = if cats.is_empty() {
+                "content hash only".to_owned()
+            } else {
+                cats.join(", ")
+            };
+            format!(
+                "changed  {}/{}  {}  ({what})",
+                p.scenario,
+                p.case,
+                display_path(&approved)
+            )
+        }
+        Err(_) => {
+            let b = &new.behaviour;
+            let passing = b.oracles.values().filter(|v| *v == "pass").count();
+            format!(
+                "new      {}/{}  {}  ({} tool calls, status {}, {passing}/{} oracles pass)",
+                p.scenario,
+                p.case,
+                display_path(&approved),
+                b.tool_calls.len(),
+                b.status,
+                b.oracles.len()
+            )
+        }
+    }
+}
+
+fn pending(args: &BaselineDirArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let all = list_pending(&args.baselines);
+    if all.is_empty() {
+        writeln!(out, "no pending baselines in `{}`", args.baselines)?;
+    }
+    for p in &all {
+        writeln!(out, "{}", summary_line(p))?;
+    }
+    Ok(exit::OK)
+}
+
+fn matches(p: &Pending, filters: &[String]) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|f| {
+            let f = f.trim();
+            eq_ci(f, &p.scenario) || eq_ci(f, &format!("{}/{}", p.scenario, p.case))
+        })
+}
+
+fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let verb = if accept { "accept" } else { "reject" };
+    if let Some(code) = refuse_under_ci(&args.ci, verb) {
+        return Ok(code);
+    }
+    let chosen: Vec<Pending> = list_pending(&args.dir.baselines)
+        .into_iter()
+        .filter(|p| matches(p, &args.filters))
+        .collect();
+    if chosen.is_empty() {
+        eprintln!(
+            "nothing to {verb}: no pending baseline matches in `{}`",
+            args.dir.baselines
+        );
+        return Ok(exit::FAILURE);
+    }
+    for p in &chosen {
+        let pending = &p.stored.path;
+        let approved = Utf8Path::new(
+            pending
+                .as_str()
+                .trim_end_matches(".new")
+                .trim_end_matches(".deleted"),
+        )
+        .to_owned();
+        match (accept, p.removal) {
+            (true, false) => {
+                // Validate before promoting: a corrupt pending file must not replace a good baseline.
+                BaselineFile::read(pending)
+                    .with_context(|| format!("refusing to accept `{pending}`"))?;
+                std::fs::rename(pending, &approved)
+                    .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
+                writeln!(
+                    out,
+                    "accepted {}/{} -> {}",
+                    p.scenario,
+                    p.case,
+                    display_path(&approved)
+                )?;
+            }
+            (true, true) => {
+                match std::fs::remove_file(&approved) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e).with_context(|| format!("cannot remove `{approved}`")),
+                }
+                std::fs::remove_file(pending)
+                    .with_context(|| format!("cannot remove `{pending}`"))?;
+                writeln!(
+                    out,
+                    "removed  {}/{} ({})",
+                    p.scenario,
+                    p.case,
+                    display_path(&approved)
+                )?;
+            }
+            (false, _) => {
+                std::fs::remove_file(pending)
+                    .with_context(|| format!("cannot remove `{pending}`"))?;
+                writeln!(
+                    out,
+                    "rejected {}/{} ({})",
+                    p.scenario,
+                    p.case,
+                    display_path(pending)
+                )?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if let Some(code) = refuse_under_ci(&args.ci, "approve") {
+        return Ok(code);
+    }
+    let dir = &args.dir.baselines;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
+    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let opts = CheckOptions {
+        limits: args.limits.limits(),
+        fail_on: FailOn::None,
+        scenarios: args.scenarios.clone(),
+        baselines: Some(BaselineOptions {
+            store: BaselineStore::new(dir.clone()),
+            mode: DriftMode::Default,
+            tolerance: 0.2,
+            write_pending: true,
+        }),
+        ..CheckOptions::default()
+    };
+    let report = check(&found, &args.paths, &opts)?;
+    let store = BaselineStore::new(dir.clone());
+    let (mut written, mut unchanged, mut skipped) = (0, 0, 0);
+    for row in &report.results {
+        let (Some(scenario), Some(case)) = (&row.scenario, &row.case) else {
+            continue;
+        };
+        let what = format!("{scenario}/{case}");
+        if row.verdict == RowVerdict::Error {
+            if let Some(e) = &row.error {
+                if e.category != "no-trace" {
+                    skipped += 1;
+                    eprintln!("skipped  {what}: {}", e.message);
+                }
+            }
+            continue;
+        }
+        if let Some(d) = row.drift.iter().find(|d| {
+            matches!(
+                d.category,
+                DriftCategory::Ambiguous | DriftCategory::BaselineInvalid
+            )
+        }) {
+            skipped += 1;
+            eprintln!("skipped  {what}: {}", d.detail);
+            continue;
+        }
+        if row.drift.is_empty() {
+            unchanged += 1;
+            continue;
+        }
+        let pending = store.new_path(scenario, case);
+        let approved = store.approved_path(scenario, case);
+        std::fs::rename(&pending, &approved)
+            .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
+        written += 1;
+        writeln!(out, "approved {what} -> {}", display_path(&approved))?;
+    }
+    writeln!(
+        out,
+        "{written} written, {unchanged} unchanged, {skipped} skipped"
+    )?;
+    if written + unchanged == 0 {
+        eprintln!("nothing approved: no trace under the paths could be judged");
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,189 @@
+//! `tracereplay diff`: drift from approved baselines, or between two recordings.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+
+use anyhow::bail;
+use camino::Utf8Path;
+use rayon::prelude::*;
+use tracereplay::baseline::BaselineStore;
+use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
+use tracereplay::diff::{DriftCategory, DriftFinding, DriftMode, compare};
+use tracereplay::discover::{discover, display_path};
+use tracereplay::eval::{
+    BaselineOptions, CheckOptions, FailOn, JudgedTrace, check, error_chain, judge_trace_file,
+};
+use tracereplay::report::{RowVerdict, Source};
+use tracereplay::scenario::{Scenario, load_scenarios};
+
+use super::args::{DiffArgs, FormatArg};
+use super::check::{resolve_baselines, tolerance};
+use super::exit;
+
+/// Runs `diff`; `Err` means exit 2.
+pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let report = match (&args.from, &args.to) {
+        (Some(old), Some(new)) => between(old, new, args)?,
+        _ => against_baselines(args)?,
+    };
+    match args.format {
+        FormatArg::Human => {
+            let color = std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            report.render_human(color, out)?;
+        }
+        FormatArg::Json => report.render_json(out)?,
+    }
+    Ok(if !report.errors.is_empty() {
+        exit::ERROR
+    } else if report.has_drift() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
+
+fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
+    let Some(dir) = resolve_baselines(args.baselines.as_deref())? else {
+        bail!(
+            "no `baselines/` directory to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
+        );
+    };
+    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let opts = CheckOptions {
+        limits: args.limits.limits(),
+        fail_on: FailOn::None,
+        baselines: Some(BaselineOptions {
+            store: BaselineStore::new(dir),
+            mode: DriftMode::Default,
+            tolerance: tolerance(args.usage_tolerance)?,
+            // `diff` only reads.
+            write_pending: false,
+        }),
+        ..CheckOptions::default()
+    };
+    let checked = check(&found, &args.paths, &opts)?;
+    let mut report = DiffReport::default();
+    let mut compared = 0;
+    for row in checked.results {
+        if row.verdict == RowVerdict::Error && row.source == Source::Trace {
+            report
+                .errors
+                .push(row.error.map(|e| e.message).unwrap_or_default());
+            continue;
+        }
+        if row.source != Source::Trace {
+            continue;
+        }
+        compared += 1;
+        report.entries.push(DiffEntry {
+            scenario: row.scenario.unwrap_or_default(),
+            case: row.case.unwrap_or_default(),
+            old: row.baseline,
+            new: row.path,
+            drift: row.drift,
+        });
+    }
+    for o in checked.obsolete {
+        report.entries.push(DiffEntry {
+            scenario: o.scenario,
+            case: o.case,
+            old: Some(o.path),
+            new: None,
+            drift: vec![o.finding],
+        });
+    }
+    Ok(report.finish(compared))
+}
+
+type Side = BTreeMap<(String, String), Vec<(String, JudgedTrace)>>;
+
+fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<DiffReport> {
+    let old_found = discover(&[old.to_owned()], &[])?;
+    let new_found = discover(&[new.to_owned()], &args.scenario_dirs)?;
+    // Scenarios of the newer recording win; the older one fills in ids the newer lacks.
+    let mut files = new_found.scenario_files.clone();
+    files.extend(old_found.scenario_files.iter().cloned());
+    let loaded = load_scenarios(&files, &new_found.suite_files);
+    let mut by_id: BTreeMap<String, &Scenario> = BTreeMap::new();
+    for s in &loaded.scenarios {
+        by_id.entry(s.id.to_lowercase()).or_insert(s);
+    }
+    let limits = args.limits.limits();
+    let mut report = DiffReport::default();
+    let mut read_side = |found: &tracereplay::discover::Discovered| -> Side {
+        let judged: Vec<_> = found
+            .trace_files
+            .par_iter()
+            .map(|p| {
+                (
+                    display_path(p),
+                    judge_trace_file(p, limits, |id| by_id.get(&id.to_lowercase()).copied()),
+                )
+            })
+            .collect();
+        let mut side = Side::new();
+        for (path, r) in judged {
+            match r {
+                Ok(j) => side
+                    .entry((j.scenario.to_lowercase(), j.case.to_lowercase()))
+                    .or_default()
+                    .push((path, j)),
+                Err(e) => report.errors.push(error_chain(&e)),
+            }
+        }
+        side
+    };
+    let old_side = read_side(&old_found);
+    let new_side = read_side(&new_found);
+    if old_side.is_empty() && new_side.is_empty() && report.errors.is_empty() {
+        bail!("no traces found under `{old}` or `{new}`");
+    }
+    let tol = tolerance(args.usage_tolerance)?;
+    let mut compared = 0;
+    for (key, olds) in &old_side {
+        let Some(news) = new_side.get(key) else {
+            report.only_old.extend(olds.iter().map(|(p, j)| Unpaired {
+                scenario: j.scenario.clone(),
+                case: j.case.clone(),
+                path: p.clone(),
+            }));
+            continue;
+        };
+        compared += 1;
+        let (op, oj) = &olds[0];
+        let (np, nj) = &news[0];
+        let drift = if olds.len() > 1 || news.len() > 1 {
+            let detail = format!(
+                "{} old and {} new traces share this (scenario, case); give each run its own `case`",
+                olds.len(),
+                news.len()
+            );
+            vec![DriftFinding::new(
+                DriftCategory::Ambiguous,
+                detail,
+                None,
+                DriftMode::Default,
+            )]
+        } else {
+            compare(&oj.behaviour, &nj.behaviour, tol, DriftMode::Default)
+        };
+        report.entries.push(DiffEntry {
+            scenario: nj.scenario.clone(),
+            case: nj.case.clone(),
+            old: Some(op.clone()),
+            new: Some(np.clone()),
+            drift,
+        });
+    }
+    for (key, news) in &new_side {
+        if !old_side.contains_key(key) {
+            report.only_new.extend(news.iter().map(|(p, j)| Unpaired {
+                scenario: j.scenario.clone(),
+                case: j.case.clone(),
+                path: p.clone(),
+            }));
+        }
+    }
+    Ok(report.finish(compared))
+}

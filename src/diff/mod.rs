@@ -1,0 +1,479 @@
+//! Drift: how a run's normalised behaviour moved from its approved baseline, as findings with a
+//! category and a readable unified diff.
+
+pub mod render;
+pub mod report;
+
+use serde::Serialize;
+
+use crate::baseline::{ApprovalRecord, Behaviour, CallRecord};
+
+/// What kind of drift a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftCategory {
+    /// An oracle verdict went pass → fail.
+    Regression,
+    /// An oracle verdict went fail → pass (the baseline is stale).
+    Improvement,
+    /// The scenario's oracle list changed.
+    OraclesChanged,
+    /// The sequence of tool names changed.
+    ToolCallsChanged,
+    /// Same tool names, different arguments or ok/error.
+    ArgumentsChanged,
+    /// Approvals requested or decided differently.
+    ApprovalsChanged,
+    /// Run status changed.
+    StatusChanged,
+    /// Artifact paths or hashes changed.
+    ArtifactsChanged,
+    /// Final answer text changed.
+    FinalAnswerChanged,
+    /// Standing messages changed.
+    MessagesChanged,
+    /// A usage total moved by more than the tolerance.
+    UsageOutsideTolerance,
+    /// A trace with no approved baseline.
+    New,
+    /// An approved baseline with no trace.
+    Obsolete,
+    /// Two traces share one (scenario, case): no comparison is possible.
+    Ambiguous,
+    /// The approved baseline could not be read.
+    BaselineInvalid,
+}
+
+/// `--drift`: which categories fail the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DriftMode {
+    /// Structural changes fail, wording and usage changes warn.
+    #[default]
+    Default,
+    /// Every category fails.
+    Strict,
+    /// Nothing fails; everything is reported.
+    Warn,
+    /// No comparison at all.
+    Ignore,
+}
+
+impl DriftCategory {
+    /// The category id.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftCategory::Regression => "regression",
+            DriftCategory::Improvement => "improvement",
+            DriftCategory::OraclesChanged => "oracles-changed",
+            DriftCategory::ToolCallsChanged => "tool-calls-changed",
+            DriftCategory::ArgumentsChanged => "arguments-changed",
+            DriftCategory::ApprovalsChanged => "approvals-changed",
+            DriftCategory::StatusChanged => "status-changed",
+            DriftCategory::ArtifactsChanged => "artifacts-changed",
+            DriftCategory::FinalAnswerChanged => "final-answer-changed",
+            DriftCategory::MessagesChanged => "messages-changed",
+            DriftCategory::UsageOutsideTolerance => "usage-outside-tolerance",
+            DriftCategory::New => "new",
+            DriftCategory::Obsolete => "obsolete",
+            DriftCategory::Ambiguous => "ambiguous",
+            DriftCategory::BaselineInvalid => "baseline-invalid",
+        }
+    }
+
+    /// Whether a finding of this category fails the run under `mode`. A comparison that could
+    /// not happen (`ambiguous`, `baseline-invalid`) is an error and fails in every mode.
+    pub fn fails(self, mode: DriftMode) -> bool {
+        match self {
+            DriftCategory::Ambiguous | DriftCategory::BaselineInvalid => true,
+            _ => match mode {
+                DriftMode::Strict => true,
+                DriftMode::Warn | DriftMode::Ignore => false,
+                DriftMode::Default => match self {
+                    DriftCategory::Regression
+                    | DriftCategory::OraclesChanged
+                    | DriftCategory::ToolCallsChanged
+                    | DriftCategory::ArgumentsChanged
+                    | DriftCategory::ApprovalsChanged
+                    | DriftCategory::StatusChanged
+                    | DriftCategory::ArtifactsChanged
+                    | DriftCategory::New
+                    | DriftCategory::Obsolete
+                    | DriftCategory::Ambiguous
+                    | DriftCategory::BaselineInvalid => true,
+                    DriftCategory::Improvement
+                    | DriftCategory::FinalAnswerChanged
+                    | DriftCategory::MessagesChanged
+                    | DriftCategory::UsageOutsideTolerance => false,
+                },
+            },
+        }
+    }
+}
+
+/// One difference from the approved baseline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DriftFinding {
+    /// Category id.
+    pub category: DriftCategory,
+    /// What moved, in a sentence.
+    pub detail: String,
+    /// A unified diff of the section that moved, when a diff helps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Whether this finding fails the run under the `--drift` mode in force.
+    pub fails: bool,
+}
+
+impl DriftFinding {
+    /// A finding, its `fails` flag set from `mode`.
+    pub fn new(
+        category: DriftCategory,
+        detail: impl Into<String>,
+        diff: Option<String>,
+        mode: DriftMode,
+    ) -> Self {
+        DriftFinding {
+            category,
+            detail: detail.into(),
+            diff: diff.filter(|d| !d.is_empty()),
+            fails: category.fails(mode),
+        }
+    }
+}
+
+fn call_line(c: &CallRecord) -> String {
+    let outcome = match (c.ok, &c.error) {
+        (Some(true), None) => "ok".to_owned(),
+        (Some(ok), Some(e)) => format!(
+            "{} error {}",
+            if ok { "ok" } else { "failed" },
+            serde_json::json!(e)
+        ),
+        (Some(false), None) => "failed".to_owned(),
+        (None, _) => "no result".to_owned(),
+    };
+    format!("{} {} {} -> {outcome}", c.call, c.tool, c.args)
+}
+
+fn approval_line(a: &ApprovalRecord) -> String {
+    let what = match (&a.tool, &a.call) {
+        (Some(t), Some(c)) => format!("{t} ({c})"),
+        (Some(t), None) => t.clone(),
+        (None, Some(c)) => format!("blanket ({c})"),
+        (None, None) => "blanket".to_owned(),
+    };
+    let decisions: Vec<&str> = a
+        .decisions
+        .iter()
+        .map(|g| if *g { "granted" } else { "denied" })
+        .collect();
+    let decided = if decisions.is_empty() {
+        "unanswered".to_owned()
+    } else {
+        decisions.join(", ")
+    };
+    if a.requested {
+        format!("request {what}: {decided}")
+    } else {
+        format!("decision without request {what}: {decided}")
+    }
+}
+
+fn lines<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
+    items.iter().map(|i| f(i) + "\n").collect()
+}
+
+/// Compares current behaviour with the approved one. `tolerance` is a fraction (0.2 = 20 %).
+pub fn compare(
+    approved: &Behaviour,
+    current: &Behaviour,
+    tolerance: f64,
+    mode: DriftMode,
+) -> Vec<DriftFinding> {
+    let mut out = Vec::new();
+    let mut push = |c: DriftCategory, detail: String, diff: Option<String>| {
+        out.push(DriftFinding::new(c, detail, diff, mode))
+    };
+
+    // Oracles: the list, then verdict moves of the keys present on both sides.
+    let old_keys: Vec<&String> = approved.oracles.keys().collect();
+    let new_keys: Vec<&String> = current.oracles.keys().collect();
+    if old_keys != new_keys {
+        push(
+            DriftCategory::OraclesChanged,
+            "the scenario's oracle list changed".into(),
+            Some(render::unified(
+                &lines(&old_keys, |k| k.to_string()),
+                &lines(&new_keys, |k| k.to_string()),
+            )),
+        );
+    }
+    for (key, old) in &approved.oracles {
+        let Some(new) = current.oracles.get(key) else {
+            continue;
+        };
+        match (old.as_str() == "pass", new.as_str() == "pass") {
+            (true, false) => push(
+                DriftCategory::Regression,
+                format!("`{key}` went {old} → {new}"),
+                None,
+            ),
+            (false, true) => push(
+                DriftCategory::Improvement,
+                format!("`{key}` went {old} → {new}; the baseline is stale, accept the new one"),
+                None,
+            ),
+            _ => {}
+        }
+    }
+
+    let old_names: Vec<&str> = approved
+        .tool_calls
+        .iter()
+        .map(|c| c.tool.as_str())
+        .collect();
+    let new_names: Vec<&str> = current.tool_calls.iter().map(|c| c.tool.as_str()).collect();
+    let calls_diff = || {
+        Some(render::unified(
+            &lines(&approved.tool_calls, call_line),
+            &lines(&current.tool_calls, call_line),
+        ))
+    };
+    if old_names != new_names {
+        push(
+            DriftCategory::ToolCallsChanged,
+            format!(
+                "tool calls were [{}], now [{}]",
+                old_names.join(", "),
+                new_names.join(", ")
+            ),
+            calls_diff(),
+        );
+    } else if approved.tool_calls != current.tool_calls {
+        let changed = approved
+            .tool_calls
+            .iter()
+            .zip(&current.tool_calls)
+            .filter(|(a, b)| a != b)
+            .count();
+        push(
+            DriftCategory::ArgumentsChanged,
+            format!("{changed} call(s) changed arguments or outcome"),
+            calls_diff(),
+        );
+    }
+    if approved.approvals != current.approvals {
+        push(
+            DriftCategory::ApprovalsChanged,
+            format!(
+                "{} approval record(s) approved, {} now",
+                approved.approvals.len(),
+                current.approvals.len()
+            ),
+            Some(render::unified(
+                &lines(&approved.approvals, approval_line),
+                &lines(&current.approvals, approval_line),
+            )),
+        );
+    }
+    if approved.status != current.status {
+        push(
+            DriftCategory::StatusChanged,
+            format!(
+                "run status was `{}`, now `{}`",
+                approved.status, current.status
+            ),
+            None,
+        );
+    }
+    if approved.artifacts != current.artifacts {
+        let art = |a: &crate::baseline::ArtifactRecord| format!("{} {}", a.path, a.h);
+        push(
+            DriftCategory::ArtifactsChanged,
+            "artifacts changed".into(),
+            Some(render::unified(
+                &lines(&approved.artifacts, art),
+                &lines(&current.artifacts, art),
+            )),
+        );
+    }
+    if approved.final_answer != current.final_answer {
+        let text = |t: &Option<String>| t.as_deref().map_or(String::new(), |t| format!("{t}\n"));
+        push(
+            DriftCategory::FinalAnswerChanged,
+            "the final answer changed".into(),
+            Some(render::unified(
+                &text(&approved.final_answer),
+                &text(&current.final_answer),
+            )),
+        );
+    }
+    if approved.messages != current.messages {
+        let msg = |m: &crate::baseline::MessageRecord| {
+            format!("{}: {}", m.phase, serde_json::json!(m.text))
+        };
+        push(
+            DriftCategory::MessagesChanged,
+            "the standing messages changed".into(),
+            Some(render::unified(
+                &lines(&approved.messages, msg),
+                &lines(&current.messages, msg),
+            )),
+        );
+    }
+    let usage = [
+        (
+            "input_tokens",
+            approved.usage.input_tokens,
+            current.usage.input_tokens,
+        ),
+        (
+            "output_tokens",
+            approved.usage.output_tokens,
+            current.usage.output_tokens,
+        ),
+        ("requests", approved.usage.requests, current.usage.requests),
+    ];
+    for (name, old, new) in usage {
+        let allowed = (tolerance * old as f64).max(1.0);
+        if (new as f64 - old as f64).abs() > allowed {
+            push(
+                DriftCategory::UsageOutsideTolerance,
+                format!(
+                    "{name} {old} → {new} (allowed ±{allowed:.0} at {:.0} %)",
+                    tolerance * 100.0
+                ),
+                None,
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::UsageRecord;
+    use std::collections::BTreeMap;
+
+    fn behaviour() -> Behaviour {
+        Behaviour {
+            tool_calls: vec![CallRecord {
+                tool: "read".into(),
+                args: serde_json::json!({"path": "a"}),
+                call: "call#1".into(),
+                ok: Some(true),
+                error: None,
+            }],
+            approvals: vec![],
+            messages: vec![],
+            final_answer: Some("done".into()),
+            status: "completed".into(),
+            artifacts: vec![],
+            usage: UsageRecord {
+                input_tokens: 100,
+                output_tokens: 10,
+                requests: 2,
+            },
+            oracles: BTreeMap::from([
+                ("0:tool-called".to_owned(), "pass".to_owned()),
+                ("run-completed".to_owned(), "pass".to_owned()),
+            ]),
+        }
+    }
+
+    fn categories(a: &Behaviour, b: &Behaviour, mode: DriftMode) -> Vec<(DriftCategory, bool)> {
+        compare(a, b, 0.2, mode)
+            .into_iter()
+            .map(|f| (f.category, f.fails))
+            .collect()
+    }
+
+    #[test]
+    fn each_section_maps_to_its_category() {
+        let base = behaviour();
+        assert!(compare(&base, &base, 0.2, DriftMode::Default).is_empty());
+        let mut b = base.clone();
+        b.tool_calls[0].args = serde_json::json!({"path": "b"});
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::ArgumentsChanged, true)]
+        );
+        let f = &compare(&base, &b, 0.2, DriftMode::Default)[0];
+        assert!(
+            f.diff.as_deref().unwrap().contains(
+                "-call#1 read {\"path\":\"a\"} -> ok\n+call#1 read {\"path\":\"b\"} -> ok"
+            ),
+            "{f:?}"
+        );
+        let mut b = base.clone();
+        b.tool_calls[0].tool = "write".into();
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::ToolCallsChanged, true)]
+        );
+        let mut b = base.clone();
+        b.final_answer = Some("finished".into());
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::FinalAnswerChanged, false)]
+        );
+        assert_eq!(
+            categories(&base, &b, DriftMode::Strict),
+            vec![(DriftCategory::FinalAnswerChanged, true)]
+        );
+        let mut b = base.clone();
+        b.oracles.insert("0:tool-called".into(), "fail".into());
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::Regression, true)]
+        );
+        assert_eq!(
+            categories(&b, &base, DriftMode::Default),
+            vec![(DriftCategory::Improvement, false)]
+        );
+        assert_eq!(
+            categories(&base, &b, DriftMode::Warn),
+            vec![(DriftCategory::Regression, false)]
+        );
+        let mut b = base.clone();
+        b.oracles.insert("1:status-is".into(), "pass".into());
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::OraclesChanged, true)]
+        );
+        let mut b = base.clone();
+        b.status = "failed".into();
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::StatusChanged, true)]
+        );
+        let mut b = base.clone();
+        b.approvals.push(ApprovalRecord {
+            tool: Some("shell".into()),
+            call: None,
+            requested: true,
+            decisions: vec![true],
+        });
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::ApprovalsChanged, true)]
+        );
+    }
+
+    #[test]
+    fn usage_tolerance_is_max_of_one_and_a_fraction() {
+        let base = behaviour();
+        let mut b = base.clone();
+        b.usage.input_tokens = 120; // exactly 20 %
+        b.usage.requests = 3; // +1 is within max(1, 0.4)
+        assert!(compare(&base, &b, 0.2, DriftMode::Default).is_empty());
+        b.usage.input_tokens = 121;
+        b.usage.requests = 4;
+        let found = categories(&base, &b, DriftMode::Default);
+        assert_eq!(
+            found,
+            vec![(DriftCategory::UsageOutsideTolerance, false); 2]
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! Comparing judged traces with their approved baselines, writing pending files off CI, and the
+//! suite-level passes: ambiguous (scenario, case) pairs and obsolete baselines.
+
+use std::collections::{BTreeMap, HashSet};
+
+use camino::Utf8PathBuf;
+
+use crate::baseline::{BaselineFile, BaselineStore, Behaviour, decode_segment, encode_segment};
+use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
+use crate::discover::display_path;
+use crate::report::{ObsoleteBaseline, ResultRow};
+
+/// How `check` treats approved baselines.
+#[derive(Debug, Clone)]
+pub struct BaselineOptions {
+    /// Where they live.
+    pub store: BaselineStore,
+    /// Which drift fails the run.
+    pub mode: DriftMode,
+    /// Usage tolerance as a fraction (0.2 = 20 %).
+    pub tolerance: f64,
+    /// Write `.new`/`.deleted` pending files and remove stale ones (never under CI).
+    pub write_pending: bool,
+}
+
+fn remove_if_present(path: &Utf8PathBuf, warnings: &mut Vec<String>) {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => warnings.push(format!(
+            "cannot remove stale pending file `{}`: {e}",
+            display_path(path)
+        )),
+    }
+}
+
+/// Compares one judged trace with its approved baseline; off CI, writes `.new` when it is new or
+/// drifted and removes stale pending files when it matches.
+pub fn compare_trace(
+    opts: &BaselineOptions,
+    scenario: &str,
+    case: &str,
+    content_hash: &str,
+    behaviour: Behaviour,
+    warnings: &mut Vec<String>,
+) -> Vec<DriftFinding> {
+    let store = &opts.store;
+    let approved_path = store.approved_path(scenario, case);
+    let new_path = store.new_path(scenario, case);
+    let current = BaselineFile::new(scenario, case, content_hash, behaviour);
+    let findings = if approved_path.exists() {
+        match BaselineFile::read(&approved_path) {
+            Ok(approved) => compare(
+                &approved.behaviour,
+                &current.behaviour,
+                opts.tolerance,
+                opts.mode,
+            ),
+            Err(e) => {
+                return vec![DriftFinding::new(
+                    DriftCategory::BaselineInvalid,
+                    crate::eval::error_chain(&e),
+                    None,
+                    opts.mode,
+                )];
+            }
+        }
+    } else {
+        vec![DriftFinding::new(
+            DriftCategory::New,
+            format!(
+                "no approved baseline at `{}`; review and accept it with `tracereplay baseline accept`",
+                display_path(&approved_path)
+            ),
+            None,
+            opts.mode,
+        )]
+    };
+    if opts.write_pending {
+        remove_if_present(&store.deleted_path(scenario, case), warnings);
+        if findings.is_empty() {
+            remove_if_present(&new_path, warnings);
+        } else if let Err(e) = BaselineFile::write_text(&new_path, &current.to_text()) {
+            warnings.push(format!(
+                "cannot write pending baseline `{}`: {e}",
+                display_path(&new_path)
+            ));
+        }
+    }
+    findings
+}
+
+/// Two rows sharing one baseline make its comparison an error: every judged row of the pair gets
+/// an `ambiguous` finding instead of its comparison, and no pending file is left for it.
+pub fn mark_ambiguous(rows: &mut [ResultRow], opts: &BaselineOptions, warnings: &mut Vec<String>) {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for r in rows.iter() {
+        if let Some(b) = &r.baseline {
+            *count.entry(b.clone()).or_default() += 1;
+        }
+    }
+    for r in rows.iter_mut() {
+        let Some(b) = &r.baseline else { continue };
+        let n = count[b];
+        if n < 2 {
+            continue;
+        }
+        let detail = format!(
+            "{n} traces share scenario `{}` case `{}`, so none can be compared with `{b}`; give each run its own `case`",
+            r.scenario.as_deref().unwrap_or(""),
+            r.case.as_deref().unwrap_or("")
+        );
+        r.drift = vec![DriftFinding::new(
+            DriftCategory::Ambiguous,
+            detail,
+            None,
+            opts.mode,
+        )];
+        if opts.write_pending {
+            if let (Some(s), Some(c)) = (&r.scenario, &r.case) {
+                remove_if_present(&opts.store.new_path(s, c), warnings);
+            }
+        }
+    }
+}
+
+/// Approved baselines without a trace, within scope. `in_scope` is `None` on a whole-suite run,
+/// else the encoded ids of the scenarios in scope.
+pub fn find_obsolete(
+    rows: &[ResultRow],
+    opts: &BaselineOptions,
+    in_scope: Option<&HashSet<String>>,
+    warnings: &mut Vec<String>,
+) -> Vec<ObsoleteBaseline> {
+    let used: HashSet<&str> = rows.iter().filter_map(|r| r.baseline.as_deref()).collect();
+    let mut out = Vec::new();
+    for stored in opts.store.list(crate::baseline::APPROVED_SUFFIX) {
+        let shown = display_path(&stored.path);
+        if used.contains(shown.as_str()) {
+            continue;
+        }
+        if in_scope.is_some_and(|s| !s.contains(&stored.scenario_segment)) {
+            continue;
+        }
+        let (scenario, case) = match BaselineFile::read(&stored.path) {
+            Ok(b) => (b.scenario, b.case),
+            Err(_) => (
+                decode_segment(&stored.scenario_segment),
+                decode_segment(&stored.case_segment),
+            ),
+        };
+        let detail = format!(
+            "approved baseline `{shown}` has no trace; accept its removal with `tracereplay baseline accept` or record the run again"
+        );
+        if opts.write_pending {
+            let deleted = Utf8PathBuf::from(format!("{}.deleted", stored.path));
+            let new = Utf8PathBuf::from(format!("{}.new", stored.path));
+            remove_if_present(&new, warnings);
+            match std::fs::read(&stored.path) {
+                Ok(bytes) => {
+                    if let Err(e) = crate::fsutil::write_atomic(&deleted, &bytes) {
+                        warnings.push(format!(
+                            "cannot write pending removal `{}`: {e}",
+                            display_path(&deleted)
+                        ));
+                    }
+                }
+                Err(e) => warnings.push(format!("cannot read `{shown}`: {e}")),
+            }
+        }
+        out.push(ObsoleteBaseline {
+            scenario,
+            case,
+            path: shown,
+            finding: DriftFinding::new(DriftCategory::Obsolete, detail, None, opts.mode),
+        });
+    }
+    out
+}
+
+/// The encoded scenario segment used by the baselines of `id`.
+pub fn scenario_segment(id: &str) -> String {
+    encode_segment(id)
+}

@@ -1,0 +1,155 @@
+//! Judging one trace file into one result row: read, verify, parse, judge, compare.
+
+use std::collections::HashMap;
+
+use camino::Utf8PathBuf;
+
+use super::baselines::{BaselineOptions, compare_trace};
+use super::{CheckOptions, Entry, error_chain};
+use crate::baseline::Behaviour;
+use crate::discover::display_path;
+use crate::oracle::{self, Verdict};
+use crate::report::{ResultRow, RowError, RowVerdict, Source};
+use crate::scenario::Scenario;
+use crate::trace::{TraceError, TraceFile, parse_trace, probe_header};
+
+/// A row with nothing judged yet.
+pub(crate) fn blank_row(path: Option<String>, source: Source) -> ResultRow {
+    ResultRow {
+        scenario: None,
+        case: None,
+        path,
+        content_hash: None,
+        risk: None,
+        verdict: RowVerdict::Error,
+        source,
+        sealed: None,
+        known_gap: false,
+        blocking: false,
+        oracles: Vec::new(),
+        baseline: None,
+        drift: Vec::new(),
+        error: None,
+        warnings: Vec::new(),
+    }
+}
+
+pub(crate) fn set_error(row: &mut ResultRow, category: &str, message: String, line: Option<usize>) {
+    row.verdict = RowVerdict::Error;
+    row.error = Some(RowError {
+        category: category.into(),
+        message,
+        line,
+    });
+}
+
+fn attribute(
+    row: &mut ResultRow,
+    scenario: Option<&Scenario>,
+    claimed: (String, String),
+    baselines: Option<&BaselineOptions>,
+) {
+    let id = scenario.map_or(claimed.0, |s| s.id.clone());
+    row.baseline = baselines.map(|b| display_path(&b.store.approved_path(&id, &claimed.1)));
+    row.risk = scenario.map(|s| s.risk);
+    row.known_gap = scenario.is_some_and(|s| s.known_gap);
+    row.scenario = Some(id);
+    row.case = Some(claimed.1);
+}
+
+/// Judges one trace file. `None` when the trace belongs to a scenario outside the filters.
+pub(crate) fn judge_file(
+    path: &Utf8PathBuf,
+    entries: &HashMap<String, Entry<'_>>,
+    opts: &CheckOptions,
+) -> Option<ResultRow> {
+    let shown = display_path(path);
+    let mut row = blank_row(Some(shown.clone()), Source::Trace);
+    let fail = |mut row: ResultRow, e: &TraceError| {
+        set_error(&mut row, e.category(), error_chain(e), e.line());
+        row
+    };
+    let file = match TraceFile::open(path, opts.limits) {
+        Ok(f) => f,
+        Err(e) => return Some(fail(row, &e)),
+    };
+    let lookup = |scenario: &str| entries.get(&scenario.to_lowercase());
+    let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
+    let out_of_scope = |scenario: &str| match lookup(scenario) {
+        Some(e) => !e.in_scope,
+        None => {
+            filtered
+                && !opts
+                    .scenarios
+                    .iter()
+                    .any(|f| f.trim().eq_ignore_ascii_case(scenario))
+        }
+    };
+    let judged = file.verify_seal(opts.require_sealed).map(|seal| {
+        let parsed = parse_trace(&file, &seal, opts.limits);
+        (seal, parsed)
+    });
+    let (seal, parsed) = match judged {
+        Ok((seal, Ok(parsed))) => (seal, parsed),
+        Ok((_, Err(e))) | Err(e) => {
+            // Attribute what the first line claims, so the row names its scenario and its
+            // approved baseline is not mistaken for obsolete.
+            if let Some(claimed) = probe_header(&file.bytes) {
+                if out_of_scope(&claimed.0) {
+                    return None;
+                }
+                let scenario = lookup(&claimed.0).map(|e| e.scenario);
+                attribute(&mut row, scenario, claimed, opts.baselines.as_ref());
+            }
+            return Some(fail(row, &e));
+        }
+    };
+    let header = &parsed.trace.header;
+    if out_of_scope(&header.scenario) {
+        return None;
+    }
+    let entry = lookup(&header.scenario);
+    attribute(
+        &mut row,
+        entry.map(|e| e.scenario),
+        (header.scenario.to_string(), header.case.to_string()),
+        opts.baselines.as_ref(),
+    );
+    row.content_hash = Some(seal.content_hash.clone());
+    row.sealed = Some(seal.sealed);
+    row.warnings = parsed.warnings.clone();
+    let Some(entry) = entry else {
+        let message = format!(
+            "`{shown}` names scenario `{}`, which no loaded scenario file defines",
+            header.scenario
+        );
+        set_error(&mut row, "unknown-scenario", message, Some(1));
+        return Some(row);
+    };
+    if !entry.problems.is_empty() {
+        let message = format!(
+            "`{}`: {}",
+            display_path(&entry.scenario.file),
+            entry.problems.join("; ")
+        );
+        set_error(&mut row, "scenario-invalid", message, None);
+        return Some(row);
+    }
+    row.oracles = oracle::judge(entry.scenario, &parsed.trace);
+    row.verdict = match oracle::overall(&row.oracles) {
+        Verdict::Pass => RowVerdict::Pass,
+        Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
+    };
+    if let Some(b) = &opts.baselines {
+        let behaviour = Behaviour::from_trace(&parsed.trace, &row.oracles);
+        row.drift = compare_trace(
+            b,
+            &entry.scenario.id,
+            &header.case,
+            &seal.content_hash,
+            behaviour,
+            &mut row.warnings,
+        );
+    }
+    Some(row)
+}
