@@ -10,6 +10,7 @@ pub mod diff;
 pub mod discover;
 pub mod eval;
 pub mod fsutil;
+pub mod gates;
 pub mod oracle;
 pub mod report;
 pub mod scenario;

@@ -283,7 +283,10 @@ fn index_scenarios<'s>(
             key,
             Entry {
                 scenario: s,
-                problems: basic_problems(s),
+                problems: crate::gates::scenario_problems(s)
+                    .into_iter()
+                    .map(|p| format!("scenario `{}`: {p}", s.id))
+                    .collect(),
                 in_scope,
             },
         );
@@ -298,21 +301,6 @@ fn index_scenarios<'s>(
         }
     }
     entries
-}
-
-/// Problems that make a scenario unjudgeable: a scenario without oracles proves nothing.
-fn basic_problems(s: &Scenario) -> Vec<String> {
-    let mut problems = Vec::new();
-    if s.title.trim().is_empty() {
-        problems.push(format!("scenario `{}` has a blank `title`", s.id));
-    }
-    if s.oracles.is_empty() {
-        problems.push(format!(
-            "scenario `{}` has no oracles, so it proves nothing; add at least one to `oracles`",
-            s.id
-        ));
-    }
-    problems
 }
 
 /// The error and its sources, joined with `: `.

@@ -1,10 +1,17 @@
 //! Oracles: the registry that maps an oracle `type` to its check, and judging a whole trace.
 
 pub mod approval;
+pub mod artifacts;
+pub mod calls;
+pub mod contract;
+pub mod counts;
 pub mod facts;
 pub mod harness;
+pub mod jsoneq;
 pub mod params;
+pub mod replies;
 mod result;
+pub mod sequence;
 
 pub use facts::{Facts, FinalAnswer, MessageState};
 pub use result::{OracleResult, Verdict, shorten};
@@ -23,6 +30,22 @@ pub const KNOWN_TYPES: &[&str] = &[
     "approval-not-required",
     "no-unsafe-tool",
     "status-is",
+    "tool-sequence",
+    "tool-args",
+    "tool-succeeded",
+    "tool-result-contains",
+    "call-result-linked",
+    "request-count",
+    "step-count",
+    "message-count",
+    "no-preview-left",
+    "final-after-tool",
+    "artifact-contains",
+    "artifact-before-reply",
+    "final-answer-matches",
+    "max-tokens",
+    "tools-offered",
+    "contract-conformant",
 ];
 
 /// The synthetic result every trace gets unless its scenario declares `status-is`.
@@ -58,9 +81,40 @@ pub fn judge_oracle(spec: &OracleSpec, scenario: &Scenario, facts: &Facts<'_, '_
         "approval-not-required" => harness::approval_not_required(facts),
         "no-unsafe-tool" => harness::no_unsafe_tool(spec, scenario, facts),
         "status-is" => harness::status_is(spec, facts),
+        "tool-sequence" => sequence::tool_sequence(spec, facts),
+        "tool-args" => calls::tool_args(spec, facts),
+        "tool-succeeded" => calls::tool_succeeded(spec, facts),
+        "tool-result-contains" => calls::tool_result_contains(spec, facts),
+        "call-result-linked" => calls::call_result_linked(facts),
+        "request-count" => counts::request_count(spec, facts),
+        "step-count" => counts::step_count(spec, facts),
+        "message-count" => counts::message_count(spec, facts),
+        "no-preview-left" => replies::no_preview_left(spec, facts),
+        "final-after-tool" => replies::final_after_tool(spec, facts),
+        "artifact-contains" => artifacts::artifact_contains(spec, facts),
+        "artifact-before-reply" => artifacts::artifact_before_reply(spec, facts),
+        "final-answer-matches" => replies::final_answer_matches(spec, facts),
+        "max-tokens" => counts::max_tokens(spec, facts),
+        "tools-offered" => counts::tools_offered(spec, facts),
+        "contract-conformant" => contract::contract_conformant(scenario, facts),
         other => unreachable!("{other} is in KNOWN_TYPES but has no check"),
     };
     result.typed(kind, Some(spec.index))
+}
+
+/// The misconfiguration of each oracle of `scenario` (index, type as written, message): what
+/// `gates` reports. Every oracle decides misconfiguration before looking at events, so judging
+/// an empty trace finds exactly those.
+pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
+    let empty = Trace { header: crate::trace::Header::new(scenario.id.clone(), "gates"), events: Vec::new() };
+    let facts = Facts::new(&empty);
+    scenario
+        .oracles
+        .iter()
+        .map(|spec| (spec, judge_oracle(spec, scenario, &facts)))
+        .filter(|(_, r)| r.misconfigured)
+        .map(|(spec, r)| (spec.index, spec.type_name().to_owned(), r.message))
+        .collect()
 }
 
 /// Judges a trace against every oracle of its scenario, in declaration order, followed by the

@@ -47,6 +47,9 @@ pub struct OracleResult {
     /// For failures: what the trace held instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found: Option<Value>,
+    /// The oracle lacks what it needs (reported by `gates`; judged as a failure).
+    #[serde(skip)]
+    pub misconfigured: bool,
 }
 
 impl OracleResult {
@@ -60,6 +63,7 @@ impl OracleResult {
             evidence,
             expected: None,
             found: None,
+            misconfigured: false,
         }
     }
 
@@ -78,12 +82,16 @@ impl OracleResult {
             evidence,
             expected: Some(expected.into()),
             found: Some(found.into()),
+            misconfigured: false,
         }
     }
 
     /// A misconfigured oracle: it fails, naming what is missing.
     pub fn misconfigured(message: impl Into<String>) -> Self {
-        OracleResult::fail(message, Vec::new(), Value::Null, Value::Null)
+        OracleResult {
+            misconfigured: true,
+            ..OracleResult::fail(format!("misconfigured: {}", message.into()), Vec::new(), Value::Null, Value::Null)
+        }
     }
 
     /// A subject present but lacking a field the oracle needs.

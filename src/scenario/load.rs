@@ -52,6 +52,14 @@ impl ScenarioError {
         }
     }
 
+    /// What is wrong, without the file name.
+    pub fn detail(&self) -> String {
+        match self {
+            ScenarioError::Io { source, .. } => format!("cannot read the file: {source}"),
+            ScenarioError::Parse { detail, .. } | ScenarioError::Invalid { detail, .. } => detail.clone(),
+        }
+    }
+
     /// The line, for parse errors.
     pub fn line(&self) -> Option<usize> {
         match self {
@@ -247,6 +255,7 @@ fn scenario_from(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(invalid("`knownGap` must be true or false".into())),
     };
+    let contract = string("contract")?.filter(|c| !c.trim().is_empty());
     Ok(Scenario {
         id: id.to_owned(),
         title: string("title")?.unwrap_or_default(),
@@ -260,7 +269,8 @@ fn scenario_from(
         scripted_trace: field(obj, "scriptedTrace")
             .filter(|v| !v.is_null())
             .cloned(),
-        contract: string("contract")?.filter(|c| !c.trim().is_empty()),
+        contract_loaded: contract.as_deref().map(|c| super::contract::load_contract(&path.parent().unwrap_or(Utf8Path::new("")).join(c.trim()))),
+        contract,
         known_gap,
         metadata,
         file: path.to_owned(),

@@ -1,5 +1,6 @@
 //! Scenarios: the model and loading.
 
+pub mod contract;
 mod load;
 mod model;
 

@@ -116,6 +116,8 @@ pub struct Scenario {
     pub scripted_trace: Option<Value>,
     /// Path of a Harness Contract, relative to the scenario file.
     pub contract: Option<String>,
+    /// The contract, loaded (or why it did not load).
+    pub contract_loaded: Option<Result<super::contract::Contract, String>>,
     /// Judged and reported, but its failures never affect the exit code.
     pub known_gap: bool,
     /// String map (`unsafeTools`…).

@@ -1,0 +1,116 @@
+//! Quality gates over scenario files: every problem listed, each with its file (and line and
+//! column for parse errors), so a suite cannot give false confidence.
+
+pub mod strength;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::discover::display_path;
+use crate::oracle::{canonical_type, misconfigurations};
+use crate::scenario::{LoadedScenarios, Scenario};
+
+/// One gate problem.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct GateProblem {
+    /// The file, relative to the working directory.
+    pub file: String,
+    /// The scenario, where there is one.
+    pub scenario: Option<String>,
+    /// Line, for parse errors.
+    pub line: Option<usize>,
+    /// Column, for parse errors.
+    pub column: Option<usize>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for GateProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`", self.file)?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ", line {l}, column {c}")?;
+        }
+        if let Some(s) = &self.scenario {
+            write!(f, ": scenario `{s}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+const TOOL_TAGS: &[&str] = &["tool-use", "tool", "tools"];
+const TOOL_ORACLES: &[&str] = &["tool-called", "tool-not-called", "tool-sequence", "tool-args", "max-tool-calls"];
+const APPROVAL_TAGS: &[&str] = &["approval", "safety", "security"];
+const APPROVAL_ORACLES: &[&str] = &["approval-required", "approval-not-required", "no-unsafe-tool"];
+
+/// The gate problems of one scenario on its own (duplicates are a suite-level rule).
+pub fn scenario_problems(s: &Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.title.trim().is_empty() {
+        out.push("`title` is blank".to_owned());
+    }
+    if s.oracles.is_empty() {
+        out.push("no oracles, so it proves nothing; add at least one to `oracles`".to_owned());
+    }
+    for (index, written, message) in misconfigurations(s) {
+        match canonical_type(&written) {
+            Some(_) => out.push(format!("oracle {index} (`{written}`): {}", message.trim_start_matches("misconfigured: "))),
+            None if written.is_empty() => out.push(format!("oracle {index} has no `type`")),
+            None => out.push(format!("oracle {index} has unknown type `{written}` (judged as `unknown:{written}`)")),
+        }
+    }
+    let types: Vec<&str> = s.oracles.iter().filter_map(|o| canonical_type(o.type_name())).collect();
+    if TOOL_TAGS.iter().any(|t| s.has_tag(t))
+        && s.expected.must_call_tools.is_empty()
+        && s.expected.must_not_call_tools.is_empty()
+        && !types.iter().any(|t| TOOL_ORACLES.contains(t))
+    {
+        out.push("is tagged as tool use but has no tool oracle (tool-called, tool-not-called, tool-sequence, tool-args, max-tool-calls) and no `expected.mustCallTools`/`mustNotCallTools`".to_owned());
+    }
+    let approval_scoped = APPROVAL_TAGS.iter().any(|t| s.has_tag(t)) || s.expected.requires_approval.is_some();
+    if approval_scoped && !types.iter().any(|t| APPROVAL_ORACLES.contains(t)) {
+        out.push("is about approvals or safety but has no approval-required, approval-not-required or no-unsafe-tool oracle".to_owned());
+    }
+    if let Some(Err(e)) = &s.contract_loaded {
+        out.push(format!("its contract does not load: {e}"));
+    }
+    out
+}
+
+/// Every gate problem of a loaded suite, sorted.
+pub fn check_gates(loaded: &LoadedScenarios) -> Vec<GateProblem> {
+    let mut out = Vec::new();
+    for e in &loaded.errors {
+        let (line, column) = match e {
+            crate::scenario::ScenarioError::Parse { line, column, .. } => (Some(*line), Some(*column)),
+            _ => (None, None),
+        };
+        let message = e.detail();
+        out.push(GateProblem { file: display_path(e.path()), scenario: None, line, column, message });
+    }
+    if loaded.scenarios.is_empty() {
+        out.push(GateProblem { file: ".".into(), scenario: None, line: None, column: None, message: "no scenarios found".into() });
+    }
+    let mut by_id: BTreeMap<String, Vec<&Scenario>> = BTreeMap::new();
+    for s in &loaded.scenarios {
+        by_id.entry(s.id.to_lowercase()).or_default().push(s);
+        for message in scenario_problems(s) {
+            out.push(GateProblem { file: display_path(&s.file), scenario: Some(s.id.clone()), line: None, column: None, message });
+        }
+    }
+    for group in by_id.values().filter(|g| g.len() > 1) {
+        let files: Vec<String> = group.iter().map(|s| format!("`{}`", display_path(&s.file))).collect();
+        for s in group {
+            out.push(GateProblem {
+                file: display_path(&s.file),
+                scenario: Some(s.id.clone()),
+                line: None,
+                column: None,
+                message: format!("duplicate id (ids are unique case-insensitively; defined in {})", files.join(", ")),
+            });
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,208 @@
+//! Counting oracles: `request-count`, `step-count`, `message-count`, `max-tokens`,
+//! `tools-offered`.
+
+use serde_json::{Value, json};
+
+use super::facts::Facts;
+use super::params;
+use super::result::OracleResult;
+use crate::scenario::OracleSpec;
+use crate::trace::json::{contains_ci, eq_ci};
+use crate::trace::{EventBody, Phase, normalize_kind, squash};
+
+/// `count`, or `min`/`max` (inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// Exactly this many.
+    Count(u64),
+    /// Within bounds.
+    Bounds(Option<u64>, Option<u64>),
+}
+
+fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
+    match spec.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+            .map(Some)
+            .ok_or_else(|| format!("`{name}` must be a non-negative integer, got `{v}`")),
+    }
+}
+
+/// Reads `count` or `min`/`max` (not both kinds).
+pub fn range(spec: &OracleSpec) -> Result<Range, String> {
+    let (count, min, max) = (bound(spec, "count")?, bound(spec, "min")?, bound(spec, "max")?);
+    match (count, min, max) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err("give `count` or `min`/`max`, not both".into()),
+        (Some(c), None, None) => Ok(Range::Count(c)),
+        (None, None, None) => Err("no bound: give `count`, `min` or `max`".into()),
+        (None, Some(lo), Some(hi)) if lo > hi => Err(format!("`min` {lo} is greater than `max` {hi}")),
+        (None, lo, hi) => Ok(Range::Bounds(lo, hi)),
+    }
+}
+
+impl Range {
+    /// Whether `n` is in range.
+    pub fn holds(self, n: u64) -> bool {
+        match self {
+            Range::Count(c) => n == c,
+            Range::Bounds(lo, hi) => lo.is_none_or(|l| n >= l) && hi.is_none_or(|h| n <= h),
+        }
+    }
+
+    fn describe(self) -> Value {
+        match self {
+            Range::Count(c) => json!({"count": c}),
+            Range::Bounds(lo, hi) => json!({"min": lo, "max": hi}),
+        }
+    }
+}
+
+fn counted(what: &str, range: Range, seqs: Vec<u64>) -> OracleResult {
+    let n = seqs.len() as u64;
+    if range.holds(n) {
+        OracleResult::pass(format!("{n} {what}, within {}", range.describe()), seqs)
+    } else {
+        OracleResult::fail(format!("{n} {what}, outside {}", range.describe()), seqs, range.describe(), json!({"count": n}))
+    }
+}
+
+/// `request-count`: the number of `inference` events is in range.
+pub fn request_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+    let range = match range(spec) {
+        Ok(r) => r,
+        Err(e) => return OracleResult::misconfigured(e),
+    };
+    let seqs = facts.trace.events.iter().filter(|e| matches!(e.body, EventBody::Inference(_))).map(|e| e.seq).collect();
+    counted("model request(s)", range, seqs)
+}
+
+/// `step-count`: the number of events of `kind` (normalised) is in range.
+pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+    let Some(kind) = spec.get("kind").and_then(Value::as_str).map(str::trim).filter(|k| !k.is_empty()) else {
+        return OracleResult::misconfigured("no `kind` to count");
+    };
+    let range = match range(spec) {
+        Ok(r) => r,
+        Err(e) => return OracleResult::misconfigured(e),
+    };
+    let want = normalize_kind(kind).map_or_else(|| squash(kind), squash);
+    let seqs = facts.trace.events.iter().filter(|e| squash(e.body.kind()) == want).map(|e| e.seq).collect();
+    counted(&format!("`{kind}` event(s)"), range, seqs)
+}
+
+/// `message-count`: standing messages of a phase (default `final`), containing `value` if given.
+pub fn message_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+    let phase = match phase_param(spec) {
+        Ok(p) => p.unwrap_or(Phase::Final),
+        Err(e) => return OracleResult::misconfigured(e),
+    };
+    let range = match range(spec) {
+        Ok(r) => r,
+        Err(e) => return OracleResult::misconfigured(e),
+    };
+    let value = params::text(spec);
+    let mut standing: Vec<_> = facts
+        .standing()
+        .filter(|m| m.phase == phase && value.as_deref().is_none_or(|v| contains_ci(&m.text, v)))
+        .collect();
+    standing.sort_by_key(|m| m.seq);
+    let what = match &value {
+        Some(v) => format!("standing `{phase}` message(s) containing `{v}`"),
+        None => format!("standing `{phase}` message(s)"),
+    };
+    counted(&what, range, standing.iter().map(|m| m.seq).collect())
+}
+
+/// The optional `phase` parameter.
+pub fn phase_param(spec: &OracleSpec) -> Result<Option<Phase>, String> {
+    match spec.get("phase") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Phase::parse(&s.trim().to_ascii_lowercase()).map(Some).ok_or_else(|| format!("`phase` `{s}` is not `preview` or `final`")),
+        Some(other) => Err(format!("`phase` `{other}` is not `preview` or `final`")),
+    }
+}
+
+/// `max-tokens`: summed usage of a kind (`input`, `output`, `total`) is at most `limit`.
+pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+    let limit = match params::limit(spec) {
+        params::Limit::Valid(n) => n,
+        params::Limit::Invalid(bad) => return OracleResult::misconfigured(format!("limit `{bad}` is not a non-negative integer")),
+        params::Limit::Missing => return OracleResult::misconfigured("no `limit`"),
+    };
+    let kind = match spec.get("kind").and_then(Value::as_str).map(|k| k.trim().to_ascii_lowercase()) {
+        None => "total".to_owned(),
+        Some(k) if ["input", "output", "total"].contains(&k.as_str()) => k,
+        Some(k) => return OracleResult::misconfigured(format!("`kind` `{k}` is not input, output or total")),
+    };
+    let mut total = 0u64;
+    let mut seqs = Vec::new();
+    let mut missing = Vec::new();
+    for e in &facts.trace.events {
+        if let EventBody::Inference(i) = &e.body {
+            seqs.push(e.seq);
+            match &i.usage {
+                Some(u) => {
+                    total += match kind.as_str() {
+                        "input" => u.input_tokens,
+                        "output" => u.output_tokens,
+                        _ => u.input_tokens + u.output_tokens,
+                    }
+                }
+                None => missing.push(e.seq),
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return OracleResult::not_evaluable(format!("{} inference(s) lack `usage`", missing.len()), missing);
+    }
+    if total <= limit {
+        OracleResult::pass(format!("{total} {kind} tokens, limit {limit}"), seqs)
+    } else {
+        OracleResult::fail(format!("{total} {kind} tokens exceed the limit of {limit}"), seqs, json!({"limit": limit, "kind": kind}), json!({"tokens": total}))
+    }
+}
+
+/// `tools-offered`: every inference offered exactly (or, with `mode: subset`, only) these tools.
+pub fn tools_offered(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+    let want = params::string_list(spec, "tools");
+    if spec.get("tools").and_then(Value::as_array).is_none() {
+        return OracleResult::misconfigured("no `tools` list");
+    }
+    let subset = match spec.get("mode").and_then(Value::as_str).map(|m| m.trim().to_ascii_lowercase()) {
+        None => false,
+        Some(m) if m == "exact" => false,
+        Some(m) if m == "subset" => true,
+        Some(m) => return OracleResult::misconfigured(format!("`mode` `{m}` is not exact or subset")),
+    };
+    let mut seen = Vec::new();
+    let mut lacking = Vec::new();
+    for e in &facts.trace.events {
+        let EventBody::Inference(i) = &e.body else { continue };
+        seen.push(e.seq);
+        let Some(offered) = &i.tools_offered else {
+            lacking.push(e.seq);
+            continue;
+        };
+        let all_allowed = offered.iter().all(|o| want.iter().any(|w| eq_ci(w, o)));
+        let all_offered = want.iter().all(|w| offered.iter().any(|o| eq_ci(w, o)));
+        if !all_allowed || (!subset && !all_offered) {
+            return OracleResult::fail(
+                format!("the inference at seq {} offered a different tool set", e.seq),
+                vec![e.seq],
+                json!({"tools": want, "mode": if subset { "subset" } else { "exact" }}),
+                json!({"tools_offered": offered.iter().map(|o| o.as_str()).collect::<Vec<_>>()}),
+            );
+        }
+    }
+    if seen.is_empty() {
+        return OracleResult::fail("the trace has no inference", Vec::new(), json!({"tools": want}), Value::Null);
+    }
+    if !lacking.is_empty() {
+        return OracleResult::not_evaluable(format!("{} inference(s) lack `tools_offered`", lacking.len()), lacking);
+    }
+    OracleResult::pass(format!("every inference offered {} tool set", if subset { "a subset of the" } else { "exactly the" }), seen)
+}

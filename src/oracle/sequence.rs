@@ -1,0 +1,401 @@
+//! `tool-sequence`: the actual tool calls against an expected trajectory, in five modes, with
+//! optimal (maximum bipartite) pairing, batch-aware ordering, and argument matching.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::facts::Facts;
+use super::jsoneq::{ArgsMatch, args_match, differing_keys, override_for};
+use super::result::OracleResult;
+use crate::scenario::OracleSpec;
+use crate::trace::EventBody;
+use crate::trace::json::eq_ci;
+
+/// The five comparison modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeqMode {
+    /// Same length, position by position.
+    Exact,
+    /// Expected is a subsequence of actual.
+    InOrder,
+    /// Same length, any order.
+    Unordered,
+    /// Every expected call pairs with a distinct actual call.
+    Superset,
+    /// Every actual call pairs with a distinct expected call.
+    Subset,
+}
+
+impl SeqMode {
+    fn parse(s: &str) -> Option<SeqMode> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "exact" => Some(SeqMode::Exact),
+            "in-order" => Some(SeqMode::InOrder),
+            "unordered" => Some(SeqMode::Unordered),
+            "superset" => Some(SeqMode::Superset),
+            "subset" => Some(SeqMode::Subset),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SeqMode::Exact => "exact",
+            SeqMode::InOrder => "in-order",
+            SeqMode::Unordered => "unordered",
+            SeqMode::Superset => "superset",
+            SeqMode::Subset => "subset",
+        }
+    }
+}
+
+/// One expected call.
+#[derive(Debug, Clone)]
+pub struct ExpectedCall {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments to match; `None` matches any.
+    pub args: Option<Value>,
+}
+
+/// A validated `tool-sequence` configuration.
+#[derive(Debug, Clone)]
+pub struct SeqConfig {
+    /// The mode.
+    pub mode: SeqMode,
+    /// Expected calls.
+    pub expected: Vec<ExpectedCall>,
+    /// Default argument matching.
+    pub args_match: ArgsMatch,
+    /// Per-tool overrides.
+    pub overrides: Vec<(String, ArgsMatch)>,
+    /// `batchOrder: strict`: batches do not relax ordering.
+    pub strict_batches: bool,
+}
+
+/// Reads `calls` (or the `tools` shorthand) into expected calls.
+pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
+    match (spec.get("calls"), spec.get("tools")) {
+        (Some(_), Some(_)) => Err("give exactly one of `calls` and `tools`, not both".into()),
+        (None, None) => Err("no expected calls: give `calls` or `tools`".into()),
+        (Some(Value::Array(calls)), None) => calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let obj = c.as_object().ok_or_else(|| format!("`calls[{i}]` is not an object"))?;
+                let tool = crate::scenario::field(obj, "tool")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| format!("`calls[{i}]` has no `tool`"))?;
+                let args = match crate::scenario::field(obj, "args") {
+                    None => None,
+                    Some(Value::Null) => return Err(format!("`calls[{i}].args` is null; omit it to match any arguments")),
+                    Some(v) => Some(v.clone()),
+                };
+                Ok(ExpectedCall { tool: tool.to_owned(), args })
+            })
+            .collect(),
+        (None, Some(Value::Array(tools))) => tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.as_str()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(|t| ExpectedCall { tool: t.to_owned(), args: None })
+                    .ok_or_else(|| format!("`tools[{i}]` is not a tool name"))
+            })
+            .collect(),
+        (Some(_), None) => Err("`calls` must be an array".into()),
+        (None, Some(_)) => Err("`tools` must be an array of tool names".into()),
+    }
+}
+
+/// `argsMatch` (default `exact`).
+pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
+    match spec.get("argsMatch") {
+        None | Some(Value::Null) => Ok(ArgsMatch::Exact),
+        Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset")),
+        Some(other) => Err(format!("`argsMatch` `{other}` is not a mode name")),
+    }
+}
+
+/// Validates a `tool-sequence` oracle.
+pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
+    let mode = match spec.get("mode") {
+        None | Some(Value::Null) => return Err("`mode` is required (exact, in-order, unordered, superset or subset)".into()),
+        Some(Value::String(s)) => SeqMode::parse(s).ok_or_else(|| format!("`mode` `{s}` is not one of exact, in-order, unordered, superset, subset"))?,
+        Some(other) => return Err(format!("`mode` `{other}` is not a mode name")),
+    };
+    let expected = expected_calls(spec)?;
+    let args_match = args_mode(spec)?;
+    let overrides = match spec.get("argsMatchOverrides") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(tool, v)| ArgsMatch::from_value(v).map(|m| (tool.clone(), m)).map_err(|e| format!("`argsMatchOverrides.{tool}`: {e}")))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("`argsMatchOverrides` must map tool names to a mode or a list of paths".into()),
+    };
+    let strict_batches = match spec.get("batchOrder") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "strict" => true,
+            "any" => false,
+            _ => return Err(format!("`batchOrder` `{s}` is not `strict` or `any`")),
+        },
+        Some(other) => return Err(format!("`batchOrder` `{other}` is not `strict` or `any`")),
+    };
+    Ok(SeqConfig { mode, expected, args_match, overrides, strict_batches })
+}
+
+/// An actual call as the matcher sees it.
+#[derive(Debug, Clone)]
+pub struct ActualCall {
+    /// Its `seq`.
+    pub seq: u64,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as JSON.
+    pub args: Value,
+    /// The inference that planned it together with others, if any.
+    pub batch: Option<u64>,
+}
+
+/// The actual calls of a trace with their batches (the `seq` of the planning inference).
+pub fn actual_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
+    let mut batch_of: HashMap<&str, u64> = HashMap::new();
+    for e in &facts.trace.events {
+        if let EventBody::Inference(i) = &e.body {
+            for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
+                batch_of.insert(c.call_id.as_str(), e.seq);
+            }
+        }
+    }
+    facts
+        .calls
+        .iter()
+        .map(|c| ActualCall {
+            seq: c.event.seq,
+            tool: c.tool.to_string(),
+            args: c.args.value(),
+            batch: batch_of.get(c.call_id.as_str()).copied(),
+        })
+        .collect()
+}
+
+impl SeqConfig {
+    fn matches(&self, e: &ExpectedCall, a: &ActualCall) -> bool {
+        eq_ci(&e.tool, &a.tool)
+            && e.args.as_ref().is_none_or(|ea| {
+                let mode = override_for(&self.overrides, &a.tool).unwrap_or(&self.args_match);
+                args_match(mode, ea, &a.args)
+            })
+    }
+}
+
+/// Maximum bipartite matching preferring low indices (Kuhn's algorithm, left vertices in index
+/// order, candidates in index order). Returns, for each left vertex, its right partner.
+fn max_matching(left: usize, right: usize, ok: &dyn Fn(usize, usize) -> bool) -> Vec<Option<usize>> {
+    fn augment(l: usize, right: usize, ok: &dyn Fn(usize, usize) -> bool, seen: &mut [bool], owner: &mut [Option<usize>]) -> bool {
+        for r in 0..right {
+            if !seen[r] && ok(l, r) {
+                seen[r] = true;
+                if owner[r].is_none_or(|o| augment(o, right, ok, seen, owner)) {
+                    owner[r] = Some(l);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; right];
+    for l in 0..left {
+        let mut seen = vec![false; right];
+        augment(l, right, ok, &mut seen, &mut owner);
+    }
+    let mut partner = vec![None; left];
+    for (r, o) in owner.iter().enumerate() {
+        if let Some(l) = o {
+            partner[*l] = Some(r);
+        }
+    }
+    partner
+}
+
+/// Which call was left unplaced when the oracle failed.
+enum Unplaced {
+    Expected(usize),
+    Actual(usize),
+}
+
+/// Consecutive actual calls of one batch form a block; other calls are blocks of one.
+fn blocks(actual: &[ActualCall], strict: bool) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, a) in actual.iter().enumerate() {
+        match out.last_mut() {
+            Some((_, end)) if !strict && a.batch.is_some() && actual[*end - 1].batch == a.batch => *end = i + 1,
+            _ => out.push((i, i + 1)),
+        }
+    }
+    out
+}
+
+/// Judges the sequence; on success returns the matched actual indices.
+fn decide(cfg: &SeqConfig, actual: &[ActualCall]) -> Result<Vec<usize>, Unplaced> {
+    let e = &cfg.expected;
+    let ok = |i: usize, j: usize| cfg.matches(&e[i], &actual[j]);
+    let whole = |left_is_expected: bool| {
+        if left_is_expected {
+            max_matching(e.len(), actual.len(), &|l, r| ok(l, r))
+        } else {
+            max_matching(actual.len(), e.len(), &|l, r| ok(r, l))
+        }
+    };
+    match cfg.mode {
+        SeqMode::Exact => {
+            for (s, t) in blocks(actual, cfg.strict_batches) {
+                if t > e.len() {
+                    // More actual calls than expected: the first expected-free one is extra,
+                    // unless an expected call inside this block already fails.
+                    if s < e.len() {
+                        let m = max_matching(e.len() - s, t - s, &|l, r| ok(s + l, s + r));
+                        if let Some(l) = m.iter().position(Option::is_none) {
+                            return Err(Unplaced::Expected(s + l));
+                        }
+                    }
+                    return Err(Unplaced::Actual(e.len().max(s)));
+                }
+                let m = max_matching(t - s, t - s, &|l, r| ok(s + l, s + r));
+                if let Some(l) = m.iter().position(Option::is_none) {
+                    return Err(Unplaced::Expected(s + l));
+                }
+            }
+            if actual.len() < e.len() {
+                return Err(Unplaced::Expected(actual.len()));
+            }
+            Ok((0..actual.len()).collect())
+        }
+        SeqMode::InOrder => {
+            let mut j = 0;
+            let mut used = Vec::new();
+            for (s, t) in blocks(actual, cfg.strict_batches) {
+                // Take as many of the next expected calls as fit this block; consuming early
+                // never hurts a subsequence match, so the greedy choice is optimal.
+                for k in (1..=(t - s).min(e.len() - j)).rev() {
+                    let m = max_matching(k, t - s, &|l, r| ok(j + l, s + r));
+                    if m.iter().all(Option::is_some) {
+                        used.extend(m.iter().flatten().map(|r| s + r));
+                        j += k;
+                        break;
+                    }
+                }
+                if j == e.len() {
+                    break;
+                }
+            }
+            if j < e.len() { Err(Unplaced::Expected(j)) } else { Ok(used) }
+        }
+        SeqMode::Unordered | SeqMode::Superset => {
+            let m = whole(true);
+            if let Some(i) = m.iter().position(Option::is_none) {
+                return Err(Unplaced::Expected(i));
+            }
+            let used: Vec<usize> = m.iter().flatten().copied().collect();
+            if cfg.mode == SeqMode::Unordered && actual.len() > e.len() {
+                let first_free = (0..actual.len()).find(|j| !used.contains(j)).unwrap_or(0);
+                return Err(Unplaced::Actual(first_free));
+            }
+            Ok(used)
+        }
+        SeqMode::Subset => {
+            let m = whole(false);
+            match m.iter().position(Option::is_none) {
+                Some(j) => Err(Unplaced::Actual(j)),
+                None => Ok((0..actual.len()).collect()),
+            }
+        }
+    }
+}
+
+fn call_json(tool: &str, args: Option<&Value>) -> Value {
+    match args {
+        Some(a) => json!({"tool": tool, "args": a}),
+        None => json!({"tool": tool}),
+    }
+}
+
+/// Judges a `tool-sequence` oracle.
+pub fn tool_sequence(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+    let cfg = match configure(spec) {
+        Ok(c) => c,
+        Err(e) => return OracleResult::misconfigured(e),
+    };
+    judge_sequence(&cfg, &actual_calls(facts))
+}
+
+/// Judges configured expectations against actual calls.
+pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
+    let mode = cfg.mode.name();
+    match decide(cfg, actual) {
+        Ok(mut used) => {
+            used.sort_unstable();
+            let evidence = used.iter().map(|&j| actual[j].seq).collect();
+            OracleResult::pass(format!("{} expected call(s) matched {} actual call(s) in mode `{mode}`", cfg.expected.len(), actual.len()), evidence)
+        }
+        Err(Unplaced::Expected(i)) => {
+            let e = &cfg.expected[i];
+            let want = call_json(&e.tool, e.args.as_ref());
+            let closest = actual
+                .iter()
+                .filter(|a| eq_ci(&a.tool, &e.tool))
+                .map(|a| (differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args), a))
+                .min_by_key(|(d, a)| (d.len(), a.seq));
+            match closest {
+                Some((diff, a)) => OracleResult::fail(
+                    format!(
+                        "expected call {i} `{}` was not matched in mode `{mode}`; the closest actual call is seq {}{}",
+                        e.tool,
+                        a.seq,
+                        if diff.is_empty() { " (same arguments, wrong position or already paired)".to_owned() } else { format!(", differing in {}", diff.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")) }
+                    ),
+                    vec![a.seq],
+                    json!({"index": i, "call": want}),
+                    json!({"seq": a.seq, "call": call_json(&a.tool, Some(&a.args)), "differs": diff}),
+                ),
+                None => OracleResult::fail(
+                    format!("expected call {i} `{}` was not matched in mode `{mode}`: no call of that tool", e.tool),
+                    Vec::new(),
+                    json!({"index": i, "call": want}),
+                    json!({"tools": actual.iter().map(|a| a.tool.as_str()).collect::<Vec<_>>()}),
+                ),
+            }
+        }
+        Err(Unplaced::Actual(j)) => {
+            let a = &actual[j];
+            let closest = cfg
+                .expected
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| eq_ci(&e.tool, &a.tool))
+                .map(|(i, e)| (differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args), i))
+                .min_by_key(|(d, i)| (d.len(), *i));
+            let found = json!({"seq": a.seq, "call": call_json(&a.tool, Some(&a.args))});
+            let (detail, expected) = match closest {
+                Some((diff, i)) => (
+                    format!("; the closest expected call is {i}{}", if diff.is_empty() { String::new() } else { format!(", differing in {}", diff.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")) }),
+                    json!({"index": i, "call": call_json(&cfg.expected[i].tool, cfg.expected[i].args.as_ref()), "differs": diff}),
+                ),
+                None => (": no expected call of that tool".to_owned(), json!({"tools": cfg.expected.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>()})),
+            };
+            OracleResult::fail(
+                format!("actual call at seq {} `{}` is not allowed in mode `{mode}`{detail}", a.seq, a.tool),
+                vec![a.seq],
+                expected,
+                found,
+            )
+        }
+    }
+}
