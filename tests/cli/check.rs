@@ -202,7 +202,7 @@ fn scenarios_without_oracles_are_errors_not_passes() {
         r["results"][0]["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("has no oracles")
+            .contains("no oracles, so it proves nothing")
     );
 }
 
