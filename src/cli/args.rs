@@ -25,9 +25,31 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Show how traces drifted from their approved baselines, or between two recordings.
     Diff(DiffArgs),
+    /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
+    Gates(GatesArgs),
     /// Review approved baselines: list, accept or reject pending ones, or approve current traces.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+}
+
+/// `gates` flags.
+#[derive(Debug, Args)]
+pub struct GatesArgs {
+    /// Directories or files holding scenarios (and, for `--strength`, their traces).
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// A harness suite directory of scenarios (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Also measure oracle strength by mutating each passing trace.
+    #[arg(long)]
+    pub strength: bool,
+    /// Scenarios whose strength is below this fail the gate.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
+    pub min_strength: f64,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// `--ci` / `--no-ci`.

@@ -143,8 +143,9 @@ pub fn check(
             .install(judge_all),
         None => judge_all(),
     };
-    let traces = trace_rows.len();
     let mut rows: Vec<ResultRow> = trace_rows.into_iter().flatten().collect();
+    // Traces in scope: every row read from a trace file (filtered-out traces have no row).
+    let traces = rows.len();
 
     let seen: HashSet<String> = rows
         .iter()

@@ -40,9 +40,19 @@ impl std::fmt::Display for GateProblem {
 }
 
 const TOOL_TAGS: &[&str] = &["tool-use", "tool", "tools"];
-const TOOL_ORACLES: &[&str] = &["tool-called", "tool-not-called", "tool-sequence", "tool-args", "max-tool-calls"];
+const TOOL_ORACLES: &[&str] = &[
+    "tool-called",
+    "tool-not-called",
+    "tool-sequence",
+    "tool-args",
+    "max-tool-calls",
+];
 const APPROVAL_TAGS: &[&str] = &["approval", "safety", "security"];
-const APPROVAL_ORACLES: &[&str] = &["approval-required", "approval-not-required", "no-unsafe-tool"];
+const APPROVAL_ORACLES: &[&str] = &[
+    "approval-required",
+    "approval-not-required",
+    "no-unsafe-tool",
+];
 
 /// The gate problems of one scenario on its own (duplicates are a suite-level rule).
 pub fn scenario_problems(s: &Scenario) -> Vec<String> {
@@ -55,12 +65,21 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
     }
     for (index, written, message) in misconfigurations(s) {
         match canonical_type(&written) {
-            Some(_) => out.push(format!("oracle {index} (`{written}`): {}", message.trim_start_matches("misconfigured: "))),
+            Some(_) => out.push(format!(
+                "oracle {index} (`{written}`): {}",
+                message.trim_start_matches("misconfigured: ")
+            )),
             None if written.is_empty() => out.push(format!("oracle {index} has no `type`")),
-            None => out.push(format!("oracle {index} has unknown type `{written}` (judged as `unknown:{written}`)")),
+            None => out.push(format!(
+                "oracle {index} has unknown type `{written}` (judged as `unknown:{written}`)"
+            )),
         }
     }
-    let types: Vec<&str> = s.oracles.iter().filter_map(|o| canonical_type(o.type_name())).collect();
+    let types: Vec<&str> = s
+        .oracles
+        .iter()
+        .filter_map(|o| canonical_type(o.type_name()))
+        .collect();
     if TOOL_TAGS.iter().any(|t| s.has_tag(t))
         && s.expected.must_call_tools.is_empty()
         && s.expected.must_not_call_tools.is_empty()
@@ -68,7 +87,8 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
     {
         out.push("is tagged as tool use but has no tool oracle (tool-called, tool-not-called, tool-sequence, tool-args, max-tool-calls) and no `expected.mustCallTools`/`mustNotCallTools`".to_owned());
     }
-    let approval_scoped = APPROVAL_TAGS.iter().any(|t| s.has_tag(t)) || s.expected.requires_approval.is_some();
+    let approval_scoped =
+        APPROVAL_TAGS.iter().any(|t| s.has_tag(t)) || s.expected.requires_approval.is_some();
     if approval_scoped && !types.iter().any(|t| APPROVAL_ORACLES.contains(t)) {
         out.push("is about approvals or safety but has no approval-required, approval-not-required or no-unsafe-tool oracle".to_owned());
     }
@@ -83,31 +103,57 @@ pub fn check_gates(loaded: &LoadedScenarios) -> Vec<GateProblem> {
     let mut out = Vec::new();
     for e in &loaded.errors {
         let (line, column) = match e {
-            crate::scenario::ScenarioError::Parse { line, column, .. } => (Some(*line), Some(*column)),
+            crate::scenario::ScenarioError::Parse { line, column, .. } => {
+                (Some(*line), Some(*column))
+            }
             _ => (None, None),
         };
         let message = e.detail();
-        out.push(GateProblem { file: display_path(e.path()), scenario: None, line, column, message });
+        out.push(GateProblem {
+            file: display_path(e.path()),
+            scenario: None,
+            line,
+            column,
+            message,
+        });
     }
     if loaded.scenarios.is_empty() {
-        out.push(GateProblem { file: ".".into(), scenario: None, line: None, column: None, message: "no scenarios found".into() });
+        out.push(GateProblem {
+            file: ".".into(),
+            scenario: None,
+            line: None,
+            column: None,
+            message: "no scenarios found".into(),
+        });
     }
     let mut by_id: BTreeMap<String, Vec<&Scenario>> = BTreeMap::new();
     for s in &loaded.scenarios {
         by_id.entry(s.id.to_lowercase()).or_default().push(s);
         for message in scenario_problems(s) {
-            out.push(GateProblem { file: display_path(&s.file), scenario: Some(s.id.clone()), line: None, column: None, message });
+            out.push(GateProblem {
+                file: display_path(&s.file),
+                scenario: Some(s.id.clone()),
+                line: None,
+                column: None,
+                message,
+            });
         }
     }
     for group in by_id.values().filter(|g| g.len() > 1) {
-        let files: Vec<String> = group.iter().map(|s| format!("`{}`", display_path(&s.file))).collect();
+        let files: Vec<String> = group
+            .iter()
+            .map(|s| format!("`{}`", display_path(&s.file)))
+            .collect();
         for s in group {
             out.push(GateProblem {
                 file: display_path(&s.file),
                 scenario: Some(s.id.clone()),
                 line: None,
                 column: None,
-                message: format!("duplicate id (ids are unique case-insensitively; defined in {})", files.join(", ")),
+                message: format!(
+                    "duplicate id (ids are unique case-insensitively; defined in {})",
+                    files.join(", ")
+                ),
             });
         }
     }

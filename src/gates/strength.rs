@@ -42,7 +42,12 @@ fn renumber(mut events: Vec<Event<'_>>) -> Vec<Event<'_>> {
 }
 
 fn call_positions(events: &[Event<'_>]) -> Vec<usize> {
-    events.iter().enumerate().filter(|(_, e)| matches!(e.body, EventBody::ToolCall { .. })).map(|(i, _)| i).collect()
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.body, EventBody::ToolCall { .. }))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 fn call_id_of<'e>(e: &'e Event<'_>) -> Option<&'e str> {
@@ -87,7 +92,13 @@ pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
             let body_a = m[a].body.clone();
             m[a].body = m[b].body.clone();
             m[b].body = body_a;
-            out.push((format!("swap-adjacent-calls (seq {} and {})", events[a].seq, events[b].seq), m));
+            out.push((
+                format!(
+                    "swap-adjacent-calls (seq {} and {})",
+                    events[a].seq, events[b].seq
+                ),
+                m,
+            ));
         }
     }
     for &i in &calls {
@@ -99,7 +110,11 @@ pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
         let at = events
             .iter()
             .position(|e| matches!(e.body, EventBody::FinalAnswer { .. }))
-            .or_else(|| events.iter().position(|e| matches!(e.body, EventBody::RunEnd { .. })))
+            .or_else(|| {
+                events
+                    .iter()
+                    .position(|e| matches!(e.body, EventBody::RunEnd { .. }))
+            })
             .unwrap_or(events.len());
         let mut m = events.to_vec();
         m.insert(
@@ -111,7 +126,9 @@ pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
                 body: EventBody::ToolCall {
                     call_id: Str::from("mutant-shell"),
                     tool: Str::from("shell"),
-                    args: Args::Object(Json::from_value(&serde_json::json!({"command": "rm -rf /"}))),
+                    args: Args::Object(Json::from_value(
+                        &serde_json::json!({"command": "rm -rf /"}),
+                    )),
                 },
             },
         );
@@ -129,7 +146,11 @@ pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
         for e in &mut m {
             match &mut e.body {
                 EventBody::FinalAnswer { text } => *text = Str::from(UNRELATED),
-                EventBody::Message { text, phase: crate::trace::Phase::Final, .. } => *text = Str::from(UNRELATED),
+                EventBody::Message {
+                    text,
+                    phase: crate::trace::Phase::Final,
+                    ..
+                } => *text = Str::from(UNRELATED),
                 EventBody::MessageEdit { text, .. } => *text = Str::from(UNRELATED),
                 _ => {}
             }
@@ -138,45 +159,99 @@ pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
     }
     {
         let mut m = events.to_vec();
-        match m.iter_mut().find(|e| matches!(e.body, EventBody::RunEnd { .. })) {
-            Some(e) => e.body = EventBody::RunEnd { status: RunStatus::Failed, error: None },
-            None => m.push(Event { seq: 0, ts_ms: None, line: 0, body: EventBody::RunEnd { status: RunStatus::Failed, error: None } }),
+        match m
+            .iter_mut()
+            .find(|e| matches!(e.body, EventBody::RunEnd { .. }))
+        {
+            Some(e) => {
+                e.body = EventBody::RunEnd {
+                    status: RunStatus::Failed,
+                    error: None,
+                }
+            }
+            None => m.push(Event {
+                seq: 0,
+                ts_ms: None,
+                line: 0,
+                body: EventBody::RunEnd {
+                    status: RunStatus::Failed,
+                    error: None,
+                },
+            }),
         }
         out.push(("mark-failed".to_owned(), m));
     }
     for &i in &calls {
-        let EventBody::ToolCall { call_id, tool, args } = &events[i].body else { continue };
-        let Value::Object(mut obj) = args.value() else { continue };
-        let Some(first) = obj.keys().next().cloned() else { continue };
+        let EventBody::ToolCall {
+            call_id,
+            tool,
+            args,
+        } = &events[i].body
+        else {
+            continue;
+        };
+        let Value::Object(mut obj) = args.value() else {
+            continue;
+        };
+        let Some(first) = obj.keys().next().cloned() else {
+            continue;
+        };
         let new = changed(&obj[&first]);
         obj.insert(first.clone(), new);
         let mut m = events.to_vec();
-        m[i].body = EventBody::ToolCall { call_id: call_id.clone(), tool: tool.clone(), args: Args::Object(Json::from_value(&obj)) };
-        out.push((format!("change-argument (seq {}, `{first}`)", events[i].seq), m));
+        m[i].body = EventBody::ToolCall {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            args: Args::Object(Json::from_value(&obj)),
+        };
+        out.push((
+            format!("change-argument (seq {}, `{first}`)", events[i].seq),
+            m,
+        ));
     }
-    out.into_iter().map(|(name, m)| (name, renumber(m))).collect()
+    out.into_iter()
+        .map(|(name, m)| (name, renumber(m)))
+        .collect()
 }
 
 fn fingerprint(events: &[Event<'_>]) -> String {
-    events.iter().map(|e| serde_json::to_string(&e.body_only()).unwrap_or_default()).collect::<Vec<_>>().join("\n")
+    events
+        .iter()
+        .map(|e| serde_json::to_string(&e.body_only()).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Event<'_> {
     /// The event with `seq`, time and line cleared, for comparing content.
     fn body_only(&self) -> Event<'_> {
-        Event { seq: 0, ts_ms: None, line: 0, body: self.body.clone() }
+        Event {
+            seq: 0,
+            ts_ms: None,
+            line: 0,
+            body: self.body.clone(),
+        }
     }
 }
 
 /// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`.
 fn declared_pass(scenario: &Scenario, trace: &Trace<'_>) -> bool {
-    judge(scenario, trace).iter().filter(|r| r.index.is_some()).all(|r| r.verdict == Verdict::Pass)
+    judge(scenario, trace)
+        .iter()
+        .filter(|r| r.index.is_some())
+        .all(|r| r.verdict == Verdict::Pass)
 }
 
 impl Strength {
     /// An empty measurement for `scenario`.
     pub fn new(scenario: &Scenario) -> Strength {
-        Strength { scenario: scenario.id.clone(), caught: 0, total: 0, traces: 0, survived: Vec::new() }
+        Strength {
+            scenario: scenario.id.clone(),
+            caught: 0,
+            total: 0,
+            traces: 0,
+            survived: Vec::new(),
+        }
     }
 
     /// Mutates one passing trace of the scenario (named `name` in reports) and counts catches.
@@ -188,7 +263,10 @@ impl Strength {
                 continue;
             }
             self.total += 1;
-            let mutant = Trace { header: trace.header.clone(), events };
+            let mutant = Trace {
+                header: trace.header.clone(),
+                events,
+            };
             if declared_pass(scenario, &mutant) {
                 self.survived.push(format!("{op} in `{name}`"));
             } else {

@@ -27,24 +27,45 @@ pub fn tool_args(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         Ok(m) => m,
         Err(e) => return OracleResult::misconfigured(e),
     };
-    let calls: Vec<_> = facts.calls.iter().filter(|c| eq_ci(c.tool, &tool)).collect();
+    let calls: Vec<_> = facts
+        .calls
+        .iter()
+        .filter(|c| eq_ci(c.tool, &tool))
+        .collect();
     if calls.is_empty() {
-        return OracleResult::fail(format!("`{tool}` was never called"), Vec::new(), json!({"tool": tool, "args": expected}), json!({"calls": 0}));
+        return OracleResult::fail(
+            format!("`{tool}` was never called"),
+            Vec::new(),
+            json!({"tool": tool, "args": expected}),
+            json!({"calls": 0}),
+        );
     }
     let mut closest: Option<(Vec<String>, u64, Value)> = None;
     for c in &calls {
         let actual = c.args.value();
         if args_match(&mode, &expected, &actual) {
-            return OracleResult::pass(format!("`{tool}` at seq {} has the expected arguments", c.event.seq), vec![c.event.seq]);
+            return OracleResult::pass(
+                format!("`{tool}` at seq {} has the expected arguments", c.event.seq),
+                vec![c.event.seq],
+            );
         }
         let diff = differing_keys(&expected, &actual);
-        if closest.as_ref().is_none_or(|(d, _, _)| diff.len() < d.len()) {
+        if closest
+            .as_ref()
+            .is_none_or(|(d, _, _)| diff.len() < d.len())
+        {
             closest = Some((diff, c.event.seq, actual));
         }
     }
     let (diff, seq, actual) = closest.expect("at least one call");
     OracleResult::fail(
-        format!("no call of `{tool}` has the expected arguments; the closest is seq {seq}, differing in {}", diff.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")),
+        format!(
+            "no call of `{tool}` has the expected arguments; the closest is seq {seq}, differing in {}",
+            diff.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         vec![seq],
         json!({"tool": tool, "args": expected}),
         json!({"seq": seq, "args": actual, "differs": diff}),
@@ -61,13 +82,23 @@ struct ResultView<'t, 'a> {
 }
 
 fn results<'t, 'a>(facts: &'t Facts<'t, 'a>) -> Vec<ResultView<'t, 'a>> {
-    let tool_of: HashMap<&str, &str> = facts.calls.iter().map(|c| (c.call_id.as_str(), c.tool.as_str())).collect();
+    let tool_of: HashMap<&str, &str> = facts
+        .calls
+        .iter()
+        .map(|c| (c.call_id.as_str(), c.tool.as_str()))
+        .collect();
     facts
         .trace
         .events
         .iter()
         .filter_map(|e| match &e.body {
-            EventBody::ToolResult { call_id, ok, output, error, .. } => Some(ResultView {
+            EventBody::ToolResult {
+                call_id,
+                ok,
+                output,
+                error,
+                ..
+            } => Some(ResultView {
                 seq: e.seq,
                 tool: tool_of.get(call_id.as_str()).copied(),
                 ok: *ok,
@@ -83,18 +114,42 @@ fn results<'t, 'a>(facts: &'t Facts<'t, 'a>) -> Vec<ResultView<'t, 'a>> {
 pub fn tool_succeeded(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     let tool = params::tool(spec);
     let all = results(facts);
-    let subject: Vec<&ResultView> = all.iter().filter(|r| tool.as_deref().is_none_or(|t| r.tool.is_some_and(|rt| eq_ci(rt, t)))).collect();
-    let what = tool.as_ref().map_or_else(|| "any tool".to_owned(), |t| format!("`{t}`"));
+    let subject: Vec<&ResultView> = all
+        .iter()
+        .filter(|r| {
+            tool.as_deref()
+                .is_none_or(|t| r.tool.is_some_and(|rt| eq_ci(rt, t)))
+        })
+        .collect();
+    let what = tool
+        .as_ref()
+        .map_or_else(|| "any tool".to_owned(), |t| format!("`{t}`"));
     if subject.is_empty() {
-        return OracleResult::fail(format!("no result of {what}"), Vec::new(), json!("a successful result"), json!({"results": 0}));
+        return OracleResult::fail(
+            format!("no result of {what}"),
+            Vec::new(),
+            json!("a successful result"),
+            json!({"results": 0}),
+        );
     }
-    let failed: Vec<&&ResultView> = subject.iter().filter(|r| !r.ok || r.error.is_some_and(|e| !e.is_empty())).collect();
+    let failed: Vec<&&ResultView> = subject
+        .iter()
+        .filter(|r| !r.ok || r.error.is_some_and(|e| !e.is_empty()))
+        .collect();
     if failed.is_empty() {
-        return OracleResult::pass(format!("{} result(s) of {what} succeeded", subject.len()), subject.iter().map(|r| r.seq).collect());
+        return OracleResult::pass(
+            format!("{} result(s) of {what} succeeded", subject.len()),
+            subject.iter().map(|r| r.seq).collect(),
+        );
     }
     let first = failed[0];
     OracleResult::fail(
-        format!("{} of {} result(s) of {what} failed; the first at seq {}", failed.len(), subject.len(), first.seq),
+        format!(
+            "{} of {} result(s) of {what} failed; the first at seq {}",
+            failed.len(),
+            subject.len(),
+            first.seq
+        ),
         failed.iter().map(|r| r.seq).collect(),
         json!("every result ok with no error"),
         json!({"seq": first.seq, "ok": first.ok, "error": first.error}),
@@ -104,16 +159,30 @@ pub fn tool_succeeded(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult 
 /// `tool-result-contains`: some result of `tool` contains `value` (in a string output as is,
 /// else in the output's compact JSON, or in `error`).
 pub fn tool_result_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = spec.get("tool").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned) else {
+    let Some(tool) = spec
+        .get("tool")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+    else {
         return OracleResult::misconfigured("no `tool`");
     };
     let Some(value) = params::text(spec) else {
         return OracleResult::misconfigured("no `value` to look for");
     };
     let all = results(facts);
-    let subject: Vec<&ResultView> = all.iter().filter(|r| r.tool.is_some_and(|t| eq_ci(t, &tool))).collect();
+    let subject: Vec<&ResultView> = all
+        .iter()
+        .filter(|r| r.tool.is_some_and(|t| eq_ci(t, &tool)))
+        .collect();
     if subject.is_empty() {
-        return OracleResult::fail(format!("no result of `{tool}`"), Vec::new(), json!({"contains": value}), json!({"results": 0}));
+        return OracleResult::fail(
+            format!("no result of `{tool}`"),
+            Vec::new(),
+            json!({"contains": value}),
+            json!({"results": 0}),
+        );
     }
     let mut texts = Vec::new();
     for r in &subject {
@@ -121,18 +190,28 @@ pub fn tool_result_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleR
         if let Some(o) = r.output {
             let raw = o.raw();
             // A string output is searched as the text it holds, not its JSON escaping.
-            hay.push(if raw.starts_with('"') { serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned()) } else { raw.to_owned() });
+            hay.push(if raw.starts_with('"') {
+                serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned())
+            } else {
+                raw.to_owned()
+            });
         }
         if let Some(e) = r.error {
             hay.push(e.to_owned());
         }
         if hay.iter().any(|h| contains_ci(h, &value)) {
-            return OracleResult::pass(format!("the result at seq {} contains `{value}`", r.seq), vec![r.seq]);
+            return OracleResult::pass(
+                format!("the result at seq {} contains `{value}`", r.seq),
+                vec![r.seq],
+            );
         }
         texts.extend(hay);
     }
     if texts.is_empty() {
-        return OracleResult::not_evaluable(format!("no result of `{tool}` has an `output` or `error`"), subject.iter().map(|r| r.seq).collect());
+        return OracleResult::not_evaluable(
+            format!("no result of `{tool}` has an `output` or `error`"),
+            subject.iter().map(|r| r.seq).collect(),
+        );
     }
     OracleResult::fail(
         format!("no result of `{tool}` contains `{value}`"),
@@ -151,13 +230,27 @@ pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
     let mut call_at: HashMap<&str, u64> = HashMap::new();
     for c in &facts.calls {
         if c.call_id.is_empty() {
-            problems.push((c.event.seq, format!("the call at seq {} has an empty call id", c.event.seq)));
+            problems.push((
+                c.event.seq,
+                format!("the call at seq {} has an empty call id", c.event.seq),
+            ));
         } else if call_at.insert(c.call_id.as_str(), c.event.seq).is_some() {
-            problems.push((c.event.seq, format!("call id `{}` is used by more than one call (again at seq {})", c.call_id, c.event.seq)));
+            problems.push((
+                c.event.seq,
+                format!(
+                    "call id `{}` is used by more than one call (again at seq {})",
+                    c.call_id, c.event.seq
+                ),
+            ));
         }
     }
     if facts.calls.is_empty() {
-        return OracleResult::fail("the trace has no tool call to link", Vec::new(), json!("tool calls linked to their results"), json!({"tool_calls": 0}));
+        return OracleResult::fail(
+            "the trace has no tool call to link",
+            Vec::new(),
+            json!("tool calls linked to their results"),
+            json!({"tool_calls": 0}),
+        );
     }
     let mut results_of: HashMap<&str, Vec<u64>> = HashMap::new();
     let mut result_at: HashMap<&str, u64> = HashMap::new();
@@ -169,8 +262,20 @@ pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
             EventBody::ToolResult { call_id, .. } => {
                 match call_at.get(call_id.as_str()) {
                     Some(&at) if at < e.seq => {}
-                    Some(_) => problems.push((e.seq, format!("the result at seq {} comes before its call `{call_id}`", e.seq))),
-                    None => problems.push((e.seq, format!("the result at seq {} names call id `{call_id}`, which no call has", e.seq))),
+                    Some(_) => problems.push((
+                        e.seq,
+                        format!(
+                            "the result at seq {} comes before its call `{call_id}`",
+                            e.seq
+                        ),
+                    )),
+                    None => problems.push((
+                        e.seq,
+                        format!(
+                            "the result at seq {} names call id `{call_id}`, which no call has",
+                            e.seq
+                        ),
+                    )),
                 }
                 results_of.entry(call_id.as_str()).or_default().push(e.seq);
                 result_at.entry(call_id.as_str()).or_insert(e.seq);
@@ -195,8 +300,20 @@ pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
     for c in &facts.calls {
         match results_of.get(c.call_id.as_str()).map_or(0, Vec::len) {
             1 => {}
-            0 => problems.push((c.event.seq, format!("the call `{}` at seq {} has no result", c.call_id, c.event.seq))),
-            n => problems.push((c.event.seq, format!("the call `{}` at seq {} has {n} results", c.call_id, c.event.seq))),
+            0 => problems.push((
+                c.event.seq,
+                format!(
+                    "the call `{}` at seq {} has no result",
+                    c.call_id, c.event.seq
+                ),
+            )),
+            n => problems.push((
+                c.event.seq,
+                format!(
+                    "the call `{}` at seq {} has {n} results",
+                    c.call_id, c.event.seq
+                ),
+            )),
         }
     }
     for (seq, id) in &planned {
@@ -208,20 +325,47 @@ pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
         for (id, at) in &result_at {
             match consumed.get(id).map_or(0, Vec::len) {
                 1 => {}
-                0 => problems.push((*at, format!("the result at seq {at} (`{id}`) is never consumed by a later inference"))),
-                n => problems.push((*at, format!("the result at seq {at} (`{id}`) is consumed {n} times"))),
+                0 => problems.push((
+                    *at,
+                    format!(
+                        "the result at seq {at} (`{id}`) is never consumed by a later inference"
+                    ),
+                )),
+                n => problems.push((
+                    *at,
+                    format!("the result at seq {at} (`{id}`) is consumed {n} times"),
+                )),
             }
         }
     }
     if problems.is_empty() {
-        let mut seqs: Vec<u64> = call_at.values().chain(result_at.values()).copied().collect();
+        let mut seqs: Vec<u64> = call_at
+            .values()
+            .chain(result_at.values())
+            .copied()
+            .collect();
         seqs.sort_unstable();
-        return OracleResult::pass(format!("{} call(s) each linked to exactly one result", facts.calls.len()), seqs);
+        return OracleResult::pass(
+            format!(
+                "{} call(s) each linked to exactly one result",
+                facts.calls.len()
+            ),
+            seqs,
+        );
     }
     problems.sort();
     problems.dedup();
     OracleResult::fail(
-        format!("{} link problem(s): {}", problems.len(), problems.iter().take(3).map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ")),
+        format!(
+            "{} link problem(s): {}",
+            problems.len(),
+            problems
+                .iter()
+                .take(3)
+                .map(|(_, m)| m.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
         problems.iter().map(|(s, _)| *s).collect(),
         json!("every call linked to exactly one later result"),
         json!(problems.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>()),

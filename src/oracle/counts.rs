@@ -25,7 +25,11 @@ fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
         Some(v) => v
             .as_u64()
             .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f as u64)
+            })
             .map(Some)
             .ok_or_else(|| format!("`{name}` must be a non-negative integer, got `{v}`")),
     }
@@ -33,12 +37,20 @@ fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
 
 /// Reads `count` or `min`/`max` (not both kinds).
 pub fn range(spec: &OracleSpec) -> Result<Range, String> {
-    let (count, min, max) = (bound(spec, "count")?, bound(spec, "min")?, bound(spec, "max")?);
+    let (count, min, max) = (
+        bound(spec, "count")?,
+        bound(spec, "min")?,
+        bound(spec, "max")?,
+    );
     match (count, min, max) {
-        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err("give `count` or `min`/`max`, not both".into()),
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            Err("give `count` or `min`/`max`, not both".into())
+        }
         (Some(c), None, None) => Ok(Range::Count(c)),
         (None, None, None) => Err("no bound: give `count`, `min` or `max`".into()),
-        (None, Some(lo), Some(hi)) if lo > hi => Err(format!("`min` {lo} is greater than `max` {hi}")),
+        (None, Some(lo), Some(hi)) if lo > hi => {
+            Err(format!("`min` {lo} is greater than `max` {hi}"))
+        }
         (None, lo, hi) => Ok(Range::Bounds(lo, hi)),
     }
 }
@@ -65,7 +77,12 @@ fn counted(what: &str, range: Range, seqs: Vec<u64>) -> OracleResult {
     if range.holds(n) {
         OracleResult::pass(format!("{n} {what}, within {}", range.describe()), seqs)
     } else {
-        OracleResult::fail(format!("{n} {what}, outside {}", range.describe()), seqs, range.describe(), json!({"count": n}))
+        OracleResult::fail(
+            format!("{n} {what}, outside {}", range.describe()),
+            seqs,
+            range.describe(),
+            json!({"count": n}),
+        )
     }
 }
 
@@ -75,13 +92,24 @@ pub fn request_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         Ok(r) => r,
         Err(e) => return OracleResult::misconfigured(e),
     };
-    let seqs = facts.trace.events.iter().filter(|e| matches!(e.body, EventBody::Inference(_))).map(|e| e.seq).collect();
+    let seqs = facts
+        .trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::Inference(_)))
+        .map(|e| e.seq)
+        .collect();
     counted("model request(s)", range, seqs)
 }
 
 /// `step-count`: the number of events of `kind` (normalised) is in range.
 pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(kind) = spec.get("kind").and_then(Value::as_str).map(str::trim).filter(|k| !k.is_empty()) else {
+    let Some(kind) = spec
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    else {
         return OracleResult::misconfigured("no `kind` to count");
     };
     let range = match range(spec) {
@@ -89,7 +117,13 @@ pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         Err(e) => return OracleResult::misconfigured(e),
     };
     let want = normalize_kind(kind).map_or_else(|| squash(kind), squash);
-    let seqs = facts.trace.events.iter().filter(|e| squash(e.body.kind()) == want).map(|e| e.seq).collect();
+    let seqs = facts
+        .trace
+        .events
+        .iter()
+        .filter(|e| squash(e.body.kind()) == want)
+        .map(|e| e.seq)
+        .collect();
     counted(&format!("`{kind}` event(s)"), range, seqs)
 }
 
@@ -121,7 +155,9 @@ pub fn phase_param(spec: &OracleSpec) -> Result<Option<Phase>, String> {
     match spec.get("phase") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => Phase::parse(&s.trim().to_ascii_lowercase()).map(Some).ok_or_else(|| format!("`phase` `{s}` is not `preview` or `final`")),
+        Some(Value::String(s)) => Phase::parse(&s.trim().to_ascii_lowercase())
+            .map(Some)
+            .ok_or_else(|| format!("`phase` `{s}` is not `preview` or `final`")),
         Some(other) => Err(format!("`phase` `{other}` is not `preview` or `final`")),
     }
 }
@@ -130,13 +166,25 @@ pub fn phase_param(spec: &OracleSpec) -> Result<Option<Phase>, String> {
 pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     let limit = match params::limit(spec) {
         params::Limit::Valid(n) => n,
-        params::Limit::Invalid(bad) => return OracleResult::misconfigured(format!("limit `{bad}` is not a non-negative integer")),
+        params::Limit::Invalid(bad) => {
+            return OracleResult::misconfigured(format!(
+                "limit `{bad}` is not a non-negative integer"
+            ));
+        }
         params::Limit::Missing => return OracleResult::misconfigured("no `limit`"),
     };
-    let kind = match spec.get("kind").and_then(Value::as_str).map(|k| k.trim().to_ascii_lowercase()) {
+    let kind = match spec
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(|k| k.trim().to_ascii_lowercase())
+    {
         None => "total".to_owned(),
         Some(k) if ["input", "output", "total"].contains(&k.as_str()) => k,
-        Some(k) => return OracleResult::misconfigured(format!("`kind` `{k}` is not input, output or total")),
+        Some(k) => {
+            return OracleResult::misconfigured(format!(
+                "`kind` `{k}` is not input, output or total"
+            ));
+        }
     };
     let mut total = 0u64;
     let mut seqs = Vec::new();
@@ -157,12 +205,20 @@ pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         }
     }
     if !missing.is_empty() {
-        return OracleResult::not_evaluable(format!("{} inference(s) lack `usage`", missing.len()), missing);
+        return OracleResult::not_evaluable(
+            format!("{} inference(s) lack `usage`", missing.len()),
+            missing,
+        );
     }
     if total <= limit {
         OracleResult::pass(format!("{total} {kind} tokens, limit {limit}"), seqs)
     } else {
-        OracleResult::fail(format!("{total} {kind} tokens exceed the limit of {limit}"), seqs, json!({"limit": limit, "kind": kind}), json!({"tokens": total}))
+        OracleResult::fail(
+            format!("{total} {kind} tokens exceed the limit of {limit}"),
+            seqs,
+            json!({"limit": limit, "kind": kind}),
+            json!({"tokens": total}),
+        )
     }
 }
 
@@ -172,16 +228,24 @@ pub fn tools_offered(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     if spec.get("tools").and_then(Value::as_array).is_none() {
         return OracleResult::misconfigured("no `tools` list");
     }
-    let subset = match spec.get("mode").and_then(Value::as_str).map(|m| m.trim().to_ascii_lowercase()) {
+    let subset = match spec
+        .get("mode")
+        .and_then(Value::as_str)
+        .map(|m| m.trim().to_ascii_lowercase())
+    {
         None => false,
         Some(m) if m == "exact" => false,
         Some(m) if m == "subset" => true,
-        Some(m) => return OracleResult::misconfigured(format!("`mode` `{m}` is not exact or subset")),
+        Some(m) => {
+            return OracleResult::misconfigured(format!("`mode` `{m}` is not exact or subset"));
+        }
     };
     let mut seen = Vec::new();
     let mut lacking = Vec::new();
     for e in &facts.trace.events {
-        let EventBody::Inference(i) = &e.body else { continue };
+        let EventBody::Inference(i) = &e.body else {
+            continue;
+        };
         seen.push(e.seq);
         let Some(offered) = &i.tools_offered else {
             lacking.push(e.seq);
@@ -191,7 +255,10 @@ pub fn tools_offered(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         let all_offered = want.iter().all(|w| offered.iter().any(|o| eq_ci(w, o)));
         if !all_allowed || (!subset && !all_offered) {
             return OracleResult::fail(
-                format!("the inference at seq {} offered a different tool set", e.seq),
+                format!(
+                    "the inference at seq {} offered a different tool set",
+                    e.seq
+                ),
                 vec![e.seq],
                 json!({"tools": want, "mode": if subset { "subset" } else { "exact" }}),
                 json!({"tools_offered": offered.iter().map(|o| o.as_str()).collect::<Vec<_>>()}),
@@ -199,10 +266,28 @@ pub fn tools_offered(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         }
     }
     if seen.is_empty() {
-        return OracleResult::fail("the trace has no inference", Vec::new(), json!({"tools": want}), Value::Null);
+        return OracleResult::fail(
+            "the trace has no inference",
+            Vec::new(),
+            json!({"tools": want}),
+            Value::Null,
+        );
     }
     if !lacking.is_empty() {
-        return OracleResult::not_evaluable(format!("{} inference(s) lack `tools_offered`", lacking.len()), lacking);
+        return OracleResult::not_evaluable(
+            format!("{} inference(s) lack `tools_offered`", lacking.len()),
+            lacking,
+        );
     }
-    OracleResult::pass(format!("every inference offered {} tool set", if subset { "a subset of the" } else { "exactly the" }), seen)
+    OracleResult::pass(
+        format!(
+            "every inference offered {} tool set",
+            if subset {
+                "a subset of the"
+            } else {
+                "exactly the"
+            }
+        ),
+        seen,
+    )
 }

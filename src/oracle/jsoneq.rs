@@ -9,7 +9,9 @@ use serde_json::{Map, Number, Value};
 use crate::trace::json::eq_ci;
 
 fn as_integer(n: &Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
 }
 
 fn num_eq(a: &Number, b: &Number) -> bool {
@@ -31,8 +33,14 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Number(x), Value::Number(y)) => num_eq(x, y),
         (Value::String(x), Value::String(y)) => x == y,
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w))),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
         _ => false,
     }
 }
@@ -67,13 +75,22 @@ impl ArgsMatch {
     /// Reads an `argsMatch` value or an override: a mode name or a list of dot-paths.
     pub fn from_value(v: &Value) -> Result<ArgsMatch, String> {
         match v {
-            Value::String(s) => ArgsMatch::parse(s).ok_or_else(|| format!("`{s}` is not an argsMatch mode (exact, ignore, superset, subset)")),
+            Value::String(s) => ArgsMatch::parse(s).ok_or_else(|| {
+                format!("`{s}` is not an argsMatch mode (exact, ignore, superset, subset)")
+            }),
             Value::Array(items) => items
                 .iter()
-                .map(|i| i.as_str().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).ok_or_else(|| "override paths must be non-blank strings".to_owned()))
+                .map(|i| {
+                    i.as_str()
+                        .map(|s| s.trim().to_owned())
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| "override paths must be non-blank strings".to_owned())
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map(ArgsMatch::Paths),
-            other => Err(format!("`{other}` is not an argsMatch mode or a list of paths")),
+            other => Err(format!(
+                "`{other}` is not an argsMatch mode or a list of paths"
+            )),
         }
     }
 }
@@ -90,7 +107,8 @@ pub fn resolve_path<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
 fn keys_in(from: &Map<String, Value>, into: &Value) -> bool {
     let empty = Map::new();
     let into = into.as_object().unwrap_or(&empty);
-    from.iter().all(|(k, v)| into.get(k).is_some_and(|w| json_eq(v, w)))
+    from.iter()
+        .all(|(k, v)| into.get(k).is_some_and(|w| json_eq(v, w)))
 }
 
 /// Whether actual arguments `actual` satisfy `expected` under `mode`.
@@ -106,11 +124,15 @@ pub fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
             Value::Object(a) => keys_in(a, expected),
             other => json_eq(expected, other),
         },
-        ArgsMatch::Paths(paths) => paths.iter().all(|p| match (resolve_path(expected, p), resolve_path(actual, p)) {
-            (None, None) => true,
-            (Some(x), Some(y)) => json_eq(x, y),
-            _ => false,
-        }),
+        ArgsMatch::Paths(paths) => {
+            paths.iter().all(
+                |p| match (resolve_path(expected, p), resolve_path(actual, p)) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => json_eq(x, y),
+                    _ => false,
+                },
+            )
+        }
     }
 }
 
@@ -135,7 +157,10 @@ pub fn differing_keys(expected: &Value, actual: &Value) -> Vec<String> {
 
 /// The per-tool override for `tool`, if any (tool names compare case-insensitively).
 pub fn override_for<'m>(overrides: &'m [(String, ArgsMatch)], tool: &str) -> Option<&'m ArgsMatch> {
-    overrides.iter().find(|(t, _)| eq_ci(t, tool)).map(|(_, m)| m)
+    overrides
+        .iter()
+        .find(|(t, _)| eq_ci(t, tool))
+        .map(|(_, m)| m)
 }
 
 #[cfg(test)]
@@ -152,7 +177,11 @@ mod tests {
             (json!(9007199254740993u64), json!(9007199254740992.0), false),
             (json!(true), json!(1), false),
             (json!({"a": null}), json!({}), false),
-            (json!({"a": 1, "b": [1, 2]}), json!({"b": [1, 2], "a": 1.0}), true),
+            (
+                json!({"a": 1, "b": [1, 2]}),
+                json!({"b": [1, 2], "a": 1.0}),
+                true,
+            ),
             (json!([1, 2]), json!([2, 1]), false),
             (json!("6"), json!(6), false),
         ] {
@@ -178,11 +207,32 @@ mod tests {
     fn paths_compare_only_what_they_name() {
         let e = json!({"order": {"id": 7, "note": "x"}, "items": [{"sku": "a"}]});
         let a = json!({"order": {"id": 7.0, "note": "y"}, "items": [{"sku": "a"}, {"sku": "b"}]});
-        assert!(args_match(&ArgsMatch::Paths(vec!["order.id".into(), "items.0.sku".into(), "missing.both".into()]), &e, &a));
-        assert!(!args_match(&ArgsMatch::Paths(vec!["order.note".into()]), &e, &a));
-        assert!(!args_match(&ArgsMatch::Paths(vec!["items.1.sku".into()]), &e, &a), "missing on one side fails");
-        assert_eq!(differing_keys(&e, &a), vec!["items".to_owned(), "order".to_owned()]);
+        assert!(args_match(
+            &ArgsMatch::Paths(vec![
+                "order.id".into(),
+                "items.0.sku".into(),
+                "missing.both".into()
+            ]),
+            &e,
+            &a
+        ));
+        assert!(!args_match(
+            &ArgsMatch::Paths(vec!["order.note".into()]),
+            &e,
+            &a
+        ));
+        assert!(
+            !args_match(&ArgsMatch::Paths(vec!["items.1.sku".into()]), &e, &a),
+            "missing on one side fails"
+        );
+        assert_eq!(
+            differing_keys(&e, &a),
+            vec!["items".to_owned(), "order".to_owned()]
+        );
         assert_eq!(ArgsMatch::from_value(&json!("SUPER_SET")).ok(), None);
-        assert_eq!(ArgsMatch::from_value(&json!(" SubSet ")).ok(), Some(ArgsMatch::Subset));
+        assert_eq!(
+            ArgsMatch::from_value(&json!(" SubSet ")).ok(),
+            Some(ArgsMatch::Subset)
+        );
     }
 }

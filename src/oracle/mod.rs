@@ -106,7 +106,10 @@ pub fn judge_oracle(spec: &OracleSpec, scenario: &Scenario, facts: &Facts<'_, '_
 /// `gates` reports. Every oracle decides misconfiguration before looking at events, so judging
 /// an empty trace finds exactly those.
 pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
-    let empty = Trace { header: crate::trace::Header::new(scenario.id.clone(), "gates"), events: Vec::new() };
+    let empty = Trace {
+        header: crate::trace::Header::new(scenario.id.clone(), "gates"),
+        events: Vec::new(),
+    };
     let facts = Facts::new(&empty);
     scenario
         .oracles

@@ -7,9 +7,9 @@ use super::counts::phase_param;
 use super::facts::Facts;
 use super::params;
 use super::result::{OracleResult, shorten};
+use crate::scenario::OracleSpec;
 use crate::trace::json::{contains_ci, eq_ci};
 use crate::trace::{EventBody, Phase};
-use crate::scenario::OracleSpec;
 
 /// `no-preview-left`: every preview was deleted or promoted before the run ended; with
 /// `require: true`, at least one preview existed.
@@ -17,7 +17,11 @@ pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult
     let require = match spec.get("require") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return OracleResult::misconfigured(format!("`require` must be true or false, got `{other}`")),
+        Some(other) => {
+            return OracleResult::misconfigured(format!(
+                "`require` must be true or false, got `{other}`"
+            ));
+        }
     };
     let end = facts.trace.run_end().map_or(u64::MAX, |(e, _)| e.seq);
     // Replay message events up to the end of the run.
@@ -30,7 +34,12 @@ pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult
                     previews.push((id.to_string(), e.seq, false));
                 }
             }
-            EventBody::MessageEdit { id, phase: Some(Phase::Final), .. } | EventBody::MessageDelete { id } => {
+            EventBody::MessageEdit {
+                id,
+                phase: Some(Phase::Final),
+                ..
+            }
+            | EventBody::MessageDelete { id } => {
                 if let Some(p) = previews.iter_mut().find(|(p, _, _)| p == id.as_str()) {
                     p.2 = true;
                 }
@@ -39,14 +48,30 @@ pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult
         }
     }
     if require && previews.is_empty() {
-        return OracleResult::fail("no preview was sent, and `require` asks for one", Vec::new(), json!({"previews": "at least 1"}), json!({"previews": 0}));
+        return OracleResult::fail(
+            "no preview was sent, and `require` asks for one",
+            Vec::new(),
+            json!({"previews": "at least 1"}),
+            json!({"previews": 0}),
+        );
     }
-    let left: Vec<u64> = previews.iter().filter(|(_, _, done)| !done).map(|(_, s, _)| *s).collect();
+    let left: Vec<u64> = previews
+        .iter()
+        .filter(|(_, _, done)| !done)
+        .map(|(_, s, _)| *s)
+        .collect();
     if left.is_empty() {
-        OracleResult::pass(format!("{} preview(s), all deleted or promoted", previews.len()), previews.iter().map(|(_, s, _)| *s).collect())
+        OracleResult::pass(
+            format!("{} preview(s), all deleted or promoted", previews.len()),
+            previews.iter().map(|(_, s, _)| *s).collect(),
+        )
     } else {
         OracleResult::fail(
-            format!("{} preview(s) left standing, the first sent at seq {}", left.len(), left[0]),
+            format!(
+                "{} preview(s) left standing, the first sent at seq {}",
+                left.len(),
+                left[0]
+            ),
             left.clone(),
             json!("every preview deleted or promoted before the run ended"),
             json!({"standing_previews": left}),
@@ -57,7 +82,13 @@ pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult
 /// `final-after-tool`: no `message`/`message_edit` (of `phase`, containing `value`, if given)
 /// comes before the first successful result of `tool`; fails if `tool` never succeeded.
 pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = spec.get("tool").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned) else {
+    let Some(tool) = spec
+        .get("tool")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+    else {
         return OracleResult::misconfigured("no `tool`");
     };
     let phase = match phase_param(spec) {
@@ -65,39 +96,79 @@ pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResul
         Err(e) => return OracleResult::misconfigured(e),
     };
     let value = params::text(spec);
-    let tool_of: std::collections::HashMap<&str, &str> = facts.calls.iter().map(|c| (c.call_id.as_str(), c.tool.as_str())).collect();
+    let tool_of: std::collections::HashMap<&str, &str> = facts
+        .calls
+        .iter()
+        .map(|c| (c.call_id.as_str(), c.tool.as_str()))
+        .collect();
     let success = facts.trace.events.iter().find(|e| match &e.body {
-        EventBody::ToolResult { call_id, ok, error, .. } => *ok && error.as_deref().is_none_or(str::is_empty) && tool_of.get(call_id.as_str()).is_some_and(|t| eq_ci(t, &tool)),
+        EventBody::ToolResult {
+            call_id, ok, error, ..
+        } => {
+            *ok && error.as_deref().is_none_or(str::is_empty)
+                && tool_of
+                    .get(call_id.as_str())
+                    .is_some_and(|t| eq_ci(t, &tool))
+        }
         _ => false,
     });
     let Some(success) = success else {
-        return OracleResult::fail(format!("`{tool}` never succeeded"), Vec::new(), json!({"tool": tool, "succeeded": true}), json!({"succeeded": false}));
+        return OracleResult::fail(
+            format!("`{tool}` never succeeded"),
+            Vec::new(),
+            json!({"tool": tool, "succeeded": true}),
+            json!({"succeeded": false}),
+        );
     };
     // Track each message's phase as edits change it, to judge edits by their effective phase.
     let mut phase_of: std::collections::HashMap<&str, Phase> = std::collections::HashMap::new();
-    for e in facts.trace.events.iter().take_while(|e| e.seq < success.seq) {
+    for e in facts
+        .trace
+        .events
+        .iter()
+        .take_while(|e| e.seq < success.seq)
+    {
         let (id, text, effective) = match &e.body {
-            EventBody::Message { id, phase, text, .. } => {
+            EventBody::Message {
+                id, phase, text, ..
+            } => {
                 phase_of.insert(id.as_str(), *phase);
                 (id.as_str(), text.as_str(), *phase)
             }
-            EventBody::MessageEdit { id, text, phase: edit_phase } => {
-                let p = edit_phase.or_else(|| phase_of.get(id.as_str()).copied()).unwrap_or(Phase::Final);
+            EventBody::MessageEdit {
+                id,
+                text,
+                phase: edit_phase,
+            } => {
+                let p = edit_phase
+                    .or_else(|| phase_of.get(id.as_str()).copied())
+                    .unwrap_or(Phase::Final);
                 phase_of.insert(id.as_str(), p);
                 (id.as_str(), text.as_str(), p)
             }
             _ => continue,
         };
-        if phase.is_none_or(|p| p == effective) && value.as_deref().is_none_or(|v| contains_ci(text, v)) {
+        if phase.is_none_or(|p| p == effective)
+            && value.as_deref().is_none_or(|v| contains_ci(text, v))
+        {
             return OracleResult::fail(
-                format!("message `{id}` at seq {} came before `{tool}` first succeeded at seq {}", e.seq, success.seq),
+                format!(
+                    "message `{id}` at seq {} came before `{tool}` first succeeded at seq {}",
+                    e.seq, success.seq
+                ),
                 vec![e.seq, success.seq],
                 json!({"after_seq": success.seq}),
                 json!({"seq": e.seq, "phase": effective.as_str(), "text": shorten(text, 200)}),
             );
         }
     }
-    OracleResult::pass(format!("nothing matching was sent before `{tool}` succeeded at seq {}", success.seq), vec![success.seq])
+    OracleResult::pass(
+        format!(
+            "nothing matching was sent before `{tool}` succeeded at seq {}",
+            success.seq
+        ),
+        vec![success.seq],
+    )
 }
 
 /// `final-answer-matches`: the final answer matches a Rust regular expression (unanchored).
@@ -109,19 +180,39 @@ pub fn final_answer_matches(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleR
     let answer = &facts.final_answer;
     let evidence: Vec<u64> = answer.seq.into_iter().collect();
     if answer.text.is_empty() {
-        return OracleResult::fail("the run has no final answer", evidence, json!({"matches": re.as_str()}), Value::Null);
+        return OracleResult::fail(
+            "the run has no final answer",
+            evidence,
+            json!({"matches": re.as_str()}),
+            Value::Null,
+        );
     }
     if re.is_match(&answer.text) {
-        OracleResult::pass(format!("the final answer matches `{}`", re.as_str()), evidence)
+        OracleResult::pass(
+            format!("the final answer matches `{}`", re.as_str()),
+            evidence,
+        )
     } else {
-        OracleResult::fail(format!("the final answer does not match `{}`", re.as_str()), evidence, json!({"matches": re.as_str()}), json!(shorten(&answer.text, 400)))
+        OracleResult::fail(
+            format!("the final answer does not match `{}`", re.as_str()),
+            evidence,
+            json!({"matches": re.as_str()}),
+            json!(shorten(&answer.text, 400)),
+        )
     }
 }
 
 /// Compiles `pattern`; an invalid or missing pattern is a misconfiguration.
 pub fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, String> {
-    let Some(pattern) = spec.get("pattern").and_then(Value::as_str).filter(|p| !p.trim().is_empty()) else {
+    let Some(pattern) = spec
+        .get("pattern")
+        .and_then(Value::as_str)
+        .filter(|p| !p.trim().is_empty())
+    else {
         return Err("no `pattern`".into());
     };
-    regex::RegexBuilder::new(pattern).size_limit(1 << 20).build().map_err(|e| format!("`pattern` is not a valid regular expression: {e}"))
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("`pattern` is not a valid regular expression: {e}"))
 }

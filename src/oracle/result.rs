@@ -90,7 +90,12 @@ impl OracleResult {
     pub fn misconfigured(message: impl Into<String>) -> Self {
         OracleResult {
             misconfigured: true,
-            ..OracleResult::fail(format!("misconfigured: {}", message.into()), Vec::new(), Value::Null, Value::Null)
+            ..OracleResult::fail(
+                format!("misconfigured: {}", message.into()),
+                Vec::new(),
+                Value::Null,
+                Value::Null,
+            )
         }
     }
 

@@ -83,7 +83,9 @@ pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let obj = c.as_object().ok_or_else(|| format!("`calls[{i}]` is not an object"))?;
+                let obj = c
+                    .as_object()
+                    .ok_or_else(|| format!("`calls[{i}]` is not an object"))?;
                 let tool = crate::scenario::field(obj, "tool")
                     .and_then(Value::as_str)
                     .map(str::trim)
@@ -91,10 +93,17 @@ pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
                     .ok_or_else(|| format!("`calls[{i}]` has no `tool`"))?;
                 let args = match crate::scenario::field(obj, "args") {
                     None => None,
-                    Some(Value::Null) => return Err(format!("`calls[{i}].args` is null; omit it to match any arguments")),
+                    Some(Value::Null) => {
+                        return Err(format!(
+                            "`calls[{i}].args` is null; omit it to match any arguments"
+                        ));
+                    }
                     Some(v) => Some(v.clone()),
                 };
-                Ok(ExpectedCall { tool: tool.to_owned(), args })
+                Ok(ExpectedCall {
+                    tool: tool.to_owned(),
+                    args,
+                })
             })
             .collect(),
         (None, Some(Value::Array(tools))) => tools
@@ -104,7 +113,10 @@ pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
                 t.as_str()
                     .map(str::trim)
                     .filter(|t| !t.is_empty())
-                    .map(|t| ExpectedCall { tool: t.to_owned(), args: None })
+                    .map(|t| ExpectedCall {
+                        tool: t.to_owned(),
+                        args: None,
+                    })
                     .ok_or_else(|| format!("`tools[{i}]` is not a tool name"))
             })
             .collect(),
@@ -117,7 +129,9 @@ pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
 pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
     match spec.get("argsMatch") {
         None | Some(Value::Null) => Ok(ArgsMatch::Exact),
-        Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset")),
+        Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| {
+            format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset")
+        }),
         Some(other) => Err(format!("`argsMatch` `{other}` is not a mode name")),
     }
 }
@@ -125,8 +139,14 @@ pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
 /// Validates a `tool-sequence` oracle.
 pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
     let mode = match spec.get("mode") {
-        None | Some(Value::Null) => return Err("`mode` is required (exact, in-order, unordered, superset or subset)".into()),
-        Some(Value::String(s)) => SeqMode::parse(s).ok_or_else(|| format!("`mode` `{s}` is not one of exact, in-order, unordered, superset, subset"))?,
+        None | Some(Value::Null) => {
+            return Err(
+                "`mode` is required (exact, in-order, unordered, superset or subset)".into(),
+            );
+        }
+        Some(Value::String(s)) => SeqMode::parse(s).ok_or_else(|| {
+            format!("`mode` `{s}` is not one of exact, in-order, unordered, superset, subset")
+        })?,
         Some(other) => return Err(format!("`mode` `{other}` is not a mode name")),
     };
     let expected = expected_calls(spec)?;
@@ -135,9 +155,17 @@ pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(m)) => m
             .iter()
-            .map(|(tool, v)| ArgsMatch::from_value(v).map(|m| (tool.clone(), m)).map_err(|e| format!("`argsMatchOverrides.{tool}`: {e}")))
+            .map(|(tool, v)| {
+                ArgsMatch::from_value(v)
+                    .map(|m| (tool.clone(), m))
+                    .map_err(|e| format!("`argsMatchOverrides.{tool}`: {e}"))
+            })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("`argsMatchOverrides` must map tool names to a mode or a list of paths".into()),
+        Some(_) => {
+            return Err(
+                "`argsMatchOverrides` must map tool names to a mode or a list of paths".into(),
+            );
+        }
     };
     let strict_batches = match spec.get("batchOrder") {
         None | Some(Value::Null) => false,
@@ -148,7 +176,13 @@ pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
         },
         Some(other) => return Err(format!("`batchOrder` `{other}` is not `strict` or `any`")),
     };
-    Ok(SeqConfig { mode, expected, args_match, overrides, strict_batches })
+    Ok(SeqConfig {
+        mode,
+        expected,
+        args_match,
+        overrides,
+        strict_batches,
+    })
 }
 
 /// An actual call as the matcher sees it.
@@ -198,8 +232,18 @@ impl SeqConfig {
 
 /// Maximum bipartite matching preferring low indices (Kuhn's algorithm, left vertices in index
 /// order, candidates in index order). Returns, for each left vertex, its right partner.
-fn max_matching(left: usize, right: usize, ok: &dyn Fn(usize, usize) -> bool) -> Vec<Option<usize>> {
-    fn augment(l: usize, right: usize, ok: &dyn Fn(usize, usize) -> bool, seen: &mut [bool], owner: &mut [Option<usize>]) -> bool {
+fn max_matching(
+    left: usize,
+    right: usize,
+    ok: &dyn Fn(usize, usize) -> bool,
+) -> Vec<Option<usize>> {
+    fn augment(
+        l: usize,
+        right: usize,
+        ok: &dyn Fn(usize, usize) -> bool,
+        seen: &mut [bool],
+        owner: &mut [Option<usize>],
+    ) -> bool {
         for r in 0..right {
             if !seen[r] && ok(l, r) {
                 seen[r] = true;
@@ -236,7 +280,9 @@ fn blocks(actual: &[ActualCall], strict: bool) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = Vec::new();
     for (i, a) in actual.iter().enumerate() {
         match out.last_mut() {
-            Some((_, end)) if !strict && a.batch.is_some() && actual[*end - 1].batch == a.batch => *end = i + 1,
+            Some((_, end)) if !strict && a.batch.is_some() && actual[*end - 1].batch == a.batch => {
+                *end = i + 1
+            }
             _ => out.push((i, i + 1)),
         }
     }
@@ -296,7 +342,11 @@ fn decide(cfg: &SeqConfig, actual: &[ActualCall]) -> Result<Vec<usize>, Unplaced
                     break;
                 }
             }
-            if j < e.len() { Err(Unplaced::Expected(j)) } else { Ok(used) }
+            if j < e.len() {
+                Err(Unplaced::Expected(j))
+            } else {
+                Ok(used)
+            }
         }
         SeqMode::Unordered | SeqMode::Superset => {
             let m = whole(true);
@@ -343,7 +393,14 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
         Ok(mut used) => {
             used.sort_unstable();
             let evidence = used.iter().map(|&j| actual[j].seq).collect();
-            OracleResult::pass(format!("{} expected call(s) matched {} actual call(s) in mode `{mode}`", cfg.expected.len(), actual.len()), evidence)
+            OracleResult::pass(
+                format!(
+                    "{} expected call(s) matched {} actual call(s) in mode `{mode}`",
+                    cfg.expected.len(),
+                    actual.len()
+                ),
+                evidence,
+            )
         }
         Err(Unplaced::Expected(i)) => {
             let e = &cfg.expected[i];
@@ -351,7 +408,12 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
             let closest = actual
                 .iter()
                 .filter(|a| eq_ci(&a.tool, &e.tool))
-                .map(|a| (differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args), a))
+                .map(|a| {
+                    (
+                        differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args),
+                        a,
+                    )
+                })
                 .min_by_key(|(d, a)| (d.len(), a.seq));
             match closest {
                 Some((diff, a)) => OracleResult::fail(
@@ -359,14 +421,27 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
                         "expected call {i} `{}` was not matched in mode `{mode}`; the closest actual call is seq {}{}",
                         e.tool,
                         a.seq,
-                        if diff.is_empty() { " (same arguments, wrong position or already paired)".to_owned() } else { format!(", differing in {}", diff.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")) }
+                        if diff.is_empty() {
+                            " (same arguments, wrong position or already paired)".to_owned()
+                        } else {
+                            format!(
+                                ", differing in {}",
+                                diff.iter()
+                                    .map(|k| format!("`{k}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        }
                     ),
                     vec![a.seq],
                     json!({"index": i, "call": want}),
                     json!({"seq": a.seq, "call": call_json(&a.tool, Some(&a.args)), "differs": diff}),
                 ),
                 None => OracleResult::fail(
-                    format!("expected call {i} `{}` was not matched in mode `{mode}`: no call of that tool", e.tool),
+                    format!(
+                        "expected call {i} `{}` was not matched in mode `{mode}`: no call of that tool",
+                        e.tool
+                    ),
                     Vec::new(),
                     json!({"index": i, "call": want}),
                     json!({"tools": actual.iter().map(|a| a.tool.as_str()).collect::<Vec<_>>()}),
@@ -380,18 +455,42 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
                 .iter()
                 .enumerate()
                 .filter(|(_, e)| eq_ci(&e.tool, &a.tool))
-                .map(|(i, e)| (differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args), i))
+                .map(|(i, e)| {
+                    (
+                        differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args),
+                        i,
+                    )
+                })
                 .min_by_key(|(d, i)| (d.len(), *i));
             let found = json!({"seq": a.seq, "call": call_json(&a.tool, Some(&a.args))});
             let (detail, expected) = match closest {
                 Some((diff, i)) => (
-                    format!("; the closest expected call is {i}{}", if diff.is_empty() { String::new() } else { format!(", differing in {}", diff.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")) }),
+                    format!(
+                        "; the closest expected call is {i}{}",
+                        if diff.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", differing in {}",
+                                diff.iter()
+                                    .map(|k| format!("`{k}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        }
+                    ),
                     json!({"index": i, "call": call_json(&cfg.expected[i].tool, cfg.expected[i].args.as_ref()), "differs": diff}),
                 ),
-                None => (": no expected call of that tool".to_owned(), json!({"tools": cfg.expected.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>()})),
+                None => (
+                    ": no expected call of that tool".to_owned(),
+                    json!({"tools": cfg.expected.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>()}),
+                ),
             };
             OracleResult::fail(
-                format!("actual call at seq {} `{}` is not allowed in mode `{mode}`{detail}", a.seq, a.tool),
+                format!(
+                    "actual call at seq {} `{}` is not allowed in mode `{mode}`{detail}",
+                    a.seq, a.tool
+                ),
                 vec![a.seq],
                 expected,
                 found,

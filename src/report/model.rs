@@ -64,7 +64,7 @@ impl Default for ToolInfo {
 /// Counts over the rows.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
-    /// Trace files examined (judged or not).
+    /// Trace files in scope (judged or not).
     pub traces: usize,
     /// Scenarios in scope.
     pub scenarios: usize,

@@ -86,14 +86,20 @@ pub fn normalize_path(p: &str) -> String {
         }
     }
     let joined = out.join("/");
-    if absolute { format!("/{joined}") } else { joined }
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
 }
 
 impl PathEntry {
     /// Whether `path` (normalised) falls under this entry.
     pub fn covers(&self, path: &str) -> bool {
         if self.directory {
-            self.path.is_empty() || path == self.path || path.starts_with(&format!("{}/", self.path.trim_end_matches('/')))
+            self.path.is_empty()
+                || path == self.path
+                || path.starts_with(&format!("{}/", self.path.trim_end_matches('/')))
         } else {
             path == self.path
         }
@@ -135,10 +141,19 @@ fn path_set(obj: &Map<String, Value>, name: &str, at: &str) -> Result<Vec<PathEn
             let directory = match kind.trim().to_ascii_lowercase().as_str() {
                 "file" => false,
                 "directory" => true,
-                other => return Err(format!("{at}`kind` is `{other}`, expected `file` or `directory`")),
+                other => {
+                    return Err(format!(
+                        "{at}`kind` is `{other}`, expected `file` or `directory`"
+                    ));
+                }
             };
-            let path = string(o, "path", &at)?.filter(|p| !p.trim().is_empty()).ok_or_else(|| format!("{at}no `path`"))?;
-            Ok(PathEntry { directory, path: normalize_path(&path) })
+            let path = string(o, "path", &at)?
+                .filter(|p| !p.trim().is_empty())
+                .ok_or_else(|| format!("{at}no `path`"))?;
+            Ok(PathEntry {
+                directory,
+                path: normalize_path(&path),
+            })
         })
         .collect()
 }
@@ -146,8 +161,16 @@ fn path_set(obj: &Map<String, Value>, name: &str, at: &str) -> Result<Vec<PathEn
 /// Loads and validates a contract file.
 pub fn load_contract(path: &Utf8Path) -> Result<Contract, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read contract `{path}`: {e}"))?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| format!("contract `{path}`, line {}, column {}: {e}", e.line(), e.column()))?;
-    let obj = value.as_object().ok_or_else(|| format!("contract `{path}` is not a JSON object"))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "contract `{path}`, line {}, column {}: {e}",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| format!("contract `{path}` is not a JSON object"))?;
     parse_contract(obj).map_err(|e| format!("contract `{path}`: {e}"))
 }
 
@@ -158,12 +181,24 @@ fn parse_contract(obj: &Map<String, Value>) -> Result<Contract, String> {
         .map(|(i, v)| {
             let at = format!("`plannedActions[{i}]`: ");
             let o = v.as_object().ok_or_else(|| format!("{at}not an object"))?;
-            let tool_name = string(o, "toolName", &at)?.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).ok_or_else(|| format!("{at}no `toolName`"))?;
-            let action_type = match string(o, "actionType", &at)?.unwrap_or_default().trim().to_ascii_lowercase().as_str() {
+            let tool_name = string(o, "toolName", &at)?
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| format!("{at}no `toolName`"))?;
+            let action_type = match string(o, "actionType", &at)?
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+                .as_str()
+            {
                 "read" => ActionType::Read,
                 "write" => ActionType::Write,
                 "execute" => ActionType::Execute,
-                other => return Err(format!("{at}`actionType` is `{other}`, expected read, write or execute")),
+                other => {
+                    return Err(format!(
+                        "{at}`actionType` is `{other}`, expected read, write or execute"
+                    ));
+                }
             };
             Ok(PlannedAction {
                 id: string(o, "id", &at)?.unwrap_or_else(|| format!("action-{i}")),
@@ -194,7 +229,11 @@ fn parse_contract(obj: &Map<String, Value>) -> Result<Contract, String> {
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(Contract { id: string(obj, "id", "")?.unwrap_or_default(), planned_actions, verification_plan })
+    Ok(Contract {
+        id: string(obj, "id", "")?.unwrap_or_default(),
+        planned_actions,
+        verification_plan,
+    })
 }
 
 #[cfg(test)]
@@ -206,19 +245,37 @@ mod tests {
         assert_eq!(normalize_path("./out/../out/a.txt"), "out/a.txt");
         assert_eq!(normalize_path("out\\sub\\b.txt"), "out/sub/b.txt");
         assert_eq!(normalize_path("../x"), "../x");
-        let dir = PathEntry { directory: true, path: "out".into() };
+        let dir = PathEntry {
+            directory: true,
+            path: "out".into(),
+        };
         assert!(dir.covers("out/a.txt") && dir.covers("out") && !dir.covers("outside/a.txt"));
-        let file = PathEntry { directory: false, path: "out/a.txt".into() };
+        let file = PathEntry {
+            directory: false,
+            path: "out/a.txt".into(),
+        };
         assert!(file.covers("out/a.txt") && !file.covers("out/a.txt.bak"));
     }
 
     #[test]
     fn invalid_contracts_say_what_is_wrong() {
         for (json, needle) in [
-            (r#"{"plannedActions":[{"toolName":"x","actionType":"delete"}]}"#, "`actionType` is `delete`"),
-            (r#"{"plannedActions":[{"actionType":"read"}]}"#, "no `toolName`"),
-            (r#"{"plannedActions":[{"toolName":"w","actionType":"write","writeSet":[{"kind":"disk","path":"a"}]}]}"#, "expected `file` or `directory`"),
-            (r#"{"verificationPlan":[{"id":"v","kind":"command"}]}"#, "needs a `command`"),
+            (
+                r#"{"plannedActions":[{"toolName":"x","actionType":"delete"}]}"#,
+                "`actionType` is `delete`",
+            ),
+            (
+                r#"{"plannedActions":[{"actionType":"read"}]}"#,
+                "no `toolName`",
+            ),
+            (
+                r#"{"plannedActions":[{"toolName":"w","actionType":"write","writeSet":[{"kind":"disk","path":"a"}]}]}"#,
+                "expected `file` or `directory`",
+            ),
+            (
+                r#"{"verificationPlan":[{"id":"v","kind":"command"}]}"#,
+                "needs a `command`",
+            ),
         ] {
             let v: Value = serde_json::from_str(json).unwrap();
             let err = parse_contract(v.as_object().unwrap()).unwrap_err();

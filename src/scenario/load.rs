@@ -56,7 +56,9 @@ impl ScenarioError {
     pub fn detail(&self) -> String {
         match self {
             ScenarioError::Io { source, .. } => format!("cannot read the file: {source}"),
-            ScenarioError::Parse { detail, .. } | ScenarioError::Invalid { detail, .. } => detail.clone(),
+            ScenarioError::Parse { detail, .. } | ScenarioError::Invalid { detail, .. } => {
+                detail.clone()
+            }
         }
     }
 
@@ -269,7 +271,11 @@ fn scenario_from(
         scripted_trace: field(obj, "scriptedTrace")
             .filter(|v| !v.is_null())
             .cloned(),
-        contract_loaded: contract.as_deref().map(|c| super::contract::load_contract(&path.parent().unwrap_or(Utf8Path::new("")).join(c.trim()))),
+        contract_loaded: contract.as_deref().map(|c| {
+            super::contract::load_contract(
+                &path.parent().unwrap_or(Utf8Path::new("")).join(c.trim()),
+            )
+        }),
         contract,
         known_gap,
         metadata,

@@ -3,6 +3,7 @@
 use crate::util::*;
 
 const BASIC: &str = "traces/agent.tool.basic/default.trace.ndjson.zst";
+const TIMEOUT: &str = "traces/agent.tool.timeout/default.trace.ndjson.zst";
 const SHELL: &str = "traces/agent.shell.approved/default.trace.ndjson.zst";
 
 fn drift_categories(row: &serde_json::Value) -> Vec<String> {
@@ -40,9 +41,8 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
     let env = Env::new();
     copy_demo(&env, true);
     let before = files_under(&env.path("baselines"));
-    let text = trace_body(&env, BASIC)
-        .replace("\"query\":\"demo information\"", "\"query\":\"demo info\"");
-    reseal(&env, BASIC, &text);
+    let text = trace_body(&env, TIMEOUT).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
+    reseal(&env, TIMEOUT, &text);
 
     let out = env.run(&["check", "traces/"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -54,13 +54,14 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
     );
     assert!(
         out.stdout
-            .contains("-call#1 web_search {\"query\":\"demo information\"} -> ok"),
+            .contains("-call#1 weather {\"city\":\"Oslo\"} -> failed error \"timeout after 30s\""),
         "{}",
         out.stdout
     );
     assert!(
-        out.stdout
-            .contains("+call#1 web_search {\"query\":\"demo info\"} -> ok"),
+        out.stdout.contains(
+            "+call#1 weather {\"city\":\"Bergen\"} -> failed error \"timeout after 30s\""
+        ),
         "{}",
         out.stdout
     );
@@ -78,7 +79,7 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
     let out = env.run_with(&["check", "traces/"], &[("CI", "false")]);
     assert_eq!(out.code, 1);
     assert!(
-        env.path("baselines/agent.tool.basic/default.baseline.json.new")
+        env.path("baselines/agent.tool.timeout/default.baseline.json.new")
             .exists()
     );
 
@@ -86,7 +87,7 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
     assert_eq!(out.code, 0);
     assert_eq!(
         out.stdout,
-        "changed  agent.tool.basic/default  baselines/agent.tool.basic/default.baseline.json  (arguments-changed)\n"
+        "changed  agent.tool.timeout/default  baselines/agent.tool.timeout/default.baseline.json  (arguments-changed)\n"
     );
 
     let out = env.run(&["baseline", "accept"]);
@@ -97,7 +98,7 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
         out.stderr
     );
     assert!(
-        env.path("baselines/agent.tool.basic/default.baseline.json.new")
+        env.path("baselines/agent.tool.timeout/default.baseline.json.new")
             .exists()
     );
 
@@ -105,7 +106,7 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
-        "accepted agent.tool.basic/default -> baselines/agent.tool.basic/default.baseline.json\n"
+        "accepted agent.tool.timeout/default -> baselines/agent.tool.timeout/default.baseline.json\n"
     );
     assert_eq!(
         files_under(&env.path("baselines")),
@@ -373,7 +374,7 @@ fn approve_adopts_current_traces_and_refuses_under_ci() {
     let out = env.run_with(&["baseline", "approve"], &[("CI", "0")]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stdout.ends_with("9 written, 0 unchanged, 0 skipped\n"),
+        out.stdout.ends_with("13 written, 0 unchanged, 0 skipped\n"),
         "{}",
         out.stdout
     );
@@ -386,7 +387,7 @@ fn approve_adopts_current_traces_and_refuses_under_ci() {
     );
     let out = env.run_with(&["baseline", "approve"], &[]);
     assert!(
-        out.stdout.ends_with("0 written, 9 unchanged, 0 skipped\n"),
+        out.stdout.ends_with("0 written, 13 unchanged, 0 skipped\n"),
         "{}",
         out.stdout
     );
@@ -452,7 +453,7 @@ fn diff_against_baselines_and_between_recordings() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
         out.stdout
-            .ends_with("9 compared: 0 drifted, 0 only in old, 0 only in new, 0 errors\n"),
+            .ends_with("13 compared: 0 drifted, 0 only in old, 0 only in new, 0 errors\n"),
         "{}",
         out.stdout
     );

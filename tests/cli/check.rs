@@ -226,7 +226,7 @@ fn filters_by_scenario_and_tag() {
             r["summary"]["traces"].as_u64(),
             r["results"].as_array().unwrap().len()
         ),
-        (Some(2), 1)
+        (Some(1), 1)
     );
     assert_eq!(r["results"][0]["scenario"], "t");
     let out = env.run(&["check", "traces", "--format", "json", "--scenario", "GOOD"]);

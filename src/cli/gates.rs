@@ -1,0 +1,128 @@
+//! `tracereplay gates`: quality gates over scenario files, optionally oracle strength.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use tracereplay::discover::discover;
+use tracereplay::eval::{CheckOptions, FailOn, check};
+use tracereplay::gates::check_gates;
+use tracereplay::gates::strength::Strength;
+use tracereplay::report::RowVerdict;
+use tracereplay::scenario::{Scenario, load_scenarios};
+use tracereplay::trace::{TraceFile, parse_trace};
+
+use super::args::GatesArgs;
+use super::exit;
+
+/// Runs `gates`; `Err` means exit 2.
+pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if !(0.0..=1.0).contains(&args.min_strength) {
+        anyhow::bail!(
+            "`--min-strength` must be between 0 and 1, got {}",
+            args.min_strength
+        );
+    }
+    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
+    let problems = check_gates(&loaded);
+    for p in &problems {
+        writeln!(out, "error: {p}")?;
+    }
+    let mut shallow = 0;
+    if args.strength {
+        let flagged: Vec<&str> = problems
+            .iter()
+            .filter_map(|p| p.scenario.as_deref())
+            .collect();
+        let measurable: Vec<&Scenario> = loaded
+            .scenarios
+            .iter()
+            .filter(|s| !flagged.contains(&s.id.as_str()))
+            .collect();
+        for s in strengths(&found, args, &measurable)? {
+            match s.score() {
+                None => writeln!(
+                    out,
+                    "not measured  {}  (no passing trace to mutate)",
+                    s.scenario
+                )?,
+                Some(score) if score < args.min_strength => {
+                    shallow += 1;
+                    writeln!(
+                        out,
+                        "shallow {score:.2}  {}  {}/{} mutants caught over {} trace(s), below {:.2}",
+                        s.scenario, s.caught, s.total, s.traces, args.min_strength
+                    )?;
+                    for survivor in &s.survived {
+                        writeln!(out, "      survived: {survivor}")?;
+                    }
+                }
+                Some(score) => writeln!(
+                    out,
+                    "strong  {score:.2}  {}  {}/{} mutants caught over {} trace(s)",
+                    s.scenario, s.caught, s.total, s.traces
+                )?,
+            }
+        }
+    }
+    writeln!(
+        out,
+        "{} scenarios: {} problem(s){}",
+        loaded.scenarios.len(),
+        problems.len(),
+        if args.strength {
+            format!(", {shallow} shallow")
+        } else {
+            String::new()
+        }
+    )?;
+    Ok(if problems.is_empty() && shallow == 0 {
+        exit::OK
+    } else {
+        exit::FAILURE
+    })
+}
+
+/// Strength of each scenario, measured over its passing traces, sorted by scenario id.
+fn strengths(
+    found: &tracereplay::discover::Discovered,
+    args: &GatesArgs,
+    scenarios: &[&Scenario],
+) -> anyhow::Result<Vec<Strength>> {
+    let limits = args.limits.limits();
+    let opts = CheckOptions {
+        limits,
+        fail_on: FailOn::None,
+        ..CheckOptions::default()
+    };
+    let report = check(found, &args.paths, &opts)?;
+    let mut passing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for row in report
+        .results
+        .iter()
+        .filter(|r| r.verdict == RowVerdict::Pass)
+    {
+        if let (Some(s), Some(p)) = (&row.scenario, &row.path) {
+            passing.entry(s.to_lowercase()).or_default().push(p.clone());
+        }
+    }
+    let mut out = Vec::new();
+    let mut sorted = scenarios.to_vec();
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    for scenario in sorted {
+        let mut s = Strength::new(scenario);
+        for path in passing
+            .get(&scenario.id.to_lowercase())
+            .into_iter()
+            .flatten()
+        {
+            // The trace was judged `pass` a moment ago; read it again to mutate it.
+            let file = TraceFile::open(path.as_str().into(), limits)?;
+            let seal = file.verify_seal(false)?;
+            let parsed = parse_trace(&file, &seal, limits)?;
+            s.add_trace(scenario, path, &parsed.trace);
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
