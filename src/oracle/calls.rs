@@ -234,7 +234,7 @@ pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
                 c.event.seq,
                 format!("the call at seq {} has an empty call id", c.event.seq),
             ));
-        } else if call_at.insert(c.call_id.as_str(), c.event.seq).is_some() {
+        } else if call_at.contains_key(c.call_id.as_str()) {
             problems.push((
                 c.event.seq,
                 format!(
@@ -242,6 +242,8 @@ pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
                     c.call_id, c.event.seq
                 ),
             ));
+        } else {
+            call_at.insert(c.call_id.as_str(), c.event.seq);
         }
     }
     if facts.calls.is_empty() {

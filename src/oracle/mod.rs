@@ -150,3 +150,5 @@ pub fn overall(results: &[OracleResult]) -> Verdict {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_catalogue;

@@ -214,5 +214,16 @@ pub fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| format!("`pattern` is not a valid regular expression: {e}"))
+        .map_err(|e| {
+            // regex's message draws a caret under the pattern; its last line says what is wrong.
+            let text = e.to_string();
+            let what = text
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .trim_start_matches("error: ")
+                .to_owned();
+            format!("`pattern` `{pattern}` is not a valid regular expression: {what}")
+        })
 }

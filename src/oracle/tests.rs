@@ -9,7 +9,7 @@ use crate::trace::{Limits, TraceFile, parse_trace};
 const HEADER: &str = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#;
 
 /// Judges NDJSON event lines (without header) against a scenario given as JSON.
-fn judge_events(scenario: serde_json::Value, events: &[&str]) -> Vec<OracleResult> {
+pub(super) fn judge_events(scenario: serde_json::Value, events: &[&str]) -> Vec<OracleResult> {
     let dir = tempfile::tempdir().unwrap();
     let path = camino::Utf8PathBuf::from_path_buf(dir.path().join("s.scenario.json")).unwrap();
     let mut obj = scenario;

@@ -3,5 +3,6 @@
 mod bad_input;
 mod baselines;
 mod check;
+mod gates;
 mod seal;
 mod util;
