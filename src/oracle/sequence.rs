@@ -542,7 +542,13 @@ mod tests {
     fn modes_table() {
         let f = |a: Value| ("f", a, None);
         let g = |a: Value| ("g", a, None);
-        let cases: Vec<(&str, Value, Vec<(&str, Value, Option<u64>)>, [bool; 5])> = vec![
+        type Case<'c> = (
+            &'c str,
+            Value,
+            Vec<(&'c str, Value, Option<u64>)>,
+            [bool; 5],
+        );
+        let cases: Vec<Case> = vec![
             (
                 "identical",
                 json!([{"tool":"f","args":{"a":1}},{"tool":"g","args":{"b":2}}]),
