@@ -10,6 +10,14 @@ pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, bytes, || Ok(()))
 }
 
+/// Creates `path`'s directory if needed, then writes atomically.
+pub fn write_creating_dirs(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    write_atomic(path, bytes)
+}
+
 /// [`write_atomic`] with a hook run between writing the temporary file and the rename, so tests
 /// can inject a failure exactly there.
 fn write_atomic_with(

@@ -5,7 +5,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
-use crate::fsutil::write_atomic;
+use crate::fsutil::write_creating_dirs;
 
 /// `format` of a baseline file.
 pub const BASELINE_FORMAT: &str = "tracereplay.baseline";
@@ -124,10 +124,7 @@ impl BaselineFile {
 
     /// Writes `text` to `path` atomically.
     pub fn write_text(path: &Utf8Path, text: &str) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        write_atomic(path, text.as_bytes())
+        write_creating_dirs(path, text.as_bytes())
     }
 }
 

@@ -27,9 +27,41 @@ pub enum Command {
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
     Gates(GatesArgs),
+    /// Explain every oracle's verdict for a trace, a scenario's traces, or the last run's failures.
+    Explain(ExplainArgs),
     /// Review approved baselines: list, accept or reject pending ones, or approve current traces.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+}
+
+/// `explain` flags.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A trace file, or a scenario id (every trace of it).
+    #[arg(
+        value_name = "TARGET",
+        required_unless_present = "last",
+        conflicts_with = "last"
+    )]
+    pub target: Option<String>,
+    /// Explain the failures recorded in the newest run folder.
+    #[arg(long)]
+    pub last: bool,
+    /// Where run folders are (`--last`).
+    #[arg(long, value_name = "DIR", default_value = ".tracereplay/runs")]
+    pub runs: Utf8PathBuf,
+    /// Where scenarios and traces are looked up.
+    #[arg(long = "in", value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// A harness suite directory of scenarios (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Approved baselines, for drift (default `baselines/` when present).
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<Utf8PathBuf>,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// `gates` flags.
@@ -199,11 +231,23 @@ pub struct CheckArgs {
     #[arg(long)]
     pub require_sealed: bool,
     /// Format of standard output.
-    #[arg(long, value_enum, default_value_t = FormatArg::Human)]
-    pub format: FormatArg,
+    #[arg(long, value_enum, default_value_t = CheckFormatArg::Human)]
+    pub format: CheckFormatArg,
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<Utf8PathBuf>,
+    /// Also write JUnit XML to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<Utf8PathBuf>,
+    /// Also write the Markdown summary to this file (e.g. `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<Utf8PathBuf>,
+    /// Write a run folder (report.json, junit.xml, report.md, evidence/) under DIR.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".tracereplay/runs")]
+    pub artifacts: Option<Utf8PathBuf>,
+    /// Print how long each phase took (stderr).
+    #[arg(long)]
+    pub timings: bool,
     /// Which drift from the approved baselines fails the run.
     #[arg(long, value_enum, default_value_t = DriftArg::Default)]
     pub drift: DriftArg,
@@ -234,12 +278,27 @@ pub enum FailOnArg {
     None,
 }
 
-/// `--format`.
+/// `--format` of `check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
+pub enum CheckFormatArg {
     /// One line per result, failures with evidence, a summary.
     Human,
     /// The JSON report (`schema_version` 1).
+    Json,
+    /// JUnit XML.
+    Junit,
+    /// Markdown for a pull request or `$GITHUB_STEP_SUMMARY`.
+    Markdown,
+    /// GitHub Actions annotations (`::error` / `::warning`).
+    Github,
+}
+
+/// `--format` of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// For a person.
+    Human,
+    /// JSON.
     Json,
 }
 

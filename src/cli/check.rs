@@ -1,17 +1,21 @@
 //! `tracereplay check`: judge, render, and map the outcome to an exit code.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::{Context, bail};
 use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::baseline::BaselineStore;
 use tracereplay::diff::DriftMode;
 use tracereplay::discover::discover;
-use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, check};
+use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, Progress, check};
 use tracereplay::fsutil::write_atomic;
 use tracereplay::report::{self, human::HumanOptions};
 
-use super::args::{CheckArgs, DriftArg, FailOnArg, FormatArg};
+use super::args::{CheckArgs, CheckFormatArg, DriftArg, FailOnArg};
 use super::ci::is_ci;
 use super::exit;
 
@@ -66,7 +70,10 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             (Some(opts), note)
         }
     };
+    let started = Instant::now();
     let found = discover(&args.paths, &args.scenario_dirs)?;
+    let discovered = started.elapsed();
+    let bar = progress_bar(found.trace_files.len());
     let opts = CheckOptions {
         limits: args.limits.limits(),
         require_sealed: args.require_sealed,
@@ -81,10 +88,15 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         threads: args.jobs.map(usize::from),
         baselines,
         baselines_note,
+        progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());
     let report = check(&found, &searched, &opts)?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let judged = started.elapsed() - discovered;
 
     // Diagnostics go to stderr, in report order, so they are as deterministic as the report.
     let mut err = std::io::stderr().lock();
@@ -96,23 +108,68 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             let _ = writeln!(err, "warning: {w}");
         }
     }
-    if let Some(path) = &args.json {
-        let mut buf = Vec::new();
-        report::json::render(&report, &mut buf)?;
-        write_atomic(path, &buf)
-            .with_context(|| format!("cannot write the JSON report to `{path}`"))?;
-    }
-    match args.format {
-        FormatArg::Human => {
-            let color = std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            report::human::render(&report, HumanOptions { color }, out)?;
+    let files: [(&Option<Utf8PathBuf>, Renderer, &str); 3] = [
+        (&args.json, report::json::render, "JSON report"),
+        (&args.junit, report::junit::render, "JUnit report"),
+        (&args.markdown, report::markdown::render, "Markdown summary"),
+    ];
+    for (path, render, what) in files {
+        if let Some(path) = path {
+            let mut buf = Vec::new();
+            render(&report, &mut buf)?;
+            write_atomic(path, &buf)
+                .with_context(|| format!("cannot write the {what} to `{path}`"))?;
         }
-        FormatArg::Json => report::json::render(&report, out)?,
+    }
+    if let Some(dir) = &args.artifacts {
+        let run = report::runfolder::write(dir, &report)
+            .with_context(|| format!("cannot write the run folder under `{dir}`"))?;
+        let _ = writeln!(err, "run folder: {run}");
+    }
+    let render_start = Instant::now();
+    match args.format {
+        CheckFormatArg::Human => {
+            report::human::render(&report, HumanOptions { color: use_color() }, out)?
+        }
+        CheckFormatArg::Json => report::json::render(&report, out)?,
+        CheckFormatArg::Junit => report::junit::render(&report, out)?,
+        CheckFormatArg::Markdown => report::markdown::render(&report, out)?,
+        CheckFormatArg::Github => report::github::render(&report, out)?,
+    }
+    if args.timings {
+        out.flush()?;
+        let _ = writeln!(
+            err,
+            "timings: discover {} ms, judge {} ms ({} traces), render {} ms",
+            discovered.as_millis(),
+            judged.as_millis(),
+            report.summary.traces,
+            render_start.elapsed().as_millis()
+        );
     }
     Ok(if report.is_failure() {
         exit::FAILURE
     } else {
         exit::OK
     })
+}
+
+type Renderer = fn(&tracereplay::report::Report, &mut dyn Write) -> std::io::Result<()>;
+
+/// Colours only on a terminal, and never with `NO_COLOR` set (to anything non-empty).
+pub fn use_color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// A progress bar on stderr for long runs on a terminal; none otherwise.
+fn progress_bar(traces: usize) -> Option<ProgressBar> {
+    const LONG_RUN: usize = 500;
+    if traces < LONG_RUN || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(Some(traces as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} traces {elapsed}") {
+        bar.set_style(style);
+    }
+    Some(bar)
 }

@@ -1,7 +1,7 @@
 //! `tracereplay diff`: drift from approved baselines, or between two recordings.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use anyhow::bail;
 use camino::Utf8Path;
@@ -27,11 +27,7 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         _ => against_baselines(args)?,
     };
     match args.format {
-        FormatArg::Human => {
-            let color = std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            report.render_human(color, out)?;
-        }
+        FormatArg::Human => report.render_human(super::check::use_color(), out)?,
         FormatArg::Json => report.render_json(out)?,
     }
     Ok(if !report.errors.is_empty() {

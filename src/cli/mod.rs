@@ -7,6 +7,7 @@ mod check;
 mod ci;
 mod diff;
 pub mod exit;
+mod explain;
 mod gates;
 mod pack;
 mod verify;
@@ -23,6 +24,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Cat(a) => cat::run(a, out),
         Command::Verify(a) => verify::run(a, out),
         Command::Diff(a) => diff::run(a, out),
+        Command::Explain(a) => explain::run(a, out),
         Command::Gates(a) => gates::run(a, out),
         Command::Baseline(c) => baseline::run(c, out),
     }

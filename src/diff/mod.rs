@@ -4,12 +4,12 @@
 pub mod render;
 pub mod report;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::baseline::{ApprovalRecord, Behaviour, CallRecord};
 
 /// What kind of drift a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DriftCategory {
     /// An oracle verdict went pass → fail.
@@ -80,6 +80,30 @@ impl DriftCategory {
         }
     }
 
+    /// Every category.
+    pub const ALL: [DriftCategory; 15] = [
+        DriftCategory::Regression,
+        DriftCategory::Improvement,
+        DriftCategory::OraclesChanged,
+        DriftCategory::ToolCallsChanged,
+        DriftCategory::ArgumentsChanged,
+        DriftCategory::ApprovalsChanged,
+        DriftCategory::StatusChanged,
+        DriftCategory::ArtifactsChanged,
+        DriftCategory::FinalAnswerChanged,
+        DriftCategory::MessagesChanged,
+        DriftCategory::UsageOutsideTolerance,
+        DriftCategory::New,
+        DriftCategory::Obsolete,
+        DriftCategory::Ambiguous,
+        DriftCategory::BaselineInvalid,
+    ];
+
+    /// The category with this id.
+    pub fn from_name(name: &str) -> Option<DriftCategory> {
+        DriftCategory::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     /// Whether a finding of this category fails the run under `mode`. A comparison that could
     /// not happen (`ambiguous`, `baseline-invalid`) is an error and fails in every mode.
     pub fn fails(self, mode: DriftMode) -> bool {
@@ -111,14 +135,14 @@ impl DriftCategory {
 }
 
 /// One difference from the approved baseline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftFinding {
     /// Category id.
     pub category: DriftCategory,
     /// What moved, in a sentence.
     pub detail: String,
     /// A unified diff of the section that moved, when a diff helps.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// Whether this finding fails the run under the `--drift` mode in force.
     pub fails: bool,

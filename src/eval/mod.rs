@@ -2,6 +2,7 @@
 //! scenario and approved baseline, and assemble one deterministically ordered report.
 
 mod baselines;
+pub mod explain;
 mod judge;
 mod row;
 
@@ -46,6 +47,16 @@ impl FailOn {
     }
 }
 
+/// Called once per trace file judged, from the worker threads (a progress bar's tick).
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
 /// What `check` needs besides the discovered files.
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
@@ -65,6 +76,8 @@ pub struct CheckOptions {
     pub baselines: Option<BaselineOptions>,
     /// The sentence the report gives about baselines.
     pub baselines_note: String,
+    /// Ticked once per trace judged.
+    pub progress: Option<Progress>,
 }
 
 /// Why `check` could not do its job at all.
@@ -160,6 +173,7 @@ pub fn check(
         }
         let mut row = blank_row(Some(display_path(&e.scenario.file)), Source::Scenario);
         row.scenario = Some(e.scenario.id.clone());
+        row.scenario_file = Some(display_path(&e.scenario.file));
         row.risk = Some(e.scenario.risk);
         row.known_gap = e.scenario.known_gap;
         let (category, message) = if e.problems.is_empty() {
@@ -186,6 +200,7 @@ pub fn check(
     }
     for err in &loaded.errors {
         let mut row = blank_row(Some(display_path(err.path())), Source::Scenario);
+        row.scenario_file = Some(display_path(err.path()));
         set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
         rows.push(row);
     }

@@ -19,6 +19,7 @@ pub(crate) fn blank_row(path: Option<String>, source: Source) -> ResultRow {
         scenario: None,
         case: None,
         path,
+        scenario_file: None,
         content_hash: None,
         risk: None,
         verdict: RowVerdict::Error,
@@ -31,6 +32,7 @@ pub(crate) fn blank_row(path: Option<String>, source: Source) -> ResultRow {
         drift: Vec::new(),
         error: None,
         warnings: Vec::new(),
+        cited_events: Vec::new(),
     }
 }
 
@@ -52,6 +54,7 @@ fn attribute(
     let id = scenario.map_or(claimed.0, |s| s.id.clone());
     row.baseline = baselines.map(|b| display_path(&b.store.approved_path(&id, &claimed.1)));
     row.risk = scenario.map(|s| s.risk);
+    row.scenario_file = scenario.map(|s| display_path(&s.file));
     row.known_gap = scenario.is_some_and(|s| s.known_gap);
     row.scenario = Some(id);
     row.case = Some(claimed.1);
@@ -140,6 +143,22 @@ pub(crate) fn judge_file(
         Verdict::Pass => RowVerdict::Pass,
         Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
     };
+    if row.verdict == RowVerdict::Fail {
+        // Keep copies of the cited events while the trace is in memory, so a run folder can
+        // hold the evidence without the trace.
+        let cited: std::collections::BTreeSet<u64> = row
+            .oracles
+            .iter()
+            .flat_map(|o| o.evidence.iter().copied())
+            .collect();
+        row.cited_events = parsed
+            .trace
+            .events
+            .iter()
+            .filter(|e| cited.contains(&e.seq))
+            .map(|e| serde_json::to_value(e).unwrap_or_default())
+            .collect();
+    }
     if let Some(b) = &opts.baselines {
         let behaviour = Behaviour::from_trace(&parsed.trace, &row.oracles);
         row.drift = compare_trace(

@@ -1,10 +1,10 @@
 //! What judging produces: a verdict per oracle, with a message and evidence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// An oracle's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The check held.
@@ -27,13 +27,13 @@ impl Verdict {
 }
 
 /// One oracle's result on one trace.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OracleResult {
     /// The oracle type (canonical lowercase), `unknown:<as written>`, or `run-completed`.
     #[serde(rename = "type")]
     pub kind: String,
     /// Position in the scenario's `oracles` (absent for the synthetic `run-completed`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
     /// The verdict.
     pub verdict: Verdict,
@@ -42,10 +42,10 @@ pub struct OracleResult {
     /// `seq` numbers of the events that decided it.
     pub evidence: Vec<u64>,
     /// For failures: what the oracle expected.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Value>,
     /// For failures: what the trace held instead.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found: Option<Value>,
     /// The oracle lacks what it needs (reported by `gates`; judged as a failure).
     #[serde(skip)]

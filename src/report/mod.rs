@@ -1,7 +1,12 @@
 //! Reports: one pure-data model and one renderer per format.
 
+pub mod explain;
+pub mod github;
 pub mod human;
 pub mod json;
+pub mod junit;
+pub mod markdown;
 mod model;
+pub mod runfolder;
 
 pub use model::*;

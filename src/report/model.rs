@@ -142,6 +142,8 @@ pub struct ResultRow {
     pub case: Option<String>,
     /// The trace file, or the scenario file for rows without a trace.
     pub path: Option<String>,
+    /// The file defining the scenario (`null` when unknown).
+    pub scenario_file: Option<String>,
     /// The trace's verified content hash.
     pub content_hash: Option<String>,
     /// The scenario's risk (`null` when the scenario is unknown).
@@ -167,6 +169,10 @@ pub struct ResultRow {
     pub error: Option<RowError>,
     /// What the reader noticed without refusing the trace.
     pub warnings: Vec<String>,
+    /// Copies of the events the oracles cite, kept for failing rows only (for the run folder's
+    /// evidence files); not part of the JSON report.
+    #[serde(skip)]
+    pub cited_events: Vec<serde_json::Value>,
 }
 
 impl ResultRow {

@@ -4,5 +4,6 @@ mod bad_input;
 mod baselines;
 mod check;
 mod gates;
+mod reports;
 mod seal;
 mod util;

@@ -1,0 +1,132 @@
+//! `tracereplay explain`: every oracle's verdict for a trace (or all traces of a scenario), with
+//! the deciding events in context and drift; `--last` explains the newest run folder's failures
+//! from its recorded evidence alone.
+
+use std::io::Write;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use tracereplay::baseline::BaselineStore;
+use tracereplay::discover::discover;
+use tracereplay::eval::explain::{Explanation, explain_trace};
+use tracereplay::report::explain::render;
+use tracereplay::report::runfolder::latest_run;
+use tracereplay::scenario::{Scenario, load_scenarios};
+use tracereplay::trace::{TraceFile, probe_header};
+
+use super::args::ExplainArgs;
+use super::check::{resolve_baselines, use_color};
+use super::exit;
+
+/// Runs `explain`; `Err` means exit 2.
+pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if args.last {
+        return last(args, out);
+    }
+    let target = args.target.as_deref().unwrap_or_default();
+    let as_path = Utf8Path::new(target);
+    // Scenarios come from the search paths that exist, plus the directory of a trace given by path.
+    let mut roots: Vec<Utf8PathBuf> = args.paths.iter().filter(|p| p.exists()).cloned().collect();
+    if as_path.is_file() {
+        roots.push(
+            as_path
+                .parent()
+                .filter(|p| !p.as_str().is_empty())
+                .unwrap_or(Utf8Path::new("."))
+                .to_owned(),
+        );
+    }
+    let found = discover(&roots, &args.scenario_dirs)?;
+    let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
+    let lookup = |id: &str| -> Option<&Scenario> {
+        loaded
+            .scenarios
+            .iter()
+            .find(|s| s.id.eq_ignore_ascii_case(id))
+    };
+    let store = resolve_baselines(args.baselines.as_deref())?.map(BaselineStore::new);
+    let limits = args.limits.limits();
+    let traces: Vec<Utf8PathBuf> = if as_path.is_file() {
+        vec![as_path.to_owned()]
+    } else {
+        // A scenario id: every trace whose header names it.
+        let Some(scenario) = lookup(target) else {
+            eprintln!(
+                "error: `{target}` is neither an existing trace file nor a scenario id under {}",
+                roots
+                    .iter()
+                    .map(|r| format!("`{r}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return Ok(exit::ERROR);
+        };
+        let mut paths: Vec<Utf8PathBuf> = found
+            .trace_files
+            .iter()
+            .filter(|p| {
+                TraceFile::open(p, limits)
+                    .ok()
+                    .and_then(|f| probe_header(&f.bytes))
+                    .is_some_and(|(s, _)| s.eq_ignore_ascii_case(&scenario.id))
+            })
+            .cloned()
+            .collect();
+        paths.sort();
+        if paths.is_empty() {
+            eprintln!(
+                "error: scenario `{}` has no trace under the search paths",
+                scenario.id
+            );
+            return Ok(exit::ERROR);
+        }
+        paths
+    };
+    for (i, path) in traces.iter().enumerate() {
+        if i > 0 {
+            writeln!(out, "\n{}", "─".repeat(60))?;
+        }
+        let e = explain_trace(path, limits, lookup, store.as_ref());
+        render(&e, use_color(), out)?;
+    }
+    Ok(exit::OK)
+}
+
+fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let Some(run) = latest_run(&args.runs) else {
+        eprintln!(
+            "error: no run folder under `{}`; write one with `tracereplay check --artifacts`",
+            args.runs
+        );
+        return Ok(exit::ERROR);
+    };
+    writeln!(out, "run {run}")?;
+    let evidence = run.join("evidence");
+    let mut files = Vec::new();
+    collect_json(&evidence, &mut files);
+    files.sort();
+    if files.is_empty() {
+        writeln!(out, "no failing trace in this run")?;
+    }
+    for path in files {
+        let text = std::fs::read_to_string(&path)?;
+        let e: Explanation = serde_json::from_str(&text)
+            .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;
+        writeln!(out, "\n{}", "─".repeat(60))?;
+        render(&e, use_color(), out)?;
+    }
+    Ok(exit::OK)
+}
+
+fn collect_json(dir: &Utf8Path, out: &mut Vec<Utf8PathBuf>) {
+    let Ok(entries) = dir.read_dir_utf8() else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path().to_owned();
+        if p.is_dir() {
+            collect_json(&p, out);
+        } else if p.extension() == Some("json") {
+            out.push(p);
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Rendering an explanation: identity, every oracle's verdict, the deciding events in context
+//! (a few events around them, the deciding ones marked, long values shortened), and drift.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+use crate::eval::explain::Explanation;
+use crate::oracle::{Verdict, shorten};
+
+/// Events shown before and after each deciding event.
+const CONTEXT: usize = 2;
+/// Longest rendering of one event's fields.
+const EVENT_CHARS: usize = 160;
+
+/// One event as a line: `seq 3  tool_call  {"call_id":…}` without kind, seq and time.
+pub fn event_line(e: &Value) -> String {
+    let kind = e["kind"].as_str().unwrap_or("?");
+    let seq = e["seq"].as_u64().map_or("?".to_owned(), |s| s.to_string());
+    let mut fields = e.as_object().cloned().unwrap_or_default();
+    for k in ["kind", "seq", "ts_ms"] {
+        fields.remove(k);
+    }
+    format!(
+        "seq {seq:<4} {kind:<18} {}",
+        shorten(&Value::Object(fields).to_string(), EVENT_CHARS)
+    )
+}
+
+/// Writes an explanation.
+pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    let paint = |code: &str, t: &str| {
+        if color {
+            format!("\x1b[{code}m{t}\x1b[0m")
+        } else {
+            t.to_owned()
+        }
+    };
+    writeln!(out, "trace     {}", e.path)?;
+    writeln!(
+        out,
+        "scenario  {}  case {}",
+        e.scenario.as_deref().unwrap_or("-"),
+        e.case.as_deref().unwrap_or("-")
+    )?;
+    match (&e.content_hash, e.sealed) {
+        (Some(h), Some(true)) => writeln!(out, "content   {h} (seal verified)")?,
+        (Some(h), _) => writeln!(
+            out,
+            "content   {h} (unsealed: hash of the normalised bytes)"
+        )?,
+        (None, _) => writeln!(out, "content   not verified")?,
+    }
+    if let Some(err) = &e.error {
+        writeln!(out, "{} {err}", paint("31", "not judged:"))?;
+        return Ok(());
+    }
+    let position = |seq: u64| {
+        e.events
+            .iter()
+            .position(|ev| ev["seq"].as_u64() == Some(seq))
+    };
+    for o in &e.oracles {
+        let index = o.index.map(|i| format!(" #{i}")).unwrap_or_default();
+        let label = match o.verdict {
+            Verdict::Pass => paint("32", "pass"),
+            Verdict::Fail | Verdict::NotEvaluable => paint("31", o.verdict.as_str()),
+        };
+        writeln!(out, "\n{label} {}{index}: {}", o.kind, o.message)?;
+        let cited = &o.evidence;
+        for (v, label) in [(&o.expected, "expected"), (&o.found, "found   ")] {
+            if let Some(v) = v.as_ref().filter(|v| !v.is_null()) {
+                writeln!(
+                    out,
+                    "      {label} {}",
+                    shorten(&v.to_string(), EVENT_CHARS)
+                )?;
+            }
+        }
+        if o.verdict == Verdict::Pass {
+            if !cited.is_empty() {
+                let seqs: Vec<String> = cited.iter().map(u64::to_string).collect();
+                writeln!(out, "      evidence: seq {}", seqs.join(", "))?;
+            }
+            continue;
+        }
+        let mut shown: Vec<usize> = cited
+            .iter()
+            .filter_map(|s| position(*s))
+            .flat_map(|p| {
+                p.saturating_sub(CONTEXT)..=(p + CONTEXT).min(e.events.len().saturating_sub(1))
+            })
+            .collect();
+        shown.sort_unstable();
+        shown.dedup();
+        let mut last: Option<usize> = None;
+        for p in shown {
+            if last.is_some_and(|l| p > l + 1) {
+                writeln!(out, "        …")?;
+            }
+            let ev = &e.events[p];
+            let marked = ev["seq"].as_u64().is_some_and(|s| cited.contains(&s));
+            let line = event_line(ev);
+            if marked {
+                writeln!(out, "      {} {}", paint("1", ">"), paint("1", &line))?;
+            } else {
+                writeln!(out, "        {line}")?;
+            }
+            last = Some(p);
+        }
+    }
+    if !e.drift.is_empty() {
+        writeln!(out)?;
+    }
+    for d in &e.drift {
+        crate::diff::report::write_finding(d, color, out)?;
+    }
+    Ok(())
+}

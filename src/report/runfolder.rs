@@ -1,0 +1,144 @@
+//! The run folder (`--artifacts`): `<dir>/<run-id>/` with `report.json`, `junit.xml`,
+//! `report.md`, and `evidence/<scenario>/<case>.json` for each failing trace — enough to audit a
+//! failure without the trace. Run ids sort by time: `YYYYMMDDTHHMMSSZ-<8 hex>`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use super::model::{Report, ResultRow, RowVerdict, Source};
+use crate::baseline::encode_segment;
+use crate::eval::explain::Explanation;
+use crate::fsutil::write_creating_dirs;
+
+/// `YYYYMMDDTHHMMSSZ` for Unix seconds (UTC, proleptic Gregorian).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A new run id: the UTC time and 8 hex digits that tell runs of the same second apart.
+pub fn new_run_id() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let salt = blake3::hash(
+        format!(
+            "{}:{}:{}",
+            now.as_nanos(),
+            std::process::id(),
+            std::thread::current().name().unwrap_or("")
+        )
+        .as_bytes(),
+    );
+    format!("{}-{}", utc_stamp(now.as_secs()), &salt.to_hex()[..8])
+}
+
+/// Whether a string is a run id (so `explain --last` ignores anything else in the directory).
+pub fn is_run_id(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 25
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'Z'
+        && b[16] == b'-'
+        && b[17..]
+            .iter()
+            .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The newest run folder under `dir`.
+pub fn latest_run(dir: &Utf8Path) -> Option<Utf8PathBuf> {
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| is_run_id(n))
+        .collect();
+    ids.sort();
+    ids.pop().map(|id| dir.join(id))
+}
+
+fn needs_evidence(r: &ResultRow) -> bool {
+    r.source == Source::Trace && (r.verdict != RowVerdict::Pass || r.blocking)
+}
+
+/// The evidence of one failing row.
+pub fn evidence_of(r: &ResultRow) -> Explanation {
+    Explanation {
+        path: r.path.clone().unwrap_or_default(),
+        scenario: r.scenario.clone(),
+        case: r.case.clone(),
+        content_hash: r.content_hash.clone(),
+        sealed: r.sealed,
+        error: r.error.as_ref().map(|e| e.message.clone()),
+        oracles: r.oracles.clone(),
+        drift: r.drift.clone(),
+        events: r.cited_events.clone(),
+    }
+}
+
+/// Writes a run folder under `dir` and returns its path.
+pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
+    let run = dir.join(new_run_id());
+    std::fs::create_dir_all(&run)?;
+    type Renderer = fn(&Report, &mut dyn std::io::Write) -> std::io::Result<()>;
+    let files: [(&str, Renderer); 3] = [
+        ("report.json", super::json::render),
+        ("junit.xml", super::junit::render),
+        ("report.md", super::markdown::render),
+    ];
+    for (name, render) in files {
+        let mut buf = Vec::new();
+        render(report, &mut buf)?;
+        write_creating_dirs(&run.join(name), &buf)?;
+    }
+    for r in report.results.iter().filter(|r| needs_evidence(r)) {
+        let scenario = encode_segment(r.scenario.as_deref().unwrap_or("_unattributed"));
+        let case = encode_segment(r.case.as_deref().unwrap_or("_unknown"));
+        let folder = run.join("evidence").join(scenario);
+        // Two traces of one (scenario, case) get numbered files rather than overwrite each other.
+        let mut path = folder.join(format!("{case}.json"));
+        let mut n = 2;
+        while path.exists() {
+            path = folder.join(format!("{case}.{n}.json"));
+            n += 1;
+        }
+        let text =
+            serde_json::to_string_pretty(&evidence_of(r)).map_err(std::io::Error::other)? + "\n";
+        write_creating_dirs(&path, text.as_bytes())?;
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_and_ids() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(1_764_417_600), "20251129T120000Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        let id = new_run_id();
+        assert!(is_run_id(&id), "{id}");
+        assert!(!is_run_id("20251129T120000Z-XYZ00000"));
+    }
+}
