@@ -34,6 +34,8 @@ pub struct Discovered {
     pub suite_files: Vec<Utf8PathBuf>,
     /// Trace files (`*.trace.ndjson`, `*.trace.ndjson.zst`).
     pub trace_files: Vec<Utf8PathBuf>,
+    /// Raw-prompt sidecars (`*.prompts.ndjson`, `*.prompts.ndjson.zst`) under the paths.
+    pub sidecar_files: Vec<Utf8PathBuf>,
     /// Things worth telling the user (skipped symlink loops, unreadable directories).
     pub warnings: Vec<String>,
 }
@@ -147,6 +149,10 @@ impl Walker {
         let name = path.file_name().unwrap_or("");
         let kind = if is_trace_path(path) && !suite {
             Kind::Trace
+        } else if !suite
+            && (name.ends_with(".prompts.ndjson") || name.ends_with(".prompts.ndjson.zst"))
+        {
+            Kind::Sidecar
         } else if name.ends_with(".scenario.json") || (explicit && name.ends_with(".json")) {
             if suite { Kind::Suite } else { Kind::Scenario }
         } else if suite
@@ -166,12 +172,14 @@ impl Walker {
             Kind::Trace => &mut self.found.trace_files,
             Kind::Scenario => &mut self.found.scenario_files,
             Kind::Suite => &mut self.found.suite_files,
+            Kind::Sidecar => &mut self.found.sidecar_files,
         };
         list.push(path.to_owned());
     }
 }
 
 enum Kind {
+    Sidecar,
     Trace,
     Scenario,
     Suite,

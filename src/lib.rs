@@ -12,6 +12,7 @@ pub mod eval;
 pub mod fsutil;
 pub mod gates;
 pub mod oracle;
+pub mod privacy;
 pub mod report;
 pub mod scenario;
 pub mod trace;

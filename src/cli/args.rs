@@ -27,6 +27,11 @@ pub enum Command {
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
     Gates(GatesArgs),
+    /// Privacy and secret lint over traces and scenarios.
+    Lint(LintArgs),
+    /// Make a prompt-hashing key, or show the key id of the one in use.
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// Explain every oracle's verdict for a trace, a scenario's traces, or the last run's failures.
     Explain(ExplainArgs),
     /// Review approved baselines: list, accept or reject pending ones, or approve current traces.
@@ -93,6 +98,61 @@ pub struct CiArgs {
     /// Behave as off CI even when `CI` or `TF_BUILD` is set.
     #[arg(long)]
     pub no_ci: bool,
+}
+
+/// `--secrets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SecretsArg {
+    /// A secret fails the run.
+    Fail,
+    /// Secrets are reported without failing.
+    Warn,
+    /// No secret scan.
+    Off,
+}
+
+impl SecretsArg {
+    /// The library's mode.
+    pub fn mode(self) -> tracereplay::privacy::lint::SecretsMode {
+        use tracereplay::privacy::lint::SecretsMode;
+        match self {
+            SecretsArg::Fail => SecretsMode::Fail,
+            SecretsArg::Warn => SecretsMode::Warn,
+            SecretsArg::Off => SecretsMode::Off,
+        }
+    }
+}
+
+/// `lint` flags.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Directories or files holding traces and scenarios.
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// A harness suite directory of scenarios (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Admit raw-prompt sidecars.
+    #[arg(long)]
+    pub allow_raw_prompts: bool,
+    /// How secrets count.
+    #[arg(long, value_enum, default_value_t = SecretsArg::Fail)]
+    pub secrets: SecretsArg,
+    /// Format of standard output.
+    #[arg(long, value_enum, default_value_t = FormatArg::Human)]
+    pub format: FormatArg,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `key` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Print a fresh random key, to store as the `TRACEREPLAY_HASH_KEY` secret.
+    New,
+    /// Print the key id of `TRACEREPLAY_HASH_KEY` (never the key).
+    Id,
 }
 
 /// `--drift`.
@@ -230,6 +290,12 @@ pub struct CheckArgs {
     /// Treat unsealed traces as integrity failures (recommended in CI).
     #[arg(long)]
     pub require_sealed: bool,
+    /// Admit raw-prompt sidecars beside traces (a developer opt-in; nothing else is admitted).
+    #[arg(long)]
+    pub allow_raw_prompts: bool,
+    /// How secrets found in traces and scenarios count.
+    #[arg(long, value_enum, default_value_t = SecretsArg::Fail)]
+    pub secrets: SecretsArg,
     /// Format of standard output.
     #[arg(long, value_enum, default_value_t = CheckFormatArg::Human)]
     pub format: CheckFormatArg,

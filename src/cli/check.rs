@@ -13,6 +13,7 @@ use tracereplay::diff::DriftMode;
 use tracereplay::discover::discover;
 use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, Progress, check};
 use tracereplay::fsutil::write_atomic;
+use tracereplay::privacy::lint::read_allow_file;
 use tracereplay::report::{self, human::HumanOptions};
 
 use super::args::{CheckArgs, CheckFormatArg, DriftArg, FailOnArg};
@@ -89,6 +90,9 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         baselines,
         baselines_note,
         progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
+        secrets: args.secrets.mode(),
+        allow_raw_prompts: args.allow_raw_prompts,
+        waived: read_allow_file(Utf8Path::new(ALLOW_FILE)),
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());
@@ -153,6 +157,9 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         exit::OK
     })
 }
+
+/// Fingerprints of waived secrets, in the working directory.
+pub const ALLOW_FILE: &str = ".tracereplay-allow";
 
 type Renderer = fn(&tracereplay::report::Report, &mut dyn Write) -> std::io::Result<()>;
 

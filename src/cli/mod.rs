@@ -9,6 +9,8 @@ mod diff;
 pub mod exit;
 mod explain;
 mod gates;
+mod key;
+mod lint;
 mod pack;
 mod verify;
 
@@ -26,6 +28,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Diff(a) => diff::run(a, out),
         Command::Explain(a) => explain::run(a, out),
         Command::Gates(a) => gates::run(a, out),
+        Command::Lint(a) => lint::run(a, out),
+        Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, out),
     }
 }

@@ -78,6 +78,12 @@ pub struct CheckOptions {
     pub baselines_note: String,
     /// Ticked once per trace judged.
     pub progress: Option<Progress>,
+    /// How secrets found in traces and scenarios count.
+    pub secrets: crate::privacy::lint::SecretsMode,
+    /// Admit raw-prompt sidecars (`--allow-raw-prompts`).
+    pub allow_raw_prompts: bool,
+    /// Secret fingerprints waived by `.tracereplay-allow`.
+    pub waived: HashSet<String>,
 }
 
 /// Why `check` could not do its job at all.
@@ -229,6 +235,13 @@ pub fn check(
         }
     }
 
+    let mut privacy: Vec<crate::privacy::lint::Finding> = rows
+        .iter_mut()
+        .flat_map(|r| std::mem::take(&mut r.privacy))
+        .collect();
+    privacy.extend(privacy_of_files(found, opts));
+    privacy.sort();
+
     rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     let mut summary = Summary {
         traces,
@@ -261,6 +274,8 @@ pub fn check(
         }
     }
     summary.obsolete = obsolete.len();
+    summary.privacy = privacy.len();
+    summary.blocking += privacy.iter().filter(|f| f.fails).count();
     summary.blocking += obsolete.iter().filter(|o| o.finding.fails).count();
     warnings.sort();
     Ok(Report {
@@ -269,6 +284,7 @@ pub fn check(
         summary,
         baselines: opts.baselines_note.clone(),
         results: rows,
+        privacy,
         obsolete,
         warnings,
     })
@@ -317,6 +333,26 @@ fn index_scenarios<'s>(
         }
     }
     entries
+}
+
+/// Secrets in scenario files and raw-prompt sidecars (trace bytes are scanned by the workers).
+fn privacy_of_files(found: &Discovered, opts: &CheckOptions) -> Vec<crate::privacy::lint::Finding> {
+    use crate::privacy::lint::{scan_secrets, sidecar_finding};
+    let mut out = Vec::new();
+    for f in found.scenario_files.iter().chain(&found.suite_files) {
+        if let Ok(text) = std::fs::read_to_string(f) {
+            out.extend(scan_secrets(
+                &display_path(f),
+                &text,
+                opts.secrets,
+                &opts.waived,
+            ));
+        }
+    }
+    for f in &found.sidecar_files {
+        out.push(sidecar_finding(&display_path(f), opts.allow_raw_prompts));
+    }
+    out
 }
 
 /// The error and its sources, joined with `: `.

@@ -33,6 +33,7 @@ pub(crate) fn blank_row(path: Option<String>, source: Source) -> ResultRow {
         error: None,
         warnings: Vec::new(),
         cited_events: Vec::new(),
+        privacy: Vec::new(),
     }
 }
 
@@ -76,6 +77,13 @@ pub(crate) fn judge_file(
         Ok(f) => f,
         Err(e) => return Some(fail(row, &e)),
     };
+    // Secrets are looked for in every readable trace, judged or not.
+    row.privacy = crate::privacy::lint::scan_secrets(
+        &shown,
+        &String::from_utf8_lossy(&file.bytes),
+        opts.secrets,
+        &opts.waived,
+    );
     let lookup = |scenario: &str| entries.get(&scenario.to_lowercase());
     let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
     let out_of_scope = |scenario: &str| match lookup(scenario) {

@@ -100,6 +100,27 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             &o.finding.detail,
         )?;
     }
+    for f in &report.privacy {
+        let title = format!(
+            "privacy {}{}",
+            f.kind,
+            f.fingerprint
+                .as_deref()
+                .map(|fp| format!(" {fp}"))
+                .unwrap_or_default()
+        );
+        let file = match f.line {
+            Some(l) => format!("{},line={l}", escape_property(&f.file)),
+            None => escape_property(&f.file),
+        };
+        writeln!(
+            out,
+            "::{} file={file},title={}::{}",
+            if f.fails { "error" } else { "warning" },
+            escape_property(&title),
+            escape_data(&f.message)
+        )?;
+    }
     for w in &report.warnings {
         command(out, "warning", None, "tracereplay", w)?;
     }

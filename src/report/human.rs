@@ -72,6 +72,21 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         )?;
         details(row, opts, out)?;
     }
+    for f in &report.privacy {
+        let label = if f.fails {
+            paint(opts.color, "1;31", "PRIVACY ")
+        } else {
+            paint(opts.color, "33", "PRIVACY ")
+        };
+        let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let fp = f
+            .fingerprint
+            .as_deref()
+            .map(|fp| format!("  {fp}"))
+            .unwrap_or_default();
+        writeln!(out, "{label} {}{at}  {}{fp}", f.file, f.kind)?;
+        writeln!(out, "      {}", f.message)?;
+    }
     for o in &report.obsolete {
         let label = if o.finding.fails {
             paint(opts.color, "31", "OBSOLETE")
@@ -81,7 +96,7 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         writeln!(out, "{label} {}  {}  {}", o.scenario, o.case, o.path)?;
         writeln!(out, "      {}", o.finding.detail)?;
     }
-    if !report.results.is_empty() || !report.obsolete.is_empty() {
+    if !report.results.is_empty() || !report.obsolete.is_empty() || !report.privacy.is_empty() {
         writeln!(out)?;
     }
     let s = &report.summary;
@@ -99,6 +114,9 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         s.blocking,
         s.ignored_failures
     )?;
+    if s.privacy > 0 {
+        writeln!(out, "privacy: {} finding(s)", s.privacy)?;
+    }
     writeln!(out, "baselines: {}", report.baselines)?;
     Ok(())
 }

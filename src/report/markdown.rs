@@ -43,7 +43,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         .iter()
         .filter(|r| r.verdict != RowVerdict::Pass || !r.drift.is_empty())
         .collect();
-    if attention.is_empty() && report.obsolete.is_empty() {
+    if attention.is_empty() && report.obsolete.is_empty() && report.privacy.is_empty() {
         writeln!(out, "Every trace passed with no drift.")?;
         return Ok(());
     }
@@ -89,6 +89,17 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             if r.blocking { "yes" } else { "no" },
             cell(r.path.as_deref().unwrap_or("-")),
             cell(&what.join("<br>")),
+        )?;
+    }
+    for f in &report.privacy {
+        let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
+        writeln!(
+            out,
+            "| privacy | - | - | - | {} | `{}{at}` | {} {} |",
+            if f.fails { "yes" } else { "no" },
+            cell(&f.file),
+            cell(&f.kind),
+            cell(f.fingerprint.as_deref().unwrap_or(""))
         )?;
     }
     for o in &report.obsolete {

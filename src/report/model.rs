@@ -24,6 +24,8 @@ pub struct Report {
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
     /// file that failed to load; sorted by scenario id, case, then path (bytewise).
     pub results: Vec<ResultRow>,
+    /// Privacy and secret findings, sorted by file and line.
+    pub privacy: Vec<crate::privacy::lint::Finding>,
     /// Approved baselines without a trace, sorted by path.
     pub obsolete: Vec<ObsoleteBaseline>,
     /// Run-level diagnostics (skipped symlink loops…), sorted.
@@ -82,7 +84,9 @@ pub struct Summary {
     pub new: usize,
     /// Approved baselines without a trace.
     pub obsolete: usize,
-    /// Rows that make the exit code 1.
+    /// Privacy and secret findings.
+    pub privacy: usize,
+    /// Rows (and findings) that make the exit code 1.
     pub blocking: usize,
 }
 
@@ -173,6 +177,9 @@ pub struct ResultRow {
     /// evidence files); not part of the JSON report.
     #[serde(skip)]
     pub cited_events: Vec<serde_json::Value>,
+    /// Secrets found in the trace's bytes; moved to the report's `privacy` list.
+    #[serde(skip)]
+    pub privacy: Vec<crate::privacy::lint::Finding>,
 }
 
 impl ResultRow {

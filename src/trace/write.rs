@@ -8,6 +8,7 @@ use serde::ser::{SerializeMap, Serializer};
 use super::json::Str;
 use super::model::*;
 use super::seal::{content_hash, footer_line};
+use crate::privacy::PromptHasher;
 
 impl Serialize for Event<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -192,12 +193,29 @@ pub struct SealedTrace {
     pub bytes: Vec<u8>,
     /// The content hash the footer carries.
     pub content_hash: String,
+    /// Raw prompt text (`{"h","text"}` lines), only when the developer opted in.
+    pub sidecar: Option<Vec<u8>>,
 }
 
 impl SealedTrace {
     /// zstd-compressed bytes, ready to store as `NAME.trace.ndjson.zst`.
     pub fn compress(&self) -> std::io::Result<Vec<u8>> {
         zstd::bulk::compress(&self.bytes, 9)
+    }
+
+    /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
+    /// `NAME.prompts.ndjson` beside it when there is one.
+    pub fn write(&self, path: &camino::Utf8Path) -> std::io::Result<()> {
+        crate::fsutil::write_creating_dirs(path, &self.compress()?)?;
+        if let Some(sidecar) = &self.sidecar {
+            let name = path.file_name().unwrap_or("trace");
+            let stem = name.strip_suffix(".trace.ndjson.zst").unwrap_or(name);
+            crate::fsutil::write_creating_dirs(
+                &path.with_file_name(format!("{stem}.prompts.ndjson")),
+                sidecar,
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -215,6 +233,8 @@ pub struct TraceWriter {
     buf: Vec<u8>,
     next_seq: u64,
     events: u64,
+    hasher: PromptHasher,
+    sidecar: Option<Vec<u8>>,
 }
 
 impl TraceWriter {
@@ -236,7 +256,53 @@ impl TraceWriter {
             buf,
             next_seq: 1,
             events: 0,
+            hasher: PromptHasher::unkeyed(),
+            sidecar: None,
         }
+    }
+
+    /// Starts a trace whose prompts are hashed with `hasher`. With `raw_opt_in` (the developer
+    /// opt-in, never a default) the raw text also goes to a sidecar; the trace's bytes are the
+    /// same either way, so opting in never changes a content hash or a baseline.
+    pub fn with_prompts(
+        mut header: Header<'_>,
+        hasher: PromptHasher,
+        raw_opt_in: bool,
+    ) -> TraceWriter {
+        header.privacy = Privacy {
+            prompts: Str::from("hashed"),
+            hash: Str::from(hasher.scheme()),
+            kid: hasher.kid().map(Str::from),
+        };
+        let mut w = TraceWriter::new(header);
+        w.hasher = hasher;
+        w.sidecar = raw_opt_in.then(Vec::new);
+        w
+    }
+
+    /// Hashes prompt text (user turn, system instructions, assembled input) for recording; the
+    /// raw text reaches disk only in the opted-in sidecar.
+    pub fn prompt(&mut self, text: &str) -> PromptRef<'static> {
+        let p = self.hasher.prompt(text);
+        if let Some(sidecar) = &mut self.sidecar {
+            let line = serde_json::json!({"h": p.h.as_str(), "text": text});
+            serde_json::to_writer(&mut *sidecar, &line)
+                .expect("serialising into memory cannot fail");
+            sidecar.push(b'\n');
+        }
+        p
+    }
+
+    /// Appends a `user_message` whose text is recorded only as a hash.
+    pub fn user_message(&mut self, ts_ms: Option<i64>, id: Option<&str>, text: &str) -> u64 {
+        let prompt = self.prompt(text);
+        self.push(
+            ts_ms,
+            EventBody::UserMessage {
+                prompt,
+                id: id.map(Str::from),
+            },
+        )
     }
 
     /// Appends an event with the next `seq`, and returns that seq.
@@ -272,6 +338,7 @@ impl TraceWriter {
         SealedTrace {
             bytes: self.buf,
             content_hash,
+            sidecar: self.sidecar,
         }
     }
 }
@@ -372,6 +439,48 @@ mod tests {
             "b3:6ae606a136a01752b92e03e37d509efee9f528a0675b566e6511dee71178767b"
         );
         assert!(lines[6].starts_with(r#"{"kind":"footer","events":5,"content_hash":"b3:"#));
+    }
+
+    #[test]
+    fn opting_in_adds_a_sidecar_and_changes_no_trace_byte() {
+        let record = |raw: bool| {
+            let mut w = TraceWriter::with_prompts(
+                Header::new("s", "default"),
+                PromptHasher::keyed(b"k"),
+                raw,
+            );
+            w.user_message(None, Some("in1"), "my private question");
+            let system = w.prompt("You are a careful agent.");
+            w.push(
+                None,
+                EventBody::Inference(Box::new(Inference {
+                    system_h: Some(system.h),
+                    ..Inference::default()
+                })),
+            );
+            w.finish()
+        };
+        let (plain, raw) = (record(false), record(true));
+        assert_eq!(plain.bytes, raw.bytes);
+        assert_eq!(plain.content_hash, raw.content_hash);
+        assert!(plain.sidecar.is_none());
+        let text = String::from_utf8(plain.bytes.clone()).unwrap();
+        assert!(!text.contains("private question") && !text.contains("careful agent"));
+        assert!(
+            text.contains(r#""privacy":{"prompts":"hashed","hash":"blake3-keyed","kid":"k_"#),
+            "{text}"
+        );
+        let sidecar = String::from_utf8(raw.sidecar.unwrap()).unwrap();
+        assert_eq!(sidecar.lines().count(), 2);
+        assert!(sidecar.contains("my private question") && sidecar.contains("b3k:"));
+        // The written trace verifies and parses.
+        let dir = tempfile::tempdir().unwrap();
+        let path =
+            camino::Utf8PathBuf::from_path_buf(dir.path().join("run.trace.ndjson.zst")).unwrap();
+        record(true).write(&path).unwrap();
+        assert!(path.with_file_name("run.prompts.ndjson").exists());
+        let file = TraceFile::open(&path, Limits::default()).unwrap();
+        assert!(file.verify_seal(true).unwrap().sealed);
     }
 
     #[test]

@@ -4,6 +4,8 @@ mod bad_input;
 mod baselines;
 mod check;
 mod gates;
+mod guard;
+mod privacy;
 mod reports;
 mod seal;
 mod util;

@@ -1,0 +1,99 @@
+//! `tracereplay lint`: privacy and secret lint over traces and scenarios.
+
+use std::io::Write;
+
+use camino::Utf8Path;
+use rayon::prelude::*;
+use tracereplay::discover::{discover, display_path};
+use tracereplay::privacy::lint::{Finding, read_allow_file, scan_secrets, sidecar_finding};
+use tracereplay::trace::{TraceError, TraceFile, parse_trace};
+
+use super::args::{FormatArg, LintArgs};
+use super::check::ALLOW_FILE;
+use super::exit;
+
+/// Runs `lint`; `Err` means exit 2.
+pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let found = discover(&args.paths, &args.scenario_dirs)?;
+    if found.trace_files.is_empty()
+        && found.scenario_files.is_empty()
+        && found.suite_files.is_empty()
+        && found.sidecar_files.is_empty()
+    {
+        anyhow::bail!("nothing to lint under the given paths");
+    }
+    let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
+    let mode = args.secrets.mode();
+    let limits = args.limits.limits();
+    let mut findings: Vec<Finding> = found
+        .trace_files
+        .par_iter()
+        .flat_map_iter(|path| {
+            let shown = display_path(path);
+            let Ok(file) = TraceFile::open(path, limits) else {
+                return Vec::new();
+            };
+            let mut f = scan_secrets(&shown, &String::from_utf8_lossy(&file.bytes), mode, &waived);
+            // A prompt object carrying `text` is raw prompt text inside the trace: always fails.
+            if let Ok(seal) = file.verify_seal(false) {
+                if let Err(TraceError::Privacy { line, detail, .. }) =
+                    parse_trace(&file, &seal, limits)
+                {
+                    f.push(Finding {
+                        file: shown.clone(),
+                        line: Some(line),
+                        kind: "raw-prompt".into(),
+                        fingerprint: None,
+                        prefix: None,
+                        message: detail,
+                        fails: true,
+                    });
+                }
+            }
+            f
+        })
+        .collect();
+    for f in found.scenario_files.iter().chain(&found.suite_files) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        findings.extend(scan_secrets(&display_path(f), &text, mode, &waived));
+    }
+    for f in &found.sidecar_files {
+        findings.push(sidecar_finding(&display_path(f), args.allow_raw_prompts));
+    }
+    findings.sort();
+    match args.format {
+        FormatArg::Json => {
+            serde_json::to_writer_pretty(&mut *out, &findings)?;
+            writeln!(out)?;
+        }
+        FormatArg::Human => {
+            for f in &findings {
+                let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
+                let fp = f
+                    .fingerprint
+                    .as_deref()
+                    .map(|fp| format!("  {fp}"))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{}  {}{at}  {}{fp}\n      {}",
+                    if f.fails { "error  " } else { "warning" },
+                    f.file,
+                    f.kind,
+                    f.message
+                )?;
+            }
+            writeln!(
+                out,
+                "{} finding(s), {} failing",
+                findings.len(),
+                findings.iter().filter(|f| f.fails).count()
+            )?;
+        }
+    }
+    Ok(if findings.iter().any(|f| f.fails) {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}

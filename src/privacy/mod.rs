@@ -1,0 +1,15 @@
+//! Prompt privacy: keyed hashing, and the privacy and secret lint.
+
+pub mod hash;
+pub mod lint;
+
+pub use hash::{KEY_ENV, PromptHasher, key_id};
+
+/// The environment variable that opts a developer in to raw-prompt sidecars (`1`).
+pub const RAW_OPT_IN_ENV: &str = "TRACEREPLAY_DEV_RAW_PROMPTS";
+
+/// Whether raw prompt text may be written: the command's `--dev-raw-prompts` flag, or
+/// `TRACEREPLAY_DEV_RAW_PROMPTS=1`. Never on by default.
+pub fn raw_prompts_opted_in(flag: bool) -> bool {
+    flag || std::env::var(RAW_OPT_IN_ENV).is_ok_and(|v| v.trim() == "1")
+}

@@ -1,0 +1,89 @@
+//! The agent-testing rule, checked mechanically: no provider key, no read of a provider-key
+//! variable and no HTTP client anywhere in `tests/`, `traces/` or `benches/`. Patterns are
+//! assembled at run time so this file does not trip itself.
+
+use std::path::{Path, PathBuf};
+
+use tracereplay::privacy::lint::{SecretsMode, scan_secrets};
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn readable(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    if path.extension().is_some_and(|e| e == "zst") {
+        return zstd::decode_all(&bytes[..])
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
+    }
+    String::from_utf8(bytes).ok()
+}
+
+#[test]
+fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    for dir in ["tests", "traces", "benches"] {
+        files(&root.join(dir), &mut all);
+    }
+    assert!(all.len() > 20, "the guard must see the suite");
+    let key_vars: Vec<String> = [
+        ["OPENAI", "_API_KEY"],
+        ["ANTHROPIC", "_API_KEY"],
+        ["GEMINI", "_API_KEY"],
+        ["GOOGLE", "_API_KEY"],
+        ["MISTRAL", "_API_KEY"],
+        ["AZURE_OPENAI", "_API_KEY"],
+        ["COHERE", "_API_KEY"],
+    ]
+    .iter()
+    .map(|p| p.concat())
+    .collect();
+    let clients: Vec<String> = [
+        ["reqwest", "::"],
+        ["ureq", "::"],
+        ["hyper", "::Client"],
+        ["isahc", "::"],
+        ["surf", "::"],
+        ["TcpStream", "::connect"],
+        ["curl", "::easy"],
+    ]
+    .iter()
+    .map(|p| p.concat())
+    .collect();
+    let mut problems = Vec::new();
+    for path in &all {
+        let Some(text) = readable(path) else { continue };
+        let shown = path.strip_prefix(&root).unwrap().display().to_string();
+        for f in scan_secrets(&shown, &text, SecretsMode::Fail, &Default::default()) {
+            problems.push(format!("{shown}:{}: {}", f.line.unwrap_or(0), f.kind));
+        }
+        for needle in key_vars.iter().chain(&clients) {
+            if text.contains(needle.as_str()) {
+                problems.push(format!("{shown}: mentions `{needle}`"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "provider access in the test suite:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_guard_catches_what_it_looks_for() {
+    let key = ["sk-", "proj-", &"Zx9".repeat(10)].concat();
+    assert_eq!(
+        scan_secrets("x", &key, SecretsMode::Fail, &Default::default()).len(),
+        1
+    );
+}
