@@ -11,6 +11,7 @@ pub mod discover;
 pub mod eval;
 pub mod fsutil;
 pub mod gates;
+pub mod ingest;
 pub mod oracle;
 pub mod privacy;
 pub mod report;

@@ -27,6 +27,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
     Gates(GatesArgs),
+    /// Convert foreign recordings into sealed traces, hashing prompts on the way in.
+    Ingest(IngestArgs),
     /// Privacy and secret lint over traces and scenarios.
     Lint(LintArgs),
     /// Make a prompt-hashing key, or show the key id of the one in use.
@@ -144,6 +146,43 @@ pub struct LintArgs {
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `--from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IngestFormatArg {
+    /// OpenClaw.NET scenario files with a `scriptedTrace`.
+    OpenclawScenario,
+    /// OpenAI Chat Completions messages or Responses API items.
+    OpenaiMessages,
+    /// OTLP/JSON trace exports with GenAI semantic conventions.
+    OtlpJson,
+}
+
+/// `ingest` flags.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// The input format.
+    #[arg(long, value_enum)]
+    pub from: IngestFormatArg,
+    /// Input files.
+    #[arg(value_name = "IN", required = true)]
+    pub inputs: Vec<Utf8PathBuf>,
+    /// Output directory: traces go to `DIR/<scenario>/<case>.trace.ndjson.zst`.
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Utf8PathBuf,
+    /// The scenario id (required when the input names none).
+    #[arg(long, value_name = "ID")]
+    pub scenario: Option<String>,
+    /// The case of a single run, or the prefix of several (`NAME-1`…).
+    #[arg(long, value_name = "NAME")]
+    pub case: Option<String>,
+    /// Write unkeyed `b3:` prompt hashes instead of requiring `TRACEREPLAY_HASH_KEY`.
+    #[arg(long)]
+    pub unkeyed: bool,
+    /// Developer opt-in: also write raw prompt text to `NAME.prompts.ndjson` sidecars.
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
 }
 
 /// `key` subcommands.
@@ -293,6 +332,9 @@ pub struct CheckArgs {
     /// Admit raw-prompt sidecars beside traces (a developer opt-in; nothing else is admitted).
     #[arg(long)]
     pub allow_raw_prompts: bool,
+    /// Judge a scenario's `scriptedTrace` when it has no stored trace (`source: "scripted"`).
+    #[arg(long)]
+    pub scripted: bool,
     /// How secrets found in traces and scenarios count.
     #[arg(long, value_enum, default_value_t = SecretsArg::Fail)]
     pub secrets: SecretsArg,

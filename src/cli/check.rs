@@ -93,6 +93,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         secrets: args.secrets.mode(),
         allow_raw_prompts: args.allow_raw_prompts,
         waived: read_allow_file(Utf8Path::new(ALLOW_FILE)),
+        scripted: args.scripted,
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());

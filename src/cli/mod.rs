@@ -9,6 +9,7 @@ mod diff;
 pub mod exit;
 mod explain;
 mod gates;
+mod ingest;
 mod key;
 mod lint;
 mod pack;
@@ -29,6 +30,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Explain(a) => explain::run(a, out),
         Command::Gates(a) => gates::run(a, out),
         Command::Lint(a) => lint::run(a, out),
+        Command::Ingest(a) => ingest::run(a, out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, out),
     }

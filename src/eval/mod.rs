@@ -84,6 +84,8 @@ pub struct CheckOptions {
     pub allow_raw_prompts: bool,
     /// Secret fingerprints waived by `.tracereplay-allow`.
     pub waived: HashSet<String>,
+    /// Judge a scenario's `scriptedTrace` when it has no stored trace.
+    pub scripted: bool,
 }
 
 /// Why `check` could not do its job at all.
@@ -176,6 +178,12 @@ pub fn check(
     for e in listed {
         if seen.contains(&e.scenario.id.to_lowercase()) {
             continue;
+        }
+        if opts.scripted {
+            if let Some(row) = row::judge_scripted(e, opts) {
+                rows.push(row);
+                continue;
+            }
         }
         let mut row = blank_row(Some(display_path(&e.scenario.file)), Source::Scenario);
         row.scenario = Some(e.scenario.id.clone());

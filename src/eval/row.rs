@@ -151,22 +151,7 @@ pub(crate) fn judge_file(
         Verdict::Pass => RowVerdict::Pass,
         Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
     };
-    if row.verdict == RowVerdict::Fail {
-        // Keep copies of the cited events while the trace is in memory, so a run folder can
-        // hold the evidence without the trace.
-        let cited: std::collections::BTreeSet<u64> = row
-            .oracles
-            .iter()
-            .flat_map(|o| o.evidence.iter().copied())
-            .collect();
-        row.cited_events = parsed
-            .trace
-            .events
-            .iter()
-            .filter(|e| cited.contains(&e.seq))
-            .map(|e| serde_json::to_value(e).unwrap_or_default())
-            .collect();
-    }
+    keep_cited_events(&mut row, &parsed.trace);
     if let Some(b) = &opts.baselines {
         let behaviour = Behaviour::from_trace(&parsed.trace, &row.oracles);
         row.drift = compare_trace(
@@ -179,4 +164,102 @@ pub(crate) fn judge_file(
         );
     }
     Some(row)
+}
+
+/// Judges a scenario's `scriptedTrace` directly (`check --scripted`), as case `scripted`.
+pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<ResultRow> {
+    let scenario = entry.scenario;
+    let script = scenario.scripted_trace.as_ref()?.as_object()?;
+    let shown = display_path(&scenario.file);
+    let mut row = blank_row(Some(shown.clone()), Source::Scripted);
+    attribute(
+        &mut row,
+        Some(scenario),
+        (scenario.id.clone(), "scripted".to_owned()),
+        opts.baselines.as_ref(),
+    );
+    let ingest_opts = crate::ingest::IngestOptions {
+        hasher: crate::privacy::PromptHasher::unkeyed(),
+        raw_opt_in: false,
+        scenario: None,
+        case: None,
+    };
+    // The scenario's input is never judged or copied: only the steps become events.
+    let sealed = match crate::ingest::openclaw::scripted_trace(
+        &scenario.id,
+        "scripted",
+        None,
+        script,
+        &ingest_opts,
+    ) {
+        Ok(s) => s,
+        Err((step, message)) => {
+            set_error(
+                &mut row,
+                "scripted-invalid",
+                format!("`{shown}`: `scriptedTrace` step {step}: {message}"),
+                None,
+            );
+            return Some(row);
+        }
+    };
+    let file = TraceFile::from_bytes(shown.clone(), sealed.bytes, false);
+    let parsed = file
+        .verify_seal(true)
+        .and_then(|seal| parse_trace(&file, &seal, opts.limits).map(|p| (seal, p)));
+    let (seal, parsed) = match parsed {
+        Ok(x) => x,
+        Err(e) => {
+            set_error(&mut row, e.category(), error_chain(&e), e.line());
+            return Some(row);
+        }
+    };
+    row.content_hash = Some(seal.content_hash.clone());
+    row.sealed = Some(true);
+    if !entry.problems.is_empty() {
+        set_error(
+            &mut row,
+            "scenario-invalid",
+            format!("`{shown}`: {}", entry.problems.join("; ")),
+            None,
+        );
+        return Some(row);
+    }
+    row.oracles = oracle::judge(scenario, &parsed.trace);
+    row.verdict = match oracle::overall(&row.oracles) {
+        Verdict::Pass => RowVerdict::Pass,
+        Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
+    };
+    keep_cited_events(&mut row, &parsed.trace);
+    if let Some(b) = &opts.baselines {
+        let behaviour = Behaviour::from_trace(&parsed.trace, &row.oracles);
+        row.drift = compare_trace(
+            b,
+            &scenario.id,
+            "scripted",
+            &seal.content_hash,
+            behaviour,
+            &mut row.warnings,
+        );
+    }
+    Some(row)
+}
+
+/// For a failing row, keeps copies of the events its oracles cite while the trace is in memory,
+/// so a run folder can hold the evidence without the trace.
+fn keep_cited_events(row: &mut ResultRow, trace: &crate::trace::Trace<'_>) {
+    if row.verdict != RowVerdict::Fail {
+        return;
+    }
+    let cited: std::collections::BTreeSet<u64> = row
+        .oracles
+        .iter()
+        .flat_map(|o| o.evidence.iter().copied())
+        .collect();
+    row.cited_events = trace
+        .events
+        .iter()
+        .filter(|e| cited.contains(&e.seq))
+        .map(|e| serde_json::to_value(e).unwrap_or_default())
+        .collect();
 }

@@ -121,6 +121,8 @@ pub enum Source {
     Trace,
     /// A scenario file (load errors, scenarios without a trace).
     Scenario,
+    /// A scenario's `scriptedTrace`, judged with `check --scripted`.
+    Scripted,
 }
 
 /// Why a row could not be judged.

@@ -77,7 +77,8 @@ pub fn latest_run(dir: &Utf8Path) -> Option<Utf8PathBuf> {
 }
 
 fn needs_evidence(r: &ResultRow) -> bool {
-    r.source == Source::Trace && (r.verdict != RowVerdict::Pass || r.blocking)
+    matches!(r.source, Source::Trace | Source::Scripted)
+        && (r.verdict != RowVerdict::Pass || r.blocking)
 }
 
 /// The evidence of one failing row.

@@ -5,6 +5,7 @@ mod baselines;
 mod check;
 mod gates;
 mod guard;
+mod ingest;
 mod privacy;
 mod reports;
 mod seal;

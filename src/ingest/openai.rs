@@ -1,0 +1,481 @@
+//! `openai-messages`: Chat Completions message lists (a JSON array, `{"messages": […]}`, arrays of
+//! runs with `messages`/`traj` as tau-bench writes them, tau2-bench result files with
+//! `simulations`, or JSON Lines of any of these) and Responses API item lists.
+//!
+//! | input | trace |
+//! |---|---|
+//! | `system` / `developer` content | `system_h` of the next `inference` |
+//! | `user` content | `user_message` with the hashed prompt (tool calls a simulated user makes become `tool_call`s) |
+//! | assistant message | `inference`: `input_h` = hash of the conversation so far, `output.text`, `output.tool_calls` (a batch), `usage`, `finish` |
+//! | assistant `tool_calls` with a result | `tool_call` right after the inference, `tool_result` where the result appears |
+//! | `tool` message (`tool_call_id`, or tau2's `id`) | `tool_result` (`ok: false` when it says `"error": true`) |
+//! | last assistant text | `final_answer` |
+//! | Responses `function_call` / `function_call_output` | the same, joined by `call_id` |
+//! | Responses `reasoning` | a `note` holding only its hash |
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::{
+    Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, case_name,
+    content_text,
+};
+use crate::trace::{
+    EventBody, Finish, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str, Usage,
+};
+
+/// One run found in the input: its messages (or items) and where it came from.
+struct RawRun {
+    position: String,
+    scenario: Option<String>,
+    model: Option<String>,
+    items: Vec<Value>,
+}
+
+fn runs_of(value: Value, position: String, out: &mut Vec<RawRun>, outcome: &mut IngestOutcome) {
+    match value {
+        Value::Array(items)
+            if items
+                .iter()
+                .all(|i| i.get("role").is_some() || i.get("type").is_some()) =>
+        {
+            out.push(RawRun {
+                position,
+                scenario: None,
+                model: None,
+                items,
+            });
+        }
+        Value::Array(runs) => {
+            for (i, r) in runs.into_iter().enumerate() {
+                runs_of(r, format!("{position}, run {}", i + 1), out, outcome);
+            }
+        }
+        Value::Object(mut o) if o.get("simulations").is_some_and(Value::is_array) => {
+            // tau2-bench results: `{tasks, simulations: [{messages, …}]}`.
+            if let Some(Value::Array(sims)) = o.remove("simulations") {
+                for (i, sim) in sims.into_iter().enumerate() {
+                    runs_of(
+                        sim,
+                        format!("{position}, simulation {}", i + 1),
+                        out,
+                        outcome,
+                    );
+                }
+            }
+        }
+        Value::Object(mut o) => {
+            let items = o
+                .remove("messages")
+                .or_else(|| o.remove("traj"))
+                .or_else(|| o.remove("input"));
+            match items {
+                Some(Value::Array(items)) => out.push(RawRun {
+                    position,
+                    scenario: o.get("scenario").and_then(Value::as_str).map(str::to_owned),
+                    model: o.get("model").and_then(Value::as_str).map(str::to_owned),
+                    items,
+                }),
+                _ => outcome.reject(position, "not a message list: expected an array of messages or an object with `messages`"),
+            }
+        }
+        _ => outcome.reject(position, "not a message list"),
+    }
+}
+
+/// Imports Chat Completions or Responses API recordings.
+pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
+    let mut outcome = IngestOutcome::default();
+    let mut raw = Vec::new();
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => runs_of(v, "document".into(), &mut raw, &mut outcome),
+        Err(_) => {
+            // JSON Lines: one run per line.
+            for (i, line) in String::from_utf8_lossy(bytes).lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<Value>(line) {
+                    Ok(v) => runs_of(v, format!("line {}", i + 1), &mut raw, &mut outcome),
+                    Err(e) => outcome.reject(
+                        format!("line {}, column {}", i + 1, e.column()),
+                        format!("not JSON: {}", super::json_error(&e)),
+                    ),
+                }
+            }
+        }
+    }
+    let count = raw.len();
+    for (i, run) in raw.into_iter().enumerate() {
+        let Some(scenario) = opts.scenario.clone().or(run.scenario.clone()) else {
+            outcome.reject(
+                &run.position,
+                "the input names no scenario; pass `--scenario ID`",
+            );
+            continue;
+        };
+        let case = case_name(opts, i, count);
+        let responses = run
+            .items
+            .iter()
+            .any(|m| m.get("role").is_none() && m.get("type").is_some());
+        let built = if responses {
+            responses_run(&run, &scenario, &case, opts, &mut outcome)
+        } else {
+            chat_run(&run, &scenario, &case, opts, &mut outcome)
+        };
+        if let Some(trace) = built {
+            outcome.runs.push(IngestedRun {
+                scenario,
+                case,
+                trace,
+            });
+        }
+    }
+    outcome
+}
+
+fn usage_of(m: &Value) -> Option<Usage> {
+    let u = m.get("usage")?;
+    let get = |a: &str, b: &str| u.get(a).or_else(|| u.get(b)).and_then(Value::as_u64);
+    Some(Usage {
+        input_tokens: get("prompt_tokens", "input_tokens")?,
+        output_tokens: get("completion_tokens", "output_tokens")?,
+        cache_read_tokens: None,
+        reasoning_tokens: None,
+    })
+}
+
+struct Call {
+    id: String,
+    tool: String,
+    args: Value,
+}
+
+fn calls_of(m: &Value) -> Vec<Call> {
+    m.get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| Call {
+            id: c
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            tool: c
+                .pointer("/function/name")
+                .or_else(|| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            args: c
+                .pointer("/function/arguments")
+                .or_else(|| c.get("arguments"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        })
+        .collect()
+}
+
+fn chat_run(
+    run: &RawRun,
+    scenario: &str,
+    case: &str,
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) -> Option<crate::trace::SealedTrace> {
+    let items = &run.items;
+    // Which calls get a result (tau2 links results by `id`, OpenAI by `tool_call_id`).
+    let result_id = |m: &Value| {
+        m.get("tool_call_id")
+            .or_else(|| m.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let answered: HashSet<String> = items
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(result_id)
+        .collect();
+    let mut b = RunBuilder::new(
+        Format::OpenaiMessages,
+        scenario,
+        case,
+        run.model.as_deref(),
+        opts,
+    );
+    let mut system: Option<Str<'static>> = None;
+    let mut known: HashMap<String, String> = HashMap::new();
+    let mut pending_consumes: Vec<Str<'static>> = Vec::new();
+    let mut final_answer = None;
+    for (i, m) in items.iter().enumerate() {
+        let at = format!("{}, message {}", run.position, i + 1);
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        match role {
+            "system" | "developer" => {
+                system = content_text(&m["content"]).map(|t| b.prompt(&t).h);
+            }
+            "user" => {
+                if let Some(t) = content_text(&m["content"]) {
+                    let prompt = b.prompt(&t);
+                    b.push(None, EventBody::UserMessage { prompt, id: None });
+                }
+                // tau2's user simulator calls tools itself: record them as calls, with no inference.
+                for c in calls_of(m) {
+                    let (args, _) = args_from(Some(&c.args));
+                    known.insert(c.id.clone(), c.tool.clone());
+                    if answered.contains(&c.id) {
+                        b.push(
+                            None,
+                            EventBody::ToolCall {
+                                call_id: Str::from(c.id),
+                                tool: Str::from(c.tool),
+                                args,
+                            },
+                        );
+                    }
+                }
+            }
+            "assistant" => {
+                let conversation = serde_json::to_string(&items[..i]).unwrap_or_default();
+                let calls = calls_of(m);
+                let mut planned = Vec::new();
+                for c in &calls {
+                    let (args, invalid) = args_from(Some(&c.args));
+                    if invalid {
+                        outcome.warn(
+                            &at,
+                            format!(
+                                "the arguments of call `{}` are not valid JSON; kept as a string",
+                                c.id
+                            ),
+                        );
+                    }
+                    planned.push(PlannedCall {
+                        call_id: Str::from(c.id.clone()),
+                        tool: Str::from(c.tool.clone()),
+                        args,
+                    });
+                    known.insert(c.id.clone(), c.tool.clone());
+                }
+                let text = content_text(&m["content"]).filter(|t| !t.is_empty());
+                let input_h = Some(b.prompt(&conversation).h);
+                b.push(
+                    None,
+                    EventBody::Inference(Box::new(Inference {
+                        model: m.get("model").and_then(Value::as_str).map(Str::from),
+                        input_h,
+                        system_h: system.clone(),
+                        consumes: (!pending_consumes.is_empty())
+                            .then(|| std::mem::take(&mut pending_consumes)),
+                        output: Some(InferenceOutput {
+                            text: text.clone().map(Str::from),
+                            tool_calls: (!planned.is_empty()).then(|| planned.clone()),
+                        }),
+                        usage: usage_of(m),
+                        finish: Some(if planned.is_empty() {
+                            Finish::Stop
+                        } else {
+                            Finish::ToolCall
+                        }),
+                        ..Inference::default()
+                    })),
+                );
+                for p in planned
+                    .into_iter()
+                    .filter(|p| answered.contains(p.call_id.as_str()))
+                {
+                    b.push(
+                        None,
+                        EventBody::ToolCall {
+                            call_id: p.call_id,
+                            tool: p.tool,
+                            args: p.args,
+                        },
+                    );
+                }
+                if text.is_some() {
+                    final_answer = text;
+                }
+            }
+            "tool" | "function" => {
+                let Some(id) = result_id(m) else {
+                    outcome.reject(&at, "a tool result without `tool_call_id`");
+                    return None;
+                };
+                if !known.contains_key(&id) {
+                    outcome.reject(&at, format!("a tool result for unknown call id `{id}`"));
+                    return None;
+                }
+                let failed = m.get("error").and_then(Value::as_bool).unwrap_or(false);
+                let output = m.get("content").cloned().unwrap_or(Value::Null);
+                b.push(
+                    None,
+                    EventBody::ToolResult {
+                        call_id: Str::from(id.clone()),
+                        ok: !failed,
+                        output: Some(Json::from_value(&output)),
+                        output_h: None,
+                        error: failed.then(|| Str::from(content_text(&output).unwrap_or_default())),
+                    },
+                );
+                pending_consumes.push(Str::from(id));
+            }
+            other => outcome.warn(&at, format!("message role `{other}` ignored")),
+        }
+    }
+    Some(b.finish(final_answer, RunStatus::Completed, None))
+}
+
+fn responses_run(
+    run: &RawRun,
+    scenario: &str,
+    case: &str,
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) -> Option<crate::trace::SealedTrace> {
+    let items = &run.items;
+    let answered: HashSet<&str> = items
+        .iter()
+        .filter(|m| m["type"] == "function_call_output")
+        .filter_map(|m| m["call_id"].as_str())
+        .collect();
+    let mut b = RunBuilder::new(
+        Format::OpenaiMessages,
+        scenario,
+        case,
+        run.model.as_deref(),
+        opts,
+    );
+    let mut known = HashSet::new();
+    let mut pending_consumes: Vec<Str<'static>> = Vec::new();
+    let mut final_answer = None;
+    let mut system = None;
+    let mut i = 0;
+    while i < items.len() {
+        let m = &items[i];
+        let at = format!("{}, item {}", run.position, i + 1);
+        let kind = m.get("type").and_then(Value::as_str).unwrap_or("message");
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        let is_output = |m: &Value| {
+            matches!(m["type"].as_str(), Some("function_call" | "reasoning"))
+                || (m["type"] == "message" && m["role"] == "assistant")
+        };
+        if is_output(m) {
+            // Consecutive model output items form one inference (its calls are a batch).
+            let start = i;
+            while i < items.len() && is_output(&items[i]) {
+                i += 1;
+            }
+            let group = &items[start..i];
+            let mut planned = Vec::new();
+            let mut texts = Vec::new();
+            for g in group {
+                match g["type"].as_str() {
+                    Some("function_call") => {
+                        let id = g["call_id"].as_str().unwrap_or_default().to_owned();
+                        let (args, invalid) = args_from(g.get("arguments"));
+                        if invalid {
+                            outcome.warn(&at, format!("the arguments of call `{id}` are not valid JSON; kept as a string"));
+                        }
+                        known.insert(id.clone());
+                        planned.push(PlannedCall {
+                            call_id: Str::from(id),
+                            tool: Str::from(g["name"].as_str().unwrap_or_default()),
+                            args,
+                        });
+                    }
+                    Some("reasoning") => {
+                        // Reasoning is kept only as a hash.
+                        let h = b.prompt(&g.to_string()).h;
+                        b.push(
+                            None,
+                            EventBody::Note {
+                                text: Str::from(format!("reasoning {h}")),
+                            },
+                        );
+                    }
+                    _ => texts.extend(content_text(&g["content"])),
+                }
+            }
+            let text = Some(texts.join("\n")).filter(|t| !t.is_empty());
+            let input_h = Some(
+                b.prompt(&serde_json::to_string(&items[..start]).unwrap_or_default())
+                    .h,
+            );
+            b.push(
+                None,
+                EventBody::Inference(Box::new(Inference {
+                    input_h,
+                    system_h: system.clone(),
+                    consumes: (!pending_consumes.is_empty())
+                        .then(|| std::mem::take(&mut pending_consumes)),
+                    output: Some(InferenceOutput {
+                        text: text.clone().map(Str::from),
+                        tool_calls: (!planned.is_empty()).then(|| planned.clone()),
+                    }),
+                    finish: Some(if planned.is_empty() {
+                        Finish::Stop
+                    } else {
+                        Finish::ToolCall
+                    }),
+                    ..Inference::default()
+                })),
+            );
+            for p in planned
+                .into_iter()
+                .filter(|p| answered.contains(p.call_id.as_str()))
+            {
+                b.push(
+                    None,
+                    EventBody::ToolCall {
+                        call_id: p.call_id,
+                        tool: p.tool,
+                        args: p.args,
+                    },
+                );
+            }
+            if text.is_some() {
+                final_answer = text;
+            }
+            continue;
+        }
+        match (kind, role) {
+            ("function_call_output", _) => {
+                let id = m["call_id"].as_str().unwrap_or_default().to_owned();
+                if !known.contains(&id) {
+                    outcome.reject(
+                        &at,
+                        format!("a function_call_output for unknown call id `{id}`"),
+                    );
+                    return None;
+                }
+                b.push(
+                    None,
+                    EventBody::ToolResult {
+                        call_id: Str::from(id.clone()),
+                        ok: true,
+                        output: Some(Json::from_value(&m["output"])),
+                        output_h: None,
+                        error: None,
+                    },
+                );
+                pending_consumes.push(Str::from(id));
+            }
+            ("message", "system" | "developer") => {
+                system = content_text(&m["content"]).map(|t| b.prompt(&t).h)
+            }
+            ("message", "user") => {
+                if let Some(t) = content_text(&m["content"]) {
+                    let prompt = b.prompt(&t);
+                    b.push(None, EventBody::UserMessage { prompt, id: None });
+                }
+            }
+            (other, _) => outcome.warn(&at, format!("item type `{other}` ignored")),
+        }
+        i += 1;
+    }
+    Some(b.finish(final_answer, RunStatus::Completed, None))
+}
