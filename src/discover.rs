@@ -57,16 +57,17 @@ pub fn discover(
 
 /// A path printed relative to the working directory, with `/` separators and no leading `./`.
 pub fn display_path(path: &Utf8Path) -> String {
-    let rel = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| {
-            path.as_std_path()
-                .strip_prefix(&cwd)
-                .ok()
-                .map(PathBuf::from)
-        })
-        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
-    let p = rel.as_deref().unwrap_or(path);
+    // The working directory does not change during a run; ask for it once.
+    static CWD: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let cwd = CWD.get_or_init(|| std::env::current_dir().ok());
+    let rel = if path.is_absolute() {
+        cwd.as_ref()
+            .and_then(|cwd| path.as_std_path().strip_prefix(cwd).ok())
+            .and_then(|p| Utf8Path::from_path(p))
+    } else {
+        None
+    };
+    let p = rel.unwrap_or(path);
     let mut s = p.as_str().replace('\\', "/");
     while let Some(rest) = s.strip_prefix("./") {
         s = rest.to_owned();
@@ -78,7 +79,28 @@ pub fn display_path(path: &Utf8Path) -> String {
 struct Walker {
     found: Discovered,
     seen_dirs: HashSet<PathBuf>,
-    seen_files: HashSet<PathBuf>,
+    seen_files: HashSet<FileId>,
+}
+
+/// What makes two paths the same file: device and inode where the platform has them (no extra
+/// system call), else the canonical path.
+#[derive(PartialEq, Eq, Hash)]
+enum FileId {
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Inode(u64, u64),
+    #[cfg_attr(unix, allow(dead_code))]
+    Path(PathBuf),
+}
+
+#[cfg(unix)]
+fn file_identity(_path: &Utf8Path, meta: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    FileId::Inode(meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_identity(path: &Utf8Path, _meta: &std::fs::Metadata) -> FileId {
+    FileId::Path(std::fs::canonicalize(path).unwrap_or_else(|_| path.as_std_path().to_owned()))
 }
 
 impl Walker {
@@ -90,7 +112,7 @@ impl Walker {
             self.dir(path, suite)
         } else {
             // A file named explicitly is taken if it is a trace or any JSON file.
-            self.file(path, suite, true);
+            self.file(path, &meta, suite, true);
             Ok(())
         }
     }
@@ -139,13 +161,13 @@ impl Walker {
                     self.dir(&path, suite)?;
                 }
             } else if meta.is_file() {
-                self.file(&path, suite, false);
+                self.file(&path, &meta, suite, false);
             }
         }
         Ok(())
     }
 
-    fn file(&mut self, path: &Utf8Path, suite: bool, explicit: bool) {
+    fn file(&mut self, path: &Utf8Path, meta: &std::fs::Metadata, suite: bool, explicit: bool) {
         let name = path.file_name().unwrap_or("");
         let kind = if is_trace_path(path) && !suite {
             Kind::Trace
@@ -164,8 +186,7 @@ impl Walker {
         } else {
             return;
         };
-        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.as_std_path().to_owned());
-        if !self.seen_files.insert(key) {
+        if !self.seen_files.insert(file_identity(path, meta)) {
             return;
         }
         let list = match kind {

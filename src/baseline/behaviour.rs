@@ -126,7 +126,7 @@ pub fn normalize_artifact_path(p: &str) -> String {
 pub fn oracle_key(r: &OracleResult) -> String {
     match r.index {
         Some(i) => format!("{i}:{}", r.kind),
-        None => r.kind.clone(),
+        None => r.kind.to_string(),
     }
 }
 

@@ -27,6 +27,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
     Gates(GatesArgs),
+    /// Combine partitioned JSON reports into one report and one exit code.
+    Merge(MergeArgs),
     /// Convert foreign recordings into sealed traces, hashing prompts on the way in.
     Ingest(IngestArgs),
     /// Privacy and secret lint over traces and scenarios.
@@ -365,12 +367,52 @@ pub struct CheckArgs {
     /// CI detection.
     #[command(flatten)]
     pub ci: CiArgs,
+    /// Judge only the scenarios in share K of N (`hash:K/N`), for CI sharding; combine the JSON
+    /// reports with `tracereplay merge`.
+    #[arg(long, value_name = "hash:K/N", value_parser = parse_partition)]
+    pub partition: Option<(u64, u64)>,
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// Parses `hash:K/N` with 1 ≤ K ≤ N.
+pub fn parse_partition(s: &str) -> Result<(u64, u64), String> {
+    let rest = s
+        .strip_prefix("hash:")
+        .ok_or("expected `hash:K/N`, e.g. `hash:1/4`")?;
+    let (k, n) = rest
+        .split_once('/')
+        .ok_or("expected `hash:K/N`, e.g. `hash:1/4`")?;
+    let k: u64 = k
+        .parse()
+        .map_err(|_| format!("`{k}` is not a share number"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("`{n}` is not a share count"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!(
+            "share {k} of {n} does not exist: K runs from 1 to N"
+        ));
+    }
+    Ok((k, n))
+}
+
+/// `merge` flags.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// JSON reports of partitioned `check` runs (`--json FILE` or `--format json`).
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<Utf8PathBuf>,
+    /// Format of standard output.
+    #[arg(long, value_enum, default_value_t = CheckFormatArg::Human)]
+    pub format: CheckFormatArg,
+    /// Also write the merged JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<Utf8PathBuf>,
 }
 
 /// `--fail-on`.

@@ -94,6 +94,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         allow_raw_prompts: args.allow_raw_prompts,
         waived: read_allow_file(Utf8Path::new(ALLOW_FILE)),
         scripted: args.scripted,
+        partition: args.partition,
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());

@@ -33,7 +33,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             let Ok(file) = TraceFile::open(path, limits) else {
                 return Vec::new();
             };
-            let mut f = scan_secrets(&shown, &String::from_utf8_lossy(&file.bytes), mode, &waived);
+            let mut f = scan_secrets(&shown, &file.bytes, mode, &waived);
             // A prompt object carrying `text` is raw prompt text inside the trace: always fails.
             if let Ok(seal) = file.verify_seal(false) {
                 if let Err(TraceError::Privacy { line, detail, .. }) =
@@ -54,8 +54,8 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         })
         .collect();
     for f in found.scenario_files.iter().chain(&found.suite_files) {
-        let text = std::fs::read_to_string(f).unwrap_or_default();
-        findings.extend(scan_secrets(&display_path(f), &text, mode, &waived));
+        let bytes = std::fs::read(f).unwrap_or_default();
+        findings.extend(scan_secrets(&display_path(f), &bytes, mode, &waived));
     }
     for f in &found.sidecar_files {
         findings.push(sidecar_finding(&display_path(f), args.allow_raw_prompts));

@@ -12,6 +12,7 @@ mod gates;
 mod ingest;
 mod key;
 mod lint;
+mod merge;
 mod pack;
 mod verify;
 
@@ -31,6 +32,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Gates(a) => gates::run(a, out),
         Command::Lint(a) => lint::run(a, out),
         Command::Ingest(a) => ingest::run(a, out),
+        Command::Merge(a) => merge::run(a, out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, out),
     }

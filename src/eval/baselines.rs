@@ -124,12 +124,13 @@ pub fn mark_ambiguous(rows: &mut [ResultRow], opts: &BaselineOptions, warnings: 
     }
 }
 
-/// Approved baselines without a trace, within scope. `in_scope` is `None` on a whole-suite run,
+/// Approved baselines without a trace, within scope: `in_scope` says whether a stored baseline
+/// (by its encoded scenario segment) belongs to this run.
 /// else the encoded ids of the scenarios in scope.
 pub fn find_obsolete(
     rows: &[ResultRow],
     opts: &BaselineOptions,
-    in_scope: Option<&HashSet<String>>,
+    in_scope: &dyn Fn(&str) -> bool,
     warnings: &mut Vec<String>,
 ) -> Vec<ObsoleteBaseline> {
     let used: HashSet<&str> = rows.iter().filter_map(|r| r.baseline.as_deref()).collect();
@@ -139,7 +140,7 @@ pub fn find_obsolete(
         if used.contains(shown.as_str()) {
             continue;
         }
-        if in_scope.is_some_and(|s| !s.contains(&stored.scenario_segment)) {
+        if !in_scope(&stored.scenario_segment) {
             continue;
         }
         let (scenario, case) = match BaselineFile::read(&stored.path) {

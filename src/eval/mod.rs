@@ -86,6 +86,31 @@ pub struct CheckOptions {
     pub waived: HashSet<String>,
     /// Judge a scenario's `scriptedTrace` when it has no stored trace.
     pub scripted: bool,
+    /// `--partition hash:K/N` as `(K, N)`: judge only the scenarios in share K.
+    pub partition: Option<(u64, u64)>,
+}
+
+/// The 1-based share of `--partition hash:K/N` a scenario id falls in: the first 8 bytes of the
+/// BLAKE3 digest of the lowercased id, as a little-endian u64, modulo N, plus one.
+pub fn partition_share(id: &str, n: u64) -> u64 {
+    let digest = blake3::hash(id.to_lowercase().as_bytes());
+    let first: [u8; 8] = digest.as_bytes()[..8]
+        .try_into()
+        .expect("a digest has 32 bytes");
+    u64::from_le_bytes(first) % n.max(1) + 1
+}
+
+impl CheckOptions {
+    /// Whether a scenario id (or, for `None`, a row that names no scenario) belongs to this
+    /// run's partition share. Rows without a scenario go to share 1, so merged shares hold each
+    /// row exactly once.
+    pub fn partition_holds(&self, scenario: Option<&str>) -> bool {
+        match (self.partition, scenario) {
+            (None, _) => true,
+            (Some((k, _)), None) => k == 1,
+            (Some((k, n)), Some(id)) => partition_share(id, n) == k,
+        }
+    }
 }
 
 /// Why `check` could not do its job at all.
@@ -137,8 +162,10 @@ pub fn check(
         });
     }
     let entries = index_scenarios(&loaded.scenarios, opts);
-    let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
-    if filtered && !entries.values().any(|e| e.in_scope) {
+    // An empty partition share is fine (exit 0); an explicit filter matching nothing is a typo.
+    if (!opts.scenarios.is_empty() || !opts.tags.is_empty())
+        && !entries.values().any(|e| e.in_scope)
+    {
         let mut parts: Vec<String> = opts
             .scenarios
             .iter()
@@ -149,14 +176,20 @@ pub fn check(
             filter: parts.join(" and "),
         });
     }
-    let judge_all = || -> Vec<Option<ResultRow>> {
+    let judge_all = || -> Vec<ResultRow> {
         found
             .trace_files
             .par_iter()
-            .map(|path| judge_file(path, &entries, opts))
+            .filter_map(|path| {
+                let row = judge_file(path, &entries, opts);
+                if let Some(p) = &opts.progress {
+                    (p.0)();
+                }
+                row
+            })
             .collect()
     };
-    let trace_rows = match opts.threads {
+    let mut rows = match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
@@ -164,7 +197,6 @@ pub fn check(
             .install(judge_all),
         None => judge_all(),
     };
-    let mut rows: Vec<ResultRow> = trace_rows.into_iter().flatten().collect();
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
 
@@ -212,7 +244,7 @@ pub fn check(
         set_error(&mut row, category, message, None);
         rows.push(row);
     }
-    for err in &loaded.errors {
+    for err in loaded.errors.iter().filter(|_| opts.partition_holds(None)) {
         let mut row = blank_row(Some(display_path(err.path())), Source::Scenario);
         row.scenario_file = Some(display_path(err.path()));
         set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
@@ -232,14 +264,20 @@ pub fn check(
                 "{unattributed} trace(s) could not be attributed to a scenario, so obsolete baselines were not looked for in this run"
             ));
         } else {
-            let scope: Option<HashSet<String>> = filtered.then(|| {
-                entries
-                    .values()
-                    .filter(|e| e.in_scope)
-                    .map(|e| baselines::scenario_segment(&e.scenario.id))
-                    .collect()
-            });
-            obsolete = baselines::find_obsolete(&rows, b, scope.as_ref(), &mut warnings);
+            // Whole suite: every baseline. `--scenario`/`--tag`: baselines of scenarios in scope.
+            // `--partition`: baselines whose scenario id falls in this share, so the shares
+            // together report every obsolete baseline once (even of scenarios that are gone).
+            let selected: HashSet<String> = entries
+                .values()
+                .filter(|e| e.in_scope)
+                .map(|e| baselines::scenario_segment(&e.scenario.id))
+                .collect();
+            let named = !opts.scenarios.is_empty() || !opts.tags.is_empty();
+            let in_scope = |segment: &str| {
+                (!named || selected.contains(segment))
+                    && opts.partition_holds(Some(&crate::baseline::decode_segment(segment)))
+            };
+            obsolete = baselines::find_obsolete(&rows, b, &in_scope, &mut warnings);
         }
     }
 
@@ -318,7 +356,8 @@ fn index_scenarios<'s>(
                 .scenarios
                 .iter()
                 .any(|f| f.trim().to_lowercase() == key))
-            && (opts.tags.is_empty() || opts.tags.iter().any(|t| s.has_tag(t)));
+            && (opts.tags.is_empty() || opts.tags.iter().any(|t| s.has_tag(t)))
+            && opts.partition_holds(Some(&s.id));
         entries.insert(
             key,
             Entry {
@@ -351,7 +390,7 @@ fn privacy_of_files(found: &Discovered, opts: &CheckOptions) -> Vec<crate::priva
         if let Ok(text) = std::fs::read_to_string(f) {
             out.extend(scan_secrets(
                 &display_path(f),
-                &text,
+                text.as_bytes(),
                 opts.secrets,
                 &opts.waived,
             ));

@@ -75,25 +75,23 @@ pub(crate) fn judge_file(
     };
     let file = match TraceFile::open(path, opts.limits) {
         Ok(f) => f,
-        Err(e) => return Some(fail(row, &e)),
+        // Unattributable rows belong to the first partition share only.
+        Err(e) => return opts.partition_holds(None).then(|| fail(row, &e)),
     };
     // Secrets are looked for in every readable trace, judged or not.
-    row.privacy = crate::privacy::lint::scan_secrets(
-        &shown,
-        &String::from_utf8_lossy(&file.bytes),
-        opts.secrets,
-        &opts.waived,
-    );
+    row.privacy =
+        crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
     let lookup = |scenario: &str| entries.get(&scenario.to_lowercase());
     let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
     let out_of_scope = |scenario: &str| match lookup(scenario) {
         Some(e) => !e.in_scope,
         None => {
-            filtered
+            (filtered
                 && !opts
                     .scenarios
                     .iter()
-                    .any(|f| f.trim().eq_ignore_ascii_case(scenario))
+                    .any(|f| f.trim().eq_ignore_ascii_case(scenario)))
+                || !opts.partition_holds(Some(scenario))
         }
     };
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
@@ -111,6 +109,8 @@ pub(crate) fn judge_file(
                 }
                 let scenario = lookup(&claimed.0).map(|e| e.scenario);
                 attribute(&mut row, scenario, claimed, opts.baselines.as_ref());
+            } else if !opts.partition_holds(None) {
+                return None;
             }
             return Some(fail(row, &e));
         }

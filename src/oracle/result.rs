@@ -1,5 +1,7 @@
 //! What judging produces: a verdict per oracle, with a message and evidence.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -31,7 +33,7 @@ impl Verdict {
 pub struct OracleResult {
     /// The oracle type (canonical lowercase), `unknown:<as written>`, or `run-completed`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Cow<'static, str>,
     /// Position in the scenario's `oracles` (absent for the synthetic `run-completed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
@@ -56,7 +58,7 @@ impl OracleResult {
     /// A passing result.
     pub fn pass(message: impl Into<String>, evidence: Vec<u64>) -> Self {
         OracleResult {
-            kind: String::new(),
+            kind: Cow::Borrowed(""),
             index: None,
             verdict: Verdict::Pass,
             message: message.into(),
@@ -75,7 +77,7 @@ impl OracleResult {
         found: impl Into<Value>,
     ) -> Self {
         OracleResult {
-            kind: String::new(),
+            kind: Cow::Borrowed(""),
             index: None,
             verdict: Verdict::Fail,
             message: message.into(),
@@ -107,8 +109,14 @@ impl OracleResult {
         }
     }
 
-    pub(crate) fn typed(mut self, kind: impl Into<String>, index: Option<usize>) -> Self {
+    pub(crate) fn typed(
+        mut self,
+        kind: impl Into<Cow<'static, str>>,
+        index: Option<usize>,
+    ) -> Self {
         self.kind = kind.into();
+        // Messages are kept for the whole run: hold no spare capacity.
+        self.message.shrink_to_fit();
         self.index = index;
         self
     }

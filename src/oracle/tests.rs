@@ -449,7 +449,7 @@ fn run_completed_and_status_is() {
         &[END],
     );
     assert_eq!(
-        (r.len(), r[1].kind.as_str(), r[1].verdict),
+        (r.len(), r[1].kind.as_ref(), r[1].verdict),
         (2, RUN_COMPLETED, Verdict::Pass)
     );
     assert_eq!(r[1].evidence, vec![1]);
@@ -469,7 +469,7 @@ fn run_completed_and_status_is() {
     );
     assert_eq!(r.len(), 1);
     assert_eq!(
-        (r[0].kind.as_str(), r[0].verdict),
+        (r[0].kind.as_ref(), r[0].verdict),
         ("status-is", Verdict::Pass)
     );
     let r = judge_events(
@@ -488,11 +488,11 @@ fn unknown_oracle_types_fail_as_unknown() {
         &[END],
     );
     assert_eq!(
-        (r[0].kind.as_str(), r[0].verdict),
+        (r[0].kind.as_ref(), r[0].verdict),
         ("unknown:Vibes-Check", Verdict::Fail)
     );
     assert_eq!(
-        (r[1].kind.as_str(), r[1].verdict),
+        (r[1].kind.as_ref(), r[1].verdict),
         ("unknown:", Verdict::Fail)
     );
     assert_eq!(overall(&r), Verdict::Fail);

@@ -6,11 +6,10 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use camino::Utf8Path;
-use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the lint found.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Finding {
     /// The file, relative to the working directory.
     pub file: String,
@@ -60,14 +59,14 @@ const KINDS: &[(&str, &str)] = &[
     ),
 ];
 
-fn scanner() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
+fn scanner() -> &'static regex::bytes::Regex {
+    static RE: OnceLock<regex::bytes::Regex> = OnceLock::new();
     RE.get_or_init(|| {
         let alternation: Vec<String> = KINDS
             .iter()
             .map(|(name, re)| format!("(?P<{name}>{re})"))
             .collect();
-        Regex::new(&alternation.join("|")).expect("the secret patterns are valid")
+        regex::bytes::Regex::new(&alternation.join("|")).expect("the secret patterns are valid")
     })
 }
 
@@ -86,42 +85,42 @@ pub fn read_allow_file(path: &Utf8Path) -> HashSet<String> {
         .collect()
 }
 
-/// Secrets in `text` (a decompressed trace or a scenario file), reported against `file`.
+/// Secrets in `bytes` (a decompressed trace or a scenario file), reported against `file`. One
+/// pass over the whole buffer; line numbers are counted only when something is found.
 pub fn scan_secrets(
     file: &str,
-    text: &str,
+    bytes: &[u8],
     mode: SecretsMode,
     waived: &HashSet<String>,
 ) -> Vec<Finding> {
     if mode == SecretsMode::Off {
         return Vec::new();
     }
-    let re = scanner();
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        for caps in re.captures_iter(line) {
-            let Some((kind, secret)) = KINDS
-                .iter()
-                .find_map(|(name, _)| caps.name(name).map(|m| (*name, m.as_str())))
-            else {
-                continue;
-            };
-            let secret = caps.name("bearer").map_or(secret, |m| m.as_str());
-            let fp = fingerprint(secret);
-            if waived.contains(&fp) {
-                continue;
-            }
-            let kind = kind.replace('_', "-");
-            out.push(Finding {
-                file: file.to_owned(),
-                line: Some(i + 1),
-                message: format!("{kind} found; remove it and rotate it, or waive a false positive by adding `{fp}` to `.tracereplay-allow`"),
-                kind,
-                prefix: Some(secret.chars().take(4).collect()),
-                fingerprint: Some(fp),
-                fails: mode == SecretsMode::Fail,
-            });
+    for caps in scanner().captures_iter(bytes) {
+        let Some((kind, m)) = KINDS
+            .iter()
+            .find_map(|(name, _)| caps.name(name).map(|m| (*name, m)))
+        else {
+            continue;
+        };
+        let secret_match = caps.name("bearer").unwrap_or(m);
+        let secret = String::from_utf8_lossy(secret_match.as_bytes());
+        let fp = fingerprint(&secret);
+        if waived.contains(&fp) {
+            continue;
         }
+        let line = memchr::memchr_iter(b'\n', &bytes[..m.start()]).count() + 1;
+        let kind = kind.replace('_', "-");
+        out.push(Finding {
+            file: file.to_owned(),
+            line: Some(line),
+            message: format!("{kind} found; remove it and rotate it, or waive a false positive by adding `{fp}` to `.tracereplay-allow`"),
+            kind,
+            prefix: Some(secret.chars().take(4).collect()),
+            fingerprint: Some(fp),
+            fails: mode == SecretsMode::Fail,
+        });
     }
     out
 }
@@ -193,7 +192,12 @@ mod tests {
             let text = format!(
                 "{{\"kind\":\"note\",\"seq\":1}}\n{{\"kind\":\"note\",\"seq\":2,\"text\":\"use {secret} here\"}}\n"
             );
-            let found = scan_secrets("t.trace.ndjson", &text, SecretsMode::Fail, &HashSet::new());
+            let found = scan_secrets(
+                "t.trace.ndjson",
+                text.as_bytes(),
+                SecretsMode::Fail,
+                &HashSet::new(),
+            );
             assert_eq!(found.len(), 1, "{kind}: {found:?}");
             let f = &found[0];
             assert_eq!(
@@ -225,15 +229,21 @@ mod tests {
         let text = format!("x {secret} y\n");
         let fp = fingerprint(&secret);
         assert!(
-            scan_secrets("f", &text, SecretsMode::Fail, &HashSet::from([fp.clone()])).is_empty()
+            scan_secrets(
+                "f",
+                text.as_bytes(),
+                SecretsMode::Fail,
+                &HashSet::from([fp.clone()])
+            )
+            .is_empty()
         );
-        assert!(scan_secrets("f", &text, SecretsMode::Off, &HashSet::new()).is_empty());
-        assert!(!scan_secrets("f", &text, SecretsMode::Warn, &HashSet::new())[0].fails);
+        assert!(scan_secrets("f", text.as_bytes(), SecretsMode::Off, &HashSet::new()).is_empty());
+        assert!(!scan_secrets("f", text.as_bytes(), SecretsMode::Warn, &HashSet::new())[0].fails);
         assert_eq!(fp.len(), 15);
         assert!(
             scan_secrets(
                 "f",
-                "sk-short and AKIA-not-a-key and bearer tokens",
+                b"sk-short and AKIA-not-a-key and bearer tokens",
                 SecretsMode::Fail,
                 &HashSet::new()
             )

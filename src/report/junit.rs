@@ -78,7 +78,7 @@ fn row_case(row: &ResultRow) -> TestCase {
                 .oracles
                 .iter()
                 .filter(|o| o.verdict != Verdict::Pass)
-                .map(|o| o.kind.as_str())
+                .map(|o| o.kind.as_ref())
                 .collect();
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("failed: {}", failed.join(", ")))

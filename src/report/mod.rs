@@ -6,6 +6,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
 mod model;
 pub mod runfolder;
 

@@ -1,7 +1,7 @@
 //! The pure-data report every renderer works from. It is also the JSON wire format
 //! (`schema_version` 1): fields may be added, never renamed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::diff::{DriftCategory, DriftFinding};
 use crate::oracle::OracleResult;
@@ -11,7 +11,7 @@ use crate::scenario::Risk;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// A whole `check` run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Always [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -33,7 +33,7 @@ pub struct Report {
 }
 
 /// An approved baseline with no trace in this run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObsoleteBaseline {
     /// Scenario id, as the baseline records it.
     pub scenario: String,
@@ -46,7 +46,7 @@ pub struct ObsoleteBaseline {
 }
 
 /// `{name, version}` of the tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
     /// `tracereplay`.
     pub name: String,
@@ -64,7 +64,7 @@ impl Default for ToolInfo {
 }
 
 /// Counts over the rows.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     /// Trace files in scope (judged or not).
     pub traces: usize,
@@ -91,7 +91,7 @@ pub struct Summary {
 }
 
 /// A row's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RowVerdict {
     /// Every oracle passed.
@@ -114,7 +114,7 @@ impl RowVerdict {
 }
 
 /// Where a row's evidence came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// A stored trace file.
@@ -126,7 +126,7 @@ pub enum Source {
 }
 
 /// Why a row could not be judged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowError {
     /// `unreadable`, `too-large`, `integrity`, `unsupported-version`, `malformed`, `privacy`,
     /// `unknown-scenario`, `scenario-invalid`, `no-trace`.
@@ -134,12 +134,12 @@ pub struct RowError {
     /// A plain message naming the file (and line).
     pub message: String,
     /// The line, where there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
 }
 
 /// One result row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultRow {
     /// Scenario id (the scenario's spelling, or the trace header's when unknown; `null` when
     /// neither is known).
@@ -171,7 +171,7 @@ pub struct ResultRow {
     /// Drift findings.
     pub drift: Vec<DriftFinding>,
     /// Why the row could not be judged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RowError>,
     /// What the reader noticed without refusing the trace.
     pub warnings: Vec<String>,

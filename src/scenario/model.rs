@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 
 use camino::Utf8PathBuf;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::trace::json::eq_ci;
 
 /// How much a scenario's failure matters; drives `--fail-on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 pub enum Risk {
     /// The default.
     #[default]

@@ -353,12 +353,20 @@ pub const KNOWN_KINDS: &[&str] = &[
 /// Maps a kind as written to its canonical name: case, `-` and `_` ignored, so `toolCall`,
 /// `Tool-Call` and `tool_call` are one kind. Returns `None` for a kind that is still unknown.
 pub fn normalize_kind(kind: &str) -> Option<&'static str> {
+    // Hot path: recorders write the canonical spelling.
+    if let Some(k) = KNOWN_KINDS
+        .iter()
+        .chain(&["header", "footer"])
+        .find(|k| **k == kind)
+    {
+        return Some(k);
+    }
     let squashed = squash(kind);
     KNOWN_KINDS
         .iter()
         .copied()
         .chain(["header", "footer"])
-        .find(|k| squash(k) == squashed)
+        .find(|k| k.replace('_', "") == squashed)
 }
 
 /// Lowercases and drops `-` and `_`.

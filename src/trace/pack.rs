@@ -33,7 +33,7 @@ pub fn pack(file: &TraceFile, limits: Limits) -> Result<Packed, TraceError> {
         });
     }
     let mut bytes = normalize_line_ends(&file.bytes).into_owned();
-    let events = bytes.iter().filter(|&&b| b == b'\n').count() as u64 - 1;
+    let events = memchr::memchr_iter(b'\n', &bytes).count() as u64 - 1;
     // `verify_seal` hashed exactly these normalised bytes.
     let content_hash = seal.content_hash;
     bytes.extend_from_slice(footer_line(events, &content_hash).as_bytes());

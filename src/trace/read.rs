@@ -70,7 +70,9 @@ impl TraceFile {
             source,
         };
         let compressed = path.as_str().ends_with(".zst");
-        let len = std::fs::metadata(path).map_err(io)?.len();
+        // Open once and size from the open file: one path lookup per trace.
+        let mut handle = std::fs::File::open(path).map_err(io)?;
+        let len = handle.metadata().map_err(io)?.len();
         // Incompressible data grows a little under zstd; allow for that before refusing a
         // compressed file outright, then enforce the exact limit on the decompressed bytes.
         let file_cap = if compressed {
@@ -90,7 +92,8 @@ impl TraceFile {
         if len > file_cap {
             return Err(too_large());
         }
-        let raw = std::fs::read(path).map_err(io)?;
+        let mut raw = Vec::with_capacity(len as usize);
+        handle.read_to_end(&mut raw).map_err(io)?;
         let bytes = if compressed {
             decompress(&raw, limits.max_trace_bytes).map_err(|e| match e {
                 DecompressError::TooLarge => too_large(),
@@ -136,10 +139,7 @@ impl TraceFile {
             });
         }
         let trimmed = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let last_start = trimmed
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |p| p + 1);
+        let last_start = memchr::memrchr(b'\n', trimmed).map_or(0, |p| p + 1);
         let last = &trimmed[last_start..];
         let last = if self.compressed {
             last
@@ -149,11 +149,7 @@ impl TraceFile {
         if is_footer_line(last) {
             let footer = parse_footer(last).map_err(integrity)?;
             let body = &bytes[..last_start];
-            let event_lines = body
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                .saturating_sub(1);
+            let event_lines = memchr::memchr_iter(b'\n', body).count().saturating_sub(1);
             if last_start == 0 {
                 return Err(integrity(
                     "the footer is the only line; the header is missing".into(),
@@ -198,7 +194,7 @@ impl TraceFile {
 
 /// `\r\n` read as `\n` and a final `\n` added if missing: the bytes `pack` seals.
 pub fn normalize_line_ends(bytes: &[u8]) -> Cow<'_, [u8]> {
-    let has_cr = bytes.windows(2).any(|w| w == b"\r\n");
+    let has_cr = memchr::memmem::find(bytes, b"\r\n").is_some();
     let ends_nl = bytes.last() == Some(&b'\n');
     if !has_cr && ends_nl {
         return Cow::Borrowed(bytes);

@@ -63,7 +63,12 @@ fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
     for path in &all {
         let Some(text) = readable(path) else { continue };
         let shown = path.strip_prefix(&root).unwrap().display().to_string();
-        for f in scan_secrets(&shown, &text, SecretsMode::Fail, &Default::default()) {
+        for f in scan_secrets(
+            &shown,
+            text.as_bytes(),
+            SecretsMode::Fail,
+            &Default::default(),
+        ) {
             problems.push(format!("{shown}:{}: {}", f.line.unwrap_or(0), f.kind));
         }
         for needle in key_vars.iter().chain(&clients) {
@@ -83,7 +88,7 @@ fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
 fn the_guard_catches_what_it_looks_for() {
     let key = ["sk-", "proj-", &"Zx9".repeat(10)].concat();
     assert_eq!(
-        scan_secrets("x", &key, SecretsMode::Fail, &Default::default()).len(),
+        scan_secrets("x", key.as_bytes(), SecretsMode::Fail, &Default::default()).len(),
         1
     );
 }

@@ -1,0 +1,42 @@
+//! `tracereplay merge`: one report and one exit code from partitioned JSON reports.
+
+use std::io::Write;
+
+use anyhow::Context;
+use tracereplay::fsutil::write_atomic;
+use tracereplay::report::{self, Report, human::HumanOptions};
+
+use super::args::{CheckFormatArg, MergeArgs};
+use super::check::use_color;
+use super::exit;
+
+/// Runs `merge`; `Err` means exit 2.
+pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let mut reports = Vec::new();
+    for path in &args.reports {
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read `{path}`"))?;
+        let r: Report = serde_json::from_slice(&bytes)
+            .with_context(|| format!("`{path}` is not a tracereplay JSON report"))?;
+        reports.push(r);
+    }
+    let merged = report::merge::merge(reports)?;
+    if let Some(path) = &args.json {
+        let mut buf = Vec::new();
+        report::json::render(&merged, &mut buf)?;
+        write_atomic(path, &buf).with_context(|| format!("cannot write `{path}`"))?;
+    }
+    match args.format {
+        CheckFormatArg::Human => {
+            report::human::render(&merged, HumanOptions { color: use_color() }, out)?
+        }
+        CheckFormatArg::Json => report::json::render(&merged, out)?,
+        CheckFormatArg::Junit => report::junit::render(&merged, out)?,
+        CheckFormatArg::Markdown => report::markdown::render(&merged, out)?,
+        CheckFormatArg::Github => report::github::render(&merged, out)?,
+    }
+    Ok(if merged.is_failure() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
