@@ -79,28 +79,7 @@ pub fn display_path(path: &Utf8Path) -> String {
 struct Walker {
     found: Discovered,
     seen_dirs: HashSet<PathBuf>,
-    seen_files: HashSet<FileId>,
-}
-
-/// What makes two paths the same file: device and inode where the platform has them (no extra
-/// system call), else the canonical path.
-#[derive(PartialEq, Eq, Hash)]
-enum FileId {
-    #[cfg_attr(not(unix), allow(dead_code))]
-    Inode(u64, u64),
-    #[cfg_attr(unix, allow(dead_code))]
-    Path(PathBuf),
-}
-
-#[cfg(unix)]
-fn file_identity(_path: &Utf8Path, meta: &std::fs::Metadata) -> FileId {
-    use std::os::unix::fs::MetadataExt;
-    FileId::Inode(meta.dev(), meta.ino())
-}
-
-#[cfg(not(unix))]
-fn file_identity(path: &Utf8Path, _meta: &std::fs::Metadata) -> FileId {
-    FileId::Path(std::fs::canonicalize(path).unwrap_or_else(|_| path.as_std_path().to_owned()))
+    seen_files: HashSet<PathBuf>,
 }
 
 impl Walker {
@@ -112,7 +91,8 @@ impl Walker {
             self.dir(path, suite)
         } else {
             // A file named explicitly is taken if it is a trace or any JSON file.
-            self.file(path, &meta, suite, true);
+            let id = std::fs::canonicalize(path).unwrap_or_else(|_| path.as_std_path().to_owned());
+            self.file(path, id, suite, true);
             Ok(())
         }
     }
@@ -124,7 +104,7 @@ impl Walker {
                 .push(format!("cannot resolve `{dir}`; skipped"));
             return Ok(());
         };
-        if !self.seen_dirs.insert(canonical) {
+        if !self.seen_dirs.insert(canonical.clone()) {
             self.found.warnings.push(format!(
                 "`{dir}` leads to a directory already searched (a symlink loop or a second path); skipped"
             ));
@@ -139,35 +119,47 @@ impl Walker {
                 return Ok(());
             }
         };
-        let mut names: Vec<_> = entries
+        // The entry type comes with the listing: no `stat` per file unless it is a symlink.
+        let mut listed: Vec<(std::ffi::OsString, Option<std::fs::FileType>)> = entries
             .filter_map(Result::ok)
-            .map(|e| e.file_name())
+            .map(|e| (e.file_name(), e.file_type().ok()))
             .collect();
-        names.sort();
-        for name in names {
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, file_type) in listed {
             let name = name.into_string().map_err(|n| DiscoverError::NonUtf8 {
                 path: dir.join(n.to_string_lossy().as_ref()).into_string(),
             })?;
             let path = dir.join(&name);
-            // `metadata` follows symlinks; a dangling link is skipped with a warning.
-            let Ok(meta) = std::fs::metadata(&path) else {
-                self.found.warnings.push(format!(
-                    "`{path}` cannot be followed (dangling symlink?); skipped"
-                ));
-                continue;
+            let (is_dir, is_file, id) = match file_type {
+                Some(t) if t.is_dir() => (true, false, None),
+                // A regular file in a canonical directory is named canonically already.
+                Some(t) if t.is_file() => (false, true, Some(canonical.join(&name))),
+                _ => {
+                    // A symlink (or an unknown type): follow it; a dangling link is skipped.
+                    let Ok(meta) = std::fs::metadata(&path) else {
+                        self.found.warnings.push(format!(
+                            "`{path}` cannot be followed (dangling symlink?); skipped"
+                        ));
+                        continue;
+                    };
+                    (meta.is_dir(), meta.is_file(), None)
+                }
             };
-            if meta.is_dir() {
+            if is_dir {
                 if !name.starts_with('.') {
                     self.dir(&path, suite)?;
                 }
-            } else if meta.is_file() {
-                self.file(&path, &meta, suite, false);
+            } else if is_file {
+                let id = id.unwrap_or_else(|| {
+                    std::fs::canonicalize(&path).unwrap_or_else(|_| path.as_std_path().to_owned())
+                });
+                self.file(&path, id, suite, false);
             }
         }
         Ok(())
     }
 
-    fn file(&mut self, path: &Utf8Path, meta: &std::fs::Metadata, suite: bool, explicit: bool) {
+    fn file(&mut self, path: &Utf8Path, id: PathBuf, suite: bool, explicit: bool) {
         let name = path.file_name().unwrap_or("");
         let kind = if is_trace_path(path) && !suite {
             Kind::Trace
@@ -186,7 +178,8 @@ impl Walker {
         } else {
             return;
         };
-        if !self.seen_files.insert(file_identity(path, meta)) {
+        // The same file reached twice (two paths, a symlink) counts once.
+        if !self.seen_files.insert(id) {
             return;
         }
         let list = match kind {
