@@ -7,15 +7,16 @@ use camino::Utf8Path;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomic_with(path, bytes, || Ok(()))
+    write_atomic_with(path, bytes, true, || Ok(()))
 }
 
-/// Creates `path`'s directory if needed, then writes atomically.
-pub fn write_creating_dirs(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Creates `path`'s directory if needed, then writes atomically; `durable` syncs the data to
+/// disk before the rename (skip it only for files that may be lost, such as a cache).
+pub fn write_creating_dirs(path: &Utf8Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    write_atomic(path, bytes)
+    write_atomic_with(path, bytes, durable, || Ok(()))
 }
 
 /// [`write_atomic`] with a hook run between writing the temporary file and the rename, so tests
@@ -23,6 +24,7 @@ pub fn write_creating_dirs(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()>
 fn write_atomic_with(
     path: &Utf8Path,
     bytes: &[u8],
+    durable: bool,
     before_rename: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let dir = match path.parent() {
@@ -34,7 +36,9 @@ fn write_atomic_with(
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
     // On error the temporary file is dropped (and deleted) and `path` is untouched.
     before_rename()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -60,8 +64,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = camino::Utf8PathBuf::from_path_buf(dir.path().join("a.baseline.json")).unwrap();
         write_atomic(&p, b"approved").unwrap();
-        let err = write_atomic_with(&p, b"half-written", || Err(std::io::Error::other("killed")))
-            .unwrap_err();
+        let err = write_atomic_with(&p, b"half-written", true, || {
+            Err(std::io::Error::other("killed"))
+        })
+        .unwrap_err();
         assert_eq!(err.to_string(), "killed");
         assert_eq!(std::fs::read(&p).unwrap(), b"approved");
         assert_eq!(

@@ -124,7 +124,7 @@ impl BaselineFile {
 
     /// Writes `text` to `path` atomically.
     pub fn write_text(path: &Utf8Path, text: &str) -> std::io::Result<()> {
-        write_creating_dirs(path, text.as_bytes())
+        write_creating_dirs(path, text.as_bytes(), true)
     }
 }
 

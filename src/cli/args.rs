@@ -358,6 +358,12 @@ pub struct CheckArgs {
     /// Print how long each phase took (stderr).
     #[arg(long)]
     pub timings: bool,
+    /// Where the result cache lives.
+    #[arg(long, value_name = "DIR", default_value = ".tracereplay/cache")]
+    pub cache_dir: Utf8PathBuf,
+    /// Judge every trace afresh, without reading or writing the result cache.
+    #[arg(long)]
+    pub no_cache: bool,
     /// Which drift from the approved baselines fails the run.
     #[arg(long, value_enum, default_value_t = DriftArg::Default)]
     pub drift: DriftArg,

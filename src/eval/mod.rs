@@ -2,6 +2,7 @@
 //! scenario and approved baseline, and assemble one deterministically ordered report.
 
 mod baselines;
+mod cache;
 pub mod explain;
 mod judge;
 mod row;
@@ -88,6 +89,8 @@ pub struct CheckOptions {
     pub scripted: bool,
     /// `--partition hash:K/N` as `(K, N)`: judge only the scenarios in share K.
     pub partition: Option<(u64, u64)>,
+    /// Where the result cache lives (`None`: no cache).
+    pub cache_dir: Option<Utf8PathBuf>,
 }
 
 /// The 1-based share of `--partition hash:K/N` a scenario id falls in: the first 8 bytes of the
@@ -176,20 +179,40 @@ pub fn check(
             filter: parts.join(" and "),
         });
     }
-    let judge_all = || -> Vec<ResultRow> {
+    let cache = opts
+        .cache_dir
+        .as_deref()
+        .map(|dir| cache::ResultCache::load(dir, cache_context(found, &loaded.scenarios, opts)));
+    let judge_all = || -> Vec<(ResultRow, Option<String>)> {
         found
             .trace_files
             .par_iter()
             .filter_map(|path| {
-                let row = judge_file(path, &entries, opts);
+                let key = cache
+                    .as_ref()
+                    .and_then(|_| cache::file_key(path, &display_path(path)));
+                let cached = match (&cache, &key) {
+                    (Some(c), Some(k)) => c.take(k),
+                    _ => None,
+                };
+                let row = match cached {
+                    Some(row) => {
+                        let in_scope = match &row.scenario {
+                            Some(s) => !row::out_of_scope(s, &entries, opts),
+                            None => opts.partition_holds(None),
+                        };
+                        in_scope.then_some(row)
+                    }
+                    None => judge_file(path, &entries, opts),
+                };
                 if let Some(p) = &opts.progress {
                     (p.0)();
                 }
-                row
+                row.map(|r| (r, key))
             })
             .collect()
     };
-    let mut rows = match opts.threads {
+    let judged = match opts.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
@@ -197,6 +220,18 @@ pub fn check(
             .install(judge_all),
         None => judge_all(),
     };
+    let mut cache_warning = None;
+    if let Some(c) = &cache {
+        let keyed: Vec<(String, &ResultRow)> = judged
+            .iter()
+            .filter_map(|(r, k)| k.clone().map(|k| (k, r)))
+            .collect();
+        if let Err(e) = c.save(&keyed) {
+            // The cache only saves time: a run never fails for it.
+            cache_warning = Some(format!("cannot write the result cache: {e}"));
+        }
+    }
+    let mut rows: Vec<ResultRow> = judged.into_iter().map(|(r, _)| r).collect();
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
 
@@ -252,6 +287,7 @@ pub fn check(
     }
 
     let mut warnings = found.warnings.clone();
+    warnings.extend(cache_warning);
     let mut obsolete = Vec::new();
     if let Some(b) = &opts.baselines {
         baselines::mark_ambiguous(&mut rows, b, &mut warnings);
@@ -288,7 +324,7 @@ pub fn check(
     privacy.extend(privacy_of_files(found, opts));
     privacy.sort();
 
-    rows.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let mut rows = sorted_rows(rows);
     let mut summary = Summary {
         traces,
         scenarios: scenarios_in_scope,
@@ -380,6 +416,90 @@ fn index_scenarios<'s>(
         }
     }
     entries
+}
+
+/// The fingerprint of everything besides a trace its cached row depends on.
+fn cache_context(found: &Discovered, scenarios: &[Scenario], opts: &CheckOptions) -> String {
+    let mut scenario_files: Vec<&Utf8PathBuf> = found
+        .scenario_files
+        .iter()
+        .chain(&found.suite_files)
+        .collect();
+    scenario_files.sort();
+    let mut parts: Vec<Vec<u8>> = vec![
+        format!(
+            "require_sealed={} limits={:?} secrets={:?} scripted={} baselines={:?}",
+            opts.require_sealed,
+            opts.limits,
+            opts.secrets,
+            opts.scripted,
+            opts.baselines
+                .as_ref()
+                .map(|b| (&b.store.dir, b.mode, b.tolerance, b.write_pending)),
+        )
+        .into_bytes(),
+    ];
+    let mut waived: Vec<&String> = opts.waived.iter().collect();
+    waived.sort();
+    parts.push(format!("{waived:?}").into_bytes());
+    for f in scenario_files {
+        parts.push(f.as_str().as_bytes().to_vec());
+        parts.push(std::fs::read(f).unwrap_or_default());
+    }
+    // A contract a scenario names is part of it too.
+    for s in scenarios {
+        if let Some(c) = &s.contract {
+            parts.push(
+                std::fs::read(
+                    s.file
+                        .parent()
+                        .unwrap_or(camino::Utf8Path::new(""))
+                        .join(c.trim()),
+                )
+                .unwrap_or_default(),
+            );
+        }
+    }
+    if let Some(b) = &opts.baselines {
+        // Approved baselines by stat (pending files do not count: writing them must not
+        // invalidate the cache).
+        for stored in b.store.list(crate::baseline::APPROVED_SUFFIX) {
+            let stamp = std::fs::metadata(&stored.path).ok().map(|m| stat_stamp(&m));
+            parts.push(format!("{}{stamp:?}", stored.path).into_bytes());
+        }
+    }
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    cache::context_fingerprint(&refs)
+}
+
+/// Rows sorted by scenario, case, then path. Rows are large: sort their indices, then move each
+/// row once.
+fn sorted_rows(rows: Vec<ResultRow>) -> Vec<ResultRow> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| rows[a].sort_key().cmp(&rows[b].sort_key()));
+    let mut slots: Vec<Option<ResultRow>> = rows.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// Size, modification and (on Unix) change time: any write changes it.
+fn stat_stamp(m: &std::fs::Metadata) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        format!(
+            "{} {}.{} {}.{} {}",
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.ino()
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        format!("{} {:?}", m.len(), m.modified().ok())
+    }
 }
 
 /// Secrets in scenario files and raw-prompt sidecars (trace bytes are scanned by the workers).

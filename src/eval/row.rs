@@ -61,6 +61,26 @@ fn attribute(
     row.case = Some(claimed.1);
 }
 
+/// Whether a trace naming `scenario` is outside this run's filters and partition share.
+pub(crate) fn out_of_scope(
+    scenario: &str,
+    entries: &HashMap<String, Entry<'_>>,
+    opts: &CheckOptions,
+) -> bool {
+    match entries.get(&scenario.to_lowercase()) {
+        Some(e) => !e.in_scope,
+        None => {
+            let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
+            (filtered
+                && !opts
+                    .scenarios
+                    .iter()
+                    .any(|f| f.trim().eq_ignore_ascii_case(scenario)))
+                || !opts.partition_holds(Some(scenario))
+        }
+    }
+}
+
 /// Judges one trace file. `None` when the trace belongs to a scenario outside the filters.
 pub(crate) fn judge_file(
     path: &Utf8PathBuf,
@@ -82,18 +102,7 @@ pub(crate) fn judge_file(
     row.privacy =
         crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
     let lookup = |scenario: &str| entries.get(&scenario.to_lowercase());
-    let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
-    let out_of_scope = |scenario: &str| match lookup(scenario) {
-        Some(e) => !e.in_scope,
-        None => {
-            (filtered
-                && !opts
-                    .scenarios
-                    .iter()
-                    .any(|f| f.trim().eq_ignore_ascii_case(scenario)))
-                || !opts.partition_holds(Some(scenario))
-        }
-    };
+    let out_of_scope = |scenario: &str| out_of_scope(scenario, entries, opts);
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
         let parsed = parse_trace(&file, &seal, opts.limits);
         (seal, parsed)

@@ -109,7 +109,7 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
     for (name, render) in files {
         let mut buf = Vec::new();
         render(report, &mut buf)?;
-        write_creating_dirs(&run.join(name), &buf)?;
+        write_creating_dirs(&run.join(name), &buf, true)?;
     }
     for r in report.results.iter().filter(|r| needs_evidence(r)) {
         let scenario = encode_segment(r.scenario.as_deref().unwrap_or("_unattributed"));
@@ -124,7 +124,7 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
         }
         let text =
             serde_json::to_string_pretty(&evidence_of(r)).map_err(std::io::Error::other)? + "\n";
-        write_creating_dirs(&path, text.as_bytes())?;
+        write_creating_dirs(&path, text.as_bytes(), true)?;
     }
     Ok(run)
 }

@@ -206,13 +206,14 @@ impl SealedTrace {
     /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
     /// `NAME.prompts.ndjson` beside it when there is one.
     pub fn write(&self, path: &camino::Utf8Path) -> std::io::Result<()> {
-        crate::fsutil::write_creating_dirs(path, &self.compress()?)?;
+        crate::fsutil::write_creating_dirs(path, &self.compress()?, true)?;
         if let Some(sidecar) = &self.sidecar {
             let name = path.file_name().unwrap_or("trace");
             let stem = name.strip_suffix(".trace.ndjson.zst").unwrap_or(name);
             crate::fsutil::write_creating_dirs(
                 &path.with_file_name(format!("{stem}.prompts.ndjson")),
                 sidecar,
+                true,
             )?;
         }
         Ok(())
