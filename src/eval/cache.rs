@@ -73,11 +73,11 @@ struct CachedRow {
     cited: Vec<String>,
 }
 
-fn json_text(v: &Option<serde_json::Value>) -> Option<String> {
+fn json_text(v: &Option<Box<serde_json::Value>>) -> Option<String> {
     v.as_ref().map(|v| v.to_string())
 }
 
-fn json_value(t: Option<String>) -> Option<serde_json::Value> {
+fn json_value(t: Option<String>) -> Option<Box<serde_json::Value>> {
     t.and_then(|t| serde_json::from_str(&t).ok())
 }
 

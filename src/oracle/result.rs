@@ -45,10 +45,10 @@ pub struct OracleResult {
     pub evidence: Vec<u64>,
     /// For failures: what the oracle expected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected: Option<Value>,
+    pub expected: Option<Box<Value>>,
     /// For failures: what the trace held instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub found: Option<Value>,
+    pub found: Option<Box<Value>>,
     /// The oracle lacks what it needs (reported by `gates`; judged as a failure).
     #[serde(skip)]
     pub misconfigured: bool,
@@ -82,8 +82,9 @@ impl OracleResult {
             verdict: Verdict::Fail,
             message: message.into(),
             evidence,
-            expected: Some(expected.into()),
-            found: Some(found.into()),
+            // Boxed: a passing result (the common case) then costs one pointer per field.
+            expected: Some(Box::new(expected.into())),
+            found: Some(Box::new(found.into())),
             misconfigured: false,
         }
     }

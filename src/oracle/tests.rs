@@ -109,8 +109,8 @@ fn tool_called_and_not_called() {
         json!({}),
         &events,
     );
-    assert_eq!(r.expected, Some(json!(["shell"])));
-    assert_eq!(r.found, Some(json!(["Web_Search"])));
+    assert_eq!(r.expected.as_deref(), Some(&json!(["shell"])));
+    assert_eq!(r.found.as_deref(), Some(&json!(["Web_Search"])));
     let r = first(
         json!({"type":"tool-not-called","tool":"web_search"}),
         json!({}),
@@ -461,7 +461,7 @@ fn run_completed_and_status_is() {
     assert_eq!(overall(&r), Verdict::Fail);
     let r = judge_events(json!({"oracles":[{"type":"approval-not-required"}]}), &[]);
     assert_eq!((r[1].verdict, r[1].evidence.len()), (Verdict::Fail, 0));
-    assert_eq!(r[1].found, Some(json!("unknown")));
+    assert_eq!(r[1].found.as_deref(), Some(&json!("unknown")));
     // status-is replaces run-completed.
     let r = judge_events(
         json!({"oracles":[{"type":"Status-Is","value":"FAILED"}]}),

@@ -8,5 +8,6 @@ mod guard;
 mod ingest;
 mod privacy;
 mod reports;
+mod scale;
 mod seal;
 mod util;

@@ -1,0 +1,153 @@
+//! Scale: the result cache, `--partition`, and `merge`.
+
+use crate::util::*;
+
+const CACHE: &str = ".tracereplay/cache/check-v1.bin";
+
+#[test]
+fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let cold = env.run(&["check", "traces/", "--format", "json"]);
+    assert!(
+        env.path(CACHE).exists(),
+        "the cache is written (even under CI)"
+    );
+    let warm = env.run(&["check", "traces/", "--format", "json"]);
+    assert_eq!((cold.code, &cold.stdout), (warm.code, &warm.stdout));
+    let uncached = env.run(&["check", "traces/", "--format", "json", "--no-cache"]);
+    assert_eq!(uncached.stdout, cold.stdout);
+
+    // A corrupt or foreign cache is ignored and rebuilt.
+    env.write(
+        CACHE,
+        b"{\"format\":\"tracereplay.cache\",\"version\":1,\"context\":\"x\"}\n\x00\x01garbage",
+    );
+    let out = env.run(&["check", "traces/", "--format", "json"]);
+    assert_eq!(out.stdout, cold.stdout);
+    let rebuilt = env.read(CACHE);
+    assert!(
+        rebuilt.starts_with(b"{\"format\":\"tracereplay.cache\"") && !rebuilt.ends_with(b"garbage")
+    );
+
+    // An edited trace is judged again, not served from the cache.
+    let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
+    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
+    reseal(&env, t, &text);
+    let out = env.run(&["check", "traces/", "--format", "json"]);
+    assert_eq!(out.code, 1, "the arguments drifted");
+    assert!(out.stdout.contains("arguments-changed"));
+    // A changed scenario is judged again too.
+    let p = "traces/agent.tool.basic/agent.tool.basic.scenario.json";
+    let changed = String::from_utf8(env.read(p))
+        .unwrap()
+        .replace("\"value\": \"demo\"", "\"value\": \"nothing like this\"");
+    env.write(p, changed);
+    let out = env.run(&[
+        "check",
+        "traces/",
+        "--format",
+        "json",
+        "--fail-on",
+        "any",
+        "--drift",
+        "ignore",
+    ]);
+    let r = json(&out);
+    assert_eq!(
+        row(&r, "agent.tool.basic/default.trace.ndjson.zst")["verdict"],
+        "fail"
+    );
+}
+
+#[test]
+fn no_cache_writes_no_cache() {
+    let env = Env::new();
+    good_suite(&env);
+    assert_eq!(env.run(&["check", "traces", "--no-cache"]).code, 0);
+    assert!(!env.path(".tracereplay").exists());
+    assert_eq!(
+        env.run(&["check", "traces", "--cache-dir", "elsewhere"])
+            .code,
+        0
+    );
+    assert!(env.path("elsewhere/check-v1.bin").exists());
+}
+
+#[test]
+fn partitions_cover_every_row_exactly_once_and_merge_back() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    // One unreadable trace: rows without a scenario belong to share 1.
+    env.write("traces/broken.trace.ndjson.zst", b"not zstd");
+    let whole = env.run(&["check", "traces/", "--format", "json", "--no-cache"]);
+    let whole_json = json(&whole);
+    let n = 3;
+    let mut paths = Vec::new();
+    let mut shares = Vec::new();
+    for k in 1..=n {
+        let file = format!("share{k}.json");
+        let out = env.run(&[
+            "check",
+            "traces/",
+            "--partition",
+            &format!("hash:{k}/{n}"),
+            "--json",
+            &file,
+            "--no-cache",
+        ]);
+        assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+        let r: serde_json::Value = serde_json::from_slice(&env.read(&file)).unwrap();
+        for row in r["results"].as_array().unwrap() {
+            paths.push(row["path"].as_str().unwrap().to_owned());
+        }
+        shares.push(file);
+    }
+    let mut expected: Vec<String> = whole_json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_owned())
+        .collect();
+    paths.sort();
+    expected.sort();
+    assert_eq!(paths, expected, "every row in exactly one share");
+    let mut args = vec!["merge", "--format", "json"];
+    args.extend(shares.iter().map(String::as_str));
+    let merged = env.run(&args);
+    assert_eq!(merged.code, whole.code);
+    assert_eq!(
+        merged.stdout, whole.stdout,
+        "merged shares equal the whole run"
+    );
+}
+
+#[test]
+fn partition_and_merge_errors() {
+    let env = Env::new();
+    good_suite(&env);
+    for bad in ["hash:0/3", "hash:4/3", "hash:1/0", "mod:1/2", "hash:x/2"] {
+        let out = env.run(&["check", "traces", "--partition", bad]);
+        assert_eq!(out.code, 2, "{bad}");
+    }
+    // Some share of a one-scenario suite is empty: that is fine.
+    let codes: Vec<i32> = (1..=4)
+        .map(|k| {
+            env.run(&["check", "traces", "--partition", &format!("hash:{k}/4")])
+                .code
+        })
+        .collect();
+    assert!(codes.iter().all(|c| *c == 0), "{codes:?}");
+    env.write("not-a-report.json", "{}");
+    assert_eq!(env.run(&["merge", "not-a-report.json"]).code, 2);
+    assert_eq!(env.run(&["merge", "missing.json"]).code, 2);
+}
+
+#[test]
+fn the_share_function_is_the_specified_one() {
+    // First 8 bytes of BLAKE3 of the lowercased id, little-endian, modulo N, plus one.
+    let id = "Agent.Tool.Basic";
+    let digest = blake3::hash(id.to_lowercase().as_bytes());
+    let n = u64::from_le_bytes(digest.as_bytes()[..8].try_into().unwrap());
+    assert_eq!(tracereplay::eval::partition_share(id, 7), n % 7 + 1);
+}
