@@ -27,6 +27,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
     Gates(GatesArgs),
+    /// Lay out `traces/` with an example scenario, sealed trace, approved baseline and CI snippet.
+    Init,
     /// Combine partitioned JSON reports into one report and one exit code.
     Merge(MergeArgs),
     /// Convert foreign recordings into sealed traces, hashing prompts on the way in.

@@ -10,6 +10,7 @@ pub mod exit;
 mod explain;
 mod gates;
 mod ingest;
+mod init;
 mod key;
 mod lint;
 mod merge;
@@ -33,6 +34,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Lint(a) => lint::run(a, out),
         Command::Ingest(a) => ingest::run(a, out),
         Command::Merge(a) => merge::run(a, out),
+        Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, out),
     }

@@ -365,3 +365,30 @@ fn the_default_path_is_traces() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("PASS  good"), "{}", out.stdout);
 }
+
+#[test]
+fn init_lays_out_a_passing_suite_and_never_overwrites() {
+    let env = Env::new();
+    let out = env.run(&["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = env.run(&["check", "traces/", "--fail-on", "any", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let r = json(&out);
+    assert_eq!(
+        (
+            r["summary"]["passed"].as_u64(),
+            r["summary"]["new"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert!(env.path(".github/workflows/tracereplay.yml").exists());
+    let before = env.read("baselines/example.search/default.baseline.json");
+    let out = env.run(&["init"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("never overwrites"), "{}", out.stderr);
+    assert_eq!(
+        env.read("baselines/example.search/default.baseline.json"),
+        before
+    );
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
