@@ -155,23 +155,14 @@ pub(crate) fn judge_file(
         set_error(&mut row, "scenario-invalid", message, None);
         return Some(row);
     }
-    row.oracles = oracle::judge(entry.scenario, &parsed.trace);
-    row.verdict = match oracle::overall(&row.oracles) {
-        Verdict::Pass => RowVerdict::Pass,
-        Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
-    };
-    keep_cited_events(&mut row, &parsed.trace);
-    if let Some(b) = &opts.baselines {
-        let behaviour = Behaviour::from_trace(&parsed.trace, &row.oracles);
-        row.drift = compare_trace(
-            b,
-            &entry.scenario.id,
-            &header.case,
-            &seal.content_hash,
-            behaviour,
-            &mut row.warnings,
-        );
-    }
+    judge_into(
+        &mut row,
+        entry.scenario,
+        &parsed.trace,
+        &header.case,
+        &seal.content_hash,
+        opts,
+    );
     Some(row)
 }
 
@@ -234,24 +225,44 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
         );
         return Some(row);
     }
-    row.oracles = oracle::judge(scenario, &parsed.trace);
+    judge_into(
+        &mut row,
+        scenario,
+        &parsed.trace,
+        "scripted",
+        &seal.content_hash,
+        opts,
+    );
+    Some(row)
+}
+
+/// Judges a parsed trace into `row`: oracle results and verdict, the cited events of a failure,
+/// and drift from the approved baseline of (scenario, `case`).
+fn judge_into(
+    row: &mut ResultRow,
+    scenario: &Scenario,
+    trace: &crate::trace::Trace<'_>,
+    case: &str,
+    content_hash: &str,
+    opts: &CheckOptions,
+) {
+    row.oracles = oracle::judge(scenario, trace);
     row.verdict = match oracle::overall(&row.oracles) {
         Verdict::Pass => RowVerdict::Pass,
         Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
     };
-    keep_cited_events(&mut row, &parsed.trace);
+    keep_cited_events(row, trace);
     if let Some(b) = &opts.baselines {
-        let behaviour = Behaviour::from_trace(&parsed.trace, &row.oracles);
+        let behaviour = Behaviour::from_trace(trace, &row.oracles);
         row.drift = compare_trace(
             b,
             &scenario.id,
-            "scripted",
-            &seal.content_hash,
+            case,
+            content_hash,
             behaviour,
             &mut row.warnings,
         );
     }
-    Some(row)
 }
 
 /// For a failing row, keeps copies of the events its oracles cite while the trace is in memory,

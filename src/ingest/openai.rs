@@ -179,6 +179,60 @@ fn calls_of(m: &Value) -> Vec<Call> {
         .collect()
 }
 
+/// One model turn: an inference whose tool calls form a batch.
+struct Turn {
+    model: Option<String>,
+    /// The conversation so far, hashed into `input_h`.
+    input: String,
+    system: Option<Str<'static>>,
+    consumes: Vec<Str<'static>>,
+    text: Option<String>,
+    planned: Vec<PlannedCall<'static>>,
+    usage: Option<Usage>,
+}
+
+/// Records a turn: the inference, then a `tool_call` for each planned call that got a result.
+/// Returns the turn's text, the final answer so far.
+fn push_turn(b: &mut RunBuilder, turn: Turn, answered: impl Fn(&str) -> bool) -> Option<String> {
+    let input_h = Some(b.prompt(&turn.input).h);
+    let calls = (!turn.planned.is_empty()).then(|| turn.planned.clone());
+    b.push(
+        None,
+        EventBody::Inference(Box::new(Inference {
+            model: turn.model.map(Str::from),
+            input_h,
+            system_h: turn.system,
+            consumes: (!turn.consumes.is_empty()).then_some(turn.consumes),
+            output: Some(InferenceOutput {
+                text: turn.text.clone().map(Str::from),
+                tool_calls: calls,
+            }),
+            usage: turn.usage,
+            finish: Some(if turn.planned.is_empty() {
+                Finish::Stop
+            } else {
+                Finish::ToolCall
+            }),
+            ..Inference::default()
+        })),
+    );
+    for p in turn
+        .planned
+        .into_iter()
+        .filter(|p| answered(p.call_id.as_str()))
+    {
+        b.push(
+            None,
+            EventBody::ToolCall {
+                call_id: p.call_id,
+                tool: p.tool,
+                args: p.args,
+            },
+        );
+    }
+    turn.text
+}
+
 fn chat_run(
     run: &RawRun,
     scenario: &str,
@@ -261,43 +315,17 @@ fn chat_run(
                     known.insert(c.id.clone(), c.tool.clone());
                 }
                 let text = content_text(&m["content"]).filter(|t| !t.is_empty());
-                let input_h = Some(b.prompt(&conversation).h);
-                b.push(
-                    None,
-                    EventBody::Inference(Box::new(Inference {
-                        model: m.get("model").and_then(Value::as_str).map(Str::from),
-                        input_h,
-                        system_h: system.clone(),
-                        consumes: (!pending_consumes.is_empty())
-                            .then(|| std::mem::take(&mut pending_consumes)),
-                        output: Some(InferenceOutput {
-                            text: text.clone().map(Str::from),
-                            tool_calls: (!planned.is_empty()).then(|| planned.clone()),
-                        }),
-                        usage: usage_of(m),
-                        finish: Some(if planned.is_empty() {
-                            Finish::Stop
-                        } else {
-                            Finish::ToolCall
-                        }),
-                        ..Inference::default()
-                    })),
-                );
-                for p in planned
-                    .into_iter()
-                    .filter(|p| answered.contains(p.call_id.as_str()))
-                {
-                    b.push(
-                        None,
-                        EventBody::ToolCall {
-                            call_id: p.call_id,
-                            tool: p.tool,
-                            args: p.args,
-                        },
-                    );
-                }
-                if text.is_some() {
-                    final_answer = text;
+                let turn = Turn {
+                    model: m.get("model").and_then(Value::as_str).map(str::to_owned),
+                    input: conversation,
+                    system: system.clone(),
+                    consumes: std::mem::take(&mut pending_consumes),
+                    text,
+                    planned,
+                    usage: usage_of(m),
+                };
+                if let Some(t) = push_turn(&mut b, turn, |id| answered.contains(id)) {
+                    final_answer = Some(t);
                 }
             }
             "tool" | "function" => {
@@ -401,44 +429,17 @@ fn responses_run(
                 }
             }
             let text = Some(texts.join("\n")).filter(|t| !t.is_empty());
-            let input_h = Some(
-                b.prompt(&serde_json::to_string(&items[..start]).unwrap_or_default())
-                    .h,
-            );
-            b.push(
-                None,
-                EventBody::Inference(Box::new(Inference {
-                    input_h,
-                    system_h: system.clone(),
-                    consumes: (!pending_consumes.is_empty())
-                        .then(|| std::mem::take(&mut pending_consumes)),
-                    output: Some(InferenceOutput {
-                        text: text.clone().map(Str::from),
-                        tool_calls: (!planned.is_empty()).then(|| planned.clone()),
-                    }),
-                    finish: Some(if planned.is_empty() {
-                        Finish::Stop
-                    } else {
-                        Finish::ToolCall
-                    }),
-                    ..Inference::default()
-                })),
-            );
-            for p in planned
-                .into_iter()
-                .filter(|p| answered.contains(p.call_id.as_str()))
-            {
-                b.push(
-                    None,
-                    EventBody::ToolCall {
-                        call_id: p.call_id,
-                        tool: p.tool,
-                        args: p.args,
-                    },
-                );
-            }
-            if text.is_some() {
-                final_answer = text;
+            let turn = Turn {
+                model: None,
+                input: serde_json::to_string(&items[..start]).unwrap_or_default(),
+                system: system.clone(),
+                consumes: std::mem::take(&mut pending_consumes),
+                text,
+                planned,
+                usage: None,
+            };
+            if let Some(t) = push_turn(&mut b, turn, |id| answered.contains(id)) {
+                final_answer = Some(t);
             }
             continue;
         }

@@ -82,11 +82,7 @@ struct ResultView<'t, 'a> {
 }
 
 fn results<'t, 'a>(facts: &'t Facts<'t, 'a>) -> Vec<ResultView<'t, 'a>> {
-    let tool_of: HashMap<&str, &str> = facts
-        .calls
-        .iter()
-        .map(|c| (c.call_id.as_str(), c.tool.as_str()))
-        .collect();
+    let tool_of = facts.tool_of_calls();
     facts
         .trace
         .events

@@ -113,6 +113,14 @@ impl<'t, 'a> Facts<'t, 'a> {
         }
     }
 
+    /// The tool of each call id (built on demand: only result oracles need it).
+    pub fn tool_of_calls(&self) -> std::collections::HashMap<&str, &str> {
+        self.calls
+            .iter()
+            .map(|c| (c.call_id.as_str(), c.tool.as_str()))
+            .collect()
+    }
+
     /// Messages still standing at the end.
     pub fn standing(&self) -> impl Iterator<Item = &MessageState> {
         self.messages.iter().filter(|m| !m.deleted)

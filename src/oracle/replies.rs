@@ -96,11 +96,7 @@ pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResul
         Err(e) => return OracleResult::misconfigured(e),
     };
     let value = params::text(spec);
-    let tool_of: std::collections::HashMap<&str, &str> = facts
-        .calls
-        .iter()
-        .map(|c| (c.call_id.as_str(), c.tool.as_str()))
-        .collect();
+    let tool_of = facts.tool_of_calls();
     let success = facts.trace.events.iter().find(|e| match &e.body {
         EventBody::ToolResult {
             call_id, ok, error, ..
