@@ -1,0 +1,401 @@
+//! Tests of `sequence.rs`.
+use super::*;
+
+fn actual(calls: &[(&str, Value, Option<u64>)]) -> Vec<ActualCall> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, args, batch))| ActualCall {
+            seq: i as u64 + 1,
+            tool: (*tool).to_owned(),
+            args: args.clone(),
+            batch: *batch,
+        })
+        .collect()
+}
+
+fn cfg(mode: &str, calls: Value, args_match: &str) -> SeqConfig {
+    let spec = OracleSpec {
+        index: 0,
+        params: serde_json::from_value(
+            json!({"type": "tool-sequence", "mode": mode, "calls": calls, "argsMatch": args_match}),
+        )
+        .unwrap(),
+    };
+    configure(&spec).unwrap()
+}
+
+fn verdict(mode: &str, calls: Value, args_match: &str, a: &[(&str, Value, Option<u64>)]) -> bool {
+    judge_sequence(&cfg(mode, calls, args_match), &actual(a)).verdict == super::super::Verdict::Pass
+}
+
+const MODES: [&str; 5] = ["exact", "in-order", "unordered", "superset", "subset"];
+
+/// (case, expected calls, actual calls, verdict per mode in MODES order), under every argsMatch
+/// that leaves the outcome unchanged (args identical on both sides, or none expected).
+#[test]
+fn modes_table() {
+    let f = |a: Value| ("f", a, None);
+    let g = |a: Value| ("g", a, None);
+    type Case<'c> = (
+        &'c str,
+        Value,
+        Vec<(&'c str, Value, Option<u64>)>,
+        [bool; 5],
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "identical",
+            json!([{"tool":"f","args":{"a":1}},{"tool":"g","args":{"b":2}}]),
+            vec![f(json!({"a":1})), g(json!({"b":2}))],
+            [true, true, true, true, true],
+        ),
+        (
+            "extra actual call",
+            json!([{"tool":"f","args":{"a":1}}]),
+            vec![f(json!({"a":1})), g(json!({"b":2}))],
+            [false, true, false, true, false],
+        ),
+        (
+            "missing actual call",
+            json!([{"tool":"f","args":{"a":1}},{"tool":"g","args":{"b":2}}]),
+            vec![f(json!({"a":1}))],
+            [false, false, false, false, true],
+        ),
+        (
+            "swapped order",
+            json!([{"tool":"f","args":{"a":1}},{"tool":"g","args":{"b":2}}]),
+            vec![g(json!({"b":2})), f(json!({"a":1}))],
+            [false, false, true, true, true],
+        ),
+        (
+            "duplicate actual",
+            json!([{"tool":"f","args":{"a":1}}]),
+            vec![f(json!({"a":1})), f(json!({"a":1}))],
+            [false, true, false, true, false],
+        ),
+        (
+            "duplicate expected",
+            json!([{"tool":"f","args":{"a":1}},{"tool":"f","args":{"a":1}}]),
+            vec![f(json!({"a":1}))],
+            [false, false, false, false, true],
+        ),
+        (
+            "empty expected, calls made",
+            json!([]),
+            vec![f(json!({"a":1}))],
+            [false, true, false, true, false],
+        ),
+        (
+            "empty expected, no calls",
+            json!([]),
+            vec![],
+            [true, true, true, true, true],
+        ),
+        (
+            "no calls",
+            json!([{"tool":"f","args":{"a":1}}]),
+            vec![],
+            [false, false, false, false, true],
+        ),
+        (
+            "retry: wrong then right",
+            json!([{"tool":"f","args":{"a":1}}]),
+            vec![f(json!({"a":0})), f(json!({"a":1}))],
+            [false, true, false, true, false],
+        ),
+        (
+            "nested args",
+            json!([{"tool":"f","args":{"o":{"x":[1,{"y":true}]}}}]),
+            vec![f(json!({"o":{"x":[1,{"y":true}]}}))],
+            [true, true, true, true, true],
+        ),
+        (
+            "6 equals 6.0",
+            json!([{"tool":"f","args":{"n":6}}]),
+            vec![f(json!({"n":6.0}))],
+            [true, true, true, true, true],
+        ),
+        (
+            "true is not 1",
+            json!([{"tool":"f","args":{"n":true}}]),
+            vec![f(json!({"n":1}))],
+            [false, false, false, false, false],
+        ),
+        (
+            "null is not missing",
+            json!([{"tool":"f","args":{"n":null}}]),
+            vec![f(json!({}))],
+            [false, false, false, false, false],
+        ),
+        (
+            "tool names ignore case",
+            json!([{"tool":"F","args":{"a":1}}]),
+            vec![f(json!({"a":1}))],
+            [true, true, true, true, true],
+        ),
+    ];
+    for (name, calls, a, want) in &cases {
+        // `{n: null}` against `{}` is the one case argsMatch decides: subset holds vacuously
+        // (the actual call has no key to check), so it is asserted on its own below.
+        let arg_modes: &[&str] = if *name == "null is not missing" {
+            &["exact", "superset"]
+        } else {
+            &["exact", "superset", "subset"]
+        };
+        for (mode, w) in MODES.iter().zip(want) {
+            for am in arg_modes.iter().copied() {
+                assert_eq!(
+                    verdict(mode, calls.clone(), am, a),
+                    *w,
+                    "{name}: mode {mode}, argsMatch {am}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn null_against_a_missing_key_under_subset() {
+    let a = [("f", json!({}), None)];
+    assert!(verdict(
+        "exact",
+        json!([{"tool":"f","args":{"n":null}}]),
+        "subset",
+        &a
+    ));
+    assert!(!verdict(
+        "exact",
+        json!([{"tool":"f","args":{"n":null}}]),
+        "superset",
+        &a
+    ));
+}
+
+#[test]
+fn args_recorded_as_json_strings_compare_as_objects() {
+    // The reader parses a top-level `args` string holding an object; key order is irrelevant.
+    let text = format!(
+        "{}\n{}\n",
+        r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#,
+        r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":"f","args":"{\"b\":[1,2],\"a\":{\"y\":1,\"x\":6.0}}"}"#
+    );
+    let file = crate::trace::TraceFile::from_bytes("t.trace.ndjson", text.into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    let parsed = crate::trace::parse_trace(&file, &seal, crate::trace::Limits::default()).unwrap();
+    let facts = Facts::new(&parsed.trace);
+    let a = actual_calls(&facts);
+    for mode in MODES {
+        let c = cfg(
+            mode,
+            json!([{"tool":"f","args":{"a":{"x":6,"y":1},"b":[1,2]}}]),
+            "exact",
+        );
+        assert_eq!(
+            judge_sequence(&c, &a).verdict,
+            super::super::Verdict::Pass,
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn args_match_modes_keep_their_direction_in_every_mode() {
+    // Expected {a:1}; actual {a:1, b:2}: superset holds (actual has more), subset does not.
+    let calls = json!([{"tool":"f","args":{"a":1}}]);
+    let a = [("f", json!({"a":1,"b":2}), None)];
+    for mode in MODES {
+        assert!(!verdict(mode, calls.clone(), "exact", &a), "{mode} exact");
+        assert!(
+            verdict(mode, calls.clone(), "superset", &a),
+            "{mode} superset"
+        );
+        assert!(!verdict(mode, calls.clone(), "subset", &a), "{mode} subset");
+        assert!(verdict(mode, calls.clone(), "ignore", &a), "{mode} ignore");
+    }
+    let calls = json!([{"tool":"f","args":{"a":1,"b":2}}]);
+    let a = [("f", json!({"a":1}), None)];
+    for mode in MODES {
+        assert!(
+            verdict(mode, calls.clone(), "subset", &a),
+            "{mode} subset, reversed"
+        );
+        assert!(
+            !verdict(mode, calls.clone(), "superset", &a),
+            "{mode} superset, reversed"
+        );
+    }
+    // `args: {}` under exact means no arguments; no `args` means any.
+    assert!(!verdict(
+        "exact",
+        json!([{"tool":"f","args":{}}]),
+        "exact",
+        &[("f", json!({"x":1}), None)]
+    ));
+    assert!(verdict(
+        "exact",
+        json!([{"tool":"f"}]),
+        "exact",
+        &[("f", json!({"x":1}), None)]
+    ));
+}
+
+#[test]
+fn pairing_is_optimal_not_greedy() {
+    // The issue's example: greedy would pair f{} with f{a:1} and strand f{a:1}.
+    let calls = json!([{"tool":"f","args":{}},{"tool":"f","args":{"a":1}}]);
+    for order in [
+        [json!({"a":1}), json!({"b":2})],
+        [json!({"b":2}), json!({"a":1})],
+    ] {
+        let a: Vec<_> = order.iter().map(|x| ("f", x.clone(), None)).collect();
+        assert!(
+            verdict("superset", calls.clone(), "superset", &a),
+            "{order:?}"
+        );
+        assert!(
+            verdict("unordered", calls.clone(), "superset", &a),
+            "{order:?}"
+        );
+    }
+}
+
+#[test]
+fn batches_run_in_any_order_unless_strict() {
+    let calls = json!([{"tool":"f"},{"tool":"g"},{"tool":"h"}]);
+    let a = [
+        ("g", json!({}), Some(1)),
+        ("f", json!({}), Some(1)),
+        ("h", json!({}), None),
+    ];
+    assert!(verdict("exact", calls.clone(), "exact", &a));
+    assert!(verdict("in-order", calls.clone(), "exact", &a));
+    let spec = OracleSpec {
+        index: 0,
+        params: serde_json::from_value(
+            json!({"type":"tool-sequence","mode":"exact","calls":calls,"batchOrder":"strict"}),
+        )
+        .unwrap(),
+    };
+    assert!(
+        judge_sequence(&configure(&spec).unwrap(), &actual(&a)).verdict
+            != super::super::Verdict::Pass
+    );
+    // Calls of different batches keep their order.
+    let b = [
+        ("g", json!({}), Some(1)),
+        ("f", json!({}), Some(2)),
+        ("h", json!({}), None),
+    ];
+    assert!(!verdict("exact", calls.clone(), "exact", &b));
+    // in-order with a batch among extra calls.
+    let c = [
+        ("x", json!({}), None),
+        ("g", json!({}), Some(3)),
+        ("f", json!({}), Some(3)),
+        ("y", json!({}), None),
+        ("h", json!({}), None),
+    ];
+    assert!(verdict("in-order", calls, "exact", &c));
+}
+
+#[test]
+fn overrides_and_tools_shorthand() {
+    let spec = |p: Value| OracleSpec {
+        index: 0,
+        params: serde_json::from_value(p).unwrap(),
+    };
+    let s = spec(
+        json!({"type":"tool-sequence","mode":"exact","calls":[{"tool":"write","args":{"path":"a","content":"x"}},{"tool":"order","args":{"order":{"id":7,"note":"n"}}}],
+        "argsMatchOverrides":{"WRITE":"ignore","order":["order.id"]}}),
+    );
+    let a = actual(&[
+        ("write", json!({"path":"b"}), None),
+        ("order", json!({"order":{"id":7.0,"note":"other"}}), None),
+    ]);
+    assert_eq!(
+        judge_sequence(&configure(&s).unwrap(), &a).verdict,
+        super::super::Verdict::Pass
+    );
+    let s = spec(json!({"type":"tool-sequence","mode":"in_order","tools":["read","write"]}));
+    let a = actual(&[
+        ("read", json!({"p":1}), None),
+        ("other", json!({}), None),
+        ("write", json!({}), None),
+    ]);
+    assert_eq!(
+        judge_sequence(&configure(&s).unwrap(), &a).verdict,
+        super::super::Verdict::Pass
+    );
+}
+
+#[test]
+fn misconfigurations_are_named() {
+    for (params, needle) in [
+        (json!({"calls":[]}), "`mode` is required"),
+        (json!({"mode":"fuzzy","calls":[]}), "`mode` `fuzzy`"),
+        (json!({"mode":"exact"}), "give `calls` or `tools`"),
+        (json!({"mode":"exact","calls":[],"tools":[]}), "not both"),
+        (
+            json!({"mode":"exact","calls":[{"tool":"f","args":null}]}),
+            "`calls[0].args` is null",
+        ),
+        (
+            json!({"mode":"exact","calls":[{"args":{}}]}),
+            "`calls[0]` has no `tool`",
+        ),
+        (
+            json!({"mode":"exact","calls":[],"argsMatch":"loose"}),
+            "`argsMatch` `loose`",
+        ),
+        (
+            json!({"mode":"exact","calls":[],"batchOrder":"random"}),
+            "`batchOrder`",
+        ),
+    ] {
+        let spec = OracleSpec {
+            index: 0,
+            params: serde_json::from_value(params.clone()).unwrap(),
+        };
+        let err = configure(&spec).unwrap_err();
+        assert!(err.contains(needle), "{params}: {err}");
+    }
+}
+
+#[test]
+fn failure_evidence_names_the_unplaced_call_and_the_closest_candidate() {
+    let c = cfg(
+        "superset",
+        json!([{"tool":"read","args":{"path":"A.md"}},{"tool":"write","args":{"path":"out.txt","content":"x"}}]),
+        "exact",
+    );
+    let a = actual(&[
+        ("read", json!({"path":"A.md"}), None),
+        ("write", json!({"path":"out.txt","content":"y"}), None),
+        ("write", json!({"path":"other","content":"z"}), None),
+    ]);
+    let r = judge_sequence(&c, &a);
+    assert_eq!(r.verdict, super::super::Verdict::Fail);
+    assert_eq!(r.evidence, vec![2]);
+    assert_eq!(
+        r.message,
+        "expected call 1 `write` was not matched in mode `superset`; the closest actual call is seq 2, differing in `content`"
+    );
+    assert_eq!(r.found.as_ref().unwrap()["differs"], json!(["content"]));
+    // subset: the lowest unplaced actual call.
+    let c = cfg("subset", json!([{"tool":"read"}]), "exact");
+    let r = judge_sequence(
+        &c,
+        &actual(&[
+            ("read", json!({}), None),
+            ("shell", json!({"cmd":"ls"}), None),
+        ]),
+    );
+    assert_eq!(
+        (r.evidence.clone(), r.message.as_str()),
+        (
+            vec![2],
+            "actual call at seq 2 `shell` is not allowed in mode `subset`: no expected call of that tool"
+        )
+    );
+}

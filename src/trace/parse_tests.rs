@@ -1,0 +1,257 @@
+//! Tests of `parse.rs`.
+use super::*;
+
+const H: &str = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#;
+
+fn parse_text(text: &str, compressed: bool) -> Result<(usize, Vec<String>, String), TraceError> {
+    let file = TraceFile::from_bytes("x.trace.ndjson", text.as_bytes().to_vec(), compressed);
+    let seal = Seal {
+        sealed: false,
+        content_hash: String::new(),
+        body_len: file.bytes.len(),
+    };
+    let p = parse_trace(&file, &seal, Limits::default())?;
+    let kinds = p
+        .trace
+        .events
+        .iter()
+        .map(|e| e.body.kind().to_owned())
+        .collect();
+    Ok((p.trace.events.len(), kinds, p.warnings.join("\n")))
+}
+
+fn malformed(events: &str) -> String {
+    match parse_text(&format!("{H}\n{events}\n"), false) {
+        Err(e @ TraceError::Malformed { .. }) => e.to_string(),
+        other => panic!("expected malformed for {events}, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_kind_parses_and_harness_spellings_normalise() {
+    let text = format!(
+        "{H}\n{}\n",
+        [
+            r#"{"kind":"userMessage","seq":1,"prompt":{"h":"b3k:0000000000000000000000000000000000000000000000000000000000000000","len":3}}"#,
+            r#"{"kind":"inference","seq":2,"consumes":[],"output":{"text":"t","tool_calls":[{"call_id":"c","tool":"t","args":"{\"a\":1}"}]},"usage":{"input_tokens":1,"output_tokens":2},"finish":"tool_call"}"#,
+            r#"{"kind":"toolCall","seq":3,"call_id":"c","tool":"t","args":"{\"b\": 2}"}"#,
+            r#"{"kind":"Tool-Result","seq":4,"call_id":"c","ok":false,"error":"boom","output":[1,2]}"#,
+            r#"{"kind":"approval_request","seq":5}"#,
+            r#"{"kind":"approval_decision","seq":6,"granted":true}"#,
+            r#"{"kind":"message","seq":7,"id":"m","phase":"preview","text":"p"}"#,
+            r#"{"kind":"message_edit","seq":8,"id":"m","text":"q","phase":"final"}"#,
+            r#"{"kind":"message_delete","seq":9,"id":"m"}"#,
+            r#"{"kind":"artifact","seq":10,"path":"a","h":"b3:x","bytes":1}"#,
+            r#"{"kind":"state_change","seq":11,"path":"p","from":1,"to":{"x":2}}"#,
+            r#"{"kind":"error","seq":12,"message":"m","code":500}"#,
+            r#"{"kind":"note","seq":13,"text":"n"}"#,
+            r#"{"kind":"final_answer","seq":14,"text":"f"}"#,
+            r#"{"kind":"run_end","seq":20,"status":"completed","extra":true}"#,
+        ]
+        .join("\n")
+    );
+    let (n, kinds, warnings) = parse_text(&text, false).unwrap();
+    assert_eq!(n, 15);
+    assert_eq!(kinds[0], "user_message");
+    assert_eq!(kinds[2], "tool_call");
+    assert_eq!(kinds[3], "tool_result");
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn args_strings_holding_objects_are_parsed_others_kept() {
+    let text = format!(
+        "{H}\n{}\n{}\n",
+        r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":"t","args":"{\"b\":2,\"a\":1}"}"#,
+        r#"{"kind":"tool_call","seq":2,"call_id":"d","tool":"t","args":"ls -la"}"#
+    );
+    let file = TraceFile::from_bytes("x.trace.ndjson", text.into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    let p = parse_trace(&file, &seal, Limits::default()).unwrap();
+    let calls: Vec<_> = p.trace.tool_calls().collect();
+    assert_eq!(calls[0].args.value(), serde_json::json!({"a":1,"b":2}));
+    assert_eq!(calls[1].args.value(), serde_json::json!("ls -la"));
+}
+
+#[test]
+fn unknown_kinds_are_kept_and_warned_once() {
+    let text = format!(
+        "{H}\n{}\n{}\n{}\n",
+        r#"{"kind":"telemetry","seq":1,"text":5}"#,
+        r#"{"kind":"telemetry","seq":2}"#,
+        r#"{"kind":"run_end","seq":3,"status":"completed"}"#
+    );
+    let (n, kinds, warnings) = parse_text(&text, false).unwrap();
+    assert_eq!((n, kinds[0].as_str()), (3, "telemetry"));
+    assert_eq!(warnings.matches("telemetry").count(), 1, "{warnings}");
+    assert!(warnings.contains("line 2"), "{warnings}");
+}
+
+#[test]
+fn malformed_events_name_the_line() {
+    for (events, needle) in [
+        (
+            r#"{"kind":"tool_call","seq":1,"call_id":"c","args":{}}"#,
+            "line 2: `tool_call` lacks required field `tool`",
+        ),
+        (
+            r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":7,"args":{}}"#,
+            "line 2: invalid type",
+        ),
+        (
+            r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":"t","args":[1]}"#,
+            "`args` must be a JSON object or a string",
+        ),
+        (
+            r#"{"kind":"message","seq":1,"id":"m","phase":"draft","text":"x"}"#,
+            "`phase` is `draft`, expected one of: preview, final",
+        ),
+        (
+            r#"{"kind":"run_end","seq":1,"status":"done"}"#,
+            "`status` is `done`",
+        ),
+        (
+            r#"{"kind":"inference","seq":1,"finish":"halt"}"#,
+            "`finish` is `halt`",
+        ),
+        (
+            r#"{"kind":"note","seq":1}"#,
+            "`note` lacks required field `text`",
+        ),
+        (
+            "{\"kind\":\"note\",\"seq\":2,\"text\":\"a\"}\n{\"kind\":\"note\",\"seq\":2,\"text\":\"b\"}",
+            "line 3: `seq` 2 does not increase",
+        ),
+        (r#"{"kind":"note","text":"a"}"#, "event lacks `seq`"),
+        (
+            "{\"kind\":\"run_end\",\"seq\":1,\"status\":\"failed\"}\n{\"kind\":\"run_end\",\"seq\":2,\"status\":\"completed\"}",
+            "line 3: a second `run_end`",
+        ),
+        (
+            "{\"kind\":\"final_answer\",\"seq\":1,\"text\":\"a\"}\n{\"kind\":\"final_answer\",\"seq\":2,\"text\":\"b\"}",
+            "a second `final_answer`",
+        ),
+        (
+            r#"{"kind":"message_edit","seq":1,"id":"m9","text":"x"}"#,
+            "names message id `m9`, which no earlier `message` sent",
+        ),
+        (
+            r#"{"kind":"message_delete","seq":1,"id":"m9"}"#,
+            "`message_delete` names message id `m9`",
+        ),
+        (
+            r#"{"kind":"user_message","seq":1,"prompt":{"h":"hello"}}"#,
+            "`prompt.h` is not a prompt hash",
+        ),
+        (
+            r#"{"kind":"inference","seq":1,"input_h":"b3:ABC"}"#,
+            "`input_h` is not a prompt hash",
+        ),
+        (
+            r#"{"kind":"inference","seq":1,"usage":{"input_tokens":1}}"#,
+            "missing field `output_tokens`",
+        ),
+        ("not json", "line 2: not a valid JSON object"),
+        (r#"{"seq":1}"#, "event lacks `kind`"),
+        (
+            r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#,
+            "a second header",
+        ),
+    ] {
+        let msg = malformed(events);
+        assert!(
+            msg.contains(needle),
+            "{events}\n  got: {msg}\n  want: {needle}"
+        );
+        assert!(msg.starts_with("`x.trace.ndjson`, line "), "{msg}");
+    }
+}
+
+#[test]
+fn prompt_text_is_a_privacy_violation() {
+    let text = format!(
+        "{H}\n{}\n",
+        r#"{"kind":"user_message","seq":1,"prompt":{"h":"b3:0000000000000000000000000000000000000000000000000000000000000000","text":"my secret question"}}"#
+    );
+    let err = parse_text(&text, false).unwrap_err();
+    assert_eq!(err.category(), "privacy");
+    assert!(!err.to_string().contains("my secret question"));
+}
+
+#[test]
+fn header_problems() {
+    for (header, needle) in [
+        (
+            r#"{"kind":"header","format":"tracereplay.trace","version":2,"scenario":"s"}"#,
+            "unsupported trace format version 2",
+        ),
+        (
+            r#"{"kind":"header","format":"other","version":1,"scenario":"s"}"#,
+            "header `format` is `other`",
+        ),
+        (
+            r#"{"kind":"header","format":"tracereplay.trace","version":"1","scenario":"s"}"#,
+            "`version` must be an integer",
+        ),
+        (
+            r#"{"kind":"header","format":"tracereplay.trace","version":1}"#,
+            "lacks a non-empty `scenario`",
+        ),
+        (
+            r#"{"kind":"note","seq":1,"text":"x"}"#,
+            "the first line must be the header",
+        ),
+        (
+            r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s","privacy":{"prompts":"plain"}}"#,
+            "`privacy.prompts` is `plain`",
+        ),
+    ] {
+        let err = parse_text(&format!("{header}\n"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{header}: {err}");
+    }
+}
+
+#[test]
+fn line_ends_and_blank_lines() {
+    let crlf = format!("{H}\r\n{}\r\n", r#"{"kind":"note","seq":1,"text":"x"}"#);
+    assert!(parse_text(&crlf, false).is_ok());
+    let err = parse_text(&crlf, true).unwrap_err().to_string();
+    assert!(err.contains("carriage return"), "{err}");
+    let blank = format!("{H}\n\n{}\n", r#"{"kind":"note","seq":1,"text":"x"}"#);
+    assert!(
+        parse_text(&blank, false)
+            .unwrap_err()
+            .to_string()
+            .contains("line 2: blank line")
+    );
+    let bom = format!("\u{feff}{H}\n");
+    assert!(
+        parse_text(&bom, false)
+            .unwrap_err()
+            .to_string()
+            .contains("byte-order mark")
+    );
+    // No final newline is fine.
+    assert!(parse_text(H, false).is_ok());
+}
+
+#[test]
+fn long_lines_name_the_limit_and_flag() {
+    let text = format!(
+        "{H}\n{{\"kind\":\"note\",\"seq\":1,\"text\":\"{}\"}}\n",
+        "x".repeat(200)
+    );
+    let file = TraceFile::from_bytes("x.trace.ndjson", text.into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    let limits = Limits {
+        max_line_bytes: 100,
+        ..Limits::default()
+    };
+    let err = parse_trace(&file, &seal, limits).unwrap_err().to_string();
+    assert!(
+        err.contains("line 2") && err.contains("100 bytes") && err.contains("--max-line-bytes"),
+        "{err}"
+    );
+}
