@@ -2,6 +2,11 @@
 
 mod cli;
 
+/// mimalloc: faster than the system allocator for tens of thousands of small result rows, and it
+/// returns memory to the system more readily (lower peak RSS on large suites).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Write;
 
 use clap::Parser;
