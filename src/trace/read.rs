@@ -60,6 +60,7 @@ pub struct Seal {
 thread_local! {
     // One reused decompression context per worker thread, as the performance budget asks.
     static DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static READ_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 impl TraceFile {
@@ -92,9 +93,21 @@ impl TraceFile {
         if len > file_cap {
             return Err(too_large());
         }
-        let mut raw = Vec::with_capacity(len as usize);
-        handle.read_to_end(&mut raw).map_err(io)?;
-        let bytes = if compressed {
+        if !compressed {
+            let mut raw = Vec::with_capacity(len as usize);
+            handle.read_to_end(&mut raw).map_err(io)?;
+            return Ok(TraceFile {
+                path: path.to_owned(),
+                bytes: raw,
+                compressed,
+            });
+        }
+        // Compressed bytes are only needed until they are decompressed: read them into a buffer
+        // each worker thread reuses, so no fresh pages are faulted in per trace.
+        let bytes = READ_BUF.with(|cell| -> Result<Vec<u8>, TraceError> {
+            let mut raw = cell.borrow_mut();
+            raw.clear();
+            handle.read_to_end(&mut raw).map_err(io)?;
             decompress(&raw, limits.max_trace_bytes).map_err(|e| match e {
                 DecompressError::TooLarge => too_large(),
                 DecompressError::Corrupt(detail) => TraceError::Unreadable {
@@ -103,10 +116,8 @@ impl TraceFile {
                         "not a valid zstd stream ({detail}); the file is corrupt or truncated"
                     ),
                 },
-            })?
-        } else {
-            raw
-        };
+            })
+        })?;
         Ok(TraceFile {
             path: path.to_owned(),
             bytes,
