@@ -787,3 +787,17 @@ fn harness_oracles_messages_and_evidence() {
         check(&one(oracle, &events), verdict, message, &evidence);
     }
 }
+
+#[test]
+fn unknown_kinds_are_seen_by_no_oracle() {
+    let unknown = r#"{"kind":"telemetry","text":"x"}"#;
+    check(
+        &one(
+            json!({"type":"step-count","kind":"telemetry","count":0}),
+            &[unknown, END],
+        ),
+        Verdict::Pass,
+        "0 `telemetry` event(s)",
+        &[],
+    );
+}
