@@ -80,30 +80,6 @@ impl DriftCategory {
         }
     }
 
-    /// Every category.
-    pub const ALL: [DriftCategory; 15] = [
-        DriftCategory::Regression,
-        DriftCategory::Improvement,
-        DriftCategory::OraclesChanged,
-        DriftCategory::ToolCallsChanged,
-        DriftCategory::ArgumentsChanged,
-        DriftCategory::ApprovalsChanged,
-        DriftCategory::StatusChanged,
-        DriftCategory::ArtifactsChanged,
-        DriftCategory::FinalAnswerChanged,
-        DriftCategory::MessagesChanged,
-        DriftCategory::UsageOutsideTolerance,
-        DriftCategory::New,
-        DriftCategory::Obsolete,
-        DriftCategory::Ambiguous,
-        DriftCategory::BaselineInvalid,
-    ];
-
-    /// The category with this id.
-    pub fn from_name(name: &str) -> Option<DriftCategory> {
-        DriftCategory::ALL.into_iter().find(|c| c.as_str() == name)
-    }
-
     /// Whether a finding of this category fails the run under `mode`. A comparison that could
     /// not happen (`ambiguous`, `baseline-invalid`) is an error and fails in every mode.
     pub fn fails(self, mode: DriftMode) -> bool {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use camino::Utf8PathBuf;
 
-use crate::baseline::{BaselineFile, BaselineStore, Behaviour, decode_segment, encode_segment};
+use crate::baseline::{BaselineFile, BaselineStore, Behaviour, decode_segment};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
 use crate::discover::display_path;
 use crate::report::{ObsoleteBaseline, ResultRow};
@@ -177,9 +177,4 @@ pub fn find_obsolete(
         });
     }
     out
-}
-
-/// The encoded scenario segment used by the baselines of `id`.
-pub fn scenario_segment(id: &str) -> String {
-    encode_segment(id)
 }

@@ -39,20 +39,6 @@ pub struct Explanation {
     pub events: Vec<Value>,
 }
 
-impl Explanation {
-    /// Keeps only the events some oracle cites: what a run folder's evidence file stores.
-    pub fn cited_only(mut self) -> Explanation {
-        let cited: std::collections::BTreeSet<u64> = self
-            .oracles
-            .iter()
-            .flat_map(|o| o.evidence.iter().copied())
-            .collect();
-        self.events
-            .retain(|e| e["seq"].as_u64().is_some_and(|s| cited.contains(&s)));
-        self
-    }
-}
-
 fn to_values<T: Serialize>(items: &[T]) -> Vec<Value> {
     items
         .iter()

@@ -306,7 +306,7 @@ pub fn check(
             let selected: HashSet<String> = entries
                 .values()
                 .filter(|e| e.in_scope)
-                .map(|e| baselines::scenario_segment(&e.scenario.id))
+                .map(|e| crate::baseline::encode_segment(&e.scenario.id))
                 .collect();
             let named = !opts.scenarios.is_empty() || !opts.tags.is_empty();
             let in_scope = |segment: &str| {
