@@ -68,20 +68,8 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         FormatArg::Human => {
             for f in &findings {
-                let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
-                let fp = f
-                    .fingerprint
-                    .as_deref()
-                    .map(|fp| format!("  {fp}"))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "{}  {}{at}  {}{fp}\n      {}",
-                    if f.fails { "error  " } else { "warning" },
-                    f.file,
-                    f.kind,
-                    f.message
-                )?;
+                let level = if f.fails { "error  " } else { "warning" };
+                writeln!(out, "{level}  {}\n      {}", f.located(), f.message)?;
             }
             writeln!(
                 out,

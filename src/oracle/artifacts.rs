@@ -8,19 +8,40 @@ use super::result::{OracleResult, shorten};
 use crate::baseline::normalize_artifact_path;
 use crate::scenario::OracleSpec;
 use crate::trace::json::contains_ci;
-use crate::trace::{Event, EventBody, Phase};
+use crate::trace::{EventBody, Phase};
 
 fn path_param(spec: &OracleSpec) -> Option<String> {
-    spec.get("path")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(normalize_artifact_path)
+    params::string(spec, "path").map(|p| normalize_artifact_path(&p))
 }
 
-/// The last `artifact` event at `path`.
-fn last_artifact<'t, 'a>(facts: &'t Facts<'t, 'a>, path: &str) -> Option<&'t Event<'a>> {
-    facts.trace.events.iter().rev().find(|e| matches!(&e.body, EventBody::Artifact { path: p, .. } if normalize_artifact_path(p) == path))
+/// The last artifact at `path`: its `seq`, `text` and `mtime_ms`; without one, the failing
+/// result (a missing subject fails).
+fn artifact_at<'t>(
+    facts: &'t Facts<'t, '_>,
+    path: &str,
+) -> Result<(u64, Option<&'t str>, Option<i64>), OracleResult> {
+    facts
+        .trace
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            EventBody::Artifact {
+                path: p,
+                text,
+                mtime_ms,
+                ..
+            } if normalize_artifact_path(p) == path => Some((e.seq, text.as_deref(), *mtime_ms)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            OracleResult::fail(
+                format!("no artifact at `{path}`"),
+                Vec::new(),
+                json!({"path": path}),
+                Value::Null,
+            )
+        })
 }
 
 /// `artifact-contains`: the last artifact at `path` has `text` containing every value.
@@ -35,29 +56,19 @@ pub fn artifact_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResu
     if values.is_empty() {
         return OracleResult::misconfigured("no `values` to look for");
     }
-    let Some(event) = last_artifact(facts, &path) else {
-        return OracleResult::fail(
-            format!("no artifact at `{path}`"),
-            Vec::new(),
-            json!({"path": path}),
-            Value::Null,
-        );
-    };
-    let EventBody::Artifact { text, .. } = &event.body else {
-        unreachable!("last_artifact returns artifacts")
+    let (seq, text) = match artifact_at(facts, &path) {
+        Ok((seq, text, _)) => (seq, text),
+        Err(missing) => return missing,
     };
     let Some(text) = text else {
         return OracleResult::not_evaluable(
-            format!(
-                "the artifact `{path}` at seq {} was recorded without `text`",
-                event.seq
-            ),
-            vec![event.seq],
+            format!("the artifact `{path}` at seq {seq} was recorded without `text`"),
+            vec![seq],
         );
     };
     let missing: Vec<&String> = values.iter().filter(|v| !contains_ci(text, v)).collect();
     if missing.is_empty() {
-        OracleResult::pass(format!("`{path}` contains every value"), vec![event.seq])
+        OracleResult::pass(format!("`{path}` contains every value"), vec![seq])
     } else {
         OracleResult::fail(
             format!(
@@ -68,7 +79,7 @@ pub fn artifact_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResu
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            vec![event.seq],
+            vec![seq],
             json!({"path": path, "contains": missing}),
             json!(shorten(text, 400)),
         )
@@ -81,24 +92,14 @@ pub fn artifact_before_reply(spec: &OracleSpec, facts: &Facts<'_, '_>) -> Oracle
     let Some(path) = path_param(spec) else {
         return OracleResult::misconfigured("no `path`");
     };
-    let Some(event) = last_artifact(facts, &path) else {
-        return OracleResult::fail(
-            format!("no artifact at `{path}`"),
-            Vec::new(),
-            json!({"path": path}),
-            Value::Null,
-        );
+    let (seq, mtime) = match artifact_at(facts, &path) {
+        Ok((seq, _, mtime)) => (seq, mtime),
+        Err(missing) => return missing,
     };
-    let EventBody::Artifact { mtime_ms, .. } = &event.body else {
-        unreachable!("last_artifact returns artifacts")
-    };
-    let Some(mtime) = *mtime_ms else {
+    let Some(mtime) = mtime else {
         return OracleResult::not_evaluable(
-            format!(
-                "the artifact `{path}` at seq {} has no `mtime_ms`",
-                event.seq
-            ),
-            vec![event.seq],
+            format!("the artifact `{path}` at seq {seq} has no `mtime_ms`"),
+            vec![seq],
         );
     };
     let mut finals: Vec<_> = facts
@@ -109,7 +110,7 @@ pub fn artifact_before_reply(spec: &OracleSpec, facts: &Facts<'_, '_>) -> Oracle
     if finals.is_empty() {
         return OracleResult::fail(
             "no final message stands",
-            vec![event.seq],
+            vec![seq],
             json!({"path": path}),
             Value::Null,
         );
@@ -129,7 +130,7 @@ pub fn artifact_before_reply(spec: &OracleSpec, facts: &Facts<'_, '_>) -> Oracle
         .iter()
         .filter(|m| m.ts_ms.is_some_and(|t| t < mtime))
         .collect();
-    let mut evidence = vec![event.seq];
+    let mut evidence = vec![seq];
     if early.is_empty() {
         evidence.extend(finals.iter().map(|m| m.seq));
         evidence.sort_unstable();

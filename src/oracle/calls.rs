@@ -155,13 +155,7 @@ pub fn tool_succeeded(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult 
 /// `tool-result-contains`: some result of `tool` contains `value` (in a string output as is,
 /// else in the output's compact JSON, or in `error`).
 pub fn tool_result_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = spec
-        .get("tool")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-    else {
+    let Some(tool) = params::string(spec, "tool") else {
         return OracleResult::misconfigured("no `tool`");
     };
     let Some(value) = params::text(spec) else {

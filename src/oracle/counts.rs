@@ -104,14 +104,10 @@ pub fn request_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
 
 /// `step-count`: the number of events of `kind` (normalised) is in range.
 pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(kind) = spec
-        .get("kind")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-    else {
+    let Some(kind) = params::string(spec, "kind") else {
         return OracleResult::misconfigured("no `kind` to count");
     };
+    let kind = kind.as_str();
     let range = match range(spec) {
         Ok(r) => r,
         Err(e) => return OracleResult::misconfigured(e),

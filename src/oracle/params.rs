@@ -13,7 +13,7 @@ fn configured(s: Option<String>) -> Option<String> {
 
 /// The tool an oracle names, if configured.
 pub fn tool(spec: &OracleSpec) -> Option<String> {
-    configured(spec.get("tool").and_then(Value::as_str).map(str::to_owned))
+    string(spec, "tool")
         .or_else(|| configured(spec.get("value").and_then(scalar_string)))
         .or_else(|| configured(spec.metadata("tool")))
 }
@@ -75,6 +75,11 @@ pub fn limit(spec: &OracleSpec) -> Limit {
         }
     }
     Limit::Missing
+}
+
+/// A string parameter (`tool`, `path`, `kind`…), trimmed; blank counts as not configured.
+pub fn string(spec: &OracleSpec, name: &str) -> Option<String> {
+    configured(spec.get(name).and_then(Value::as_str).map(str::to_owned))
 }
 
 /// A string array parameter (e.g. `tools`), trimmed, blanks dropped.

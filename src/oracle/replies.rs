@@ -82,13 +82,7 @@ pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult
 /// `final-after-tool`: no `message`/`message_edit` (of `phase`, containing `value`, if given)
 /// comes before the first successful result of `tool`; fails if `tool` never succeeded.
 pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = spec
-        .get("tool")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-    else {
+    let Some(tool) = params::string(spec, "tool") else {
         return OracleResult::misconfigured("no `tool`");
     };
     let phase = match phase_param(spec) {

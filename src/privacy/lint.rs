@@ -28,6 +28,19 @@ pub struct Finding {
     pub fails: bool,
 }
 
+impl Finding {
+    /// `file:line  kind  fingerprint`, as both `check` and `lint` print it.
+    pub fn located(&self) -> String {
+        let at = self.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let fp = self
+            .fingerprint
+            .as_deref()
+            .map(|fp| format!("  {fp}"))
+            .unwrap_or_default();
+        format!("{}{at}  {}{fp}", self.file, self.kind)
+    }
+}
+
 /// `--secrets`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SecretsMode {

@@ -78,13 +78,7 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         } else {
             paint(opts.color, "33", "PRIVACY ")
         };
-        let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
-        let fp = f
-            .fingerprint
-            .as_deref()
-            .map(|fp| format!("  {fp}"))
-            .unwrap_or_default();
-        writeln!(out, "{label} {}{at}  {}{fp}", f.file, f.kind)?;
+        writeln!(out, "{label} {}", f.located())?;
         writeln!(out, "      {}", f.message)?;
     }
     for o in &report.obsolete {
