@@ -145,7 +145,12 @@ impl CallIds {
 impl Behaviour {
     /// Normalises a judged trace.
     pub fn from_trace(trace: &Trace<'_>, results: &[OracleResult]) -> Behaviour {
-        let facts = Facts::new(trace);
+        Behaviour::from_facts(&Facts::new(trace), results)
+    }
+
+    /// [`Behaviour::from_trace`] over facts already derived for judging.
+    pub fn from_facts(facts: &Facts<'_, '_>, results: &[OracleResult]) -> Behaviour {
+        let trace = facts.trace;
         let mut ids = CallIds(HashMap::new());
         let mut batch_of: HashMap<String, u64> = HashMap::new();
         let mut outcomes: HashMap<String, (bool, Option<String>)> = HashMap::new();

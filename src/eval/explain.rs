@@ -102,13 +102,14 @@ pub fn explain_trace<'s>(
         return e;
     };
     e.scenario = Some(scenario.id.clone());
-    let results: Vec<OracleResult> = oracle::judge(scenario, &parsed.trace);
+    let facts = oracle::Facts::new(&parsed.trace);
+    let results: Vec<OracleResult> = oracle::judge_facts(scenario, &facts);
     if let Some(store) = store {
         let approved = store.approved_path(&scenario.id, &header.case);
         let findings: Vec<DriftFinding> = match BaselineFile::read(&approved) {
             Ok(b) => compare(
                 &b.behaviour,
-                &Behaviour::from_trace(&parsed.trace, &results),
+                &Behaviour::from_facts(&facts, &results),
                 0.2,
                 DriftMode::Default,
             ),

@@ -35,14 +35,15 @@ pub fn judge_trace_file<'s>(
     let parsed = parse_trace(&file, &seal, limits)?;
     let header = &parsed.trace.header;
     let scenario = scenario_for(&header.scenario);
+    let facts = oracle::Facts::new(&parsed.trace);
     let results = scenario
-        .map(|s| oracle::judge(s, &parsed.trace))
+        .map(|s| oracle::judge_facts(s, &facts))
         .unwrap_or_default();
     Ok(JudgedTrace {
         scenario: scenario.map_or_else(|| header.scenario.to_string(), |s| s.id.clone()),
         case: header.case.to_string(),
         content_hash: seal.content_hash.clone(),
-        behaviour: Behaviour::from_trace(&parsed.trace, &results),
+        behaviour: Behaviour::from_facts(&facts, &results),
         results,
     })
 }

@@ -98,9 +98,9 @@ pub(crate) fn judge_file(
         // Unattributable rows belong to the first partition share only.
         Err(e) => return opts.partition_holds(None).then(|| fail(row, &e)),
     };
-    // Secrets are looked for in every readable trace, judged or not.
-    row.privacy =
-        crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
+    // Secrets are looked for in every readable trace in scope, judged or not.
+    let secrets =
+        || crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
     let lookup = |scenario: &str| entries.get(&scenario.to_lowercase());
     let out_of_scope = |scenario: &str| out_of_scope(scenario, entries, opts);
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
@@ -121,6 +121,7 @@ pub(crate) fn judge_file(
             } else if !opts.partition_holds(None) {
                 return None;
             }
+            row.privacy = secrets();
             return Some(fail(row, &e));
         }
     };
@@ -128,6 +129,7 @@ pub(crate) fn judge_file(
     if out_of_scope(&header.scenario) {
         return None;
     }
+    row.privacy = secrets();
     let entry = lookup(&header.scenario);
     attribute(
         &mut row,
@@ -246,14 +248,16 @@ fn judge_into(
     content_hash: &str,
     opts: &CheckOptions,
 ) {
-    row.oracles = oracle::judge(scenario, trace);
+    // One set of facts serves the oracles and the normalised behaviour.
+    let facts = oracle::Facts::new(trace);
+    row.oracles = oracle::judge_facts(scenario, &facts);
     row.verdict = match oracle::overall(&row.oracles) {
         Verdict::Pass => RowVerdict::Pass,
         Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
     };
     keep_cited_events(row, trace);
     if let Some(b) = &opts.baselines {
-        let behaviour = Behaviour::from_trace(trace, &row.oracles);
+        let behaviour = Behaviour::from_facts(&facts, &row.oracles);
         row.drift = compare_trace(
             b,
             &scenario.id,

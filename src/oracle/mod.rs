@@ -123,18 +123,23 @@ pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
 /// Judges a trace against every oracle of its scenario, in declaration order, followed by the
 /// synthetic `run-completed` unless the scenario declares `status-is`.
 pub fn judge(scenario: &Scenario, trace: &Trace<'_>) -> Vec<OracleResult> {
-    let facts = Facts::new(trace);
+    judge_facts(scenario, &Facts::new(trace))
+}
+
+/// [`judge`] over facts already derived (so a caller that also normalises the trace derives
+/// them once).
+pub fn judge_facts(scenario: &Scenario, facts: &Facts<'_, '_>) -> Vec<OracleResult> {
     let mut results: Vec<OracleResult> = scenario
         .oracles
         .iter()
-        .map(|spec| judge_oracle(spec, scenario, &facts))
+        .map(|spec| judge_oracle(spec, scenario, facts))
         .collect();
     let declares_status = scenario
         .oracles
         .iter()
         .any(|o| canonical_type(o.type_name()) == Some("status-is"));
     if !declares_status {
-        results.push(harness::run_completed(&facts).typed(RUN_COMPLETED, None));
+        results.push(harness::run_completed(facts).typed(RUN_COMPLETED, None));
     }
     results
 }
