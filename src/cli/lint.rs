@@ -5,7 +5,9 @@ use std::io::Write;
 use camino::Utf8Path;
 use rayon::prelude::*;
 use tracereplay::discover::{discover, display_path};
-use tracereplay::privacy::lint::{Finding, read_allow_file, scan_secrets, sidecar_finding};
+use tracereplay::privacy::lint::{
+    Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
+};
 use tracereplay::trace::{TraceError, TraceFile, parse_trace};
 
 use super::args::{FormatArg, LintArgs};
@@ -53,13 +55,23 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             f
         })
         .collect();
-    for f in found.scenario_files.iter().chain(&found.suite_files) {
-        let bytes = std::fs::read(f).unwrap_or_default();
-        findings.extend(scan_secrets(&display_path(f), &bytes, mode, &waived));
-    }
-    for f in &found.sidecar_files {
-        findings.push(sidecar_finding(&display_path(f), args.allow_raw_prompts));
-    }
+    let scenario_bytes: Vec<(&camino::Utf8PathBuf, Vec<u8>)> = found
+        .scenario_files
+        .iter()
+        .chain(&found.suite_files)
+        .map(|f| (f, std::fs::read(f).unwrap_or_default()))
+        .collect();
+    let sources: Vec<(&Utf8Path, &[u8])> = scenario_bytes
+        .iter()
+        .map(|(p, b)| (p.as_path(), b.as_slice()))
+        .collect();
+    findings.extend(scan_scenarios_and_sidecars(
+        &sources,
+        &found.sidecar_files,
+        mode,
+        &waived,
+        args.allow_raw_prompts,
+    ));
     findings.sort();
     match args.format {
         FormatArg::Json => {

@@ -9,7 +9,7 @@ mod row;
 
 use std::collections::{HashMap, HashSet};
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
 pub use baselines::BaselineOptions;
@@ -179,10 +179,16 @@ pub fn check(
             filter: parts.join(" and "),
         });
     }
-    let cache = opts
-        .cache_dir
-        .as_deref()
-        .map(|dir| cache::ResultCache::load(dir, cache_context(found, &loaded.scenarios, opts)));
+    // Scenario files are read once more, here, for the secret scan and the cache context.
+    let scenario_bytes: Vec<(&Utf8PathBuf, Vec<u8>)> = found
+        .scenario_files
+        .iter()
+        .chain(&found.suite_files)
+        .map(|f| (f, std::fs::read(f).unwrap_or_default()))
+        .collect();
+    let cache = opts.cache_dir.as_deref().map(|dir| {
+        cache::ResultCache::load(dir, cache_context(&scenario_bytes, &loaded.scenarios, opts))
+    });
     let judge_all = || -> Vec<(ResultRow, Option<String>)> {
         found
             .trace_files
@@ -321,7 +327,17 @@ pub fn check(
         .iter_mut()
         .flat_map(|r| std::mem::take(&mut r.privacy))
         .collect();
-    privacy.extend(privacy_of_files(found, opts));
+    let sources: Vec<(&Utf8Path, &[u8])> = scenario_bytes
+        .iter()
+        .map(|(p, b)| (p.as_path(), b.as_slice()))
+        .collect();
+    privacy.extend(crate::privacy::lint::scan_scenarios_and_sidecars(
+        &sources,
+        &found.sidecar_files,
+        opts.secrets,
+        &opts.waived,
+        opts.allow_raw_prompts,
+    ));
     privacy.sort();
 
     let mut rows = sorted_rows(rows);
@@ -419,13 +435,13 @@ fn index_scenarios<'s>(
 }
 
 /// The fingerprint of everything besides a trace its cached row depends on.
-fn cache_context(found: &Discovered, scenarios: &[Scenario], opts: &CheckOptions) -> String {
-    let mut scenario_files: Vec<&Utf8PathBuf> = found
-        .scenario_files
-        .iter()
-        .chain(&found.suite_files)
-        .collect();
-    scenario_files.sort();
+fn cache_context(
+    scenario_bytes: &[(&Utf8PathBuf, Vec<u8>)],
+    scenarios: &[Scenario],
+    opts: &CheckOptions,
+) -> String {
+    let mut scenario_files: Vec<&(&Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
+    scenario_files.sort_by(|a, b| a.0.cmp(b.0));
     let mut parts: Vec<Vec<u8>> = vec![
         format!(
             "require_sealed={} limits={:?} secrets={:?} scripted={} baselines={:?}",
@@ -442,9 +458,9 @@ fn cache_context(found: &Discovered, scenarios: &[Scenario], opts: &CheckOptions
     let mut waived: Vec<&String> = opts.waived.iter().collect();
     waived.sort();
     parts.push(format!("{waived:?}").into_bytes());
-    for f in scenario_files {
+    for (f, bytes) in scenario_files {
         parts.push(f.as_str().as_bytes().to_vec());
-        parts.push(std::fs::read(f).unwrap_or_default());
+        parts.push(bytes.clone());
     }
     // A contract a scenario names is part of it too.
     for s in scenarios {
@@ -500,26 +516,6 @@ fn stat_stamp(m: &std::fs::Metadata) -> String {
     {
         format!("{} {:?}", m.len(), m.modified().ok())
     }
-}
-
-/// Secrets in scenario files and raw-prompt sidecars (trace bytes are scanned by the workers).
-fn privacy_of_files(found: &Discovered, opts: &CheckOptions) -> Vec<crate::privacy::lint::Finding> {
-    use crate::privacy::lint::{scan_secrets, sidecar_finding};
-    let mut out = Vec::new();
-    for f in found.scenario_files.iter().chain(&found.suite_files) {
-        if let Ok(text) = std::fs::read_to_string(f) {
-            out.extend(scan_secrets(
-                &display_path(f),
-                text.as_bytes(),
-                opts.secrets,
-                &opts.waived,
-            ));
-        }
-    }
-    for f in &found.sidecar_files {
-        out.push(sidecar_finding(&display_path(f), opts.allow_raw_prompts));
-    }
-    out
 }
 
 /// The error and its sources, joined with `: `.

@@ -138,6 +138,28 @@ pub fn scan_secrets(
     out
 }
 
+/// Secrets in scenario files (given with their bytes) and a finding per raw-prompt sidecar: what
+/// `check` and `lint` report besides the traces themselves.
+pub fn scan_scenarios_and_sidecars(
+    scenarios: &[(&Utf8Path, &[u8])],
+    sidecars: &[camino::Utf8PathBuf],
+    mode: SecretsMode,
+    waived: &HashSet<String>,
+    allow_raw_prompts: bool,
+) -> Vec<Finding> {
+    let shown = crate::discover::display_path;
+    let mut out = Vec::new();
+    for (path, bytes) in scenarios {
+        out.extend(scan_secrets(&shown(path), bytes, mode, waived));
+    }
+    out.extend(
+        sidecars
+            .iter()
+            .map(|f| sidecar_finding(&shown(f), allow_raw_prompts)),
+    );
+    out
+}
+
 /// The sidecar files a trace may have beside it.
 pub fn sidecars_of(trace: &Utf8Path) -> Vec<camino::Utf8PathBuf> {
     let name = trace.file_name().unwrap_or("");
