@@ -134,15 +134,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let _ = writeln!(err, "run folder: {run}");
     }
     let render_start = Instant::now();
-    match args.format {
-        CheckFormatArg::Human => {
-            report::human::render(&report, HumanOptions { color: use_color() }, out)?
-        }
-        CheckFormatArg::Json => report::json::render(&report, out)?,
-        CheckFormatArg::Junit => report::junit::render(&report, out)?,
-        CheckFormatArg::Markdown => report::markdown::render(&report, out)?,
-        CheckFormatArg::Github => report::github::render(&report, out)?,
-    }
+    render(args.format, &report, out)?;
     if args.timings {
         out.flush()?;
         let _ = writeln!(
@@ -164,6 +156,23 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 pub const ALLOW_FILE: &str = ".tracereplay-allow";
 
 type Renderer = fn(&tracereplay::report::Report, &mut dyn Write) -> std::io::Result<()>;
+
+/// Writes `report` to `out` in `format` (shared by `check` and `merge`).
+pub fn render(
+    format: CheckFormatArg,
+    report: &tracereplay::report::Report,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    match format {
+        CheckFormatArg::Human => {
+            report::human::render(report, HumanOptions { color: use_color() }, out)
+        }
+        CheckFormatArg::Json => report::json::render(report, out),
+        CheckFormatArg::Junit => report::junit::render(report, out),
+        CheckFormatArg::Markdown => report::markdown::render(report, out),
+        CheckFormatArg::Github => report::github::render(report, out),
+    }
+}
 
 /// Colours only on a terminal, and never with `NO_COLOR` set (to anything non-empty).
 pub fn use_color() -> bool {

@@ -4,10 +4,9 @@ use std::io::Write;
 
 use anyhow::Context;
 use tracereplay::fsutil::write_atomic;
-use tracereplay::report::{self, Report, human::HumanOptions};
+use tracereplay::report::{self, Report};
 
-use super::args::{CheckFormatArg, MergeArgs};
-use super::check::use_color;
+use super::args::MergeArgs;
 use super::exit;
 
 /// Runs `merge`; `Err` means exit 2.
@@ -25,15 +24,7 @@ pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         report::json::render(&merged, &mut buf)?;
         write_atomic(path, &buf).with_context(|| format!("cannot write `{path}`"))?;
     }
-    match args.format {
-        CheckFormatArg::Human => {
-            report::human::render(&merged, HumanOptions { color: use_color() }, out)?
-        }
-        CheckFormatArg::Json => report::json::render(&merged, out)?,
-        CheckFormatArg::Junit => report::junit::render(&merged, out)?,
-        CheckFormatArg::Markdown => report::markdown::render(&merged, out)?,
-        CheckFormatArg::Github => report::github::render(&merged, out)?,
-    }
+    super::check::render(args.format, &merged, out)?;
     Ok(if merged.is_failure() {
         exit::FAILURE
     } else {
