@@ -61,10 +61,7 @@ pub fn tool_args(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     OracleResult::fail(
         format!(
             "no call of `{tool}` has the expected arguments; the closest is seq {seq}, differing in {}",
-            diff.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            super::harness::quoted(&diff)
         ),
         vec![seq],
         json!({"tool": tool, "args": expected}),

@@ -408,7 +408,8 @@ pub fn run_completed(facts: &Facts<'_, '_>) -> OracleResult {
     }
 }
 
-fn quoted<T: AsRef<str>>(items: &[T]) -> String {
+/// `a`, `b`: names in backticks, joined with commas.
+pub(crate) fn quoted<T: AsRef<str>>(items: &[T]) -> String {
     items
         .iter()
         .map(|t| format!("`{}`", t.as_ref()))

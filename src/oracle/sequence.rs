@@ -454,13 +454,7 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
                         if diff.is_empty() {
                             " (same arguments, wrong position or already paired)".to_owned()
                         } else {
-                            format!(
-                                ", differing in {}",
-                                diff.iter()
-                                    .map(|k| format!("`{k}`"))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
+                            format!(", differing in {}", super::harness::quoted(&diff))
                         }
                     ),
                     vec![a.seq],
@@ -500,13 +494,7 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
                         if diff.is_empty() {
                             String::new()
                         } else {
-                            format!(
-                                ", differing in {}",
-                                diff.iter()
-                                    .map(|k| format!("`{k}`"))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
+                            format!(", differing in {}", super::harness::quoted(&diff))
                         }
                     ),
                     json!({"index": i, "call": call_json(&cfg.expected[i].tool, cfg.expected[i].args.as_ref()), "differs": diff}),
