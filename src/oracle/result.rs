@@ -110,6 +110,15 @@ impl OracleResult {
         }
     }
 
+    /// The evidence as `seq 3, 9` (empty when there is none), as every report prints it.
+    pub fn evidence_text(&self) -> String {
+        if self.evidence.is_empty() {
+            return String::new();
+        }
+        let seqs: Vec<String> = self.evidence.iter().map(u64::to_string).collect();
+        format!("seq {}", seqs.join(", "))
+    }
+
     pub(crate) fn typed(
         mut self,
         kind: impl Into<Cow<'static, str>>,

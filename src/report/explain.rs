@@ -79,8 +79,7 @@ pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Res
         }
         if o.verdict == Verdict::Pass {
             if !cited.is_empty() {
-                let seqs: Vec<String> = cited.iter().map(u64::to_string).collect();
-                writeln!(out, "      evidence: seq {}", seqs.join(", "))?;
+                writeln!(out, "      evidence: {}", o.evidence_text())?;
             }
             continue;
         }

@@ -62,12 +62,11 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             }
             RowVerdict::Fail => {
                 for o in r.oracles.iter().filter(|o| o.verdict != Verdict::Pass) {
-                    let seqs: Vec<String> = o.evidence.iter().map(u64::to_string).collect();
                     let mut msg = o.message.clone();
-                    if !seqs.is_empty() {
+                    if !o.evidence.is_empty() {
                         msg.push_str(&format!(
-                            "\nevidence: seq {} in {} ({})",
-                            seqs.join(", "),
+                            "\nevidence: {} in {} ({})",
+                            o.evidence_text(),
                             r.path.as_deref().unwrap_or("-"),
                             r.content_hash.as_deref().unwrap_or("-")
                         ));

@@ -140,8 +140,7 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
             r.message
         )?;
         if !r.evidence.is_empty() {
-            let seqs: Vec<String> = r.evidence.iter().map(u64::to_string).collect();
-            writeln!(out, "          evidence: seq {}", seqs.join(", "))?;
+            writeln!(out, "          evidence: {}", r.evidence_text())?;
         }
         if let Some(e) = r.expected.as_ref().filter(|v| !v.is_null()) {
             writeln!(out, "          expected: {e}")?;

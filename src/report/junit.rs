@@ -33,8 +33,7 @@ fn evidence_text(row: &ResultRow) -> String {
             o.message
         ));
         if !o.evidence.is_empty() {
-            let seqs: Vec<String> = o.evidence.iter().map(u64::to_string).collect();
-            out.push_str(&format!("  evidence: seq {}\n", seqs.join(", ")));
+            out.push_str(&format!("  evidence: {}\n", o.evidence_text()));
         }
         if let Some(e) = o.expected.as_ref().filter(|v| !v.is_null()) {
             out.push_str(&format!("  expected: {e}\n"));

@@ -61,11 +61,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             match o.verdict {
                 Verdict::Pass => {}
                 Verdict::Fail | Verdict::NotEvaluable => {
-                    let seqs: Vec<String> = o.evidence.iter().map(u64::to_string).collect();
-                    let ev = if seqs.is_empty() {
+                    let ev = if o.evidence.is_empty() {
                         String::new()
                     } else {
-                        format!(" (seq {})", seqs.join(", "))
+                        format!(" ({})", o.evidence_text())
                     };
                     what.push(format!("`{}` {}{ev}", o.kind, o.message));
                 }
