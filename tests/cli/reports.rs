@@ -333,3 +333,36 @@ fn timings_only_when_asked() {
     );
     assert!(!out.stdout.contains("\u{1b}["), "no colours off a terminal");
 }
+
+/// Colours appear on a terminal only, and never with `NO_COLOR`. Runs the binary under a
+/// pseudo-terminal with util-linux `script`, which every Debian machine has.
+#[test]
+fn colours_on_a_terminal_only_and_never_with_no_color() {
+    let env = Env::new();
+    good_suite(&env);
+    let binary = env!("CARGO_BIN_EXE_tracereplay");
+    let on_tty = |no_color: Option<&str>| {
+        let mut cmd = std::process::Command::new("script");
+        cmd.args(["-qec", &format!("{binary} check traces"), "/dev/null"])
+            .current_dir(env.root())
+            .env("CI", "true")
+            .env_remove("NO_COLOR");
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        String::from_utf8_lossy(&cmd.output().expect("util-linux `script` runs").stdout)
+            .into_owned()
+    };
+    assert!(
+        on_tty(None).contains("\u{1b}[32mPASS"),
+        "coloured on a terminal"
+    );
+    assert!(
+        !on_tty(Some("1")).contains('\u{1b}'),
+        "no colour with NO_COLOR"
+    );
+    assert!(
+        !env.run(&["check", "traces"]).stdout.contains('\u{1b}'),
+        "no colour off a terminal"
+    );
+}
