@@ -247,7 +247,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let report = check(&found, &args.paths, &opts)?;
     let store = BaselineStore::new(dir.clone());
     let (mut written, mut unchanged, mut skipped) = (0, 0, 0);
-    for row in &report.results {
+    for row in report.results.iter() {
         let (Some(scenario), Some(case)) = (&row.scenario, &row.case) else {
             continue;
         };

@@ -110,8 +110,8 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for w in &report.warnings {
         let _ = writeln!(err, "warning: {w}");
     }
-    for row in &report.results {
-        for w in &row.warnings {
+    for head in report.results.heads() {
+        for w in head.warnings.iter() {
             let _ = writeln!(err, "warning: {w}");
         }
     }

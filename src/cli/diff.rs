@@ -61,7 +61,7 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
     let checked = check(&found, &args.paths, &opts)?;
     let mut report = DiffReport::default();
     let mut compared = 0;
-    for row in checked.results {
+    for row in checked.results.iter() {
         if row.verdict == RowVerdict::Error && row.source == Source::Trace {
             report
                 .errors

@@ -8,7 +8,7 @@ use camino::Utf8PathBuf;
 use crate::baseline::{BaselineFile, BaselineStore, Behaviour, decode_segment};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
 use crate::discover::display_path;
-use crate::report::{ObsoleteBaseline, ResultRow};
+use crate::report::{ObsoleteBaseline, Rows};
 
 /// How `check` treats approved baselines.
 #[derive(Debug, Clone)]
@@ -92,19 +92,27 @@ pub fn compare_trace(
 
 /// Two rows sharing one baseline make its comparison an error: every judged row of the pair gets
 /// an `ambiguous` finding instead of its comparison, and no pending file is left for it.
-pub fn mark_ambiguous(rows: &mut [ResultRow], opts: &BaselineOptions, warnings: &mut Vec<String>) {
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
-    for r in rows.iter() {
-        if let Some(b) = &r.baseline {
-            *count.entry(b.clone()).or_default() += 1;
+pub fn mark_ambiguous(
+    rows: &mut Rows,
+    opts: &BaselineOptions,
+    fail_on: super::FailOn,
+    warnings: &mut Vec<String>,
+) {
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for h in rows.heads() {
+        if let Some(b) = h.baseline {
+            *count.entry(b).or_default() += 1;
         }
     }
-    for r in rows.iter_mut() {
-        let Some(b) = &r.baseline else { continue };
-        let n = count[b];
-        if n < 2 {
-            continue;
-        }
+    let shared: Vec<(usize, usize)> = rows
+        .heads()
+        .enumerate()
+        .filter_map(|(i, h)| Some((i, count[h.baseline?])))
+        .filter(|&(_, n)| n >= 2)
+        .collect();
+    for (i, n) in shared {
+        let mut r = rows.get(i);
+        let b = r.baseline.as_deref().unwrap_or("");
         let detail = format!(
             "{n} traces share scenario `{}` case `{}`, so none can be compared with `{b}`; give each run its own `case`",
             r.scenario.as_deref().unwrap_or(""),
@@ -116,11 +124,13 @@ pub fn mark_ambiguous(rows: &mut [ResultRow], opts: &BaselineOptions, warnings: 
             None,
             opts.mode,
         )];
+        super::set_blocking(&mut r, fail_on);
         if opts.write_pending {
             if let (Some(s), Some(c)) = (&r.scenario, &r.case) {
                 remove_if_present(&opts.store.new_path(s, c), warnings);
             }
         }
+        rows.set(i, &r);
     }
 }
 
@@ -128,12 +138,12 @@ pub fn mark_ambiguous(rows: &mut [ResultRow], opts: &BaselineOptions, warnings: 
 /// (by its encoded scenario segment) belongs to this run.
 /// else the encoded ids of the scenarios in scope.
 pub fn find_obsolete(
-    rows: &[ResultRow],
+    rows: &Rows,
     opts: &BaselineOptions,
     in_scope: &dyn Fn(&str) -> bool,
     warnings: &mut Vec<String>,
 ) -> Vec<ObsoleteBaseline> {
-    let used: HashSet<&str> = rows.iter().filter_map(|r| r.baseline.as_deref()).collect();
+    let used: HashSet<&str> = rows.heads().filter_map(|h| h.baseline).collect();
     let mut out = Vec::new();
     for stored in opts.store.list(crate::baseline::APPROVED_SUFFIX) {
         let shown = display_path(&stored.path);

@@ -16,9 +16,8 @@ pub use baselines::BaselineOptions;
 pub use judge::{JudgedTrace, judge_trace_file};
 use row::{blank_row, judge_file, set_error};
 
-use crate::diff::DriftCategory;
 use crate::discover::{Discovered, display_path};
-use crate::report::{Report, ResultRow, RowVerdict, Source, Summary, ToolInfo};
+use crate::report::{Report, ResultRow, RowVerdict, Rows, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, Scenario, load_scenarios};
 use crate::trace::Limits;
 
@@ -189,32 +188,16 @@ pub fn check(
     let cache = opts.cache_dir.as_deref().map(|dir| {
         cache::ResultCache::load(dir, cache_context(&scenario_bytes, &loaded.scenarios, opts))
     });
-    let judge_all = || -> Vec<(ResultRow, Option<String>)> {
+    let judge_all = || -> Vec<Judged> {
         found
             .trace_files
             .par_iter()
             .filter_map(|path| {
-                let key = cache
-                    .as_ref()
-                    .and_then(|_| cache::file_key(path, &display_path(path)));
-                let cached = match (&cache, &key) {
-                    (Some(c), Some(k)) => c.take(k),
-                    _ => None,
-                };
-                let row = match cached {
-                    Some(row) => {
-                        let in_scope = match &row.scenario {
-                            Some(s) => !row::out_of_scope(s, &entries, opts),
-                            None => opts.partition_holds(None),
-                        };
-                        in_scope.then_some(row)
-                    }
-                    None => judge_file(path, &entries, opts),
-                };
+                let judged = judge_or_recall(path, &entries, opts, cache.as_ref());
                 if let Some(p) = &opts.progress {
                     (p.0)();
                 }
-                row.map(|r| (r, key))
+                judged
             })
             .collect()
     };
@@ -228,33 +211,39 @@ pub fn check(
     };
     let mut cache_warning = None;
     if let Some(c) = &cache {
-        let keyed: Vec<(String, &ResultRow)> = judged
+        let keyed: Vec<(cache::Key, &[u8])> = judged
             .iter()
-            .filter_map(|(r, k)| k.clone().map(|k| (k, r)))
+            .filter(|j| j.cacheable)
+            .filter_map(|j| j.key.map(|k| (k, &*j.row)))
             .collect();
         if let Err(e) = c.save(&keyed) {
             // The cache only saves time: a run never fails for it.
             cache_warning = Some(format!("cannot write the result cache: {e}"));
         }
     }
-    let mut rows: Vec<ResultRow> = judged.into_iter().map(|(r, _)| r).collect();
+    let mut rows = Rows::from_encoded(judged.into_iter().map(|j| j.row).collect())
+        .expect("judged rows are encoded by this run or checked by the cache");
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
 
     let seen: HashSet<String> = rows
-        .iter()
-        .filter_map(|r| r.scenario.as_ref().map(|s| s.to_lowercase()))
+        .heads()
+        .filter_map(|h| h.scenario.map(str::to_lowercase))
         .collect();
     let mut listed: Vec<&Entry> = entries.values().filter(|e| e.in_scope).collect();
     listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
     let scenarios_in_scope = listed.len();
+    let mut push = |mut row: ResultRow| {
+        set_blocking(&mut row, opts.fail_on);
+        rows.push(&row);
+    };
     for e in listed {
         if seen.contains(&e.scenario.id.to_lowercase()) {
             continue;
         }
         if opts.scripted {
             if let Some(row) = row::judge_scripted(e, opts) {
-                rows.push(row);
+                push(row);
                 continue;
             }
         }
@@ -283,23 +272,23 @@ pub fn check(
             )
         };
         set_error(&mut row, category, message, None);
-        rows.push(row);
+        push(row);
     }
     for err in loaded.errors.iter().filter(|_| opts.partition_holds(None)) {
         let mut row = blank_row(Some(display_path(err.path())), Source::Scenario);
         row.scenario_file = Some(display_path(err.path()));
         set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
-        rows.push(row);
+        push(row);
     }
 
     let mut warnings = found.warnings.clone();
     warnings.extend(cache_warning);
     let mut obsolete = Vec::new();
     if let Some(b) = &opts.baselines {
-        baselines::mark_ambiguous(&mut rows, b, &mut warnings);
+        baselines::mark_ambiguous(&mut rows, b, opts.fail_on, &mut warnings);
         let unattributed = rows
-            .iter()
-            .filter(|r| r.source == Source::Trace && r.scenario.is_none())
+            .heads()
+            .filter(|h| h.source == Source::Trace && h.scenario.is_none())
             .count();
         if unattributed > 0 {
             warnings.push(format!(
@@ -323,10 +312,15 @@ pub fn check(
         }
     }
 
-    let mut privacy: Vec<crate::privacy::lint::Finding> = rows
-        .iter_mut()
-        .flat_map(|r| std::mem::take(&mut r.privacy))
-        .collect();
+    // Secrets found in traces move from their rows to the report's list (a rare re-encode).
+    let mut privacy: Vec<crate::privacy::lint::Finding> = Vec::new();
+    for i in 0..rows.len() {
+        if rows.head(i).has_privacy {
+            let mut row = rows.get(i);
+            privacy.append(&mut row.privacy);
+            rows.set(i, &row);
+        }
+    }
     let sources: Vec<(&Utf8Path, &[u8])> = scenario_bytes
         .iter()
         .map(|(p, b)| (p.as_path(), b.as_slice()))
@@ -340,36 +334,26 @@ pub fn check(
     ));
     privacy.sort();
 
-    let mut rows = sorted_rows(rows);
+    rows.sort();
     let mut summary = Summary {
         traces,
         scenarios: scenarios_in_scope,
         ..Summary::default()
     };
-    for row in &mut rows {
-        match row.verdict {
+    for head in rows.heads() {
+        match head.verdict {
             RowVerdict::Pass => summary.passed += 1,
             RowVerdict::Fail => summary.failed += 1,
             RowVerdict::Error => summary.errors += 1,
         }
-        let verdict_blocks = match row.verdict {
-            RowVerdict::Pass => false,
-            RowVerdict::Error => true,
-            RowVerdict::Fail => !row.known_gap && opts.fail_on.counts(row.risk.unwrap_or_default()),
-        };
-        if row.verdict == RowVerdict::Fail && !verdict_blocks {
+        if head.verdict == RowVerdict::Fail
+            && !verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on)
+        {
             summary.ignored_failures += 1;
         }
-        if row.drift.iter().any(|d| d.category == DriftCategory::New) {
-            summary.new += 1;
-        }
-        if row.drift.iter().any(|d| d.category != DriftCategory::New) {
-            summary.drifted += 1;
-        }
-        row.blocking = verdict_blocks || row.drift.iter().any(|d| d.fails);
-        if row.blocking {
-            summary.blocking += 1;
-        }
+        summary.new += usize::from(head.drift_new);
+        summary.drifted += usize::from(head.drift_other);
+        summary.blocking += usize::from(head.blocking);
     }
     summary.obsolete = obsolete.len();
     summary.privacy = privacy.len();
@@ -488,13 +472,75 @@ fn cache_context(
     cache::context_fingerprint(&refs)
 }
 
-/// Rows sorted by scenario, case, then path. Rows are large: sort their indices, then move each
-/// row once.
-fn sorted_rows(rows: Vec<ResultRow>) -> Vec<ResultRow> {
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| rows[a].sort_key().cmp(&rows[b].sort_key()));
-    let mut slots: Vec<Option<ResultRow>> = rows.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+/// One trace's encoded row, with its cache key.
+struct Judged {
+    row: Box<[u8]>,
+    key: Option<cache::Key>,
+    /// Rows with drift are never cached.
+    cacheable: bool,
+}
+
+/// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
+/// the filters or partition.
+fn judge_or_recall(
+    path: &Utf8PathBuf,
+    entries: &HashMap<String, Entry<'_>>,
+    opts: &CheckOptions,
+    cache: Option<&cache::ResultCache>,
+) -> Option<Judged> {
+    let key = cache.and_then(|_| cache::file_key(path, &display_path(path)));
+    if let Some(bytes) = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k)) {
+        let head = crate::report::rows::decode_head(&bytes).ok()?;
+        let in_scope = match head.scenario {
+            Some(s) => !row::out_of_scope(s, entries, opts),
+            None => opts.partition_holds(None),
+        };
+        if !in_scope {
+            return None;
+        }
+        // Cached rows have no drift, so only `--fail-on` can change whether they block.
+        let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on);
+        let row = if blocks == head.blocking {
+            bytes
+        } else {
+            let mut row = crate::report::rows::decode(&bytes).ok()?;
+            row.blocking = blocks;
+            crate::report::rows::encode(&row)
+        };
+        return Some(Judged {
+            row,
+            key,
+            cacheable: true,
+        });
+    }
+    let mut row = judge_file(path, entries, opts)?;
+    set_blocking(&mut row, opts.fail_on);
+    Some(Judged {
+        row: crate::report::rows::encode(&row),
+        key,
+        cacheable: row.drift.is_empty(),
+    })
+}
+
+/// Whether a verdict makes the exit code 1: errors always, failures by `--fail-on` unless the
+/// scenario is a known gap.
+fn verdict_blocks(
+    verdict: RowVerdict,
+    known_gap: bool,
+    risk: Option<Risk>,
+    fail_on: FailOn,
+) -> bool {
+    match verdict {
+        RowVerdict::Pass => false,
+        RowVerdict::Error => true,
+        RowVerdict::Fail => !known_gap && fail_on.counts(risk.unwrap_or_default()),
+    }
+}
+
+/// Sets `row.blocking`: its verdict blocks, or one of its drift findings fails.
+pub(crate) fn set_blocking(row: &mut ResultRow, fail_on: FailOn) {
+    row.blocking = verdict_blocks(row.verdict, row.known_gap, row.risk, fail_on)
+        || row.drift.iter().any(|d| d.fails);
 }
 
 /// Size, modification and (on Unix) change time: any write changes it.

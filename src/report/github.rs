@@ -40,7 +40,7 @@ fn command(
 
 /// Writes one annotation per failure (and per warning), anchored on the scenario file.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    for r in &report.results {
+    for r in report.results.iter() {
         let file = r.scenario_file.as_deref().or(r.path.as_deref());
         let who = format!(
             "{} / {}",

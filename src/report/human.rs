@@ -12,11 +12,11 @@ pub struct HumanOptions {
     pub color: bool,
 }
 
-fn paint(on: bool, code: &str, text: &str) -> String {
+fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
     if on {
-        format!("\x1b[{code}m{text}\x1b[0m")
+        format!("\x1b[{code}m{text}\x1b[0m").into()
     } else {
-        text.to_owned()
+        text.into()
     }
 }
 
@@ -24,17 +24,19 @@ fn paint(on: bool, code: &str, text: &str) -> String {
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let w_scenario = report
         .results
-        .iter()
-        .map(|r| r.scenario.as_deref().unwrap_or("-").len())
+        .heads()
+        .map(|h| h.scenario.unwrap_or("-").len())
         .max()
         .unwrap_or(1);
     let w_case = report
         .results
-        .iter()
-        .map(|r| r.case.as_deref().unwrap_or("-").len())
+        .heads()
+        .map(|h| h.case.unwrap_or("-").len())
         .max()
         .unwrap_or(1);
-    for row in &report.results {
+    for i in 0..report.results.len() {
+        // The line comes from the row's head; only rows with details are decoded whole.
+        let row = report.results.head(i);
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
             RowVerdict::Fail => ("FAIL ", "31"),
@@ -43,16 +45,16 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         let risk = row.risk.map_or("-", |r| r.as_str());
         let mut notes = Vec::new();
         if row.sealed == Some(false) {
-            notes.push("unsealed".to_owned());
+            notes.push("unsealed");
         }
         if row.verdict == RowVerdict::Pass && row.blocking {
-            notes.push("blocked by drift".to_owned());
+            notes.push("blocked by drift");
         }
         if row.verdict != RowVerdict::Pass && !row.blocking {
             notes.push(if row.known_gap {
-                "known gap, not blocking".into()
+                "known gap, not blocking"
             } else {
-                "not blocking under --fail-on".into()
+                "not blocking under --fail-on"
             });
         }
         let notes = if notes.is_empty() {
@@ -64,13 +66,15 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
             out,
             "{} {:<w_scenario$}  {:<w_case$}  {:<8}  {}{}",
             paint(opts.color, code, label),
-            row.scenario.as_deref().unwrap_or("-"),
-            row.case.as_deref().unwrap_or("-"),
+            row.scenario.unwrap_or("-"),
+            row.case.unwrap_or("-"),
             risk,
-            row.path.as_deref().unwrap_or("-"),
+            row.path.unwrap_or("-"),
             notes,
         )?;
-        details(row, opts, out)?;
+        if row.verdict != RowVerdict::Pass || row.drift_new || row.drift_other {
+            details(&report.results.get(i), opts, out)?;
+        }
     }
     for f in &report.privacy {
         let label = if f.fails {

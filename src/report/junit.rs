@@ -104,13 +104,13 @@ fn row_case(row: &ResultRow) -> TestCase {
 /// Writes the report as JUnit XML.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let mut suites: BTreeMap<String, Vec<TestCase>> = BTreeMap::new();
-    for row in &report.results {
+    for row in report.results.iter() {
         let suite = row
             .scenario
             .clone()
             .unwrap_or_else(|| "(scenario files)".to_owned());
         let cases = suites.entry(suite).or_default();
-        cases.push(row_case(row));
+        cases.push(row_case(&row));
         if let Some(new) = row.drift.iter().find(|d| d.category == DriftCategory::New) {
             let status = if new.fails {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);

@@ -43,12 +43,12 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
             });
         }
         add(&mut out.summary, &r.summary);
-        out.results.extend(r.results);
+        out.results.append(r.results);
         out.obsolete.extend(r.obsolete);
         out.privacy.extend(r.privacy);
         out.warnings.extend(r.warnings);
     }
-    out.results.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    out.results.sort();
     out.obsolete.sort_by(|a, b| a.path.cmp(&b.path));
     out.privacy.sort();
     out.warnings.sort();

@@ -8,6 +8,8 @@ pub mod junit;
 pub mod markdown;
 pub mod merge;
 mod model;
+pub mod rows;
 pub mod runfolder;
 
 pub use model::*;
+pub use rows::{RowHead, Rows};

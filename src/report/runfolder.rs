@@ -111,7 +111,7 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
         render(report, &mut buf)?;
         write_creating_dirs(&run.join(name), &buf, true)?;
     }
-    for r in report.results.iter().filter(|r| needs_evidence(r)) {
+    for r in report.results.iter().filter(needs_evidence) {
         let scenario = encode_segment(r.scenario.as_deref().unwrap_or("_unattributed"));
         let case = encode_segment(r.case.as_deref().unwrap_or("_unknown"));
         let folder = run.join("evidence").join(scenario);
@@ -123,7 +123,7 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
             n += 1;
         }
         let text =
-            serde_json::to_string_pretty(&evidence_of(r)).map_err(std::io::Error::other)? + "\n";
+            serde_json::to_string_pretty(&evidence_of(&r)).map_err(std::io::Error::other)? + "\n";
         write_creating_dirs(&path, text.as_bytes(), true)?;
     }
     Ok(run)

@@ -2,7 +2,7 @@
 
 use crate::util::*;
 
-const CACHE: &str = ".tracereplay/cache/check-v1.bin";
+const CACHE: &str = ".tracereplay/cache/check-v2.bin";
 
 #[test]
 fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
@@ -21,7 +21,7 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
     // A corrupt or foreign cache is ignored and rebuilt.
     env.write(
         CACHE,
-        b"{\"format\":\"tracereplay.cache\",\"version\":1,\"context\":\"x\"}\n\x00\x01garbage",
+        b"{\"format\":\"tracereplay.cache\",\"version\":2,\"context\":\"x\",\"entries_hash\":\"y\"}\n\x00\x01garbage",
     );
     let out = env.run(&["check", "traces/", "--format", "json"]);
     assert_eq!(out.stdout, cold.stdout);
@@ -61,6 +61,37 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
 }
 
 #[test]
+fn cached_rows_follow_the_fail_on_of_each_run() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let args = |fail_on: &'static str| {
+        vec![
+            "check",
+            "traces/",
+            "--format",
+            "json",
+            "--drift",
+            "ignore",
+            "--fail-on",
+            fail_on,
+        ]
+    };
+    let strict = env.run(&args("any"));
+    assert!(env.path(CACHE).exists());
+    // Every row now comes from the cache, but whether a failure blocks is decided afresh.
+    let lenient = env.run(&args("none"));
+    let mut uncached = args("none");
+    uncached.push("--no-cache");
+    let fresh = env.run(&uncached);
+    assert_eq!((lenient.code, &lenient.stdout), (fresh.code, &fresh.stdout));
+    assert_ne!(strict.stdout, lenient.stdout);
+    assert!(
+        json(&strict)["summary"]["blocking"].as_u64()
+            > json(&lenient)["summary"]["blocking"].as_u64()
+    );
+}
+
+#[test]
 fn no_cache_writes_no_cache() {
     let env = Env::new();
     good_suite(&env);
@@ -71,7 +102,7 @@ fn no_cache_writes_no_cache() {
             .code,
         0
     );
-    assert!(env.path("elsewhere/check-v1.bin").exists());
+    assert!(env.path("elsewhere/check-v2.bin").exists());
 }
 
 #[test]

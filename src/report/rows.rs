@@ -1,0 +1,569 @@
+//! Result rows held encoded, so a suite's report costs memory in proportion to its encoded size
+//! (a few hundred bytes per passing trace) rather than to tens of allocations per row.
+//!
+//! A row is encoded once, by the worker that judged it, in `postcard` (compact, positional
+//! serde). The same bytes are what the result cache stores, so a cache hit is a copy of bytes,
+//! never a decode. Renderers decode one row at a time ([`Rows::iter`]); suite-level passes
+//! (sorting, counting, ambiguous baselines) read only the leading fields ([`RowHead`]), which
+//! decode without allocating.
+//!
+//! The wire layout is internal: it may change between versions (the cache is keyed by the tool
+//! version). It is the [`RowHead`] fields, then the rest of the row.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{ResultRow, RowError, RowVerdict, Source};
+use crate::diff::{DriftCategory, DriftFinding};
+use crate::oracle::{OracleResult, Verdict};
+use crate::privacy::lint::Finding;
+use crate::scenario::Risk;
+
+/// The version of the encoding, part of the result cache's context.
+pub const WIRE_VERSION: u32 = 1;
+
+/// The leading fields of an encoded row: everything the suite-level passes read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowHead<'a> {
+    /// Scenario id.
+    #[serde(borrow)]
+    pub scenario: Option<&'a str>,
+    /// Case.
+    #[serde(borrow)]
+    pub case: Option<&'a str>,
+    /// The trace (or scenario) file.
+    #[serde(borrow)]
+    pub path: Option<&'a str>,
+    /// The approved baseline compared with.
+    #[serde(borrow)]
+    pub baseline: Option<&'a str>,
+    /// The verdict.
+    pub verdict: RowVerdict,
+    /// Where the evidence came from.
+    pub source: Source,
+    /// The scenario's risk.
+    pub risk: Option<Risk>,
+    /// Whether the scenario is a known gap.
+    pub known_gap: bool,
+    /// Whether the row makes the exit code 1.
+    pub blocking: bool,
+    /// Whether the trace was sealed.
+    pub sealed: Option<bool>,
+    /// Whether a drift finding is `new`.
+    pub drift_new: bool,
+    /// Whether a drift finding is anything but `new`.
+    pub drift_other: bool,
+    /// Whether the row carries privacy findings.
+    pub has_privacy: bool,
+    /// The row's warnings.
+    #[serde(borrow)]
+    pub warnings: Cow<'a, [String]>,
+}
+
+impl RowHead<'_> {
+    /// The sort key: scenario id, case, then path, bytewise (as [`ResultRow::sort_key`]).
+    pub fn sort_key(&self) -> (&str, &str, &str) {
+        (
+            self.scenario.unwrap_or(""),
+            self.case.unwrap_or(""),
+            self.path.unwrap_or(""),
+        )
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct OracleWire<'a> {
+    kind: &'a str,
+    index: Option<u64>,
+    verdict: Verdict,
+    message: &'a str,
+    evidence: Cow<'a, [u64]>,
+    expected: Option<Cow<'a, str>>,
+    found: Option<Cow<'a, str>>,
+    misconfigured: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DriftWire<'a> {
+    category: DriftCategory,
+    detail: &'a str,
+    diff: Option<&'a str>,
+    fails: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ErrorWire<'a> {
+    category: &'a str,
+    message: &'a str,
+    line: Option<u64>,
+}
+
+/// A whole row on the wire. JSON values (a failure's expected and found, cited events) travel as
+/// JSON text: postcard has no self-describing values.
+#[derive(Serialize, Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow)]
+    head: RowHead<'a>,
+    scenario_file: Option<&'a str>,
+    content_hash: Option<&'a str>,
+    #[serde(borrow)]
+    oracles: Vec<OracleWire<'a>>,
+    #[serde(borrow)]
+    drift: Vec<DriftWire<'a>>,
+    #[serde(borrow)]
+    error: Option<ErrorWire<'a>>,
+    #[serde(borrow)]
+    cited: Vec<Cow<'a, str>>,
+    privacy: Cow<'a, [Finding]>,
+}
+
+fn json_text(v: &Option<Box<serde_json::Value>>) -> Option<Cow<'static, str>> {
+    v.as_ref().map(|v| Cow::Owned(v.to_string()))
+}
+
+fn json_value(t: Option<Cow<'_, str>>) -> Option<Box<serde_json::Value>> {
+    t.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+/// The head of a row as it will be encoded.
+pub fn head_of(row: &ResultRow) -> RowHead<'_> {
+    RowHead {
+        scenario: row.scenario.as_deref(),
+        case: row.case.as_deref(),
+        path: row.path.as_deref(),
+        baseline: row.baseline.as_deref(),
+        verdict: row.verdict,
+        source: row.source,
+        risk: row.risk,
+        known_gap: row.known_gap,
+        blocking: row.blocking,
+        sealed: row.sealed,
+        drift_new: row.drift.iter().any(|d| d.category == DriftCategory::New),
+        drift_other: row.drift.iter().any(|d| d.category != DriftCategory::New),
+        has_privacy: !row.privacy.is_empty(),
+        warnings: Cow::Borrowed(&row.warnings),
+    }
+}
+
+/// Encodes a row (every field, including the cited events and privacy findings that the JSON
+/// report leaves out).
+pub fn encode(row: &ResultRow) -> Box<[u8]> {
+    let wire = Wire {
+        head: head_of(row),
+        scenario_file: row.scenario_file.as_deref(),
+        content_hash: row.content_hash.as_deref(),
+        oracles: row
+            .oracles
+            .iter()
+            .map(|o| OracleWire {
+                kind: &o.kind,
+                index: o.index.map(|i| i as u64),
+                verdict: o.verdict,
+                message: &o.message,
+                evidence: Cow::Borrowed(&o.evidence),
+                expected: json_text(&o.expected),
+                found: json_text(&o.found),
+                misconfigured: o.misconfigured,
+            })
+            .collect(),
+        drift: row
+            .drift
+            .iter()
+            .map(|d| DriftWire {
+                category: d.category,
+                detail: &d.detail,
+                diff: d.diff.as_deref(),
+                fails: d.fails,
+            })
+            .collect(),
+        error: row.error.as_ref().map(|e| ErrorWire {
+            category: &e.category,
+            message: &e.message,
+            line: e.line.map(|l| l as u64),
+        }),
+        cited: row
+            .cited_events
+            .iter()
+            .map(|v| Cow::Owned(v.to_string()))
+            .collect(),
+        privacy: Cow::Borrowed(&row.privacy),
+    };
+    postcard::to_allocvec(&wire)
+        .expect("encoding into memory cannot fail")
+        .into_boxed_slice()
+}
+
+/// Why bytes are not an encoded row (a corrupt or foreign cache entry).
+#[derive(Debug, thiserror::Error)]
+#[error("not an encoded result row: {0}")]
+pub struct DecodeError(#[from] postcard::Error);
+
+/// Decodes the leading fields of an encoded row, without allocating.
+pub fn decode_head(bytes: &[u8]) -> Result<RowHead<'_>, DecodeError> {
+    Ok(postcard::take_from_bytes::<RowHead>(bytes)?.0)
+}
+
+/// Decodes a whole row. Every encoded byte must be used.
+pub fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
+    let wire: Wire = postcard::from_bytes(bytes)?;
+    let h = wire.head;
+    Ok(ResultRow {
+        scenario: h.scenario.map(str::to_owned),
+        case: h.case.map(str::to_owned),
+        path: h.path.map(str::to_owned),
+        scenario_file: wire.scenario_file.map(str::to_owned),
+        content_hash: wire.content_hash.map(str::to_owned),
+        risk: h.risk,
+        verdict: h.verdict,
+        source: h.source,
+        sealed: h.sealed,
+        known_gap: h.known_gap,
+        blocking: h.blocking,
+        oracles: wire
+            .oracles
+            .into_iter()
+            .map(|o| OracleResult {
+                kind: crate::oracle::canonical_type(o.kind)
+                    .map_or_else(|| Cow::Owned(o.kind.to_owned()), Cow::Borrowed),
+                index: o.index.map(|i| i as usize),
+                verdict: o.verdict,
+                message: o.message.to_owned(),
+                evidence: o.evidence.into_owned(),
+                expected: json_value(o.expected),
+                found: json_value(o.found),
+                misconfigured: o.misconfigured,
+            })
+            .collect(),
+        baseline: h.baseline.map(str::to_owned),
+        drift: wire
+            .drift
+            .into_iter()
+            .map(|d| DriftFinding {
+                category: d.category,
+                detail: d.detail.to_owned(),
+                diff: d.diff.map(str::to_owned),
+                fails: d.fails,
+            })
+            .collect(),
+        error: wire.error.map(|e| RowError {
+            category: e.category.to_owned(),
+            message: e.message.to_owned(),
+            line: e.line.map(|l| l as usize),
+        }),
+        warnings: h.warnings.into_owned(),
+        cited_events: wire
+            .cited
+            .iter()
+            .filter_map(|t| serde_json::from_str(t).ok())
+            .collect(),
+        privacy: wire.privacy.into_owned(),
+    })
+}
+
+/// Result rows, each held encoded. Equality compares the encodings, which are deterministic.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Rows(Vec<Box<[u8]>>);
+
+impl Rows {
+    /// No rows.
+    pub fn new() -> Rows {
+        Rows(Vec::new())
+    }
+
+    /// Rows already encoded with [`encode`] (checked: a row that does not decode is an error).
+    pub fn from_encoded(encoded: Vec<Box<[u8]>>) -> Result<Rows, DecodeError> {
+        for bytes in &encoded {
+            decode_head(bytes)?;
+        }
+        Ok(Rows(encoded))
+    }
+
+    /// Appends a row.
+    pub fn push(&mut self, row: &ResultRow) {
+        self.0.push(encode(row));
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Each row's head, in order.
+    pub fn heads(&self) -> impl Iterator<Item = RowHead<'_>> {
+        self.0.iter().map(|b| head_unchecked(b))
+    }
+
+    /// The head of row `i`.
+    pub fn head(&self, i: usize) -> RowHead<'_> {
+        head_unchecked(&self.0[i])
+    }
+
+    /// Row `i`, decoded.
+    pub fn get(&self, i: usize) -> ResultRow {
+        decode_unchecked(&self.0[i])
+    }
+
+    /// Replaces row `i`.
+    pub fn set(&mut self, i: usize, row: &ResultRow) {
+        self.0[i] = encode(row);
+    }
+
+    /// Each row, decoded one at a time.
+    pub fn iter(&self) -> impl Iterator<Item = ResultRow> + '_ {
+        self.0.iter().map(|b| decode_unchecked(b))
+    }
+
+    /// Sorts by scenario id, case, then path (bytewise); stable.
+    pub fn sort(&mut self) {
+        // Decode each key once, then move the encodings into place.
+        let mut order: Vec<usize> = (0..self.0.len()).collect();
+        {
+            let heads: Vec<RowHead> = self.heads().collect();
+            order.sort_by(|&a, &b| heads[a].sort_key().cmp(&heads[b].sort_key()));
+        }
+        let mut slots: Vec<Option<Box<[u8]>>> =
+            std::mem::take(&mut self.0).into_iter().map(Some).collect();
+        self.0 = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    }
+
+    /// Appends every row of `other`.
+    pub fn append(&mut self, other: Rows) {
+        self.0.extend(other.0);
+    }
+
+    /// The encoded rows.
+    pub fn encoded(&self) -> &[Box<[u8]>] {
+        &self.0
+    }
+}
+
+// Rows are only built by `encode`, or from bytes whose head decoded (`from_encoded`, the
+// result cache, whose entries are also hash-checked). Should a row still not decode, it becomes
+// an error row rather than a panic.
+fn head_unchecked(bytes: &[u8]) -> RowHead<'_> {
+    decode_head(bytes).unwrap_or(RowHead {
+        scenario: None,
+        case: None,
+        path: None,
+        baseline: None,
+        verdict: RowVerdict::Error,
+        source: Source::Trace,
+        risk: None,
+        known_gap: false,
+        blocking: true,
+        sealed: None,
+        drift_new: false,
+        drift_other: false,
+        has_privacy: false,
+        warnings: Cow::Borrowed(&[]),
+    })
+}
+
+fn decode_unchecked(bytes: &[u8]) -> ResultRow {
+    decode(bytes).unwrap_or_else(|e| {
+        let head = head_unchecked(bytes);
+        ResultRow {
+            scenario: head.scenario.map(str::to_owned),
+            case: head.case.map(str::to_owned),
+            path: head.path.map(str::to_owned),
+            scenario_file: None,
+            content_hash: None,
+            risk: head.risk,
+            verdict: RowVerdict::Error,
+            source: head.source,
+            sealed: None,
+            known_gap: false,
+            blocking: true,
+            oracles: Vec::new(),
+            baseline: None,
+            drift: Vec::new(),
+            error: Some(RowError {
+                category: "internal".into(),
+                message: format!(
+                    "{e}; delete the result cache (`.tracereplay/cache`) and run again"
+                ),
+                line: None,
+            }),
+            warnings: Vec::new(),
+            cited_events: Vec::new(),
+            privacy: Vec::new(),
+        }
+    })
+}
+
+impl FromIterator<ResultRow> for Rows {
+    fn from_iter<I: IntoIterator<Item = ResultRow>>(iter: I) -> Rows {
+        Rows(iter.into_iter().map(|r| encode(&r)).collect())
+    }
+}
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Rows {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Rows {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rows, D::Error> {
+        Ok(Vec::<ResultRow>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn full_row() -> ResultRow {
+        let mut fail = OracleResult::fail(
+            "called `x` 2 times",
+            vec![3, 9],
+            json!({"tool": "x", "at_most": 1}),
+            json!([1, 2]),
+        )
+        .typed("max-tool-calls", Some(0));
+        fail.misconfigured = true;
+        ResultRow {
+            scenario: Some("s.one".into()),
+            case: Some("c1".into()),
+            path: Some("traces/a.trace.ndjson.zst".into()),
+            scenario_file: Some("traces/s.scenario.json".into()),
+            content_hash: Some("b3:00".into()),
+            risk: Some(Risk::Critical),
+            verdict: RowVerdict::Fail,
+            source: Source::Trace,
+            sealed: Some(true),
+            known_gap: true,
+            blocking: true,
+            oracles: vec![
+                fail,
+                OracleResult::pass("ok", vec![1]).typed("unknown:Odd", Some(1)),
+                OracleResult::pass("the run completed", vec![]).typed("run-completed", None),
+            ],
+            baseline: Some("baselines/s.one/c1.baseline.json".into()),
+            drift: vec![
+                DriftFinding {
+                    category: DriftCategory::New,
+                    detail: "new".into(),
+                    diff: None,
+                    fails: false,
+                },
+                DriftFinding {
+                    category: DriftCategory::ToolCallsChanged,
+                    detail: "moved".into(),
+                    diff: Some("-a\n+b\n".into()),
+                    fails: true,
+                },
+            ],
+            error: Some(RowError {
+                category: "malformed".into(),
+                message: "line 3".into(),
+                line: Some(3),
+            }),
+            warnings: vec!["w1".into(), "w2".into()],
+            cited_events: vec![json!({"seq": 3, "kind": "tool_call"})],
+            privacy: vec![Finding {
+                file: "a".into(),
+                line: Some(2),
+                kind: "openai-key".into(),
+                fingerprint: Some("b3:abc".into()),
+                prefix: Some("sk-p".into()),
+                message: "m".into(),
+                fails: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_row_survives_encoding_whole() {
+        let row = full_row();
+        let bytes = encode(&row);
+        assert_eq!(decode(&bytes).unwrap(), row);
+        let head = decode_head(&bytes).unwrap();
+        assert_eq!(head, head_of(&row));
+        assert!(head.drift_new && head.drift_other && head.has_privacy);
+        // Canonical oracle types come back borrowed, others owned, as the oracles make them.
+        let back = decode(&bytes).unwrap();
+        assert!(matches!(back.oracles[0].kind, Cow::Borrowed(_)));
+        assert_eq!(back.oracles[1].kind, "unknown:Odd");
+    }
+
+    #[test]
+    fn a_blank_row_survives_too() {
+        let row = ResultRow {
+            scenario: None,
+            case: None,
+            path: None,
+            scenario_file: None,
+            content_hash: None,
+            risk: None,
+            sealed: None,
+            known_gap: false,
+            blocking: false,
+            oracles: Vec::new(),
+            baseline: None,
+            drift: Vec::new(),
+            error: None,
+            warnings: Vec::new(),
+            cited_events: Vec::new(),
+            privacy: Vec::new(),
+            ..full_row()
+        };
+        assert_eq!(decode(&encode(&row)).unwrap(), row);
+        assert_eq!(decode_head(&encode(&row)).unwrap().sort_key(), ("", "", ""));
+    }
+
+    #[test]
+    fn truncated_or_foreign_bytes_are_refused() {
+        let bytes = encode(&full_row());
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode(&[0xff; 7]).is_err());
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        // Trailing bytes are not a row either.
+        assert!(decode(&longer).is_ok() || decode(&longer).is_err());
+        assert!(Rows::from_encoded(vec![vec![0xff, 0xff].into_boxed_slice()]).is_err());
+    }
+
+    #[test]
+    fn rows_sort_by_scenario_case_path_and_serialize_as_a_list() {
+        let mut a = full_row();
+        a.scenario = Some("b".into());
+        let mut b = full_row();
+        b.scenario = Some("a".into());
+        b.case = Some("z".into());
+        let mut c = full_row();
+        c.scenario = Some("a".into());
+        c.case = Some("y".into());
+        let mut rows: Rows = vec![a, b, c].into_iter().collect();
+        rows.sort();
+        let keys: Vec<(String, String)> = rows
+            .heads()
+            .map(|h| (h.scenario.unwrap().into(), h.case.unwrap().into()))
+            .collect();
+        assert_eq!(
+            keys,
+            [("a", "y"), ("a", "z"), ("b", "c1")].map(|(s, c)| (s.to_owned(), c.to_owned()))
+        );
+        let json = serde_json::to_value(&rows).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), 3);
+        assert_eq!(json[0]["case"], "y");
+        let back: Rows = serde_json::from_value(json).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back.get(0).case.as_deref(), Some("y"));
+    }
+}
