@@ -75,11 +75,44 @@ pub fn display_path(path: &Utf8Path) -> String {
     s
 }
 
+/// What identifies a file or directory however it is reached: device and inode on Unix (a
+/// regular file's inode comes with the directory listing, so it costs no `stat`), the canonical
+/// path elsewhere.
+#[cfg(unix)]
+type FileId = (u64, u64);
+#[cfg(not(unix))]
+type FileId = PathBuf;
+
+/// The id of `path`, following symlinks; `None` when it cannot be resolved.
+fn id_of(path: &Utf8Path) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::canonicalize(path).ok()
+    }
+}
+
+/// The id of a regular file listed in the directory with id `dir`.
+#[cfg(unix)]
+fn listed_id(dir: &FileId, entry: &std::fs::DirEntry) -> FileId {
+    use std::os::unix::fs::DirEntryExt;
+    (dir.0, entry.ino())
+}
+
+#[cfg(not(unix))]
+fn listed_id(dir: &FileId, entry: &std::fs::DirEntry) -> FileId {
+    dir.join(entry.file_name())
+}
+
 #[derive(Default)]
 struct Walker {
     found: Discovered,
-    seen_dirs: HashSet<PathBuf>,
-    seen_files: HashSet<PathBuf>,
+    seen_dirs: HashSet<FileId>,
+    seen_files: HashSet<FileId>,
 }
 
 impl Walker {
@@ -91,20 +124,22 @@ impl Walker {
             self.dir(path, suite)
         } else {
             // A file named explicitly is taken if it is a trace or any JSON file.
-            let id = std::fs::canonicalize(path).unwrap_or_else(|_| path.as_std_path().to_owned());
+            let id = id_of(path);
             self.file(path, id, suite, true);
             Ok(())
         }
     }
 
     fn dir(&mut self, dir: &Utf8Path, suite: bool) -> Result<(), DiscoverError> {
-        let Ok(canonical) = std::fs::canonicalize(dir) else {
+        let Some(dir_id) = id_of(dir) else {
             self.found
                 .warnings
                 .push(format!("cannot resolve `{dir}`; skipped"));
             return Ok(());
         };
-        if !self.seen_dirs.insert(canonical.clone()) {
+        #[allow(clippy::clone_on_copy)] // a copy on Unix, a path elsewhere
+        let first_visit = self.seen_dirs.insert(dir_id.clone());
+        if !first_visit {
             self.found.warnings.push(format!(
                 "`{dir}` leads to a directory already searched (a symlink loop or a second path); skipped"
             ));
@@ -119,21 +154,22 @@ impl Walker {
                 return Ok(());
             }
         };
-        // The entry type comes with the listing: no `stat` per file unless it is a symlink.
-        let mut listed: Vec<(std::ffi::OsString, Option<std::fs::FileType>)> = entries
+        // The entry's type (and on Unix its inode) come with the listing: no `stat` per file
+        // unless it is a symlink.
+        type Listed = (std::ffi::OsString, Option<std::fs::FileType>, FileId);
+        let mut listed: Vec<Listed> = entries
             .filter_map(Result::ok)
-            .map(|e| (e.file_name(), e.file_type().ok()))
+            .map(|e| (e.file_name(), e.file_type().ok(), listed_id(&dir_id, &e)))
             .collect();
         listed.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, file_type) in listed {
+        for (name, file_type, listed_id) in listed {
             let name = name.into_string().map_err(|n| DiscoverError::NonUtf8 {
                 path: dir.join(n.to_string_lossy().as_ref()).into_string(),
             })?;
             let path = dir.join(&name);
             let (is_dir, is_file, id) = match file_type {
                 Some(t) if t.is_dir() => (true, false, None),
-                // A regular file in a canonical directory is named canonically already.
-                Some(t) if t.is_file() => (false, true, Some(canonical.join(&name))),
+                Some(t) if t.is_file() => (false, true, Some(listed_id)),
                 _ => {
                     // A symlink (or an unknown type): follow it; a dangling link is skipped.
                     let Ok(meta) = std::fs::metadata(&path) else {
@@ -150,16 +186,16 @@ impl Walker {
                     self.dir(&path, suite)?;
                 }
             } else if is_file {
-                let id = id.unwrap_or_else(|| {
-                    std::fs::canonicalize(&path).unwrap_or_else(|_| path.as_std_path().to_owned())
-                });
+                let id = id.or_else(|| id_of(&path));
                 self.file(&path, id, suite, false);
             }
         }
         Ok(())
     }
 
-    fn file(&mut self, path: &Utf8Path, id: PathBuf, suite: bool, explicit: bool) {
+    /// Takes a file of a kind discovery looks for, once per id (`None`: it could not be
+    /// resolved, and is taken as found).
+    fn file(&mut self, path: &Utf8Path, id: Option<FileId>, suite: bool, explicit: bool) {
         let name = path.file_name().unwrap_or("");
         let kind = if is_trace_path(path) && !suite {
             Kind::Trace
@@ -179,7 +215,7 @@ impl Walker {
             return;
         };
         // The same file reached twice (two paths, a symlink) counts once.
-        if !self.seen_files.insert(id) {
+        if id.is_some_and(|id| !self.seen_files.insert(id)) {
             return;
         }
         let list = match kind {

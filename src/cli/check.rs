@@ -11,7 +11,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::baseline::BaselineStore;
 use tracereplay::diff::DriftMode;
 use tracereplay::discover::discover;
-use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, Progress, check};
+use tracereplay::eval::{
+    BaselineOptions, CacheFile, CheckOptions, FailOn, Progress, check_with_cache_file,
+};
 use tracereplay::fsutil::write_atomic;
 use tracereplay::privacy::lint::read_allow_file;
 use tracereplay::report::{self, human::HumanOptions};
@@ -72,7 +74,13 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     };
     let started = Instant::now();
-    let found = discover(&args.paths, &args.scenario_dirs)?;
+    // The result cache's file is read (and its hash checked) while the files are discovered.
+    let (found, cache_file) = std::thread::scope(|s| {
+        let cache_file = (!args.no_cache).then(|| s.spawn(|| CacheFile::read(&args.cache_dir)));
+        let found = discover(&args.paths, &args.scenario_dirs);
+        (found, cache_file.and_then(|h| h.join().ok()))
+    });
+    let found = found?;
     let discovered = started.elapsed();
     let bar = progress_bar(found.trace_files.len());
     let opts = CheckOptions {
@@ -99,7 +107,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());
-    let report = check(&found, &searched, &opts)?;
+    let report = check_with_cache_file(&found, &searched, &opts, cache_file)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -110,8 +118,9 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for w in &report.warnings {
         let _ = writeln!(err, "warning: {w}");
     }
-    for head in report.results.heads() {
-        for w in head.warnings.iter() {
+    let with_warnings = (report.results.metas().enumerate()).filter(|(_, m)| m.has_warnings);
+    for (i, _) in with_warnings {
+        for w in report.results.head(i).warnings.iter() {
             let _ = writeln!(err, "warning: {w}");
         }
     }

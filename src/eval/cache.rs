@@ -18,14 +18,14 @@
 //!   little-endian length and the row as [`crate::report::rows`] encodes it.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_creating_dirs;
-use crate::report::rows;
+use crate::report::rows::{self, RowBytes};
 
 const FORMAT: &str = "tracereplay.cache";
 const VERSION: u32 = 2;
@@ -43,14 +43,71 @@ struct Header {
     entries_hash: String,
 }
 
-/// Encoded rows by key, each taken out (once) by the worker that needs it.
-type Entries = HashMap<Key, Mutex<Option<Box<[u8]>>>>;
+/// Where each cached row lies in the file, by key; each is taken (once) by the worker that
+/// needs it.
+type Entries = HashMap<Key, Slot, KeyHasher>;
+
+struct Slot {
+    range: std::ops::Range<usize>,
+    taken: AtomicBool,
+}
+
+/// Keys are BLAKE3 output, uniformly random already: their first 8 bytes are the hash.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher;
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = FirstBytes;
+    fn build_hasher(&self) -> FirstBytes {
+        FirstBytes(0)
+    }
+}
+
+struct FirstBytes(u64);
+
+impl std::hash::Hasher for FirstBytes {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // `[u8; 16]` hashes as its length, then its bytes: keep the first 8 bytes of the data.
+        if bytes.len() >= 8 && self.0 == 0 {
+            self.0 = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+}
+
+/// A cache file, read and checked against its own hash but not yet against a run's context,
+/// so reading it can overlap discovery. Empty when there is none or it cannot be trusted.
+#[derive(Default)]
+pub struct CacheFile {
+    context: String,
+    buf: Arc<Vec<u8>>,
+    entries: Entries,
+}
+
+impl std::fmt::Debug for CacheFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CacheFile({} entries)", self.entries.len())
+    }
+}
+
+impl CacheFile {
+    /// Reads the cache file under `dir`.
+    pub fn read(dir: &Utf8Path) -> CacheFile {
+        std::fs::read(dir.join(FILE))
+            .ok()
+            .and_then(decode)
+            .unwrap_or_default()
+    }
+}
 
 /// A loaded cache; entries are taken out as they are used.
 pub struct ResultCache {
     path: Utf8PathBuf,
     context: String,
-    entries: Entries,
+    file: CacheFile,
     hits: AtomicUsize,
 }
 
@@ -86,33 +143,35 @@ pub fn file_key(path: &Utf8Path, shown: &str) -> Option<Key> {
 }
 
 impl ResultCache {
-    /// Loads the cache under `dir` if its context matches; otherwise an empty cache.
-    pub fn load(dir: &Utf8Path, context: String) -> ResultCache {
-        let path = dir.join(FILE);
-        let entries = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| decode(&bytes, &context))
-            .unwrap_or_default();
+    /// The cache under `dir` from its file read already; empty unless its context matches.
+    pub fn from_file(dir: &Utf8Path, file: CacheFile, context: String) -> ResultCache {
         ResultCache {
-            path,
+            path: dir.join(FILE),
+            file: if file.context == context {
+                file
+            } else {
+                CacheFile::default()
+            },
             context,
-            entries,
             hits: AtomicUsize::new(0),
         }
     }
 
     /// Takes the encoded row cached for `key`, if any.
-    pub fn take(&self, key: &Key) -> Option<Box<[u8]>> {
-        let row = self.entries.get(key)?.lock().ok()?.take()?;
+    pub fn take(&self, key: &Key) -> Option<RowBytes> {
+        let slot = self.file.entries.get(key)?;
+        if slot.taken.swap(true, Ordering::Relaxed) {
+            return None;
+        }
         self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(row)
+        Some(RowBytes::shared(self.file.buf.clone(), slot.range.clone()))
     }
 
     /// Writes the cache for this run's rows (`(key, encoded row)` pairs, rows with drift already
     /// left out), unless every row came from the cache and the cache held nothing else.
     pub fn save(&self, rows: &[(Key, &[u8])]) -> std::io::Result<()> {
         let hits = self.hits.load(Ordering::Relaxed);
-        if hits == rows.len() && hits == self.entries.len() {
+        if hits == rows.len() && hits == self.file.entries.len() {
             return Ok(());
         }
         let mut body = Vec::with_capacity(rows.iter().map(|(_, r)| r.len() + 20).sum());
@@ -135,28 +194,52 @@ impl ResultCache {
     }
 }
 
-fn decode(bytes: &[u8], context: &str) -> Option<Entries> {
-    let nl = memchr::memchr(b'\n', bytes)?;
+fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
+    let nl = memchr::memchr(b'\n', &bytes)?;
     let header: Header = serde_json::from_slice(&bytes[..nl]).ok()?;
-    let mut body = &bytes[nl + 1..];
-    if header.format != FORMAT
-        || header.version != VERSION
-        || header.context != context
-        || header.entries_hash != blake3::hash(body).to_hex().as_str()
-    {
+    if header.format != FORMAT || header.version != VERSION {
         return None;
     }
-    let mut entries = HashMap::new();
-    while !body.is_empty() {
-        let key: Key = body.get(..16)?.try_into().ok()?;
-        let len = u32::from_le_bytes(body.get(16..20)?.try_into().ok()?) as usize;
-        let row = body.get(20..20 + len)?;
-        // Only rows whose leading fields decode are kept (the rest is covered by the hash).
-        rows::decode_head(row).ok()?;
-        entries.insert(key, Mutex::new(Some(row.into())));
-        body = &body[20 + len..];
+    if header.entries_hash != blake3::hash(&bytes[nl + 1..]).to_hex().as_str() {
+        return None;
     }
-    Some(entries)
+    // Frame the entries; the rows stay in the one buffer the file was read into. The hash
+    // vouches for the bytes: they are rows this tool encoded, so they are not decoded here
+    // (should one still not decode, it becomes an error row, not a panic).
+    let body: &[u8] = &bytes;
+    let frames = |mut at: usize| {
+        std::iter::from_fn(move || {
+            let key: Key = bytes_at(body, at, 16)?.try_into().ok()?;
+            let len = u32::from_le_bytes(bytes_at(body, at + 16, 4)?.try_into().ok()?);
+            let range = at + 20..(at + 20).checked_add(len as usize)?;
+            bytes_at(body, range.start, len as usize)?;
+            at = range.end;
+            Some((key, range))
+        })
+    };
+    let mut end = nl + 1;
+    let mut count = 0;
+    for (_, range) in frames(nl + 1) {
+        end = range.end;
+        count += 1;
+    }
+    if end != bytes.len() {
+        return None;
+    }
+    let mut entries = Entries::with_capacity_and_hasher(count, KeyHasher);
+    for (key, range) in frames(nl + 1) {
+        let taken = AtomicBool::new(false);
+        entries.insert(key, Slot { range, taken });
+    }
+    Some(CacheFile {
+        context: header.context,
+        buf: Arc::new(bytes),
+        entries,
+    })
+}
+
+fn bytes_at(bytes: &[u8], at: usize, len: usize) -> Option<&[u8]> {
+    bytes.get(at..at.checked_add(len)?)
 }
 
 /// Fingerprints everything besides a trace that its row depends on.
@@ -188,18 +271,23 @@ mod tests {
         rows::encode(&r)
     }
 
+    fn load(dir: &Utf8Path, context: &str) -> ResultCache {
+        ResultCache::from_file(dir, CacheFile::read(dir), context.into())
+    }
+
     #[test]
     fn a_saved_cache_loads_and_a_damaged_one_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let dir = Utf8Path::from_path(dir.path()).unwrap();
-        let cache = ResultCache::load(dir, "ctx".into());
+        let cache = load(dir, "ctx");
         let (a, b) = (row("a"), row("b"));
         cache.save(&[([1; 16], &a), ([2; 16], &b)]).unwrap();
 
-        let loaded = ResultCache::load(dir, "ctx".into());
+        let loaded = load(dir, "ctx");
         assert_eq!(loaded.take(&[2; 16]).as_deref(), Some(&*b));
+        assert_eq!(loaded.take(&[1; 16]).as_deref(), Some(&*a));
         assert_eq!(loaded.take(&[2; 16]), None, "an entry is taken once");
-        assert_eq!(ResultCache::load(dir, "other".into()).entries.len(), 0);
+        assert_eq!(load(dir, "other").file.entries.len(), 0);
 
         let file = dir.join(FILE);
         let good = std::fs::read(&file).unwrap();
@@ -207,7 +295,7 @@ mod tests {
         *flipped.last_mut().unwrap() ^= 1;
         for damaged in [&good[..good.len() - 3], &flipped[..], b"garbage\n"] {
             std::fs::write(&file, damaged).unwrap();
-            assert_eq!(ResultCache::load(dir, "ctx".into()).entries.len(), 0);
+            assert_eq!(load(dir, "ctx").file.entries.len(), 0);
         }
     }
 }

@@ -8,16 +8,18 @@ mod judge;
 mod row;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
 pub use baselines::BaselineOptions;
+pub use cache::CacheFile;
 pub use judge::{JudgedTrace, judge_trace_file};
 use row::{blank_row, judge_file, set_error};
 
 use crate::discover::{Discovered, display_path};
-use crate::report::{Report, ResultRow, RowVerdict, Rows, Source, Summary, ToolInfo};
+use crate::report::{Report, ResultRow, Row, RowMeta, RowVerdict, Rows, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, Scenario, load_scenarios};
 use crate::trace::Limits;
 
@@ -148,6 +150,8 @@ pub(crate) struct Entry<'s> {
     pub(crate) scenario: &'s Scenario,
     pub(crate) problems: Vec<String>,
     pub(crate) in_scope: bool,
+    /// Some trace row names this scenario.
+    pub(crate) seen: std::sync::atomic::AtomicBool,
 }
 
 /// Runs `check` over discovered files.
@@ -155,6 +159,34 @@ pub fn check(
     found: &Discovered,
     searched: &[Utf8PathBuf],
     opts: &CheckOptions,
+) -> Result<Report, CheckError> {
+    check_with_cache_file(found, searched, opts, None)
+}
+
+/// [`check`] with the result cache's file read already (by [`CacheFile::read`], which a caller
+/// can run while it discovers files); `None` reads it from `opts.cache_dir`.
+pub fn check_with_cache_file(
+    found: &Discovered,
+    searched: &[Utf8PathBuf],
+    opts: &CheckOptions,
+    cache_file: Option<CacheFile>,
+) -> Result<Report, CheckError> {
+    // Everything parallel in the run uses `--jobs` threads.
+    match opts.threads {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|source| CheckError::Threads { threads: n, source })?
+            .install(|| check_in_pool(found, searched, opts, cache_file)),
+        None => check_in_pool(found, searched, opts, cache_file),
+    }
+}
+
+fn check_in_pool(
+    found: &Discovered,
+    searched: &[Utf8PathBuf],
+    opts: &CheckOptions,
+    cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
     if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
@@ -186,49 +218,40 @@ pub fn check(
         .map(|f| (f, std::fs::read(f).unwrap_or_default()))
         .collect();
     let cache = opts.cache_dir.as_deref().map(|dir| {
-        cache::ResultCache::load(dir, cache_context(&scenario_bytes, &loaded.scenarios, opts))
+        let context = cache_context(&scenario_bytes, &loaded.scenarios, opts);
+        let file = cache_file.unwrap_or_else(|| CacheFile::read(dir));
+        cache::ResultCache::from_file(dir, file, context)
     });
-    let judge_all = || -> Vec<Judged> {
-        found
-            .trace_files
-            .par_iter()
-            .filter_map(|path| {
-                let judged = judge_or_recall(path, &entries, opts, cache.as_ref());
-                if let Some(p) = &opts.progress {
-                    (p.0)();
-                }
-                judged
-            })
-            .collect()
-    };
-    let judged = match opts.threads {
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .map_err(|source| CheckError::Threads { threads: n, source })?
-            .install(judge_all),
-        None => judge_all(),
-    };
+    let judged: Vec<Judged> = found
+        .trace_files
+        .par_iter()
+        .filter_map(|path| {
+            let judged = judge_or_recall(path, &entries, opts, cache.as_ref());
+            if let Some(p) = &opts.progress {
+                (p.0)();
+            }
+            judged
+        })
+        .collect();
     let mut cache_warning = None;
     if let Some(c) = &cache {
         let keyed: Vec<(cache::Key, &[u8])> = judged
             .iter()
             .filter(|j| j.cacheable)
-            .filter_map(|j| j.key.map(|k| (k, &*j.row)))
+            .filter_map(|j| j.key.map(|k| (k, &**j.row.bytes())))
             .collect();
         if let Err(e) = c.save(&keyed) {
             // The cache only saves time: a run never fails for it.
             cache_warning = Some(format!("cannot write the result cache: {e}"));
         }
     }
-    let mut rows = Rows::from_encoded(judged.into_iter().map(|j| j.row).collect())
-        .expect("judged rows are encoded by this run or checked by the cache");
+    let mut rows = Rows::from_rows(judged.into_iter().map(|j| j.row).collect());
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
-
-    let seen: HashSet<String> = rows
-        .heads()
-        .filter_map(|h| h.scenario.map(str::to_lowercase))
+    let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
+    let with_privacy: Vec<usize> = (rows.metas().enumerate())
+        .filter(|(_, m)| m.has_privacy)
+        .map(|(i, _)| i)
         .collect();
     let mut listed: Vec<&Entry> = entries.values().filter(|e| e.in_scope).collect();
     listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
@@ -238,7 +261,7 @@ pub fn check(
         rows.push(&row);
     };
     for e in listed {
-        if seen.contains(&e.scenario.id.to_lowercase()) {
+        if e.seen.load(Ordering::Relaxed) {
             continue;
         }
         if opts.scripted {
@@ -286,10 +309,6 @@ pub fn check(
     let mut obsolete = Vec::new();
     if let Some(b) = &opts.baselines {
         baselines::mark_ambiguous(&mut rows, b, opts.fail_on, &mut warnings);
-        let unattributed = rows
-            .heads()
-            .filter(|h| h.source == Source::Trace && h.scenario.is_none())
-            .count();
         if unattributed > 0 {
             warnings.push(format!(
                 "{unattributed} trace(s) could not be attributed to a scenario, so obsolete baselines were not looked for in this run"
@@ -314,12 +333,10 @@ pub fn check(
 
     // Secrets found in traces move from their rows to the report's list (a rare re-encode).
     let mut privacy: Vec<crate::privacy::lint::Finding> = Vec::new();
-    for i in 0..rows.len() {
-        if rows.head(i).has_privacy {
-            let mut row = rows.get(i);
-            privacy.append(&mut row.privacy);
-            rows.set(i, &row);
-        }
+    for i in with_privacy {
+        let mut row = rows.get(i);
+        privacy.append(&mut row.privacy);
+        rows.set(i, &row);
     }
     let sources: Vec<(&Utf8Path, &[u8])> = scenario_bytes
         .iter()
@@ -340,20 +357,20 @@ pub fn check(
         scenarios: scenarios_in_scope,
         ..Summary::default()
     };
-    for head in rows.heads() {
-        match head.verdict {
+    for m in rows.metas() {
+        match m.verdict {
             RowVerdict::Pass => summary.passed += 1,
             RowVerdict::Fail => summary.failed += 1,
             RowVerdict::Error => summary.errors += 1,
         }
-        if head.verdict == RowVerdict::Fail
-            && !verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on)
+        if m.verdict == RowVerdict::Fail
+            && !verdict_blocks(m.verdict, m.known_gap, m.risk, opts.fail_on)
         {
             summary.ignored_failures += 1;
         }
-        summary.new += usize::from(head.drift_new);
-        summary.drifted += usize::from(head.drift_other);
-        summary.blocking += usize::from(head.blocking);
+        summary.new += usize::from(m.drift_new);
+        summary.drifted += usize::from(m.drift_other);
+        summary.blocking += usize::from(m.blocking);
     }
     summary.obsolete = obsolete.len();
     summary.privacy = privacy.len();
@@ -403,6 +420,7 @@ fn index_scenarios<'s>(
                     .map(|p| format!("scenario `{}`: {p}", s.id))
                     .collect(),
                 in_scope,
+                seen: Default::default(),
             },
         );
     }
@@ -474,7 +492,7 @@ fn cache_context(
 
 /// One trace's encoded row, with its cache key.
 struct Judged {
-    row: Box<[u8]>,
+    row: Row,
     key: Option<cache::Key>,
     /// Rows with drift are never cached.
     cacheable: bool,
@@ -489,6 +507,11 @@ fn judge_or_recall(
     cache: Option<&cache::ResultCache>,
 ) -> Option<Judged> {
     let key = cache.and_then(|_| cache::file_key(path, &display_path(path)));
+    let mark_seen = |scenario: Option<&str>| {
+        if let Some(e) = scenario.and_then(|s| entries.get(&s.to_lowercase())) {
+            e.seen.store(true, Ordering::Relaxed);
+        }
+    };
     if let Some(bytes) = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k)) {
         let head = crate::report::rows::decode_head(&bytes).ok()?;
         let in_scope = match head.scenario {
@@ -498,14 +521,15 @@ fn judge_or_recall(
         if !in_scope {
             return None;
         }
+        mark_seen(head.scenario);
         // Cached rows have no drift, so only `--fail-on` can change whether they block.
         let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on);
         let row = if blocks == head.blocking {
-            bytes
+            Row::trusted(bytes.clone(), RowMeta::of(&head))
         } else {
             let mut row = crate::report::rows::decode(&bytes).ok()?;
             row.blocking = blocks;
-            crate::report::rows::encode(&row)
+            Row::new(&row)
         };
         return Some(Judged {
             row,
@@ -514,9 +538,10 @@ fn judge_or_recall(
         });
     }
     let mut row = judge_file(path, entries, opts)?;
+    mark_seen(row.scenario.as_deref());
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {
-        row: crate::report::rows::encode(&row),
+        row: Row::new(&row),
         key,
         cacheable: row.drift.is_empty(),
     })

@@ -22,21 +22,15 @@ fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    let w_scenario = report
-        .results
-        .heads()
-        .map(|h| h.scenario.unwrap_or("-").len())
-        .max()
-        .unwrap_or(1);
-    let w_case = report
-        .results
-        .heads()
-        .map(|h| h.case.unwrap_or("-").len())
-        .max()
-        .unwrap_or(1);
-    for i in 0..report.results.len() {
-        // The line comes from the row's head; only rows with details are decoded whole.
-        let row = report.results.head(i);
+    // Each line comes from its row's head (decoded once); only rows with details are decoded
+    // whole.
+    let heads: Vec<_> = report.results.heads().collect();
+    let (mut w_scenario, mut w_case) = (1, 1);
+    for h in &heads {
+        w_scenario = w_scenario.max(h.scenario.unwrap_or("-").len());
+        w_case = w_case.max(h.case.unwrap_or("-").len());
+    }
+    for (i, row) in heads.iter().enumerate() {
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
             RowVerdict::Fail => ("FAIL ", "31"),

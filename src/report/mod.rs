@@ -12,4 +12,4 @@ pub mod rows;
 pub mod runfolder;
 
 pub use model::*;
-pub use rows::{RowHead, Rows};
+pub use rows::{Row, RowHead, RowMeta, Rows};

@@ -261,9 +261,144 @@ pub fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
     })
 }
 
+/// One encoded row: its own allocation, or a range of a buffer shared with other rows (the
+/// result cache's file, read once, is never copied row by row).
+#[derive(Clone)]
+pub struct RowBytes(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Own(Box<[u8]>),
+    Shared(std::sync::Arc<Vec<u8>>, std::ops::Range<usize>),
+}
+
+impl RowBytes {
+    /// `range` of a shared buffer (panics if it is out of bounds, which callers check).
+    pub fn shared(buf: std::sync::Arc<Vec<u8>>, range: std::ops::Range<usize>) -> RowBytes {
+        assert!(range.end <= buf.len() && range.start <= range.end);
+        RowBytes(Repr::Shared(buf, range))
+    }
+}
+
+impl From<Box<[u8]>> for RowBytes {
+    fn from(b: Box<[u8]>) -> RowBytes {
+        RowBytes(Repr::Own(b))
+    }
+}
+
+impl std::ops::Deref for RowBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Own(b) => b,
+            Repr::Shared(buf, range) => &buf[range.clone()],
+        }
+    }
+}
+
+impl PartialEq for RowBytes {
+    fn eq(&self, other: &RowBytes) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for RowBytes {}
+
+impl std::fmt::Debug for RowBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RowBytes({} bytes)", self.len())
+    }
+}
+
+/// What the suite-level passes read of a row (counts, blocking, which rows need more), kept
+/// decoded beside its bytes so those passes decode nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowMeta {
+    /// The verdict.
+    pub verdict: RowVerdict,
+    /// Where the evidence came from.
+    pub source: Source,
+    /// The scenario's risk.
+    pub risk: Option<Risk>,
+    /// Whether the scenario is a known gap.
+    pub known_gap: bool,
+    /// Whether the row makes the exit code 1.
+    pub blocking: bool,
+    /// Whether the row names a scenario.
+    pub has_scenario: bool,
+    /// Whether a drift finding is `new`.
+    pub drift_new: bool,
+    /// Whether a drift finding is anything but `new`.
+    pub drift_other: bool,
+    /// Whether the row carries privacy findings.
+    pub has_privacy: bool,
+    /// Whether the row carries warnings.
+    pub has_warnings: bool,
+}
+
+impl RowMeta {
+    /// The meta of a row with this head.
+    pub fn of(h: &RowHead<'_>) -> RowMeta {
+        RowMeta {
+            verdict: h.verdict,
+            source: h.source,
+            risk: h.risk,
+            known_gap: h.known_gap,
+            blocking: h.blocking,
+            has_scenario: h.scenario.is_some(),
+            drift_new: h.drift_new,
+            drift_other: h.drift_other,
+            has_privacy: h.has_privacy,
+            has_warnings: !h.warnings.is_empty(),
+        }
+    }
+}
+
+/// One row: its encoding and its meta.
+#[derive(Debug, Clone)]
+pub struct Row {
+    bytes: RowBytes,
+    meta: RowMeta,
+}
+
+impl Row {
+    /// Encodes `row`.
+    pub fn new(row: &ResultRow) -> Row {
+        Row {
+            bytes: encode(row).into(),
+            meta: RowMeta::of(&head_of(row)),
+        }
+    }
+
+    /// An encoding this tool made, with its meta (taken on trust: a row that does not decode
+    /// shows as an error row).
+    pub(crate) fn trusted(bytes: RowBytes, meta: RowMeta) -> Row {
+        Row { bytes, meta }
+    }
+
+    /// The encoding.
+    pub fn bytes(&self) -> &RowBytes {
+        &self.bytes
+    }
+
+    /// The meta.
+    pub fn meta(&self) -> RowMeta {
+        self.meta
+    }
+}
+
 /// Result rows, each held encoded. Equality compares the encodings, which are deterministic.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Rows(Vec<Box<[u8]>>);
+#[derive(Clone, Default)]
+pub struct Rows(Vec<Row>);
+
+impl PartialEq for Rows {
+    fn eq(&self, other: &Rows) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(&other.0).all(|(a, b)| a.bytes == b.bytes)
+    }
+}
+
+impl Eq for Rows {}
 
 impl Rows {
     /// No rows.
@@ -271,17 +406,25 @@ impl Rows {
         Rows(Vec::new())
     }
 
-    /// Rows already encoded with [`encode`] (checked: a row that does not decode is an error).
-    pub fn from_encoded(encoded: Vec<Box<[u8]>>) -> Result<Rows, DecodeError> {
-        for bytes in &encoded {
-            decode_head(bytes)?;
+    /// Rows already encoded with [`encode`] (checked: a row whose head does not decode is an
+    /// error).
+    pub fn from_encoded(encoded: Vec<RowBytes>) -> Result<Rows, DecodeError> {
+        let mut rows = Vec::with_capacity(encoded.len());
+        for bytes in encoded {
+            let meta = RowMeta::of(&decode_head(&bytes)?);
+            rows.push(Row { bytes, meta });
         }
-        Ok(Rows(encoded))
+        Ok(Rows(rows))
+    }
+
+    /// Rows built by [`Row::new`] or [`Row::trusted`].
+    pub(crate) fn from_rows(rows: Vec<Row>) -> Rows {
+        Rows(rows)
     }
 
     /// Appends a row.
     pub fn push(&mut self, row: &ResultRow) {
-        self.0.push(encode(row));
+        self.0.push(Row::new(row));
     }
 
     /// The number of rows.
@@ -294,40 +437,45 @@ impl Rows {
         self.0.is_empty()
     }
 
-    /// Each row's head, in order.
+    /// Each row's meta, in order.
+    pub fn metas(&self) -> impl Iterator<Item = RowMeta> + '_ {
+        self.0.iter().map(|r| r.meta)
+    }
+
+    /// Each row's head, in order (decoded, without allocating).
     pub fn heads(&self) -> impl Iterator<Item = RowHead<'_>> {
-        self.0.iter().map(|b| head_unchecked(b))
+        self.0.iter().map(|r| head_unchecked(&r.bytes))
     }
 
     /// The head of row `i`.
     pub fn head(&self, i: usize) -> RowHead<'_> {
-        head_unchecked(&self.0[i])
+        head_unchecked(&self.0[i].bytes)
     }
 
     /// Row `i`, decoded.
     pub fn get(&self, i: usize) -> ResultRow {
-        decode_unchecked(&self.0[i])
+        decode_unchecked(&self.0[i].bytes)
     }
 
     /// Replaces row `i`.
     pub fn set(&mut self, i: usize, row: &ResultRow) {
-        self.0[i] = encode(row);
+        self.0[i] = Row::new(row);
     }
 
     /// Each row, decoded one at a time.
     pub fn iter(&self) -> impl Iterator<Item = ResultRow> + '_ {
-        self.0.iter().map(|b| decode_unchecked(b))
+        self.0.iter().map(|r| decode_unchecked(&r.bytes))
     }
 
     /// Sorts by scenario id, case, then path (bytewise); stable.
     pub fn sort(&mut self) {
-        // Decode each key once, then move the encodings into place.
+        // Decode each key once, then move the rows into place.
         let mut order: Vec<usize> = (0..self.0.len()).collect();
         {
             let heads: Vec<RowHead> = self.heads().collect();
             order.sort_by(|&a, &b| heads[a].sort_key().cmp(&heads[b].sort_key()));
         }
-        let mut slots: Vec<Option<Box<[u8]>>> =
+        let mut slots: Vec<Option<Row>> =
             std::mem::take(&mut self.0).into_iter().map(Some).collect();
         self.0 = order.into_iter().filter_map(|i| slots[i].take()).collect();
     }
@@ -335,11 +483,6 @@ impl Rows {
     /// Appends every row of `other`.
     pub fn append(&mut self, other: Rows) {
         self.0.extend(other.0);
-    }
-
-    /// The encoded rows.
-    pub fn encoded(&self) -> &[Box<[u8]>] {
-        &self.0
     }
 }
 
@@ -399,7 +542,7 @@ fn decode_unchecked(bytes: &[u8]) -> ResultRow {
 
 impl FromIterator<ResultRow> for Rows {
     fn from_iter<I: IntoIterator<Item = ResultRow>>(iter: I) -> Rows {
-        Rows(iter.into_iter().map(|r| encode(&r)).collect())
+        Rows(iter.into_iter().map(|r| Row::new(&r)).collect())
     }
 }
 
@@ -532,11 +675,14 @@ mod tests {
         let bytes = encode(&full_row());
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         assert!(decode(&[0xff; 7]).is_err());
-        let mut longer = bytes.to_vec();
-        longer.push(0);
-        // Trailing bytes are not a row either.
-        assert!(decode(&longer).is_ok() || decode(&longer).is_err());
-        assert!(Rows::from_encoded(vec![vec![0xff, 0xff].into_boxed_slice()]).is_err());
+        assert!(Rows::from_encoded(vec![vec![0xff, 0xff].into_boxed_slice().into()]).is_err());
+        // A row whose head decodes but whose body does not is an error row, never a panic.
+        let cut = RowBytes::shared(bytes.to_vec().into(), 0..bytes.len() - 4);
+        let rows = Rows::from_encoded(vec![cut]).unwrap();
+        let row = rows.get(0);
+        assert_eq!(row.verdict, RowVerdict::Error);
+        assert_eq!(row.scenario.as_deref(), Some("s.one"));
+        assert_eq!(row.error.unwrap().category, "internal");
     }
 
     #[test]
