@@ -7,7 +7,9 @@
 //! inference (a batch) are sorted by tool then canonical arguments, since they may run in any
 //! order; numbers are written canonically (`6.0` is `6`, `-0` is `0`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

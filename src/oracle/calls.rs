@@ -1,7 +1,7 @@
 //! Oracles about individual calls and results: `tool-args`, `tool-succeeded`,
 //! `tool-result-contains`, `call-result-linked`.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use serde_json::{Value, json};
 

@@ -114,7 +114,7 @@ impl<'t, 'a> Facts<'t, 'a> {
     }
 
     /// The tool of each call id (built on demand: only result oracles need it).
-    pub fn tool_of_calls(&self) -> std::collections::HashMap<&str, &str> {
+    pub fn tool_of_calls(&self) -> foldhash::HashMap<&str, &str> {
         self.calls
             .iter()
             .map(|c| (c.call_id.as_str(), c.tool.as_str()))

@@ -111,7 +111,7 @@ pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResul
         );
     };
     // Track each message's phase as edits change it, to judge edits by their effective phase.
-    let mut phase_of: std::collections::HashMap<&str, Phase> = std::collections::HashMap::new();
+    let mut phase_of: foldhash::HashMap<&str, Phase> = foldhash::HashMap::default();
     for e in facts
         .trace
         .events

@@ -1,7 +1,7 @@
 //! `tool-sequence`: the actual tool calls against an expected trajectory, in five modes, with
 //! optimal (maximum bipartite) pairing, batch-aware ordering, and argument matching.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use serde_json::{Value, json};
 
@@ -200,12 +200,12 @@ pub struct ActualCall {
 
 /// The actual calls of a trace with their batches (the `seq` of the planning inference).
 pub fn actual_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
-    actual_calls_with(facts, true)
+    actual_calls_with(facts, &|_| true)
 }
 
-/// [`actual_calls`], parsing arguments only when `with_args` (a `tools` shorthand or calls
-/// without `args` never look at them).
-fn actual_calls_with(facts: &Facts<'_, '_>, with_args: bool) -> Vec<ActualCall> {
+/// [`actual_calls`], parsing the arguments only of calls whose tool `with_args` names (a call
+/// of a tool no expectation with `args` names is never compared by its arguments).
+fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) -> Vec<ActualCall> {
     let mut batch_of: HashMap<&str, u64> = HashMap::new();
     for e in &facts.trace.events {
         if let EventBody::Inference(i) = &e.body {
@@ -220,7 +220,7 @@ fn actual_calls_with(facts: &Facts<'_, '_>, with_args: bool) -> Vec<ActualCall> 
         .map(|c| ActualCall {
             seq: c.event.seq,
             tool: c.tool.to_string(),
-            args: if with_args {
+            args: if with_args(c.tool) {
                 c.args.value()
             } else {
                 Value::Null
@@ -407,9 +407,10 @@ pub fn tool_sequence(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         Ok(c) => c,
         Err(e) => return OracleResult::misconfigured(e),
     };
-    let with_args = cfg.expected.iter().any(|e| e.args.is_some());
-    let result = judge_sequence(&cfg, &actual_calls_with(facts, with_args));
-    if result.verdict == super::Verdict::Pass || with_args {
+    let compared =
+        |tool: &str| (cfg.expected.iter()).any(|e| e.args.is_some() && eq_ci(&e.tool, tool));
+    let result = judge_sequence(&cfg, &actual_calls_with(facts, &compared));
+    if result.verdict == super::Verdict::Pass {
         return result;
     }
     // A failure shows the actual arguments: parse them now (failures are rare).

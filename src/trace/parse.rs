@@ -1,7 +1,9 @@
 //! Parsing a verified trace body into the event model: one flat, borrowing deserializer per
 //! line, then per-kind validation that names the line of every problem.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::HashSet;
 
 use camino::Utf8Path;
 use serde::Deserialize;
@@ -246,11 +248,23 @@ impl Parser<'_> {
                 "starts with a byte-order mark, which traces must not have",
             ));
         }
-        let mut lines = text
-            .split('\n')
-            .enumerate()
-            .map(|(i, l)| (i + 1, l))
-            .peekable();
+        // `text.split('\n')`, with the line ends found by the vectorised `memchr`.
+        let mut next_start = Some(0);
+        let mut line_ends = memchr::memchr_iter(b'\n', text.as_bytes());
+        let split = std::iter::from_fn(|| {
+            let start = next_start?;
+            Some(match line_ends.next() {
+                Some(end) => {
+                    next_start = Some(end + 1);
+                    &text[start..end]
+                }
+                None => {
+                    next_start = None;
+                    &text[start..]
+                }
+            })
+        });
+        let mut lines = split.enumerate().map(|(i, l)| (i + 1, l)).peekable();
         let mut header = None;
         let mut events = Vec::new();
         let mut state = Validation::default();
