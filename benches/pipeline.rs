@@ -1,6 +1,7 @@
 //! Benchmarks of the `check` pipeline over the seeded corpus of `benches/corpus.rs` (the small
 //! corpus's trace shape: ~30 events, ~20 KB): read + decompress, hash, parse, judge (harness
-//! oracles; `tool-sequence`), and the whole `check` in-process at 1 and 2 threads.
+//! oracles; `tool-sequence`), and the whole `check` in-process at 1 and 2 threads, cold and with
+//! the result cache filled.
 //!
 //! `cargo bench --bench pipeline`; `TRACEREPLAY_BENCH_TRACES` sets the corpus size (default
 //! 2,000). CI only compiles it (clippy `--all-targets`).
@@ -151,6 +152,26 @@ fn full_check(b: Bencher, threads: usize) {
     b.bench(|| {
         let report = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
         assert_eq!(report.summary.passed, c.files.len());
+        report.summary.traces
+    });
+}
+
+/// A re-check of the unchanged corpus with the result cache filled: rows are recalled by each
+/// trace's stat fingerprint, never read, decompressed or parsed.
+#[divan::bench(args = [1, 2])]
+fn full_check_cached(b: Bencher, threads: usize) {
+    let c = corpus();
+    let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let opts = CheckOptions {
+        threads: Some(threads),
+        cache_dir: Some(Utf8PathBuf::from_path_buf(cache.path().to_owned()).unwrap()),
+        ..CheckOptions::default()
+    };
+    let cold = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
+    b.bench(|| {
+        let report = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
+        assert_eq!(report.summary, cold.summary);
         report.summary.traces
     });
 }

@@ -276,6 +276,25 @@ mod tests {
         );
     }
 
+    /// A file reached as a path given twice, through a directory given as well, or under a
+    /// second (hard-linked) name is one file: counted once, under the name reached first.
+    #[cfg(unix)]
+    #[test]
+    fn one_file_counts_once_however_it_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        std::fs::write(root.join("d/a.trace.ndjson"), "").unwrap();
+        std::fs::write(root.join("d/c.trace.ndjson"), "").unwrap();
+        std::fs::hard_link(root.join("d/a.trace.ndjson"), root.join("d/b.trace.ndjson")).unwrap();
+        let explicit = root.join("d/c.trace.ndjson");
+        let found = discover(&[explicit.clone(), root.join("d"), explicit], &[]).unwrap();
+        assert_eq!(
+            found.trace_files,
+            vec![root.join("d/c.trace.ndjson"), root.join("d/a.trace.ndjson")]
+        );
+    }
+
     #[test]
     fn suite_dirs_take_every_json_but_baselines_and_contracts() {
         let tmp = tempfile::tempdir().unwrap();

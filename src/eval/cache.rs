@@ -3,13 +3,14 @@
 //! its row is not even decoded unless a report shows it.
 //!
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
-//!   trace itself: the tool version, the row encoding's version, the options that change
-//!   judging, the bytes of every scenario and contract file, and the state of the approved
-//!   baselines. A different fingerprint discards the whole cache.
-//! - **Entries.** One per trace, keyed by 128 bits of BLAKE3 over its path and stat fingerprint
-//!   (size, mtime and ctime in nanoseconds, inode, device). Any write to a file changes its
-//!   ctime, which no tool can set back, so an edited trace always misses. (Without ctime — not
-//!   Unix — there is no stat fast path and nothing is cached.)
+//!   trace itself: the tool version, the row encoding's version, the working directory, the
+//!   options that change judging, the bytes of every scenario and contract file, and the state
+//!   of the approved baselines. A different fingerprint discards the whole cache.
+//! - **Entries.** One per trace, keyed by 128 bits of BLAKE3 over its path (as given; the
+//!   working directory is part of the context) and stat fingerprint (size, mtime and ctime in
+//!   nanoseconds, inode, device). Any write to a file changes its ctime, which no tool can set
+//!   back, so an edited trace always misses. (Without ctime — not Unix — there is no stat fast
+//!   path and nothing is cached.)
 //! - **Trust.** The header carries the BLAKE3 hash of the entries; anything that does not match
 //!   or does not decode — a torn write, a flipped bit, a foreign file, another version — is
 //!   ignored and the cache rebuilt, never trusted in part. Rows with drift are not cached, so
@@ -19,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
@@ -108,17 +109,18 @@ pub struct ResultCache {
     path: Utf8PathBuf,
     context: String,
     file: CacheFile,
-    hits: AtomicUsize,
 }
 
-/// The stat fingerprint of a trace file, or `None` when it cannot be had (then no caching).
-pub fn file_key(path: &Utf8Path, shown: &str) -> Option<Key> {
+/// The stat fingerprint of a trace file, or `None` when it cannot be had (then no caching). The
+/// path is taken as given: the working directory, which decides how it is shown, is part of the
+/// cache's context.
+pub fn file_key(path: &Utf8Path) -> Option<Key> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).ok()?;
         let mut h = blake3::Hasher::new();
-        h.update(shown.as_bytes());
+        h.update(path.as_str().as_bytes());
         h.update(&[0]);
         for n in [
             meta.len(),
@@ -137,7 +139,7 @@ pub fn file_key(path: &Utf8Path, shown: &str) -> Option<Key> {
     }
     #[cfg(not(unix))]
     {
-        let _ = (path, shown);
+        let _ = path;
         None
     }
 }
@@ -153,7 +155,6 @@ impl ResultCache {
                 CacheFile::default()
             },
             context,
-            hits: AtomicUsize::new(0),
         }
     }
 
@@ -163,14 +164,12 @@ impl ResultCache {
         if slot.taken.swap(true, Ordering::Relaxed) {
             return None;
         }
-        self.hits.fetch_add(1, Ordering::Relaxed);
         Some(RowBytes::shared(self.file.buf.clone(), slot.range.clone()))
     }
 
     /// Writes the cache for this run's rows (`(key, encoded row)` pairs, rows with drift already
-    /// left out), unless every row came from the cache and the cache held nothing else.
-    pub fn save(&self, rows: &[(Key, &[u8])]) -> std::io::Result<()> {
-        let hits = self.hits.load(Ordering::Relaxed);
+    /// left out), unless all `hits` of them came from the cache and it held nothing else.
+    pub fn save(&self, rows: &[(Key, &[u8])], hits: usize) -> std::io::Result<()> {
         if hits == rows.len() && hits == self.file.entries.len() {
             return Ok(());
         }
@@ -281,7 +280,7 @@ mod tests {
         let dir = Utf8Path::from_path(dir.path()).unwrap();
         let cache = load(dir, "ctx");
         let (a, b) = (row("a"), row("b"));
-        cache.save(&[([1; 16], &a), ([2; 16], &b)]).unwrap();
+        cache.save(&[([1; 16], &a), ([2; 16], &b)], 0).unwrap();
 
         let loaded = load(dir, "ctx");
         assert_eq!(loaded.take(&[2; 16]).as_deref(), Some(&*b));

@@ -240,7 +240,8 @@ fn check_in_pool(
             .filter(|j| j.cacheable)
             .filter_map(|j| j.key.map(|k| (k, &**j.row.bytes())))
             .collect();
-        if let Err(e) = c.save(&keyed) {
+        let hits = judged.iter().filter(|j| j.recalled).count();
+        if let Err(e) = c.save(&keyed, hits) {
             // The cache only saves time: a run never fails for it.
             cache_warning = Some(format!("cannot write the result cache: {e}"));
         }
@@ -457,6 +458,8 @@ fn cache_context(
         )
         .into_bytes(),
     ];
+    // Rows show paths relative to the working directory.
+    parts.push(format!("{:?}", std::env::current_dir().ok()).into_bytes());
     let mut waived: Vec<&String> = opts.waived.iter().collect();
     waived.sort();
     parts.push(format!("{waived:?}").into_bytes());
@@ -496,6 +499,8 @@ struct Judged {
     key: Option<cache::Key>,
     /// Rows with drift are never cached.
     cacheable: bool,
+    /// The row came from the cache.
+    recalled: bool,
 }
 
 /// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
@@ -506,10 +511,13 @@ fn judge_or_recall(
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
 ) -> Option<Judged> {
-    let key = cache.and_then(|_| cache::file_key(path, &display_path(path)));
+    let key = cache.and_then(|_| cache::file_key(path));
     let mark_seen = |scenario: Option<&str>| {
         if let Some(e) = scenario.and_then(|s| entries.get(&s.to_lowercase())) {
-            e.seen.store(true, Ordering::Relaxed);
+            // Written once: workers must not keep claiming a cache line they share.
+            if !e.seen.load(Ordering::Relaxed) {
+                e.seen.store(true, Ordering::Relaxed);
+            }
         }
     };
     if let Some(bytes) = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k)) {
@@ -535,6 +543,7 @@ fn judge_or_recall(
             row,
             key,
             cacheable: true,
+            recalled: true,
         });
     }
     let mut row = judge_file(path, entries, opts)?;
@@ -544,6 +553,7 @@ fn judge_or_recall(
         row: Row::new(&row),
         key,
         cacheable: row.drift.is_empty(),
+        recalled: false,
     })
 }
 

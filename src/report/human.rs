@@ -30,6 +30,7 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         w_scenario = w_scenario.max(h.scenario.unwrap_or("-").len());
         w_case = w_case.max(h.case.unwrap_or("-").len());
     }
+    let mut line = String::new();
     for (i, row) in heads.iter().enumerate() {
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
@@ -51,21 +52,25 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
                 "not blocking under --fail-on"
             });
         }
-        let notes = if notes.is_empty() {
-            String::new()
-        } else {
-            format!("  ({})", notes.join("; "))
-        };
-        writeln!(
-            out,
-            "{} {:<w_scenario$}  {:<w_case$}  {:<8}  {}{}",
-            paint(opts.color, code, label),
-            row.scenario.unwrap_or("-"),
-            row.case.unwrap_or("-"),
-            risk,
-            row.path.unwrap_or("-"),
-            notes,
-        )?;
+        // `{label} {scenario:<w}  {case:<w}  {risk:<8}  {path}{notes}`, built by hand: this
+        // runs once per trace.
+        line.clear();
+        line.push_str(&paint(opts.color, code, label));
+        line.push(' ');
+        push_padded(&mut line, row.scenario.unwrap_or("-"), w_scenario);
+        line.push_str("  ");
+        push_padded(&mut line, row.case.unwrap_or("-"), w_case);
+        line.push_str("  ");
+        push_padded(&mut line, risk, 8);
+        line.push_str("  ");
+        line.push_str(row.path.unwrap_or("-"));
+        if !notes.is_empty() {
+            line.push_str("  (");
+            line.push_str(&notes.join("; "));
+            line.push(')');
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
         if row.verdict != RowVerdict::Pass || row.drift_new || row.drift_other {
             details(&report.results.get(i), opts, out)?;
         }
@@ -113,6 +118,13 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
     Ok(())
 }
 
+/// `text` left-aligned in `width` characters, as `{:<width$}` pads it.
+fn push_padded(line: &mut String, text: &str, width: usize) {
+    line.push_str(text);
+    let chars = text.chars().count();
+    line.extend(std::iter::repeat_n(' ', width.saturating_sub(chars)));
+}
+
 fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(e) = &row.error {
         writeln!(
@@ -151,4 +163,18 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
         crate::diff::report::write_finding(d, opts.color, out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_padded;
+
+    #[test]
+    fn padding_counts_characters_as_format_does() {
+        for (text, width) in [("abc", 5), ("é-ü", 5), ("toolong", 3), ("", 2)] {
+            let mut line = String::new();
+            push_padded(&mut line, text, width);
+            assert_eq!(line, format!("{text:<width$}"));
+        }
+    }
 }

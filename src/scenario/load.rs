@@ -87,14 +87,15 @@ pub type FileResult = Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError
 /// suite files that some scenario names as its contract are contracts, not scenarios, and are
 /// dropped.
 pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> LoadedScenarios {
-    let mut per_file: Vec<(Utf8PathBuf, bool, FileResult)> = Vec::new();
-    for (path, from_suite) in files
-        .iter()
-        .map(|p| (p, false))
+    use rayon::prelude::*;
+    // Files are parsed in parallel and kept in order.
+    let listed: Vec<(&Utf8PathBuf, bool)> = (files.iter().map(|p| (p, false)))
         .chain(suite_files.iter().map(|p| (p, true)))
-    {
-        per_file.push((path.clone(), from_suite, load_file(path)));
-    }
+        .collect();
+    let per_file: Vec<(Utf8PathBuf, bool, FileResult)> = listed
+        .into_par_iter()
+        .map(|(path, from_suite)| (path.clone(), from_suite, load_file(path)))
+        .collect();
     let contracts: HashSet<Utf8PathBuf> = per_file
         .iter()
         .filter_map(|(_, _, r)| r.as_ref().ok())
