@@ -95,7 +95,10 @@ impl TraceFile {
         }
         if !compressed {
             let mut raw = Vec::with_capacity(len as usize);
-            handle.read_to_end(&mut raw).map_err(io)?;
+            read_known_size(&mut handle, len, file_cap, &mut raw).map_err(io)?;
+            if raw.len() as u64 > file_cap {
+                return Err(too_large());
+            }
             return Ok(TraceFile {
                 path: path.to_owned(),
                 bytes: raw,
@@ -107,7 +110,10 @@ impl TraceFile {
         let bytes = READ_BUF.with(|cell| -> Result<Vec<u8>, TraceError> {
             let mut raw = cell.borrow_mut();
             raw.clear();
-            handle.read_to_end(&mut raw).map_err(io)?;
+            read_known_size(&mut handle, len, file_cap, &mut raw).map_err(io)?;
+            if raw.len() as u64 > file_cap {
+                return Err(too_large());
+            }
             decompress(&raw, limits.max_trace_bytes).map_err(|e| match e {
                 DecompressError::TooLarge => too_large(),
                 DecompressError::Corrupt(detail) => TraceError::Unreadable {
@@ -226,6 +232,24 @@ pub fn normalize_line_ends(bytes: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// Reads a file whose size `fstat` gave as `len`, and at most `cap + 1` bytes should it have
+/// grown since (the caller refuses more than `cap`). Through `Take`, not `File::read_to_end`,
+/// which would `fstat` and `lseek` again to size its buffer: two system calls per trace saved.
+fn read_known_size(
+    file: &mut std::fs::File,
+    len: u64,
+    cap: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    buf.reserve(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    file.take(len.saturating_add(1)).read_to_end(buf)?;
+    if buf.len() as u64 > len {
+        let room = cap.saturating_add(1).saturating_sub(buf.len() as u64);
+        file.take(room).read_to_end(buf)?;
+    }
+    Ok(())
+}
+
 enum DecompressError {
     TooLarge,
     Corrupt(String),
@@ -278,6 +302,23 @@ fn read_bounded(reader: &mut impl Read, limit: u64) -> Result<Vec<u8>, Decompres
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_stops_past_the_cap_even_when_a_file_grew() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, [7u8; 100]).unwrap();
+        let read = |len, cap| {
+            let mut buf = Vec::new();
+            let mut file = std::fs::File::open(&path).unwrap();
+            read_known_size(&mut file, len, cap, &mut buf).unwrap();
+            buf.len()
+        };
+        assert_eq!(read(100, 200), 100);
+        // `fstat` said 10 bytes, and the file holds 100: read on, but not past the cap.
+        assert_eq!(read(10, 200), 100);
+        assert_eq!(read(10, 50), 51);
+    }
 
     #[test]
     fn normalisation_matches_pack() {
