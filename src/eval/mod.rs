@@ -145,6 +145,10 @@ pub enum CheckError {
     },
 }
 
+/// Scenarios by lowercased id (looked up once or twice per trace: foldhash, not SipHash; never
+/// iterated into output unsorted).
+pub(crate) type Entries<'s> = foldhash::HashMap<String, Entry<'s>>;
+
 /// A scenario ready to judge, or the reasons it cannot be.
 pub(crate) struct Entry<'s> {
     pub(crate) scenario: &'s Scenario,
@@ -390,11 +394,8 @@ fn check_in_pool(
     })
 }
 
-fn index_scenarios<'s>(
-    scenarios: &'s [Scenario],
-    opts: &CheckOptions,
-) -> HashMap<String, Entry<'s>> {
-    let mut entries: HashMap<String, Entry<'s>> = HashMap::new();
+fn index_scenarios<'s>(scenarios: &'s [Scenario], opts: &CheckOptions) -> Entries<'s> {
+    let mut entries: Entries<'s> = Entries::default();
     let mut duplicates: HashMap<String, Vec<String>> = HashMap::new();
     for s in scenarios {
         let key = s.id.to_lowercase();
@@ -507,7 +508,7 @@ struct Judged {
 /// the filters or partition.
 fn judge_or_recall(
     path: &Utf8PathBuf,
-    entries: &HashMap<String, Entry<'_>>,
+    entries: &Entries<'_>,
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
 ) -> Option<Judged> {

@@ -1,11 +1,9 @@
 //! Judging one trace file into one result row: read, verify, parse, judge, compare.
 
-use std::collections::HashMap;
-
 use camino::Utf8PathBuf;
 
 use super::baselines::{BaselineOptions, compare_trace};
-use super::{CheckOptions, Entry, error_chain};
+use super::{CheckOptions, Entries, Entry, error_chain};
 use crate::baseline::Behaviour;
 use crate::discover::display_path;
 use crate::oracle::{self, Verdict};
@@ -62,11 +60,7 @@ fn attribute(
 }
 
 /// Whether a trace naming `scenario` is outside this run's filters and partition share.
-pub(crate) fn out_of_scope(
-    scenario: &str,
-    entries: &HashMap<String, Entry<'_>>,
-    opts: &CheckOptions,
-) -> bool {
+pub(crate) fn out_of_scope(scenario: &str, entries: &Entries<'_>, opts: &CheckOptions) -> bool {
     match entries.get(&scenario.to_lowercase()) {
         Some(e) => !e.in_scope,
         None => {
@@ -84,7 +78,7 @@ pub(crate) fn out_of_scope(
 /// Judges one trace file. `None` when the trace belongs to a scenario outside the filters.
 pub(crate) fn judge_file(
     path: &Utf8PathBuf,
-    entries: &HashMap<String, Entry<'_>>,
+    entries: &Entries<'_>,
     opts: &CheckOptions,
 ) -> Option<ResultRow> {
     let shown = display_path(path);
