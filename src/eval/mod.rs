@@ -19,6 +19,7 @@ pub use judge::{JudgedTrace, judge_trace_file};
 use row::{blank_row, judge_file, set_error};
 
 use crate::discover::{Discovered, display_path};
+use crate::report::rows;
 use crate::report::{Report, ResultRow, Row, RowMeta, RowVerdict, Rows, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, Scenario, load_scenarios};
 use crate::trace::Limits;
@@ -521,8 +522,11 @@ fn judge_or_recall(
             }
         }
     };
-    if let Some(bytes) = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k)) {
-        let head = crate::report::rows::decode_head(&bytes).ok()?;
+    let cached = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k));
+    // A cached row that does not decode is judged afresh, never dropped.
+    if let Some((bytes, head)) =
+        (cached.as_ref()).and_then(|b| Some((b, rows::decode_head(b).ok()?)))
+    {
         let in_scope = match head.scenario {
             Some(s) => !row::out_of_scope(s, entries, opts),
             None => opts.partition_holds(None),
@@ -530,22 +534,25 @@ fn judge_or_recall(
         if !in_scope {
             return None;
         }
-        mark_seen(head.scenario);
         // Cached rows have no drift, so only `--fail-on` can change whether they block.
         let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on);
         let row = if blocks == head.blocking {
-            Row::trusted(bytes.clone(), RowMeta::of(&head))
+            Some(Row::trusted(bytes.clone(), RowMeta::of(&head)))
         } else {
-            let mut row = crate::report::rows::decode(&bytes).ok()?;
-            row.blocking = blocks;
-            Row::new(&row)
+            rows::decode(bytes).ok().map(|mut row| {
+                row.blocking = blocks;
+                Row::new(&row)
+            })
         };
-        return Some(Judged {
-            row,
-            key,
-            cacheable: true,
-            recalled: true,
-        });
+        if let Some(row) = row {
+            mark_seen(head.scenario);
+            return Some(Judged {
+                row,
+                key,
+                cacheable: true,
+                recalled: true,
+            });
+        }
     }
     let mut row = judge_file(path, entries, opts)?;
     mark_seen(row.scenario.as_deref());

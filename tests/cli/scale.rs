@@ -60,6 +60,35 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
     );
 }
 
+/// A cache whose hash checks out but whose rows do not decode (written by something else) costs
+/// a fresh judgement: a trace is never dropped or misreported because of the cache.
+#[test]
+fn cached_rows_that_do_not_decode_are_judged_afresh() {
+    let env = Env::new();
+    good_suite(&env);
+    let fresh = env.run(&["check", "traces", "--format", "json", "--no-cache"]);
+    assert_eq!(env.run(&["check", "traces"]).code, 0);
+    let file = env.read(CACHE);
+    let nl = file.iter().position(|&b| b == b'\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_slice(&file[..nl]).unwrap();
+    let mut body = file[nl + 1..].to_vec();
+    // Each entry: a 16-byte key, a 4-byte little-endian length, the row. Spoil each row's first
+    // byte (an `Option` tag: only 0 or 1 are valid) and re-hash, as a foreign writer might.
+    let mut at = 0;
+    while at < body.len() {
+        let len = u32::from_le_bytes(body[at + 16..at + 20].try_into().unwrap()) as usize;
+        body[at + 20] = 7;
+        at += 20 + len;
+    }
+    header["entries_hash"] = blake3::hash(&body).to_hex().to_string().into();
+    let mut spoiled = serde_json::to_vec(&header).unwrap();
+    spoiled.push(b'\n');
+    spoiled.extend(body);
+    env.write(CACHE, spoiled);
+    let out = env.run(&["check", "traces", "--format", "json"]);
+    assert_eq!((out.code, &out.stdout), (fresh.code, &fresh.stdout));
+}
+
 #[test]
 fn cached_rows_follow_the_fail_on_of_each_run() {
     let env = Env::new();
