@@ -94,10 +94,18 @@ impl std::fmt::Debug for CacheFile {
     }
 }
 
+/// A cache file larger than this is not read (1 GiB holds the rows of well over a million
+/// traces); the cache is then rebuilt.
+const MAX_FILE: u64 = 1 << 30;
+
 impl CacheFile {
     /// Reads the cache file under `dir`.
     pub fn read(dir: &Utf8Path) -> CacheFile {
-        std::fs::read(dir.join(FILE))
+        let path = dir.join(FILE);
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_FILE) {
+            return CacheFile::default();
+        }
+        std::fs::read(&path)
             .ok()
             .and_then(decode)
             .unwrap_or_default()
@@ -296,5 +304,11 @@ mod tests {
             std::fs::write(&file, damaged).unwrap();
             assert_eq!(load(dir, "ctx").file.entries.len(), 0);
         }
+        // A huge file is not even read (sparse here: no disk used).
+        std::fs::write(&file, &good).unwrap();
+        assert_eq!(load(dir, "ctx").file.entries.len(), 2);
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        f.set_len(MAX_FILE + 1).unwrap();
+        assert_eq!(load(dir, "ctx").file.entries.len(), 0);
     }
 }

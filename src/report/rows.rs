@@ -2,13 +2,15 @@
 //! (a few hundred bytes per passing trace) rather than to tens of allocations per row.
 //!
 //! A row is encoded once, by the worker that judged it, in `postcard` (compact, positional
-//! serde). The same bytes are what the result cache stores, so a cache hit is a copy of bytes,
-//! never a decode. Renderers decode one row at a time ([`Rows::iter`]); suite-level passes
-//! (sorting, counting, ambiguous baselines) read only the leading fields ([`RowHead`]), which
-//! decode without allocating.
+//! serde). The same bytes are what the result cache stores, so a cache hit shares the bytes the
+//! cache file was read into and decodes nothing. Counting and blocking read a few flags kept
+//! decoded beside each row ([`RowMeta`]); sorting, the human report and the baseline passes read
+//! only the leading fields ([`RowHead`], decoded by hand without allocating); the other renderers
+//! decode one row at a time ([`Rows::iter`]) while they write.
 //!
-//! The wire layout is internal: it may change between versions (the cache is keyed by the tool
-//! version). It is the [`RowHead`] fields, then the rest of the row.
+//! The wire layout is internal: it may change between versions (the cache's context includes
+//! the tool version and [`WIRE_VERSION`]). It is the [`RowHead`] fields, then the rest of the
+//! row.
 
 use std::borrow::Cow;
 
