@@ -1,7 +1,7 @@
 //! Finding scenario and trace files under the given paths: recursive, symlinks followed with
 //! loop detection, hidden directories skipped, each file counted once however it was reached.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -77,7 +77,9 @@ pub fn display_path(path: &Utf8Path) -> String {
 
 /// What identifies a file or directory however it is reached: device and inode on Unix (a
 /// regular file's inode comes with the directory listing, so it costs no `stat`), the canonical
-/// path elsewhere.
+/// path elsewhere. Only a hint on Unix: some file systems (overlayfs, as in many CI containers)
+/// can give two files one pair, so a repeated id is confirmed by canonical paths (see
+/// [`Walker::first_reach`]) and a file is never dropped on an id alone.
 #[cfg(unix)]
 type FileId = (u64, u64);
 #[cfg(not(unix))]
@@ -111,11 +113,37 @@ fn listed_id(dir: &FileId, entry: &std::fs::DirEntry) -> FileId {
 #[derive(Default)]
 struct Walker {
     found: Discovered,
-    seen_dirs: HashSet<FileId>,
-    seen_files: HashSet<FileId>,
+    /// The paths each directory id was reached by (one, unless ids are reused).
+    seen_dirs: HashMap<FileId, Vec<Utf8PathBuf>>,
+    /// The paths each file id was reached by (one, unless ids are reused).
+    seen_files: HashMap<FileId, Vec<Utf8PathBuf>>,
+}
+
+/// Whether two paths name the same file once symlinks and `.`/`..` are resolved.
+fn same_canonical(a: &Utf8Path, b: &Utf8Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 impl Walker {
+    /// Whether `path` (with `id`) reaches a file or directory for the first time: a new id, or a
+    /// known id none of whose paths is, canonically, this one. Repeats are confirmed by path so
+    /// that file systems reusing inode numbers across layers never hide a file.
+    fn first_reach(
+        seen: &mut HashMap<FileId, Vec<Utf8PathBuf>>,
+        id: FileId,
+        path: &Utf8Path,
+    ) -> bool {
+        let paths = seen.entry(id).or_default();
+        if paths.iter().any(|p| p == path || same_canonical(p, path)) {
+            return false;
+        }
+        paths.push(path.to_owned());
+        true
+    }
+
     fn root(&mut self, path: &Utf8Path, suite: bool) -> Result<(), DiscoverError> {
         let meta = std::fs::metadata(path).map_err(|_| DiscoverError::NotFound {
             path: path.to_owned(),
@@ -138,7 +166,7 @@ impl Walker {
             return Ok(());
         };
         #[allow(clippy::clone_on_copy)] // a copy on Unix, a path elsewhere
-        let first_visit = self.seen_dirs.insert(dir_id.clone());
+        let first_visit = Walker::first_reach(&mut self.seen_dirs, dir_id.clone(), dir);
         if !first_visit {
             self.found.warnings.push(format!(
                 "`{dir}` leads to a directory already searched (a symlink loop or a second path); skipped"
@@ -215,7 +243,7 @@ impl Walker {
             return;
         };
         // The same file reached twice (two paths, a symlink) counts once.
-        if id.is_some_and(|id| !self.seen_files.insert(id)) {
+        if id.is_some_and(|id| !Walker::first_reach(&mut self.seen_files, id, path)) {
             return;
         }
         let list = match kind {
@@ -276,11 +304,12 @@ mod tests {
         );
     }
 
-    /// A file reached as a path given twice, through a directory given as well, or under a
-    /// second (hard-linked) name is one file: counted once, under the name reached first.
+    /// A file reached as a path given twice, or through a directory given as well, counts
+    /// once, under the name reached first. A second name that is not a symlink (a hard link) is
+    /// a file of its own, as it would be wherever inode numbers cannot be trusted.
     #[cfg(unix)]
     #[test]
-    fn one_file_counts_once_however_it_is_named() {
+    fn one_file_counts_once_however_it_is_reached() {
         let tmp = tempfile::tempdir().unwrap();
         let root = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
         std::fs::create_dir_all(root.join("d")).unwrap();
@@ -291,8 +320,28 @@ mod tests {
         let found = discover(&[explicit.clone(), root.join("d"), explicit], &[]).unwrap();
         assert_eq!(
             found.trace_files,
-            vec![root.join("d/c.trace.ndjson"), root.join("d/a.trace.ndjson")]
+            ["c", "a", "b"].map(|n| root.join(format!("d/{n}.trace.ndjson")))
         );
+    }
+
+    /// Two different files that share a (device, inode) pair, as overlayfs can report, are both
+    /// found: the repeat is confirmed by path, never taken on the id alone.
+    #[cfg(unix)]
+    #[test]
+    fn a_reused_inode_number_never_hides_a_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        for n in ["x", "y"] {
+            std::fs::create_dir_all(root.join(n)).unwrap();
+            std::fs::write(root.join(format!("{n}/t.trace.ndjson")), "").unwrap();
+        }
+        let mut seen = HashMap::new();
+        let (x, y) = (root.join("x/t.trace.ndjson"), root.join("y/t.trace.ndjson"));
+        assert!(Walker::first_reach(&mut seen, (1, 7), &x));
+        assert!(!Walker::first_reach(&mut seen, (1, 7), &x), "the same path again");
+        assert!(Walker::first_reach(&mut seen, (1, 7), &y), "another file, same id");
+        assert!(!Walker::first_reach(&mut seen, (1, 7), &y), "and that file again");
+        assert!(!Walker::first_reach(&mut seen, (1, 7), &x), "and the first again");
     }
 
     #[test]
