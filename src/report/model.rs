@@ -184,17 +184,6 @@ pub struct ResultRow {
     pub privacy: Vec<crate::privacy::lint::Finding>,
 }
 
-impl ResultRow {
-    /// The sort key: scenario id, case, then path, bytewise.
-    pub fn sort_key(&self) -> (&str, &str, &str) {
-        (
-            self.scenario.as_deref().unwrap_or(""),
-            self.case.as_deref().unwrap_or(""),
-            self.path.as_deref().unwrap_or(""),
-        )
-    }
-}
-
 impl Report {
     /// Whether the run should exit 1.
     pub fn is_failure(&self) -> bool {

@@ -64,7 +64,7 @@ pub struct RowHead<'a> {
 }
 
 impl RowHead<'_> {
-    /// The sort key: scenario id, case, then path, bytewise (as [`ResultRow::sort_key`]).
+    /// The report's row order: scenario id, case, then path, bytewise (absent ones first).
     pub fn sort_key(&self) -> (&str, &str, &str) {
         (
             self.scenario.unwrap_or(""),
