@@ -113,10 +113,13 @@ fn listed_id(dir: &FileId, entry: &std::fs::DirEntry) -> FileId {
 #[derive(Default)]
 struct Walker {
     found: Discovered,
-    /// The paths each directory id was reached by (one, unless ids are reused).
+    /// The paths each directory id was reached by (one, unless ids are reused; directories are
+    /// few).
     seen_dirs: HashMap<FileId, Vec<Utf8PathBuf>>,
-    /// The paths each file id was reached by (one, unless ids are reused).
-    seen_files: HashMap<FileId, Vec<Utf8PathBuf>>,
+    /// Where the first path of each file id is kept: `found`'s list of its kind, at an index.
+    seen_files: HashMap<FileId, (Kind, usize)>,
+    /// Further files whose id an earlier, different file already had (rare: reused ids).
+    shared_ids: Vec<(FileId, Utf8PathBuf)>,
 }
 
 /// Whether two paths name the same file once symlinks and `.`/`..` are resolved.
@@ -242,20 +245,39 @@ impl Walker {
         } else {
             return;
         };
-        // The same file reached twice (two paths, a symlink) counts once.
-        if id.is_some_and(|id| !Walker::first_reach(&mut self.seen_files, id, path)) {
-            return;
+        // The same file reached twice (two paths, a symlink) counts once; as in `first_reach`, a
+        // repeated id counts as a repeat only when the paths agree.
+        if let Some(id) = id {
+            match self.seen_files.get(&id).copied() {
+                None => {
+                    let at = self.list(kind).len();
+                    self.seen_files.insert(id, (kind, at));
+                }
+                Some((first_kind, at)) => {
+                    let same = |p: &Utf8Path| p == path || same_canonical(p, path);
+                    if same(&self.list(first_kind)[at])
+                        || (self.shared_ids.iter()).any(|(other, p)| *other == id && same(p))
+                    {
+                        return;
+                    }
+                    self.shared_ids.push((id, path.to_owned()));
+                }
+            }
         }
-        let list = match kind {
+        self.list(kind).push(path.to_owned());
+    }
+
+    fn list(&mut self, kind: Kind) -> &mut Vec<Utf8PathBuf> {
+        match kind {
             Kind::Trace => &mut self.found.trace_files,
             Kind::Scenario => &mut self.found.scenario_files,
             Kind::Suite => &mut self.found.suite_files,
             Kind::Sidecar => &mut self.found.sidecar_files,
-        };
-        list.push(path.to_owned());
+        }
     }
 }
 
+#[derive(Clone, Copy)]
 enum Kind {
     Sidecar,
     Trace,
@@ -342,6 +364,12 @@ mod tests {
         assert!(Walker::first_reach(&mut seen, (1, 7), &y), "another file, same id");
         assert!(!Walker::first_reach(&mut seen, (1, 7), &y), "and that file again");
         assert!(!Walker::first_reach(&mut seen, (1, 7), &x), "and the first again");
+        // Files, likewise.
+        let mut walker = Walker::default();
+        for p in [&x, &y, &y, &x] {
+            walker.file(p, Some((1, 7)), false, false);
+        }
+        assert_eq!(walker.found.trace_files, vec![x, y]);
     }
 
     #[test]
