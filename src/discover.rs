@@ -360,10 +360,22 @@ mod tests {
         let mut seen = HashMap::new();
         let (x, y) = (root.join("x/t.trace.ndjson"), root.join("y/t.trace.ndjson"));
         assert!(Walker::first_reach(&mut seen, (1, 7), &x));
-        assert!(!Walker::first_reach(&mut seen, (1, 7), &x), "the same path again");
-        assert!(Walker::first_reach(&mut seen, (1, 7), &y), "another file, same id");
-        assert!(!Walker::first_reach(&mut seen, (1, 7), &y), "and that file again");
-        assert!(!Walker::first_reach(&mut seen, (1, 7), &x), "and the first again");
+        assert!(
+            !Walker::first_reach(&mut seen, (1, 7), &x),
+            "the same path again"
+        );
+        assert!(
+            Walker::first_reach(&mut seen, (1, 7), &y),
+            "another file, same id"
+        );
+        assert!(
+            !Walker::first_reach(&mut seen, (1, 7), &y),
+            "and that file again"
+        );
+        assert!(
+            !Walker::first_reach(&mut seen, (1, 7), &x),
+            "and the first again"
+        );
         // Files, likewise.
         let mut walker = Walker::default();
         for p in [&x, &y, &y, &x] {
