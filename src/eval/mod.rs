@@ -216,10 +216,13 @@ fn check_in_pool(
         });
     }
     // Scenario files are read once more, here, for the secret scan and the cache context.
-    let scenario_bytes: Vec<(&Utf8PathBuf, Vec<u8>)> = found
+    let scenario_files: Vec<&Utf8PathBuf> = found
         .scenario_files
         .iter()
         .chain(&found.suite_files)
+        .collect();
+    let scenario_bytes: Vec<(&Utf8PathBuf, Vec<u8>)> = scenario_files
+        .into_par_iter()
         .map(|f| (f, std::fs::read(f).unwrap_or_default()))
         .collect();
     let cache = opts.cache_dir.as_deref().map(|dir| {
@@ -514,12 +517,10 @@ fn judge_or_recall(
     cache: Option<&cache::ResultCache>,
 ) -> Option<Judged> {
     let key = cache.and_then(|_| cache::file_key(path));
-    let mark_seen = |scenario: Option<&str>| {
-        if let Some(e) = scenario.and_then(|s| entries.get(&s.to_lowercase())) {
-            // Written once: workers must not keep claiming a cache line they share.
-            if !e.seen.load(Ordering::Relaxed) {
-                e.seen.store(true, Ordering::Relaxed);
-            }
+    let mark_seen = |entry: Option<&Entry>| {
+        // Written once: workers must not keep claiming a cache line they share.
+        if let Some(e) = entry.filter(|e| !e.seen.load(Ordering::Relaxed)) {
+            e.seen.store(true, Ordering::Relaxed);
         }
     };
     let cached = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k));
@@ -527,8 +528,9 @@ fn judge_or_recall(
     if let Some((bytes, head)) =
         (cached.as_ref()).and_then(|b| Some((b, rows::decode_head(b).ok()?)))
     {
+        let entry = head.scenario.and_then(|s| entries.get(&s.to_lowercase()));
         let in_scope = match head.scenario {
-            Some(s) => !row::out_of_scope(s, entries, opts),
+            Some(s) => !row::out_of_scope_of(s, entry, opts),
             None => opts.partition_holds(None),
         };
         if !in_scope {
@@ -545,7 +547,7 @@ fn judge_or_recall(
             })
         };
         if let Some(row) = row {
-            mark_seen(head.scenario);
+            mark_seen(entry);
             return Some(Judged {
                 row,
                 key,
@@ -555,7 +557,7 @@ fn judge_or_recall(
         }
     }
     let mut row = judge_file(path, entries, opts)?;
-    mark_seen(row.scenario.as_deref());
+    mark_seen((row.scenario.as_deref()).and_then(|s| entries.get(&s.to_lowercase())));
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {
         row: Row::new(&row),

@@ -61,7 +61,12 @@ fn attribute(
 
 /// Whether a trace naming `scenario` is outside this run's filters and partition share.
 pub(crate) fn out_of_scope(scenario: &str, entries: &Entries<'_>, opts: &CheckOptions) -> bool {
-    match entries.get(&scenario.to_lowercase()) {
+    out_of_scope_of(scenario, entries.get(&scenario.to_lowercase()), opts)
+}
+
+/// [`out_of_scope`] with the scenario's entry looked up already (`None`: no such scenario).
+pub(crate) fn out_of_scope_of(scenario: &str, entry: Option<&Entry>, opts: &CheckOptions) -> bool {
+    match entry {
         Some(e) => !e.in_scope,
         None => {
             let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();

@@ -147,11 +147,12 @@ pub fn scan_scenarios_and_sidecars(
     waived: &HashSet<String>,
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
+    use rayon::prelude::*;
     let shown = crate::discover::display_path;
-    let mut out = Vec::new();
-    for (path, bytes) in scenarios {
-        out.extend(scan_secrets(&shown(path), bytes, mode, waived));
-    }
+    let mut out: Vec<Finding> = scenarios
+        .par_iter()
+        .flat_map_iter(|(path, bytes)| scan_secrets(&shown(path), bytes, mode, waived))
+        .collect();
     out.extend(
         sidecars
             .iter()
