@@ -1,7 +1,7 @@
 //! Finding scenario and trace files under the given paths: recursive, symlinks followed with
 //! loop detection, hidden directories skipped, each file counted once however it was reached.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::path::PathBuf;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -156,7 +156,7 @@ impl Walker {
         } else {
             // A file named explicitly is taken if it is a trace or any JSON file.
             let id = id_of(path);
-            self.file(path, id, suite, true);
+            self.file(path.to_owned(), id, suite, true);
             Ok(())
         }
     }
@@ -218,7 +218,7 @@ impl Walker {
                 }
             } else if is_file {
                 let id = id.or_else(|| id_of(&path));
-                self.file(&path, id, suite, false);
+                self.file(path, id, suite, false);
             }
         }
         Ok(())
@@ -226,9 +226,9 @@ impl Walker {
 
     /// Takes a file of a kind discovery looks for, once per id (`None`: it could not be
     /// resolved, and is taken as found).
-    fn file(&mut self, path: &Utf8Path, id: Option<FileId>, suite: bool, explicit: bool) {
+    fn file(&mut self, path: Utf8PathBuf, id: Option<FileId>, suite: bool, explicit: bool) {
         let name = path.file_name().unwrap_or("");
-        let kind = if is_trace_path(path) && !suite {
+        let kind = if is_trace_path(&path) && !suite {
             Kind::Trace
         } else if !suite
             && (name.ends_with(".prompts.ndjson") || name.ends_with(".prompts.ndjson.zst"))
@@ -254,17 +254,17 @@ impl Walker {
                     self.seen_files.insert(id, (kind, at));
                 }
                 Some((first_kind, at)) => {
-                    let same = |p: &Utf8Path| p == path || same_canonical(p, path);
+                    let same = |p: &Utf8Path| p == path || same_canonical(p, &path);
                     if same(&self.list(first_kind)[at])
                         || (self.shared_ids.iter()).any(|(other, p)| *other == id && same(p))
                     {
                         return;
                     }
-                    self.shared_ids.push((id, path.to_owned()));
+                    self.shared_ids.push((id, path.clone()));
                 }
             }
         }
-        self.list(kind).push(path.to_owned());
+        self.list(kind).push(path);
     }
 
     fn list(&mut self, kind: Kind) -> &mut Vec<Utf8PathBuf> {
@@ -357,7 +357,7 @@ mod tests {
             std::fs::create_dir_all(root.join(n)).unwrap();
             std::fs::write(root.join(format!("{n}/t.trace.ndjson")), "").unwrap();
         }
-        let mut seen = HashMap::new();
+        let mut seen = HashMap::default();
         let (x, y) = (root.join("x/t.trace.ndjson"), root.join("y/t.trace.ndjson"));
         assert!(Walker::first_reach(&mut seen, (1, 7), &x));
         assert!(
@@ -379,7 +379,7 @@ mod tests {
         // Files, likewise.
         let mut walker = Walker::default();
         for p in [&x, &y, &y, &x] {
-            walker.file(p, Some((1, 7)), false, false);
+            walker.file(p.clone(), Some((1, 7)), false, false);
         }
         assert_eq!(walker.found.trace_files, vec![x, y]);
     }
