@@ -166,6 +166,11 @@ impl ResultCache {
         }
     }
 
+    /// The cache file.
+    pub fn path(&self) -> &Utf8Path {
+        &self.path
+    }
+
     /// Takes the encoded row cached for `key`, if any.
     pub fn take(&self, key: &Key) -> Option<RowBytes> {
         let slot = self.file.entries.get(key)?;

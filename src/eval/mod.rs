@@ -251,7 +251,10 @@ fn check_in_pool(
         let hits = judged.iter().filter(|j| j.recalled).count();
         if let Err(e) = c.save(&keyed, hits) {
             // The cache only saves time: a run never fails for it.
-            cache_warning = Some(format!("cannot write the result cache: {e}"));
+            cache_warning = Some(format!(
+                "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
+                display_path(c.path())
+            ));
         }
     }
     let mut rows = Rows::from_rows(judged.into_iter().map(|j| j.row).collect());

@@ -120,6 +120,35 @@ fn cached_rows_follow_the_fail_on_of_each_run() {
     );
 }
 
+/// A cache that cannot be written only costs time: the run's verdict and report stand, and
+/// the user is told why the next run will not be faster.
+#[test]
+fn an_unwritable_cache_is_a_warning_not_a_failure() {
+    let env = Env::new();
+    good_suite(&env);
+    env.write("blocked", "a file where the cache directory would go");
+    let fresh = env.run(&["check", "traces", "--format", "json", "--no-cache"]);
+    let out = env.run(&[
+        "check",
+        "traces",
+        "--format",
+        "json",
+        "--cache-dir",
+        "blocked/cache",
+    ]);
+    let (report, expected) = (json(&out), json(&fresh));
+    assert_eq!(out.code, fresh.code);
+    assert_eq!(report["results"], expected["results"]);
+    assert_eq!(report["summary"], expected["summary"]);
+    let warning = "cannot write the result cache `blocked/cache/check-v2.bin`: ";
+    assert!(report["warnings"][0].as_str().unwrap().starts_with(warning));
+    assert!(
+        out.stderr.contains(&format!("warning: {warning}")),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn no_cache_writes_no_cache() {
     let env = Env::new();
