@@ -180,14 +180,38 @@ impl ResultCache {
         Some(RowBytes::shared(self.file.buf.clone(), slot.range.clone()))
     }
 
+    /// Puts back an entry taken for a trace this run then left out (filters, partition), so a
+    /// filtered run keeps it.
+    pub fn put_back(&self, key: &Key) {
+        if let Some(slot) = self.file.entries.get(key) {
+            slot.taken.store(false, Ordering::Relaxed);
+        }
+    }
+
     /// Writes the cache for this run's rows (`(key, encoded row)` pairs, rows with drift already
-    /// left out), unless all `hits` of them came from the cache and it held nothing else.
-    pub fn save(&self, rows: &[(Key, &[u8])], hits: usize) -> std::io::Result<()> {
-        if hits == rows.len() && hits == self.file.entries.len() {
+    /// left out; `hits` of them came from the cache). With `keep_unused` (a run filtered by
+    /// scenario, tag or partition) the entries this run did not look at are kept for the next
+    /// full run; otherwise they are dropped. Nothing is written when the file would not change.
+    pub fn save(
+        &self,
+        rows: &[(Key, &[u8])],
+        hits: usize,
+        keep_unused: bool,
+    ) -> std::io::Result<()> {
+        let mut unused: Vec<(&Key, &[u8])> = Vec::new();
+        if keep_unused {
+            unused = (self.file.entries.iter())
+                .filter(|(_, slot)| !slot.taken.load(Ordering::Relaxed))
+                .map(|(key, slot)| (key, &self.file.buf[slot.range.clone()]))
+                .collect();
+            unused.sort_unstable_by_key(|(key, _)| **key);
+        }
+        if hits == rows.len() && hits + unused.len() == self.file.entries.len() {
             return Ok(());
         }
+        let all = rows.iter().map(|(k, r)| (k, *r)).chain(unused);
         let mut body = Vec::with_capacity(rows.iter().map(|(_, r)| r.len() + 20).sum());
-        for (key, row) in rows {
+        for (key, row) in all {
             let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
             body.extend_from_slice(key);
             body.extend_from_slice(&len.to_le_bytes());
@@ -293,7 +317,9 @@ mod tests {
         let dir = Utf8Path::from_path(dir.path()).unwrap();
         let cache = load(dir, "ctx");
         let (a, b) = (row("a"), row("b"));
-        cache.save(&[([1; 16], &a), ([2; 16], &b)], 0).unwrap();
+        cache
+            .save(&[([1; 16], &a), ([2; 16], &b)], 0, false)
+            .unwrap();
 
         let loaded = load(dir, "ctx");
         assert_eq!(loaded.take(&[2; 16]).as_deref(), Some(&*b));

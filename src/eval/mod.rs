@@ -249,7 +249,10 @@ fn check_in_pool(
             .filter_map(|j| j.key.map(|k| (k, &**j.row.bytes())))
             .collect();
         let hits = judged.iter().filter(|j| j.recalled).count();
-        if let Err(e) = c.save(&keyed, hits) {
+        // A filtered run keeps the rows of the traces it did not look at.
+        let filtered =
+            !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
+        if let Err(e) = c.save(&keyed, hits, filtered) {
             // The cache only saves time: a run never fails for it.
             cache_warning = Some(format!(
                 "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
@@ -537,6 +540,9 @@ fn judge_or_recall(
             None => opts.partition_holds(None),
         };
         if !in_scope {
+            if let (Some(c), Some(k)) = (cache, &key) {
+                c.put_back(k);
+            }
             return None;
         }
         // Cached rows have no drift, so only `--fail-on` can change whether they block.

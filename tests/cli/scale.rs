@@ -120,6 +120,46 @@ fn cached_rows_follow_the_fail_on_of_each_run() {
     );
 }
 
+/// The rows in a cache file (each entry: a 16-byte key, a 4-byte little-endian length, the row).
+fn cache_entries(env: &Env) -> usize {
+    let file = env.read(CACHE);
+    let nl = file.iter().position(|&b| b == b'\n').unwrap();
+    let (mut at, mut n) = (nl + 1, 0);
+    while at < file.len() {
+        at += 20 + u32::from_le_bytes(file[at + 16..at + 20].try_into().unwrap()) as usize;
+        n += 1;
+    }
+    n
+}
+
+/// A run filtered by scenario, tag or partition keeps the cached rows of the traces it left
+/// out, so the next full run still finds them; a full run drops the rows of traces gone.
+#[test]
+fn a_filtered_run_keeps_the_rows_it_did_not_look_at() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let full = ["check", "traces/", "--format", "json", "--drift", "ignore"];
+    let first = env.run(&full);
+    let all = cache_entries(&env);
+    assert!(all >= 10, "{all}");
+    for filter in [
+        ["--scenario", "agent.tool.basic"],
+        ["--partition", "hash:2/3"],
+    ] {
+        let mut args = full.to_vec();
+        args.extend(filter);
+        env.run(&args);
+        assert_eq!(cache_entries(&env), all, "after {filter:?}");
+    }
+    let again = env.run(&full);
+    assert_eq!((again.code, &again.stdout), (first.code, &first.stdout));
+    assert_eq!(cache_entries(&env), all);
+    // A trace removed: the next full run drops its row.
+    std::fs::remove_file(env.path("traces/agent.tool.basic/default.trace.ndjson.zst")).unwrap();
+    env.run(&full);
+    assert_eq!(cache_entries(&env), all - 1);
+}
+
 /// A cache that cannot be written only costs time: the run's verdict and report stand, and
 /// the user is told why the next run will not be faster.
 #[test]
