@@ -12,7 +12,7 @@ use tracereplay::baseline::BaselineStore;
 use tracereplay::diff::DriftMode;
 use tracereplay::discover::discover;
 use tracereplay::eval::{
-    BaselineOptions, CacheFile, CheckOptions, FailOn, Progress, check_with_cache_file,
+    BaselineOptions, CacheFile, CheckOptions, CheckStats, FailOn, Progress, check_with_cache_file,
 };
 use tracereplay::fsutil::write_atomic;
 use tracereplay::privacy::lint::read_allow_file;
@@ -83,6 +83,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let found = found?;
     let discovered = started.elapsed();
     let bar = progress_bar(found.trace_files.len());
+    let stats = Arc::new(CheckStats::default());
     let opts = CheckOptions {
         limits: args.limits.limits(),
         require_sealed: args.require_sealed,
@@ -104,6 +105,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         scripted: args.scripted,
         partition: args.partition,
         cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+        stats: Some(stats.clone()),
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());
@@ -148,10 +150,11 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         out.flush()?;
         let _ = writeln!(
             err,
-            "timings: discover {} ms, judge {} ms ({} traces), render {} ms",
+            "timings: discover {} ms, judge {} ms ({} traces, {} from the cache), render {} ms",
             discovered.as_millis(),
             judged.as_millis(),
             report.summary.traces,
+            stats.recalled.load(std::sync::atomic::Ordering::Relaxed),
             render_start.elapsed().as_millis()
         );
     }

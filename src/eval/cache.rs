@@ -1,22 +1,26 @@
-//! The result cache: one file (`<cache-dir>/check-v2.bin`) holding the encoded result row of
-//! every trace judged, so an unchanged trace is neither read, decompressed nor parsed again, and
-//! its row is not even decoded unless a report shows it.
+//! The result cache: one file (`<cache-dir>/check-v3.bin`) holding the encoded result row of
+//! every trace judged, so an unchanged trace is neither decompressed nor parsed again, and its
+//! row is not even decoded unless a report shows it.
 //!
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
 //!   trace itself: the tool version, the row encoding's version, the working directory, the
 //!   options that change judging, the bytes of every scenario and contract file, and the state
 //!   of the approved baselines. A different fingerprint discards the whole cache.
-//! - **Entries.** One per trace, keyed by 128 bits of BLAKE3 over its path (as given; the
-//!   working directory is part of the context) and stat fingerprint (size, mtime and ctime in
-//!   nanoseconds, inode, device). Any write to a file changes its ctime, which no tool can set
-//!   back, so an edited trace always misses. (Without ctime — not Unix — there is no stat fast
-//!   path and nothing is cached.)
+//! - **Entries.** One per trace, under two keys of 128 bits of BLAKE3, both over its path (as
+//!   given; the working directory is part of the context): one with its stat fingerprint (size,
+//!   mtime and ctime in nanoseconds, inode, device), one with its stored bytes. The stat key is
+//!   the fast path: an unchanged trace is not even read. When it misses (an edit, or a fresh
+//!   checkout where every file has new times and inodes) the file is read and hashed, and the
+//!   content key decides; only then is the trace decompressed and parsed, and only if that
+//!   misses too. Any write to a file changes its ctime, which no tool can set back, so an edit
+//!   never hits the stat key. (Without ctime — not Unix — only the content key is used.)
 //! - **Trust.** The header carries the BLAKE3 hash of the entries; anything that does not match
 //!   or does not decode — a torn write, a flipped bit, a foreign file, another version — is
 //!   ignored and the cache rebuilt, never trusted in part. Rows with drift are not cached, so
 //!   pending baseline files are always written by a real comparison.
-//! - **Format.** A JSON header line, then entries framed as a 16-byte key, a 4-byte
-//!   little-endian length and the row as [`crate::report::rows`] encodes it.
+//! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
+//!   content key, a 4-byte little-endian length and the row as [`crate::report::rows`] encodes
+//!   it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,11 +33,20 @@ use crate::fsutil::write_creating_dirs;
 use crate::report::rows::{self, RowBytes};
 
 const FORMAT: &str = "tracereplay.cache";
-const VERSION: u32 = 2;
-const FILE: &str = "check-v2.bin";
+const VERSION: u32 = 3;
+const FILE: &str = "check-v3.bin";
 
-/// A cache entry's key: 128 bits of BLAKE3 over the trace's path and stat fingerprint.
+/// 128 bits of BLAKE3.
 pub type Key = [u8; 16];
+
+/// A trace's keys: by stat fingerprint (`None` off Unix) and by stored bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keys {
+    /// Path and stat fingerprint.
+    pub stat: Option<Key>,
+    /// Path and stored bytes.
+    pub content: Key,
+}
 
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -44,14 +57,15 @@ struct Header {
     entries_hash: String,
 }
 
-/// Where each cached row lies in the file, by key; each is taken (once) by the worker that
-/// needs it.
-type Entries = HashMap<Key, Slot, KeyHasher>;
-
+/// Where each cached row lies in the file; each is taken (once) by the worker that needs it.
 struct Slot {
+    keys: Keys,
     range: std::ops::Range<usize>,
     taken: AtomicBool,
 }
+
+/// Slots by key.
+type Index = HashMap<Key, usize, KeyHasher>;
 
 /// Keys are BLAKE3 output, uniformly random already: their first 8 bytes are the hash.
 #[derive(Default, Clone, Copy)]
@@ -85,12 +99,14 @@ impl std::hash::Hasher for FirstBytes {
 pub struct CacheFile {
     context: String,
     buf: Arc<Vec<u8>>,
-    entries: Entries,
+    slots: Vec<Slot>,
+    by_stat: Index,
+    by_content: Index,
 }
 
 impl std::fmt::Debug for CacheFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CacheFile({} entries)", self.entries.len())
+        write!(f, "CacheFile({} entries)", self.slots.len())
     }
 }
 
@@ -119,10 +135,10 @@ pub struct ResultCache {
     file: CacheFile,
 }
 
-/// The stat fingerprint of a trace file, or `None` when it cannot be had (then no caching). The
-/// path is taken as given: the working directory, which decides how it is shown, is part of the
-/// cache's context.
-pub fn file_key(path: &Utf8Path) -> Option<Key> {
+/// The stat key of a trace file, or `None` when it cannot be had (then only the content key is
+/// used). The path is taken as given: the working directory, which decides how it is shown, is
+/// part of the cache's context.
+pub fn stat_key(path: &Utf8Path) -> Option<Key> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -141,15 +157,28 @@ pub fn file_key(path: &Utf8Path) -> Option<Key> {
         ] {
             h.update(&n.to_le_bytes());
         }
-        let mut key = [0; 16];
-        key.copy_from_slice(&h.finalize().as_bytes()[..16]);
-        Some(key)
+        Some(first_16(h.finalize()))
     }
     #[cfg(not(unix))]
     {
         let _ = path;
         None
     }
+}
+
+/// The content key of a trace file from its stored bytes (compressed or not).
+pub fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
+    let mut h = blake3::Hasher::new();
+    h.update(path.as_str().as_bytes());
+    h.update(&[1]);
+    h.update(stored);
+    first_16(h.finalize())
+}
+
+fn first_16(hash: blake3::Hash) -> Key {
+    let mut key = [0; 16];
+    key.copy_from_slice(&hash.as_bytes()[..16]);
+    key
 }
 
 impl ResultCache {
@@ -171,49 +200,61 @@ impl ResultCache {
         &self.path
     }
 
-    /// Takes the encoded row cached for `key`, if any.
-    pub fn take(&self, key: &Key) -> Option<RowBytes> {
-        let slot = self.file.entries.get(key)?;
+    /// Takes the row cached under a stat key, with the entry's keys.
+    pub fn take_by_stat(&self, key: &Key) -> Option<(RowBytes, Keys)> {
+        self.take(*self.file.by_stat.get(key)?)
+    }
+
+    /// Takes the row cached under a content key, with the entry's keys.
+    pub fn take_by_content(&self, key: &Key) -> Option<(RowBytes, Keys)> {
+        self.take(*self.file.by_content.get(key)?)
+    }
+
+    fn take(&self, at: usize) -> Option<(RowBytes, Keys)> {
+        let slot = &self.file.slots[at];
         if slot.taken.swap(true, Ordering::Relaxed) {
             return None;
         }
-        Some(RowBytes::shared(self.file.buf.clone(), slot.range.clone()))
+        let row = RowBytes::shared(self.file.buf.clone(), slot.range.clone());
+        Some((row, slot.keys))
     }
 
     /// Puts back an entry taken for a trace this run then left out (filters, partition), so a
     /// filtered run keeps it.
-    pub fn put_back(&self, key: &Key) {
-        if let Some(slot) = self.file.entries.get(key) {
-            slot.taken.store(false, Ordering::Relaxed);
+    pub fn put_back(&self, keys: &Keys) {
+        if let Some(&at) = self.file.by_content.get(&keys.content) {
+            self.file.slots[at].taken.store(false, Ordering::Relaxed);
         }
     }
 
-    /// Writes the cache for this run's rows (`(key, encoded row)` pairs, rows with drift already
-    /// left out; `hits` of them came from the cache). With `keep_unused` (a run filtered by
-    /// scenario, tag or partition) the entries this run did not look at are kept for the next
-    /// full run; otherwise they are dropped. Nothing is written when the file would not change.
+    /// Writes the cache for this run's rows (`(keys, encoded row)` pairs, rows with drift
+    /// already left out; `hits` of them came from the cache). With `keep_unused` (a run filtered
+    /// by scenario, tag or partition) the entries this run did not look at are kept for the
+    /// next full run; otherwise they are dropped. Nothing is written when the file would not
+    /// change.
     pub fn save(
         &self,
-        rows: &[(Key, &[u8])],
+        rows: &[(Keys, &[u8])],
         hits: usize,
         keep_unused: bool,
     ) -> std::io::Result<()> {
-        let mut unused: Vec<(&Key, &[u8])> = Vec::new();
+        let mut unused: Vec<(Keys, &[u8])> = Vec::new();
         if keep_unused {
-            unused = (self.file.entries.iter())
-                .filter(|(_, slot)| !slot.taken.load(Ordering::Relaxed))
-                .map(|(key, slot)| (key, &self.file.buf[slot.range.clone()]))
+            unused = (self.file.slots.iter())
+                .filter(|slot| !slot.taken.load(Ordering::Relaxed))
+                .map(|slot| (slot.keys, &self.file.buf[slot.range.clone()]))
                 .collect();
-            unused.sort_unstable_by_key(|(key, _)| **key);
         }
-        if hits == rows.len() && hits + unused.len() == self.file.entries.len() {
+        if hits == rows.len() && hits + unused.len() == self.file.slots.len() {
             return Ok(());
         }
-        let all = rows.iter().map(|(k, r)| (k, *r)).chain(unused);
-        let mut body = Vec::with_capacity(rows.iter().map(|(_, r)| r.len() + 20).sum());
-        for (key, row) in all {
+        let all = rows.iter().copied().chain(unused);
+        let mut body = Vec::with_capacity(rows.iter().map(|(_, r)| r.len() + 36).sum());
+        for (keys, row) in all {
             let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
-            body.extend_from_slice(key);
+            // No stat key (off Unix) is written as zeros and never looked up.
+            body.extend_from_slice(&keys.stat.unwrap_or([0; 16]));
+            body.extend_from_slice(&keys.content);
             body.extend_from_slice(&len.to_le_bytes());
             body.extend_from_slice(row);
         }
@@ -241,36 +282,35 @@ fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
     }
     // Frame the entries; the rows stay in the one buffer the file was read into. The hash
     // vouches for the bytes: they are rows this tool encoded, so they are not decoded here
-    // (should one still not decode, it becomes an error row, not a panic).
-    let body: &[u8] = &bytes;
-    let frames = |mut at: usize| {
-        std::iter::from_fn(move || {
-            let key: Key = bytes_at(body, at, 16)?.try_into().ok()?;
-            let len = u32::from_le_bytes(bytes_at(body, at + 16, 4)?.try_into().ok()?);
-            let range = at + 20..(at + 20).checked_add(len as usize)?;
-            bytes_at(body, range.start, len as usize)?;
-            at = range.end;
-            Some((key, range))
-        })
-    };
-    let mut end = nl + 1;
-    let mut count = 0;
-    for (_, range) in frames(nl + 1) {
-        end = range.end;
-        count += 1;
-    }
-    if end != bytes.len() {
-        return None;
-    }
-    let mut entries = Entries::with_capacity_and_hasher(count, KeyHasher);
-    for (key, range) in frames(nl + 1) {
+    // (should one still not decode, it is judged afresh).
+    let mut slots = Vec::new();
+    let mut at = nl + 1;
+    while at < bytes.len() {
+        let stat: Key = bytes_at(&bytes, at, 16)?.try_into().ok()?;
+        let content: Key = bytes_at(&bytes, at + 16, 16)?.try_into().ok()?;
+        let len = u32::from_le_bytes(bytes_at(&bytes, at + 32, 4)?.try_into().ok()?) as usize;
+        let range = at + 36..(at + 36).checked_add(len)?;
+        bytes_at(&bytes, range.start, len)?;
+        at = range.end;
+        let stat = (stat != [0; 16]).then_some(stat);
+        let keys = Keys { stat, content };
         let taken = AtomicBool::new(false);
-        entries.insert(key, Slot { range, taken });
+        slots.push(Slot { keys, range, taken });
+    }
+    let mut by_stat = Index::with_capacity_and_hasher(slots.len(), KeyHasher);
+    let mut by_content = Index::with_capacity_and_hasher(slots.len(), KeyHasher);
+    for (i, slot) in slots.iter().enumerate() {
+        if let Some(stat) = slot.keys.stat {
+            by_stat.insert(stat, i);
+        }
+        by_content.insert(slot.keys.content, i);
     }
     Some(CacheFile {
         context: header.context,
         buf: Arc::new(bytes),
-        entries,
+        slots,
+        by_stat,
+        by_content,
     })
 }
 
@@ -317,15 +357,39 @@ mod tests {
         let dir = Utf8Path::from_path(dir.path()).unwrap();
         let cache = load(dir, "ctx");
         let (a, b) = (row("a"), row("b"));
-        cache
-            .save(&[([1; 16], &a), ([2; 16], &b)], 0, false)
-            .unwrap();
+        let ka = Keys {
+            stat: Some([1; 16]),
+            content: [3; 16],
+        };
+        let kb = Keys {
+            stat: None,
+            content: [4; 16],
+        };
+        cache.save(&[(ka, &a), (kb, &b)], 0, false).unwrap();
 
         let loaded = load(dir, "ctx");
-        assert_eq!(loaded.take(&[2; 16]).as_deref(), Some(&*b));
-        assert_eq!(loaded.take(&[1; 16]).as_deref(), Some(&*a));
-        assert_eq!(loaded.take(&[2; 16]), None, "an entry is taken once");
-        assert_eq!(load(dir, "other").file.entries.len(), 0);
+        let bytes = |hit: Option<(RowBytes, Keys)>| hit.map(|(row, keys)| (row.to_vec(), keys));
+        assert_eq!(bytes(loaded.take_by_stat(&[1; 16])), Some((a.to_vec(), ka)));
+        assert_eq!(
+            bytes(loaded.take_by_content(&[3; 16])),
+            None,
+            "an entry is taken once"
+        );
+        assert_eq!(
+            bytes(loaded.take_by_content(&[4; 16])),
+            Some((b.to_vec(), kb))
+        );
+        assert_eq!(
+            bytes(loaded.take_by_stat(&[0; 16])),
+            None,
+            "no stat key, no stat lookup"
+        );
+        loaded.put_back(&ka);
+        assert_eq!(
+            bytes(loaded.take_by_content(&[3; 16])),
+            Some((a.to_vec(), ka))
+        );
+        assert_eq!(load(dir, "other").file.slots.len(), 0);
 
         let file = dir.join(FILE);
         let good = std::fs::read(&file).unwrap();
@@ -333,13 +397,13 @@ mod tests {
         *flipped.last_mut().unwrap() ^= 1;
         for damaged in [&good[..good.len() - 3], &flipped[..], b"garbage\n"] {
             std::fs::write(&file, damaged).unwrap();
-            assert_eq!(load(dir, "ctx").file.entries.len(), 0);
+            assert_eq!(load(dir, "ctx").file.slots.len(), 0);
         }
         // A huge file is not even read (sparse here: no disk used).
         std::fs::write(&file, &good).unwrap();
-        assert_eq!(load(dir, "ctx").file.entries.len(), 2);
+        assert_eq!(load(dir, "ctx").file.slots.len(), 2);
         let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
         f.set_len(MAX_FILE + 1).unwrap();
-        assert_eq!(load(dir, "ctx").file.entries.len(), 0);
+        assert_eq!(load(dir, "ctx").file.slots.len(), 0);
     }
 }

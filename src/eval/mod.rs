@@ -16,13 +16,13 @@ use rayon::prelude::*;
 pub use baselines::BaselineOptions;
 pub use cache::CacheFile;
 pub use judge::{JudgedTrace, judge_trace_file};
-use row::{blank_row, judge_file, set_error};
+use row::{blank_row, set_error};
 
 use crate::discover::{Discovered, display_path};
 use crate::report::rows;
 use crate::report::{Report, ResultRow, Row, RowMeta, RowVerdict, Rows, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, Scenario, load_scenarios};
-use crate::trace::Limits;
+use crate::trace::{Limits, TraceFile};
 
 /// Which failing traces make the exit code 1, by their scenario's risk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,6 +93,16 @@ pub struct CheckOptions {
     pub partition: Option<(u64, u64)>,
     /// Where the result cache lives (`None`: no cache).
     pub cache_dir: Option<Utf8PathBuf>,
+    /// Where to count what the run did (for `--timings`; never part of the report, which is
+    /// the same with and without the cache).
+    pub stats: Option<std::sync::Arc<CheckStats>>,
+}
+
+/// What a run did, besides its report.
+#[derive(Debug, Default)]
+pub struct CheckStats {
+    /// Rows taken from the result cache.
+    pub recalled: std::sync::atomic::AtomicUsize,
 }
 
 /// The 1-based share of `--partition hash:K/N` a scenario id falls in: the first 8 bytes of the
@@ -241,12 +251,16 @@ fn check_in_pool(
             judged
         })
         .collect();
+    if let Some(stats) = &opts.stats {
+        let recalled = judged.iter().filter(|j| j.recalled).count();
+        stats.recalled.store(recalled, Ordering::Relaxed);
+    }
     let mut cache_warning = None;
     if let Some(c) = &cache {
-        let keyed: Vec<(cache::Key, &[u8])> = judged
+        let keyed: Vec<(cache::Keys, &[u8])> = judged
             .iter()
             .filter(|j| j.cacheable)
-            .filter_map(|j| j.key.map(|k| (k, &**j.row.bytes())))
+            .filter_map(|j| j.keys.map(|k| (k, &**j.row.bytes())))
             .collect();
         let hits = judged.iter().filter(|j| j.recalled).count();
         // A filtered run keeps the rows of the traces it did not look at.
@@ -504,10 +518,10 @@ fn cache_context(
     cache::context_fingerprint(&refs)
 }
 
-/// One trace's encoded row, with its cache key.
+/// One trace's encoded row, with its cache keys.
 struct Judged {
     row: Row,
-    key: Option<cache::Key>,
+    keys: Option<cache::Keys>,
     /// Rows with drift are never cached.
     cacheable: bool,
     /// The row came from the cache.
@@ -522,58 +536,110 @@ fn judge_or_recall(
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
 ) -> Option<Judged> {
-    let key = cache.and_then(|_| cache::file_key(path));
-    let mark_seen = |entry: Option<&Entry>| {
-        // Written once: workers must not keep claiming a cache line they share.
-        if let Some(e) = entry.filter(|e| !e.seen.load(Ordering::Relaxed)) {
-            e.seen.store(true, Ordering::Relaxed);
-        }
+    let Some(c) = cache else {
+        return judge_fresh(
+            path,
+            TraceFile::open(path, opts.limits),
+            None,
+            entries,
+            opts,
+        );
     };
-    let cached = cache.zip(key.as_ref()).and_then(|(c, k)| c.take(k));
-    // A cached row that does not decode is judged afresh, never dropped.
-    if let Some((bytes, head)) =
-        (cached.as_ref()).and_then(|b| Some((b, rows::decode_head(b).ok()?)))
-    {
-        let entry = head.scenario.and_then(|s| entries.get(&s.to_lowercase()));
-        let in_scope = match head.scenario {
-            Some(s) => !row::out_of_scope_of(s, entry, opts),
-            None => opts.partition_holds(None),
-        };
-        if !in_scope {
-            if let (Some(c), Some(k)) = (cache, &key) {
-                c.put_back(k);
-            }
-            return None;
-        }
-        // Cached rows have no drift, so only `--fail-on` can change whether they block.
-        let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on);
-        let row = if blocks == head.blocking {
-            Some(Row::trusted(bytes.clone(), RowMeta::of(&head)))
-        } else {
-            rows::decode(bytes).ok().map(|mut row| {
-                row.blocking = blocks;
-                Row::new(&row)
-            })
-        };
-        if let Some(row) = row {
-            mark_seen(entry);
-            return Some(Judged {
-                row,
-                key,
-                cacheable: true,
-                recalled: true,
-            });
+    // The fast path: the stat key, without reading the file.
+    let stat = cache::stat_key(path);
+    if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
+        if let Some(judged) = recall(&bytes, keys, entries, opts, c) {
+            return judged;
         }
     }
-    let mut row = judge_file(path, entries, opts)?;
+    // Then the stored bytes: their content key still hits in a fresh checkout (new inodes and
+    // times, same bytes). Only on a miss are they decompressed and parsed.
+    let mut content = None;
+    let mut hit = None;
+    let opened = TraceFile::open_with(path, opts.limits, &mut |stored| {
+        let key = cache::content_key(path, stored);
+        content = Some(key);
+        hit = c.take_by_content(&key);
+        hit.is_some()
+    });
+    let keys = content.map(|content| cache::Keys { stat, content });
+    if let (Some((bytes, _)), Some(keys)) = (&hit, keys) {
+        if let Some(judged) = recall(bytes, keys, entries, opts, c) {
+            return judged;
+        }
+    }
+    let opened = match opened {
+        Ok(Some(file)) => Ok(file),
+        // A hit that did not decode: read the file again and judge it.
+        Ok(None) => TraceFile::open(path, opts.limits),
+        Err(e) => Err(e),
+    };
+    judge_fresh(path, opened, keys, entries, opts)
+}
+
+/// A row from the cache: `Some(Some(row))` in scope, `Some(None)` outside the filters or
+/// partition (the entry is put back for the next full run), `None` when it does not decode
+/// (the trace is then judged afresh, never dropped).
+fn recall(
+    bytes: &crate::report::rows::RowBytes,
+    keys: cache::Keys,
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+    c: &cache::ResultCache,
+) -> Option<Option<Judged>> {
+    let head = rows::decode_head(bytes).ok()?;
+    let entry = head.scenario.and_then(|s| entries.get(&s.to_lowercase()));
+    let in_scope = match head.scenario {
+        Some(s) => !row::out_of_scope_of(s, entry, opts),
+        None => opts.partition_holds(None),
+    };
+    if !in_scope {
+        c.put_back(&keys);
+        return Some(None);
+    }
+    // Cached rows have no drift, so only `--fail-on` can change whether they block.
+    let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on);
+    let row = if blocks == head.blocking {
+        Row::trusted(bytes.clone(), RowMeta::of(&head))
+    } else {
+        let mut row = rows::decode(bytes).ok()?;
+        row.blocking = blocks;
+        Row::new(&row)
+    };
+    mark_seen(entry);
+    Some(Some(Judged {
+        row,
+        keys: Some(keys),
+        cacheable: true,
+        recalled: true,
+    }))
+}
+
+/// Judges a trace read (or not) just now.
+fn judge_fresh(
+    path: &Utf8PathBuf,
+    opened: Result<TraceFile, crate::trace::TraceError>,
+    keys: Option<cache::Keys>,
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+) -> Option<Judged> {
+    let mut row = row::judge_opened(path, opened, entries, opts)?;
     mark_seen((row.scenario.as_deref()).and_then(|s| entries.get(&s.to_lowercase())));
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {
         row: Row::new(&row),
-        key,
+        keys,
         cacheable: row.drift.is_empty(),
         recalled: false,
     })
+}
+
+/// Notes that a scenario has a trace row. Written once: workers must not keep claiming a cache
+/// line they share.
+fn mark_seen(entry: Option<&Entry>) {
+    if let Some(e) = entry.filter(|e| !e.seen.load(Ordering::Relaxed)) {
+        e.seen.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Whether a verdict makes the exit code 1: errors always, failures by `--fail-on` unless the

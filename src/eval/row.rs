@@ -80,9 +80,11 @@ pub(crate) fn out_of_scope_of(scenario: &str, entry: Option<&Entry>, opts: &Chec
     }
 }
 
-/// Judges one trace file. `None` when the trace belongs to a scenario outside the filters.
-pub(crate) fn judge_file(
+/// Judges one trace file, opened (or not) already. `None` when the trace belongs to a scenario
+/// outside the filters.
+pub(crate) fn judge_opened(
     path: &Utf8PathBuf,
+    opened: Result<TraceFile, TraceError>,
     entries: &Entries<'_>,
     opts: &CheckOptions,
 ) -> Option<ResultRow> {
@@ -92,7 +94,7 @@ pub(crate) fn judge_file(
         set_error(&mut row, e.category(), error_chain(e), e.line());
         row
     };
-    let file = match TraceFile::open(path, opts.limits) {
+    let file = match opened {
         Ok(f) => f,
         // Unattributable rows belong to the first partition share only.
         Err(e) => return opts.partition_holds(None).then(|| fail(row, &e)),

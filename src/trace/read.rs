@@ -66,6 +66,18 @@ thread_local! {
 impl TraceFile {
     /// Reads and (for `.zst`) decompresses a trace file within `limits`.
     pub fn open(path: &Utf8Path, limits: Limits) -> Result<TraceFile, TraceError> {
+        TraceFile::open_with(path, limits, &mut |_| false)
+            .map(|file| file.expect("an inspector that never stops reading gives a file"))
+    }
+
+    /// [`TraceFile::open`], showing the stored bytes (compressed or not) to `inspect` before
+    /// decoding them: when it returns `true` (it has what it needed, e.g. a cache hit for them),
+    /// nothing is decompressed or kept and the result is `Ok(None)`.
+    pub fn open_with(
+        path: &Utf8Path,
+        limits: Limits,
+        inspect: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Option<TraceFile>, TraceError> {
         let io = |source| TraceError::Io {
             path: path.to_owned(),
             source,
@@ -99,22 +111,29 @@ impl TraceFile {
             if raw.len() as u64 > file_cap {
                 return Err(too_large());
             }
-            return Ok(TraceFile {
+            if inspect(&raw) {
+                return Ok(None);
+            }
+            return Ok(Some(TraceFile {
                 path: path.to_owned(),
                 bytes: raw,
                 compressed,
-            });
+            }));
         }
         // Compressed bytes are only needed until they are decompressed: read them into a buffer
         // each worker thread reuses, so no fresh pages are faulted in per trace.
-        let bytes = READ_BUF.with(|cell| -> Result<Vec<u8>, TraceError> {
-            let mut raw = cell.borrow_mut();
-            raw.clear();
-            read_known_size(&mut handle, len, file_cap, &mut raw).map_err(io)?;
-            if raw.len() as u64 > file_cap {
-                return Err(too_large());
-            }
-            decompress(&raw, limits.max_trace_bytes).map_err(|e| match e {
+        let bytes =
+            READ_BUF.with(|cell| -> Result<Option<Vec<u8>>, TraceError> {
+                let mut raw = cell.borrow_mut();
+                raw.clear();
+                read_known_size(&mut handle, len, file_cap, &mut raw).map_err(io)?;
+                if raw.len() as u64 > file_cap {
+                    return Err(too_large());
+                }
+                if inspect(&raw) {
+                    return Ok(None);
+                }
+                decompress(&raw, limits.max_trace_bytes).map(Some).map_err(|e| match e {
                 DecompressError::TooLarge => too_large(),
                 DecompressError::Corrupt(detail) => TraceError::Unreadable {
                     path: path.to_owned(),
@@ -123,12 +142,12 @@ impl TraceFile {
                     ),
                 },
             })
-        })?;
-        Ok(TraceFile {
+            })?;
+        Ok(bytes.map(|bytes| TraceFile {
             path: path.to_owned(),
             bytes,
             compressed,
-        })
+        }))
     }
 
     /// Builds a trace file from bytes already in memory (decompressed).

@@ -327,7 +327,7 @@ fn timings_only_when_asked() {
     assert!(!out.stderr.contains("timings:"), "{}", out.stderr);
     let out = env.run(&["check", "traces/", "--timings"]);
     assert!(
-        out.stderr.contains("timings: discover ") && out.stderr.contains("(13 traces)"),
+        out.stderr.contains("timings: discover ") && out.stderr.contains("(13 traces, "),
         "{}",
         out.stderr
     );

@@ -2,7 +2,7 @@
 
 use crate::util::*;
 
-const CACHE: &str = ".tracereplay/cache/check-v2.bin";
+const CACHE: &str = ".tracereplay/cache/check-v3.bin";
 
 #[test]
 fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
@@ -21,7 +21,7 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
     // A corrupt or foreign cache is ignored and rebuilt.
     env.write(
         CACHE,
-        b"{\"format\":\"tracereplay.cache\",\"version\":2,\"context\":\"x\",\"entries_hash\":\"y\"}\n\x00\x01garbage",
+        b"{\"format\":\"tracereplay.cache\",\"version\":3,\"context\":\"x\",\"entries_hash\":\"y\"}\n\x00\x01garbage",
     );
     let out = env.run(&["check", "traces/", "--format", "json"]);
     assert_eq!(out.stdout, cold.stdout);
@@ -72,13 +72,13 @@ fn cached_rows_that_do_not_decode_are_judged_afresh() {
     let nl = file.iter().position(|&b| b == b'\n').unwrap();
     let mut header: serde_json::Value = serde_json::from_slice(&file[..nl]).unwrap();
     let mut body = file[nl + 1..].to_vec();
-    // Each entry: a 16-byte key, a 4-byte little-endian length, the row. Spoil each row's first
-    // byte (an `Option` tag: only 0 or 1 are valid) and re-hash, as a foreign writer might.
+    // Each entry: two 16-byte keys, a 4-byte little-endian length, the row. Spoil each row's
+    // first byte (an `Option` tag: only 0 or 1 are valid) and re-hash, as a foreign writer might.
     let mut at = 0;
     while at < body.len() {
-        let len = u32::from_le_bytes(body[at + 16..at + 20].try_into().unwrap()) as usize;
-        body[at + 20] = 7;
-        at += 20 + len;
+        let len = u32::from_le_bytes(body[at + 32..at + 36].try_into().unwrap()) as usize;
+        body[at + 36] = 7;
+        at += 36 + len;
     }
     header["entries_hash"] = blake3::hash(&body).to_hex().to_string().into();
     let mut spoiled = serde_json::to_vec(&header).unwrap();
@@ -120,13 +120,84 @@ fn cached_rows_follow_the_fail_on_of_each_run() {
     );
 }
 
-/// The rows in a cache file (each entry: a 16-byte key, a 4-byte little-endian length, the row).
+/// Every trace file under `dir`.
+fn traces_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            found.extend(traces_under(&path));
+        } else if path.to_string_lossy().ends_with(".trace.ndjson.zst") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A fresh checkout gives every trace new times and inodes, so every stat key misses; the
+/// traces' bytes (read and hashed, not decompressed) still find their rows.
+#[test]
+fn a_fresh_checkout_still_hits_the_cache_by_content() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let args = [
+        "check",
+        "traces/",
+        "--format",
+        "json",
+        "--drift",
+        "ignore",
+        "--timings",
+    ];
+    let first = env.run(&args);
+    assert!(
+        first.stderr.contains("(13 traces, 0 from the cache)"),
+        "{}",
+        first.stderr
+    );
+    let warm = env.run(&args);
+    assert!(
+        warm.stderr.contains("(13 traces, 13 from the cache)"),
+        "{}",
+        warm.stderr
+    );
+    let traces = traces_under(&env.path("traces"));
+    assert_eq!(traces.len(), 13);
+    for t in &traces {
+        let bytes = std::fs::read(t).unwrap();
+        std::fs::remove_file(t).unwrap();
+        std::fs::write(t, bytes).unwrap();
+    }
+    let checkout = env.run(&args);
+    assert_eq!(
+        (checkout.code, &checkout.stdout),
+        (first.code, &first.stdout)
+    );
+    assert!(
+        checkout.stderr.contains("(13 traces, 13 from the cache)"),
+        "{}",
+        checkout.stderr
+    );
+    // Changed bytes never hit.
+    let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
+    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
+    reseal(&env, t, &text);
+    let edited = env.run(&args);
+    assert!(
+        edited.stderr.contains("(13 traces, 12 from the cache)"),
+        "{}",
+        edited.stderr
+    );
+}
+
+/// The rows in a cache file (each entry: two 16-byte keys, a 4-byte little-endian length, the
+/// row).
 fn cache_entries(env: &Env) -> usize {
     let file = env.read(CACHE);
     let nl = file.iter().position(|&b| b == b'\n').unwrap();
     let (mut at, mut n) = (nl + 1, 0);
     while at < file.len() {
-        at += 20 + u32::from_le_bytes(file[at + 16..at + 20].try_into().unwrap()) as usize;
+        at += 36 + u32::from_le_bytes(file[at + 32..at + 36].try_into().unwrap()) as usize;
         n += 1;
     }
     n
@@ -180,7 +251,7 @@ fn an_unwritable_cache_is_a_warning_not_a_failure() {
     assert_eq!(out.code, fresh.code);
     assert_eq!(report["results"], expected["results"]);
     assert_eq!(report["summary"], expected["summary"]);
-    let warning = "cannot write the result cache `blocked/cache/check-v2.bin`: ";
+    let warning = "cannot write the result cache `blocked/cache/check-v3.bin`: ";
     assert!(report["warnings"][0].as_str().unwrap().starts_with(warning));
     assert!(
         out.stderr.contains(&format!("warning: {warning}")),
@@ -200,7 +271,7 @@ fn no_cache_writes_no_cache() {
             .code,
         0
     );
-    assert!(env.path("elsewhere/check-v2.bin").exists());
+    assert!(env.path("elsewhere/check-v3.bin").exists());
 }
 
 #[test]
