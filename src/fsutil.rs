@@ -7,23 +7,33 @@ use camino::Utf8Path;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomic_with(path, bytes, true, || Ok(()))
+    write_atomic_with(path, &mut |w| w.write_all(bytes), true, || Ok(()))
 }
 
 /// Creates `path`'s directory if needed, then writes atomically; `durable` syncs the data to
 /// disk before the rename (skip it only for files that may be lost, such as a cache).
 pub fn write_creating_dirs(path: &Utf8Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+    write_streaming_creating_dirs(path, durable, &mut |w| w.write_all(bytes))
+}
+
+/// [`write_creating_dirs`] for content written piece by piece (through a buffer), so a large
+/// file is never held in memory whole.
+pub fn write_streaming_creating_dirs(
+    path: &Utf8Path,
+    durable: bool,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    write_atomic_with(path, bytes, durable, || Ok(()))
+    write_atomic_with(path, write, durable, || Ok(()))
 }
 
 /// [`write_atomic`] with a hook run between writing the temporary file and the rename, so tests
 /// can inject a failure exactly there.
 fn write_atomic_with(
     path: &Utf8Path,
-    bytes: &[u8],
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     durable: bool,
     before_rename: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
@@ -35,7 +45,11 @@ fn write_atomic_with(
         .prefix(".tracereplay-")
         .suffix(".tmp")
         .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, tmp.as_file_mut());
+        write(&mut out)?;
+        out.flush()?;
+    }
     if durable {
         tmp.as_file().sync_all()?;
     }
@@ -64,7 +78,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = camino::Utf8PathBuf::from_path_buf(dir.path().join("a.baseline.json")).unwrap();
         write_atomic(&p, b"approved").unwrap();
-        let err = write_atomic_with(&p, b"half-written", true, || {
+        let err = write_atomic_with(&p, &mut |w| w.write_all(b"half-written"), true, || {
             Err(std::io::Error::other("killed"))
         })
         .unwrap_err();

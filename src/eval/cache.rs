@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::write_creating_dirs;
+use crate::fsutil::write_streaming_creating_dirs;
 use crate::report::rows::{self, RowBytes};
 
 const FORMAT: &str = "tracereplay.cache";
@@ -248,27 +248,42 @@ impl ResultCache {
         if hits == rows.len() && hits + unused.len() == self.file.slots.len() {
             return Ok(());
         }
-        let all = rows.iter().copied().chain(unused);
-        let mut body = Vec::with_capacity(rows.iter().map(|(_, r)| r.len() + 36).sum());
-        for (keys, row) in all {
-            let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
-            // No stat key (off Unix) is written as zeros and never looked up.
-            body.extend_from_slice(&keys.stat.unwrap_or([0; 16]));
-            body.extend_from_slice(&keys.content);
-            body.extend_from_slice(&len.to_le_bytes());
-            body.extend_from_slice(row);
+        let all = || rows.iter().copied().chain(unused.iter().copied());
+        // Two passes over the rows, one to hash them and one to write them: the file is never
+        // built in memory.
+        let mut hasher = blake3::Hasher::new();
+        for (keys, row) in all() {
+            hasher.update(&frame(&keys, row)?);
+            hasher.update(row);
         }
-        let mut out = serde_json::to_vec(&Header {
+        let mut header = serde_json::to_vec(&Header {
             format: FORMAT.into(),
             version: VERSION,
             context: self.context.clone(),
-            entries_hash: blake3::hash(&body).to_hex().to_string(),
+            entries_hash: hasher.finalize().to_hex().to_string(),
         })?;
-        out.push(b'\n');
-        out.extend_from_slice(&body);
+        header.push(b'\n');
         // A cache needs no fsync: a torn file fails its hash and is rebuilt.
-        write_creating_dirs(&self.path, &out, false)
+        write_streaming_creating_dirs(&self.path, false, &mut |out| {
+            out.write_all(&header)?;
+            for (keys, row) in all() {
+                out.write_all(&frame(&keys, row)?)?;
+                out.write_all(row)?;
+            }
+            Ok(())
+        })
     }
+}
+
+/// An entry's frame: the stat key (zeros when there is none, never looked up), the content key
+/// and the row's length.
+fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; 36]> {
+    let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
+    let mut frame = [0; 36];
+    frame[..16].copy_from_slice(&keys.stat.unwrap_or([0; 16]));
+    frame[16..32].copy_from_slice(&keys.content);
+    frame[32..].copy_from_slice(&len.to_le_bytes());
+    Ok(frame)
 }
 
 fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
