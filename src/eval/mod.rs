@@ -262,7 +262,7 @@ fn check_in_pool(
             .filter(|j| j.cacheable)
             .filter_map(|j| j.keys.map(|k| (k, &**j.row.bytes())))
             .collect();
-        let hits = judged.iter().filter(|j| j.recalled).count();
+        let hits = judged.iter().filter(|j| j.entry_current).count();
         // A filtered run keeps the rows of the traces it did not look at.
         let filtered =
             !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
@@ -526,6 +526,9 @@ struct Judged {
     cacheable: bool,
     /// The row came from the cache.
     recalled: bool,
+    /// It came from an entry whose keys still hold (a hit by content, after a fresh checkout,
+    /// brings a new stat key, which the cache file must learn).
+    entry_current: bool,
 }
 
 /// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
@@ -548,7 +551,7 @@ fn judge_or_recall(
     // The fast path: the stat key, without reading the file.
     let stat = cache::stat_key(path);
     if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
-        if let Some(judged) = recall(&bytes, keys, entries, opts, c) {
+        if let Some(judged) = recall(&bytes, keys, keys, entries, opts, c) {
             return judged;
         }
     }
@@ -563,8 +566,8 @@ fn judge_or_recall(
         hit.is_some()
     });
     let keys = content.map(|content| cache::Keys { stat, content });
-    if let (Some((bytes, _)), Some(keys)) = (&hit, keys) {
-        if let Some(judged) = recall(bytes, keys, entries, opts, c) {
+    if let (Some((bytes, stored)), Some(keys)) = (&hit, keys) {
+        if let Some(judged) = recall(bytes, keys, *stored, entries, opts, c) {
             return judged;
         }
     }
@@ -583,6 +586,7 @@ fn judge_or_recall(
 fn recall(
     bytes: &crate::report::rows::RowBytes,
     keys: cache::Keys,
+    stored: cache::Keys,
     entries: &Entries<'_>,
     opts: &CheckOptions,
     c: &cache::ResultCache,
@@ -594,7 +598,7 @@ fn recall(
         None => opts.partition_holds(None),
     };
     if !in_scope {
-        c.put_back(&keys);
+        c.put_back(&stored);
         return Some(None);
     }
     // Cached rows have no drift, so only `--fail-on` can change whether they block.
@@ -612,6 +616,7 @@ fn recall(
         keys: Some(keys),
         cacheable: true,
         recalled: true,
+        entry_current: keys == stored,
     }))
 }
 
@@ -631,6 +636,7 @@ fn judge_fresh(
         keys,
         cacheable: row.drift.is_empty(),
         recalled: false,
+        entry_current: false,
     })
 }
 

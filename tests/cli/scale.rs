@@ -168,6 +168,7 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
         std::fs::remove_file(t).unwrap();
         std::fs::write(t, bytes).unwrap();
     }
+    let before = env.read(CACHE);
     let checkout = env.run(&args);
     assert_eq!(
         (checkout.code, &checkout.stdout),
@@ -178,6 +179,12 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
         "{}",
         checkout.stderr
     );
+    // The cache learns the new stat keys (so the next run need not read the traces), and a run
+    // that changes nothing leaves the file alone.
+    let learned = env.read(CACHE);
+    assert_ne!(learned, before);
+    env.run(&args);
+    assert_eq!(env.read(CACHE), learned);
     // Changed bytes never hit.
     let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
     let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
