@@ -16,7 +16,7 @@ use rayon::prelude::*;
 pub use baselines::BaselineOptions;
 pub use cache::CacheFile;
 pub use judge::{JudgedTrace, judge_trace_file};
-use row::{blank_row, set_error};
+use row::set_error;
 
 use crate::discover::{Discovered, display_path};
 use crate::report::rows;
@@ -299,7 +299,7 @@ fn check_in_pool(
                 continue;
             }
         }
-        let mut row = blank_row(Some(display_path(&e.scenario.file)), Source::Scenario);
+        let mut row = ResultRow::blank(Some(display_path(&e.scenario.file)), Source::Scenario);
         row.scenario = Some(e.scenario.id.clone());
         row.scenario_file = Some(display_path(&e.scenario.file));
         row.risk = Some(e.scenario.risk);
@@ -327,7 +327,7 @@ fn check_in_pool(
         push(row);
     }
     for err in loaded.errors.iter().filter(|_| opts.partition_holds(None)) {
-        let mut row = blank_row(Some(display_path(err.path())), Source::Scenario);
+        let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
         row.scenario_file = Some(display_path(err.path()));
         set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
         push(row);

@@ -11,30 +11,6 @@ use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Scenario;
 use crate::trace::{TraceError, TraceFile, parse_trace, probe_header};
 
-/// A row with nothing judged yet.
-pub(crate) fn blank_row(path: Option<String>, source: Source) -> ResultRow {
-    ResultRow {
-        scenario: None,
-        case: None,
-        path,
-        scenario_file: None,
-        content_hash: None,
-        risk: None,
-        verdict: RowVerdict::Error,
-        source,
-        sealed: None,
-        known_gap: false,
-        blocking: false,
-        oracles: Vec::new(),
-        baseline: None,
-        drift: Vec::new(),
-        error: None,
-        warnings: Vec::new(),
-        cited_events: Vec::new(),
-        privacy: Vec::new(),
-    }
-}
-
 pub(crate) fn set_error(row: &mut ResultRow, category: &str, message: String, line: Option<usize>) {
     row.verdict = RowVerdict::Error;
     row.error = Some(RowError {
@@ -89,7 +65,7 @@ pub(crate) fn judge_opened(
     opts: &CheckOptions,
 ) -> Option<ResultRow> {
     let shown = display_path(path);
-    let mut row = blank_row(Some(shown.clone()), Source::Trace);
+    let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
     let fail = |mut row: ResultRow, e: &TraceError| {
         set_error(&mut row, e.category(), error_chain(e), e.line());
         row
@@ -174,7 +150,7 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
     let scenario = entry.scenario;
     let script = scenario.scripted_trace.as_ref()?.as_object()?;
     let shown = display_path(&scenario.file);
-    let mut row = blank_row(Some(shown.clone()), Source::Scripted);
+    let mut row = ResultRow::blank(Some(shown.clone()), Source::Scripted);
     attribute(
         &mut row,
         Some(scenario),

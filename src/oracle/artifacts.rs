@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::facts::Facts;
 use super::params;
-use super::result::{OracleResult, shorten};
+use super::result::{FOUND_CHARS, OracleResult, shorten};
 use crate::baseline::normalize_artifact_path;
 use crate::scenario::OracleSpec;
 use crate::trace::json::contains_ci;
@@ -81,7 +81,7 @@ pub fn artifact_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResu
             ),
             vec![seq],
             json!({"path": path, "contains": missing}),
-            json!(shorten(text, 400)),
+            json!(shorten(text, FOUND_CHARS)),
         )
     }
 }

@@ -31,6 +31,23 @@ pub struct FinalAnswer {
     pub seq: Option<u64>,
 }
 
+impl FinalAnswer {
+    /// The evidence of an answer an oracle needs, or that oracle's failure when the run has
+    /// none (`expected`: what the oracle looked for).
+    pub fn required(&self, expected: serde_json::Value) -> Result<Vec<u64>, super::OracleResult> {
+        let evidence: Vec<u64> = self.seq.into_iter().collect();
+        if self.text.is_empty() {
+            return Err(super::OracleResult::fail(
+                "the run has no final answer",
+                evidence,
+                expected,
+                serde_json::Value::Null,
+            ));
+        }
+        Ok(evidence)
+    }
+}
+
 /// Everything the oracles share about one trace.
 #[derive(Debug)]
 pub struct Facts<'t, 'a> {

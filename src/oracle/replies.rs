@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::counts::phase_param;
 use super::facts::Facts;
 use super::params;
-use super::result::{OracleResult, shorten};
+use super::result::{FOUND_CHARS, OracleResult, shorten};
 use crate::scenario::OracleSpec;
 use crate::trace::json::{contains_ci, eq_ci};
 use crate::trace::{EventBody, Phase};
@@ -168,15 +168,10 @@ pub fn final_answer_matches(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleR
         Err(e) => return OracleResult::misconfigured(e),
     };
     let answer = &facts.final_answer;
-    let evidence: Vec<u64> = answer.seq.into_iter().collect();
-    if answer.text.is_empty() {
-        return OracleResult::fail(
-            "the run has no final answer",
-            evidence,
-            json!({"matches": re.as_str()}),
-            Value::Null,
-        );
-    }
+    let evidence = match answer.required(json!({"matches": re.as_str()})) {
+        Ok(evidence) => evidence,
+        Err(fail) => return fail,
+    };
     if re.is_match(&answer.text) {
         OracleResult::pass(
             format!("the final answer matches `{}`", re.as_str()),
@@ -187,7 +182,7 @@ pub fn final_answer_matches(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleR
             format!("the final answer does not match `{}`", re.as_str()),
             evidence,
             json!({"matches": re.as_str()}),
-            json!(shorten(&answer.text, 400)),
+            json!(shorten(&answer.text, FOUND_CHARS)),
         )
     }
 }

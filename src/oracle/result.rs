@@ -132,6 +132,9 @@ impl OracleResult {
     }
 }
 
+/// How much of a recorded text (a final answer, an artifact) a failure's `found` shows.
+pub const FOUND_CHARS: usize = 400;
+
 /// Shortens long recorded text for `found`, on a char boundary.
 pub fn shorten(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {

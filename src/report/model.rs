@@ -184,6 +184,32 @@ pub struct ResultRow {
     pub privacy: Vec<crate::privacy::lint::Finding>,
 }
 
+impl ResultRow {
+    /// A row that knows only its file and where it came from: an `error` row until judged.
+    pub fn blank(path: Option<String>, source: Source) -> ResultRow {
+        ResultRow {
+            scenario: None,
+            case: None,
+            path,
+            scenario_file: None,
+            content_hash: None,
+            risk: None,
+            verdict: RowVerdict::Error,
+            source,
+            sealed: None,
+            known_gap: false,
+            blocking: false,
+            oracles: Vec::new(),
+            baseline: None,
+            drift: Vec::new(),
+            error: None,
+            warnings: Vec::new(),
+            cited_events: Vec::new(),
+            privacy: Vec::new(),
+        }
+    }
+}
+
 impl Report {
     /// Whether the run should exit 1.
     pub fn is_failure(&self) -> bool {

@@ -617,18 +617,8 @@ fn decode_unchecked(bytes: &[u8]) -> ResultRow {
         ResultRow {
             scenario: head.scenario.map(str::to_owned),
             case: head.case.map(str::to_owned),
-            path: head.path.map(str::to_owned),
-            scenario_file: None,
-            content_hash: None,
             risk: head.risk,
-            verdict: RowVerdict::Error,
-            source: head.source,
-            sealed: None,
-            known_gap: false,
             blocking: true,
-            oracles: Vec::new(),
-            baseline: None,
-            drift: Vec::new(),
             error: Some(RowError {
                 category: "internal".into(),
                 message: format!(
@@ -636,9 +626,7 @@ fn decode_unchecked(bytes: &[u8]) -> ResultRow {
                 ),
                 line: None,
             }),
-            warnings: Vec::new(),
-            cited_events: Vec::new(),
-            privacy: Vec::new(),
+            ..ResultRow::blank(head.path.map(str::to_owned), head.source)
         }
     })
 }
@@ -750,25 +738,7 @@ mod tests {
 
     #[test]
     fn a_blank_row_survives_too() {
-        let row = ResultRow {
-            scenario: None,
-            case: None,
-            path: None,
-            scenario_file: None,
-            content_hash: None,
-            risk: None,
-            sealed: None,
-            known_gap: false,
-            blocking: false,
-            oracles: Vec::new(),
-            baseline: None,
-            drift: Vec::new(),
-            error: None,
-            warnings: Vec::new(),
-            cited_events: Vec::new(),
-            privacy: Vec::new(),
-            ..full_row()
-        };
+        let row = ResultRow::blank(None, Source::Trace);
         assert_eq!(decode(&encode(&row)).unwrap(), row);
         assert_eq!(decode_head(&encode(&row)).unwrap().sort_key(), ("", "", ""));
     }
