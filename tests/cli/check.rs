@@ -96,15 +96,7 @@ fn the_spec_example_is_judged_as_the_spec_says() {
 #[test]
 fn fail_on_thresholds_and_ignored_failures() {
     let env = Env::new();
-    env.write(
-        "traces/s/s.scenario.json",
-        scenario("s", "High", "never_called"),
-    );
-    let c = call("c1", "search");
-    env.write(
-        "traces/s/a.trace.ndjson.zst",
-        sealed_zst(&trace_text("s", "a", &[&c, END])),
-    );
+    one_trace_suite(&env, "s", "High", "never_called", "a");
     for (fail_on, code, ignored) in [
         ("any", 1, 0),
         ("high", 1, 0),

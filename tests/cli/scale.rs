@@ -71,14 +71,11 @@ fn cached_rows_that_do_not_decode_are_judged_afresh() {
     let file = env.read(CACHE);
     let nl = file.iter().position(|&b| b == b'\n').unwrap();
     let mut header: serde_json::Value = serde_json::from_slice(&file[..nl]).unwrap();
+    // Spoil each row's first byte (an `Option` tag: only 0 or 1 are valid) and re-hash, as a
+    // foreign writer might.
     let mut body = file[nl + 1..].to_vec();
-    // Each entry: two 16-byte keys, a 4-byte little-endian length, the row. Spoil each row's
-    // first byte (an `Option` tag: only 0 or 1 are valid) and re-hash, as a foreign writer might.
-    let mut at = 0;
-    while at < body.len() {
-        let len = u32::from_le_bytes(body[at + 32..at + 36].try_into().unwrap()) as usize;
-        body[at + 36] = 7;
-        at += 36 + len;
+    for row_start in cache_rows(&file) {
+        body[row_start - nl - 1] = 7;
     }
     header["entries_hash"] = blake3::hash(&body).to_hex().to_string().into();
     let mut spoiled = serde_json::to_vec(&header).unwrap();
@@ -197,17 +194,21 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
     );
 }
 
-/// The rows in a cache file (each entry: two 16-byte keys, a 4-byte little-endian length, the
-/// row).
-fn cache_entries(env: &Env) -> usize {
-    let file = env.read(CACHE);
-    let nl = file.iter().position(|&b| b == b'\n').unwrap();
-    let (mut at, mut n) = (nl + 1, 0);
+/// Where each row of a cache file starts (after the header line, each entry is two 16-byte
+/// keys, a 4-byte little-endian length and the row).
+fn cache_rows(file: &[u8]) -> Vec<usize> {
+    let mut at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut rows = Vec::new();
     while at < file.len() {
+        rows.push(at + 36);
         at += 36 + u32::from_le_bytes(file[at + 32..at + 36].try_into().unwrap()) as usize;
-        n += 1;
     }
-    n
+    rows
+}
+
+/// The number of rows in the cache file.
+fn cache_entries(env: &Env) -> usize {
+    cache_rows(&env.read(CACHE)).len()
 }
 
 /// A run filtered by scenario, tag or partition keeps the cached rows of the traces it left

@@ -108,17 +108,23 @@ pub fn scenario(id: &str, risk: &str, tool: &str) -> String {
     )
 }
 
-/// Lays out a suite with a passing scenario `good` (one sealed trace).
-pub fn good_suite(env: &Env) {
+/// Lays out `traces/ID/`: a scenario `id` of `risk` expecting a call of `tool`, and one sealed
+/// trace (case `case`) whose run called `search` and completed.
+pub fn one_trace_suite(env: &Env, id: &str, risk: &str, tool: &str, case: &str) {
     env.write(
-        "traces/good/good.scenario.json",
-        scenario("good", "High", "search"),
+        &format!("traces/{id}/{id}.scenario.json"),
+        scenario(id, risk, tool),
     );
     let c = call("c1", "search");
     env.write(
-        "traces/good/default.trace.ndjson.zst",
-        sealed_zst(&trace_text("good", "default", &[&c, END])),
+        &format!("traces/{id}/{case}.trace.ndjson.zst"),
+        sealed_zst(&trace_text(id, case, &[&c, END])),
     );
+}
+
+/// Lays out a suite with a passing scenario `good` (one sealed trace).
+pub fn good_suite(env: &Env) {
+    one_trace_suite(env, "good", "High", "search", "default");
 }
 
 pub fn json(out: &Output) -> serde_json::Value {
