@@ -225,18 +225,8 @@ fn check_in_pool(
             filter: parts.join(" and "),
         });
     }
-    // Scenario files are read once more, here, for the secret scan and the cache context.
-    let scenario_files: Vec<&Utf8PathBuf> = found
-        .scenario_files
-        .iter()
-        .chain(&found.suite_files)
-        .collect();
-    let scenario_bytes: Vec<(&Utf8PathBuf, Vec<u8>)> = scenario_files
-        .into_par_iter()
-        .map(|f| (f, std::fs::read(f).unwrap_or_default()))
-        .collect();
     let cache = opts.cache_dir.as_deref().map(|dir| {
-        let context = cache_context(&scenario_bytes, &loaded.scenarios, opts);
+        let context = cache_context(&loaded.sources, &loaded.scenarios, opts);
         let file = cache_file.unwrap_or_else(|| CacheFile::read(dir));
         cache::ResultCache::from_file(dir, file, context)
     });
@@ -367,8 +357,8 @@ fn check_in_pool(
         privacy.append(&mut row.privacy);
         rows.set(i, &row);
     }
-    let sources: Vec<(&Utf8Path, &[u8])> = scenario_bytes
-        .iter()
+    // The scenario files' bytes as loading read them: scanned here, not read again.
+    let sources: Vec<(&Utf8Path, &[u8])> = (loaded.sources.iter())
         .map(|(p, b)| (p.as_path(), b.as_slice()))
         .collect();
     privacy.extend(crate::privacy::lint::scan_scenarios_and_sidecars(
@@ -464,13 +454,13 @@ fn index_scenarios<'s>(scenarios: &'s [Scenario], opts: &CheckOptions) -> Entrie
 
 /// The fingerprint of everything besides a trace its cached row depends on.
 fn cache_context(
-    scenario_bytes: &[(&Utf8PathBuf, Vec<u8>)],
+    scenario_bytes: &[(Utf8PathBuf, Vec<u8>)],
     scenarios: &[Scenario],
     opts: &CheckOptions,
 ) -> String {
-    let mut scenario_files: Vec<&(&Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
-    scenario_files.sort_by(|a, b| a.0.cmp(b.0));
-    let mut parts: Vec<Vec<u8>> = vec![
+    let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
+    scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![
         format!(
             "require_sealed={} limits={:?} secrets={:?} scripted={} baselines={:?}",
             opts.require_sealed,
@@ -481,16 +471,21 @@ fn cache_context(
                 .as_ref()
                 .map(|b| (&b.store.dir, b.mode, b.tolerance, b.write_pending)),
         )
-        .into_bytes(),
+        .into_bytes()
+        .into(),
     ];
     // Rows show paths relative to the working directory.
-    parts.push(format!("{:?}", std::env::current_dir().ok()).into_bytes());
+    parts.push(
+        format!("{:?}", std::env::current_dir().ok())
+            .into_bytes()
+            .into(),
+    );
     let mut waived: Vec<&String> = opts.waived.iter().collect();
     waived.sort();
-    parts.push(format!("{waived:?}").into_bytes());
+    parts.push(format!("{waived:?}").into_bytes().into());
     for (f, bytes) in scenario_files {
-        parts.push(f.as_str().as_bytes().to_vec());
-        parts.push(bytes.clone());
+        parts.push(f.as_str().as_bytes().into());
+        parts.push(bytes.as_slice().into());
     }
     // A contract a scenario names is part of it too.
     for s in scenarios {
@@ -502,7 +497,8 @@ fn cache_context(
                         .unwrap_or(camino::Utf8Path::new(""))
                         .join(c.trim()),
                 )
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into(),
             );
         }
     }
@@ -511,10 +507,10 @@ fn cache_context(
         // invalidate the cache).
         for stored in b.store.list(crate::baseline::APPROVED_SUFFIX) {
             let stamp = std::fs::metadata(&stored.path).ok().map(|m| stat_stamp(&m));
-            parts.push(format!("{}{stamp:?}", stored.path).into_bytes());
+            parts.push(format!("{}{stamp:?}", stored.path).into_bytes().into());
         }
     }
-    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
     cache::context_fingerprint(&refs)
 }
 

@@ -78,6 +78,10 @@ pub struct LoadedScenarios {
     pub scenarios: Vec<Scenario>,
     /// Every file or entry that did not.
     pub errors: Vec<ScenarioError>,
+    /// The bytes of every file given (scenario files, then suite files, contracts included;
+    /// empty for a file that could not be read), for callers that scan or fingerprint them
+    /// without reading them again.
+    pub sources: Vec<(Utf8PathBuf, Vec<u8>)>,
 }
 
 /// One file's outcome: a parse failure, or each scenario in it loaded or not.
@@ -92,13 +96,25 @@ pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> Loa
     let listed: Vec<(&Utf8PathBuf, bool)> = (files.iter().map(|p| (p, false)))
         .chain(suite_files.iter().map(|p| (p, true)))
         .collect();
-    let per_file: Vec<(Utf8PathBuf, bool, FileResult)> = listed
+    let per_file: Vec<(Utf8PathBuf, bool, Vec<u8>, FileResult)> = listed
         .into_par_iter()
-        .map(|(path, from_suite)| (path.clone(), from_suite, load_file(path)))
+        .map(|(path, from_suite)| {
+            let (bytes, result) = match std::fs::read(path) {
+                Ok(bytes) => {
+                    let result = parse_file(path, &bytes);
+                    (bytes, result)
+                }
+                Err(source) => {
+                    let path = path.clone();
+                    (Vec::new(), Err(ScenarioError::Io { path, source }))
+                }
+            };
+            (path.clone(), from_suite, bytes, result)
+        })
         .collect();
     let contracts: HashSet<Utf8PathBuf> = per_file
         .iter()
-        .filter_map(|(_, _, r)| r.as_ref().ok())
+        .filter_map(|(_, _, _, r)| r.as_ref().ok())
         .flatten()
         .filter_map(|s| s.as_ref().ok())
         .filter_map(|s| {
@@ -109,8 +125,10 @@ pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> Loa
         })
         .collect();
     let mut out = LoadedScenarios::default();
-    for (path, from_suite, result) in per_file {
-        if from_suite && contracts.contains(&normalize(&path)) {
+    for (path, from_suite, bytes, result) in per_file {
+        let contract = from_suite && contracts.contains(&normalize(&path));
+        out.sources.push((path, bytes));
+        if contract {
             continue;
         }
         match result {
@@ -152,7 +170,12 @@ pub fn load_file(path: &Utf8Path) -> FileResult {
         path: path.to_owned(),
         source,
     })?;
-    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    parse_file(path, &bytes)
+}
+
+/// [`load_file`] over bytes read already.
+fn parse_file(path: &Utf8Path, bytes: &[u8]) -> FileResult {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     let value: Value = serde_json::from_slice(bytes).map_err(|e| ScenarioError::Parse {
         path: path.to_owned(),
         line: e.line(),
