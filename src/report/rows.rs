@@ -479,11 +479,6 @@ impl Row {
     pub fn bytes(&self) -> &RowBytes {
         &self.bytes
     }
-
-    /// The meta.
-    pub fn meta(&self) -> RowMeta {
-        self.meta
-    }
 }
 
 /// Result rows, each held encoded. Equality compares the encodings, which are deterministic.
@@ -500,11 +495,6 @@ impl PartialEq for Rows {
 impl Eq for Rows {}
 
 impl Rows {
-    /// No rows.
-    pub fn new() -> Rows {
-        Rows(Vec::new())
-    }
-
     /// Rows already encoded with [`encode`] (checked: a row whose head does not decode is an
     /// error).
     pub fn from_encoded(encoded: Vec<RowBytes>) -> Result<Rows, DecodeError> {
