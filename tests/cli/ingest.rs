@@ -27,20 +27,27 @@ fn kinds(events: &[serde_json::Value]) -> Vec<&str> {
 
 const KEY: (&str, &str) = ("TRACEREPLAY_HASH_KEY", "ingest-test-key");
 
+/// `tracereplay ingest --from openai-messages INPUT -o OUT EXTRA…` with `vars` set.
+fn ingest_openai(
+    env: &Env,
+    input: &str,
+    out: &str,
+    extra: &[&str],
+    vars: &[(&str, &str)],
+) -> Output {
+    let mut args = vec!["ingest", "--from", "openai-messages", input, "-o", out];
+    args.extend(extra);
+    env.run_with(&args, vars)
+}
+
 #[test]
 fn chat_completions_with_parallel_calls() {
     let env = Env::new();
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("chat-parallel.json"),
-            "-o",
-            "traces",
-            "--scenario",
-            "travel",
-        ],
+    let out = ingest_openai(
+        &env,
+        &fixture("chat-parallel.json"),
+        "traces",
+        &["--scenario", "travel"],
         &[KEY, ("CI", "true")],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -86,17 +93,11 @@ fn chat_completions_with_parallel_calls() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     // Same input, same key: identical bytes.
     let first = env.read("traces/travel/default.trace.ndjson.zst");
-    let again = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("chat-parallel.json"),
-            "-o",
-            "again",
-            "--scenario",
-            "travel",
-        ],
+    let again = ingest_openai(
+        &env,
+        &fixture("chat-parallel.json"),
+        "again",
+        &["--scenario", "travel"],
         &[KEY],
     );
     assert_eq!(again.code, 0);
@@ -114,17 +115,11 @@ fn multi_turn_jsonl_keeps_going_past_a_bad_run() {
         std::fs::read_to_string(fixture("multiturn.jsonl")).unwrap()
     );
     env.write("in.jsonl", bad);
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            "in.jsonl",
-            "-o",
-            "traces",
-            "--scenario",
-            "booking",
-        ],
+    let out = ingest_openai(
+        &env,
+        "in.jsonl",
+        "traces",
+        &["--scenario", "booking"],
         &[KEY],
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -155,19 +150,7 @@ fn multi_turn_jsonl_keeps_going_past_a_bad_run() {
     assert_eq!(two[2]["args"], "{not json");
     // A tool result for an unknown call id rejects that run only.
     env.write("unknown.json", r#"[[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"ghost","content":"x"}],[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]]"#);
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            "unknown.json",
-            "-o",
-            "u",
-            "--scenario",
-            "s",
-        ],
-        &[KEY],
-    );
+    let out = ingest_openai(&env, "unknown.json", "u", &["--scenario", "s"], &[KEY]);
     assert_eq!(out.code, 1);
     assert!(
         out.stderr.contains(
@@ -185,19 +168,11 @@ fn multi_turn_jsonl_keeps_going_past_a_bad_run() {
 #[test]
 fn responses_api_items() {
     let env = Env::new();
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("responses.json"),
-            "-o",
-            "traces",
-            "--scenario",
-            "fx",
-            "--case",
-            "r1",
-        ],
+    let out = ingest_openai(
+        &env,
+        &fixture("responses.json"),
+        "traces",
+        &["--scenario", "fx", "--case", "r1"],
         &[KEY],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -359,17 +334,11 @@ fn openclaw_scenarios_and_check_scripted() {
 #[test]
 fn keys_opt_in_and_errors() {
     let env = Env::new();
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("chat-parallel.json"),
-            "-o",
-            "t",
-            "--scenario",
-            "s",
-        ],
+    let out = ingest_openai(
+        &env,
+        &fixture("chat-parallel.json"),
+        "t",
+        &["--scenario", "s"],
         &[("TRACEREPLAY_HASH_KEY", "")],
     );
     assert_eq!(out.code, 2);
@@ -378,62 +347,28 @@ fn keys_opt_in_and_errors() {
         "{}",
         out.stderr
     );
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("chat-parallel.json"),
-            "-o",
-            "t",
-        ],
-        &[KEY],
-    );
+    let out = ingest_openai(&env, &fixture("chat-parallel.json"), "t", &[], &[KEY]);
     assert_eq!(out.code, 1);
     assert!(
         out.stderr.contains("pass `--scenario ID`"),
         "{}",
         out.stderr
     );
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            "missing.json",
-            "-o",
-            "t",
-            "--scenario",
-            "s",
-        ],
-        &[KEY],
-    );
+    let out = ingest_openai(&env, "missing.json", "t", &["--scenario", "s"], &[KEY]);
     assert_eq!(out.code, 2);
     // The developer opt-in writes a sidecar and changes no trace byte.
-    let plain = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("chat-parallel.json"),
-            "-o",
-            "plain",
-            "--scenario",
-            "s",
-        ],
+    let plain = ingest_openai(
+        &env,
+        &fixture("chat-parallel.json"),
+        "plain",
+        &["--scenario", "s"],
         &[KEY],
     );
-    let raw = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openai-messages",
-            &fixture("chat-parallel.json"),
-            "-o",
-            "raw",
-            "--scenario",
-            "s",
-        ],
+    let raw = ingest_openai(
+        &env,
+        &fixture("chat-parallel.json"),
+        "raw",
+        &["--scenario", "s"],
         &[KEY, ("TRACEREPLAY_DEV_RAW_PROMPTS", "1")],
     );
     assert_eq!((plain.code, raw.code), (0, 0));
