@@ -27,15 +27,16 @@ fn kinds(events: &[serde_json::Value]) -> Vec<&str> {
 
 const KEY: (&str, &str) = ("TRACEREPLAY_HASH_KEY", "ingest-test-key");
 
-/// `tracereplay ingest --from openai-messages INPUT -o OUT EXTRA…` with `vars` set.
-fn ingest_openai(
+/// `tracereplay ingest --from FROM INPUT -o OUT EXTRA…` with `vars` set.
+fn ingest(
     env: &Env,
+    from: &str,
     input: &str,
     out: &str,
     extra: &[&str],
     vars: &[(&str, &str)],
 ) -> Output {
-    let mut args = vec!["ingest", "--from", "openai-messages", input, "-o", out];
+    let mut args = vec!["ingest", "--from", from, input, "-o", out];
     args.extend(extra);
     env.run_with(&args, vars)
 }
@@ -43,8 +44,9 @@ fn ingest_openai(
 #[test]
 fn chat_completions_with_parallel_calls() {
     let env = Env::new();
-    let out = ingest_openai(
+    let out = ingest(
         &env,
+        "openai-messages",
         &fixture("chat-parallel.json"),
         "traces",
         &["--scenario", "travel"],
@@ -93,8 +95,9 @@ fn chat_completions_with_parallel_calls() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     // Same input, same key: identical bytes.
     let first = env.read("traces/travel/default.trace.ndjson.zst");
-    let again = ingest_openai(
+    let again = ingest(
         &env,
+        "openai-messages",
         &fixture("chat-parallel.json"),
         "again",
         &["--scenario", "travel"],
@@ -115,8 +118,9 @@ fn multi_turn_jsonl_keeps_going_past_a_bad_run() {
         std::fs::read_to_string(fixture("multiturn.jsonl")).unwrap()
     );
     env.write("in.jsonl", bad);
-    let out = ingest_openai(
+    let out = ingest(
         &env,
+        "openai-messages",
         "in.jsonl",
         "traces",
         &["--scenario", "booking"],
@@ -150,7 +154,14 @@ fn multi_turn_jsonl_keeps_going_past_a_bad_run() {
     assert_eq!(two[2]["args"], "{not json");
     // A tool result for an unknown call id rejects that run only.
     env.write("unknown.json", r#"[[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"ghost","content":"x"}],[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]]"#);
-    let out = ingest_openai(&env, "unknown.json", "u", &["--scenario", "s"], &[KEY]);
+    let out = ingest(
+        &env,
+        "openai-messages",
+        "unknown.json",
+        "u",
+        &["--scenario", "s"],
+        &[KEY],
+    );
     assert_eq!(out.code, 1);
     assert!(
         out.stderr.contains(
@@ -168,8 +179,9 @@ fn multi_turn_jsonl_keeps_going_past_a_bad_run() {
 #[test]
 fn responses_api_items() {
     let env = Env::new();
-    let out = ingest_openai(
+    let out = ingest(
         &env,
+        "openai-messages",
         &fixture("responses.json"),
         "traces",
         &["--scenario", "fx", "--case", "r1"],
@@ -206,15 +218,12 @@ fn responses_api_items() {
 #[test]
 fn otlp_spans_with_a_failing_parallel_call() {
     let env = Env::new();
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "otlp-json",
-            &fixture("otlp.jsonl"),
-            "-o",
-            "traces",
-        ],
+    let out = ingest(
+        &env,
+        "otlp-json",
+        &fixture("otlp.jsonl"),
+        "traces",
+        &[],
         &[KEY],
     );
     assert_eq!(out.code, 1, "the span without a trace id is reported");
@@ -270,15 +279,12 @@ fn otlp_spans_with_a_failing_parallel_call() {
 #[test]
 fn openclaw_scenarios_and_check_scripted() {
     let env = Env::new();
-    let out = env.run_with(
-        &[
-            "ingest",
-            "--from",
-            "openclaw-scenario",
-            &fixture("scenario-scripted.json"),
-            "-o",
-            "traces",
-        ],
+    let out = ingest(
+        &env,
+        "openclaw-scenario",
+        &fixture("scenario-scripted.json"),
+        "traces",
+        &[],
         &[KEY],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -334,8 +340,9 @@ fn openclaw_scenarios_and_check_scripted() {
 #[test]
 fn keys_opt_in_and_errors() {
     let env = Env::new();
-    let out = ingest_openai(
+    let out = ingest(
         &env,
+        "openai-messages",
         &fixture("chat-parallel.json"),
         "t",
         &["--scenario", "s"],
@@ -347,25 +354,41 @@ fn keys_opt_in_and_errors() {
         "{}",
         out.stderr
     );
-    let out = ingest_openai(&env, &fixture("chat-parallel.json"), "t", &[], &[KEY]);
+    let out = ingest(
+        &env,
+        "openai-messages",
+        &fixture("chat-parallel.json"),
+        "t",
+        &[],
+        &[KEY],
+    );
     assert_eq!(out.code, 1);
     assert!(
         out.stderr.contains("pass `--scenario ID`"),
         "{}",
         out.stderr
     );
-    let out = ingest_openai(&env, "missing.json", "t", &["--scenario", "s"], &[KEY]);
+    let out = ingest(
+        &env,
+        "openai-messages",
+        "missing.json",
+        "t",
+        &["--scenario", "s"],
+        &[KEY],
+    );
     assert_eq!(out.code, 2);
     // The developer opt-in writes a sidecar and changes no trace byte.
-    let plain = ingest_openai(
+    let plain = ingest(
         &env,
+        "openai-messages",
         &fixture("chat-parallel.json"),
         "plain",
         &["--scenario", "s"],
         &[KEY],
     );
-    let raw = ingest_openai(
+    let raw = ingest(
         &env,
+        "openai-messages",
         &fixture("chat-parallel.json"),
         "raw",
         &["--scenario", "s"],
