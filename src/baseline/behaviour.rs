@@ -14,7 +14,6 @@ use foldhash::{HashMap, HashMapExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::oracle::approval::Approvals;
 use crate::oracle::{Facts, OracleResult};
 use crate::trace::{EventBody, Trace};
 
@@ -228,7 +227,7 @@ impl Behaviour {
                 .then_with(|| a.tool.cmp(&b.tool))
                 .then_with(|| a.args.to_string().cmp(&b.args.to_string()))
         });
-        let approvals = Approvals::new(trace);
+        let approvals = facts.approvals();
         let mut approval_records: Vec<(u64, ApprovalRecord)> = approvals
             .requests
             .iter()

@@ -76,7 +76,7 @@ pub fn contract_conformant(scenario: &Scenario, facts: &Facts<'_, '_>) -> Oracle
 
 fn violations(contract: &Contract, facts: &Facts<'_, '_>) -> Vec<(Option<u64>, String)> {
     let mut out = Vec::new();
-    let approvals = Approvals::new(facts.trace);
+    let approvals = facts.approvals();
     let all_writes: Vec<&crate::scenario::contract::PathEntry> = contract
         .planned_actions
         .iter()
@@ -120,7 +120,7 @@ fn violations(contract: &Contract, facts: &Facts<'_, '_>) -> Vec<(Option<u64>, S
             }
         }
         if actions.iter().any(|a| a.requires_approval)
-            && !granted_before(&approvals, facts, c.tool, c.call_id, seq)
+            && !granted_before(approvals, facts, c.tool, c.call_id, seq)
         {
             out.push((
                 Some(seq),

@@ -59,6 +59,9 @@ pub struct Facts<'t, 'a> {
     pub messages: Vec<MessageState>,
     /// The final answer by the spec's rule.
     pub final_answer: FinalAnswer,
+    /// Approval requests and decisions, matched (derived on first use: only some oracles and
+    /// the normalised behaviour need them).
+    approvals: std::cell::OnceCell<super::approval::Approvals>,
 }
 
 impl<'t, 'a> Facts<'t, 'a> {
@@ -127,6 +130,7 @@ impl<'t, 'a> Facts<'t, 'a> {
             calls,
             messages,
             final_answer,
+            approvals: std::cell::OnceCell::new(),
         }
     }
 
@@ -136,6 +140,12 @@ impl<'t, 'a> Facts<'t, 'a> {
             .iter()
             .map(|c| (c.call_id.as_str(), c.tool.as_str()))
             .collect()
+    }
+
+    /// Approval requests and decisions, matched once per trace.
+    pub fn approvals(&self) -> &super::approval::Approvals {
+        self.approvals
+            .get_or_init(|| super::approval::Approvals::new(self.trace))
     }
 
     /// Messages still standing at the end.

@@ -2,7 +2,6 @@
 
 use serde_json::{Value, json};
 
-use super::approval::Approvals;
 use super::facts::Facts;
 use super::params::{self, Limit};
 use super::result::{FOUND_CHARS, OracleResult, shorten};
@@ -317,7 +316,7 @@ pub fn no_unsafe_tool(
     facts: &Facts<'_, '_>,
 ) -> OracleResult {
     let unsafe_set = unsafe_tools(spec, scenario);
-    let approvals = Approvals::new(facts.trace);
+    let approvals = facts.approvals();
     let mut evidence = Vec::new();
     let mut uncovered = Vec::new();
     for c in facts
