@@ -41,11 +41,23 @@ pub struct Discovered {
 }
 
 /// Walks `paths` for scenarios and traces and `suite_dirs` for harness-suite scenario files.
+///
+/// The directories under the paths are listed ahead, in parallel on the current rayon pool
+/// ([`prefetch`]); the walk itself is sequential, so what it finds, in which order, and what it
+/// warns about do not depend on the thread count.
 pub fn discover(
     paths: &[Utf8PathBuf],
     suite_dirs: &[Utf8PathBuf],
 ) -> Result<Discovered, DiscoverError> {
-    let mut walker = Walker::default();
+    let roots: Vec<&Utf8Path> = paths
+        .iter()
+        .chain(suite_dirs)
+        .map(|p| p.as_path())
+        .collect();
+    let mut walker = Walker {
+        listed: prefetch(&roots),
+        ..Walker::default()
+    };
     for p in paths {
         walker.root(p, false)?;
     }
@@ -110,9 +122,72 @@ fn listed_id(dir: &FileId, entry: &std::fs::DirEntry) -> FileId {
     dir.join(entry.file_name())
 }
 
+/// A directory's entries, sorted by name: name, type (from the listing) and file id.
+type Listing = Vec<(std::ffi::OsString, Option<std::fs::FileType>, FileId)>;
+
+/// A directory's id and listing, as read ahead by [`prefetch`].
+type Listed = (FileId, std::io::Result<Listing>);
+
+/// Lists `dir` (with id `dir_id`), sorted by name. The entry's type (and on Unix its inode)
+/// come with the listing: no `stat` per file.
+fn list(dir: &Utf8Path, dir_id: &FileId) -> std::io::Result<Listing> {
+    let mut listed: Listing = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| (e.file_name(), e.file_type().ok(), listed_id(dir_id, &e)))
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(listed)
+}
+
+/// Reads ahead, in parallel, the id and listing of every directory under `roots` that the walk
+/// will enter: real subdirectories, not hidden, each listed once. Symlinked directories are left
+/// to the walk (which detects their loops), as is anything not listed here; so the read-ahead only
+/// saves time and never changes what is found.
+fn prefetch(roots: &[&Utf8Path]) -> HashMap<Utf8PathBuf, Listed> {
+    use rayon::prelude::*;
+    use std::sync::Mutex;
+    fn visit(
+        dir: Utf8PathBuf,
+        seen: &Mutex<foldhash::HashSet<FileId>>,
+        out: &Mutex<HashMap<Utf8PathBuf, Listed>>,
+    ) {
+        let Some(id) = id_of(&dir) else { return };
+        // A directory reached again (a bind mount looping back, say) is not listed twice.
+        #[allow(clippy::clone_on_copy)] // a copy on Unix, a path elsewhere
+        let first = (seen.lock().unwrap_or_else(|e| e.into_inner())).insert(id.clone());
+        if !first {
+            return;
+        }
+        let listing = list(&dir, &id);
+        let subdirs: Vec<Utf8PathBuf> = match &listing {
+            Ok(entries) => entries
+                .iter()
+                .filter(|(_, t, _)| t.is_some_and(|t| t.is_dir()))
+                .filter_map(|(name, _, _)| name.to_str())
+                .filter(|name| !name.starts_with('.'))
+                .map(|name| dir.join(name))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        out.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dir, (id, listing));
+        subdirs.into_par_iter().for_each(|d| visit(d, seen, out));
+    }
+    let seen = Mutex::default();
+    let out = Mutex::default();
+    roots
+        .par_iter()
+        .filter(|root| root.is_dir())
+        .for_each(|root| visit(root.to_path_buf(), &seen, &out));
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
 #[derive(Default)]
 struct Walker {
     found: Discovered,
+    /// Directories read ahead by [`prefetch`], taken as the walk enters them.
+    listed: HashMap<Utf8PathBuf, Listed>,
     /// The paths each directory id was reached by (one, unless ids are reused; directories are
     /// few).
     seen_dirs: HashMap<FileId, Vec<Utf8PathBuf>>,
@@ -162,7 +237,12 @@ impl Walker {
     }
 
     fn dir(&mut self, dir: &Utf8Path, suite: bool) -> Result<(), DiscoverError> {
-        let Some(dir_id) = id_of(dir) else {
+        let ahead = self.listed.remove(dir);
+        let (dir_id, listing) = match ahead {
+            Some((id, listing)) => (Some(id), Some(listing)),
+            None => (id_of(dir), None),
+        };
+        let Some(dir_id) = dir_id else {
             self.found
                 .warnings
                 .push(format!("cannot resolve `{dir}`; skipped"));
@@ -176,8 +256,8 @@ impl Walker {
             ));
             return Ok(());
         }
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
+        let listed = match listing.unwrap_or_else(|| list(dir, &dir_id)) {
+            Ok(listed) => listed,
             Err(e) => {
                 self.found
                     .warnings
@@ -185,14 +265,7 @@ impl Walker {
                 return Ok(());
             }
         };
-        // The entry's type (and on Unix its inode) come with the listing: no `stat` per file
-        // unless it is a symlink.
-        type Listed = (std::ffi::OsString, Option<std::fs::FileType>, FileId);
-        let mut listed: Vec<Listed> = entries
-            .filter_map(Result::ok)
-            .map(|e| (e.file_name(), e.file_type().ok(), listed_id(&dir_id, &e)))
-            .collect();
-        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        // A symlink (or an unknown type) is the only entry that costs a `stat`.
         for (name, file_type, listed_id) in listed {
             let name = name.into_string().map_err(|n| DiscoverError::NonUtf8 {
                 path: dir.join(n.to_string_lossy().as_ref()).into_string(),
@@ -382,6 +455,45 @@ mod tests {
             walker.file(p.clone(), Some((1, 7)), false, false);
         }
         assert_eq!(walker.found.trace_files, vec![x, y]);
+    }
+
+    /// The parallel read-ahead lists each real, visible directory once, and the walk finds
+    /// exactly what it finds listing every directory itself.
+    #[test]
+    fn reading_ahead_changes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_owned()).unwrap();
+        for d in ["a/b/c", "a/d", ".hidden", "e"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in ["a/b/c/1.trace.ndjson", "a/d/2.trace.ndjson", "e/x.scenario.json"] {
+            std::fs::write(root.join(f), "").unwrap();
+        }
+        std::fs::write(root.join(".hidden/3.trace.ndjson"), "").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(root.join("a/d"), root.join("e/link")).unwrap();
+            std::os::unix::fs::symlink(&root, root.join("a/b/loop")).unwrap();
+        }
+        let mut listed: Vec<Utf8PathBuf> = prefetch(&[&root]).into_keys().collect();
+        listed.sort();
+        let expected: Vec<Utf8PathBuf> = ["", "a", "a/b", "a/b/c", "a/d", "e"]
+            .iter()
+            .map(|d| if d.is_empty() { root.clone() } else { root.join(d) })
+            .collect();
+        assert_eq!(listed, expected);
+
+        let ahead = discover(std::slice::from_ref(&root), &[]).unwrap();
+        let mut walker = Walker::default();
+        walker.root(&root, false).unwrap();
+        let itself = walker.found;
+        assert_eq!(ahead.trace_files, itself.trace_files);
+        assert_eq!(ahead.scenario_files, itself.scenario_files);
+        assert_eq!(ahead.warnings, itself.warnings);
+        // `e/link` leads to `a/d`, searched already; `a/b/loop` back to the root.
+        assert_eq!(ahead.trace_files.len(), 2);
+        #[cfg(unix)]
+        assert_eq!(ahead.warnings.len(), 2, "{:?}", ahead.warnings);
     }
 
     #[test]

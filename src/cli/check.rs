@@ -13,6 +13,7 @@ use tracereplay::diff::DriftMode;
 use tracereplay::discover::discover;
 use tracereplay::eval::{
     BaselineOptions, CacheFile, CheckOptions, CheckStats, FailOn, Progress, check_with_cache_file,
+    in_pool,
 };
 use tracereplay::fsutil::write_atomic;
 use tracereplay::privacy::lint::read_allow_file;
@@ -74,13 +75,15 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     };
     let started = Instant::now();
-    // The result cache's file is read (and its hash checked) while the files are discovered.
+    // The result cache's file is read (and its hash checked) while the files are discovered
+    // (directories listed on `--jobs` threads).
+    let threads = args.jobs.map(usize::from);
     let (found, cache_file) = std::thread::scope(|s| {
         let cache_file = (!args.no_cache).then(|| s.spawn(|| CacheFile::read(&args.cache_dir)));
-        let found = discover(&args.paths, &args.scenario_dirs);
+        let found = in_pool(threads, || discover(&args.paths, &args.scenario_dirs));
         (found, cache_file.and_then(|h| h.join().ok()))
     });
-    let found = found?;
+    let found = found??;
     let discovered = started.elapsed();
     let bar = progress_bar(found.trace_files.len());
     let stats = Arc::new(CheckStats::default());
@@ -95,7 +98,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         },
         scenarios: args.scenarios.clone(),
         tags: args.tags.clone(),
-        threads: args.jobs.map(usize::from),
+        threads,
         baselines,
         baselines_note,
         progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),

@@ -160,6 +160,16 @@ pub enum CheckError {
 /// iterated into output unsorted).
 pub(crate) type Entries<'s> = foldhash::HashMap<String, Entry<'s>>;
 
+/// The entry of scenario `id`, matched case-insensitively (no allocation for the usual
+/// lowercase ASCII id).
+pub(crate) fn entry_of<'e, 's>(entries: &'e Entries<'s>, id: &str) -> Option<&'e Entry<'s>> {
+    if id.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        entries.get(id)
+    } else {
+        entries.get(&id.to_lowercase())
+    }
+}
+
 /// A scenario ready to judge, or the reasons it cannot be.
 pub(crate) struct Entry<'s> {
     pub(crate) scenario: &'s Scenario,
@@ -187,13 +197,24 @@ pub fn check_with_cache_file(
     cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
     // Everything parallel in the run uses `--jobs` threads.
-    match opts.threads {
-        Some(n) => rayon::ThreadPoolBuilder::new()
+    in_pool(opts.threads, || {
+        check_in_pool(found, searched, opts, cache_file)
+    })?
+}
+
+/// Runs `f` on a rayon pool of `threads` threads (`None`: the global pool), so that everything
+/// parallel in it (discovery, judging) honours `--jobs`.
+pub fn in_pool<R: Send>(
+    threads: Option<usize>,
+    f: impl FnOnce() -> R + Send,
+) -> Result<R, CheckError> {
+    match threads {
+        Some(n) => Ok(rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
             .map_err(|source| CheckError::Threads { threads: n, source })?
-            .install(|| check_in_pool(found, searched, opts, cache_file)),
-        None => check_in_pool(found, searched, opts, cache_file),
+            .install(f)),
+        None => Ok(f()),
     }
 }
 
@@ -588,7 +609,7 @@ fn recall(
     c: &cache::ResultCache,
 ) -> Option<Option<Judged>> {
     let head = rows::decode_head(bytes).ok()?;
-    let entry = head.scenario.and_then(|s| entries.get(&s.to_lowercase()));
+    let entry = head.scenario.and_then(|s| entry_of(entries, s));
     let in_scope = match head.scenario {
         Some(s) => !row::out_of_scope_of(s, entry, opts),
         None => opts.partition_holds(None),
@@ -625,7 +646,7 @@ fn judge_fresh(
     opts: &CheckOptions,
 ) -> Option<Judged> {
     let mut row = row::judge_opened(path, opened, entries, opts)?;
-    mark_seen((row.scenario.as_deref()).and_then(|s| entries.get(&s.to_lowercase())));
+    mark_seen((row.scenario.as_deref()).and_then(|s| entry_of(entries, s)));
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {
         row: Row::new(&row),

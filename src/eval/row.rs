@@ -37,7 +37,7 @@ fn attribute(
 
 /// Whether a trace naming `scenario` is outside this run's filters and partition share.
 pub(crate) fn out_of_scope(scenario: &str, entries: &Entries<'_>, opts: &CheckOptions) -> bool {
-    out_of_scope_of(scenario, entries.get(&scenario.to_lowercase()), opts)
+    out_of_scope_of(scenario, super::entry_of(entries, scenario), opts)
 }
 
 /// [`out_of_scope`] with the scenario's entry looked up already (`None`: no such scenario).
@@ -78,7 +78,7 @@ pub(crate) fn judge_opened(
     // Secrets are looked for in every readable trace in scope, judged or not.
     let secrets =
         || crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
-    let lookup = |scenario: &str| entries.get(&scenario.to_lowercase());
+    let lookup = |scenario: &str| super::entry_of(entries, scenario);
     let out_of_scope = |scenario: &str| out_of_scope(scenario, entries, opts);
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
         let parsed = parse_trace(&file, &seal, opts.limits);

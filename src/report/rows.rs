@@ -63,17 +63,6 @@ pub struct RowHead<'a> {
     pub warnings: Cow<'a, [String]>,
 }
 
-impl RowHead<'_> {
-    /// The report's row order: scenario id, case, then path, bytewise (absent ones first).
-    pub fn sort_key(&self) -> (&str, &str, &str) {
-        (
-            self.scenario.unwrap_or(""),
-            self.case.unwrap_or(""),
-            self.path.unwrap_or(""),
-        )
-    }
-}
-
 #[derive(Serialize, Deserialize)]
 struct OracleWire<'a> {
     kind: &'a str,
@@ -291,9 +280,14 @@ impl<'a> Cursor<'a> {
     }
 
     fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
+
+    /// A string's bytes, not checked for UTF-8.
+    fn bytes(&mut self) -> Option<&'a [u8]> {
         let len = usize::try_from(self.varint()?).ok()?;
         let end = self.at.checked_add(len)?;
-        let s = std::str::from_utf8(self.bytes.get(self.at..end)?).ok()?;
+        let s = self.bytes.get(self.at..end)?;
         self.at = end;
         Some(s)
     }
@@ -558,16 +552,17 @@ impl Rows {
 
     /// Sorts by scenario id, case, then path (bytewise); stable.
     pub fn sort(&mut self) {
-        // Decode each key once, then move the rows into place. Rows usually arrive in order
-        // already (a suite laid out as `SCENARIO/CASE.trace…` is discovered in it).
-        let mut order: Vec<usize> = (0..self.0.len()).collect();
-        {
-            let heads: Vec<RowHead> = self.heads().collect();
-            if heads.is_sorted_by(|a, b| a.sort_key() <= b.sort_key()) {
-                return;
-            }
-            order.sort_by(|&a, &b| heads[a].sort_key().cmp(&heads[b].sort_key()));
+        // Only the three leading strings are read, as bytes (their order is `str`'s order), and
+        // the rows usually arrive in order already (a suite laid out as `SCENARIO/CASE.trace…`
+        // is discovered in it), which one pass tells.
+        use rayon::prelude::*;
+        let keys: Vec<[&[u8]; 3]> = self.0.par_iter().map(|r| sort_key(&r.bytes)).collect();
+        if keys.is_sorted() {
+            return;
         }
+        let mut order: Vec<usize> = (0..self.0.len()).collect();
+        order.sort_by_key(|&i| keys[i]);
+        drop(keys);
         let mut slots: Vec<Option<Row>> =
             std::mem::take(&mut self.0).into_iter().map(Some).collect();
         self.0 = order.into_iter().filter_map(|i| slots[i].take()).collect();
@@ -577,6 +572,23 @@ impl Rows {
     pub fn append(&mut self, other: Rows) {
         self.0.extend(other.0);
     }
+}
+
+/// A row's place in the report: scenario id, case, then path, bytewise (absent ones empty, so
+/// first), read without decoding the rest. Every row's head decodes (see below);
+/// one that did not would sort first, as its empty head from `head_unchecked` does.
+fn sort_key(bytes: &[u8]) -> [&[u8]; 3] {
+    const NONE: [&[u8]; 3] = [b"", b"", b""];
+    let mut c = Cursor { bytes, at: 0 };
+    let mut key = NONE;
+    for k in &mut key {
+        match c.option(Cursor::bytes) {
+            Some(Some(s)) => *k = s,
+            Some(None) => {}
+            None => return NONE,
+        }
+    }
+    key
 }
 
 // Rows are only built by `encode`, or from bytes whose head decoded (`from_encoded`, the
@@ -730,7 +742,7 @@ mod tests {
     fn a_blank_row_survives_too() {
         let row = ResultRow::blank(None, Source::Trace);
         assert_eq!(decode(&encode(&row)).unwrap(), row);
-        assert_eq!(decode_head(&encode(&row)).unwrap().sort_key(), ("", "", ""));
+        assert_eq!(sort_key(&encode(&row)), [b"", b"", b""]);
     }
 
     /// The hand-written head decoder reads exactly what serde writes, for every variant.
@@ -770,6 +782,15 @@ mod tests {
             let by_serde = postcard::take_from_bytes::<RowHead>(&bytes).unwrap().0;
             assert_eq!(decode_head(&bytes).unwrap(), by_serde);
             assert_eq!(by_serde, head_of(row));
+            let field = |f: Option<&str>| f.unwrap_or("").as_bytes().to_vec();
+            assert_eq!(
+                sort_key(&bytes).map(<[u8]>::to_vec),
+                [
+                    field(by_serde.scenario),
+                    field(by_serde.case),
+                    field(by_serde.path)
+                ]
+            );
             // Any truncation of the head is refused, never misread.
             let head_len = bytes.len()
                 - postcard::take_from_bytes::<RowHead>(&bytes)
@@ -807,21 +828,31 @@ mod tests {
         let mut c = full_row();
         c.scenario = Some("a".into());
         c.case = Some("y".into());
-        let mut rows: Rows = vec![a, b, c].into_iter().collect();
+        let mut d = c.clone();
+        d.path = Some("a.trace.ndjson".into());
+        let mut e = full_row();
+        e.scenario = None;
+        e.case = Some("zz".into());
+        let mut rows: Rows = vec![a, b, c, d, e].into_iter().collect();
         rows.sort();
-        let keys: Vec<(String, String)> = rows
-            .heads()
-            .map(|h| (h.scenario.unwrap().into(), h.case.unwrap().into()))
-            .collect();
+        let keys: Vec<(Option<&str>, Option<&str>, Option<&str>)> =
+            rows.heads().map(|h| (h.scenario, h.case, h.path)).collect();
+        let path = full_row().path;
         assert_eq!(
             keys,
-            [("a", "y"), ("a", "z"), ("b", "c1")].map(|(s, c)| (s.to_owned(), c.to_owned()))
+            [
+                (None, Some("zz"), path.as_deref()),
+                (Some("a"), Some("y"), Some("a.trace.ndjson")),
+                (Some("a"), Some("y"), path.as_deref()),
+                (Some("a"), Some("z"), path.as_deref()),
+                (Some("b"), Some("c1"), path.as_deref()),
+            ]
         );
         let json = serde_json::to_value(&rows).unwrap();
-        assert_eq!(json.as_array().unwrap().len(), 3);
-        assert_eq!(json[0]["case"], "y");
+        assert_eq!(json.as_array().unwrap().len(), 5);
+        assert_eq!(json[1]["case"], "y");
         let back: Rows = serde_json::from_value(json).unwrap();
-        assert_eq!(back.len(), 3);
-        assert_eq!(back.get(0).case.as_deref(), Some("y"));
+        assert_eq!(back.len(), 5);
+        assert_eq!(back.get(1).case.as_deref(), Some("y"));
     }
 }
