@@ -466,7 +466,11 @@ mod tests {
         for d in ["a/b/c", "a/d", ".hidden", "e"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
-        for f in ["a/b/c/1.trace.ndjson", "a/d/2.trace.ndjson", "e/x.scenario.json"] {
+        for f in [
+            "a/b/c/1.trace.ndjson",
+            "a/d/2.trace.ndjson",
+            "e/x.scenario.json",
+        ] {
             std::fs::write(root.join(f), "").unwrap();
         }
         std::fs::write(root.join(".hidden/3.trace.ndjson"), "").unwrap();
@@ -479,7 +483,13 @@ mod tests {
         listed.sort();
         let expected: Vec<Utf8PathBuf> = ["", "a", "a/b", "a/b/c", "a/d", "e"]
             .iter()
-            .map(|d| if d.is_empty() { root.clone() } else { root.join(d) })
+            .map(|d| {
+                if d.is_empty() {
+                    root.clone()
+                } else {
+                    root.join(d)
+                }
+            })
             .collect();
         assert_eq!(listed, expected);
 

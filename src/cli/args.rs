@@ -366,6 +366,10 @@ pub struct CheckArgs {
     /// Judge every trace afresh, without reading or writing the result cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// MiB of result rows held in memory: rows beyond go to a temporary file, and a larger
+    /// result cache is read from disk as needed (the report is the same).
+    #[arg(long, value_name = "MIB", default_value_t = (tracereplay::eval::ROW_MEMORY >> 20) as u32)]
+    pub row_memory: u32,
     /// Which drift from the approved baselines fails the run.
     #[arg(long, value_enum, default_value_t = DriftArg::Default)]
     pub drift: DriftArg,

@@ -78,8 +78,10 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     // The result cache's file is read (and its hash checked) while the files are discovered
     // (directories listed on `--jobs` threads).
     let threads = args.jobs.map(usize::from);
+    let row_memory = (args.row_memory as usize) << 20;
     let (found, cache_file) = std::thread::scope(|s| {
-        let cache_file = (!args.no_cache).then(|| s.spawn(|| CacheFile::read(&args.cache_dir)));
+        let cache_file = (!args.no_cache)
+            .then(|| s.spawn(|| CacheFile::read_with(&args.cache_dir, row_memory as u64)));
         let found = in_pool(threads, || discover(&args.paths, &args.scenario_dirs));
         (found, cache_file.and_then(|h| h.join().ok()))
     });
@@ -109,6 +111,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         partition: args.partition,
         cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
         stats: Some(stats.clone()),
+        row_memory: Some(row_memory),
     };
     let mut searched = args.paths.clone();
     searched.extend(args.scenario_dirs.iter().cloned());
@@ -125,9 +128,11 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let with_warnings = (report.results.metas().enumerate()).filter(|(_, m)| m.has_warnings);
     for (i, _) in with_warnings {
-        for w in report.results.head(i).warnings.iter() {
-            let _ = writeln!(err, "warning: {w}");
-        }
+        report.results.with_head(i, |h| {
+            for w in h.warnings.iter() {
+                let _ = writeln!(err, "warning: {w}");
+            }
+        });
     }
     let files: [(&Option<Utf8PathBuf>, Renderer, &str); 3] = [
         (&args.json, report::json::render, "JSON report"),

@@ -98,16 +98,14 @@ pub fn mark_ambiguous(
     fail_on: super::FailOn,
     warnings: &mut Vec<String>,
 ) {
+    let mut of_row: Vec<(usize, String)> = Vec::new();
+    rows.for_each_head(|i, h| of_row.extend(h.baseline.map(|b| (i, b.to_owned()))));
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-    for h in rows.heads() {
-        if let Some(b) = h.baseline {
-            *count.entry(b).or_default() += 1;
-        }
+    for (_, b) in &of_row {
+        *count.entry(b).or_default() += 1;
     }
-    let shared: Vec<(usize, usize)> = rows
-        .heads()
-        .enumerate()
-        .filter_map(|(i, h)| Some((i, count[h.baseline?])))
+    let shared: Vec<(usize, usize)> = (of_row.iter())
+        .map(|(i, b)| (*i, count[b.as_str()]))
         .filter(|&(_, n)| n >= 2)
         .collect();
     for (i, n) in shared {
@@ -143,7 +141,8 @@ pub fn find_obsolete(
     in_scope: &dyn Fn(&str) -> bool,
     warnings: &mut Vec<String>,
 ) -> Vec<ObsoleteBaseline> {
-    let used: HashSet<&str> = rows.heads().filter_map(|h| h.baseline).collect();
+    let mut used: HashSet<String> = HashSet::new();
+    rows.for_each_head(|_, h| used.extend(h.baseline.map(str::to_owned)));
     let mut out = Vec::new();
     for stored in opts.store.list(crate::baseline::APPROVED_SUFFIX) {
         let shown = display_path(&stored.path);

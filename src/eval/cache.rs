@@ -21,6 +21,12 @@
 //! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
 //!   content key, a 4-byte little-endian length and the row as [`crate::report::rows`] encodes
 //!   it.
+//! - **Memory.** A file up to the run's row budget ([`READ_WHOLE`] by default) is read whole and
+//!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping only
+//!   keys and offsets) and its hits are read back from it when a report needs them, so a large
+//!   suite's cache costs tens of bytes per entry in memory, not the size of its rows. (Off Unix
+//!   the file is always read whole: a file still open there cannot be replaced by the next
+//!   save.)
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,7 +36,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_streaming_creating_dirs;
-use crate::report::rows::{self, RowBytes};
+use crate::report::rows::{self, RowBytes, RowFile};
 
 const FORMAT: &str = "tracereplay.cache";
 const VERSION: u32 = 3;
@@ -93,12 +99,25 @@ impl std::hash::Hasher for FirstBytes {
     fn write_usize(&mut self, _: usize) {}
 }
 
+/// Where the entries' rows are: the file read whole, or the file itself.
+enum Held {
+    Memory(Arc<Vec<u8>>),
+    File(Arc<RowFile>),
+}
+
+impl Default for Held {
+    fn default() -> Held {
+        Held::Memory(Arc::default())
+    }
+}
+
 /// A cache file, read and checked against its own hash but not yet against a run's context,
 /// so reading it can overlap discovery. Empty when there is none or it cannot be trusted.
 #[derive(Default)]
 pub struct CacheFile {
     context: String,
-    buf: Arc<Vec<u8>>,
+    held: Held,
+    /// The entries, their rows' ranges being offsets in the file.
     slots: Vec<Slot>,
     by_stat: Index,
     by_content: Index,
@@ -114,17 +133,44 @@ impl std::fmt::Debug for CacheFile {
 /// traces); the cache is then rebuilt.
 const MAX_FILE: u64 = 1 << 30;
 
+/// A cache file up to this size is read whole (the default; see the module documentation).
+pub const READ_WHOLE: u64 = super::ROW_MEMORY as u64;
+
 impl CacheFile {
     /// Reads the cache file under `dir`.
     pub fn read(dir: &Utf8Path) -> CacheFile {
-        let path = dir.join(FILE);
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_FILE) {
+        CacheFile::read_with(dir, READ_WHOLE)
+    }
+
+    /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes.
+    pub fn read_with(dir: &Utf8Path, read_whole: u64) -> CacheFile {
+        let Ok(mut file) = std::fs::File::open(dir.join(FILE)) else {
+            return CacheFile::default();
+        };
+        let len = file.metadata().map_or(u64::MAX, |m| m.len());
+        if len > MAX_FILE {
             return CacheFile::default();
         }
-        std::fs::read(&path)
-            .ok()
-            .and_then(decode)
-            .unwrap_or_default()
+        let decoded = if len <= read_whole || cfg!(not(unix)) {
+            let mut bytes = Vec::with_capacity(len as usize);
+            std::io::Read::read_to_end(&mut file, &mut bytes)
+                .ok()
+                .and_then(|_| decode(bytes))
+        } else {
+            stream(file, len).ok().flatten()
+        };
+        decoded.unwrap_or_default()
+    }
+
+    fn row(&self, slot: &Slot) -> RowBytes {
+        match &self.held {
+            Held::Memory(buf) => RowBytes::shared(buf.clone(), slot.range.clone()),
+            Held::File(file) => {
+                // Ranges were checked against the file's length when it was framed.
+                let len = slot.range.len() as u32;
+                RowBytes::in_file(file.clone(), slot.range.start as u64, len)
+            }
+        }
     }
 }
 
@@ -215,8 +261,7 @@ impl ResultCache {
         if slot.taken.swap(true, Ordering::Relaxed) {
             return None;
         }
-        let row = RowBytes::shared(self.file.buf.clone(), slot.range.clone());
-        Some((row, slot.keys))
+        Some((self.file.row(slot), slot.keys))
     }
 
     /// Puts back an entry taken for a trace this run then left out (filters, partition), so a
@@ -234,27 +279,29 @@ impl ResultCache {
     /// change.
     pub fn save(
         &self,
-        rows: &[(Keys, &[u8])],
+        rows: &[(Keys, &RowBytes)],
         hits: usize,
         keep_unused: bool,
     ) -> std::io::Result<()> {
-        let mut unused: Vec<(Keys, &[u8])> = Vec::new();
+        let mut unused: Vec<(Keys, RowBytes)> = Vec::new();
         if keep_unused {
             unused = (self.file.slots.iter())
                 .filter(|slot| !slot.taken.load(Ordering::Relaxed))
-                .map(|slot| (slot.keys, &self.file.buf[slot.range.clone()]))
+                .map(|slot| (slot.keys, self.file.row(slot)))
                 .collect();
         }
         if hits == rows.len() && hits + unused.len() == self.file.slots.len() {
             return Ok(());
         }
-        let all = || rows.iter().copied().chain(unused.iter().copied());
+        let all = || (rows.iter().copied()).chain(unused.iter().map(|(k, r)| (*k, r)));
         // Two passes over the rows, one to hash them and one to write them: the file is never
-        // built in memory.
+        // built in memory. (Rows held in a file are read in each; should a read fail between
+        // the two, the hash no longer matches and the next run ignores the file.)
         let mut hasher = blake3::Hasher::new();
         for (keys, row) in all() {
-            hasher.update(&frame(&keys, row)?);
-            hasher.update(row);
+            let row = row.load();
+            hasher.update(&frame(&keys, &row)?);
+            hasher.update(&row);
         }
         let mut header = serde_json::to_vec(&Header {
             format: FORMAT.into(),
@@ -267,8 +314,9 @@ impl ResultCache {
         write_streaming_creating_dirs(&self.path, false, &mut |out| {
             out.write_all(&header)?;
             for (keys, row) in all() {
-                out.write_all(&frame(&keys, row)?)?;
-                out.write_all(row)?;
+                let row = row.load();
+                out.write_all(&frame(&keys, &row)?)?;
+                out.write_all(&row)?;
             }
             Ok(())
         })
@@ -312,21 +360,94 @@ fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
         let taken = AtomicBool::new(false);
         slots.push(Slot { keys, range, taken });
     }
-    let mut by_stat = Index::with_capacity_and_hasher(slots.len(), KeyHasher);
-    let mut by_content = Index::with_capacity_and_hasher(slots.len(), KeyHasher);
-    for (i, slot) in slots.iter().enumerate() {
-        if let Some(stat) = slot.keys.stat {
-            by_stat.insert(stat, i);
-        }
-        by_content.insert(slot.keys.content, i);
-    }
-    Some(CacheFile {
-        context: header.context,
-        buf: Arc::new(bytes),
+    Some(CacheFile::indexed(
+        header.context,
+        Held::Memory(Arc::new(bytes)),
         slots,
-        by_stat,
-        by_content,
-    })
+    ))
+}
+
+/// Reads a cache file too large to hold: its header, then its entries once, in order, hashing
+/// them and keeping each one's keys and place. `Ok(None)` when it cannot be trusted.
+fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
+    use std::io::{BufRead, BufReader, Read};
+    const HEADER_MAX: u64 = 1 << 16;
+    let mut reader = BufReader::with_capacity(1 << 20, &file);
+    let mut line = Vec::new();
+    (&mut reader)
+        .take(HEADER_MAX)
+        .read_until(b'\n', &mut line)?;
+    if line.pop() != Some(b'\n') {
+        return Ok(None);
+    }
+    let Ok(header) = serde_json::from_slice::<Header>(&line) else {
+        return Ok(None);
+    };
+    if header.format != FORMAT || header.version != VERSION {
+        return Ok(None);
+    }
+    let mut hasher = blake3::Hasher::new();
+    let mut slots = Vec::new();
+    let mut at = line.len() as u64 + 1;
+    let mut row = Vec::new();
+    while at < len {
+        let mut frame = [0; 36];
+        if reader.read_exact(&mut frame).is_err() {
+            return Ok(None);
+        }
+        let row_len = u32::from_le_bytes(frame[32..].try_into().expect("4 bytes"));
+        if at + 36 + u64::from(row_len) > len {
+            return Ok(None);
+        }
+        row.resize(row_len as usize, 0);
+        if reader.read_exact(&mut row).is_err() {
+            return Ok(None);
+        }
+        hasher.update(&frame);
+        hasher.update(&row);
+        let start = usize::try_from(at + 36).map_err(std::io::Error::other)?;
+        let stat: Key = frame[..16].try_into().expect("16 bytes");
+        let keys = Keys {
+            stat: (stat != [0; 16]).then_some(stat),
+            content: frame[16..32].try_into().expect("16 bytes"),
+        };
+        slots.push(Slot {
+            keys,
+            range: start..start + row_len as usize,
+            taken: AtomicBool::new(false),
+        });
+        at += 36 + u64::from(row_len);
+    }
+    if at != len || header.entries_hash != hasher.finalize().to_hex().as_str() {
+        return Ok(None);
+    }
+    drop(reader);
+    let file = Arc::new(RowFile::new(file, len));
+    Ok(Some(CacheFile::indexed(
+        header.context,
+        Held::File(file),
+        slots,
+    )))
+}
+
+impl CacheFile {
+    fn indexed(context: String, held: Held, slots: Vec<Slot>) -> CacheFile {
+        let mut by_stat = Index::with_capacity_and_hasher(slots.len(), KeyHasher);
+        let mut by_content = Index::with_capacity_and_hasher(slots.len(), KeyHasher);
+        for (i, slot) in slots.iter().enumerate() {
+            if let Some(stat) = slot.keys.stat {
+                by_stat.insert(stat, i);
+            }
+            by_content.insert(slot.keys.content, i);
+        }
+        CacheFile {
+            context,
+            held,
+            slots,
+            by_stat,
+            by_content,
+        }
+    }
 }
 
 fn bytes_at(bytes: &[u8], at: usize, len: usize) -> Option<&[u8]> {
@@ -350,7 +471,7 @@ mod tests {
     use super::*;
     use crate::report::{ResultRow, RowVerdict, Source};
 
-    fn row(path: &str) -> Box<[u8]> {
+    fn row(path: &str) -> RowBytes {
         let r: ResultRow = serde_json::from_value(serde_json::json!({
             "scenario": "s", "case": "c", "path": path, "scenario_file": null,
             "content_hash": null, "risk": null, "verdict": "pass", "source": "trace",
@@ -359,15 +480,21 @@ mod tests {
         }))
         .unwrap();
         assert_eq!((r.verdict, r.source), (RowVerdict::Pass, Source::Trace));
-        rows::encode(&r)
+        rows::encode(&r).into()
     }
 
-    fn load(dir: &Utf8Path, context: &str) -> ResultCache {
-        ResultCache::from_file(dir, CacheFile::read(dir), context.into())
-    }
-
+    /// Read whole (in memory) and streamed (rows read back from the file), the same cache.
     #[test]
     fn a_saved_cache_loads_and_a_damaged_one_is_ignored() {
+        for whole in [READ_WHOLE, 0] {
+            saved_and_damaged(whole);
+        }
+    }
+
+    fn saved_and_damaged(whole: u64) {
+        let load = |dir: &Utf8Path, context: &str| {
+            ResultCache::from_file(dir, CacheFile::read_with(dir, whole), context.into())
+        };
         let dir = tempfile::tempdir().unwrap();
         let dir = Utf8Path::from_path(dir.path()).unwrap();
         let cache = load(dir, "ctx");
@@ -383,8 +510,12 @@ mod tests {
         cache.save(&[(ka, &a), (kb, &b)], 0, false).unwrap();
 
         let loaded = load(dir, "ctx");
-        let bytes = |hit: Option<(RowBytes, Keys)>| hit.map(|(row, keys)| (row.to_vec(), keys));
-        assert_eq!(bytes(loaded.take_by_stat(&[1; 16])), Some((a.to_vec(), ka)));
+        let bytes =
+            |hit: Option<(RowBytes, Keys)>| hit.map(|(row, keys)| (row.load().to_vec(), keys));
+        assert_eq!(
+            bytes(loaded.take_by_stat(&[1; 16])),
+            Some((a.load().to_vec(), ka))
+        );
         assert_eq!(
             bytes(loaded.take_by_content(&[3; 16])),
             None,
@@ -392,7 +523,7 @@ mod tests {
         );
         assert_eq!(
             bytes(loaded.take_by_content(&[4; 16])),
-            Some((b.to_vec(), kb))
+            Some((b.load().to_vec(), kb))
         );
         assert_eq!(
             bytes(loaded.take_by_stat(&[0; 16])),
@@ -402,7 +533,7 @@ mod tests {
         loaded.put_back(&ka);
         assert_eq!(
             bytes(loaded.take_by_content(&[3; 16])),
-            Some((a.to_vec(), ka))
+            Some((a.load().to_vec(), ka))
         );
         assert_eq!(load(dir, "other").file.slots.len(), 0);
 

@@ -19,7 +19,7 @@ pub use judge::{JudgedTrace, judge_trace_file};
 use row::set_error;
 
 use crate::discover::{Discovered, display_path};
-use crate::report::rows;
+use crate::report::rows::{self, RowBytes, Spill};
 use crate::report::{Report, ResultRow, Row, RowMeta, RowVerdict, Rows, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, Scenario, load_scenarios};
 use crate::trace::{Limits, TraceFile};
@@ -96,7 +96,15 @@ pub struct CheckOptions {
     /// Where to count what the run did (for `--timings`; never part of the report, which is
     /// the same with and without the cache).
     pub stats: Option<std::sync::Arc<CheckStats>>,
+    /// Bytes of encoded result rows held in memory (`None`: [`ROW_MEMORY`]); rows beyond go to
+    /// a temporary file, and a result cache file larger than this is read from disk as needed
+    /// rather than whole. The report is the same whatever the budget.
+    pub row_memory: Option<usize>,
 }
+
+/// The default budget of result rows held in memory (24 MiB): the rows of ~35,000 passing
+/// traces.
+pub const ROW_MEMORY: usize = 24 << 20;
 
 /// What a run did, besides its report.
 #[derive(Debug, Default)]
@@ -246,16 +254,18 @@ fn check_in_pool(
             filter: parts.join(" and "),
         });
     }
+    let row_memory = opts.row_memory.unwrap_or(ROW_MEMORY);
     let cache = opts.cache_dir.as_deref().map(|dir| {
         let context = cache_context(&loaded.sources, &loaded.scenarios, opts);
-        let file = cache_file.unwrap_or_else(|| CacheFile::read(dir));
+        let file = cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64));
         cache::ResultCache::from_file(dir, file, context)
     });
+    let spill = Spill::new(row_memory);
     let judged: Vec<Judged> = found
         .trace_files
         .par_iter()
         .filter_map(|path| {
-            let judged = judge_or_recall(path, &entries, opts, cache.as_ref());
+            let judged = judge_or_recall(path, &entries, opts, cache.as_ref(), &spill);
             if let Some(p) = &opts.progress {
                 (p.0)();
             }
@@ -268,10 +278,10 @@ fn check_in_pool(
     }
     let mut cache_warning = None;
     if let Some(c) = &cache {
-        let keyed: Vec<(cache::Keys, &[u8])> = judged
+        let keyed: Vec<(cache::Keys, &RowBytes)> = judged
             .iter()
             .filter(|j| j.cacheable)
-            .filter_map(|j| j.keys.map(|k| (k, &**j.row.bytes())))
+            .filter_map(|j| j.keys.map(|k| (k, j.row.bytes())))
             .collect();
         let hits = judged.iter().filter(|j| j.entry_current).count();
         // A filtered run keeps the rows of the traces it did not look at.
@@ -555,20 +565,16 @@ fn judge_or_recall(
     entries: &Entries<'_>,
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
+    spill: &Spill,
 ) -> Option<Judged> {
+    let fresh = |opened, keys| judge_fresh(path, opened, keys, entries, opts, spill);
     let Some(c) = cache else {
-        return judge_fresh(
-            path,
-            TraceFile::open(path, opts.limits),
-            None,
-            entries,
-            opts,
-        );
+        return fresh(TraceFile::open(path, opts.limits), None);
     };
     // The fast path: the stat key, without reading the file.
     let stat = cache::stat_key(path);
     if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
-        if let Some(judged) = recall(&bytes, keys, keys, entries, opts, c) {
+        if let Some(judged) = recall(&bytes, keys, keys, entries, opts, c, spill) {
             return judged;
         }
     }
@@ -584,7 +590,7 @@ fn judge_or_recall(
     });
     let keys = content.map(|content| cache::Keys { stat, content });
     if let (Some((bytes, stored)), Some(keys)) = (&hit, keys) {
-        if let Some(judged) = recall(bytes, keys, *stored, entries, opts, c) {
+        if let Some(judged) = recall(bytes, keys, *stored, entries, opts, c, spill) {
             return judged;
         }
     }
@@ -594,21 +600,23 @@ fn judge_or_recall(
         Ok(None) => TraceFile::open(path, opts.limits),
         Err(e) => Err(e),
     };
-    judge_fresh(path, opened, keys, entries, opts)
+    fresh(opened, keys)
 }
 
 /// A row from the cache: `Some(Some(row))` in scope, `Some(None)` outside the filters or
 /// partition (the entry is put back for the next full run), `None` when it does not decode
 /// (the trace is then judged afresh, never dropped).
 fn recall(
-    bytes: &crate::report::rows::RowBytes,
+    bytes: &RowBytes,
     keys: cache::Keys,
     stored: cache::Keys,
     entries: &Entries<'_>,
     opts: &CheckOptions,
     c: &cache::ResultCache,
+    spill: &Spill,
 ) -> Option<Option<Judged>> {
-    let head = rows::decode_head(bytes).ok()?;
+    let loaded = bytes.load();
+    let head = rows::decode_head(&loaded).ok()?;
     let entry = head.scenario.and_then(|s| entry_of(entries, s));
     let in_scope = match head.scenario {
         Some(s) => !row::out_of_scope_of(s, entry, opts),
@@ -623,9 +631,9 @@ fn recall(
     let row = if blocks == head.blocking {
         Row::trusted(bytes.clone(), RowMeta::of(&head))
     } else {
-        let mut row = rows::decode(bytes).ok()?;
+        let mut row = rows::decode(&loaded).ok()?;
         row.blocking = blocks;
-        Row::new(&row)
+        spill.row(&row)
     };
     mark_seen(entry);
     Some(Some(Judged {
@@ -644,12 +652,13 @@ fn judge_fresh(
     keys: Option<cache::Keys>,
     entries: &Entries<'_>,
     opts: &CheckOptions,
+    spill: &Spill,
 ) -> Option<Judged> {
     let mut row = row::judge_opened(path, opened, entries, opts)?;
     mark_seen((row.scenario.as_deref()).and_then(|s| entry_of(entries, s)));
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {
-        row: Row::new(&row),
+        row: spill.row(&row),
         keys,
         cacheable: row.drift.is_empty(),
         recalled: false,

@@ -22,16 +22,19 @@ fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    // Each line comes from its row's head (decoded once); only rows with details are decoded
-    // whole.
-    let heads: Vec<_> = report.results.heads().collect();
+    // Each line comes from its row's head, decoded twice (widths, then lines) rather than held;
+    // only rows with details are decoded whole.
     let (mut w_scenario, mut w_case) = (1, 1);
-    for h in &heads {
+    report.results.for_each_head(|_, h| {
         w_scenario = w_scenario.max(h.scenario.unwrap_or("-").len());
         w_case = w_case.max(h.case.unwrap_or("-").len());
-    }
+    });
     let mut line = String::new();
-    for (i, row) in heads.iter().enumerate() {
+    let mut written = Ok(());
+    report.results.for_each_head(|i, row| {
+        if written.is_err() {
+            return;
+        }
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
             RowVerdict::Fail => ("FAIL ", "31"),
@@ -70,11 +73,14 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
             line.push(')');
         }
         line.push('\n');
-        out.write_all(line.as_bytes())?;
-        if row.verdict != RowVerdict::Pass || row.drift_new || row.drift_other {
-            details(&report.results.get(i), opts, out)?;
-        }
-    }
+        written = out.write_all(line.as_bytes()).and_then(|()| {
+            if row.verdict != RowVerdict::Pass || row.drift_new || row.drift_other {
+                details(&report.results.get(i), opts, out)?;
+            }
+            Ok(())
+        });
+    });
+    written?;
     for f in &report.privacy {
         let label = if f.fails {
             paint(opts.color, "1;31", "PRIVACY ")

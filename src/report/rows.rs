@@ -13,6 +13,8 @@
 //! row.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -354,22 +356,53 @@ pub fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
     })
 }
 
-/// One encoded row: its own allocation, or a range of a buffer shared with other rows (the
-/// result cache's file, read once, is never copied row by row).
+/// One encoded row: its own allocation, a range of a buffer shared with other rows (the result
+/// cache's file, read once, is never copied row by row), or a range of a file (rows beyond the
+/// run's memory budget, see [`Spill`], and the rows of a result cache too large to read whole).
 #[derive(Clone)]
 pub struct RowBytes(Repr);
 
 #[derive(Clone)]
 enum Repr {
     Own(Box<[u8]>),
-    Shared(std::sync::Arc<Vec<u8>>, std::ops::Range<usize>),
+    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
+    InFile(Arc<RowFile>, u64, u32),
 }
 
 impl RowBytes {
     /// `range` of a shared buffer (panics if it is out of bounds, which callers check).
-    pub fn shared(buf: std::sync::Arc<Vec<u8>>, range: std::ops::Range<usize>) -> RowBytes {
+    pub fn shared(buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> RowBytes {
         assert!(range.end <= buf.len() && range.start <= range.end);
         RowBytes(Repr::Shared(buf, range))
+    }
+
+    /// `len` bytes of `file` at offset `at`, read when needed.
+    pub fn in_file(file: Arc<RowFile>, at: u64, len: u32) -> RowBytes {
+        RowBytes(Repr::InFile(file, at, len))
+    }
+
+    /// The bytes: borrowed when held in memory, read back when in a file. A file that can no
+    /// longer be read gives no bytes, which decode as an error row (never a pass).
+    pub fn load(&self) -> Cow<'_, [u8]> {
+        match &self.0 {
+            Repr::Own(b) => Cow::Borrowed(b),
+            Repr::Shared(buf, range) => Cow::Borrowed(&buf[range.clone()]),
+            Repr::InFile(file, at, len) => Cow::Owned(file.read(*at, *len).unwrap_or_default()),
+        }
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Own(b) => b.len(),
+            Repr::Shared(_, range) => range.len(),
+            Repr::InFile(_, _, len) => *len as usize,
+        }
+    }
+
+    /// Whether there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -379,19 +412,9 @@ impl From<Box<[u8]>> for RowBytes {
     }
 }
 
-impl std::ops::Deref for RowBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Own(b) => b,
-            Repr::Shared(buf, range) => &buf[range.clone()],
-        }
-    }
-}
-
 impl PartialEq for RowBytes {
     fn eq(&self, other: &RowBytes) -> bool {
-        **self == **other
+        self.load() == other.load()
     }
 }
 
@@ -400,6 +423,116 @@ impl Eq for RowBytes {}
 impl std::fmt::Debug for RowBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "RowBytes({} bytes)", self.len())
+    }
+}
+
+/// A file that holds encoded rows at known offsets, read (and, for the run's spill file,
+/// appended to) from any thread.
+#[derive(Debug)]
+pub struct RowFile {
+    file: std::fs::File,
+    /// Where the next appended row goes.
+    end: AtomicU64,
+    /// Reads and writes that move the file position take turns (positioned I/O on Unix needs
+    /// none).
+    #[cfg(not(unix))]
+    turn: std::sync::Mutex<()>,
+}
+
+impl RowFile {
+    /// `file`, whose first `len` bytes are taken (appends go after them).
+    pub fn new(file: std::fs::File, len: u64) -> RowFile {
+        RowFile {
+            file,
+            end: AtomicU64::new(len),
+            #[cfg(not(unix))]
+            turn: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// `len` bytes at offset `at`.
+    pub fn read(&self, at: u64, len: u32) -> std::io::Result<Vec<u8>> {
+        let mut buf = vec![0; len as usize];
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(&mut buf, at)?;
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+            (&self.file).seek(SeekFrom::Start(at))?;
+            (&self.file).read_exact(&mut buf)?;
+        }
+        Ok(buf)
+    }
+
+    /// Appends `bytes`, returning their offset.
+    fn append(&self, bytes: &[u8]) -> std::io::Result<u64> {
+        let at = self.end.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(bytes, at)?;
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::{Seek, SeekFrom, Write};
+            let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+            (&self.file).seek(SeekFrom::Start(at))?;
+            (&self.file).write_all(bytes)?;
+        }
+        Ok(at)
+    }
+}
+
+/// Where a run's rows go: memory, up to a budget of encoded bytes, then an anonymous temporary
+/// file (removed when the run ends), so memory stops growing with the suite. Which rows are
+/// kept in memory depends on scheduling, but a row reads back as the same bytes wherever it is
+/// held, so the report does not. Should the temporary file fail, rows stay in memory.
+#[derive(Debug)]
+pub struct Spill {
+    budget: usize,
+    held: AtomicUsize,
+    file: std::sync::OnceLock<Option<Arc<RowFile>>>,
+}
+
+impl Spill {
+    /// Rows held in memory until their encodings total `budget` bytes.
+    pub fn new(budget: usize) -> Spill {
+        Spill {
+            budget,
+            held: AtomicUsize::new(0),
+            file: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Encodes `row` and keeps it in memory or in the file.
+    pub fn row(&self, row: &ResultRow) -> Row {
+        Row {
+            meta: RowMeta::of(&head_of(row)),
+            bytes: self.keep(encode(row)),
+        }
+    }
+
+    fn keep(&self, bytes: Box<[u8]>) -> RowBytes {
+        let len = bytes.len();
+        if self.held.fetch_add(len, Ordering::Relaxed) + len <= self.budget {
+            return bytes.into();
+        }
+        self.held.fetch_sub(len, Ordering::Relaxed);
+        let file = self.file.get_or_init(|| {
+            let file = tempfile::tempfile().ok()?;
+            Some(Arc::new(RowFile::new(file, 0)))
+        });
+        match (file, u32::try_from(len)) {
+            (Some(file), Ok(len32)) => match file.append(&bytes) {
+                Ok(at) => RowBytes::in_file(file.clone(), at, len32),
+                Err(_) => bytes.into(),
+            },
+            _ => bytes.into(),
+        }
     }
 }
 
@@ -473,6 +606,14 @@ impl Row {
     pub fn bytes(&self) -> &RowBytes {
         &self.bytes
     }
+
+    fn head<R>(&self, f: impl FnOnce(RowHead<'_>) -> R) -> R {
+        f(head_unchecked(&self.bytes.load()))
+    }
+
+    fn decode(&self) -> ResultRow {
+        decode_unchecked(&self.bytes.load())
+    }
 }
 
 /// Result rows, each held encoded. Equality compares the encodings, which are deterministic.
@@ -494,7 +635,7 @@ impl Rows {
     pub fn from_encoded(encoded: Vec<RowBytes>) -> Result<Rows, DecodeError> {
         let mut rows = Vec::with_capacity(encoded.len());
         for bytes in encoded {
-            let meta = RowMeta::of(&decode_head(&bytes)?);
+            let meta = RowMeta::of(&decode_head(&bytes.load())?);
             rows.push(Row { bytes, meta });
         }
         Ok(Rows(rows))
@@ -525,19 +666,22 @@ impl Rows {
         self.0.iter().map(|r| r.meta)
     }
 
-    /// Each row's head, in order (decoded, without allocating).
-    pub fn heads(&self) -> impl Iterator<Item = RowHead<'_>> {
-        self.0.iter().map(|r| head_unchecked(&r.bytes))
+    /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
+    /// held in a file is read back, one at a time).
+    pub fn for_each_head(&self, mut f: impl FnMut(usize, RowHead<'_>)) {
+        for (i, r) in self.0.iter().enumerate() {
+            r.head(|h| f(i, h));
+        }
     }
 
-    /// The head of row `i`.
-    pub fn head(&self, i: usize) -> RowHead<'_> {
-        head_unchecked(&self.0[i].bytes)
+    /// Calls `f` with the head of row `i`.
+    pub fn with_head<R>(&self, i: usize, f: impl FnOnce(RowHead<'_>) -> R) -> R {
+        self.0[i].head(f)
     }
 
     /// Row `i`, decoded.
     pub fn get(&self, i: usize) -> ResultRow {
-        decode_unchecked(&self.0[i].bytes)
+        self.0[i].decode()
     }
 
     /// Replaces row `i`.
@@ -547,7 +691,7 @@ impl Rows {
 
     /// Each row, decoded one at a time.
     pub fn iter(&self) -> impl Iterator<Item = ResultRow> + '_ {
-        self.0.iter().map(|r| decode_unchecked(&r.bytes))
+        self.0.iter().map(Row::decode)
     }
 
     /// Sorts by scenario id, case, then path (bytewise); stable.
@@ -556,12 +700,17 @@ impl Rows {
         // the rows usually arrive in order already (a suite laid out as `SCENARIO/CASE.trace…`
         // is discovered in it), which one pass tells.
         use rayon::prelude::*;
-        let keys: Vec<[&[u8]; 3]> = self.0.par_iter().map(|r| sort_key(&r.bytes)).collect();
+        let keys: Vec<[Cow<'_, [u8]>; 3]> = (self.0.par_iter())
+            .map(|r| match r.bytes.load() {
+                Cow::Borrowed(bytes) => sort_key(bytes).map(Cow::Borrowed),
+                Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.to_vec())),
+            })
+            .collect();
         if keys.is_sorted() {
             return;
         }
         let mut order: Vec<usize> = (0..self.0.len()).collect();
-        order.sort_by_key(|&i| keys[i]);
+        order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
         drop(keys);
         let mut slots: Vec<Option<Row>> =
             std::mem::take(&mut self.0).into_iter().map(Some).collect();
@@ -818,6 +967,37 @@ mod tests {
         assert_eq!(row.error.unwrap().category, "internal");
     }
 
+    /// Past the budget, rows go to the spill file, and read back (heads, sort, whole) exactly
+    /// as rows held in memory.
+    #[test]
+    fn rows_beyond_the_budget_go_to_a_file_and_read_back_the_same() {
+        let rows = || {
+            (0..5).map(|i| {
+                let mut r = full_row();
+                r.case = Some(format!("c{}", 4 - i));
+                r
+            })
+        };
+        let spill = Spill::new(encode(&full_row()).len());
+        let spilled: Vec<Row> = rows().map(|r| spill.row(&r)).collect();
+        assert!(matches!(spilled[0].bytes.0, Repr::Own(_)), "room for one");
+        assert!(
+            (spilled[1..].iter()).all(|r| matches!(r.bytes.0, Repr::InFile(..))),
+            "{spilled:?}"
+        );
+        let mut on_disk = Rows::from_rows(spilled);
+        let mut in_memory: Rows = rows().collect();
+        on_disk.sort();
+        in_memory.sort();
+        assert!(on_disk == in_memory);
+        assert_eq!(
+            serde_json::to_string(&on_disk).unwrap(),
+            serde_json::to_string(&in_memory).unwrap()
+        );
+        on_disk.with_head(0, |h| assert_eq!(h.case, Some("c0")));
+        assert_eq!(on_disk.get(4).case.as_deref(), Some("c4"));
+    }
+
     #[test]
     fn rows_sort_by_scenario_case_path_and_serialize_as_a_list() {
         let mut a = full_row();
@@ -835,9 +1015,15 @@ mod tests {
         e.case = Some("zz".into());
         let mut rows: Rows = vec![a, b, c, d, e].into_iter().collect();
         rows.sort();
-        let keys: Vec<(Option<&str>, Option<&str>, Option<&str>)> =
-            rows.heads().map(|h| (h.scenario, h.case, h.path)).collect();
+        let mut keys: Vec<(Option<String>, Option<String>, Option<String>)> = Vec::new();
+        rows.for_each_head(|_, h| {
+            let own = |s: Option<&str>| s.map(str::to_owned);
+            keys.push((own(h.scenario), own(h.case), own(h.path)));
+        });
         let path = full_row().path;
+        let keys: Vec<_> = (keys.iter())
+            .map(|(s, c, p)| (s.as_deref(), c.as_deref(), p.as_deref()))
+            .collect();
         assert_eq!(
             keys,
             [

@@ -239,6 +239,54 @@ fn a_filtered_run_keeps_the_rows_it_did_not_look_at() {
     assert_eq!(cache_entries(&env), all - 1);
 }
 
+/// With no memory for rows (`--row-memory 0`) every row goes to a temporary file and the cache
+/// is read back from disk: the reports, the exit codes and the cache file itself are the same
+/// as with rows in memory, cold, cached, filtered and after an edit.
+#[test]
+fn rows_held_on_disk_change_nothing() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let base = ["check", "traces/", "--format", "json", "--drift", "ignore"];
+    let run = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let out = env.run(&args);
+        (out.code, out.stdout)
+    };
+    let in_memory = run(&["--no-cache"]);
+    assert!(in_memory.1.contains("\"results\""));
+    let on_disk = ["--row-memory", "0"];
+    assert_eq!(run(&["--no-cache", "--row-memory", "0"]), in_memory);
+    assert_eq!(run(&on_disk), in_memory, "cold, filling the cache");
+    let filled = env.read(CACHE);
+    assert_eq!(run(&on_disk), in_memory, "every row from the cache on disk");
+    assert_eq!(run(&[]), in_memory, "the same cache, read whole");
+    assert_eq!(env.read(CACHE), filled, "nothing to rewrite");
+
+    let human = |extra: &[&str]| {
+        let mut args = vec!["check", "traces/", "--drift", "ignore"];
+        args.extend(extra);
+        env.run(&args).stdout
+    };
+    assert_eq!(human(&on_disk), human(&["--no-cache"]));
+
+    // A filtered run keeps the rows it left out, read back from the old file as it writes the
+    // new one; an edited trace is judged again.
+    assert_eq!(
+        run(&["--row-memory", "0", "--scenario", "agent.tool.basic"]).0,
+        0
+    );
+    assert_eq!(env.read(CACHE), filled);
+    let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
+    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
+    reseal(&env, t, &text);
+    let edited = run(&["--no-cache"]);
+    assert_ne!(edited, in_memory);
+    assert_eq!(run(&on_disk), edited);
+    assert_eq!(run(&on_disk), edited);
+    assert_eq!(cache_entries(&env), cache_rows(&filled).len());
+}
+
 /// A cache that cannot be written only costs time: the run's verdict and report stand, and
 /// the user is told why the next run will not be faster.
 #[test]
