@@ -102,9 +102,9 @@ pub struct CheckOptions {
     pub row_memory: Option<usize>,
 }
 
-/// The default budget of result rows held in memory (24 MiB): the rows of ~35,000 passing
+/// The default budget of result rows held in memory (16 MiB): the rows of ~25,000 passing
 /// traces.
-pub const ROW_MEMORY: usize = 24 << 20;
+pub const ROW_MEMORY: usize = 16 << 20;
 
 /// What a run did, besides its report.
 #[derive(Debug, Default)]
@@ -261,29 +261,31 @@ fn check_in_pool(
         cache::ResultCache::from_file(dir, file, context)
     });
     let spill = Spill::new(row_memory);
-    let judged: Vec<Judged> = found
-        .trace_files
-        .par_iter()
-        .filter_map(|path| {
+    // An indexed collect writes each result in place (a filtering one would gather them in
+    // pieces and copy them once more: twice the memory at the end of a large run).
+    let mut judged: Vec<Option<Judged>> = Vec::new();
+    (found.trace_files.par_iter())
+        .map(|path| {
             let judged = judge_or_recall(path, &entries, opts, cache.as_ref(), &spill);
             if let Some(p) = &opts.progress {
                 (p.0)();
             }
             judged
         })
-        .collect();
+        .collect_into_vec(&mut judged);
     if let Some(stats) = &opts.stats {
-        let recalled = judged.iter().filter(|j| j.recalled).count();
+        let recalled = judged.iter().flatten().filter(|j| j.recalled).count();
         stats.recalled.store(recalled, Ordering::Relaxed);
     }
     let mut cache_warning = None;
     if let Some(c) = &cache {
         let keyed: Vec<(cache::Keys, &RowBytes)> = judged
             .iter()
+            .flatten()
             .filter(|j| j.cacheable)
             .filter_map(|j| j.keys.map(|k| (k, j.row.bytes())))
             .collect();
-        let hits = judged.iter().filter(|j| j.entry_current).count();
+        let hits = judged.iter().flatten().filter(|j| j.entry_current).count();
         // A filtered run keeps the rows of the traces it did not look at.
         let filtered =
             !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
@@ -295,7 +297,7 @@ fn check_in_pool(
             ));
         }
     }
-    let mut rows = Rows::from_rows(judged.into_iter().map(|j| j.row).collect());
+    let mut rows = Rows::from_rows(judged.into_iter().flatten().map(|j| j.row).collect());
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
     let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
