@@ -166,6 +166,11 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             render_start.elapsed().as_millis()
         );
     }
+    if report.results.unreadable() {
+        bail!(
+            "result rows kept in a temporary file could not be read back, so the report is incomplete; run again with a working temporary directory (or more `--row-memory`)"
+        );
+    }
     let failed = report.is_failure();
     // The process ends right after: freeing tens of thousands of rows one by one is wasted time.
     std::mem::forget(report);

@@ -1,5 +1,7 @@
 //! Result rows held encoded, so a suite's report costs memory in proportion to its encoded size
-//! (a few hundred bytes per passing trace) rather than to tens of allocations per row.
+//! (a few hundred bytes per passing trace) rather than to tens of allocations per row, and past a
+//! budget not even that: further rows go to a temporary file ([`Spill`]) and are read back one
+//! at a time.
 //!
 //! A row is encoded once, by the worker that judged it, in `postcard` (compact, positional
 //! serde). The same bytes are what the result cache stores, so a cache hit shares the bytes the
@@ -382,12 +384,16 @@ impl RowBytes {
     }
 
     /// The bytes: borrowed when held in memory, read back when in a file. A file that can no
-    /// longer be read gives no bytes, which decode as an error row (never a pass).
+    /// longer be read gives no bytes, which decode as an error row, and marks itself
+    /// ([`Rows::unreadable`]) so the run can fail rather than report from rows it lost.
     pub fn load(&self) -> Cow<'_, [u8]> {
         match &self.0 {
             Repr::Own(b) => Cow::Borrowed(b),
             Repr::Shared(buf, range) => Cow::Borrowed(&buf[range.clone()]),
-            Repr::InFile(file, at, len) => Cow::Owned(file.read(*at, *len).unwrap_or_default()),
+            Repr::InFile(file, at, len) => Cow::Owned(file.read(*at, *len).unwrap_or_else(|_| {
+                file.failed.store(true, Ordering::Relaxed);
+                Vec::new()
+            })),
         }
     }
 
@@ -433,6 +439,8 @@ pub struct RowFile {
     file: std::fs::File,
     /// Where the next appended row goes.
     end: AtomicU64,
+    /// A read failed.
+    failed: std::sync::atomic::AtomicBool,
     /// Reads and writes that move the file position take turns (positioned I/O on Unix needs
     /// none).
     #[cfg(not(unix))]
@@ -445,6 +453,7 @@ impl RowFile {
         RowFile {
             file,
             end: AtomicU64::new(len),
+            failed: std::sync::atomic::AtomicBool::new(false),
             #[cfg(not(unix))]
             turn: std::sync::Mutex::new(()),
         }
@@ -666,6 +675,13 @@ impl Rows {
         self.0.iter().map(|r| r.meta)
     }
 
+    /// Whether a row held in a file could not be read back (so a report rendered from these
+    /// rows showed it as an error it was not).
+    pub fn unreadable(&self) -> bool {
+        (self.0.iter())
+            .any(|r| matches!(&r.bytes.0, Repr::InFile(f, ..) if f.failed.load(Ordering::Relaxed)))
+    }
+
     /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
     /// held in a file is read back, one at a time).
     pub fn for_each_head(&self, mut f: impl FnMut(usize, RowHead<'_>)) {
@@ -724,8 +740,8 @@ impl Rows {
 }
 
 /// A row's place in the report: scenario id, case, then path, bytewise (absent ones empty, so
-/// first), read without decoding the rest. Every row's head decodes (see below);
-/// one that did not would sort first, as its empty head from `head_unchecked` does.
+/// first), read without decoding the rest. Every row's head decodes (see `head_unchecked`); one
+/// that did not would sort first, as its empty head does.
 fn sort_key(bytes: &[u8]) -> [&[u8]; 3] {
     const NONE: [&[u8]; 3] = [b"", b"", b""];
     let mut c = Cursor { bytes, at: 0 };
@@ -996,6 +1012,21 @@ mod tests {
         );
         on_disk.with_head(0, |h| assert_eq!(h.case, Some("c0")));
         assert_eq!(on_disk.get(4).case.as_deref(), Some("c4"));
+    }
+
+    /// A row that cannot be read back shows as an error row and marks the rows unreadable, so
+    /// the run fails instead of reporting from what it lost.
+    #[test]
+    fn a_row_lost_from_its_file_is_never_a_pass() {
+        let file = Arc::new(RowFile::new(tempfile::tempfile().unwrap(), 0));
+        let mut row = full_row();
+        row.verdict = RowVerdict::Pass;
+        let meta = RowMeta::of(&head_of(&row));
+        let len = encode(&row).len() as u32;
+        let rows = Rows::from_rows(vec![Row::trusted(RowBytes::in_file(file, 0, len), meta)]);
+        assert!(!rows.unreadable());
+        assert_eq!(rows.get(0).verdict, RowVerdict::Error);
+        assert!(rows.unreadable());
     }
 
     #[test]
