@@ -334,6 +334,21 @@ fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; 36]> {
     Ok(frame)
 }
 
+/// The keys and row length a frame holds ([`frame`] read back).
+fn unframe(frame: &[u8; 36]) -> (Keys, u32) {
+    let mut stat = [0; 16];
+    stat.copy_from_slice(&frame[..16]);
+    let mut content = [0; 16];
+    content.copy_from_slice(&frame[16..32]);
+    let mut len = [0; 4];
+    len.copy_from_slice(&frame[32..]);
+    let keys = Keys {
+        stat: (stat != [0; 16]).then_some(stat),
+        content,
+    };
+    (keys, u32::from_le_bytes(len))
+}
+
 fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
     let nl = memchr::memchr(b'\n', &bytes)?;
     let header: Header = serde_json::from_slice(&bytes[..nl]).ok()?;
@@ -349,14 +364,10 @@ fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
     let mut slots = Vec::new();
     let mut at = nl + 1;
     while at < bytes.len() {
-        let stat: Key = bytes_at(&bytes, at, 16)?.try_into().ok()?;
-        let content: Key = bytes_at(&bytes, at + 16, 16)?.try_into().ok()?;
-        let len = u32::from_le_bytes(bytes_at(&bytes, at + 32, 4)?.try_into().ok()?) as usize;
-        let range = at + 36..(at + 36).checked_add(len)?;
-        bytes_at(&bytes, range.start, len)?;
+        let (keys, len) = unframe(bytes_at(&bytes, at, 36)?.try_into().ok()?);
+        let range = at + 36..(at + 36).checked_add(len as usize)?;
+        bytes_at(&bytes, range.start, range.len())?;
         at = range.end;
-        let stat = (stat != [0; 16]).then_some(stat);
-        let keys = Keys { stat, content };
         let taken = AtomicBool::new(false);
         slots.push(Slot { keys, range, taken });
     }
@@ -395,7 +406,7 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
         if reader.read_exact(&mut frame).is_err() {
             return Ok(None);
         }
-        let row_len = u32::from_le_bytes(frame[32..].try_into().expect("4 bytes"));
+        let (keys, row_len) = unframe(&frame);
         if at + 36 + u64::from(row_len) > len {
             return Ok(None);
         }
@@ -406,11 +417,6 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
         hasher.update(&frame);
         hasher.update(&row);
         let start = usize::try_from(at + 36).map_err(std::io::Error::other)?;
-        let stat: Key = frame[..16].try_into().expect("16 bytes");
-        let keys = Keys {
-            stat: (stat != [0; 16]).then_some(stat),
-            content: frame[16..32].try_into().expect("16 bytes"),
-        };
         slots.push(Slot {
             keys,
             range: start..start + row_len as usize,
