@@ -7,7 +7,16 @@ use camino::Utf8Path;
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomic_with(path, &mut |w| w.write_all(bytes), true, || Ok(()))
+    write_atomic_streaming(path, &mut |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] for content written piece by piece (through a buffer), so a large report
+/// is never held in memory whole.
+pub fn write_atomic_streaming(
+    path: &Utf8Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_atomic_with(path, write, true, || Ok(()))
 }
 
 /// Creates `path`'s directory if needed, then writes atomically; `durable` syncs the data to

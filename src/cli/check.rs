@@ -15,7 +15,7 @@ use tracereplay::eval::{
     BaselineOptions, CacheFile, CheckOptions, CheckStats, FailOn, Progress, check_with_cache_file,
     in_pool,
 };
-use tracereplay::fsutil::write_atomic;
+use tracereplay::fsutil::write_atomic_streaming;
 use tracereplay::privacy::lint::read_allow_file;
 use tracereplay::report::{self, human::HumanOptions};
 
@@ -141,9 +141,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     ];
     for (path, render, what) in files {
         if let Some(path) = path {
-            let mut buf = Vec::new();
-            render(&report, &mut buf)?;
-            write_atomic(path, &buf)
+            write_atomic_streaming(path, &mut |out| render(&report, out))
                 .with_context(|| format!("cannot write the {what} to `{path}`"))?;
         }
     }

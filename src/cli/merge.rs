@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Context;
-use tracereplay::fsutil::write_atomic;
+use tracereplay::fsutil::write_atomic_streaming;
 use tracereplay::report::{self, Report};
 
 use super::args::MergeArgs;
@@ -20,9 +20,8 @@ pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let merged = report::merge::merge(reports)?;
     if let Some(path) = &args.json {
-        let mut buf = Vec::new();
-        report::json::render(&merged, &mut buf)?;
-        write_atomic(path, &buf).with_context(|| format!("cannot write `{path}`"))?;
+        write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
+            .with_context(|| format!("cannot write `{path}`"))?;
     }
     super::check::render(args.format, &merged, out)?;
     Ok(if merged.is_failure() {

@@ -9,7 +9,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use super::model::{Report, ResultRow, RowVerdict, Source};
 use crate::baseline::encode_segment;
 use crate::eval::explain::Explanation;
-use crate::fsutil::write_creating_dirs;
+use crate::fsutil::{write_creating_dirs, write_streaming_creating_dirs};
 
 /// `YYYYMMDDTHHMMSSZ` for Unix seconds (UTC, proleptic Gregorian).
 pub fn utc_stamp(secs: u64) -> String {
@@ -107,9 +107,7 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
         ("report.md", super::markdown::render),
     ];
     for (name, render) in files {
-        let mut buf = Vec::new();
-        render(report, &mut buf)?;
-        write_creating_dirs(&run.join(name), &buf, true)?;
+        write_streaming_creating_dirs(&run.join(name), true, &mut |out| render(report, out))?;
     }
     for r in report.results.iter().filter(needs_evidence) {
         let scenario = encode_segment(r.scenario.as_deref().unwrap_or("_unattributed"));
