@@ -816,11 +816,25 @@ impl Serialize for Rows {
     }
 }
 
+/// Each row is encoded as soon as it is read, so a report read back (by `merge`) never holds its
+/// rows decoded all at once.
 impl<'de> Deserialize<'de> for Rows {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rows, D::Error> {
-        Ok(Vec::<ResultRow>::deserialize(deserializer)?
-            .into_iter()
-            .collect())
+        struct Encoding;
+        impl<'de> serde::de::Visitor<'de> for Encoding {
+            type Value = Rows;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of result rows")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Rows, A::Error> {
+                let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 12));
+                while let Some(row) = seq.next_element::<ResultRow>()? {
+                    rows.push(Row::new(&row));
+                }
+                Ok(Rows(rows))
+            }
+        }
+        deserializer.deserialize_seq(Encoding)
     }
 }
 
