@@ -13,9 +13,16 @@ use super::exit;
 pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
     for path in &args.reports {
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read `{path}`"))?;
-        let r: Report = serde_json::from_slice(&bytes)
-            .with_context(|| format!("`{path}` is not a tracereplay JSON report"))?;
+        // Read through a buffer: a share's report is parsed (and its rows encoded) as it is
+        // read, never held whole.
+        let file = std::fs::File::open(path).with_context(|| format!("cannot read `{path}`"))?;
+        let r: Report = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
+            .map_err(|e| match e.is_io() {
+            true => anyhow::Error::new(e).context(format!("cannot read `{path}`")),
+            false => {
+                anyhow::Error::new(e).context(format!("`{path}` is not a tracereplay JSON report"))
+            }
+        })?;
         reports.push(r);
     }
     let merged = report::merge::merge(reports)?;

@@ -404,8 +404,21 @@ fn partition_and_merge_errors() {
         .collect();
     assert!(codes.iter().all(|c| *c == 0), "{codes:?}");
     env.write("not-a-report.json", "{}");
-    assert_eq!(env.run(&["merge", "not-a-report.json"]).code, 2);
-    assert_eq!(env.run(&["merge", "missing.json"]).code, 2);
+    env.write("cut.json", "{\"schema_version\":1,\"results\":[");
+    std::fs::create_dir_all(env.path("a-dir.json")).unwrap();
+    for (file, says) in [
+        (
+            "not-a-report.json",
+            "`not-a-report.json` is not a tracereplay JSON report",
+        ),
+        ("cut.json", "`cut.json` is not a tracereplay JSON report"),
+        ("missing.json", "cannot read `missing.json`"),
+        ("a-dir.json", "cannot read `a-dir.json`"),
+    ] {
+        let out = env.run(&["merge", file]);
+        assert_eq!(out.code, 2, "{file}");
+        assert!(out.stderr.contains(says), "{file}: {}", out.stderr);
+    }
 }
 
 #[test]
