@@ -189,10 +189,8 @@ pub fn stat_key(path: &Utf8Path) -> Option<Key> {
     {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).ok()?;
-        let mut h = blake3::Hasher::new();
-        h.update(path.as_str().as_bytes());
-        h.update(&[0]);
-        for n in [
+        let mut stamp = [0; 56];
+        let numbers = [
             meta.len(),
             meta.mtime() as u64,
             meta.mtime_nsec() as u64,
@@ -200,9 +198,14 @@ pub fn stat_key(path: &Utf8Path) -> Option<Key> {
             meta.ctime_nsec() as u64,
             meta.ino(),
             meta.dev(),
-        ] {
-            h.update(&n.to_le_bytes());
+        ];
+        for (n, at) in numbers.iter().zip(stamp.chunks_exact_mut(8)) {
+            at.copy_from_slice(&n.to_le_bytes());
         }
+        let mut h = blake3::Hasher::new();
+        h.update(path.as_str().as_bytes());
+        h.update(&[0]);
+        h.update(&stamp);
         Some(first_16(h.finalize()))
     }
     #[cfg(not(unix))]

@@ -22,13 +22,9 @@ fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    // Each line comes from its row's head, decoded twice (widths, then lines) rather than held;
-    // only rows with details are decoded whole.
-    let (mut w_scenario, mut w_case) = (1, 1);
-    report.results.for_each_head(|_, h| {
-        w_scenario = w_scenario.max(h.scenario.unwrap_or("-").len());
-        w_case = w_case.max(h.case.unwrap_or("-").len());
-    });
+    // Each line comes from its row's head (decoded once, not held); only rows with details are
+    // decoded whole.
+    let (w_scenario, w_case) = report.results.key_widths();
     let mut line = String::new();
     let mut written = Ok(());
     report.results.for_each_head(|i, row| {

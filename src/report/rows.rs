@@ -682,6 +682,17 @@ impl Rows {
             .any(|r| matches!(&r.bytes.0, Repr::InFile(f, ..) if f.failed.load(Ordering::Relaxed)))
     }
 
+    /// The longest scenario id and case, in bytes (at least 1, the width of `-`), read without
+    /// decoding the rows.
+    pub fn key_widths(&self) -> (usize, usize) {
+        let mut widths = (1, 1);
+        for r in &self.0 {
+            let [scenario, case, _] = sort_key(&r.bytes.load()).map(<[u8]>::len);
+            widths = (widths.0.max(scenario), widths.1.max(case));
+        }
+        widths
+    }
+
     /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
     /// held in a file is read back, one at a time).
     pub fn for_each_head(&self, mut f: impl FnMut(usize, RowHead<'_>)) {
@@ -1060,6 +1071,7 @@ mod tests {
         e.case = Some("zz".into());
         let mut rows: Rows = vec![a, b, c, d, e].into_iter().collect();
         rows.sort();
+        assert_eq!(rows.key_widths(), (1, 2), "`-` for no scenario, `zz`");
         let mut keys: Vec<(Option<String>, Option<String>, Option<String>)> = Vec::new();
         rows.for_each_head(|_, h| {
             let own = |s: Option<&str>| s.map(str::to_owned);
