@@ -275,6 +275,19 @@ impl ResultCache {
         }
     }
 
+    /// Whether [`ResultCache::save`] would change the file: unless every one of `rows` came from
+    /// a current entry and the file holds nothing else (or, with `keep_unused`, only entries
+    /// this run left out).
+    pub fn needs_save(&self, rows: usize, hits: usize, keep_unused: bool) -> bool {
+        let unused = match keep_unused {
+            true => (self.file.slots.iter())
+                .filter(|slot| !slot.taken.load(Ordering::Relaxed))
+                .count(),
+            false => 0,
+        };
+        hits != rows || hits + unused != self.file.slots.len()
+    }
+
     /// Writes the cache for this run's rows (`(keys, encoded row)` pairs, rows with drift
     /// already left out; `hits` of them came from the cache). With `keep_unused` (a run filtered
     /// by scenario, tag or partition) the entries this run did not look at are kept for the
@@ -286,15 +299,15 @@ impl ResultCache {
         hits: usize,
         keep_unused: bool,
     ) -> std::io::Result<()> {
+        if !self.needs_save(rows.len(), hits, keep_unused) {
+            return Ok(());
+        }
         let mut unused: Vec<(Keys, RowBytes)> = Vec::new();
         if keep_unused {
             unused = (self.file.slots.iter())
                 .filter(|slot| !slot.taken.load(Ordering::Relaxed))
                 .map(|slot| (slot.keys, self.file.row(slot)))
                 .collect();
-        }
-        if hits == rows.len() && hits + unused.len() == self.file.slots.len() {
-            return Ok(());
         }
         let all = || (rows.iter().copied()).chain(unused.iter().map(|(k, r)| (*k, r)));
         // Two passes over the rows, one to hash them and one to write them: the file is never

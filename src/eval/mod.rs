@@ -279,17 +279,21 @@ fn check_in_pool(
     }
     let mut cache_warning = None;
     if let Some(c) = &cache {
-        let keyed: Vec<(cache::Keys, &RowBytes)> = judged
-            .iter()
-            .flatten()
-            .filter(|j| j.cacheable)
-            .filter_map(|j| j.keys.map(|k| (k, j.row.bytes())))
-            .collect();
+        let keyed = || {
+            (judged.iter().flatten())
+                .filter(|j| j.cacheable)
+                .filter_map(|j| j.keys.map(|k| (k, j.row.bytes())))
+        };
         let hits = judged.iter().flatten().filter(|j| j.entry_current).count();
         // A filtered run keeps the rows of the traces it did not look at.
         let filtered =
             !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
-        if let Err(e) = c.save(&keyed, hits, filtered) {
+        // The list of rows to write is only built when the file changes.
+        let saved = match c.needs_save(keyed().count(), hits, filtered) {
+            true => c.save(&keyed().collect::<Vec<_>>(), hits, filtered),
+            false => Ok(()),
+        };
+        if let Err(e) = saved {
             // The cache only saves time: a run never fails for it.
             cache_warning = Some(format!(
                 "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
