@@ -261,30 +261,37 @@ fn check_in_pool(
         cache::ResultCache::from_file(dir, file, context)
     });
     let spill = Spill::new(row_memory);
-    // An indexed collect writes each result in place (a filtering one would gather them in
-    // pieces and copy them once more: twice the memory at the end of a large run).
-    let mut judged: Vec<Option<Judged>> = Vec::new();
+    // Rows and what the cache needs of them are collected apart and in place (an indexed
+    // collect writes each result where it belongs), so that the rows can become the report's
+    // without a copy of both at the end of a large run.
+    let mut rows_found: Vec<Option<Row>> = Vec::new();
+    let mut provenance: Vec<Option<Provenance>> = Vec::new();
     (found.trace_files.par_iter())
         .map(|path| {
             let judged = judge_or_recall(path, &entries, opts, cache.as_ref(), &spill);
             if let Some(p) = &opts.progress {
                 (p.0)();
             }
-            judged
+            judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
         })
-        .collect_into_vec(&mut judged);
+        .unzip_into_vecs(&mut rows_found, &mut provenance);
     if let Some(stats) = &opts.stats {
-        let recalled = judged.iter().flatten().filter(|j| j.recalled).count();
+        let recalled = provenance.iter().flatten().filter(|h| h.recalled).count();
         stats.recalled.store(recalled, Ordering::Relaxed);
     }
     let mut cache_warning = None;
     if let Some(c) = &cache {
         let keyed = || {
-            (judged.iter().flatten())
-                .filter(|j| j.cacheable)
-                .filter_map(|j| j.keys.map(|k| (k, j.row.bytes())))
+            (rows_found.iter().zip(&provenance)).filter_map(|(row, how)| {
+                let how = how.filter(|h| h.cacheable)?;
+                Some((how.keys?, row.as_ref()?.bytes()))
+            })
         };
-        let hits = judged.iter().flatten().filter(|j| j.entry_current).count();
+        let hits = provenance
+            .iter()
+            .flatten()
+            .filter(|h| h.entry_current)
+            .count();
         // A filtered run keeps the rows of the traces it did not look at.
         let filtered =
             !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
@@ -301,7 +308,8 @@ fn check_in_pool(
             ));
         }
     }
-    let mut rows = Rows::from_rows(judged.into_iter().flatten().map(|j| j.row).collect());
+    drop(provenance);
+    let mut rows = Rows::from_rows(rows_found.into_iter().flatten().collect());
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
     let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
@@ -551,9 +559,15 @@ fn cache_context(
     cache::context_fingerprint(&refs)
 }
 
-/// One trace's encoded row, with its cache keys.
+/// One trace's encoded row, and how it came about.
 struct Judged {
     row: Row,
+    how: Provenance,
+}
+
+/// What the result cache needs to know of a row.
+#[derive(Clone, Copy)]
+struct Provenance {
     keys: Option<cache::Keys>,
     /// Rows with drift are never cached.
     cacheable: bool,
@@ -644,10 +658,12 @@ fn recall(
     mark_seen(entry);
     Some(Some(Judged {
         row,
-        keys: Some(keys),
-        cacheable: true,
-        recalled: true,
-        entry_current: keys == stored,
+        how: Provenance {
+            keys: Some(keys),
+            cacheable: true,
+            recalled: true,
+            entry_current: keys == stored,
+        },
     }))
 }
 
@@ -665,10 +681,12 @@ fn judge_fresh(
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {
         row: spill.row(&row),
-        keys,
-        cacheable: row.drift.is_empty(),
-        recalled: false,
-        entry_current: false,
+        how: Provenance {
+            keys,
+            cacheable: row.drift.is_empty(),
+            recalled: false,
+            entry_current: false,
+        },
     })
 }
 
