@@ -294,6 +294,12 @@ fn rows_held_on_disk_change_nothing() {
     assert_eq!(run(&on_disk), edited);
     assert_eq!(run(&on_disk), edited);
     assert_eq!(cache_entries(&env), cache_rows(&filled).len());
+
+    // No temporary directory to spill to: the rows stay in memory and nothing changes.
+    let mut args = base.to_vec();
+    args.extend(["--no-cache", "--row-memory", "0"]);
+    let out = env.run_with(&args, &[("CI", "true"), ("TMPDIR", "/no/such/dir")]);
+    assert_eq!((out.code, out.stdout), edited);
 }
 
 /// A cache that cannot be written only costs time: the run's verdict and report stand, and
