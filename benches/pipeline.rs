@@ -175,3 +175,28 @@ fn full_check_cached(b: Bencher, threads: usize) {
         report.summary.traces
     });
 }
+
+/// A check at 2 threads and its JSON report, with the rows held in memory or every row in the
+/// temporary file (`--row-memory 0`); `-cached` with the result cache filled, read whole into
+/// memory or streamed, its rows read back from disk.
+#[divan::bench(args = ["memory", "disk", "memory-cached", "disk-cached"])]
+fn check_and_render(b: Bencher, rows: &str) {
+    let c = corpus();
+    let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let opts = CheckOptions {
+        threads: Some(2),
+        row_memory: rows.starts_with("disk").then_some(0),
+        cache_dir: rows
+            .ends_with("cached")
+            .then(|| Utf8PathBuf::from_path_buf(cache.path().to_owned()).unwrap()),
+        ..CheckOptions::default()
+    };
+    let first = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
+    b.bench(|| {
+        let report = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
+        assert_eq!(report.summary, first.summary);
+        tracereplay::report::json::render(&report, &mut std::io::sink()).unwrap();
+        report.summary.traces
+    });
+}
