@@ -75,51 +75,53 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     };
     let started = Instant::now();
-    // The result cache's file is read (and its hash checked) while the files are discovered
-    // (directories listed on `--jobs` threads).
     let threads = args.jobs.map(usize::from);
     let row_memory = (args.row_memory as usize) << 20;
-    let (found, cache_file) = std::thread::scope(|s| {
-        let cache_file = (!args.no_cache)
-            .then(|| s.spawn(|| CacheFile::read_with(&args.cache_dir, row_memory as u64)));
-        let found = in_pool(threads, || discover(&args.paths, &args.scenario_dirs));
-        (found, cache_file.and_then(|h| h.join().ok()))
-    });
-    let found = found??;
-    let discovered = started.elapsed();
-    let bar = progress_bar(found.trace_files.len());
-    let stats = Arc::new(CheckStats::default());
-    let opts = CheckOptions {
-        limits: args.limits.limits(),
-        require_sealed: args.require_sealed,
-        fail_on: match args.fail_on {
-            FailOnArg::Any => FailOn::Any,
-            FailOnArg::High => FailOn::High,
-            FailOnArg::Critical => FailOn::Critical,
-            FailOnArg::None => FailOn::None,
-        },
-        scenarios: args.scenarios.clone(),
-        tags: args.tags.clone(),
-        threads,
-        baselines,
-        baselines_note,
-        progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
-        secrets: args.secrets.mode(),
-        allow_raw_prompts: args.allow_raw_prompts,
-        waived: read_allow_file(Utf8Path::new(ALLOW_FILE)),
-        scripted: args.scripted,
-        partition: args.partition,
-        cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
-        stats: Some(stats.clone()),
-        row_memory: Some(row_memory),
-    };
-    let mut searched = args.paths.clone();
-    searched.extend(args.scenario_dirs.iter().cloned());
-    let report = check_with_cache_file(&found, &searched, &opts, cache_file)?;
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
-    let judged = started.elapsed() - discovered;
+    // One pool of `--jobs` threads lists the directories and then judges.
+    let (report, stats, discovered, judged) = in_pool(threads, || -> anyhow::Result<_> {
+        // The result cache's file is read (and its hash checked) while the files are discovered.
+        let (found, cache_file) = std::thread::scope(|s| {
+            let cache_file = (!args.no_cache)
+                .then(|| s.spawn(|| CacheFile::read_with(&args.cache_dir, row_memory as u64)));
+            let found = discover(&args.paths, &args.scenario_dirs);
+            (found, cache_file.and_then(|h| h.join().ok()))
+        });
+        let found = found?;
+        let discovered = started.elapsed();
+        let bar = progress_bar(found.trace_files.len());
+        let stats = Arc::new(CheckStats::default());
+        let opts = CheckOptions {
+            limits: args.limits.limits(),
+            require_sealed: args.require_sealed,
+            fail_on: match args.fail_on {
+                FailOnArg::Any => FailOn::Any,
+                FailOnArg::High => FailOn::High,
+                FailOnArg::Critical => FailOn::Critical,
+                FailOnArg::None => FailOn::None,
+            },
+            scenarios: args.scenarios.clone(),
+            tags: args.tags.clone(),
+            threads,
+            baselines,
+            baselines_note,
+            progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
+            secrets: args.secrets.mode(),
+            allow_raw_prompts: args.allow_raw_prompts,
+            waived: read_allow_file(Utf8Path::new(ALLOW_FILE)),
+            scripted: args.scripted,
+            partition: args.partition,
+            cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+            stats: Some(stats.clone()),
+            row_memory: Some(row_memory),
+        };
+        let mut searched = args.paths.clone();
+        searched.extend(args.scenario_dirs.iter().cloned());
+        let report = check_with_cache_file(&found, &searched, &opts, cache_file)?;
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        Ok((report, stats, discovered, started.elapsed() - discovered))
+    })??;
 
     // Diagnostics go to stderr, in report order, so they are as deterministic as the report.
     let mut err = std::io::stderr().lock();

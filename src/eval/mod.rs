@@ -211,18 +211,21 @@ pub fn check_with_cache_file(
 }
 
 /// Runs `f` on a rayon pool of `threads` threads (`None`: the global pool), so that everything
-/// parallel in it (discovery, judging) honours `--jobs`.
+/// parallel in it (discovery, judging) honours `--jobs`. Already on a pool of that size (as
+/// `tracereplay check` runs discovery and judging in one), it runs there.
 pub fn in_pool<R: Send>(
     threads: Option<usize>,
     f: impl FnOnce() -> R + Send,
 ) -> Result<R, CheckError> {
+    let on_pool_of =
+        |n| rayon::current_thread_index().is_some() && rayon::current_num_threads() == n;
     match threads {
-        Some(n) => Ok(rayon::ThreadPoolBuilder::new()
+        Some(n) if !on_pool_of(n) => Ok(rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
             .map_err(|source| CheckError::Threads { threads: n, source })?
             .install(f)),
-        None => Ok(f()),
+        _ => Ok(f()),
     }
 }
 
@@ -750,4 +753,26 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_pool;
+
+    /// `--jobs` is honoured, and a run already on a pool of that size is not given a second one
+    /// (it stays on its thread; a new pool would run it on one of its own).
+    #[test]
+    fn a_pool_of_the_right_size_is_reused() {
+        let here = || (rayon::current_num_threads(), std::thread::current().id());
+        let (outer, same, other) = in_pool(Some(2), || {
+            let same = in_pool(Some(2), here).unwrap();
+            let other = in_pool(Some(3), here).unwrap();
+            (here(), same, other)
+        })
+        .unwrap();
+        assert_eq!(outer.0, 2);
+        assert_eq!(same, outer);
+        assert_eq!(other.0, 3);
+        assert_ne!(other.1, outer.1);
+    }
 }
