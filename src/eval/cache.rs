@@ -275,50 +275,53 @@ impl ResultCache {
         }
     }
 
-    /// Whether [`ResultCache::save`] would change the file: unless every one of `rows` came from
-    /// a current entry and the file holds nothing else (or, with `keep_unused`, only entries
-    /// this run left out).
-    pub fn needs_save(&self, rows: usize, hits: usize, keep_unused: bool) -> bool {
-        let unused = match keep_unused {
-            true => (self.file.slots.iter())
-                .filter(|slot| !slot.taken.load(Ordering::Relaxed))
-                .count(),
-            false => 0,
-        };
-        hits != rows || hits + unused != self.file.slots.len()
-    }
-
-    /// Writes the cache for this run's rows (`(keys, encoded row)` pairs, rows with drift
-    /// already left out; `hits` of them came from the cache). With `keep_unused` (a run filtered
-    /// by scenario, tag or partition) the entries this run did not look at are kept for the
-    /// next full run; otherwise they are dropped. Nothing is written when the file would not
-    /// change.
-    pub fn save(
+    /// Writes the cache for this run's rows (`rows` gives the `(keys, encoded row)` pairs, rows
+    /// with drift already left out, each time it is called; `hits` of them came from current
+    /// entries). With `keep_unused` (a run filtered by scenario, tag or partition) the entries
+    /// this run did not look at are kept for the next full run; otherwise they are dropped.
+    /// Nothing is written when the file would not change; the rows are never gathered in a list.
+    pub fn save<'r, I>(
         &self,
-        rows: &[(Keys, &RowBytes)],
+        rows: impl Fn() -> I,
         hits: usize,
         keep_unused: bool,
-    ) -> std::io::Result<()> {
-        if !self.needs_save(rows.len(), hits, keep_unused) {
+    ) -> std::io::Result<()>
+    where
+        I: Iterator<Item = (Keys, &'r RowBytes)>,
+    {
+        let unused_slots = || {
+            (self.file.slots.iter())
+                .filter(|slot| keep_unused && !slot.taken.load(Ordering::Relaxed))
+        };
+        if hits == rows().count() && hits + unused_slots().count() == self.file.slots.len() {
             return Ok(());
         }
-        let mut unused: Vec<(Keys, RowBytes)> = Vec::new();
-        if keep_unused {
-            unused = (self.file.slots.iter())
-                .filter(|slot| !slot.taken.load(Ordering::Relaxed))
-                .map(|slot| (slot.keys, self.file.row(slot)))
-                .collect();
-        }
-        let all = || (rows.iter().copied()).chain(unused.iter().map(|(k, r)| (*k, r)));
+        let unused: Vec<(Keys, RowBytes)> = unused_slots()
+            .map(|slot| (slot.keys, self.file.row(slot)))
+            .collect();
+        // Each entry, framed: this run's rows, then the ones kept.
+        let each = |f: &mut EntrySink| {
+            let mut emit = |keys: Keys, row: &RowBytes| {
+                let row = row.load();
+                f(&frame(&keys, &row)?, &row)
+            };
+            for (keys, row) in rows() {
+                emit(keys, row)?;
+            }
+            for (keys, row) in &unused {
+                emit(*keys, row)?;
+            }
+            std::io::Result::Ok(())
+        };
         // Two passes over the rows, one to hash them and one to write them: the file is never
         // built in memory. (Rows held in a file are read in each; should a read fail between
         // the two, the hash no longer matches and the next run ignores the file.)
         let mut hasher = blake3::Hasher::new();
-        for (keys, row) in all() {
-            let row = row.load();
-            hasher.update(&frame(&keys, &row)?);
-            hasher.update(&row);
-        }
+        each(&mut |frame, row| {
+            hasher.update(frame);
+            hasher.update(row);
+            Ok(())
+        })?;
         let mut header = serde_json::to_vec(&Header {
             format: FORMAT.into(),
             version: VERSION,
@@ -329,15 +332,16 @@ impl ResultCache {
         // A cache needs no fsync: a torn file fails its hash and is rebuilt.
         write_streaming_creating_dirs(&self.path, false, &mut |out| {
             out.write_all(&header)?;
-            for (keys, row) in all() {
-                let row = row.load();
-                out.write_all(&frame(&keys, &row)?)?;
-                out.write_all(&row)?;
-            }
-            Ok(())
+            each(&mut |frame, row| {
+                out.write_all(frame)?;
+                out.write_all(row)
+            })
         })
     }
 }
+
+/// What receives each cache entry as it is written: its frame, then its row.
+type EntrySink<'a> = dyn FnMut(&[u8; 36], &[u8]) -> std::io::Result<()> + 'a;
 
 /// An entry's frame: the stat key (zeros when there is none, never looked up), the content key
 /// and the row's length.
@@ -529,7 +533,9 @@ mod tests {
             stat: None,
             content: [4; 16],
         };
-        cache.save(&[(ka, &a), (kb, &b)], 0, false).unwrap();
+        cache
+            .save(|| [(ka, &a), (kb, &b)].into_iter(), 0, false)
+            .unwrap();
 
         let loaded = load(dir, "ctx");
         let bytes =

@@ -298,12 +298,7 @@ fn check_in_pool(
         // A filtered run keeps the rows of the traces it did not look at.
         let filtered =
             !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
-        // The list of rows to write is only built when the file changes.
-        let saved = match c.needs_save(keyed().count(), hits, filtered) {
-            true => c.save(&keyed().collect::<Vec<_>>(), hits, filtered),
-            false => Ok(()),
-        };
-        if let Err(e) = saved {
+        if let Err(e) = c.save(keyed, hits, filtered) {
             // The cache only saves time: a run never fails for it.
             cache_warning = Some(format!(
                 "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
