@@ -117,6 +117,38 @@ fn cached_rows_follow_the_fail_on_of_each_run() {
     );
 }
 
+/// A cached row depends on more than its trace: an edited approved baseline or an edited
+/// Harness Contract makes the next run judge again, exactly as a run without the cache does.
+#[test]
+fn baselines_and_contracts_are_part_of_the_cache_key() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "traces/", "--format", "json"];
+        args.extend(extra);
+        let out = env.run(&args);
+        (out.code, out.stdout)
+    };
+    let first = check(&[]);
+    assert!(env.path(CACHE).exists());
+
+    let baseline = "baselines/agent.tool.basic/default.baseline.json";
+    let edited = String::from_utf8(env.read(baseline))
+        .unwrap()
+        .replace("\"demo information\"", "\"other information\"");
+    env.write(baseline, edited);
+    let after_baseline = check(&[]);
+    assert_eq!(after_baseline, check(&["--no-cache"]));
+    assert!(after_baseline.1.contains("arguments-changed"));
+    assert_ne!(after_baseline, first);
+
+    let contract = "traces/agent.contract.release-notes/release-notes.contract.json";
+    env.write(contract, "{");
+    let after_contract = check(&[]);
+    assert_eq!(after_contract, check(&["--no-cache"]));
+    assert_ne!(after_contract.1, after_baseline.1);
+}
+
 /// Every trace file under `dir`.
 fn traces_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
