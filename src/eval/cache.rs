@@ -4,8 +4,8 @@
 //!
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
 //!   trace itself: the tool version, the row encoding's version, the working directory, the
-//!   options that change judging, the bytes of every scenario and contract file, and the state
-//!   of the approved baselines. A different fingerprint discards the whole cache.
+//!   options that change judging, the bytes of every scenario file, each Harness Contract as it
+//!   loaded with its scenario, and the state (stat fingerprint) of the approved baselines. A different fingerprint discards the whole cache.
 //! - **Entries.** One per trace, under two keys of 128 bits of BLAKE3, both over its path (as
 //!   given; the working directory is part of the context): one with its stat fingerprint (size,
 //!   mtime and ctime in nanoseconds, inode, device), one with its stored bytes. The stat key is
@@ -185,12 +185,26 @@ pub struct ResultCache {
 /// used). The path is taken as given: the working directory, which decides how it is shown, is
 /// part of the cache's context.
 pub fn stat_key(path: &Utf8Path) -> Option<Key> {
+    if cfg!(not(unix)) {
+        return None;
+    }
+    let meta = std::fs::metadata(path).ok()?;
+    let mut h = blake3::Hasher::new();
+    h.update(path.as_str().as_bytes());
+    h.update(&[0]);
+    h.update(&stamp(&meta));
+    Some(first_16(h.finalize()))
+}
+
+/// A file's stat fingerprint: size, modification and change times in nanoseconds, inode and
+/// device, little-endian. Any write changes the change time. (Off Unix only size and
+/// modification time, which an edit need not change: there it keys nothing but the state of
+/// the approved baselines.)
+pub(crate) fn stamp(meta: &std::fs::Metadata) -> [u8; 56] {
     #[cfg(unix)]
-    {
+    let numbers = {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(path).ok()?;
-        let mut stamp = [0; 56];
-        let numbers = [
+        [
             meta.len(),
             meta.mtime() as u64,
             meta.mtime_nsec() as u64,
@@ -198,21 +212,28 @@ pub fn stat_key(path: &Utf8Path) -> Option<Key> {
             meta.ctime_nsec() as u64,
             meta.ino(),
             meta.dev(),
-        ];
-        for (n, at) in numbers.iter().zip(stamp.chunks_exact_mut(8)) {
-            at.copy_from_slice(&n.to_le_bytes());
-        }
-        let mut h = blake3::Hasher::new();
-        h.update(path.as_str().as_bytes());
-        h.update(&[0]);
-        h.update(&stamp);
-        Some(first_16(h.finalize()))
-    }
+        ]
+    };
     #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
+    let numbers = {
+        let modified = meta.modified().ok();
+        let since = modified.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let since = since.unwrap_or_default();
+        [
+            meta.len(),
+            since.as_secs(),
+            u64::from(since.subsec_nanos()),
+            0,
+            0,
+            0,
+            0,
+        ]
+    };
+    let mut stamp = [0; 56];
+    for (n, at) in numbers.iter().zip(stamp.chunks_exact_mut(8)) {
+        at.copy_from_slice(&n.to_le_bytes());
     }
+    stamp
 }
 
 /// The content key of a trace file from its stored bytes (compressed or not).

@@ -530,27 +530,20 @@ fn cache_context(
         parts.push(f.as_str().as_bytes().into());
         parts.push(bytes.as_slice().into());
     }
-    // A contract a scenario names is part of it too.
-    for s in scenarios {
-        if let Some(c) = &s.contract {
-            parts.push(
-                std::fs::read(
-                    s.file
-                        .parent()
-                        .unwrap_or(camino::Utf8Path::new(""))
-                        .join(c.trim()),
-                )
-                .unwrap_or_default()
-                .into(),
-            );
-        }
+    // A contract a scenario names is part of it too: as loaded with the scenario (not read
+    // again), or the reason it did not load.
+    for s in scenarios.iter().filter(|s| s.contract.is_some()) {
+        parts.push(format!("{:?}", s.contract_loaded).into_bytes().into());
     }
     if let Some(b) = &opts.baselines {
         // Approved baselines by stat (pending files do not count: writing them must not
         // invalidate the cache).
         for stored in b.store.list(crate::baseline::APPROVED_SUFFIX) {
-            let stamp = std::fs::metadata(&stored.path).ok().map(|m| stat_stamp(&m));
-            parts.push(format!("{}{stamp:?}", stored.path).into_bytes().into());
+            let stamp = std::fs::metadata(&stored.path)
+                .ok()
+                .map(|m| cache::stamp(&m));
+            parts.push(stored.path.as_str().as_bytes().to_vec().into());
+            parts.push(stamp.unwrap_or([0; 56]).to_vec().into());
         }
     }
     let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
@@ -715,27 +708,6 @@ fn verdict_blocks(
 pub(crate) fn set_blocking(row: &mut ResultRow, fail_on: FailOn) {
     row.blocking = verdict_blocks(row.verdict, row.known_gap, row.risk, fail_on)
         || row.drift.iter().any(|d| d.fails);
-}
-
-/// Size, modification and (on Unix) change time: any write changes it.
-fn stat_stamp(m: &std::fs::Metadata) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        format!(
-            "{} {}.{} {}.{} {}",
-            m.len(),
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec(),
-            m.ino()
-        )
-    }
-    #[cfg(not(unix))]
-    {
-        format!("{} {:?}", m.len(), m.modified().ok())
-    }
 }
 
 /// The error and its sources, joined with `: `.
