@@ -105,44 +105,39 @@ impl TraceFile {
         if len > file_cap {
             return Err(too_large());
         }
-        if !compressed {
-            let mut raw = Vec::with_capacity(len as usize);
-            read_known_size(&mut handle, len, file_cap, &mut raw).map_err(io)?;
+        // The stored bytes into `raw`, within the cap, shown to `inspect`: `Ok(false)` when it
+        // had what it needed.
+        let mut read = |raw: &mut Vec<u8>| -> Result<bool, TraceError> {
+            read_known_size(&mut handle, len, file_cap, raw).map_err(io)?;
             if raw.len() as u64 > file_cap {
                 return Err(too_large());
             }
-            if inspect(&raw) {
-                return Ok(None);
-            }
-            return Ok(Some(TraceFile {
-                path: path.to_owned(),
-                bytes: raw,
-                compressed,
-            }));
-        }
-        // Compressed bytes are only needed until they are decompressed: read them into a buffer
-        // each worker thread reuses, so no fresh pages are faulted in per trace.
-        let bytes =
+            Ok(!inspect(raw))
+        };
+        let bytes = if compressed {
+            // Compressed bytes are only needed until they are decompressed: read them into a
+            // buffer each worker thread reuses, so no fresh pages are faulted in per trace.
             READ_BUF.with(|cell| -> Result<Option<Vec<u8>>, TraceError> {
                 let mut raw = cell.borrow_mut();
                 raw.clear();
-                read_known_size(&mut handle, len, file_cap, &mut raw).map_err(io)?;
-                if raw.len() as u64 > file_cap {
-                    return Err(too_large());
-                }
-                if inspect(&raw) {
+                if !read(&mut raw)? {
                     return Ok(None);
                 }
-                decompress(&raw, limits.max_trace_bytes).map(Some).map_err(|e| match e {
-                DecompressError::TooLarge => too_large(),
-                DecompressError::Corrupt(detail) => TraceError::Unreadable {
-                    path: path.to_owned(),
-                    detail: format!(
-                        "not a valid zstd stream ({detail}); the file is corrupt or truncated"
-                    ),
-                },
-            })
-            })?;
+                let decompressed = decompress(&raw, limits.max_trace_bytes);
+                decompressed.map(Some).map_err(|e| match e {
+                    DecompressError::TooLarge => too_large(),
+                    DecompressError::Corrupt(detail) => TraceError::Unreadable {
+                        path: path.to_owned(),
+                        detail: format!(
+                            "not a valid zstd stream ({detail}); the file is corrupt or truncated"
+                        ),
+                    },
+                })
+            })?
+        } else {
+            let mut raw = Vec::with_capacity(len as usize);
+            read(&mut raw)?.then_some(raw)
+        };
         Ok(bytes.map(|bytes| TraceFile {
             path: path.to_owned(),
             bytes,
