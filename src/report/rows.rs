@@ -398,17 +398,12 @@ impl RowBytes {
     }
 
     /// The length in bytes.
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         match &self.0 {
             Repr::Own(b) => b.len(),
             Repr::Shared(_, range) => range.len(),
             Repr::InFile(_, _, len) => *len as usize,
         }
-    }
-
-    /// Whether there are no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -639,17 +634,6 @@ impl PartialEq for Rows {
 impl Eq for Rows {}
 
 impl Rows {
-    /// Rows already encoded with [`encode`] (checked: a row whose head does not decode is an
-    /// error).
-    pub fn from_encoded(encoded: Vec<RowBytes>) -> Result<Rows, DecodeError> {
-        let mut rows = Vec::with_capacity(encoded.len());
-        for bytes in encoded {
-            let meta = RowMeta::of(&decode_head(&bytes.load())?);
-            rows.push(Row { bytes, meta });
-        }
-        Ok(Rows(rows))
-    }
-
     /// Rows built by [`Row::new`] or [`Row::trusted`].
     pub(crate) fn from_rows(rows: Vec<Row>) -> Rows {
         Rows(rows)
@@ -770,8 +754,8 @@ fn sort_key(bytes: &[u8]) -> [&[u8]; 3] {
     key
 }
 
-// Rows are only built by `encode`, or from bytes whose head decoded (`from_encoded`, the
-// result cache, whose entries are also hash-checked). Should a row still not decode, it becomes
+// Rows are only built by `encode`, or from bytes whose head decoded (the result cache, whose
+// entries are also hash-checked). Should a row still not decode, it becomes
 // an error row rather than a panic.
 fn head_unchecked(bytes: &[u8]) -> RowHead<'_> {
     decode_head(bytes).unwrap_or(RowHead {
@@ -1001,10 +985,11 @@ mod tests {
         let bytes = encode(&full_row());
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         assert!(decode(&[0xff; 7]).is_err());
-        assert!(Rows::from_encoded(vec![vec![0xff, 0xff].into_boxed_slice().into()]).is_err());
+        assert!(decode_head(&[0xff, 0xff]).is_err());
         // A row whose head decodes but whose body does not is an error row, never a panic.
         let cut = RowBytes::shared(bytes.to_vec().into(), 0..bytes.len() - 4);
-        let rows = Rows::from_encoded(vec![cut]).unwrap();
+        let meta = RowMeta::of(&decode_head(&cut.load()).unwrap());
+        let rows = Rows::from_rows(vec![Row::trusted(cut, meta)]);
         let row = rows.get(0);
         assert_eq!(row.verdict, RowVerdict::Error);
         assert_eq!(row.scenario.as_deref(), Some("s.one"));
