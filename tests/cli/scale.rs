@@ -4,6 +4,13 @@ use crate::util::*;
 
 const CACHE: &str = ".tracereplay/cache/check-v3.bin";
 
+/// `check traces/ --format json --drift ignore`, then `extra`.
+fn json_check<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["check", "traces/", "--format", "json", "--drift", "ignore"];
+    args.extend(extra);
+    args
+}
+
 #[test]
 fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
     let env = Env::new();
@@ -43,16 +50,7 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
         .unwrap()
         .replace("\"value\": \"demo\"", "\"value\": \"nothing like this\"");
     env.write(p, changed);
-    let out = env.run(&[
-        "check",
-        "traces/",
-        "--format",
-        "json",
-        "--fail-on",
-        "any",
-        "--drift",
-        "ignore",
-    ]);
+    let out = env.run(&json_check(&["--fail-on", "any"]));
     let r = json(&out);
     assert_eq!(
         row(&r, "agent.tool.basic/default.trace.ndjson.zst")["verdict"],
@@ -90,18 +88,7 @@ fn cached_rows_that_do_not_decode_are_judged_afresh() {
 fn cached_rows_follow_the_fail_on_of_each_run() {
     let env = Env::new();
     copy_demo(&env, true);
-    let args = |fail_on: &'static str| {
-        vec![
-            "check",
-            "traces/",
-            "--format",
-            "json",
-            "--drift",
-            "ignore",
-            "--fail-on",
-            fail_on,
-        ]
-    };
+    let args = |fail_on: &'static str| json_check(&["--fail-on", fail_on]);
     let strict = env.run(&args("any"));
     assert!(env.path(CACHE).exists());
     // Every row now comes from the cache, but whether a failure blocks is decided afresh.
@@ -169,15 +156,7 @@ fn traces_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 fn a_fresh_checkout_still_hits_the_cache_by_content() {
     let env = Env::new();
     copy_demo(&env, true);
-    let args = [
-        "check",
-        "traces/",
-        "--format",
-        "json",
-        "--drift",
-        "ignore",
-        "--timings",
-    ];
+    let args = json_check(&["--timings"]);
     let first = env.run(&args);
     assert!(
         first.stderr.contains("(13 traces, 0 from the cache)"),
@@ -249,7 +228,7 @@ fn cache_entries(env: &Env) -> usize {
 fn a_filtered_run_keeps_the_rows_it_did_not_look_at() {
     let env = Env::new();
     copy_demo(&env, true);
-    let full = ["check", "traces/", "--format", "json", "--drift", "ignore"];
+    let full = json_check(&[]);
     let first = env.run(&full);
     let all = cache_entries(&env);
     assert!(all >= 10, "{all}");
@@ -278,11 +257,8 @@ fn a_filtered_run_keeps_the_rows_it_did_not_look_at() {
 fn rows_held_on_disk_change_nothing() {
     let env = Env::new();
     copy_demo(&env, true);
-    let base = ["check", "traces/", "--format", "json", "--drift", "ignore"];
     let run = |extra: &[&str]| {
-        let mut args = base.to_vec();
-        args.extend(extra);
-        let out = env.run(&args);
+        let out = env.run(&json_check(extra));
         (out.code, out.stdout)
     };
     let in_memory = run(&["--no-cache"]);
@@ -328,8 +304,7 @@ fn rows_held_on_disk_change_nothing() {
     assert_eq!(cache_entries(&env), cache_rows(&filled).len());
 
     // No temporary directory to spill to: the rows stay in memory and nothing changes.
-    let mut args = base.to_vec();
-    args.extend(["--no-cache", "--row-memory", "0"]);
+    let args = json_check(&["--no-cache", "--row-memory", "0"]);
     let out = env.run_with(&args, &[("CI", "true"), ("TMPDIR", "/no/such/dir")]);
     assert_eq!((out.code, out.stdout), edited);
 }
