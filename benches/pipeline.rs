@@ -105,6 +105,31 @@ fn verify_and_parse(b: Bencher) {
     });
 }
 
+/// Parsing alone: the seals are verified while the inputs are prepared, outside the timing.
+#[divan::bench]
+fn parse(b: Bencher) {
+    let c = corpus();
+    let sealed = || {
+        (files_in_memory(c).into_iter())
+            .map(|file| {
+                let seal = file.verify_seal(true).unwrap();
+                (file, seal)
+            })
+            .collect::<Vec<_>>()
+    };
+    b.with_inputs(sealed).bench_refs(|files| {
+        files
+            .iter()
+            .map(|(file, seal)| {
+                (parse_trace(file, seal, Limits::default()).unwrap())
+                    .trace
+                    .events
+                    .len()
+            })
+            .sum::<usize>()
+    });
+}
+
 /// Judging parsed traces: every oracle of the corpus scenario, or only `tool-sequence`.
 #[divan::bench(args = ["all-oracles", "tool-sequence"])]
 fn judge_parsed(b: Bencher, which: &str) {
