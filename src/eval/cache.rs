@@ -1,4 +1,4 @@
-//! The result cache: one file (`<cache-dir>/check-v3.bin`) holding the encoded result row of
+//! The result cache: one file (`<cache-dir>/check-v4.bin`) holding the encoded result row of
 //! every trace judged, so an unchanged trace is neither decompressed nor parsed again, and its
 //! row is not even decoded unless a report shows it.
 //!
@@ -39,8 +39,8 @@ use crate::fsutil::write_streaming_creating_dirs;
 use crate::report::rows::{self, RowBytes, RowFile};
 
 const FORMAT: &str = "tracereplay.cache";
-const VERSION: u32 = 3;
-const FILE: &str = "check-v3.bin";
+const VERSION: u32 = 4;
+const FILE: &str = "check-v4.bin";
 
 /// 128 bits of BLAKE3.
 pub type Key = [u8; 16];
@@ -238,10 +238,15 @@ pub(crate) fn stamp(meta: &std::fs::Metadata) -> [u8; 56] {
 
 /// The content key of a trace file from its stored bytes (compressed or not).
 pub fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
+    // The stored bytes come first, so that BLAKE3 takes them from offset 0 in whole 1 KiB
+    // chunks, several at a time: behind a path, the first and last chunks were compressed a
+    // block at a time, and that was a quarter of a run that finds every row by content. The
+    // path's length, last, keeps the split between bytes and path unambiguous.
+    let path = path.as_str().as_bytes();
     let mut h = blake3::Hasher::new();
-    h.update(path.as_str().as_bytes());
-    h.update(&[1]);
     h.update(stored);
+    h.update(path);
+    h.update(&(path.len() as u64).to_le_bytes());
     first_16(h.finalize())
 }
 
@@ -337,7 +342,7 @@ impl ResultCache {
         // Two passes over the rows, one to hash them and one to write them: the file is never
         // built in memory. (Rows held in a file are read in each; should a read fail between
         // the two, the hash no longer matches and the next run ignores the file.)
-        let mut hasher = blake3::Hasher::new();
+        let mut hasher = EntryHasher::default();
         each(&mut |frame, row| {
             hasher.update(frame);
             hasher.update(row);
@@ -357,7 +362,14 @@ impl ResultCache {
                 out.write_all(frame)?;
                 out.write_all(row)
             })
-        })
+        })?;
+        // The files of earlier cache versions can never be read again: they only take space.
+        if let Some(dir) = self.path.parent() {
+            for version in 1..VERSION {
+                let _ = std::fs::remove_file(dir.join(format!("check-v{version}.bin")));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -373,6 +385,45 @@ fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; 36]> {
     frame[16..32].copy_from_slice(&keys.content);
     frame[32..].copy_from_slice(&len.to_le_bytes());
     Ok(frame)
+}
+
+/// BLAKE3 of the entries, which arrive a frame and a row (~650 bytes) at a time. BLAKE3 hashes
+/// several 1 KiB chunks at once only when it is handed them together, so the pieces are
+/// gathered and passed on in whole chunks, 64 KiB at a time: about 4 times faster than updating
+/// with each piece (3.8 ms against 15 ms for the small corpus's 13 MB of entries). The hash is
+/// the same either way.
+struct EntryHasher {
+    hasher: blake3::Hasher,
+    pending: Vec<u8>,
+}
+
+impl Default for EntryHasher {
+    fn default() -> Self {
+        EntryHasher {
+            hasher: blake3::Hasher::new(),
+            pending: Vec::with_capacity(Self::BATCH + 4096),
+        }
+    }
+}
+
+impl EntryHasher {
+    const BATCH: usize = 64 << 10;
+    const CHUNK: usize = 1024;
+
+    fn update(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= Self::BATCH {
+            let whole = self.pending.len() / Self::CHUNK * Self::CHUNK;
+            self.hasher.update(&self.pending[..whole]);
+            self.pending.drain(..whole);
+        }
+    }
+
+    fn finalize(mut self) -> blake3::Hash {
+        self.hasher.update(&self.pending);
+        self.pending.clear();
+        self.hasher.finalize()
+    }
 }
 
 /// The keys and row length a frame holds ([`frame`] read back).
@@ -438,7 +489,7 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
     if header.format != FORMAT || header.version != VERSION {
         return Ok(None);
     }
-    let mut hasher = blake3::Hasher::new();
+    let mut hasher = EntryHasher::default();
     let mut slots = Vec::new();
     let mut at = line.len() as u64 + 1;
     let mut row = Vec::new();
@@ -528,6 +579,45 @@ mod tests {
         .unwrap();
         assert_eq!((r.verdict, r.source), (RowVerdict::Pass, Source::Trace));
         rows::encode(&r).into()
+    }
+
+    /// Gathering the pieces changes the speed, not the hash: pieces of every size, from a frame
+    /// to more than a batch, give BLAKE3 of their concatenation.
+    #[test]
+    fn entries_hash_as_one_buffer() {
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for sizes in [
+            &[36, 650][..],
+            &[1],
+            &[1023, 1025],
+            &[70_000, 5],
+            &[200_000],
+        ] {
+            let mut hasher = EntryHasher::default();
+            let (mut at, mut i) = (0, 0);
+            while at < bytes.len() {
+                let end = (at + sizes[i % sizes.len()]).min(bytes.len());
+                hasher.update(&bytes[at..end]);
+                (at, i) = (end, i + 1);
+            }
+            assert_eq!(
+                hasher.finalize(),
+                blake3::hash(&bytes),
+                "pieces of {sizes:?}"
+            );
+        }
+        assert_eq!(EntryHasher::default().finalize(), blake3::hash(b""));
+    }
+
+    /// The content key covers the bytes and the path, and cannot be shifted from one to the
+    /// other.
+    #[test]
+    fn content_keys_tell_bytes_from_path() {
+        let key = |path: &str, bytes: &[u8]| content_key(Utf8Path::new(path), bytes);
+        assert_eq!(key("a/b", b"xy"), key("a/b", b"xy"));
+        assert_ne!(key("a/b", b"xy"), key("a/c", b"xy"));
+        assert_ne!(key("a/b", b"xy"), key("a/b", b"xz"));
+        assert_ne!(key("ya/b", b"x"), key("a/b", b"xy"));
     }
 
     /// Read whole (in memory) and streamed (rows read back from the file), the same cache.

@@ -2,7 +2,7 @@
 
 use crate::util::*;
 
-const CACHE: &str = ".tracereplay/cache/check-v3.bin";
+const CACHE: &str = ".tracereplay/cache/check-v4.bin";
 
 /// `check traces/ --format json --drift ignore`, then `extra`.
 fn json_check<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -28,7 +28,7 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
     // A corrupt or foreign cache is ignored and rebuilt.
     env.write(
         CACHE,
-        b"{\"format\":\"tracereplay.cache\",\"version\":3,\"context\":\"x\",\"entries_hash\":\"y\"}\n\x00\x01garbage",
+        b"{\"format\":\"tracereplay.cache\",\"version\":4,\"context\":\"x\",\"entries_hash\":\"y\"}\n\x00\x01garbage",
     );
     let out = env.run(&["check", "traces/", "--format", "json"]);
     assert_eq!(out.stdout, cold.stdout);
@@ -329,7 +329,7 @@ fn an_unwritable_cache_is_a_warning_not_a_failure() {
     assert_eq!(out.code, fresh.code);
     assert_eq!(report["results"], expected["results"]);
     assert_eq!(report["summary"], expected["summary"]);
-    let warning = "cannot write the result cache `blocked/cache/check-v3.bin`: ";
+    let warning = "cannot write the result cache `blocked/cache/check-v4.bin`: ";
     assert!(report["warnings"][0].as_str().unwrap().starts_with(warning));
     assert!(
         out.stderr.contains(&format!("warning: {warning}")),
@@ -349,7 +349,21 @@ fn no_cache_writes_no_cache() {
             .code,
         0
     );
-    assert!(env.path("elsewhere/check-v3.bin").exists());
+    assert!(env.path("elsewhere/check-v4.bin").exists());
+}
+
+/// A cache file of an earlier version can never be read again, so the first save removes it.
+#[test]
+fn older_cache_files_are_removed() {
+    let env = Env::new();
+    good_suite(&env);
+    let old = ".tracereplay/cache/check-v3.bin";
+    env.write(old, b"an earlier version's cache");
+    env.write(".tracereplay/cache/notes.txt", b"not ours");
+    assert_eq!(env.run(&["check", "traces"]).code, 0);
+    assert!(env.path(CACHE).exists());
+    assert!(!env.path(old).exists());
+    assert!(env.path(".tracereplay/cache/notes.txt").exists());
 }
 
 #[test]
