@@ -215,8 +215,12 @@ pub fn parse_trace<'a>(
         compressed: file.compressed,
         limits,
     }
-    .parse(&file.bytes[..seal.body_len], seal.sealed)
+    .parse(&file.bytes[..seal.body_len], seal.sealed, seal.event_lines)
 }
+
+/// The fewest bytes an event line can take (`{"kind":"x","seq":1}` and its line end): no more
+/// events than this allows are reserved for, whatever a footer claims.
+const SHORTEST_EVENT_LINE: usize = 21;
 
 struct Parser<'p> {
     path: &'p Utf8Path,
@@ -233,7 +237,13 @@ impl Parser<'_> {
         }
     }
 
-    fn parse<'a>(&self, body: &'a [u8], sealed: bool) -> Result<ParsedTrace<'a>, TraceError> {
+    /// Parses `body`, expecting about `expected` events.
+    fn parse<'a>(
+        &self,
+        body: &'a [u8],
+        sealed: bool,
+        expected: usize,
+    ) -> Result<ParsedTrace<'a>, TraceError> {
         let text = std::str::from_utf8(body).map_err(|e| {
             let line = body[..e.valid_up_to()]
                 .iter()
@@ -266,7 +276,12 @@ impl Parser<'_> {
         });
         let mut lines = split.enumerate().map(|(i, l)| (i + 1, l)).peekable();
         let mut header = None;
+        // The events are reserved for at once. Grown by doubling, the array of a trace of three
+        // million small events (119 MB) held its old and new copies together: 1,080 MB at the
+        // peak instead of 583, and 1.2-1.7 times as long. Should that much not be had, the array
+        // grows as it fills.
         let mut events = Vec::new();
+        let _ = events.try_reserve_exact(expected.min(body.len() / SHORTEST_EVENT_LINE));
         let mut state = Validation::default();
         while let Some((n, mut line)) = lines.next() {
             if line.is_empty() && lines.peek().is_none() {

@@ -9,6 +9,7 @@ fn parse_text(text: &str, compressed: bool) -> Result<(usize, Vec<String>, Strin
         sealed: false,
         content_hash: String::new(),
         body_len: file.bytes.len(),
+        event_lines: 0,
     };
     let p = parse_trace(&file, &seal, Limits::default())?;
     let kinds = p
@@ -254,4 +255,33 @@ fn long_lines_name_the_limit_and_flag() {
         err.contains("line 2") && err.contains("100 bytes") && err.contains("--max-line-bytes"),
         "{err}"
     );
+}
+
+/// The events are reserved for once, from the seal's count of lines, but never beyond what the
+/// bytes could hold, whatever the count says.
+#[test]
+fn events_are_reserved_for_from_the_seal_within_what_the_bytes_allow() {
+    let text = format!(
+        "{H}\n{}\n{}\n",
+        r#"{"kind":"note","seq":1,"text":"a"}"#,
+        r#"{"kind":"run_end","seq":2,"status":"completed"}"#
+    );
+    let file = TraceFile::from_bytes("x.trace.ndjson", text.clone().into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    assert_eq!(seal.event_lines, 2);
+    let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
+    assert_eq!(parsed.trace.events.len(), 2);
+    assert_eq!(parsed.trace.events.capacity(), 2, "reserved for, not grown");
+    for claimed in [1_000_000, usize::MAX] {
+        let seal = Seal {
+            event_lines: claimed,
+            ..seal.clone()
+        };
+        let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
+        assert_eq!(parsed.trace.events.len(), 2);
+        assert!(
+            parsed.trace.events.capacity() <= text.len() / 21,
+            "{claimed}"
+        );
+    }
 }

@@ -55,6 +55,9 @@ pub struct Seal {
     pub content_hash: String,
     /// Length of the body (header and events) in `bytes`, footer excluded.
     pub body_len: usize,
+    /// Lines after the header, as counted when the seal was checked: how many events parsing
+    /// should expect (only a size hint; the lines are validated when parsed).
+    pub event_lines: usize,
 }
 
 thread_local! {
@@ -203,6 +206,7 @@ impl TraceFile {
                 sealed: true,
                 content_hash: actual,
                 body_len: last_start,
+                event_lines,
             });
         }
         if self.compressed {
@@ -219,6 +223,7 @@ impl TraceFile {
             sealed: false,
             content_hash: content_hash(&normalize_line_ends(bytes)),
             body_len: bytes.len(),
+            event_lines: memchr::memchr_iter(b'\n', bytes).count().saturating_sub(1),
         })
     }
 }
