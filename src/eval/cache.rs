@@ -40,7 +40,14 @@ use crate::report::rows::{self, RowBytes, RowFile};
 
 const FORMAT: &str = "tracereplay.cache";
 const VERSION: u32 = 4;
-const FILE: &str = "check-v4.bin";
+
+/// The cache file's name for a format version: `check-v<VERSION>.bin`.
+fn file_name(version: u32) -> String {
+    format!("check-v{version}.bin")
+}
+
+/// The bytes of an entry's frame: two keys and a row length.
+const FRAME: usize = 36;
 
 /// 128 bits of BLAKE3.
 pub type Key = [u8; 16];
@@ -61,6 +68,14 @@ struct Header {
     context: String,
     /// BLAKE3 of everything after the header line.
     entries_hash: String,
+}
+
+impl Header {
+    /// The header line, if it is one of this format and version.
+    fn read(line: &[u8]) -> Option<Header> {
+        let header: Header = serde_json::from_slice(line).ok()?;
+        (header.format == FORMAT && header.version == VERSION).then_some(header)
+    }
 }
 
 /// Where each cached row lies in the file; each is taken (once) by the worker that needs it.
@@ -144,7 +159,7 @@ impl CacheFile {
 
     /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes.
     pub fn read_with(dir: &Utf8Path, read_whole: u64) -> CacheFile {
-        let Ok(mut file) = std::fs::File::open(dir.join(FILE)) else {
+        let Ok(mut file) = std::fs::File::open(dir.join(file_name(VERSION))) else {
             return CacheFile::default();
         };
         let len = file.metadata().map_or(u64::MAX, |m| m.len());
@@ -261,7 +276,7 @@ impl ResultCache {
     /// The cache under `dir` from its file read already; empty unless its context matches.
     pub fn from_file(dir: &Utf8Path, file: CacheFile, context: String) -> ResultCache {
         ResultCache {
-            path: dir.join(FILE),
+            path: dir.join(file_name(VERSION)),
             file: if file.context == context {
                 file
             } else {
@@ -367,7 +382,7 @@ impl ResultCache {
         // The files of earlier cache versions can never be read again: they only take space.
         if let Some(dir) = self.path.parent() {
             for version in 1..VERSION {
-                let _ = std::fs::remove_file(dir.join(format!("check-v{version}.bin")));
+                let _ = std::fs::remove_file(dir.join(file_name(version)));
             }
         }
         Ok(())
@@ -375,13 +390,13 @@ impl ResultCache {
 }
 
 /// What receives each cache entry as it is written: its frame, then its row.
-type EntrySink<'a> = dyn FnMut(&[u8; 36], &[u8]) -> std::io::Result<()> + 'a;
+type EntrySink<'a> = dyn FnMut(&[u8; FRAME], &[u8]) -> std::io::Result<()> + 'a;
 
 /// An entry's frame: the stat key (zeros when there is none, never looked up), the content key
 /// and the row's length.
-fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; 36]> {
+fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; FRAME]> {
     let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
-    let mut frame = [0; 36];
+    let mut frame = [0; FRAME];
     frame[..16].copy_from_slice(&keys.stat.unwrap_or([0; 16]));
     frame[16..32].copy_from_slice(&keys.content);
     frame[32..].copy_from_slice(&len.to_le_bytes());
@@ -428,7 +443,7 @@ impl EntryHasher {
 }
 
 /// The keys and row length a frame holds ([`frame`] read back).
-fn unframe(frame: &[u8; 36]) -> (Keys, u32) {
+fn unframe(frame: &[u8; FRAME]) -> (Keys, u32) {
     let mut stat = [0; 16];
     stat.copy_from_slice(&frame[..16]);
     let mut content = [0; 16];
@@ -444,10 +459,7 @@ fn unframe(frame: &[u8; 36]) -> (Keys, u32) {
 
 fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
     let nl = memchr::memchr(b'\n', &bytes)?;
-    let header: Header = serde_json::from_slice(&bytes[..nl]).ok()?;
-    if header.format != FORMAT || header.version != VERSION {
-        return None;
-    }
+    let header = Header::read(&bytes[..nl])?;
     if header.entries_hash != blake3::hash(&bytes[nl + 1..]).to_hex().as_str() {
         return None;
     }
@@ -457,8 +469,8 @@ fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
     let mut slots = Vec::new();
     let mut at = nl + 1;
     while at < bytes.len() {
-        let (keys, len) = unframe(bytes_at(&bytes, at, 36)?.try_into().ok()?);
-        let range = at + 36..(at + 36).checked_add(len as usize)?;
+        let (keys, len) = unframe(bytes_at(&bytes, at, FRAME)?.try_into().ok()?);
+        let range = at + FRAME..(at + FRAME).checked_add(len as usize)?;
         bytes_at(&bytes, range.start, range.len())?;
         at = range.end;
         let taken = AtomicBool::new(false);
@@ -484,23 +496,20 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
     if line.pop() != Some(b'\n') {
         return Ok(None);
     }
-    let Ok(header) = serde_json::from_slice::<Header>(&line) else {
+    let Some(header) = Header::read(&line) else {
         return Ok(None);
     };
-    if header.format != FORMAT || header.version != VERSION {
-        return Ok(None);
-    }
     let mut hasher = EntryHasher::default();
     let mut slots = Vec::new();
     let mut at = line.len() as u64 + 1;
     let mut row = Vec::new();
     while at < len {
-        let mut frame = [0; 36];
+        let mut frame = [0; FRAME];
         if reader.read_exact(&mut frame).is_err() {
             return Ok(None);
         }
         let (keys, row_len) = unframe(&frame);
-        if at + 36 + u64::from(row_len) > len {
+        if at + FRAME as u64 + u64::from(row_len) > len {
             return Ok(None);
         }
         row.resize(row_len as usize, 0);
@@ -509,13 +518,13 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
         }
         hasher.update(&frame);
         hasher.update(&row);
-        let start = usize::try_from(at + 36).map_err(std::io::Error::other)?;
+        let start = usize::try_from(at + FRAME as u64).map_err(std::io::Error::other)?;
         slots.push(Slot {
             keys,
             range: start..start + row_len as usize,
             taken: AtomicBool::new(false),
         });
-        at += 36 + u64::from(row_len);
+        at += FRAME as u64 + u64::from(row_len);
     }
     if at != len || header.entries_hash != hasher.finalize().to_hex().as_str() {
         return Ok(None);
@@ -677,7 +686,7 @@ mod tests {
         );
         assert_eq!(load(dir, "other").file.slots.len(), 0);
 
-        let file = dir.join(FILE);
+        let file = dir.join(file_name(VERSION));
         let good = std::fs::read(&file).unwrap();
         let mut flipped = good.clone();
         *flipped.last_mut().unwrap() ^= 1;
