@@ -35,12 +35,8 @@ fn attribute(
     row.case = Some(claimed.1);
 }
 
-/// Whether a trace naming `scenario` is outside this run's filters and partition share.
-pub(crate) fn out_of_scope(scenario: &str, entries: &Entries<'_>, opts: &CheckOptions) -> bool {
-    out_of_scope_of(scenario, super::entry_of(entries, scenario), opts)
-}
-
-/// [`out_of_scope`] with the scenario's entry looked up already (`None`: no such scenario).
+/// Whether a trace naming `scenario`, whose entry is `entry` (`None`: no such scenario), is
+/// outside this run's filters and partition share.
 pub(crate) fn out_of_scope_of(scenario: &str, entry: Option<&Entry>, opts: &CheckOptions) -> bool {
     match entry {
         Some(e) => !e.in_scope,
@@ -78,8 +74,11 @@ pub(crate) fn judge_opened(
     // Secrets are looked for in every readable trace in scope, judged or not.
     let secrets =
         || crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
-    let lookup = |scenario: &str| super::entry_of(entries, scenario);
-    let out_of_scope = |scenario: &str| out_of_scope(scenario, entries, opts);
+    // The scenario's entry, looked up once, or `None` when the trace is out of scope.
+    let in_scope = |scenario: &str| {
+        let entry = super::entry_of(entries, scenario);
+        (!out_of_scope_of(scenario, entry, opts)).then_some(entry)
+    };
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
         let parsed = parse_trace(&file, &seal, opts.limits);
         (seal, parsed)
@@ -90,10 +89,7 @@ pub(crate) fn judge_opened(
             // Attribute what the first line claims, so the row names its scenario and its
             // approved baseline is not mistaken for obsolete.
             if let Some(claimed) = probe_header(&file.bytes) {
-                if out_of_scope(&claimed.0) {
-                    return None;
-                }
-                let scenario = lookup(&claimed.0).map(|e| e.scenario);
+                let scenario = in_scope(&claimed.0)?.map(|e| e.scenario);
                 attribute(&mut row, scenario, claimed, opts.baselines.as_ref());
             } else if !opts.partition_holds(None) {
                 return None;
@@ -103,11 +99,8 @@ pub(crate) fn judge_opened(
         }
     };
     let header = &parsed.trace.header;
-    if out_of_scope(&header.scenario) {
-        return None;
-    }
+    let entry = in_scope(&header.scenario)?;
     row.privacy = secrets();
-    let entry = lookup(&header.scenario);
     attribute(
         &mut row,
         entry.map(|e| e.scenario),
