@@ -99,16 +99,7 @@ pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> Loa
     let per_file: Vec<(Utf8PathBuf, bool, Vec<u8>, FileResult)> = listed
         .into_par_iter()
         .map(|(path, from_suite)| {
-            let (bytes, result) = match std::fs::read(path) {
-                Ok(bytes) => {
-                    let result = parse_file(path, &bytes);
-                    (bytes, result)
-                }
-                Err(source) => {
-                    let path = path.clone();
-                    (Vec::new(), Err(ScenarioError::Io { path, source }))
-                }
-            };
+            let (bytes, result) = read_file(path);
             (path.clone(), from_suite, bytes, result)
         })
         .collect();
@@ -166,11 +157,21 @@ fn normalize(p: &Utf8Path) -> Utf8PathBuf {
 /// Loads one file: the whole file fails on a parse error; otherwise each scenario in it loads or
 /// fails on its own.
 pub fn load_file(path: &Utf8Path) -> FileResult {
-    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    parse_file(path, &bytes)
+    read_file(path).1
+}
+
+/// [`load_file`], also giving the bytes read (empty when the file could not be read).
+fn read_file(path: &Utf8Path) -> (Vec<u8>, FileResult) {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let result = parse_file(path, &bytes);
+            (bytes, result)
+        }
+        Err(source) => {
+            let path = path.to_owned();
+            (Vec::new(), Err(ScenarioError::Io { path, source }))
+        }
+    }
 }
 
 /// [`load_file`] over bytes read already.
