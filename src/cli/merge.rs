@@ -17,11 +17,13 @@ pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         // read, never held whole.
         let file = std::fs::File::open(path).with_context(|| format!("cannot read `{path}`"))?;
         let r: Report = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
-            .map_err(|e| match e.is_io() {
-            true => anyhow::Error::new(e).context(format!("cannot read `{path}`")),
-            false => {
-                anyhow::Error::new(e).context(format!("`{path}` is not a tracereplay JSON report"))
-            }
+            .map_err(|e| {
+            let what = if e.is_io() {
+                format!("cannot read `{path}`")
+            } else {
+                format!("`{path}` is not a tracereplay JSON report")
+            };
+            anyhow::Error::new(e).context(what)
         })?;
         reports.push(r);
     }
