@@ -196,8 +196,9 @@ pub fn check(
     check_with_cache_file(found, searched, opts, None)
 }
 
-/// [`check`] with the result cache's file read already (by [`CacheFile::read`], which a caller
-/// can run while it discovers files); `None` reads it from `opts.cache_dir`.
+/// [`check`] with the result cache's file read already (by [`CacheFile::read_with`] and the
+/// run's row budget, which a caller can run while it discovers files); `None` reads it from
+/// `opts.cache_dir`.
 pub fn check_with_cache_file(
     found: &Discovered,
     searched: &[Utf8PathBuf],
