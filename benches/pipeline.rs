@@ -181,24 +181,39 @@ fn full_check(b: Bencher, threads: usize) {
     });
 }
 
+/// Benches checking the corpus again with `opts` (a first, untimed run fills the result cache
+/// when there is one), then `after` on each report.
+fn bench_recheck(
+    b: Bencher,
+    opts: CheckOptions,
+    after: impl Fn(&tracereplay::report::Report) + Sync,
+) {
+    let c = corpus();
+    let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
+    let first = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
+    b.bench(|| {
+        let report = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
+        assert_eq!(report.summary, first.summary);
+        after(&report);
+        report.summary.traces
+    });
+}
+
+fn cache_dir(dir: &tempfile::TempDir) -> Utf8PathBuf {
+    Utf8PathBuf::from_path_buf(dir.path().to_owned()).unwrap()
+}
+
 /// A re-check of the unchanged corpus with the result cache filled: rows are recalled by each
 /// trace's stat fingerprint, never read, decompressed or parsed.
 #[divan::bench(args = [1, 2])]
 fn full_check_cached(b: Bencher, threads: usize) {
-    let c = corpus();
-    let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
     let cache = tempfile::tempdir().unwrap();
     let opts = CheckOptions {
         threads: Some(threads),
-        cache_dir: Some(Utf8PathBuf::from_path_buf(cache.path().to_owned()).unwrap()),
+        cache_dir: Some(cache_dir(&cache)),
         ..CheckOptions::default()
     };
-    let cold = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
-    b.bench(|| {
-        let report = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
-        assert_eq!(report.summary, cold.summary);
-        report.summary.traces
-    });
+    bench_recheck(b, opts, |_| {});
 }
 
 /// A check at 2 threads and its JSON report, with the rows held in memory or every row in the
@@ -206,22 +221,14 @@ fn full_check_cached(b: Bencher, threads: usize) {
 /// memory or streamed, its rows read back from disk.
 #[divan::bench(args = ["memory", "disk", "memory-cached", "disk-cached"])]
 fn check_and_render(b: Bencher, rows: &str) {
-    let c = corpus();
-    let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
     let cache = tempfile::tempdir().unwrap();
     let opts = CheckOptions {
         threads: Some(2),
         row_memory: rows.starts_with("disk").then_some(0),
-        cache_dir: rows
-            .ends_with("cached")
-            .then(|| Utf8PathBuf::from_path_buf(cache.path().to_owned()).unwrap()),
+        cache_dir: rows.ends_with("cached").then(|| cache_dir(&cache)),
         ..CheckOptions::default()
     };
-    let first = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
-    b.bench(|| {
-        let report = check(&found, std::slice::from_ref(&c.root), &opts).unwrap();
-        assert_eq!(report.summary, first.summary);
-        tracereplay::report::json::render(&report, &mut std::io::sink()).unwrap();
-        report.summary.traces
+    bench_recheck(b, opts, |report| {
+        tracereplay::report::json::render(report, &mut std::io::sink()).unwrap();
     });
 }
