@@ -5,7 +5,8 @@
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
 //!   trace itself: the tool version, the row encoding's version, the working directory, the
 //!   options that change judging, the bytes of every scenario file, each Harness Contract as it
-//!   loaded with its scenario, and the state (stat fingerprint) of the approved baselines. A different fingerprint discards the whole cache.
+//!   loaded with its scenario, and the state (stat fingerprint) of the approved baselines. A
+//!   different fingerprint discards the whole cache.
 //! - **Entries.** One per trace, under two keys of 128 bits of BLAKE3, both over its path (as
 //!   given; the working directory is part of the context): one with its stat fingerprint (size,
 //!   mtime and ctime in nanoseconds, inode, device), one with its stored bytes. The stat key is
