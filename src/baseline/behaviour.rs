@@ -153,7 +153,6 @@ impl Behaviour {
     pub fn from_facts(facts: &Facts<'_, '_>, results: &[OracleResult]) -> Behaviour {
         let trace = facts.trace;
         let mut ids = CallIds(HashMap::new());
-        let mut batch_of: HashMap<String, u64> = HashMap::new();
         let mut outcomes: HashMap<String, (bool, Option<String>)> = HashMap::new();
         let mut usage = UsageRecord::default();
         let mut artifacts: BTreeMap<String, String> = BTreeMap::new();
@@ -171,7 +170,6 @@ impl Behaviour {
                     }
                     for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
                         ids.name(&c.call_id);
-                        batch_of.insert(c.call_id.to_string(), e.seq);
                     }
                 }
                 EventBody::ToolCall { call_id, .. } => {
@@ -201,8 +199,8 @@ impl Behaviour {
         }
         let mut calls: Vec<(usize, CallRecord)> = Vec::new();
         let mut group_start: HashMap<u64, usize> = HashMap::new();
-        for (i, c) in facts.calls.iter().enumerate() {
-            let group = match batch_of.get(c.call_id.as_str()) {
+        for (i, (c, batch)) in facts.calls.iter().zip(facts.batches()).enumerate() {
+            let group = match batch {
                 Some(b) => *group_start.entry(*b).or_insert(i),
                 None => i,
             };
@@ -363,6 +361,36 @@ mod trace_tests {
         assert_eq!(tools, vec![("a", "call#2"), ("b", "call#1")]);
         assert_eq!(a.tool_calls[0].error.as_deref(), Some("nope"));
         assert_eq!(a.tool_calls[1].args, serde_json::json!({"n": 2}));
+    }
+
+    /// Calls of two inferences that share the id `""` stay in their order: batches are not
+    /// keyed on call ids, so swapping them is drift.
+    #[test]
+    fn calls_of_different_inferences_keep_their_order_whatever_their_ids() {
+        let run = |first: &str, second: &str| {
+            let plan = |seq: u32, tool: &str| {
+                format!(
+                    r#"{{"kind":"inference","seq":{seq},"output":{{"tool_calls":[{{"call_id":"","tool":"{tool}","args":{{}}}}]}}}}"#
+                )
+            };
+            let call = |seq: u32, tool: &str| {
+                format!(
+                    r#"{{"kind":"tool_call","seq":{seq},"call_id":"","tool":"{tool}","args":{{}}}}"#
+                )
+            };
+            behaviour_of(&format!(
+                "{H}\n{}\n{}\n{}\n{}\n",
+                plan(1, first),
+                call(2, first),
+                plan(3, second),
+                call(4, second)
+            ))
+        };
+        let tools = |b: &Behaviour| -> Vec<String> {
+            b.tool_calls.iter().map(|c| c.tool.clone()).collect()
+        };
+        assert_eq!(tools(&run("b", "a")), ["b", "a"]);
+        assert_ne!(run("b", "a"), run("a", "b"));
     }
 
     #[test]

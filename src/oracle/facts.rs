@@ -1,6 +1,7 @@
 //! Facts derived once per trace and shared by every oracle: the tool calls, the messages standing
 //! at the end (edits and deletes applied), and the final answer.
 
+use crate::trace::json::eq_ci;
 use crate::trace::{EventBody, Phase, ToolCallRef, Trace};
 
 /// A message as it stands after every edit and delete.
@@ -62,6 +63,8 @@ pub struct Facts<'t, 'a> {
     /// Approval requests and decisions, matched (derived on first use: only some oracles and
     /// the normalised behaviour need them).
     approvals: std::cell::OnceCell<super::approval::Approvals>,
+    /// The batch of each call (derived on first use).
+    batches: std::cell::OnceCell<Vec<Option<u64>>>,
 }
 
 impl<'t, 'a> Facts<'t, 'a> {
@@ -131,7 +134,49 @@ impl<'t, 'a> Facts<'t, 'a> {
             messages,
             final_answer,
             approvals: std::cell::OnceCell::new(),
+            batches: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The batch of each call in [`Facts::calls`] (same index): the `seq` of the `inference`
+    /// that planned it, or `None` when no inference before it planned it.
+    ///
+    /// Membership comes from the order of events, never from call ids alone: a call belongs to
+    /// the latest inference before it that planned a call with the same id *and* tool and whose
+    /// planned call no earlier execution has claimed. So two inferences that each plan a call
+    /// with the id `""` (or the same id) give two batches, not one. Checking that ids are
+    /// non-empty and distinct is `call-result-linked`'s job, not this one's.
+    pub fn batches(&self) -> &[Option<u64>] {
+        self.batches.get_or_init(|| {
+            // Each inference seen so far: its seq and its planned (call id, tool, claimed).
+            let mut plans: Vec<(u64, Vec<(&str, &str, bool)>)> = Vec::new();
+            let mut out = Vec::with_capacity(self.calls.len());
+            for e in &self.trace.events {
+                match &e.body {
+                    EventBody::Inference(i) => {
+                        let planned: Vec<(&str, &str, bool)> = (i.output.iter())
+                            .flat_map(|o| o.tool_calls.iter().flatten())
+                            .map(|c| (c.call_id.as_str(), c.tool.as_str(), false))
+                            .collect();
+                        if !planned.is_empty() {
+                            plans.push((e.seq, planned));
+                        }
+                    }
+                    EventBody::ToolCall { call_id, tool, .. } => {
+                        let claimed = plans.iter_mut().rev().find_map(|(seq, planned)| {
+                            let entry = planned.iter_mut().find(|(id, t, claimed)| {
+                                !*claimed && *id == call_id.as_str() && eq_ci(t, tool)
+                            })?;
+                            entry.2 = true;
+                            Some(*seq)
+                        });
+                        out.push(claimed);
+                    }
+                    _ => {}
+                }
+            }
+            out
+        })
     }
 
     /// The tool of each call id (built on demand: only result oracles need it).

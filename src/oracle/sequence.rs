@@ -1,15 +1,12 @@
 //! `tool-sequence`: the actual tool calls against an expected trajectory, in five modes, with
 //! optimal (maximum bipartite) pairing, batch-aware ordering, and argument matching.
 
-use foldhash::{HashMap, HashMapExt};
-
 use serde_json::{Value, json};
 
 use super::facts::Facts;
 use super::jsoneq::{ArgsMatch, args_match, differing_keys, override_for};
 use super::result::OracleResult;
 use crate::scenario::OracleSpec;
-use crate::trace::EventBody;
 use crate::trace::json::eq_ci;
 
 /// The five comparison modes.
@@ -206,18 +203,8 @@ pub fn actual_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
 /// [`actual_calls`], parsing the arguments only of calls whose tool `with_args` names (a call
 /// of a tool no expectation with `args` names is never compared by its arguments).
 fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) -> Vec<ActualCall> {
-    let mut batch_of: HashMap<&str, u64> = HashMap::new();
-    for e in &facts.trace.events {
-        if let EventBody::Inference(i) = &e.body {
-            for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
-                batch_of.insert(c.call_id.as_str(), e.seq);
-            }
-        }
-    }
-    facts
-        .calls
-        .iter()
-        .map(|c| ActualCall {
+    (facts.calls.iter().zip(facts.batches()))
+        .map(|(c, batch)| ActualCall {
             seq: c.event.seq,
             tool: c.tool.to_string(),
             args: if with_args(c.tool) {
@@ -225,7 +212,7 @@ fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) ->
             } else {
                 Value::Null
             },
-            batch: batch_of.get(c.call_id.as_str()).copied(),
+            batch: *batch,
         })
         .collect()
 }

@@ -506,3 +506,43 @@ fn not_evaluable_counts_as_failure() {
     ];
     assert_eq!(overall(&r), Verdict::Fail);
 }
+
+/// Two inferences that each plan one call form two batches even when both calls carry the id
+/// `""` (as agentevals' fixtures do) or one repeated id: `exact` and `in-order` then keep their
+/// order, where keying batches on the id alone merged them and accepted the calls swapped.
+#[test]
+fn batches_come_from_the_planning_inference_not_the_call_id() {
+    for id in ["", "same"] {
+        let plan = |tool: &str| {
+            format!(
+                r#"{{"kind":"inference","output":{{"tool_calls":[{{"call_id":"{id}","tool":"{tool}","args":{{}}}}]}}}}"#
+            )
+        };
+        let (plan_a, plan_b) = (plan("a"), plan("b"));
+        let (call_a, call_b) = (call(id, "a"), call(id, "b"));
+        let events = [
+            plan_a.as_str(),
+            call_a.as_str(),
+            plan_b.as_str(),
+            call_b.as_str(),
+            END,
+        ];
+        for mode in ["exact", "in-order"] {
+            let swapped = json!({"type":"tool-sequence","mode":mode,"tools":["b","a"]});
+            let r = first(swapped, json!({}), &events);
+            assert_eq!(r.verdict, Verdict::Fail, "id {id:?}, {mode}: {r:?}");
+            let kept = json!({"type":"tool-sequence","mode":mode,"tools":["a","b"]});
+            assert_eq!(first(kept, json!({}), &events).verdict, Verdict::Pass);
+        }
+    }
+    // One inference planning both calls with the id "" is still one batch: any order.
+    let both = r#"{"kind":"inference","output":{"tool_calls":[{"call_id":"","tool":"a","args":{}},{"call_id":"","tool":"b","args":{}}]}}"#;
+    let (call_b, call_a) = (call("", "b"), call("", "a"));
+    let events = [both, call_b.as_str(), call_a.as_str(), END];
+    let r = first(
+        json!({"type":"tool-sequence","mode":"exact","tools":["a","b"]}),
+        json!({}),
+        &events,
+    );
+    assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+}
