@@ -11,7 +11,7 @@ use tracereplay::baseline::{
 use tracereplay::diff::{DriftCategory, DriftMode, compare};
 use tracereplay::discover::{discover, display_path};
 use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, check};
-use tracereplay::report::RowVerdict;
+use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::trace::json::eq_ci;
 
 use super::args::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs, CiArgs};
@@ -140,7 +140,7 @@ fn pending(args: &BaselineDirArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         writeln!(out, "no pending baselines in `{}`", args.baselines)?;
     }
     for p in &all {
-        writeln!(out, "{}", summary_line(p))?;
+        writeln!(out, "{}", escape_controls(&summary_line(p)))?;
     }
     Ok(exit::OK)
 }
@@ -188,8 +188,8 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
                 writeln!(
                     out,
                     "accepted {}/{} -> {}",
-                    p.scenario,
-                    p.case,
+                    escape_controls(&p.scenario),
+                    escape_controls(&p.case),
                     display_path(&approved)
                 )?;
             }
@@ -204,8 +204,8 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
                 writeln!(
                     out,
                     "removed  {}/{} ({})",
-                    p.scenario,
-                    p.case,
+                    escape_controls(&p.scenario),
+                    escape_controls(&p.case),
                     display_path(&approved)
                 )?;
             }
@@ -215,8 +215,8 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
                 writeln!(
                     out,
                     "rejected {}/{} ({})",
-                    p.scenario,
-                    p.case,
+                    escape_controls(&p.scenario),
+                    escape_controls(&p.case),
                     display_path(pending)
                 )?;
             }

@@ -126,13 +126,13 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     // Diagnostics go to stderr, in report order, so they are as deterministic as the report.
     let mut err = std::io::stderr().lock();
     for w in &report.warnings {
-        let _ = writeln!(err, "warning: {w}");
+        let _ = writeln!(err, "warning: {}", report::escape_controls(w));
     }
     let with_warnings = (report.results.metas().enumerate()).filter(|(_, m)| m.has_warnings);
     for (i, _) in with_warnings {
         report.results.with_head(i, |h| {
             for w in h.warnings.iter() {
-                let _ = writeln!(err, "warning: {w}");
+                let _ = writeln!(err, "warning: {}", report::escape_controls(w));
             }
         });
     }

@@ -7,7 +7,7 @@ use tracereplay::discover::discover;
 use tracereplay::eval::{CheckOptions, FailOn, check};
 use tracereplay::gates::check_gates;
 use tracereplay::gates::strength::Strength;
-use tracereplay::report::RowVerdict;
+use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::scenario::{Scenario, load_scenarios};
 use tracereplay::trace::{TraceFile, parse_trace};
 
@@ -26,7 +26,7 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
     let problems = check_gates(&loaded);
     for p in &problems {
-        writeln!(out, "error: {p}")?;
+        writeln!(out, "error: {}", escape_controls(&p.to_string()))?;
     }
     let mut shallow = 0;
     if args.strength {
@@ -44,23 +44,30 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 None => writeln!(
                     out,
                     "not measured  {}  (no passing trace to mutate)",
-                    s.scenario
+                    escape_controls(&s.scenario)
                 )?,
                 Some(score) if score < args.min_strength => {
                     shallow += 1;
                     writeln!(
                         out,
                         "shallow {score:.2}  {}  {}/{} mutants caught over {} trace(s), below {:.2}",
-                        s.scenario, s.caught, s.total, s.traces, args.min_strength
+                        escape_controls(&s.scenario),
+                        s.caught,
+                        s.total,
+                        s.traces,
+                        args.min_strength
                     )?;
                     for survivor in &s.survived {
-                        writeln!(out, "      survived: {survivor}")?;
+                        writeln!(out, "      survived: {}", escape_controls(survivor))?;
                     }
                 }
                 Some(score) => writeln!(
                     out,
                     "strong  {score:.2}  {}  {}/{} mutants caught over {} trace(s)",
-                    s.scenario, s.caught, s.total, s.traces
+                    escape_controls(&s.scenario),
+                    s.caught,
+                    s.total,
+                    s.traces
                 )?,
             }
         }

@@ -8,6 +8,7 @@ use tracereplay::discover::{discover, display_path};
 use tracereplay::privacy::lint::{
     Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
 };
+use tracereplay::report::escape_controls;
 use tracereplay::trace::{TraceError, TraceFile, parse_trace};
 
 use super::args::{FormatArg, LintArgs};
@@ -81,7 +82,9 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         FormatArg::Human => {
             for f in &findings {
                 let level = if f.fails { "error  " } else { "warning" };
-                writeln!(out, "{level}  {}\n      {}", f.located(), f.message)?;
+                let (at, message) = (f.located(), &f.message);
+                let (at, message) = (escape_controls(&at), escape_controls(message));
+                writeln!(out, "{level}  {at}\n      {message}")?;
             }
             writeln!(
                 out,

@@ -5,6 +5,7 @@ use std::io::Write;
 use rayon::prelude::*;
 use tracereplay::discover::{discover, display_path};
 use tracereplay::eval::error_chain;
+use tracereplay::report::escape_controls;
 use tracereplay::trace::TraceFile;
 
 use super::args::VerifyArgs;
@@ -37,6 +38,7 @@ pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     lines.sort();
     let mut bad = 0;
     for (path, ok, detail) in &lines {
+        let (path, detail) = (escape_controls(path), escape_controls(detail));
         if *ok {
             writeln!(out, "ok    {path}  {detail}")?;
         } else {

@@ -62,8 +62,10 @@ pub fn write_finding(d: &DriftFinding, color: bool, out: &mut dyn Write) -> std:
     } else {
         paint("33", "warning")
     };
-    writeln!(out, "      {tag} {}: {}", d.category.as_str(), d.detail)?;
+    let detail = crate::report::escape_controls(&d.detail);
+    writeln!(out, "      {tag} {}: {detail}", d.category.as_str())?;
     for line in d.diff.iter().flat_map(|t| t.lines()) {
+        let line = &*crate::report::escape_controls(line);
         let text = match line.as_bytes().first() {
             Some(b'+') => paint("32", line),
             Some(b'-') => paint("31", line),

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::eval::explain::Explanation;
 use crate::oracle::{Verdict, shorten};
+use crate::report::escape_controls as esc;
 
 /// Events shown before and after each deciding event.
 const CONTEXT: usize = 2;
@@ -21,9 +22,10 @@ pub fn event_line(e: &Value) -> String {
     for k in ["kind", "seq", "ts_ms"] {
         fields.remove(k);
     }
+    let kind = esc(kind);
     format!(
         "seq {seq:<4} {kind:<18} {}",
-        shorten(&Value::Object(fields).to_string(), EVENT_CHARS)
+        esc(&shorten(&Value::Object(fields).to_string(), EVENT_CHARS))
     )
 }
 
@@ -36,12 +38,12 @@ pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Res
             t.to_owned()
         }
     };
-    writeln!(out, "trace     {}", e.path)?;
+    writeln!(out, "trace     {}", esc(&e.path))?;
     writeln!(
         out,
         "scenario  {}  case {}",
-        e.scenario.as_deref().unwrap_or("-"),
-        e.case.as_deref().unwrap_or("-")
+        esc(e.scenario.as_deref().unwrap_or("-")),
+        esc(e.case.as_deref().unwrap_or("-"))
     )?;
     match (&e.content_hash, e.sealed) {
         (Some(h), Some(true)) => writeln!(out, "content   {h} (seal verified)")?,
@@ -52,7 +54,7 @@ pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Res
         (None, _) => writeln!(out, "content   not verified")?,
     }
     if let Some(err) = &e.error {
-        writeln!(out, "{} {err}", paint("31", "not judged:"))?;
+        writeln!(out, "{} {}", paint("31", "not judged:"), esc(err))?;
         return Ok(());
     }
     let position = |seq: u64| {
@@ -66,7 +68,8 @@ pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Res
             Verdict::Pass => paint("32", "pass"),
             Verdict::Fail | Verdict::NotEvaluable => paint("31", o.verdict.as_str()),
         };
-        writeln!(out, "\n{label} {}{index}: {}", o.kind, o.message)?;
+        let (kind, message) = (esc(&o.kind), esc(&o.message));
+        writeln!(out, "\n{label} {kind}{index}: {message}")?;
         let cited = &o.evidence;
         for (v, label) in [(&o.expected, "expected"), (&o.found, "found   ")] {
             if let Some(v) = v.as_ref().filter(|v| !v.is_null()) {

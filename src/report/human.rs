@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use super::escape_controls as esc;
 use super::model::{Report, ResultRow, RowVerdict};
 use crate::oracle::Verdict;
 
@@ -56,13 +57,13 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         line.clear();
         line.push_str(&paint(opts.color, code, label));
         line.push(' ');
-        push_padded(&mut line, row.scenario.unwrap_or("-"), w_scenario);
+        push_padded(&mut line, &esc(row.scenario.unwrap_or("-")), w_scenario);
         line.push_str("  ");
-        push_padded(&mut line, row.case.unwrap_or("-"), w_case);
+        push_padded(&mut line, &esc(row.case.unwrap_or("-")), w_case);
         line.push_str("  ");
         push_padded(&mut line, risk, 8);
         line.push_str("  ");
-        line.push_str(row.path.unwrap_or("-"));
+        line.push_str(&esc(row.path.unwrap_or("-")));
         if !notes.is_empty() {
             line.push_str("  (");
             line.push_str(&notes.join("; "));
@@ -83,8 +84,8 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         } else {
             paint(opts.color, "33", "PRIVACY ")
         };
-        writeln!(out, "{label} {}", f.located())?;
-        writeln!(out, "      {}", f.message)?;
+        writeln!(out, "{label} {}", esc(&f.located()))?;
+        writeln!(out, "      {}", esc(&f.message))?;
     }
     for o in &report.obsolete {
         let label = if o.finding.fails {
@@ -92,8 +93,9 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         } else {
             paint(opts.color, "33", "OBSOLETE")
         };
-        writeln!(out, "{label} {}  {}  {}", o.scenario, o.case, o.path)?;
-        writeln!(out, "      {}", o.finding.detail)?;
+        let (scenario, case, path) = (esc(&o.scenario), esc(&o.case), esc(&o.path));
+        writeln!(out, "{label} {scenario}  {case}  {path}")?;
+        writeln!(out, "      {}", esc(&o.finding.detail))?;
     }
     if !report.results.is_empty() || !report.obsolete.is_empty() || !report.privacy.is_empty() {
         writeln!(out)?;
@@ -116,7 +118,7 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
     if s.privacy > 0 {
         writeln!(out, "privacy: {} finding(s)", s.privacy)?;
     }
-    writeln!(out, "baselines: {}", report.baselines)?;
+    writeln!(out, "baselines: {}", esc(&report.baselines))?;
     Ok(())
 }
 
@@ -132,8 +134,8 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
         writeln!(
             out,
             "      {}: {}",
-            paint(opts.color, "31", &e.category),
-            e.message
+            paint(opts.color, "31", &esc(&e.category)),
+            esc(&e.message)
         )?;
     }
     for r in &row.oracles {
@@ -147,18 +149,18 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
             out,
             "      {} {}{}: {}",
             paint(opts.color, "31", mark),
-            r.kind,
+            esc(&r.kind),
             index,
-            r.message
+            esc(&r.message)
         )?;
         if !r.evidence.is_empty() {
             writeln!(out, "          evidence: {}", r.evidence_text())?;
         }
         if let Some(e) = r.expected.as_ref().filter(|v| !v.is_null()) {
-            writeln!(out, "          expected: {e}")?;
+            writeln!(out, "          expected: {}", esc(&e.to_string()))?;
         }
         if let Some(f) = r.found.as_ref().filter(|v| !v.is_null()) {
-            writeln!(out, "          found:    {f}")?;
+            writeln!(out, "          found:    {}", esc(&f.to_string()))?;
         }
     }
     for d in &row.drift {

@@ -5,9 +5,7 @@ use std::io::Write;
 use super::model::{Report, RowVerdict};
 use crate::oracle::Verdict;
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+use super::markdown_cell as cell;
 
 /// Writes the report as Markdown.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
@@ -55,7 +53,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     for r in &attention {
         let mut what: Vec<String> = Vec::new();
         if let Some(e) = &r.error {
-            what.push(format!("{}: {}", e.category, e.message));
+            what.push(cell(&format!("{}: {}", e.category, e.message)));
         }
         for o in &r.oracles {
             match o.verdict {
@@ -66,17 +64,17 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                     } else {
                         format!(" ({})", o.evidence_text())
                     };
-                    what.push(format!("`{}` {}{ev}", o.kind, o.message));
+                    what.push(cell(&format!("`{}` {}{ev}", o.kind, o.message)));
                 }
             }
         }
         for d in &r.drift {
-            what.push(format!(
+            what.push(cell(&format!(
                 "drift `{}`{}: {}",
                 d.category.as_str(),
                 if d.fails { "" } else { " (warning)" },
                 d.detail
-            ));
+            )));
         }
         writeln!(
             out,
@@ -87,7 +85,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             r.risk.map_or("-", |x| x.as_str()),
             if r.blocking { "yes" } else { "no" },
             cell(r.path.as_deref().unwrap_or("-")),
-            cell(&what.join("<br>")),
+            what.join("<br>"),
         )?;
     }
     for f in &report.privacy {

@@ -1,5 +1,6 @@
 //! Reports: one pure-data model and one renderer per format.
 
+mod escape;
 pub mod explain;
 pub mod github;
 pub mod human;
@@ -11,5 +12,6 @@ mod model;
 pub mod rows;
 pub mod runfolder;
 
+pub use escape::{escape_controls, markdown_cell};
 pub use model::*;
 pub use rows::{Row, RowHead, RowMeta, Rows};

@@ -10,4 +10,5 @@ mod privacy;
 mod reports;
 mod scale;
 mod seal;
+mod trust;
 mod util;
