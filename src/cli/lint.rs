@@ -5,11 +5,12 @@ use std::io::Write;
 use camino::Utf8Path;
 use rayon::prelude::*;
 use tracereplay::discover::{discover, display_path};
+use tracereplay::eval::error_chain;
 use tracereplay::privacy::lint::{
     Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
 };
 use tracereplay::report::escape_controls;
-use tracereplay::trace::{TraceError, TraceFile, parse_trace};
+use tracereplay::trace::{Seal, TraceError, TraceFile, parse_trace_with};
 
 use super::args::{FormatArg, LintArgs};
 use super::check::ALLOW_FILE;
@@ -31,30 +32,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut findings: Vec<Finding> = found
         .trace_files
         .par_iter()
-        .flat_map_iter(|path| {
-            let shown = display_path(path);
-            let Ok(file) = TraceFile::open(path, limits) else {
-                return Vec::new();
-            };
-            let mut f = scan_secrets(&shown, &file.bytes, mode, &waived);
-            // A prompt object carrying `text` is raw prompt text inside the trace: always fails.
-            if let Ok(seal) = file.verify_seal(false) {
-                if let Err(TraceError::Privacy { line, detail, .. }) =
-                    parse_trace(&file, &seal, limits)
-                {
-                    f.push(Finding {
-                        file: shown.clone(),
-                        line: Some(line),
-                        kind: "raw-prompt".into(),
-                        fingerprint: None,
-                        prefix: None,
-                        message: detail,
-                        fails: true,
-                    });
-                }
-            }
-            f
-        })
+        .flat_map_iter(|path| lint_trace(path, limits, mode, &waived, args.allow_raw_prompts))
         .collect();
     let scenario_bytes: Vec<(&camino::Utf8PathBuf, Vec<u8>)> = found
         .scenario_files
@@ -99,4 +77,68 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     } else {
         exit::OK
     })
+}
+
+/// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size
+/// limit, not a file) is a finding itself: it could hold anything, so it is never called clean.
+fn lint_trace(
+    path: &camino::Utf8PathBuf,
+    limits: tracereplay::trace::Limits,
+    mode: tracereplay::privacy::lint::SecretsMode,
+    waived: &std::collections::HashSet<String>,
+    allow_raw_prompts: bool,
+) -> Vec<Finding> {
+    let shown = display_path(path);
+    let finding = |line, kind: &str, message: String| Finding {
+        file: shown.clone(),
+        line,
+        kind: kind.into(),
+        fingerprint: None,
+        prefix: None,
+        message,
+        fails: true,
+    };
+    let file = match TraceFile::open(path, limits) {
+        Ok(file) => file,
+        Err(e) => {
+            let message = format!(
+                "cannot be read, so it cannot be shown to be free of raw prompts and secrets: {}",
+                error_chain(&e)
+            );
+            return vec![finding(e.line(), "unreadable", message)];
+        }
+    };
+    let mut found = scan_secrets(&shown, &file.bytes, mode, waived);
+    // A broken seal does not stop the privacy check: the body is read up to the last line
+    // whatever the footer says.
+    let seal = file.verify_seal(false).unwrap_or_else(|_| {
+        let trimmed = file.bytes.strip_suffix(b"\n").unwrap_or(&file.bytes);
+        let last = memchr::memrchr(b'\n', trimmed).map_or(0, |p| p + 1);
+        let body_len = if tracereplay::trace::is_footer_line(&trimmed[last..]) {
+            last
+        } else {
+            file.bytes.len()
+        };
+        Seal {
+            sealed: false,
+            content_hash: String::new(),
+            body_len,
+            event_lines: 0,
+        }
+    });
+    match parse_trace_with(&file, &seal, limits, allow_raw_prompts) {
+        Err(TraceError::Privacy { line, detail, .. }) => {
+            found.push(finding(Some(line), "raw-prompt", detail));
+        }
+        // Parsing stops at the first problem, so the lines after it were never looked at.
+        Err(e) => {
+            let message = format!(
+                "cannot be read whole, so the rest of it cannot be shown to be free of raw prompts: {}",
+                error_chain(&e)
+            );
+            found.push(finding(e.line(), "unreadable", message));
+        }
+        Ok(_) => {}
+    }
+    found
 }

@@ -506,8 +506,9 @@ fn cache_context(
     scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![
         format!(
-            "require_sealed={} limits={:?} secrets={:?} scripted={} baselines={:?}",
+            "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",
             opts.require_sealed,
+            opts.allow_raw_prompts,
             opts.limits,
             opts.secrets,
             opts.scripted,

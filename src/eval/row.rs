@@ -9,7 +9,7 @@ use crate::discover::display_path;
 use crate::oracle::{self, Verdict};
 use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Scenario;
-use crate::trace::{TraceError, TraceFile, parse_trace, probe_header};
+use crate::trace::{TraceError, TraceFile, parse_trace, parse_trace_with, probe_header};
 
 pub(crate) fn set_error(row: &mut ResultRow, category: &str, message: String, line: Option<usize>) {
     row.verdict = RowVerdict::Error;
@@ -80,7 +80,7 @@ pub(crate) fn judge_opened(
         (!out_of_scope_of(scenario, entry, opts)).then_some(entry)
     };
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
-        let parsed = parse_trace(&file, &seal, opts.limits);
+        let parsed = parse_trace_with(&file, &seal, opts.limits, opts.allow_raw_prompts);
         (seal, parsed)
     });
     let (seal, parsed) = match judged {

@@ -5,15 +5,17 @@ pub mod json;
 mod model;
 mod pack;
 mod parse;
+mod prompt_side;
 mod read;
 mod seal;
+mod shape;
 mod write;
 
 pub use error::TraceError;
 pub use json::{Json, Str};
 pub use model::*;
 pub use pack::{Packed, pack};
-pub use parse::{ParsedTrace, parse_trace, probe_header};
+pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
 pub use write::{SealedTrace, TraceWriter};

@@ -12,8 +12,10 @@ use serde_json::value::RawValue;
 use super::error::TraceError;
 use super::json::{Json, Str};
 use super::model::*;
+use super::prompt_side;
 use super::read::{Limits, Seal, TraceFile};
 use super::seal::is_hash;
+use super::shape::{self, EVENT, HEADER, describe};
 
 /// A parsed trace plus what the reader noticed without refusing it.
 #[derive(Debug)]
@@ -174,15 +176,6 @@ struct Probe<'a> {
     ts_ms: Option<i64>,
 }
 
-/// serde_json's message without its own "at line 1 column N" suffix (we name the trace line).
-fn json_message(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) => format!("{} (column {})", &s[..i], e.column()),
-        None => s,
-    }
-}
-
 /// The (scenario, case) a trace's first line claims, read without validating the rest: used to
 /// attribute a trace that could not be judged, so its approved baseline is not taken for obsolete.
 pub fn probe_header(bytes: &[u8]) -> Option<(String, String)> {
@@ -204,16 +197,31 @@ pub fn probe_header(bytes: &[u8]) -> Option<(String, String)> {
     Some((scenario, claim.case.unwrap_or_else(|| "default".to_owned())))
 }
 
-/// Parses the body of a trace whose seal was verified by [`TraceFile::verify_seal`].
+/// Parses the body of a trace whose seal was verified by [`TraceFile::verify_seal`]. Prompt-side
+/// text in fields the format does not define is a privacy violation (see
+/// [`parse_trace_with`]).
 pub fn parse_trace<'a>(
     file: &'a TraceFile,
     seal: &Seal,
     limits: Limits,
 ) -> Result<ParsedTrace<'a>, TraceError> {
+    parse_trace_with(file, seal, limits, false)
+}
+
+/// [`parse_trace`], where `raw_prompt_opt_in` (the developer's `--allow-raw-prompts`) admits
+/// text in fields the format does not define on prompt-side events. Raw text inside a prompt
+/// object, or a prompt that is text instead of a hash, is refused either way.
+pub fn parse_trace_with<'a>(
+    file: &'a TraceFile,
+    seal: &Seal,
+    limits: Limits,
+    raw_prompt_opt_in: bool,
+) -> Result<ParsedTrace<'a>, TraceError> {
     Parser {
         path: &file.path,
         compressed: file.compressed,
         limits,
+        raw_prompt_opt_in,
     }
     .parse(&file.bytes[..seal.body_len], seal.sealed, seal.event_lines)
 }
@@ -226,6 +234,7 @@ struct Parser<'p> {
     path: &'p Utf8Path,
     compressed: bool,
     limits: Limits,
+    raw_prompt_opt_in: bool,
 }
 
 impl Parser<'_> {
@@ -234,6 +243,27 @@ impl Parser<'_> {
             path: self.path.to_owned(),
             line,
             detail: detail.into(),
+        }
+    }
+
+    fn privacy(&self, line: usize, detail: impl Into<String>) -> TraceError {
+        TraceError::Privacy {
+            path: self.path.to_owned(),
+            line,
+            detail: detail.into(),
+        }
+    }
+
+    /// The prompt-side rule ([`prompt_side`]) for line `n` of kind `kind`.
+    fn prompt_side(&self, n: usize, kind: &str, line: &str, typed: bool) -> Result<(), TraceError> {
+        let found = if typed {
+            prompt_side::check(kind, line)
+        } else {
+            prompt_side::check_value(kind, line)
+        };
+        match found {
+            Some(v) if !(v.waivable && self.raw_prompt_opt_in) => Err(self.privacy(n, v.detail)),
+            _ => Ok(()),
         }
     }
 
@@ -319,15 +349,15 @@ impl Parser<'_> {
         let header = header.ok_or_else(|| self.malformed(1, "no header line"))?;
         let mut warnings = Vec::new();
         if !state.unknown_kinds.is_empty() {
-            let list: Vec<String> = state
-                .unknown_kinds
-                .iter()
-                .map(|(k, line)| format!("`{k}` (first on line {line})"))
+            // Named by line, not by name: a kind is a value of the trace like any other.
+            let lines: Vec<String> = (state.unknown_kinds.iter())
+                .map(|(_, line)| line.to_string())
                 .collect();
             warnings.push(format!(
-                "`{}`: unknown event kind(s) {} ignored by every oracle",
+                "`{}`: {} unknown event kind(s), first on line(s) {}, ignored by every oracle (`tracereplay cat` shows them)",
                 self.path,
-                list.join(", ")
+                lines.len(),
+                lines.join(", ")
             ));
         }
         Ok(ParsedTrace {
@@ -339,24 +369,29 @@ impl Parser<'_> {
     fn header<'a>(&self, line: &'a str) -> Result<Header<'a>, TraceError> {
         // Check kind and version before the other fields, so a future major version is named
         // as such even when its header differs in shape.
-        let probe: Probe = serde_json::from_str(line)
-            .map_err(|e| self.malformed(1, format!("not a JSON object: {}", json_message(&e))))?;
+        let probe: Probe = serde_json::from_str(line).map_err(|e| {
+            self.malformed(
+                1,
+                format!("not a JSON object: {}", describe(line, &e, HEADER)),
+            )
+        })?;
         let kind = probe.kind.as_deref().and_then(normalize_kind);
         if kind != Some("header") {
             return Err(self.malformed(
                 1,
                 match probe.kind {
-                    Some(k) => format!(
-                        "the first line must be the header (kind `header`), found kind `{k}`"
-                    ),
+                    Some(_) => {
+                        "the first line must be the header (kind `header`), found an event of another kind".to_owned()
+                    }
                     None => {
                         "the first line must be the header (kind `header`) and has no `kind`".into()
                     }
                 },
             ));
         }
-        let raw: RawHeader = serde_json::from_str(line)
-            .map_err(|e| self.malformed(1, format!("invalid header: {}", json_message(&e))))?;
+        let raw: RawHeader = serde_json::from_str(line).map_err(|e| {
+            self.malformed(1, format!("invalid header: {}", describe(line, &e, HEADER)))
+        })?;
         match raw.version.map(|v| v.get()) {
             None => return Err(self.malformed(1, "header lacks `version`")),
             Some("1") => {}
@@ -367,19 +402,18 @@ impl Parser<'_> {
                 });
             }
             Some(v) => {
+                let found = serde_json::from_str::<serde_json::Value>(v)
+                    .map_or("something else", |v| shape::type_name(&v));
                 return Err(self.malformed(
                     1,
-                    format!("header `version` must be an integer, found `{v}`"),
+                    format!("header `version` must be an integer, found {found}"),
                 ));
             }
         }
         match raw.format.as_deref() {
             Some(FORMAT_NAME) => {}
-            Some(other) => {
-                return Err(self.malformed(
-                    1,
-                    format!("header `format` is `{other}`, expected `{FORMAT_NAME}`"),
-                ));
+            Some(_) => {
+                return Err(self.malformed(1, format!("header `format` is not `{FORMAT_NAME}`")));
             }
             None => return Err(self.malformed(1, "header lacks `format`")),
         }
@@ -399,16 +433,15 @@ impl Parser<'_> {
             Some(p) => {
                 let prompts = p.prompts.unwrap_or_else(|| Str::from("hashed"));
                 if !matches!(prompts.as_str(), "hashed" | "raw-sidecar") {
-                    return Err(self.malformed(1, format!("header `privacy.prompts` is `{prompts}`, expected `hashed` or `raw-sidecar`")));
+                    return Err(self.malformed(
+                        1,
+                        "header `privacy.prompts` is not `hashed` or `raw-sidecar`",
+                    ));
                 }
                 let hash = p.hash.unwrap_or_else(|| Str::from("blake3"));
                 if !matches!(hash.as_str(), "blake3" | "blake3-keyed") {
-                    return Err(self.malformed(
-                        1,
-                        format!(
-                            "header `privacy.hash` is `{hash}`, expected `blake3` or `blake3-keyed`"
-                        ),
-                    ));
+                    return Err(self
+                        .malformed(1, "header `privacy.hash` is not `blake3` or `blake3-keyed`"));
                 }
                 Privacy {
                     prompts,
@@ -445,10 +478,16 @@ impl Parser<'_> {
                 // The typed parse failed: a known kind with a wrong field type is malformed, but
                 // an unknown kind is kept whatever its fields look like.
                 let probe: Probe = serde_json::from_str(line).map_err(|_| {
-                    self.malformed(n, format!("not a valid JSON object: {}", json_message(&e)))
+                    self.malformed(
+                        n,
+                        format!("not a valid JSON object: {}", describe(line, &e, EVENT)),
+                    )
                 })?;
                 match probe.kind.as_deref().map(|k| (k, normalize_kind(k))) {
                     Some((written, None)) => {
+                        if prompt_side::is_prompt_kind(written) {
+                            self.prompt_side(n, written, line, false)?;
+                        }
                         let seq = self.seq(n, probe.seq, state)?;
                         state.unknown(written, n);
                         return Ok(Some(Event {
@@ -460,7 +499,15 @@ impl Parser<'_> {
                             },
                         }));
                     }
-                    _ => return Err(self.malformed(n, json_message(&e))),
+                    Some((_, Some(kind))) => {
+                        // Raw text where the prompt side has none is a privacy violation
+                        // before it is a shape error.
+                        if matches!(kind, "user_message" | "inference") {
+                            self.prompt_side(n, kind, line, false)?;
+                        }
+                        return Err(self.malformed(n, describe(line, &e, EVENT)));
+                    }
+                    None => return Err(self.malformed(n, describe(line, &e, EVENT))),
                 }
             }
         };
@@ -488,6 +535,9 @@ impl Parser<'_> {
         let seq = self.seq(n, raw.seq, state)?;
         let ts_ms = raw.ts_ms;
         let Some(kind) = kind else {
+            if prompt_side::is_prompt_kind(written) {
+                self.prompt_side(n, written, line, true)?;
+            }
             state.unknown(written, n);
             return Ok(Some(Event {
                 seq,
@@ -498,6 +548,9 @@ impl Parser<'_> {
                 },
             }));
         };
+        if matches!(kind, "user_message" | "inference") {
+            self.prompt_side(n, kind, line, true)?;
+        }
         let body = self.body(n, kind, raw, state)?;
         Ok(Some(Event {
             seq,
@@ -538,9 +591,10 @@ impl Parser<'_> {
                            field: &str|
          -> Result<Option<Str<'a>>, TraceError> {
             match v {
-                Some(h) if !is_hash(&h, true) => Err(self.malformed(
+                // Whatever else stands there may be the raw text itself.
+                Some(h) if !is_hash(&h, true) => Err(self.privacy(
                     n,
-                    format!("`{field}` is not a prompt hash (`b3:` or `b3k:` followed by 64 lowercase hex digits)"),
+                    format!("`{field}` is not a prompt hash (`b3:` or `b3k:` followed by 64 lowercase hex digits); prompts are recorded only as hashes"),
                 )),
                 other => Ok(other),
             }
@@ -551,11 +605,7 @@ impl Parser<'_> {
                     self.malformed(n, "`user_message` lacks required field `prompt`")
                 })?;
                 if p.text.is_some() {
-                    return Err(TraceError::Privacy {
-                        path: self.path.to_owned(),
-                        line: n,
-                        detail: "a prompt object carries a `text` field; prompts are recorded only as hashes (raw text belongs in a `.prompts.ndjson` sidecar behind the developer opt-in)".into(),
-                    });
+                    return Err(self.privacy(n, "a prompt object carries a `text` field; prompts are recorded only as hashes (raw text belongs in a `.prompts.ndjson` sidecar behind the developer opt-in)"));
                 }
                 let h = prompt_hash(Some(p.h), "prompt.h")?.unwrap_or_default();
                 EventBody::UserMessage {
@@ -568,7 +618,8 @@ impl Parser<'_> {
                     None => None,
                     Some(o) => {
                         let o: RawOutput = serde_json::from_str(o.get()).map_err(|e| {
-                            self.malformed(n, format!("`inference.output`: {}", json_message(&e)))
+                            let what = describe(o.get(), &e, shape::OUTPUT);
+                            self.malformed(n, format!("`inference.output`: {what}"))
                         })?;
                         let tool_calls = match o.tool_calls {
                             None => None,
@@ -657,9 +708,7 @@ impl Parser<'_> {
                 if !state.message_ids.contains(id.as_str()) {
                     return Err(self.malformed(
                         n,
-                        format!(
-                            "`{kind}` names message id `{id}`, which no earlier `message` sent"
-                        ),
+                        format!("`{kind}` names a message id that no earlier `message` sent"),
                     ));
                 }
                 if kind == "message_delete" {
@@ -722,12 +771,14 @@ impl Parser<'_> {
         Phase::parse(&p).ok_or_else(|| self.bad_enum(n, "phase", &p, Phase::ALL))
     }
 
+    /// An enum field whose value is not one of `allowed` (the value itself is not quoted).
     fn bad_enum(&self, n: usize, field: &str, value: &str, allowed: &[&str]) -> TraceError {
         self.malformed(
             n,
             format!(
-                "`{field}` is `{value}`, expected one of: {}",
-                allowed.join(", ")
+                "`{field}` is not one of: {} (found a string of {} characters)",
+                allowed.join(", "),
+                value.chars().count()
             ),
         )
     }
@@ -738,8 +789,9 @@ impl Parser<'_> {
         match text.as_bytes().first() {
             Some(b'{') => Ok(Args::Object(Json::Borrowed(raw))),
             Some(b'"') => {
-                let s: Str<'a> = serde_json::from_str(text)
-                    .map_err(|e| self.malformed(n, format!("`args`: {}", json_message(&e))))?;
+                let s: Str<'a> = serde_json::from_str(text).map_err(|e| {
+                    self.malformed(n, format!("`args`: {}", describe(text, &e, &[])))
+                })?;
                 let trimmed = s.trim_start();
                 if trimmed.starts_with('{') {
                     if let Ok(obj) = serde_json::from_str::<Box<RawValue>>(&s) {

@@ -56,13 +56,21 @@ pub fn is_footer_line(line: &[u8]) -> bool {
 
 /// Parses a footer line's fields; the error says what is wrong with it.
 pub fn parse_footer(line: &[u8]) -> Result<Footer, String> {
-    let f: FooterFields =
-        serde_json::from_slice(line).map_err(|e| format!("footer is not valid: {e}"))?;
+    const FIELDS: &[(&str, super::shape::Want)] = &[
+        ("events", super::shape::Want::UInt),
+        ("content_hash", super::shape::Want::Str),
+    ];
+    let f: FooterFields = serde_json::from_slice(line).map_err(|e| {
+        let text = String::from_utf8_lossy(line);
+        format!(
+            "footer is not valid: {}",
+            super::shape::describe(&text, &e, FIELDS)
+        )
+    })?;
     if !is_hash(&f.content_hash, false) {
-        return Err(format!(
-            "footer `content_hash` `{}` is not `b3:` followed by 64 lowercase hex digits",
-            f.content_hash
-        ));
+        return Err(
+            "footer `content_hash` is not `b3:` followed by 64 lowercase hex digits".to_owned(),
+        );
     }
     Ok(Footer {
         events: f.events,

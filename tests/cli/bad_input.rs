@@ -207,17 +207,6 @@ fn a_malformed_event() {
     );
 }
 
-/// Seals without validating (pack refuses malformed input), as a buggy recorder might.
-fn sealed_zst_unchecked(text: &str) -> Vec<u8> {
-    let hash = tracereplay::trace::content_hash(text.as_bytes());
-    let events = text.lines().count() - 1;
-    let full = format!(
-        "{text}{}",
-        tracereplay::trace::footer_line(events as u64, &hash)
-    );
-    zstd::bulk::compress(full.as_bytes(), 3).unwrap()
-}
-
 #[test]
 fn a_scenario_file_with_a_trailing_comma() {
     let env = Env::new();

@@ -36,3 +36,171 @@ fn trace_controlled_strings_cannot_forge_report_lines() {
     assert!(!md.stdout.contains("<!--"), "{}", md.stdout);
     assert!(md.stdout.contains("\\|&lt;!--"), "{}", md.stdout);
 }
+
+/// Every file under `dir`, read as (lossy) text: what a leak test searches.
+fn all_text_under(env: &Env, dir: &str) -> String {
+    files_under(&env.path(dir))
+        .iter()
+        .map(|f| String::from_utf8_lossy(&env.read(&format!("{dir}/{f}"))).into_owned())
+        .collect()
+}
+
+/// Raw prompt text on the prompt side fails closed (an error row, exit 1, named by line and
+/// key) and appears in nothing the tool writes: no output format, no run folder, no cache,
+/// not `explain`, `diff`, `pack`'s refusal or `lint`.
+#[test]
+fn raw_prompt_text_is_refused_and_never_echoed() {
+    let secret = "WHAT-THE-USER-TYPED ".repeat(150); // 3 KB, as the attack used
+    let secret = secret.trim_end();
+    for (line, key) in [
+        (
+            format!(r#"{{"kind":"user_message","prompt":"{secret}"}}"#),
+            "`prompt`",
+        ),
+        (
+            format!(
+                r#"{{"kind":"user_message","prompt":{{"h":"b3:{}"}},"text":"{secret}"}}"#,
+                "0".repeat(64)
+            ),
+            "`text`",
+        ),
+        (
+            format!(
+                r#"{{"kind":"user_message","prompt":{{"h":"b3:{}","Text":"{secret}"}}}}"#,
+                "0".repeat(64)
+            ),
+            "`prompt.Text`",
+        ),
+        (
+            format!(
+                r#"{{"kind":"inference","messages":[{{"role":"user","content":"{secret}"}}]}}"#
+            ),
+            "`messages[0].content`",
+        ),
+        (
+            format!(
+                r#"{{"kind":"user_message","seq":"{secret}","prompt":{{"h":"b3:{}"}}}}"#,
+                "0".repeat(64)
+            ),
+            "`seq`",
+        ),
+    ] {
+        let env = Env::new();
+        env.write("traces/s/s.scenario.json", scenario("s", "Low", "search"));
+        let c = call("c1", "search");
+        let text = trace_text("s", "default", &[&line, &c, END]);
+        // `trace_text` adds a `seq` only where none is written.
+        env.write(
+            "traces/s/default.trace.ndjson.zst",
+            sealed_zst_unchecked(&text),
+        );
+        env.write("raw/t.trace.ndjson", &text);
+        let mut outputs = Vec::new();
+        for format in ["human", "json", "junit", "markdown", "github"] {
+            let out = env.run(&[
+                "check",
+                "traces/",
+                "--format",
+                format,
+                "--fail-on",
+                "none",
+                "--artifacts",
+                ".tracereplay/runs",
+                "--json",
+                "r.json",
+            ]);
+            assert_eq!(out.code, 1, "{line}\n{}", out.stdout);
+            outputs.push(out);
+        }
+        let report = json(&outputs[1]);
+        let row = row(&report, "default.trace.ndjson.zst");
+        let category = row["error"]["category"].as_str().unwrap();
+        let expected = if key == "`seq`" {
+            "malformed"
+        } else {
+            "privacy"
+        };
+        assert_eq!(category, expected, "{line}: {row}");
+        assert_eq!(row["error"]["line"], 2);
+        assert!(
+            row["error"]["message"].as_str().unwrap().contains(key),
+            "{row}"
+        );
+        outputs.push(env.run(&["explain", "traces/s/default.trace.ndjson.zst"]));
+        outputs.push(env.run(&["diff", "--from", "traces/", "--to", "traces/"]));
+        outputs.push(env.run(&["pack", "raw/t.trace.ndjson", "-o", "packed"]));
+        let lint = env.run(&["lint", "traces/"]);
+        if expected == "privacy" {
+            assert_eq!(lint.code, 1, "{line}: {}", lint.stdout);
+        }
+        outputs.push(lint);
+        for out in &outputs {
+            assert!(
+                !out.stdout.contains("WHAT-THE-USER") && !out.stderr.contains("WHAT-THE-USER"),
+                "{line}: echoed in\n{}\n{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        for written in [
+            all_text_under(&env, ".tracereplay"),
+            String::from_utf8_lossy(&env.read("r.json")).into_owned(),
+        ] {
+            assert!(
+                !written.contains("WHAT-THE-USER"),
+                "{line}: written to a file"
+            );
+        }
+    }
+}
+
+/// `--allow-raw-prompts` (the developer opt-in) admits text in fields the format does not
+/// define, never in the prompt object.
+#[test]
+fn the_opt_in_admits_undefined_fields_only() {
+    let env = Env::new();
+    env.write("traces/s/s.scenario.json", scenario("s", "Low", "search"));
+    let c = call("c1", "search");
+    let h = format!(r#"{{"h":"b3:{}"}}"#, "0".repeat(64));
+    let undefined = format!(r#"{{"kind":"user_message","prompt":{h},"channel":"web chat"}}"#);
+    env.write(
+        "traces/s/default.trace.ndjson.zst",
+        sealed_zst_unchecked(&trace_text("s", "default", &[&undefined, &c, END])),
+    );
+    assert_eq!(env.run(&["check", "traces/"]).code, 1);
+    let out = env.run(&["check", "traces/", "--allow-raw-prompts"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+/// `lint` never calls a trace it could not read clean: it could hold anything.
+#[test]
+fn lint_reports_traces_it_cannot_read() {
+    let env = Env::new();
+    good_suite(&env);
+    assert_eq!(env.run(&["lint", "traces/"]).code, 0);
+    env.write(
+        "traces/good/corrupt.trace.ndjson.zst",
+        b"\x28\xb5\x2f\xfd not zstd at all",
+    );
+    let out = env.run(&["lint", "traces/"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("traces/good/corrupt.trace.ndjson.zst  unreadable"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(env.path("traces/good/corrupt.trace.ndjson.zst")).unwrap();
+    let big = format!(r#"{{"kind":"note","text":"{}"}}"#, "x".repeat(100_000));
+    env.write(
+        "traces/good/big.trace.ndjson.zst",
+        sealed_zst(&trace_text("good", "big", &[&big, END])),
+    );
+    let out = env.run(&["lint", "traces/", "--max-trace-bytes", "50000"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("big.trace.ndjson.zst  unreadable"),
+        "{}",
+        out.stdout
+    );
+}

@@ -200,3 +200,14 @@ pub fn trace_body(env: &Env, rel: &str) -> String {
 pub fn reseal(env: &Env, rel: &str, text: &str) {
     env.write(rel, sealed_zst(text));
 }
+
+/// Seals without validating (pack refuses malformed input), as a buggy recorder might.
+pub fn sealed_zst_unchecked(text: &str) -> Vec<u8> {
+    let hash = tracereplay::trace::content_hash(text.as_bytes());
+    let events = text.lines().count() - 1;
+    let full = format!(
+        "{text}{}",
+        tracereplay::trace::footer_line(events as u64, &hash)
+    );
+    zstd::bulk::compress(full.as_bytes(), 3).unwrap()
+}
