@@ -149,7 +149,8 @@ impl<'t, 'a> Facts<'t, 'a> {
     pub fn batches(&self) -> &[Option<u64>] {
         self.batches.get_or_init(|| {
             // Each inference seen so far: its seq and its planned (call id, tool, claimed).
-            let mut plans: Vec<(u64, Vec<(&str, &str, bool)>)> = Vec::new();
+            type Plan<'p> = (u64, Vec<(&'p str, &'p str, bool)>);
+            let mut plans: Vec<Plan> = Vec::new();
             let mut out = Vec::with_capacity(self.calls.len());
             for e in &self.trace.events {
                 match &e.body {
