@@ -13,6 +13,8 @@ use tracereplay::discover::{discover, display_path};
 use tracereplay::eval::{
     BaselineOptions, CheckOptions, FailOn, JudgedTrace, check, error_chain, judge_trace_file,
 };
+use tracereplay::privacy::lint::read_allow_file;
+use tracereplay::privacy::mask::mask_drift;
 use tracereplay::report::{RowVerdict, Source};
 use tracereplay::scenario::{Scenario, load_scenarios};
 
@@ -22,10 +24,15 @@ use super::exit;
 
 /// Runs `diff`; `Err` means exit 2.
 pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let report = match (&args.from, &args.to) {
+    let mut report = match (&args.from, &args.to) {
         (Some(old), Some(new)) => between(old, new, args)?,
         _ => against_baselines(args)?,
     };
+    // Drift shows arguments and answers: a secret among them is never shown in full.
+    let waived = read_allow_file(Utf8Path::new(super::check::ALLOW_FILE));
+    for e in &mut report.entries {
+        e.drift.iter_mut().for_each(|d| mask_drift(d, &waived));
+    }
     match args.format {
         FormatArg::Human => report.render_human(super::check::use_color(), out)?,
         FormatArg::Json => report.render_json(out)?,

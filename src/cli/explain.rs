@@ -8,13 +8,15 @@ use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::baseline::BaselineStore;
 use tracereplay::discover::discover;
 use tracereplay::eval::explain::{Explanation, explain_trace};
+use tracereplay::privacy::lint::read_allow_file;
+use tracereplay::privacy::mask::mask_explanation;
 use tracereplay::report::explain::render;
 use tracereplay::report::runfolder::latest_run;
 use tracereplay::scenario::{Scenario, load_scenarios};
 use tracereplay::trace::{TraceFile, probe_header};
 
 use super::args::ExplainArgs;
-use super::check::{resolve_baselines, use_color};
+use super::check::{ALLOW_FILE, resolve_baselines, use_color};
 use super::exit;
 
 /// Runs `explain`; `Err` means exit 2.
@@ -45,6 +47,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     };
     let store = resolve_baselines(args.baselines.as_deref())?.map(BaselineStore::new);
     let limits = args.limits.limits();
+    let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
     let traces: Vec<Utf8PathBuf> = if as_path.is_file() {
         vec![as_path.to_owned()]
     } else {
@@ -85,7 +88,9 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
-        let e = explain_trace(path, limits, lookup, store.as_ref());
+        let mut e = explain_trace(path, limits, lookup, store.as_ref());
+        // A secret in the trace or scenario is never shown in full.
+        mask_explanation(&mut e, &waived);
         render(&e, use_color(), out)?;
     }
     Ok(exit::OK)
@@ -100,6 +105,7 @@ fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         return Ok(exit::ERROR);
     };
     writeln!(out, "run {run}")?;
+    let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
     let evidence = run.join("evidence");
     let mut files = Vec::new();
     collect_json(&evidence, &mut files);
@@ -109,8 +115,9 @@ fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     for path in files {
         let text = std::fs::read_to_string(&path)?;
-        let e: Explanation = serde_json::from_str(&text)
+        let mut e: Explanation = serde_json::from_str(&text)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;
+        mask_explanation(&mut e, &waived);
         writeln!(out, "\n{}", "─".repeat(60))?;
         render(&e, use_color(), out)?;
     }

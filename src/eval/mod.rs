@@ -183,6 +183,8 @@ pub(crate) struct Entry<'s> {
     pub(crate) scenario: &'s Scenario,
     pub(crate) problems: Vec<String>,
     pub(crate) in_scope: bool,
+    /// The scenario's file holds a secret the scan found (its rows are masked).
+    pub(crate) secrets: bool,
     /// Some trace row names this scenario.
     pub(crate) seen: std::sync::atomic::AtomicBool,
 }
@@ -243,7 +245,22 @@ fn check_in_pool(
             paths: paths.join(", "),
         });
     }
-    let entries = index_scenarios(&loaded.scenarios, opts);
+    // The scenario files' bytes as loading read them: scanned here, not read again.
+    let sources: Vec<(&Utf8Path, &[u8])> = (loaded.sources.iter())
+        .map(|(p, b)| (p.as_path(), b.as_slice()))
+        .collect();
+    let mut privacy = crate::privacy::lint::scan_scenarios_and_sidecars(
+        &sources,
+        &found.sidecar_files,
+        opts.secrets,
+        &opts.waived,
+        opts.allow_raw_prompts,
+    );
+    let secret_files: HashSet<&str> = (privacy.iter())
+        .filter(|f| f.fingerprint.is_some())
+        .map(|f| f.file.as_str())
+        .collect();
+    let entries = index_scenarios(&loaded.scenarios, opts, &secret_files);
     // An empty partition share is fine (exit 0); an explicit filter matching nothing is a typo.
     if (!opts.scenarios.is_empty() || !opts.tags.is_empty())
         && !entries.values().any(|e| e.in_scope)
@@ -395,23 +412,11 @@ fn check_in_pool(
     }
 
     // Secrets found in traces move from their rows to the report's list (a rare re-encode).
-    let mut privacy: Vec<crate::privacy::lint::Finding> = Vec::new();
     for i in with_privacy {
         let mut row = rows.get(i);
         privacy.append(&mut row.privacy);
         rows.set(i, &row);
     }
-    // The scenario files' bytes as loading read them: scanned here, not read again.
-    let sources: Vec<(&Utf8Path, &[u8])> = (loaded.sources.iter())
-        .map(|(p, b)| (p.as_path(), b.as_slice()))
-        .collect();
-    privacy.extend(crate::privacy::lint::scan_scenarios_and_sidecars(
-        &sources,
-        &found.sidecar_files,
-        opts.secrets,
-        &opts.waived,
-        opts.allow_raw_prompts,
-    ));
     privacy.sort();
 
     rows.sort();
@@ -452,7 +457,11 @@ fn check_in_pool(
     })
 }
 
-fn index_scenarios<'s>(scenarios: &'s [Scenario], opts: &CheckOptions) -> Entries<'s> {
+fn index_scenarios<'s>(
+    scenarios: &'s [Scenario],
+    opts: &CheckOptions,
+    secret_files: &HashSet<&str>,
+) -> Entries<'s> {
     let mut entries: Entries<'s> = Entries::default();
     let mut duplicates: HashMap<String, Vec<String>> = HashMap::new();
     for s in scenarios {
@@ -480,6 +489,7 @@ fn index_scenarios<'s>(scenarios: &'s [Scenario], opts: &CheckOptions) -> Entrie
                     .map(|p| format!("scenario `{}`: {p}", s.id))
                     .collect(),
                 in_scope,
+                secrets: secret_files.contains(display_path(&s.file).as_str()),
                 seen: Default::default(),
             },
         );

@@ -135,6 +135,10 @@ pub(crate) fn judge_opened(
         &seal.content_hash,
         opts,
     );
+    // A secret the scan found is never shown in full, wherever the row is rendered.
+    if !row.privacy.is_empty() || entry.secrets {
+        crate::privacy::mask::mask_row(&mut row, &opts.waived);
+    }
     Some(row)
 }
 
@@ -205,6 +209,9 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
         &seal.content_hash,
         opts,
     );
+    if entry.secrets {
+        crate::privacy::mask::mask_row(&mut row, &opts.waived);
+    }
     Some(row)
 }
 

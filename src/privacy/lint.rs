@@ -15,8 +15,9 @@ pub struct Finding {
     pub file: String,
     /// 1-based line, where there is one.
     pub line: Option<usize>,
-    /// `raw-prompt`, `raw-prompt-sidecar`, or a secret kind (`openai-key`, `anthropic-key`,
-    /// `aws-access-key`, `github-token`, `slack-token`, `bearer-token`, `private-key`).
+    /// `raw-prompt`, `raw-prompt-sidecar`, `unreadable` (lint), or a secret kind (`openai-key`,
+    /// `anthropic-key`, `aws-access-key`, `aws-secret-key`, `github-token`, `slack-token`,
+    /// `bearer-token`, `jwt`, `private-key`).
     pub kind: String,
     /// `b3:` + the first 12 hex digits of the secret's BLAKE3 (for waivers).
     pub fingerprint: Option<String>,
@@ -54,7 +55,12 @@ pub enum SecretsMode {
 }
 
 const KINDS: &[(&str, &str)] = &[
-    ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    // The whole block when it is there (so a masked key hides its body too; JSON writes its
+    // line ends as `\n`), else the header alone.
+    (
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s\\]*-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?",
+    ),
     ("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     (
         "openai_key",
@@ -70,7 +76,21 @@ const KINDS: &[(&str, &str)] = &[
         "bearer_token",
         r"(?i:\bbearer\s+)(?P<bearer>[A-Za-z0-9\-._~+/]{20,}=*)",
     ),
+    // A JSON Web Token: two base64url JSON segments (`eyJ` is `{"`) and a signature.
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    ),
+    // An AWS secret access key is 40 base64 characters, too plain to find alone: found where it
+    // is named (`aws_secret_access_key = …`, `"SecretAccessKey": "…"`).
+    (
+        "aws_secret_key",
+        r#"(?i:(?:aws_?)?secret_?access_?key)["']?\s*[:=]\s*["']?(?P<awssecret>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)"#,
+    ),
 ];
+
+/// The capture groups that hold the secret itself when the pattern also matches its context.
+const INNER: &[&str] = &["bearer", "awssecret"];
 
 fn scanner() -> &'static regex::bytes::Regex {
     static RE: OnceLock<regex::bytes::Regex> = OnceLock::new();
@@ -98,8 +118,81 @@ pub fn read_allow_file(path: &Utf8Path) -> HashSet<String> {
         .collect()
 }
 
-/// Secrets in `bytes` (a decompressed trace or a scenario file), reported against `file`. One
-/// pass over the whole buffer; line numbers are counted only when something is found.
+/// One secret found: its kind, the secret, and where it starts.
+pub(crate) struct Hit<'b> {
+    /// `openai_key`…
+    pub(crate) kind: &'static str,
+    /// The secret.
+    pub(crate) secret: std::borrow::Cow<'b, str>,
+    /// Where it starts.
+    pub(crate) start: usize,
+}
+
+/// Every secret in `bytes`, in order.
+pub(crate) fn hits(bytes: &[u8]) -> impl Iterator<Item = Hit<'_>> {
+    scanner().captures_iter(bytes).filter_map(|caps| {
+        let (kind, m) = KINDS
+            .iter()
+            .find_map(|(name, _)| caps.name(name).map(|m| (*name, m)))?;
+        let secret = INNER.iter().find_map(|g| caps.name(g)).unwrap_or(m);
+        Some(Hit {
+            kind,
+            secret: String::from_utf8_lossy(secret.as_bytes()),
+            start: secret.start(),
+        })
+    })
+}
+
+/// Every string value of `v` (object keys included), depth first.
+fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|i| strings_of(i, out)),
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                out.push(k.clone());
+                strings_of(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Secrets hidden from the byte scan by JSON escapes (`\u0067hp_…` is `ghp_…`): each line (or,
+/// for a file that is one JSON document, the whole file) holding a `\u` escape is decoded and
+/// its strings are scanned. Returns (line, hit) pairs; cheap when nothing is escaped.
+fn escaped_hits(bytes: &[u8]) -> Vec<(Option<usize>, String, &'static str)> {
+    let finder = memchr::memmem::Finder::new(b"\\u");
+    if finder.find(bytes).is_none() {
+        return Vec::new();
+    }
+    let scan = |v: &serde_json::Value, line: Option<usize>, out: &mut Vec<_>| {
+        let mut strings = Vec::new();
+        strings_of(v, &mut strings);
+        for s in strings {
+            for h in hits(s.as_bytes()) {
+                out.push((line, h.secret.into_owned(), h.kind));
+            }
+        }
+    };
+    let mut out = Vec::new();
+    if let Ok(whole) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        scan(&whole, None, &mut out);
+        return out;
+    }
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if finder.find(line).is_some() {
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) {
+                scan(&v, Some(i + 1), &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Secrets in `bytes` (a decompressed trace or a scenario file), reported against `file`: one
+/// pass over the raw bytes, plus the decoded strings of any line that holds a JSON `\u` escape.
+/// Line numbers are counted only when something is found.
 pub fn scan_secrets(
     file: &str,
     bytes: &[u8],
@@ -109,31 +202,33 @@ pub fn scan_secrets(
     if mode == SecretsMode::Off {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    for caps in scanner().captures_iter(bytes) {
-        let Some((kind, m)) = KINDS
-            .iter()
-            .find_map(|(name, _)| caps.name(name).map(|m| (*name, m)))
-        else {
-            continue;
-        };
-        let secret_match = caps.name("bearer").unwrap_or(m);
-        let secret = String::from_utf8_lossy(secret_match.as_bytes());
-        let fp = fingerprint(&secret);
-        if waived.contains(&fp) {
-            continue;
+    let mut out: Vec<Finding> = Vec::new();
+    let mut push = |line: Option<usize>, secret: &str, kind: &str| {
+        let fp = fingerprint(secret);
+        if waived.contains(&fp)
+            || out
+                .iter()
+                .any(|f| f.line == line && f.fingerprint.as_deref() == Some(fp.as_str()))
+        {
+            return;
         }
-        let line = memchr::memchr_iter(b'\n', &bytes[..m.start()]).count() + 1;
         let kind = kind.replace('_', "-");
         out.push(Finding {
             file: file.to_owned(),
-            line: Some(line),
+            line,
             message: format!("{kind} found; remove it and rotate it, or waive a false positive by adding `{fp}` to `.tracereplay-allow`"),
             kind,
             prefix: Some(secret.chars().take(4).collect()),
             fingerprint: Some(fp),
             fails: mode == SecretsMode::Fail,
         });
+    };
+    for h in hits(bytes) {
+        let line = memchr::memchr_iter(b'\n', &bytes[..h.start]).count() + 1;
+        push(Some(line), &h.secret, h.kind);
+    }
+    for (line, secret, kind) in escaped_hits(bytes) {
+        push(line, &secret, kind);
     }
     out
 }
@@ -223,6 +318,22 @@ mod tests {
                 fake(&["-----BEGIN ", "RSA PRIVATE", " KEY-----"]),
                 "private-key",
             ),
+            (
+                fake(&[
+                    "eyJhbGciOiJIUzI1NiJ9",
+                    ".eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+                    ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+                ]),
+                "jwt",
+            ),
+            (
+                fake(&[
+                    "aws_secret_access_key = ",
+                    "wJalrXUtnFEMI/K7MDENG/",
+                    "bPxRfiCYEXAMPLEKEY",
+                ]),
+                "aws-secret-key",
+            ),
         ];
         for (secret, kind) in cases {
             let text = format!(
@@ -257,6 +368,55 @@ mod tests {
                 assert!(!shown.contains(&w), "{kind}: `{w}` leaked in {shown}");
             }
         }
+    }
+
+    /// A secret with its characters written as JSON `\u` escapes is still found, on its line.
+    #[test]
+    fn escaped_secrets_are_found_in_the_decoded_strings() {
+        let token = fake(&["gh", "p_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"]);
+        let escaped: String = token
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < 3 {
+                    format!("\\u{:04x}", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
+        let text = format!(
+            "{{\"kind\":\"note\",\"seq\":1}}\n{{\"kind\":\"note\",\"seq\":2,\"text\":\"{escaped}\"}}\n"
+        );
+        assert!(!text.contains(&token));
+        let found = scan_secrets("t", text.as_bytes(), SecretsMode::Fail, &HashSet::new());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].kind.as_str(), found[0].line),
+            ("github-token", Some(2))
+        );
+        assert_eq!(found[0].fingerprint, Some(fingerprint(&token)));
+        // A scenario file is one JSON document: found there too.
+        let doc = format!("{{\n  \"value\": \"{escaped}\"\n}}");
+        assert_eq!(
+            scan_secrets("s", doc.as_bytes(), SecretsMode::Fail, &HashSet::new()).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn masking_keeps_the_fingerprint_and_a_prefix_only() {
+        let token = fake(&["gh", "p_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"]);
+        let fp = fingerprint(&token);
+        let text = format!("use {token}!");
+        let masked = crate::privacy::mask::mask_secrets(&text, &HashSet::new());
+        assert_eq!(masked, format!("use [secret github-token {fp} ghp_…]!"));
+        let mut v = serde_json::json!({"a": [format!("x {token}")], token.clone(): 1});
+        crate::privacy::mask::mask_value(&mut v, &HashSet::new());
+        assert!(!v.to_string().contains(&token[5..]), "{v}");
+        // A waived fingerprint is a declared false positive: left as it is.
+        let kept = crate::privacy::mask::mask_secrets(&token, &HashSet::from([fp]));
+        assert_eq!(kept, token);
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Prompt privacy: keyed hashing, and the privacy and secret lint.
+//! Prompt privacy: keyed hashing, the privacy and secret lint, and masking found secrets.
 
 pub mod hash;
 pub mod lint;
+pub mod mask;
 
 pub use hash::{KEY_ENV, PromptHasher, key_id};
 

@@ -204,3 +204,65 @@ fn lint_reports_traces_it_cannot_read() {
         out.stdout
     );
 }
+
+/// A secret the scan finds is masked wherever a value is rendered (the oracle evidence quoting
+/// the final answer included), and one whose first characters are JSON-escaped is still found.
+#[test]
+fn secrets_are_found_escaped_and_masked_everywhere() {
+    let token = ["gh", "p_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"].concat();
+    let tail = &token[6..];
+    let escaped: String = token
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i < 3 {
+                format!("\\u{:04x}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    for written in [token.clone(), escaped] {
+        let env = Env::new();
+        env.write(
+            "traces/s/s.scenario.json",
+            r#"{"id":"s","title":"t","risk":"Low","oracles":[{"type":"final-answer-contains","value":"refund issued"}]}"#,
+        );
+        let answer =
+            format!(r#"{{"kind":"final_answer","text":"here is the key {written} for you"}}"#);
+        let text = trace_text("s", "default", &[&answer, END]);
+        env.write("traces/s/default.trace.ndjson.zst", sealed_zst(&text));
+        let lint = env.run(&["lint", "traces/"]);
+        assert_eq!(lint.code, 1, "{}", lint.stdout);
+        assert!(lint.stdout.contains("github-token"), "{}", lint.stdout);
+        let mut outputs = Vec::new();
+        for format in ["human", "json", "junit", "markdown", "github"] {
+            let out = env.run(&[
+                "check",
+                "traces/",
+                "--format",
+                format,
+                "--fail-on",
+                "none",
+                "--artifacts",
+                "runs",
+            ]);
+            assert_eq!(out.code, 1, "the secret fails the run: {}", out.stdout);
+            outputs.push(out);
+        }
+        let report = json(&outputs[1]);
+        let found = report["results"][0]["oracles"][0]["found"].to_string();
+        assert!(found.contains("[secret github-token b3:"), "{found}");
+        outputs.push(env.run(&["explain", "traces/s/default.trace.ndjson.zst"]));
+        outputs.push(env.run(&["explain", "--last", "--runs", "runs"]));
+        for out in &outputs {
+            assert!(
+                !out.stdout.contains(tail) && !out.stderr.contains(tail),
+                "the secret leaked:\n{}\n{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        assert!(!all_text_under(&env, "runs").contains(tail));
+    }
+}
