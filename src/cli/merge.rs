@@ -25,7 +25,7 @@ pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             };
             anyhow::Error::new(e).context(what)
         })?;
-        reports.push(r);
+        reports.push((path.to_string(), r));
     }
     let merged = report::merge::merge(reports)?;
     if let Some(path) = &args.json {

@@ -287,15 +287,34 @@ fn check_in_pool(
     // without a copy of both at the end of a large run.
     let mut rows_found: Vec<Option<Row>> = Vec::new();
     let mut provenance: Vec<Option<Provenance>> = Vec::new();
-    (found.trace_files.par_iter())
-        .map(|path| {
-            let judged = judge_or_recall(path, &entries, opts, cache.as_ref(), &spill);
+    // A share of a partitioned run records the identity of every trace of the suite, judged by
+    // this share or not, so that `merge` can tell shares of one suite from others.
+    let identities: Option<Vec<std::sync::OnceLock<String>>> = opts.partition.map(|_| {
+        found
+            .trace_files
+            .iter()
+            .map(|_| Default::default())
+            .collect()
+    });
+    (found.trace_files.par_iter().enumerate())
+        .map(|(i, path)| {
+            let mut identity = None;
+            let judged =
+                judge_or_recall(path, &entries, opts, cache.as_ref(), &spill, &mut identity);
+            if let (Some(ids), Some(id)) = (&identities, identity) {
+                let _ = ids[i].set(id);
+            }
             if let Some(p) = &opts.progress {
                 (p.0)();
             }
             judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
         })
         .unzip_into_vecs(&mut rows_found, &mut provenance);
+    let partition = opts.partition.map(|(share, of)| crate::report::Partition {
+        share,
+        of,
+        suite: suite_fingerprint(found, &loaded, identities.as_deref().unwrap_or(&[]), opts),
+    });
     if let Some(stats) = &opts.stats {
         let recalled = provenance.iter().flatten().filter(|h| h.recalled).count();
         stats.recalled.store(recalled, Ordering::Relaxed);
@@ -448,6 +467,7 @@ fn check_in_pool(
     Ok(Report {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: ToolInfo::default(),
+        partition,
         summary,
         baselines: opts.baselines_note.clone(),
         results: rows,
@@ -506,6 +526,65 @@ fn index_scenarios<'s>(
     entries
 }
 
+/// The identity of the whole suite a partitioned run was cut from: the options that change
+/// judging, every scenario id (and scenario file that failed to load), and every trace file by
+/// path and content hash (`-` where its seal does not hold), whichever share judged it. Shares
+/// of another commit, another suite or other flags get another fingerprint.
+fn suite_fingerprint(
+    found: &Discovered,
+    loaded: &crate::scenario::LoadedScenarios,
+    identities: &[std::sync::OnceLock<String>],
+    opts: &CheckOptions,
+) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(judging_options(opts).as_bytes());
+    // What decides which rows exist and which of them count, besides what they say.
+    let selection = format!(
+        "fail_on={:?} scenarios={:?} tags={:?}",
+        opts.fail_on, opts.scenarios, opts.tags
+    );
+    h.update(selection.as_bytes());
+    let mut ids: Vec<String> = (loaded.scenarios.iter())
+        .map(|s| s.id.to_lowercase())
+        .chain(
+            loaded
+                .errors
+                .iter()
+                .map(|e| format!("!{}", display_path(e.path()))),
+        )
+        .collect();
+    ids.sort();
+    for id in ids {
+        h.update(b"\nscenario ").update(id.as_bytes());
+    }
+    let mut traces: Vec<(String, &str)> = (found.trace_files.iter().zip(identities))
+        .map(|(p, id)| (display_path(p), id.get().map_or("-", String::as_str)))
+        .collect();
+    traces.sort();
+    for (path, id) in traces {
+        h.update(b"\ntrace ").update(path.as_bytes());
+        h.update(b" ").update(id.as_bytes());
+    }
+    format!("b3:{}", h.finalize().to_hex())
+}
+
+/// The options that change what a row says, in words (part of the cache's context and of a
+/// partitioned run's suite fingerprint). `--fail-on` and the filters are not among them: they
+/// decide which rows count and exist, and cached rows serve every choice of them.
+fn judging_options(opts: &CheckOptions) -> String {
+    format!(
+        "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",
+        opts.require_sealed,
+        opts.allow_raw_prompts,
+        opts.limits,
+        opts.secrets,
+        opts.scripted,
+        opts.baselines
+            .as_ref()
+            .map(|b| (&b.store.dir, b.mode, b.tolerance, b.write_pending)),
+    )
+}
+
 /// The fingerprint of everything besides a trace its cached row depends on.
 fn cache_context(
     scenario_bytes: &[(Utf8PathBuf, Vec<u8>)],
@@ -514,21 +593,7 @@ fn cache_context(
 ) -> String {
     let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
     scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![
-        format!(
-            "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",
-            opts.require_sealed,
-            opts.allow_raw_prompts,
-            opts.limits,
-            opts.secrets,
-            opts.scripted,
-            opts.baselines
-                .as_ref()
-                .map(|b| (&b.store.dir, b.mode, b.tolerance, b.write_pending)),
-        )
-        .into_bytes()
-        .into(),
-    ];
+    let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
     // Rows show paths relative to the working directory.
     parts.push(
         format!("{:?}", std::env::current_dir().ok())
@@ -589,15 +654,18 @@ fn judge_or_recall(
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
     spill: &Spill,
+    identity: &mut Option<String>,
 ) -> Option<Judged> {
-    let fresh = |opened, keys| judge_fresh(path, opened, keys, entries, opts, spill);
+    let fresh = |opened, keys, identity: &mut Option<String>| {
+        judge_fresh(path, opened, keys, entries, opts, spill, identity)
+    };
     let Some(c) = cache else {
-        return fresh(TraceFile::open(path, opts.limits), None);
+        return fresh(TraceFile::open(path, opts.limits), None, identity);
     };
     // The fast path: the stat key, without reading the file.
     let stat = cache::stat_key(path);
     if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
-        if let Some(judged) = recall(&bytes, keys, keys, entries, opts, c, spill) {
+        if let Some(judged) = recall(&bytes, keys, keys, entries, opts, c, spill, identity) {
             return judged;
         }
     }
@@ -613,7 +681,7 @@ fn judge_or_recall(
     });
     let keys = content.map(|content| cache::Keys { stat, content });
     if let (Some((bytes, stored)), Some(keys)) = (&hit, keys) {
-        if let Some(judged) = recall(bytes, keys, *stored, entries, opts, c, spill) {
+        if let Some(judged) = recall(bytes, keys, *stored, entries, opts, c, spill, identity) {
             return judged;
         }
     }
@@ -623,12 +691,13 @@ fn judge_or_recall(
         Ok(None) => TraceFile::open(path, opts.limits),
         Err(e) => Err(e),
     };
-    fresh(opened, keys)
+    fresh(opened, keys, identity)
 }
 
 /// A row from the cache: `Some(Some(row))` in scope, `Some(None)` outside the filters or
 /// partition (the entry is put back for the next full run), `None` when it does not decode
 /// (the trace is then judged afresh, never dropped).
+#[allow(clippy::too_many_arguments)]
 fn recall(
     bytes: &RowBytes,
     keys: cache::Keys,
@@ -637,9 +706,11 @@ fn recall(
     opts: &CheckOptions,
     c: &cache::ResultCache,
     spill: &Spill,
+    identity: &mut Option<String>,
 ) -> Option<Option<Judged>> {
     let loaded = bytes.load();
     let head = rows::decode_head(&loaded).ok()?;
+    *identity = head.content_hash.map(str::to_owned);
     let entry = head.scenario.and_then(|s| entry_of(entries, s));
     let in_scope = match head.scenario {
         Some(s) => !row::out_of_scope_of(s, entry, opts),
@@ -678,8 +749,9 @@ fn judge_fresh(
     entries: &Entries<'_>,
     opts: &CheckOptions,
     spill: &Spill,
+    identity: &mut Option<String>,
 ) -> Option<Judged> {
-    let mut row = row::judge_opened(path, opened, entries, opts)?;
+    let mut row = row::judge_opened(path, opened, entries, opts, identity)?;
     mark_seen((row.scenario.as_deref()).and_then(|s| entry_of(entries, s)));
     set_blocking(&mut row, opts.fail_on);
     Some(Judged {

@@ -53,12 +53,14 @@ pub(crate) fn out_of_scope_of(scenario: &str, entry: Option<&Entry>, opts: &Chec
 }
 
 /// Judges one trace file, opened (or not) already. `None` when the trace belongs to a scenario
-/// outside the filters.
+/// outside the filters. `identity` receives the trace's content hash whenever its seal holds,
+/// in scope or not (a partitioned run fingerprints its whole suite by them).
 pub(crate) fn judge_opened(
     path: &Utf8PathBuf,
     opened: Result<TraceFile, TraceError>,
     entries: &Entries<'_>,
     opts: &CheckOptions,
+    identity: &mut Option<String>,
 ) -> Option<ResultRow> {
     let shown = display_path(path);
     let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
@@ -80,6 +82,7 @@ pub(crate) fn judge_opened(
         (!out_of_scope_of(scenario, entry, opts)).then_some(entry)
     };
     let judged = file.verify_seal(opts.require_sealed).map(|seal| {
+        *identity = Some(seal.content_hash.clone());
         let parsed = parse_trace_with(&file, &seal, opts.limits, opts.allow_raw_prompts);
         (seal, parsed)
     });

@@ -20,21 +20,77 @@ pub enum MergeError {
         /// The supported version.
         expected: u32,
     },
+    /// The reports are not all N shares of one suite, each exactly once.
+    #[error("{}; merge the JSON reports of every `check --partition hash:K/N` share of one run, each once", problems.join("; "))]
+    Shares {
+        /// What is missing, duplicated or foreign, naming the reports.
+        problems: Vec<String>,
+    },
 }
 
-/// Merges reports whose shares are disjoint: rows, findings and warnings are combined and
-/// re-sorted exactly as `check` sorts them; counts are summed.
-pub fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
-    let mut iter = reports.into_iter().enumerate();
-    let (_, mut out) = iter.next().ok_or(MergeError::Empty)?;
-    if out.schema_version != super::SCHEMA_VERSION {
-        return Err(MergeError::Schema {
-            index: 1,
-            found: out.schema_version,
-            expected: super::SCHEMA_VERSION,
-        });
+/// Checks that `reports` (each with the name it is known by) are all N shares of one suite,
+/// each exactly once: what makes a merged exit code mean what a whole run's would.
+fn check_shares(reports: &[(String, Report)]) -> Result<(), MergeError> {
+    let mut problems = Vec::new();
+    let shares: Vec<(&str, &super::Partition)> = reports
+        .iter()
+        .filter_map(|(name, r)| match &r.partition {
+            Some(p) => Some((name.as_str(), p)),
+            None => {
+                problems.push(format!(
+                    "`{name}` is not a share of a partitioned run (it records no `partition`)"
+                ));
+                None
+            }
+        })
+        .collect();
+    if let Some((first_name, first)) = shares.first() {
+        let mut seen: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+        for (name, p) in &shares {
+            if p.of != first.of || p.suite != first.suite {
+                problems.push(format!(
+                    "`{name}` (share {}/{}) was cut from another suite than `{first_name}` (share {}/{}): another commit, other traces or other flags",
+                    p.share, p.of, first.share, first.of
+                ));
+                continue;
+            }
+            seen.entry(p.share).or_default().push(name);
+        }
+        for (share, names) in &seen {
+            if names.len() > 1 {
+                let list: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                problems.push(format!(
+                    "share {share}/{} is given {} times ({})",
+                    first.of,
+                    names.len(),
+                    list.join(", ")
+                ));
+            }
+        }
+        let missing: Vec<String> = (1..=first.of)
+            .filter(|k| !seen.contains_key(k))
+            .map(|k| format!("{k}/{}", first.of))
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!("share(s) {} missing", missing.join(", ")));
+        }
     }
-    for (i, r) in iter {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(MergeError::Shares { problems })
+    }
+}
+
+/// Merges the reports of every share of one partitioned run (each given with the name it is
+/// known by, for messages): rows, findings and warnings are combined and re-sorted exactly as
+/// `check` sorts them; counts are summed. Refuses unless the reports are all N shares of one
+/// suite, each exactly once, so a lost or repeated share can never merge into a green run.
+pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
+    if reports.is_empty() {
+        return Err(MergeError::Empty);
+    }
+    for (i, (_, r)) in reports.iter().enumerate() {
         if r.schema_version != super::SCHEMA_VERSION {
             return Err(MergeError::Schema {
                 index: i + 1,
@@ -42,6 +98,12 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
                 expected: super::SCHEMA_VERSION,
             });
         }
+    }
+    check_shares(&reports)?;
+    let mut iter = reports.into_iter().map(|(_, r)| r).enumerate();
+    let (_, mut out) = iter.next().ok_or(MergeError::Empty)?;
+    out.partition = None;
+    for (_, r) in iter {
         add(&mut out.summary, &r.summary);
         out.results.append(r.results);
         out.obsolete.extend(r.obsolete);

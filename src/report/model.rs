@@ -17,6 +17,10 @@ pub struct Report {
     pub schema_version: u32,
     /// Which tool wrote it.
     pub tool: ToolInfo,
+    /// The share of a partitioned run this report holds (`null`, and absent from the JSON,
+    /// for a whole-suite or merged report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Partition>,
     /// Counts.
     pub summary: Summary,
     /// How baselines were handled in this run, in a sentence.
@@ -30,6 +34,19 @@ pub struct Report {
     pub obsolete: Vec<ObsoleteBaseline>,
     /// Run-level diagnostics (skipped symlink loops…), sorted.
     pub warnings: Vec<String>,
+}
+
+/// Which share of which suite a partitioned run's report holds (`check --partition hash:K/N`):
+/// `merge` takes the shares of one suite, each exactly once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    /// K, from 1.
+    pub share: u64,
+    /// N.
+    pub of: u64,
+    /// The fingerprint of the whole suite the share was cut from (`b3:` + hex): the options
+    /// that change judging, every scenario id, and every trace file by path and content hash.
+    pub suite: String,
 }
 
 /// An approved baseline with no trace in this run.

@@ -27,7 +27,7 @@ use crate::privacy::lint::Finding;
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub const WIRE_VERSION: u32 = 1;
+pub const WIRE_VERSION: u32 = 2;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +44,9 @@ pub struct RowHead<'a> {
     /// The approved baseline compared with.
     #[serde(borrow)]
     pub baseline: Option<&'a str>,
+    /// The trace's verified content hash (what a partitioned run fingerprints its suite by).
+    #[serde(borrow)]
+    pub content_hash: Option<&'a str>,
     /// The verdict.
     pub verdict: RowVerdict,
     /// Where the evidence came from.
@@ -101,7 +104,6 @@ struct Wire<'a> {
     #[serde(borrow)]
     head: RowHead<'a>,
     scenario_file: Option<&'a str>,
-    content_hash: Option<&'a str>,
     #[serde(borrow)]
     oracles: Vec<OracleWire<'a>>,
     #[serde(borrow)]
@@ -128,6 +130,7 @@ pub fn head_of(row: &ResultRow) -> RowHead<'_> {
         case: row.case.as_deref(),
         path: row.path.as_deref(),
         baseline: row.baseline.as_deref(),
+        content_hash: row.content_hash.as_deref(),
         verdict: row.verdict,
         source: row.source,
         risk: row.risk,
@@ -147,7 +150,6 @@ pub fn encode(row: &ResultRow) -> Box<[u8]> {
     let wire = Wire {
         head: head_of(row),
         scenario_file: row.scenario_file.as_deref(),
-        content_hash: row.content_hash.as_deref(),
         oracles: row
             .oracles
             .iter()
@@ -220,6 +222,7 @@ fn head_by_hand<'a>(c: &mut Cursor<'a>) -> Option<RowHead<'a>> {
         case: c.option(Cursor::str)?,
         path: c.option(Cursor::str)?,
         baseline: c.option(Cursor::str)?,
+        content_hash: c.option(Cursor::str)?,
         verdict: c.variant(&VERDICTS)?,
         source: c.variant(&SOURCES)?,
         risk: c.option(|c| c.variant(&RISKS))?,
@@ -310,7 +313,7 @@ pub fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
         case: h.case.map(str::to_owned),
         path: h.path.map(str::to_owned),
         scenario_file: wire.scenario_file.map(str::to_owned),
-        content_hash: wire.content_hash.map(str::to_owned),
+        content_hash: h.content_hash.map(str::to_owned),
         risk: h.risk,
         verdict: h.verdict,
         source: h.source,
@@ -763,6 +766,7 @@ fn head_unchecked(bytes: &[u8]) -> RowHead<'_> {
         case: None,
         path: None,
         baseline: None,
+        content_hash: None,
         verdict: RowVerdict::Error,
         source: Source::Trace,
         risk: None,

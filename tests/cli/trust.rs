@@ -266,3 +266,100 @@ fn secrets_are_found_escaped_and_masked_everywhere() {
         assert!(!all_text_under(&env, "runs").contains(tail));
     }
 }
+
+/// `merge` takes the N shares of one suite, each exactly once: a lost share (a cancelled CI
+/// job), a share given twice, a share of another suite or a whole-run report is refused with
+/// exit 2, naming what is wrong; never a green merged run.
+#[test]
+fn merge_refuses_an_incomplete_duplicated_or_foreign_set_of_shares() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let share = |k: u64, file: &str| {
+        let out = env.run(&[
+            "check",
+            "traces/",
+            "--fail-on",
+            "any",
+            "--partition",
+            &format!("hash:{k}/3"),
+            "--json",
+            file,
+            "--no-cache",
+        ]);
+        assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+        let r = serde_json::from_slice::<serde_json::Value>(&env.read(file)).unwrap();
+        assert_eq!(r["partition"]["share"], k);
+        assert_eq!(r["partition"]["of"], 3);
+        (out.code, r)
+    };
+    let shares: Vec<(i32, serde_json::Value)> =
+        (1..=3).map(|k| share(k, &format!("s{k}.json"))).collect();
+    let suite = &shares[0].1["partition"]["suite"];
+    assert!(suite.as_str().unwrap().starts_with("b3:"));
+    assert!(
+        shares
+            .iter()
+            .all(|(_, r)| &r["partition"]["suite"] == suite)
+    );
+    // The demo fails under --fail-on any: whichever shares hold its failures, dropping one
+    // of them must not give 0.
+    let failing: Vec<usize> = (0..3).filter(|&i| shares[i].0 == 1).collect();
+    assert!(!failing.is_empty());
+    let merge = |files: &[&str]| {
+        let mut args = vec!["merge"];
+        args.extend(files);
+        env.run(&args)
+    };
+    assert_eq!(merge(&["s1.json", "s2.json", "s3.json"]).code, 1);
+    for (files, says) in [
+        (vec!["s2.json", "s3.json"], "share(s) 1/3 missing"),
+        (vec!["s1.json", "s3.json"], "share(s) 2/3 missing"),
+        (
+            vec!["s1.json", "s2.json", "s3.json", "s2.json"],
+            "share 2/3 is given 2 times",
+        ),
+        (vec!["s1.json", "s1.json"], "share 1/3 is given 2 times"),
+    ] {
+        let out = merge(&files);
+        assert_eq!(out.code, 2, "{files:?}: {}", out.stdout);
+        assert!(out.stderr.contains(says), "{files:?}: {}", out.stderr);
+    }
+    // A share of another commit: one trace's bytes changed.
+    let t = "traces/agent.tool.basic/default.trace.ndjson.zst";
+    let original = env.read(t);
+    let text = trace_body(&env, t).replace("demo information", "demo info");
+    reseal(&env, t, &text);
+    share(3, "other3.json");
+    let out = merge(&["s1.json", "s2.json", "other3.json"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("`other3.json` (share 3/3) was cut from another suite"),
+        "{}",
+        out.stderr
+    );
+    // Other flags (the same traces, judged under another `--fail-on`) make another suite too.
+    env.write(t, original);
+    let out = env.run(&[
+        "check",
+        "traces/",
+        "--partition",
+        "hash:3/3",
+        "--json",
+        "flags3.json",
+        "--no-cache",
+    ]);
+    assert!(out.code <= 1);
+    share(3, "again3.json");
+    assert_eq!(merge(&["s1.json", "s2.json", "again3.json"]).code, 1);
+    assert_eq!(merge(&["s1.json", "s2.json", "flags3.json"]).code, 2);
+    // A whole run's report is not a share.
+    env.run(&["check", "traces/", "--json", "whole.json", "--no-cache"]);
+    let out = merge(&["whole.json"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("`whole.json` is not a share"),
+        "{}",
+        out.stderr
+    );
+}
