@@ -12,8 +12,8 @@ use tracereplay::baseline::BaselineStore;
 use tracereplay::diff::DriftMode;
 use tracereplay::discover::discover;
 use tracereplay::eval::{
-    BaselineOptions, CacheFile, CheckOptions, CheckStats, FailOn, Progress, check_with_cache_file,
-    in_pool,
+    BaselineOptions, CacheFile, CacheKey, CheckOptions, CheckStats, FailOn, Progress,
+    check_with_cache_file, in_pool,
 };
 use tracereplay::fsutil::write_atomic_streaming;
 use tracereplay::privacy::lint::read_allow_file;
@@ -81,8 +81,13 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let (report, stats, discovered, judged) = in_pool(threads, || -> anyhow::Result<_> {
         // The result cache's file is read (and its hash checked) while the files are discovered.
         let (found, cache_file) = std::thread::scope(|s| {
-            let cache_file = (!args.no_cache)
-                .then(|| s.spawn(|| CacheFile::read_with(&args.cache_dir, row_memory as u64)));
+            let cache_file = (!args.no_cache).then(|| {
+                s.spawn(|| {
+                    CacheKey::resolve().map_or_else(CacheFile::default, |key| {
+                        CacheFile::read_with(&args.cache_dir, row_memory as u64, &key)
+                    })
+                })
+            });
             let found = discover(&args.paths, &args.scenario_dirs);
             (found, cache_file.and_then(|h| h.join().ok()))
         });

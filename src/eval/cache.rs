@@ -15,10 +15,15 @@
 //!   content key decides; only then is the trace decompressed and parsed, and only if that
 //!   misses too. Any write to a file changes its ctime, which no tool can set back, so an edit
 //!   never hits the stat key. (Without ctime — not Unix — only the content key is used.)
-//! - **Trust.** The header carries the BLAKE3 hash of the entries; anything that does not match
-//!   or does not decode — a torn write, a flipped bit, a foreign file, another version — is
-//!   ignored and the cache rebuilt, never trusted in part. Rows with drift are not cached, so
-//!   pending baseline files are always written by a real comparison.
+//! - **Trust.** The header carries a keyed BLAKE3 MAC of the context and the entries, made with
+//!   a secret [`CacheKey`] that never lies beside the cache: `TRACEREPLAY_CACHE_KEY` (a CI
+//!   secret, so jobs that share a restored cache share the key) or else a random key kept in the
+//!   user's own cache directory (`$XDG_CACHE_HOME/tracereplay/cache-key`, by default
+//!   `~/.cache/...`, created 0600). Whoever can write the cache file but not read the key cannot
+//!   put a forged row in it: a restored or edited cache whose MAC does not verify — forged, torn,
+//!   flipped, foreign, another version or another key — is ignored and rebuilt, never trusted in
+//!   part. Without a key (no variable, no user cache directory) there is no cache. Rows with
+//!   drift are not cached, so pending baseline files are always written by a real comparison.
 //! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
 //!   content key, a 4-byte little-endian length and the row as [`crate::report::rows`] encodes
 //!   it.
@@ -40,7 +45,88 @@ use crate::fsutil::write_streaming_creating_dirs;
 use crate::report::rows::{self, RowBytes, RowFile};
 
 const FORMAT: &str = "tracereplay.cache";
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
+
+/// The environment variable whose value is the cache key's material (a CI secret).
+pub const CACHE_KEY_ENV: &str = "TRACEREPLAY_CACHE_KEY";
+
+/// The secret key the cache is authenticated with (see the module documentation).
+#[derive(Clone)]
+pub struct CacheKey([u8; 32]);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(..)")
+    }
+}
+
+impl CacheKey {
+    /// The key derived from secret material.
+    pub fn from_material(material: &[u8]) -> CacheKey {
+        CacheKey(blake3::derive_key(
+            "tracereplay 2026-12 result-cache mac v1",
+            material,
+        ))
+    }
+
+    /// The key of this process: from `TRACEREPLAY_CACHE_KEY` when set, else from the user's key
+    /// file (made on first use); `None` when neither can be had. Resolved once per process.
+    pub fn resolve() -> Option<CacheKey> {
+        static KEY: std::sync::OnceLock<Option<CacheKey>> = std::sync::OnceLock::new();
+        KEY.get_or_init(|| match std::env::var_os(CACHE_KEY_ENV) {
+            Some(v) if !v.is_empty() => Some(CacheKey::from_material(v.as_encoded_bytes())),
+            _ => user_key_file().and_then(|p| read_or_make_key_file(&p)),
+        })
+        .clone()
+    }
+}
+
+/// Where the user's cache key lives: `$XDG_CACHE_HOME/tracereplay/cache-key`, else
+/// `$HOME/.cache/tracereplay/cache-key` (`%LOCALAPPDATA%\tracereplay\cache-key` on Windows).
+fn user_key_file() -> Option<std::path::PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let base = var("XDG_CACHE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .or_else(|| var("LOCALAPPDATA"))?;
+    Some(base.join("tracereplay").join("cache-key"))
+}
+
+/// The key in `path`, made (32 random bytes as hex, mode 0600) when there is none yet. Only a
+/// regular file of 64 hex digits is taken.
+fn read_or_make_key_file(path: &std::path::Path) -> Option<CacheKey> {
+    use std::io::Write;
+    let read = || -> Option<CacheKey> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.is_file() || meta.len() > 1024 {
+            return None;
+        }
+        let text = std::fs::read_to_string(path).ok()?;
+        let hex = text.trim();
+        (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| CacheKey::from_material(hex.as_bytes()))
+    };
+    if let Some(key) = read() {
+        return Some(key);
+    }
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).ok()?;
+    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    // Another process may have made it meanwhile: then its key is the one.
+    if let Ok(mut f) = options.open(path) {
+        f.write_all(hex.as_bytes()).ok()?;
+        f.sync_all().ok()?;
+    }
+    read()
+}
 
 /// The cache file's name for a format version: `check-v<VERSION>.bin`.
 fn file_name(version: u32) -> String {
@@ -67,8 +153,8 @@ struct Header {
     format: String,
     version: u32,
     context: String,
-    /// BLAKE3 of everything after the header line.
-    entries_hash: String,
+    /// Keyed BLAKE3 of the context and everything after the header line ([`EntryHasher`]).
+    mac: String,
 }
 
 impl Header {
@@ -153,13 +239,14 @@ const MAX_FILE: u64 = 1 << 30;
 pub const READ_WHOLE: u64 = super::ROW_MEMORY as u64;
 
 impl CacheFile {
-    /// Reads the cache file under `dir`.
-    pub fn read(dir: &Utf8Path) -> CacheFile {
-        CacheFile::read_with(dir, READ_WHOLE)
+    /// Reads the cache file under `dir`, authenticated with `key`.
+    pub fn read(dir: &Utf8Path, key: &CacheKey) -> CacheFile {
+        CacheFile::read_with(dir, READ_WHOLE, key)
     }
 
-    /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes.
-    pub fn read_with(dir: &Utf8Path, read_whole: u64) -> CacheFile {
+    /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes; empty
+    /// unless its MAC verifies under `key`.
+    pub fn read_with(dir: &Utf8Path, read_whole: u64, key: &CacheKey) -> CacheFile {
         let Ok(mut file) = std::fs::File::open(dir.join(file_name(VERSION))) else {
             return CacheFile::default();
         };
@@ -171,9 +258,9 @@ impl CacheFile {
             let mut bytes = Vec::with_capacity(len as usize);
             std::io::Read::read_to_end(&mut file, &mut bytes)
                 .ok()
-                .and_then(|_| decode(bytes))
+                .and_then(|_| decode(bytes, key))
         } else {
-            stream(file, len).ok().flatten()
+            stream(file, len, key).ok().flatten()
         };
         decoded.unwrap_or_default()
     }
@@ -194,6 +281,7 @@ impl CacheFile {
 pub struct ResultCache {
     path: Utf8PathBuf,
     context: String,
+    key: CacheKey,
     file: CacheFile,
 }
 
@@ -274,8 +362,14 @@ fn first_16(hash: blake3::Hash) -> Key {
 }
 
 impl ResultCache {
-    /// The cache under `dir` from its file read already; empty unless its context matches.
-    pub fn from_file(dir: &Utf8Path, file: CacheFile, context: String) -> ResultCache {
+    /// The cache under `dir` from its file read already (with `key`); empty unless its context
+    /// matches. Saved with `key`.
+    pub fn from_file(
+        dir: &Utf8Path,
+        file: CacheFile,
+        context: String,
+        key: CacheKey,
+    ) -> ResultCache {
         ResultCache {
             path: dir.join(file_name(VERSION)),
             file: if file.context == context {
@@ -284,6 +378,7 @@ impl ResultCache {
                 CacheFile::default()
             },
             context,
+            key,
         }
     }
 
@@ -359,7 +454,7 @@ impl ResultCache {
         // Two passes over the rows, one to hash them and one to write them: the file is never
         // built in memory. (Rows held in a file are read in each; should a read fail between
         // the two, the hash no longer matches and the next run ignores the file.)
-        let mut hasher = EntryHasher::default();
+        let mut hasher = EntryHasher::new(&self.key, &self.context);
         each(&mut |frame, row| {
             hasher.update(frame);
             hasher.update(row);
@@ -369,7 +464,7 @@ impl ResultCache {
             format: FORMAT.into(),
             version: VERSION,
             context: self.context.clone(),
-            entries_hash: hasher.finalize().to_hex().to_string(),
+            mac: hasher.finalize().to_hex().to_string(),
         })?;
         header.push(b'\n');
         // A cache needs no fsync: a torn file fails its hash and is rebuilt.
@@ -404,26 +499,28 @@ fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; FRAME]> {
     Ok(frame)
 }
 
-/// BLAKE3 of the entries, which arrive a frame and a row (~650 bytes) at a time. BLAKE3 hashes
-/// several 1 KiB chunks at once only when it is handed them together, so the pieces are
-/// gathered and passed on in whole chunks, 64 KiB at a time: about 4 times faster than updating
-/// with each piece (3.8 ms against 15 ms for the small corpus's 13 MB of entries). The hash is
-/// the same either way.
+/// The cache's MAC: keyed BLAKE3 of the context (length first) and then the entries, which
+/// arrive a frame and a row (~650 bytes) at a time. BLAKE3 hashes several 1 KiB chunks at once
+/// only when it is handed them together, so the pieces are gathered and passed on in whole
+/// chunks, 64 KiB at a time: about 4 times faster than updating with each piece (3.8 ms against
+/// 15 ms for the small corpus's 13 MB of entries). The MAC is the same either way.
 struct EntryHasher {
     hasher: blake3::Hasher,
     pending: Vec<u8>,
 }
 
-impl Default for EntryHasher {
-    fn default() -> Self {
+impl EntryHasher {
+    /// A MAC under `key` over `context`, then the entries given to [`EntryHasher::update`].
+    fn new(key: &CacheKey, context: &str) -> Self {
+        let mut hasher = blake3::Hasher::new_keyed(&key.0);
+        hasher.update(&(context.len() as u64).to_le_bytes());
+        hasher.update(context.as_bytes());
         EntryHasher {
-            hasher: blake3::Hasher::new(),
+            hasher,
             pending: Vec::with_capacity(Self::BATCH + 4096),
         }
     }
-}
 
-impl EntryHasher {
     const BATCH: usize = 64 << 10;
     const CHUNK: usize = 1024;
 
@@ -458,10 +555,17 @@ fn unframe(frame: &[u8; FRAME]) -> (Keys, u32) {
     (keys, u32::from_le_bytes(len))
 }
 
-fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
+/// Whether `mac` (hex, from a header) is the MAC `computed`, compared in constant time.
+fn mac_holds(mac: &str, computed: blake3::Hash) -> bool {
+    blake3::Hash::from_hex(mac).is_ok_and(|m| m == computed)
+}
+
+fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
     let nl = memchr::memchr(b'\n', &bytes)?;
     let header = Header::read(&bytes[..nl])?;
-    if header.entries_hash != blake3::hash(&bytes[nl + 1..]).to_hex().as_str() {
+    let mut hasher = EntryHasher::new(key, &header.context);
+    hasher.update(&bytes[nl + 1..]);
+    if !mac_holds(&header.mac, hasher.finalize()) {
         return None;
     }
     // Frame the entries; the rows stay in the one buffer the file was read into. The hash
@@ -486,7 +590,7 @@ fn decode(bytes: Vec<u8>) -> Option<CacheFile> {
 
 /// Reads a cache file too large to hold: its header, then its entries once, in order, hashing
 /// them and keeping each one's keys and place. `Ok(None)` when it cannot be trusted.
-fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
+fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Option<CacheFile>> {
     use std::io::{BufRead, BufReader, Read};
     const HEADER_MAX: u64 = 1 << 16;
     let mut reader = BufReader::with_capacity(1 << 20, &file);
@@ -500,7 +604,7 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
     let Some(header) = Header::read(&line) else {
         return Ok(None);
     };
-    let mut hasher = EntryHasher::default();
+    let mut hasher = EntryHasher::new(key, &header.context);
     let mut slots = Vec::new();
     let mut at = line.len() as u64 + 1;
     let mut row = Vec::new();
@@ -527,7 +631,7 @@ fn stream(file: std::fs::File, len: u64) -> std::io::Result<Option<CacheFile>> {
         });
         at += FRAME as u64 + u64::from(row_len);
     }
-    if at != len || header.entries_hash != hasher.finalize().to_hex().as_str() {
+    if at != len || !mac_holds(&header.mac, hasher.finalize()) {
         return Ok(None);
     }
     drop(reader);
@@ -597,6 +701,12 @@ mod tests {
     #[test]
     fn entries_hash_as_one_buffer() {
         let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let key = CacheKey::from_material(b"test");
+        let whole = {
+            let mut h = blake3::Hasher::new_keyed(&key.0);
+            h.update(&3u64.to_le_bytes()).update(b"ctx").update(&bytes);
+            h.finalize()
+        };
         for sizes in [
             &[36, 650][..],
             &[1],
@@ -604,20 +714,15 @@ mod tests {
             &[70_000, 5],
             &[200_000],
         ] {
-            let mut hasher = EntryHasher::default();
+            let mut hasher = EntryHasher::new(&key, "ctx");
             let (mut at, mut i) = (0, 0);
             while at < bytes.len() {
                 let end = (at + sizes[i % sizes.len()]).min(bytes.len());
                 hasher.update(&bytes[at..end]);
                 (at, i) = (end, i + 1);
             }
-            assert_eq!(
-                hasher.finalize(),
-                blake3::hash(&bytes),
-                "pieces of {sizes:?}"
-            );
+            assert_eq!(hasher.finalize(), whole, "pieces of {sizes:?}");
         }
-        assert_eq!(EntryHasher::default().finalize(), blake3::hash(b""));
     }
 
     /// The content key covers the bytes and the path, and cannot be shifted from one to the
@@ -640,8 +745,10 @@ mod tests {
     }
 
     fn saved_and_damaged(whole: u64) {
+        let key = CacheKey::from_material(b"test");
         let load = |dir: &Utf8Path, context: &str| {
-            ResultCache::from_file(dir, CacheFile::read_with(dir, whole), context.into())
+            let file = CacheFile::read_with(dir, whole, &key);
+            ResultCache::from_file(dir, file, context.into(), key.clone())
         };
         let dir = tempfile::tempdir().unwrap();
         let dir = Utf8Path::from_path(dir.path()).unwrap();
@@ -686,6 +793,9 @@ mod tests {
             Some((a.load().to_vec(), ka))
         );
         assert_eq!(load(dir, "other").file.slots.len(), 0);
+        // Under another key the file does not authenticate.
+        let other = CacheKey::from_material(b"another");
+        assert_eq!(CacheFile::read_with(dir, whole, &other).slots.len(), 0);
 
         let file = dir.join(file_name(VERSION));
         let good = std::fs::read(&file).unwrap();

@@ -14,7 +14,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
 pub use baselines::BaselineOptions;
-pub use cache::CacheFile;
+pub use cache::{CACHE_KEY_ENV, CacheFile, CacheKey};
 pub use judge::{JudgedTrace, judge_trace_file};
 use row::set_error;
 
@@ -276,10 +276,12 @@ fn check_in_pool(
         });
     }
     let row_memory = opts.row_memory.unwrap_or(ROW_MEMORY);
-    let cache = opts.cache_dir.as_deref().map(|dir| {
+    // No key, no cache: an unauthenticated cache is never trusted.
+    let cache = opts.cache_dir.as_deref().and_then(|dir| {
+        let key = CacheKey::resolve()?;
         let context = cache_context(&loaded.sources, &loaded.scenarios, opts);
-        let file = cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64));
-        cache::ResultCache::from_file(dir, file, context)
+        let file = cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
+        Some(cache::ResultCache::from_file(dir, file, context, key))
     });
     let spill = Spill::new(row_memory);
     // Rows and what the cache needs of them are collected apart and in place (an indexed

@@ -363,3 +363,110 @@ fn merge_refuses_an_incomplete_duplicated_or_foreign_set_of_shares() {
         out.stderr
     );
 }
+
+/// An entry of the cache file: its 36-byte frame and its row.
+type CacheEntry = (Vec<u8>, Vec<u8>);
+
+/// The cache file as an attacker who can write `.tracereplay/cache` but not read the key sees
+/// it: a JSON header line, then entries (16-byte stat key, 16-byte content key, 4-byte length,
+/// row).
+fn cache_entries(file: &[u8]) -> (serde_json::Value, Vec<CacheEntry>) {
+    let nl = file.iter().position(|&b| b == b'\n').unwrap();
+    let header = serde_json::from_slice(&file[..nl]).unwrap();
+    let mut at = nl + 1;
+    let mut entries = Vec::new();
+    while at < file.len() {
+        let len = u32::from_le_bytes(file[at + 32..at + 36].try_into().unwrap()) as usize;
+        entries.push((
+            file[at..at + 36].to_vec(),
+            file[at + 36..at + 36 + len].to_vec(),
+        ));
+        at += 36 + len;
+    }
+    (header, entries)
+}
+
+/// A forged cache row never decides a verdict: a PASS row put under a failing trace's keys,
+/// with the header's hash recomputed the way anyone could, is not trusted, and `check` gives
+/// the honest verdict.
+#[test]
+fn a_forged_cache_row_is_never_trusted() {
+    const CACHE: &str = ".tracereplay/cache/check-v5.bin";
+    let env = Env::new();
+    env.write("traces/s/s.scenario.json", scenario("s", "High", "search"));
+    let (good, bad) = (call("c1", "search"), call("c1", "srch"));
+    env.write(
+        "traces/s/a.trace.ndjson.zst",
+        sealed_zst(&trace_text("s", "a", &[&good, END])),
+    );
+    env.write(
+        "traces/s/b.trace.ndjson.zst",
+        sealed_zst(&trace_text("s", "b", &[&bad, END])),
+    );
+    let honest = env.run(&["check", "traces/", "--format", "json"]);
+    assert_eq!(honest.code, 1);
+    let (mut header, entries) = cache_entries(&env.read(CACHE));
+    let find = |needle: &[u8]| {
+        entries
+            .iter()
+            .position(|(_, row)| row.windows(needle.len()).any(|w| w == needle))
+            .unwrap()
+    };
+    let (a, b) = (find(b"s/a.trace"), find(b"s/b.trace"));
+    let mut forged_row = entries[a].1.clone();
+    let at = forged_row
+        .windows(9)
+        .position(|w| w == b"s/a.trace")
+        .unwrap();
+    forged_row[at + 2] = b'b';
+    let mut body = Vec::new();
+    for (i, (frame, row)) in entries.iter().enumerate() {
+        let row = if i == b { &forged_row } else { row };
+        body.extend_from_slice(&frame[..32]);
+        body.extend_from_slice(&(row.len() as u32).to_le_bytes());
+        body.extend_from_slice(row);
+    }
+    // The attacker recomputes every hash the header holds, without the key.
+    let rehash = blake3::hash(&body).to_hex().to_string();
+    for field in ["mac", "entries_hash"] {
+        if header.get(field).is_some() {
+            header[field] = serde_json::json!(rehash);
+        }
+    }
+    let mut file = serde_json::to_vec(&header).unwrap();
+    file.push(b'\n');
+    file.extend_from_slice(&body);
+    env.write(CACHE, &file);
+    let out = env.run(&["check", "traces/", "--format", "json", "--timings"]);
+    assert_eq!(out.code, 1, "a forged PASS row was trusted: {}", out.stdout);
+    assert_eq!(row(&json(&out), "b.trace.ndjson.zst")["verdict"], "fail");
+    assert_eq!(out.stdout, honest.stdout);
+    assert!(out.stderr.contains("0 from the cache"), "{}", out.stderr);
+}
+
+/// A cache restored on another machine is used only when both share `TRACEREPLAY_CACHE_KEY`
+/// (a CI secret); otherwise its MAC does not verify and every trace is judged again.
+#[test]
+fn a_restored_cache_is_used_only_under_the_same_key() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other_machine = elsewhere.path().to_str().unwrap();
+    let timings = |vars: &[(&str, &str)]| {
+        let out = env.run_with(&["check", "traces/", "--timings"], vars);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stderr
+    };
+    timings(&[("CI", "true")]);
+    assert!(timings(&[("CI", "true")]).contains("13 from the cache"));
+    // Another machine, its own key: nothing is trusted (and it saves the cache under its key).
+    let other = timings(&[("CI", "true"), ("XDG_CACHE_HOME", other_machine)]);
+    assert!(other.contains("0 from the cache"), "{other}");
+    // Two machines sharing the secret share the cache.
+    let shared = [("CI", "true"), ("TRACEREPLAY_CACHE_KEY", "a-ci-secret")];
+    timings(&shared);
+    let hit = timings(&[shared[0], shared[1], ("XDG_CACHE_HOME", other_machine)]);
+    assert!(hit.contains("13 from the cache"), "{hit}");
+    let wrong = timings(&[("CI", "true"), ("TRACEREPLAY_CACHE_KEY", "another-secret")]);
+    assert!(wrong.contains("0 from the cache"), "{wrong}");
+}

@@ -7,6 +7,9 @@ use tracereplay::trace::{Limits, Packed, TraceFile, pack};
 
 pub struct Env {
     dir: tempfile::TempDir,
+    /// The user's cache directory for the runs (where the result cache's key is kept), outside
+    /// the working directory and never the real one.
+    user_cache: tempfile::TempDir,
 }
 
 #[derive(Debug)]
@@ -20,6 +23,7 @@ impl Env {
     pub fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
+            user_cache: tempfile::tempdir().unwrap(),
         }
     }
 
@@ -52,6 +56,8 @@ impl Env {
             .current_dir(self.root())
             .env_remove("CI")
             .env_remove("TF_BUILD")
+            .env_remove("TRACEREPLAY_CACHE_KEY")
+            .env("XDG_CACHE_HOME", self.user_cache.path())
             .env("NO_COLOR", "1");
         for (k, v) in env {
             cmd.env(k, v);
