@@ -67,6 +67,24 @@ pub fn discover(
     Ok(walker.found)
 }
 
+/// The suite's own root, relative to the working directory: what every command searches when
+/// given no path.
+pub const DEFAULT_ROOT: &str = "traces";
+
+/// Whether a run over `paths` covers the suite's own roots, so that an approved baseline of a
+/// scenario it did not find means the scenario is gone (not merely elsewhere): the default root
+/// exists and one of the paths is it or a directory holding it (compared after resolving
+/// symlinks and `..`). Checking another directory from the repository root covers nothing of
+/// the suite, and must not mark its baselines obsolete.
+pub fn covers_suite_roots(paths: &[Utf8PathBuf]) -> bool {
+    let Ok(root) = std::fs::canonicalize(DEFAULT_ROOT) else {
+        return false;
+    };
+    paths
+        .iter()
+        .any(|p| std::fs::canonicalize(p).is_ok_and(|p| root.starts_with(&p)))
+}
+
 /// A path printed relative to the working directory, with `/` separators and no leading `./`.
 pub fn display_path(path: &Utf8Path) -> String {
     // The working directory does not change during a run; ask for it once.

@@ -236,6 +236,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         limits: args.limits.limits(),
         fail_on: FailOn::None,
         scenarios: args.scenarios.clone(),
+        whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
         baselines: Some(BaselineOptions {
             store: BaselineStore::new(dir.clone()),
             mode: DriftMode::Default,

@@ -105,6 +105,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 FailOnArg::None => FailOn::None,
             },
             scenarios: args.scenarios.clone(),
+            whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
             tags: args.tags.clone(),
             threads,
             baselines,

@@ -56,6 +56,7 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
     let opts = CheckOptions {
         limits: args.limits.limits(),
         fail_on: FailOn::None,
+        whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
         baselines: Some(BaselineOptions {
             store: BaselineStore::new(dir),
             mode: DriftMode::Default,

@@ -89,6 +89,10 @@ pub struct CheckOptions {
     pub waived: HashSet<String>,
     /// Judge a scenario's `scriptedTrace` when it has no stored trace.
     pub scripted: bool,
+    /// The run covers the suite's own roots ([`crate::discover::covers_suite_roots`]): only
+    /// then is an approved baseline of a scenario the run did not find obsolete. Otherwise only
+    /// the baselines of scenarios the run found (and selected) are looked at.
+    pub whole_suite: bool,
     /// `--partition hash:K/N` as `(K, N)`: judge only the scenarios in share K.
     pub partition: Option<(u64, u64)>,
     /// Where the result cache lives (`None`: no cache).
@@ -415,17 +419,19 @@ fn check_in_pool(
                 "{unattributed} trace(s) could not be attributed to a scenario, so obsolete baselines were not looked for in this run"
             ));
         } else {
-            // Whole suite: every baseline. `--scenario`/`--tag`: baselines of scenarios in scope.
-            // `--partition`: baselines whose scenario id falls in this share, so the shares
-            // together report every obsolete baseline once (even of scenarios that are gone).
+            // Always: baselines of the scenarios found and in scope. A whole-suite run (one
+            // covering the suite's own roots, unfiltered): every baseline, so those of scenarios
+            // that are gone too. `--partition`: baselines whose scenario id falls in this share,
+            // so the shares together report every obsolete baseline once.
             let selected: HashSet<String> = entries
                 .values()
                 .filter(|e| e.in_scope)
                 .map(|e| crate::baseline::encode_segment(&e.scenario.id))
                 .collect();
             let named = !opts.scenarios.is_empty() || !opts.tags.is_empty();
+            let everything = opts.whole_suite && !named;
             let in_scope = |segment: &str| {
-                (!named || selected.contains(segment))
+                (everything || selected.contains(segment))
                     && opts.partition_holds(Some(&crate::baseline::decode_segment(segment)))
             };
             obsolete = baselines::find_obsolete(&rows, b, &in_scope, &mut warnings);
@@ -542,8 +548,8 @@ fn suite_fingerprint(
     h.update(judging_options(opts).as_bytes());
     // What decides which rows exist and which of them count, besides what they say.
     let selection = format!(
-        "fail_on={:?} scenarios={:?} tags={:?}",
-        opts.fail_on, opts.scenarios, opts.tags
+        "fail_on={:?} scenarios={:?} tags={:?} whole_suite={}",
+        opts.fail_on, opts.scenarios, opts.tags, opts.whole_suite
     );
     h.update(selection.as_bytes());
     let mut ids: Vec<String> = (loaded.scenarios.iter())

@@ -470,3 +470,60 @@ fn a_restored_cache_is_used_only_under_the_same_key() {
     let wrong = timings(&[("CI", "true"), ("TRACEREPLAY_CACHE_KEY", "another-secret")]);
     assert!(wrong.contains("0 from the cache"), "{wrong}");
 }
+
+/// Checking another directory from the suite's root claims none of the suite's baselines: none
+/// is obsolete, no `.deleted` file is written, and the exit code is the other directory's.
+/// The suite's own run still finds a baseline whose scenario is gone.
+#[test]
+fn checking_another_directory_leaves_the_suites_baselines_alone() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let other = tempfile::tempdir().unwrap();
+    let other_dir = other.path().join("suite");
+    let id = "elsewhere";
+    std::fs::create_dir_all(other_dir.join(id)).unwrap();
+    std::fs::write(
+        other_dir.join(format!("{id}/{id}.scenario.json")),
+        scenario(id, "High", "search"),
+    )
+    .unwrap();
+    let c = call("c1", "search");
+    std::fs::write(
+        other_dir.join(format!("{id}/default.trace.ndjson.zst")),
+        sealed_zst(&trace_text(id, "default", &[&c, END])),
+    )
+    .unwrap();
+    let before = files_under(&env.path("baselines"));
+    let out = env.run_with(
+        &[
+            "check",
+            other_dir.to_str().unwrap(),
+            "--format",
+            "json",
+            "--drift",
+            "warn",
+        ],
+        &[("CI", "false")],
+    );
+    let report = json(&out);
+    assert_eq!(report["summary"]["obsolete"], 0, "{}", out.stdout);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let after = files_under(&env.path("baselines"));
+    assert!(!after.iter().any(|f| f.ends_with(".deleted")), "{after:?}");
+    let added: Vec<&String> = after.iter().filter(|f| !before.contains(f)).collect();
+    assert_eq!(
+        added,
+        [&format!("{id}/default.baseline.json.new")],
+        "only the scenario it found"
+    );
+    // The suite's own run, with one scenario gone, still calls its baseline obsolete.
+    std::fs::remove_dir_all(env.path("traces/agent.cancel.on.request")).unwrap();
+    let out = env.run(&["check", "--format", "json"]);
+    assert_eq!(json(&out)["summary"]["obsolete"], 1, "{}", out.stdout);
+    let out = env.run(&["check", ".", "--format", "json"]);
+    assert_eq!(
+        json(&out)["summary"]["obsolete"],
+        1,
+        "`.` holds the suite's root"
+    );
+}
