@@ -36,7 +36,13 @@ pub struct Discovered {
     pub trace_files: Vec<Utf8PathBuf>,
     /// Raw-prompt sidecars (`*.prompts.ndjson`, `*.prompts.ndjson.zst`) under the paths.
     pub sidecar_files: Vec<Utf8PathBuf>,
-    /// Things worth telling the user (skipped symlink loops, unreadable directories).
+    /// Things under the paths that discovery could not list, resolve or read, each with why:
+    /// an unreadable directory, a path too long to resolve, a dangling symlink or a special file
+    /// (a FIFO…) where a trace or scenario could be, a symlink leading outside the checked
+    /// paths. Each becomes an `error` row: what cannot be looked at could hold a failure.
+    pub unreachable: Vec<(Utf8PathBuf, String)>,
+    /// Things worth telling the user (a symlink loop, or a second path to a directory already
+    /// searched).
     pub warnings: Vec<String>,
 }
 
@@ -54,10 +60,8 @@ pub fn discover(
         .chain(suite_dirs)
         .map(|p| p.as_path())
         .collect();
-    let mut walker = Walker {
-        listed: prefetch(&roots),
-        ..Walker::default()
-    };
+    let mut walker = Walker::new(&roots);
+    walker.listed = prefetch(&roots);
     for p in paths {
         walker.root(p, false)?;
     }
@@ -83,6 +87,25 @@ pub fn covers_suite_roots(paths: &[Utf8PathBuf]) -> bool {
     paths
         .iter()
         .any(|p| std::fs::canonicalize(p).is_ok_and(|p| root.starts_with(&p)))
+}
+
+/// Why a file of type `t` is not read.
+fn not_regular(t: &std::fs::FileType) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO, not a regular file; not read (reading it could block forever)".into();
+        }
+        if t.is_socket() {
+            return "a socket, not a regular file; not read".into();
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device, not a regular file; not read".into();
+        }
+    }
+    let _ = t;
+    "not a regular file; not read".into()
 }
 
 /// A path printed relative to the working directory, with `/` separators and no leading `./`.
@@ -213,6 +236,8 @@ struct Walker {
     seen_files: HashMap<FileId, (Kind, usize)>,
     /// Further files whose id an earlier, different file already had (rare: reused ids).
     shared_ids: Vec<(FileId, Utf8PathBuf)>,
+    /// The checked paths, resolved: where a symlink may lead.
+    inside: Vec<PathBuf>,
 }
 
 /// Whether two paths name the same file once symlinks and `.`/`..` are resolved.
@@ -224,6 +249,16 @@ fn same_canonical(a: &Utf8Path, b: &Utf8Path) -> bool {
 }
 
 impl Walker {
+    /// A walker of `roots`, following symlinks only to places inside them.
+    fn new(roots: &[&Utf8Path]) -> Walker {
+        Walker {
+            inside: (roots.iter())
+                .filter_map(|r| std::fs::canonicalize(r).ok())
+                .collect(),
+            ..Walker::default()
+        }
+    }
+
     /// Whether `path` (with `id`) reaches a file or directory for the first time: a new id, or a
     /// known id none of whose paths is, canonically, this one. Repeats are confirmed by path so
     /// that file systems reusing inode numbers across layers never hide a file.
@@ -246,10 +281,13 @@ impl Walker {
         })?;
         if meta.is_dir() {
             self.dir(path, suite)
-        } else {
+        } else if meta.is_file() {
             // A file named explicitly is taken if it is a trace or any JSON file.
             let id = id_of(path);
             self.file(path.to_owned(), id, suite, true);
+            Ok(())
+        } else {
+            self.unreachable(path, not_regular(&meta.file_type()));
             Ok(())
         }
     }
@@ -261,9 +299,10 @@ impl Walker {
             None => (id_of(dir), None),
         };
         let Some(dir_id) = dir_id else {
-            self.found
-                .warnings
-                .push(format!("cannot resolve `{dir}`; skipped"));
+            self.unreachable(
+                dir,
+                "cannot be resolved (a path too long, or removed while searched)".into(),
+            );
             return Ok(());
         };
         #[allow(clippy::clone_on_copy)] // a copy on Unix, a path elsewhere
@@ -277,9 +316,7 @@ impl Walker {
         let listed = match listing.unwrap_or_else(|| list(dir, &dir_id)) {
             Ok(listed) => listed,
             Err(e) => {
-                self.found
-                    .warnings
-                    .push(format!("cannot list `{dir}`: {e}; skipped"));
+                self.unreachable(dir, format!("the directory cannot be listed: {e}"));
                 return Ok(());
             }
         };
@@ -292,14 +329,42 @@ impl Walker {
             let (is_dir, is_file, id) = match file_type {
                 Some(t) if t.is_dir() => (true, false, None),
                 Some(t) if t.is_file() => (false, true, Some(listed_id)),
+                Some(t) if !t.is_symlink() => {
+                    // A FIFO, socket or device: never opened (a FIFO would block the run).
+                    if self.kind_of(&path, suite, false).is_some() {
+                        self.unreachable(&path, not_regular(&t));
+                    }
+                    continue;
+                }
                 _ => {
-                    // A symlink (or an unknown type): follow it; a dangling link is skipped.
+                    // A symlink (or an unknown type): followed only inside the checked paths.
                     let Ok(meta) = std::fs::metadata(&path) else {
-                        self.found.warnings.push(format!(
-                            "`{path}` cannot be followed (dangling symlink?); skipped"
-                        ));
+                        if self.kind_of(&path, suite, false).is_some() || !name.contains('.') {
+                            self.unreachable(
+                                &path,
+                                "a symlink that leads nowhere (dangling)".into(),
+                            );
+                        } else {
+                            self.found
+                                .warnings
+                                .push(format!("`{path}` is a dangling symlink; skipped"));
+                        }
                         continue;
                     };
+                    let resolved = std::fs::canonicalize(&path).ok();
+                    if !resolved.is_some_and(|r| self.inside.iter().any(|root| r.starts_with(root)))
+                    {
+                        if meta.is_dir() || self.kind_of(&path, suite, false).is_some() {
+                            self.unreachable(&path, "a symlink that leads outside the checked paths; not followed (pass its target as a path too, to check it)".into());
+                        }
+                        continue;
+                    }
+                    if !meta.is_dir() && !meta.is_file() {
+                        if self.kind_of(&path, suite, false).is_some() {
+                            self.unreachable(&path, not_regular(&meta.file_type()));
+                        }
+                        continue;
+                    }
                     (meta.is_dir(), meta.is_file(), None)
                 }
             };
@@ -315,11 +380,15 @@ impl Walker {
         Ok(())
     }
 
-    /// Takes a file of a kind discovery looks for, once per id (`None`: it could not be
-    /// resolved, and is taken as found).
-    fn file(&mut self, path: Utf8PathBuf, id: Option<FileId>, suite: bool, explicit: bool) {
+    /// Records something under the paths that cannot be looked at.
+    fn unreachable(&mut self, path: &Utf8Path, why: String) {
+        self.found.unreachable.push((path.to_owned(), why));
+    }
+
+    /// The kind of file discovery looks for that `path` names, if any.
+    fn kind_of(&self, path: &Utf8Path, suite: bool, explicit: bool) -> Option<Kind> {
         let name = path.file_name().unwrap_or("");
-        let kind = if is_trace_path(&path) && !suite {
+        Some(if is_trace_path(path) && !suite {
             Kind::Trace
         } else if !suite
             && (name.ends_with(".prompts.ndjson") || name.ends_with(".prompts.ndjson.zst"))
@@ -334,6 +403,14 @@ impl Walker {
         {
             Kind::Suite
         } else {
+            return None;
+        })
+    }
+
+    /// Takes a file of a kind discovery looks for, once per id (`None`: it could not be
+    /// resolved, and is taken as found).
+    fn file(&mut self, path: Utf8PathBuf, id: Option<FileId>, suite: bool, explicit: bool) {
+        let Some(kind) = self.kind_of(&path, suite, explicit) else {
             return;
         };
         // The same file reached twice (two paths, a symlink) counts once; as in `first_reach`, a
@@ -512,7 +589,7 @@ mod tests {
         assert_eq!(listed, expected);
 
         let ahead = discover(std::slice::from_ref(&root), &[]).unwrap();
-        let mut walker = Walker::default();
+        let mut walker = Walker::new(&[&root]);
         walker.root(&root, false).unwrap();
         let itself = walker.found;
         assert_eq!(ahead.trace_files, itself.trace_files);

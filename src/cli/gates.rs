@@ -5,8 +5,8 @@ use std::io::Write;
 
 use tracereplay::discover::discover;
 use tracereplay::eval::{CheckOptions, FailOn, check};
-use tracereplay::gates::check_gates;
 use tracereplay::gates::strength::Strength;
+use tracereplay::gates::{GateProblem, check_gates};
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::scenario::{Scenario, load_scenarios};
 use tracereplay::trace::{TraceFile, parse_trace};
@@ -24,7 +24,16 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let found = discover(&args.paths, &args.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
-    let problems = check_gates(&loaded);
+    let mut problems = check_gates(&loaded);
+    // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
+    problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
+        file: tracereplay::discover::display_path(p),
+        scenario: None,
+        line: None,
+        column: None,
+        message: why.clone(),
+    }));
+    problems.sort();
     for p in &problems {
         writeln!(out, "error: {}", escape_controls(&p.to_string()))?;
     }

@@ -23,6 +23,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         && found.scenario_files.is_empty()
         && found.suite_files.is_empty()
         && found.sidecar_files.is_empty()
+        && found.unreachable.is_empty()
     {
         anyhow::bail!("nothing to lint under the given paths");
     }
@@ -34,6 +35,18 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .par_iter()
         .flat_map_iter(|path| lint_trace(path, limits, mode, &waived, args.allow_raw_prompts))
         .collect();
+    // What discovery could not look at could hold anything.
+    findings.extend(found.unreachable.iter().map(|(p, why)| Finding {
+        file: display_path(p),
+        line: None,
+        kind: "unreadable".into(),
+        fingerprint: None,
+        prefix: None,
+        message: format!(
+            "cannot be read, so it cannot be shown to be free of raw prompts and secrets: {why}"
+        ),
+        fails: true,
+    }));
     let scenario_bytes: Vec<(&camino::Utf8PathBuf, Vec<u8>)> = found
         .scenario_files
         .iter()

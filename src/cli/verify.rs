@@ -14,7 +14,7 @@ use super::exit;
 /// Runs `verify`; `Err` means exit 2.
 pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let found = discover(&args.paths, &[])?;
-    if found.trace_files.is_empty() {
+    if found.trace_files.is_empty() && found.unreachable.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");
     }
     let limits = args.limits.limits();
@@ -35,6 +35,8 @@ pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             }
         })
         .collect();
+    // What could not be looked at may be a trace: never counted as intact.
+    lines.extend((found.unreachable.iter()).map(|(p, why)| (display_path(p), false, why.clone())));
     lines.sort();
     let mut bad = 0;
     for (path, ok, detail) in &lines {

@@ -402,6 +402,17 @@ fn check_in_pool(
         set_error(&mut row, category, message, None);
         push(row);
     }
+    // What discovery could not look at might hold a failure: an error row each (share 1).
+    for (path, why) in found
+        .unreachable
+        .iter()
+        .filter(|_| opts.partition_holds(None))
+    {
+        let shown = display_path(path);
+        let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
+        set_error(&mut row, "unreachable", format!("`{shown}`: {why}"), None);
+        push(row);
+    }
     for err in loaded.errors.iter().filter(|_| opts.partition_holds(None)) {
         let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
         row.scenario_file = Some(display_path(err.path()));
@@ -414,9 +425,10 @@ fn check_in_pool(
     let mut obsolete = Vec::new();
     if let Some(b) = &opts.baselines {
         baselines::mark_ambiguous(&mut rows, b, opts.fail_on, &mut warnings);
-        if unattributed > 0 {
+        if unattributed > 0 || !found.unreachable.is_empty() {
             warnings.push(format!(
-                "{unattributed} trace(s) could not be attributed to a scenario, so obsolete baselines were not looked for in this run"
+                "{} trace(s) or path(s) could not be read or attributed to a scenario, so obsolete baselines were not looked for in this run",
+                unattributed + found.unreachable.len()
             ));
         } else {
             // Always: baselines of the scenarios found and in scope. A whole-suite run (one

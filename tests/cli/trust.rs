@@ -527,3 +527,100 @@ fn checking_another_directory_leaves_the_suites_baselines_alone() {
         "`.` holds the suite's root"
     );
 }
+
+/// Whatever discovery cannot list, resolve or read under a checked path is an `error` row
+/// naming it (exit 1) and keeps approved baselines from being called obsolete: a dangling
+/// `*.trace.ndjson.zst` symlink, a FIFO with a trace's name, a path too long to resolve, a
+/// symlink out of the checked paths (here to `/`, which is never walked), and (when not run as
+/// root, whom permissions do not stop) an unreadable directory.
+#[cfg(unix)]
+#[test]
+fn what_discovery_cannot_reach_is_an_error_row() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let run = |env: &Env| {
+        let out = env.run(&["check", "traces/", "--fail-on", "any", "--format", "json"]);
+        (out.code, json(&out), out.stderr)
+    };
+    let unreachable = |report: &serde_json::Value| -> Vec<String> {
+        (report["results"].as_array().unwrap().iter())
+            .filter(|r| r["error"]["category"] == "unreachable")
+            .map(|r| r["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let setups: Vec<(&str, Box<dyn Fn(&Env)>)> = vec![
+        (
+            "dangling",
+            Box::new(|env: &Env| {
+                symlink(env.path("gone"), env.path("traces/good/x.trace.ndjson.zst")).unwrap()
+            }),
+        ),
+        (
+            "fifo",
+            Box::new(|env: &Env| {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(env.path("traces/good/f.trace.ndjson.zst"))
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }),
+        ),
+        (
+            "outside",
+            Box::new(|env: &Env| symlink("/", env.path("traces/good/root")).unwrap()),
+        ),
+        (
+            "too long",
+            Box::new(|env: &Env| {
+                // Built from the top down by renames, so no path the test uses is long; the
+                // deepest directory's path is far over PATH_MAX.
+                let base = env.path("traces/good");
+                std::fs::create_dir(base.join("c")).unwrap();
+                for _ in 0..450 {
+                    std::fs::create_dir(base.join("n")).unwrap();
+                    std::fs::rename(base.join("c"), base.join("n/dddddddddd")).unwrap();
+                    std::fs::rename(base.join("n"), base.join("c")).unwrap();
+                }
+            }),
+        ),
+    ];
+    for (what, setup) in setups {
+        let env = Env::new();
+        copy_demo(&env, true);
+        good_suite(&env);
+        let started = std::time::Instant::now();
+        setup(&env);
+        let (code, report, stderr) = run(&env);
+        assert_eq!(code, 1, "{what}: {stderr}");
+        let rows = unreachable(&report);
+        assert_eq!(rows.len(), 1, "{what}: {rows:?} {stderr}");
+        assert!(rows[0].starts_with("traces/good/"), "{what}: {rows:?}");
+        assert_eq!(report["summary"]["obsolete"], 0, "{what}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what}: walked too far"
+        );
+        // `lint` and `verify` do not call it clean either.
+        assert_eq!(env.run(&["lint", "traces/"]).code, 1, "{what}");
+        assert_eq!(env.run(&["verify", "traces/"]).code, 1, "{what}");
+    }
+    // Root reads a mode-000 directory anyway; everyone else gets an error row for it.
+    let env = Env::new();
+    good_suite(&env);
+    std::fs::create_dir_all(env.path("traces/locked")).unwrap();
+    std::fs::set_permissions(
+        env.path("traces/locked"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let readable_anyway = std::fs::read_dir(env.path("traces/locked")).is_ok();
+    let (code, report, _) = run(&env);
+    std::fs::set_permissions(
+        env.path("traces/locked"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    if !readable_anyway {
+        assert_eq!(code, 1);
+        assert_eq!(unreachable(&report), ["traces/locked"]);
+    }
+}
