@@ -547,7 +547,8 @@ fn what_discovery_cannot_reach_is_an_error_row() {
             .map(|r| r["path"].as_str().unwrap().to_owned())
             .collect()
     };
-    let setups: Vec<(&str, Box<dyn Fn(&Env)>)> = vec![
+    type Setup = Box<dyn Fn(&Env)>;
+    let setups: Vec<(&str, Setup)> = vec![
         (
             "dangling",
             Box::new(|env: &Env| {
