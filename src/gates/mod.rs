@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::discover::display_path;
+use crate::oracle::registry::{self, Family};
 use crate::oracle::{canonical_type, misconfigurations};
 use crate::scenario::{LoadedScenarios, Scenario};
 
@@ -40,23 +41,25 @@ impl std::fmt::Display for GateProblem {
 }
 
 const TOOL_TAGS: &[&str] = &["tool-use", "tool", "tools"];
-const TOOL_ORACLES: &[&str] = &[
-    "tool-called",
-    "tool-not-called",
-    "tool-sequence",
-    "tool-args",
-    "max-tool-calls",
-];
 const APPROVAL_TAGS: &[&str] = &["approval", "safety", "security"];
-const APPROVAL_ORACLES: &[&str] = &[
-    "approval-required",
-    "approval-not-required",
-    "no-unsafe-tool",
-];
+
+/// The names of the oracle types of a `gates` family, for messages.
+fn family_names(family: Family) -> String {
+    let names: Vec<&str> = (registry::TYPES.iter())
+        .filter(|t| t.family == family)
+        .map(|t| t.name)
+        .collect();
+    names.join(", ")
+}
 
 /// The gate problems of one scenario on its own (duplicates are a suite-level rule).
 pub fn scenario_problems(s: &Scenario) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = s.unknown_keys.clone();
+    if !s.risk_set {
+        out.push(
+            "risk not set: failures of this scenario never fail the run under the default --fail-on high; set `risk` to Low, Medium, High or Critical".to_owned(),
+        );
+    }
     if s.title.trim().is_empty() {
         out.push("`title` is blank".to_owned());
     }
@@ -75,26 +78,36 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
             )),
             None if written.is_empty() => out.push(format!("oracle {index} has no `type`")),
             None => out.push(format!(
-                "oracle {index} has unknown type `{written}` (judged as `unknown:{written}`)"
+                "oracle {index} has unknown type `{written}` (judged as `unknown:{written}`){}",
+                registry::closest(&written, crate::oracle::known_types())
+                    .map(|m| format!("; did you mean `{m}`?"))
+                    .unwrap_or_default()
             )),
         }
     }
-    let types: Vec<&str> = s
+    let families: Vec<Family> = s
         .oracles
         .iter()
-        .filter_map(|o| canonical_type(o.type_name()))
+        .filter_map(|o| registry::lookup(o.type_name()))
+        .map(|t| t.family)
         .collect();
     if TOOL_TAGS.iter().any(|t| s.has_tag(t))
         && s.expected.must_call_tools.is_empty()
         && s.expected.must_not_call_tools.is_empty()
-        && !types.iter().any(|t| TOOL_ORACLES.contains(t))
+        && !families.contains(&Family::Tool)
     {
-        out.push("is tagged as tool use but has no tool oracle (tool-called, tool-not-called, tool-sequence, tool-args, max-tool-calls) and no `expected.mustCallTools`/`mustNotCallTools`".to_owned());
+        out.push(format!(
+            "is tagged as tool use but has no tool oracle ({}) and no `expected.mustCallTools`/`mustNotCallTools`",
+            family_names(Family::Tool)
+        ));
     }
     let approval_scoped =
         APPROVAL_TAGS.iter().any(|t| s.has_tag(t)) || s.expected.requires_approval.is_some();
-    if approval_scoped && !types.iter().any(|t| APPROVAL_ORACLES.contains(t)) {
-        out.push("is about approvals or safety but has no approval-required, approval-not-required or no-unsafe-tool oracle".to_owned());
+    if approval_scoped && !families.contains(&Family::Approval) {
+        out.push(format!(
+            "is about approvals or safety but has no {} oracle",
+            family_names(Family::Approval).replace(", no-", " or no-")
+        ));
     }
     if let Some(Err(e)) = &s.contract_loaded {
         out.push(format!("its contract does not load: {e}"));

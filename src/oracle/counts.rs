@@ -112,7 +112,18 @@ pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         Ok(r) => r,
         Err(e) => return OracleResult::misconfigured(e),
     };
-    let want = normalize_kind(kind).map_or_else(|| squash(kind), squash);
+    // A kind the trace format does not define is never counted (unknown kinds are seen by no
+    // oracle): naming one is a typo that would make any upper bound pass.
+    let Some(known) = normalize_kind(kind).filter(|k| !matches!(*k, "header" | "footer")) else {
+        let meant =
+            crate::oracle::registry::closest(kind, crate::trace::KNOWN_KINDS.iter().copied())
+                .map(|m| format!("; did you mean `{m}`?"))
+                .unwrap_or_default();
+        return OracleResult::misconfigured(format!(
+            "`kind` `{kind}` is not an event kind of the trace format{meant}"
+        ));
+    };
+    let want = squash(known);
     let seqs = facts
         .trace
         .events

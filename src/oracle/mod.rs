@@ -1,4 +1,4 @@
-//! Oracles: the registry that maps an oracle `type` to its check, and judging a whole trace.
+//! Oracles: judging one oracle through the [`registry`], and a whole trace.
 
 pub mod approval;
 pub mod artifacts;
@@ -9,6 +9,7 @@ pub mod facts;
 pub mod harness;
 pub mod jsoneq;
 pub mod params;
+pub mod registry;
 pub mod replies;
 mod result;
 pub mod sequence;
@@ -19,87 +20,36 @@ pub use result::{OracleResult, Verdict, shorten};
 use crate::scenario::{OracleSpec, Scenario};
 use crate::trace::Trace;
 
-/// Every oracle type this version judges, lowercase.
-pub const KNOWN_TYPES: &[&str] = &[
-    "tool-called",
-    "tool-not-called",
-    "max-tool-calls",
-    "final-answer-contains",
-    "final-answer-not-contains",
-    "approval-required",
-    "approval-not-required",
-    "no-unsafe-tool",
-    "status-is",
-    "tool-sequence",
-    "tool-args",
-    "tool-succeeded",
-    "tool-result-contains",
-    "call-result-linked",
-    "request-count",
-    "step-count",
-    "message-count",
-    "no-preview-left",
-    "final-after-tool",
-    "artifact-contains",
-    "artifact-before-reply",
-    "final-answer-matches",
-    "max-tokens",
-    "tools-offered",
-    "contract-conformant",
-];
-
 /// The synthetic result every trace gets unless its scenario declares `status-is`.
 pub const RUN_COMPLETED: &str = "run-completed";
 
 /// The canonical name of a known oracle type (looked up case-insensitively).
 pub fn canonical_type(written: &str) -> Option<&'static str> {
-    KNOWN_TYPES
-        .iter()
-        .copied()
-        .find(|k| k.eq_ignore_ascii_case(written.trim()))
+    registry::lookup(written).map(|t| t.name)
 }
 
-/// Judges one oracle.
+/// Every oracle type this version judges, lowercase, from the registry.
+pub fn known_types() -> impl Iterator<Item = &'static str> {
+    registry::TYPES.iter().map(|t| t.name)
+}
+
+/// Judges one oracle: an unknown type fails as `unknown:<type>`; a known one has its parameters
+/// checked (strict parameters) and is then judged.
 pub fn judge_oracle(spec: &OracleSpec, scenario: &Scenario, facts: &Facts<'_, '_>) -> OracleResult {
     let written = spec.type_name();
-    let Some(kind) = canonical_type(written) else {
-        let msg = if written.is_empty() {
+    let Some(t) = registry::lookup(written) else {
+        let mut msg = if written.is_empty() {
             "the oracle has no `type`".to_owned()
         } else {
             format!("unknown oracle type `{written}`")
         };
+        if let Some(meant) = registry::closest(written, known_types()) {
+            msg.push_str(&format!("; did you mean `{meant}`?"));
+        }
         return OracleResult::misconfigured(msg)
             .typed(format!("unknown:{written}"), Some(spec.index));
     };
-    let result = match kind {
-        "tool-called" => harness::tool_called(spec, scenario, facts),
-        "tool-not-called" => harness::tool_not_called(spec, scenario, facts),
-        "max-tool-calls" => harness::max_tool_calls(spec, scenario, facts),
-        "final-answer-contains" => harness::final_answer_contains(spec, scenario, facts),
-        "final-answer-not-contains" => harness::final_answer_not_contains(spec, scenario, facts),
-        "approval-required" => harness::approval_required(spec, facts),
-        "approval-not-required" => harness::approval_not_required(facts),
-        "no-unsafe-tool" => harness::no_unsafe_tool(spec, scenario, facts),
-        "status-is" => harness::status_is(spec, facts),
-        "tool-sequence" => sequence::tool_sequence(spec, facts),
-        "tool-args" => calls::tool_args(spec, facts),
-        "tool-succeeded" => calls::tool_succeeded(spec, facts),
-        "tool-result-contains" => calls::tool_result_contains(spec, facts),
-        "call-result-linked" => calls::call_result_linked(facts),
-        "request-count" => counts::request_count(spec, facts),
-        "step-count" => counts::step_count(spec, facts),
-        "message-count" => counts::message_count(spec, facts),
-        "no-preview-left" => replies::no_preview_left(spec, facts),
-        "final-after-tool" => replies::final_after_tool(spec, facts),
-        "artifact-contains" => artifacts::artifact_contains(spec, facts),
-        "artifact-before-reply" => artifacts::artifact_before_reply(spec, facts),
-        "final-answer-matches" => replies::final_answer_matches(spec, facts),
-        "max-tokens" => counts::max_tokens(spec, facts),
-        "tools-offered" => counts::tools_offered(spec, facts),
-        "contract-conformant" => contract::contract_conformant(scenario, facts),
-        other => unreachable!("{other} is in KNOWN_TYPES but has no check"),
-    };
-    result.typed(kind, Some(spec.index))
+    registry::judge(t, spec, scenario, facts).typed(t.name, Some(spec.index))
 }
 
 /// The misconfiguration of each oracle of `scenario` (index, type as written, message): what

@@ -790,14 +790,22 @@ fn harness_oracles_messages_and_evidence() {
 
 #[test]
 fn unknown_kinds_are_seen_by_no_oracle() {
+    // Counting a kind the format does not define could only ever find 0, so naming one (a
+    // typo such as `tool_cal`) is a misconfiguration, never a pass.
     let unknown = r#"{"kind":"telemetry","text":"x"}"#;
-    check(
-        &one(
-            json!({"type":"step-count","kind":"telemetry","count":0}),
-            &[unknown, END],
+    let call = r#"{"kind":"tool_call","call_id":"c1","tool":"deploy","args":{}}"#;
+    for (kind, says) in [
+        (
+            "telemetry",
+            "`kind` `telemetry` is not an event kind of the trace format",
         ),
-        Verdict::Pass,
-        "0 `telemetry` event(s)",
-        &[],
-    );
+        ("tool_cal", "did you mean `tool_call`?"),
+    ] {
+        let r = one(
+            json!({"type":"step-count","kind":kind,"max":0}),
+            &[unknown, call, END],
+        );
+        assert_eq!(r.verdict, Verdict::Fail, "{kind}");
+        assert!(r.misconfigured && r.message.contains(says), "{}", r.message);
+    }
 }

@@ -177,7 +177,7 @@ fn read_file(path: &Utf8Path) -> (Vec<u8>, FileResult) {
 /// [`load_file`] over bytes read already.
 fn parse_file(path: &Utf8Path, bytes: &[u8]) -> FileResult {
     let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| ScenarioError::Parse {
+    let parse_error = |e: serde_json::Error| ScenarioError::Parse {
         path: path.to_owned(),
         line: e.line(),
         column: e.column(),
@@ -186,7 +186,11 @@ fn parse_file(path: &Utf8Path, bytes: &[u8]) -> FileResult {
             s.rfind(" at line ")
                 .map_or(s.clone(), |i| s[..i].to_owned())
         },
-    })?;
+    };
+    let value: Value = serde_json::from_slice(bytes).map_err(parse_error)?;
+    // serde_json keeps the last of two equal keys without a word; a scenario must not (a second
+    // `oracles` would silently replace the first).
+    serde_json::from_slice::<NoDuplicateKeys>(bytes).map_err(parse_error)?;
     let invalid = |detail: String| ScenarioError::Invalid {
         path: path.to_owned(),
         detail,
@@ -209,6 +213,113 @@ fn parse_file(path: &Utf8Path, bytes: &[u8]) -> FileResult {
             ));
         }
     })
+}
+
+/// A JSON document read only to find an object holding one key twice (anywhere), which it
+/// reports as an error at that key's position.
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NoDuplicateKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut seen = HashSet::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(A::Error::custom(format!(
+                            "duplicate key `{key}` (a JSON object may hold each key once; the second would silently replace the first)"
+                        )));
+                    }
+                    map.next_value::<NoDuplicateKeys>()?;
+                }
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The keys of a scenario object.
+const SCENARIO_KEYS: &[&str] = &[
+    "id",
+    "title",
+    "risk",
+    "type",
+    "tags",
+    "description",
+    "notes",
+    "input",
+    "expected",
+    "oracles",
+    "scriptedTrace",
+    "contract",
+    "knownGap",
+    "metadata",
+    "$schema",
+];
+
+/// The keys of `expected`.
+const EXPECTED_KEYS: &[&str] = &[
+    "mustCallTools",
+    "mustNotCallTools",
+    "finalAnswerContains",
+    "finalAnswerMustNotContain",
+    "maxToolCalls",
+    "requiresApproval",
+];
+
+/// The keys of `obj` that are not in `allowed` (compared ignoring case), or that repeat one in
+/// another spelling, worded as problems (`prefix` names the object).
+fn key_problems(obj: &Map<String, Value>, allowed: &[&str], prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for key in obj.keys() {
+        match allowed.iter().find(|a| a.eq_ignore_ascii_case(key)) {
+            Some(a) if seen.contains(a) => out.push(format!(
+                "`{prefix}{a}` is given twice, in two spellings (property names ignore case)"
+            )),
+            Some(a) => seen.push(a),
+            None => {
+                let mut m = format!(
+                    "unknown key `{prefix}{key}`, which the scenario format does not define"
+                );
+                if let Some(meant) = crate::oracle::registry::closest(key, allowed.iter().copied())
+                {
+                    m.push_str(&format!("; did you mean `{prefix}{meant}`?"));
+                }
+                out.push(m);
+            }
+        }
+    }
+    out
 }
 
 fn scenario_from(
@@ -239,6 +350,7 @@ fn scenario_from(
             Some(_) => Err(invalid(format!("`{name}` must be a string"))),
         }
     };
+    let risk_set = string("risk")?.is_some();
     let risk = match string("risk")? {
         None => Risk::Low,
         Some(r) => Risk::parse(&r).ok_or_else(|| {
@@ -283,6 +395,10 @@ fn scenario_from(
         Some(_) => return Err(invalid("`knownGap` must be true or false".into())),
     };
     let contract = string("contract")?.filter(|c| !c.trim().is_empty());
+    let mut unknown_keys = key_problems(obj, SCENARIO_KEYS, "");
+    if let Some(Value::Object(e)) = field(obj, "expected") {
+        unknown_keys.extend(key_problems(e, EXPECTED_KEYS, "expected."));
+    }
     Ok(Scenario {
         id: id.to_owned(),
         title: string("title")?.unwrap_or_default(),
@@ -305,6 +421,8 @@ fn scenario_from(
         known_gap,
         metadata,
         file: path.to_owned(),
+        risk_set,
+        unknown_keys,
     })
 }
 

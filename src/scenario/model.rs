@@ -71,9 +71,14 @@ pub struct OracleSpec {
 }
 
 impl OracleSpec {
-    /// A parameter by name, matched case-insensitively.
+    /// A parameter by name, matched as the strict-parameter rules compare names: ignoring ASCII
+    /// case, `_` equal to `-`.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        field(&self.params, name)
+        self.params.get(name).or_else(|| {
+            (self.params.iter())
+                .find(|(k, _)| crate::oracle::registry::same_key(k, name))
+                .map(|(_, v)| v)
+        })
     }
 
     /// `type`, trimmed, as written (empty when missing).
@@ -126,6 +131,11 @@ pub struct Scenario {
     pub metadata: BTreeMap<String, String>,
     /// The file it was loaded from.
     pub file: Utf8PathBuf,
+    /// Whether `risk` was written (a scenario without it is Low, and a `gates` error).
+    pub risk_set: bool,
+    /// Keys outside the scenario format (top level and `expected`), worded as problems with a
+    /// suggestion where one is close: `gates` errors.
+    pub unknown_keys: Vec<String>,
 }
 
 impl Scenario {

@@ -401,7 +401,7 @@ fn hostile_scenario_ids_stay_inside_the_baselines_directory() {
     let id = "../../escape/..";
     env.write(
         "traces/x.scenario.json",
-        format!(r#"{{"id":"{id}","title":"t","oracles":[{{"type":"approval-not-required"}}]}}"#),
+        format!(r#"{{"id":"{id}","title":"t","risk":"Low","oracles":[{{"type":"approval-not-required"}}]}}"#),
     );
     let text = trace_text(id, "../../case", &[END]);
     env.write("traces/x.trace.ndjson.zst", sealed_zst(&text));

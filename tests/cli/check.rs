@@ -204,7 +204,7 @@ fn filters_by_scenario_and_tag() {
     good_suite(&env);
     env.write(
         "traces/t/t.scenario.json",
-        r#"{"id":"t","title":"t","tags":["Safety"],"oracles":[{"type":"approval-not-required"}]}"#,
+        r#"{"id":"t","title":"t","risk":"Low","tags":["Safety"],"oracles":[{"type":"approval-not-required"}]}"#,
     );
     env.write(
         "traces/t/a.trace.ndjson.zst",
@@ -235,7 +235,7 @@ fn filters_by_scenario_and_tag() {
 #[test]
 fn harness_suites_load_with_scenarios_dir() {
     let env = Env::new();
-    env.write("suite/basic.json", r#"[{"id":"h1","title":"t","contract":"plan.json","oracles":[{"type":"approval-not-required"}]}]"#);
+    env.write("suite/basic.json", r#"[{"id":"h1","title":"t","risk":"Low","contract":"plan.json","oracles":[{"type":"approval-not-required"}]}]"#);
     env.write("suite/plan.json", r#"{"goal":"not a scenario"}"#);
     env.write("suite/x.baseline.json", "{}");
     env.write(
@@ -306,7 +306,7 @@ fn scenario_input_never_reaches_the_report() {
     let env = Env::new();
     env.write(
         "traces/s/s.scenario.json",
-        r#"{"id":"s","title":"t","input":{"userMessage":"TOP-SECRET-INPUT-TEXT"},"oracles":[{"type":"tool-called","tool":"x"}]}"#,
+        r#"{"id":"s","title":"t","risk":"Low","input":{"userMessage":"TOP-SECRET-INPUT-TEXT"},"oracles":[{"type":"tool-called","tool":"x"}]}"#,
     );
     env.write(
         "traces/s/a.trace.ndjson.zst",

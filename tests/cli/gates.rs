@@ -12,18 +12,18 @@ fn every_rule_is_reported_with_its_file() {
     env.write(
         "traces/many.scenario.json",
         serde_json::json!([
-            {"id": "blank-title", "title": " ", "oracles": [{"type": "approval-not-required"}]},
-            {"id": "Dup", "title": "t", "oracles": [{"type": "approval-not-required"}]},
-            {"id": "dup", "title": "t", "oracles": [{"type": "approval-not-required"}]},
-            {"id": "no-oracles", "title": "t"},
-            {"id": "unknown-type", "title": "t", "oracles": [{"type": "vibes"}]},
-            {"id": "no-mode", "title": "t", "oracles": [{"type": "tool-sequence", "tools": ["a"]}]},
-            {"id": "bad-regex", "title": "t", "oracles": [{"type": "final-answer-matches", "pattern": "(x"}]},
-            {"id": "tool-tag", "title": "t", "tags": ["Tools"], "oracles": [{"type": "approval-not-required"}]},
-            {"id": "safety-tag", "title": "t", "type": "security", "oracles": [{"type": "final-answer-contains", "value": "x"}]},
-            {"id": "requires-approval", "title": "t", "expected": {"requiresApproval": false}, "oracles": [{"type": "final-answer-contains", "value": "x"}]},
-            {"id": "bad-contract", "title": "t", "contract": "missing.contract.json", "oracles": [{"type": "contract-conformant"}]},
-            {"id": "fine", "title": "t", "tags": ["tool-use"], "expected": {"mustCallTools": ["a"]}, "oracles": [{"type": "tool-called"}]}
+            {"id": "blank-title", "title": " ", "risk": "Low", "oracles": [{"type": "approval-not-required"}]},
+            {"id": "Dup", "title": "t", "risk": "Low", "oracles": [{"type": "approval-not-required"}]},
+            {"id": "dup", "title": "t", "risk": "Low", "oracles": [{"type": "approval-not-required"}]},
+            {"id": "no-oracles", "title": "t", "risk": "Low"},
+            {"id": "unknown-type", "title": "t", "risk": "Low", "oracles": [{"type": "vibes"}]},
+            {"id": "no-mode", "title": "t", "risk": "Low", "oracles": [{"type": "tool-sequence", "tools": ["a"]}]},
+            {"id": "bad-regex", "title": "t", "risk": "Low", "oracles": [{"type": "final-answer-matches", "pattern": "(x"}]},
+            {"id": "tool-tag", "title": "t", "risk": "Low", "tags": ["Tools"], "oracles": [{"type": "approval-not-required"}]},
+            {"id": "safety-tag", "title": "t", "risk": "Low", "type": "security", "oracles": [{"type": "final-answer-contains", "value": "x"}]},
+            {"id": "requires-approval", "title": "t", "risk": "Low", "expected": {"requiresApproval": false}, "oracles": [{"type": "final-answer-contains", "value": "x"}]},
+            {"id": "bad-contract", "title": "t", "risk": "Low", "contract": "missing.contract.json", "oracles": [{"type": "contract-conformant"}]},
+            {"id": "fine", "title": "t", "risk": "Low", "tags": ["tool-use"], "expected": {"mustCallTools": ["a"]}, "oracles": [{"type": "tool-called"}]}
         ])
         .to_string(),
     );

@@ -89,7 +89,7 @@ fn chat_completions_with_parallel_calls() {
     // Judged by the existing oracles.
     env.write(
         "traces/travel/travel.scenario.json",
-        r#"{"id":"travel","title":"t","oracles":[{"type":"tool-sequence","mode":"exact","calls":[{"tool":"get_weather","args":{"city":"Bergen","unit":"C"}},{"tool":"get_weather","args":{"city":"Oslo"}}]},{"type":"call-result-linked"},{"type":"final-answer-contains","value":"Bergen"}]}"#,
+        r#"{"id":"travel","title":"t","risk":"Low","oracles":[{"type":"tool-sequence","mode":"exact","calls":[{"tool":"get_weather","args":{"city":"Bergen","unit":"C"}},{"tool":"get_weather","args":{"city":"Oslo"}}]},{"type":"call-result-linked"},{"type":"final-answer-contains","value":"Bergen"}]}"#,
     );
     let out = env.run(&["check", "traces", "--fail-on", "any"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -265,7 +265,7 @@ fn otlp_spans_with_a_failing_parallel_call() {
     );
     env.write(
         "traces/travel.weather/s.scenario.json",
-        r#"{"id":"travel.weather","title":"t","oracles":[{"type":"tool-sequence","mode":"unordered","tools":["get_weather","get_weather"]},{"type":"tool-succeeded","tool":"get_weather"}]}"#,
+        r#"{"id":"travel.weather","title":"t","risk":"Low","oracles":[{"type":"tool-sequence","mode":"unordered","tools":["get_weather","get_weather"]},{"type":"tool-succeeded","tool":"get_weather"}]}"#,
     );
     let out = env.run(&["check", "traces", "--fail-on", "any", "--format", "json"]);
     let r = json(&out);

@@ -13,7 +13,7 @@ fn fake_aws_key() -> String {
 fn suite_with_recorded_trace(env: &Env, raw: bool) {
     env.write(
         "traces/rec/rec.scenario.json",
-        r#"{"id":"rec","title":"t","oracles":[{"type":"approval-not-required"}]}"#,
+        r#"{"id":"rec","title":"t","risk":"Low","oracles":[{"type":"approval-not-required"}]}"#,
     );
     let mut w = TraceWriter::with_prompts(
         Header::new("rec", "default"),

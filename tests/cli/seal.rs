@@ -60,7 +60,7 @@ fn pack_seals_verify_accepts_and_a_one_byte_edit_is_caught() {
     );
     env.write(
         "traces/agent-progress-evidence/s.scenario.json",
-        r#"{"id":"agent-progress-evidence","title":"t","oracles":[{"type":"approval-not-required"}]}"#,
+        r#"{"id":"agent-progress-evidence","title":"t","risk":"Low","oracles":[{"type":"approval-not-required"}]}"#,
     );
     let out = env.run(&["check", "traces", "--fail-on", "none"]);
     assert_eq!(out.code, 1);

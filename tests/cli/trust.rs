@@ -625,3 +625,54 @@ fn what_discovery_cannot_reach_is_an_error_row() {
         assert_eq!(unreachable(&report), ["traces/locked"]);
     }
 }
+
+/// Misspelled, mistyped or duplicated scenario keys, each meant to forbid what the trace does,
+/// used to be ignored (a clean `gates`, exit 0 on a Critical scenario). Each is now a `gates`
+/// error naming the key (with what was probably meant), and the scenario's trace an `error`
+/// row in `check`.
+#[test]
+fn misconfigured_scenarios_never_pass() {
+    const DEPLOY: [&str; 1] =
+        [r#"{"kind":"tool_call","call_id":"c1","tool":"deploy","args":{"env":"prod"}}"#];
+    const APPROVED_DEPLOY: [&str; 2] =
+        [r#"{"kind":"approval_request","tool":"deploy"}"#, DEPLOY[0]];
+    let oracle = |o: &str| format!(r#"{{"id":"s","title":"t","risk":"Critical","oracles":[{o}]}}"#);
+    let cases: Vec<(String, &str, &[&str])> = vec![
+        (oracle(r#"{"type":"no-unsafe-tool","tools":"deploy"}"#), "`tools` must be an array of strings, found a string", &DEPLOY[..]),
+        (oracle(r#"{"type":"no-unsafe-tool","tool":"deploy"}"#), "unknown parameter `tool` for no-unsafe-tool; did you mean `tools`?", &DEPLOY[..]),
+        (oracle(r#"{"type":"approval-required","tools":["deploy"]}"#), "unknown parameter `tools` for approval-required; did you mean `tool`?", &APPROVED_DEPLOY[..]),
+        (oracle(r#"{"type":"step-count","kind":"tool_cal","max":0}"#), "did you mean `tool_call`?", &DEPLOY[..]),
+        (oracle(r#"{"type":"tool-called","tool":"deploy","args":{"env":"staging"}}"#), "unknown parameter `args` for tool-called; did you mean tool-args, which takes it?", &DEPLOY[..]),
+        (oracle(r#"{"type":"max-tool-calls","tool":"deploy","limit":5}"#), "unknown parameter `tool` for max-tool-calls", &DEPLOY[..]),
+        (oracle(r#"{"type":"tool-not-called","tool":"deploy","Tool":"other"}"#), "`tool` is given twice", &DEPLOY[..]),
+        (r#"{"id":"s","title":"t","risk":"Critical","oracles":[{"type":"tool-not-called","tool":"deploy"}],"oracles":[{"type":"approval-not-required"}]}"#.to_owned(), "duplicate key `oracles`", &DEPLOY[..]),
+        (r#"{"id":"s","title":"t","risk":"Critical","risk":"Low","oracles":[{"type":"tool-not-called","tool":"deploy"}]}"#.to_owned(), "duplicate key `risk`", &DEPLOY[..]),
+        (r#"{"id":"s","title":"t","risk":"Critical","oracle":[{"type":"tool-not-called","tool":"deploy"}],"oracles":[{"type":"approval-not-required"}]}"#.to_owned(), "unknown key `oracle`, which the scenario format does not define; did you mean `oracles`?", &DEPLOY[..]),
+        (r#"{"id":"s","title":"t","riks":"Critical","oracles":[{"type":"tool-not-called","tool":"deploy"}]}"#.to_owned(), "did you mean `risk`?", &DEPLOY[..]),
+        (r#"{"id":"s","title":"t","oracles":[{"type":"tool-not-called","tool":"deploy"}]}"#.to_owned(), "risk not set: failures of this scenario never fail the run under the default --fail-on high", &[][..]),
+        (oracle(r#"{"type":"tool-sequence","mode":"exact","calls":[{"tool":"deploy","arg":{"env":"staging"}}]}"#), "unknown key `arg` in `calls[0]`; did you mean `args`?", &DEPLOY[..]),
+        (oracle(r#"{"type":"tool-not-calld","tool":"deploy"}"#), "did you mean `tool-not-called`?", &DEPLOY[..]),
+    ];
+    for (scenario, says, events) in cases {
+        let env = Env::new();
+        env.write("traces/s/s.scenario.json", &scenario);
+        let mut lines: Vec<&str> = events.to_vec();
+        lines.push(END);
+        env.write(
+            "traces/s/default.trace.ndjson.zst",
+            sealed_zst(&trace_text("s", "default", &lines)),
+        );
+        let gates = env.run(&["gates", "traces/"]);
+        assert_eq!(gates.code, 1, "{scenario}\n{}", gates.stdout);
+        assert!(
+            gates.stdout.contains(says),
+            "{scenario}: want `{says}` in\n{}",
+            gates.stdout
+        );
+        let out = env.run(&["check", "traces/", "--format", "json"]);
+        assert_eq!(out.code, 1, "{scenario}: {}", out.stdout);
+        let report = json(&out);
+        let errors = report["summary"]["errors"].as_u64().unwrap();
+        assert!(errors >= 1, "{scenario}: {}", out.stdout);
+    }
+}

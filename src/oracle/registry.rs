@@ -1,0 +1,484 @@
+//! The registry of oracle types: one table that is the single source for dispatch, for the
+//! parameters each type takes (and so for the strict-parameter rules), and for the categories
+//! `gates` needs.
+//!
+//! Strict parameters: a key the type does not define (compared ignoring case, `_` equal to
+//! `-`), a parameter of the wrong JSON type, or one parameter given twice (`tool` and `Tool`)
+//! is a misconfiguration naming the key and, when one is close, what was probably meant.
+//! `metadata` stays free-form on every oracle. The harness's own serialisers write every field
+//! of its one oracle class, unset ones as `null`, so a `null` `tool`, `value`, `limit`, `tools`
+//! or `metadata` is accepted on any oracle as "not set".
+
+use serde_json::{Map, Value};
+
+use super::facts::Facts;
+use super::result::OracleResult;
+use super::{artifacts, calls, contract, counts, harness, replies, sequence};
+use crate::scenario::{OracleSpec, Scenario};
+
+/// The JSON shape a parameter takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A string.
+    Str,
+    /// A string, number or boolean (the harness stringifies them).
+    Scalar,
+    /// A non-negative integer, or a string holding one.
+    Count,
+    /// `true` or `false`.
+    Bool,
+    /// An array of strings.
+    StrList,
+    /// An object.
+    Object,
+    /// An array of expected calls, each `{tool, args?}`.
+    Calls,
+    /// Any JSON value.
+    Any,
+}
+
+impl Shape {
+    fn describe(self) -> &'static str {
+        match self {
+            Shape::Str => "a string",
+            Shape::Scalar => "a string, number or boolean",
+            Shape::Count => "a non-negative integer",
+            Shape::Bool => "true or false",
+            Shape::StrList => "an array of strings",
+            Shape::Object => "an object",
+            Shape::Calls => "an array of calls (`{\"tool\": …, \"args\"?: …}`)",
+            Shape::Any => "any JSON value",
+        }
+    }
+
+    fn fits(self, v: &Value) -> bool {
+        match (self, v) {
+            (Shape::Any, _) => true,
+            (Shape::Str, Value::String(_)) | (Shape::Bool, Value::Bool(_)) => true,
+            (Shape::Scalar, Value::String(_) | Value::Number(_) | Value::Bool(_)) => true,
+            (Shape::Count, Value::Number(n)) => {
+                n.as_u64().is_some() || n.as_f64().is_some_and(|f| f >= 0.0 && f.fract() == 0.0)
+            }
+            (Shape::Count, Value::String(s)) => s.trim().parse::<u64>().is_ok(),
+            (Shape::StrList, Value::Array(items)) => items.iter().all(Value::is_string),
+            (Shape::Object, Value::Object(_)) | (Shape::Calls, Value::Array(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+/// What `gates` needs to know of a type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Judges which tools were called: satisfies a tool-use scenario.
+    Tool,
+    /// Judges approvals: satisfies an approval or safety scenario.
+    Approval,
+    /// Anything else.
+    Other,
+}
+
+/// How an oracle is judged.
+pub type Judge = fn(&OracleSpec, &Scenario, &Facts<'_, '_>) -> OracleResult;
+
+/// One oracle type.
+pub struct OracleType {
+    /// Canonical name, lowercase.
+    pub name: &'static str,
+    /// Its parameters besides `type` and `metadata`.
+    pub params: &'static [(&'static str, Shape)],
+    /// Its `gates` category.
+    pub family: Family,
+    /// Its check.
+    pub judge: Judge,
+}
+
+use Shape::*;
+
+const COUNT_BOUNDS: [(&str, Shape); 3] = [("count", Count), ("min", Count), ("max", Count)];
+
+/// Every oracle type this version judges.
+pub static TYPES: &[OracleType] = &[
+    OracleType {
+        name: "tool-called",
+        params: &[("tool", Str), ("value", Scalar)],
+        family: Family::Tool,
+        judge: |s, sc, f| harness::tool_called(s, sc, f),
+    },
+    OracleType {
+        name: "tool-not-called",
+        params: &[("tool", Str), ("value", Scalar)],
+        family: Family::Tool,
+        judge: |s, sc, f| harness::tool_not_called(s, sc, f),
+    },
+    OracleType {
+        name: "max-tool-calls",
+        params: &[("limit", Count), ("value", Scalar)],
+        family: Family::Tool,
+        judge: |s, sc, f| harness::max_tool_calls(s, sc, f),
+    },
+    OracleType {
+        name: "final-answer-contains",
+        params: &[("value", Scalar)],
+        family: Family::Other,
+        judge: |s, sc, f| harness::final_answer_contains(s, sc, f),
+    },
+    OracleType {
+        name: "final-answer-not-contains",
+        params: &[("value", Scalar)],
+        family: Family::Other,
+        judge: |s, sc, f| harness::final_answer_not_contains(s, sc, f),
+    },
+    OracleType {
+        name: "approval-required",
+        params: &[("tool", Str), ("value", Scalar)],
+        family: Family::Approval,
+        judge: |s, _, f| harness::approval_required(s, f),
+    },
+    OracleType {
+        name: "approval-not-required",
+        params: &[],
+        family: Family::Approval,
+        judge: |_, _, f| harness::approval_not_required(f),
+    },
+    OracleType {
+        name: "no-unsafe-tool",
+        params: &[("tools", StrList)],
+        family: Family::Approval,
+        judge: |s, sc, f| harness::no_unsafe_tool(s, sc, f),
+    },
+    OracleType {
+        name: "status-is",
+        params: &[("value", Str)],
+        family: Family::Other,
+        judge: |s, _, f| harness::status_is(s, f),
+    },
+    OracleType {
+        name: "tool-sequence",
+        params: &[
+            ("mode", Str),
+            ("calls", Calls),
+            ("tools", StrList),
+            ("argsMatch", Str),
+            ("argsMatchOverrides", Object),
+            ("batchOrder", Str),
+        ],
+        family: Family::Tool,
+        judge: |s, _, f| sequence::tool_sequence(s, f),
+    },
+    OracleType {
+        name: "tool-args",
+        params: &[
+            ("tool", Str),
+            ("value", Scalar),
+            ("args", Any),
+            ("argsMatch", Str),
+        ],
+        family: Family::Tool,
+        judge: |s, _, f| calls::tool_args(s, f),
+    },
+    OracleType {
+        name: "tool-succeeded",
+        params: &[("tool", Str), ("value", Scalar)],
+        family: Family::Other,
+        judge: |s, _, f| calls::tool_succeeded(s, f),
+    },
+    OracleType {
+        name: "tool-result-contains",
+        params: &[("tool", Str), ("value", Scalar)],
+        family: Family::Other,
+        judge: |s, _, f| calls::tool_result_contains(s, f),
+    },
+    OracleType {
+        name: "call-result-linked",
+        params: &[],
+        family: Family::Other,
+        judge: |_, _, f| calls::call_result_linked(f),
+    },
+    OracleType {
+        name: "request-count",
+        params: &COUNT_BOUNDS,
+        family: Family::Other,
+        judge: |s, _, f| counts::request_count(s, f),
+    },
+    OracleType {
+        name: "step-count",
+        params: &[
+            ("kind", Str),
+            COUNT_BOUNDS[0],
+            COUNT_BOUNDS[1],
+            COUNT_BOUNDS[2],
+        ],
+        family: Family::Other,
+        judge: |s, _, f| counts::step_count(s, f),
+    },
+    OracleType {
+        name: "message-count",
+        params: &[
+            ("phase", Str),
+            ("value", Scalar),
+            COUNT_BOUNDS[0],
+            COUNT_BOUNDS[1],
+            COUNT_BOUNDS[2],
+        ],
+        family: Family::Other,
+        judge: |s, _, f| counts::message_count(s, f),
+    },
+    OracleType {
+        name: "no-preview-left",
+        params: &[("require", Bool)],
+        family: Family::Other,
+        judge: |s, _, f| replies::no_preview_left(s, f),
+    },
+    OracleType {
+        name: "final-after-tool",
+        params: &[("tool", Str), ("value", Scalar), ("phase", Str)],
+        family: Family::Other,
+        judge: |s, _, f| replies::final_after_tool(s, f),
+    },
+    OracleType {
+        name: "artifact-contains",
+        params: &[("path", Str), ("values", StrList), ("value", Scalar)],
+        family: Family::Other,
+        judge: |s, _, f| artifacts::artifact_contains(s, f),
+    },
+    OracleType {
+        name: "artifact-before-reply",
+        params: &[("path", Str)],
+        family: Family::Other,
+        judge: |s, _, f| artifacts::artifact_before_reply(s, f),
+    },
+    OracleType {
+        name: "final-answer-matches",
+        params: &[("pattern", Str)],
+        family: Family::Other,
+        judge: |s, _, f| replies::final_answer_matches(s, f),
+    },
+    OracleType {
+        name: "max-tokens",
+        params: &[("limit", Count), ("value", Scalar), ("kind", Str)],
+        family: Family::Other,
+        judge: |s, _, f| counts::max_tokens(s, f),
+    },
+    OracleType {
+        name: "tools-offered",
+        params: &[("tools", StrList), ("mode", Str)],
+        family: Family::Other,
+        judge: |s, _, f| counts::tools_offered(s, f),
+    },
+    OracleType {
+        name: "contract-conformant",
+        params: &[],
+        family: Family::Other,
+        judge: |_, sc, f| contract::contract_conformant(sc, f),
+    },
+];
+
+/// Keys every oracle takes.
+const COMMON: &[&str] = &["type", "metadata"];
+/// The harness's oracle fields: `null` on any oracle means "not set".
+const HARNESS_FIELDS: &[&str] = &["tool", "value", "limit", "tools", "metadata"];
+/// The keys of one expected call in `calls`.
+const CALL_KEYS: &[(&str, Shape)] = &[("tool", Str), ("args", Any)];
+
+/// The type named `written` (compared case-insensitively, trimmed).
+pub fn lookup(written: &str) -> Option<&'static OracleType> {
+    let written = written.trim();
+    TYPES.iter().find(|t| t.name.eq_ignore_ascii_case(written))
+}
+
+/// Whether two parameter names are the same: ASCII case ignored, `_` equal to `-`.
+pub fn same_key(a: &str, b: &str) -> bool {
+    let norm = |c: u8| match c {
+        b'_' => b'-',
+        c => c.to_ascii_lowercase(),
+    };
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| norm(x) == norm(y))
+}
+
+/// Edit distance of two short names (insertions, deletions, substitutions and swaps of two
+/// neighbours each count one), ignoring ASCII case and `_`/`-`.
+fn distance(a: &str, b: &str) -> usize {
+    let norm = |s: &str| -> Vec<u8> {
+        s.bytes()
+            .map(|c| {
+                if c == b'_' {
+                    b'-'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    };
+    let (a, b) = (norm(a), norm(b));
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The name among `candidates` closest to `written`, when it is close (at most a third of its
+/// length, and at least one edit away from being another word entirely).
+pub fn closest<'c>(
+    written: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> Option<&'c str> {
+    let limit = (written.len() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (distance(written, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, c)| (*d, *c))
+        .map(|(_, c)| c)
+}
+
+/// The unknown-key message for `key` on an oracle of type `t`, with what was probably meant: a
+/// parameter of this type with a close name, else the type whose parameter it is.
+fn unknown_key(t: &OracleType, key: &str) -> String {
+    let mut msg = format!("unknown parameter `{key}` for {}", t.name);
+    let own = t.params.iter().map(|(n, _)| *n).chain(["metadata"]);
+    if let Some(meant) = closest(key, own) {
+        msg.push_str(&format!("; did you mean `{meant}`?"));
+    } else {
+        let elsewhere: Vec<&str> = (TYPES.iter())
+            .filter(|o| o.params.iter().any(|(n, _)| same_key(n, key)))
+            .map(|o| o.name)
+            .collect();
+        if let Some(other) =
+            closest(t.name, elsewhere.iter().copied()).or_else(|| elsewhere.first().copied())
+        {
+            msg.push_str(&format!("; did you mean {other}, which takes it?"));
+        }
+    }
+    msg
+}
+
+/// Checks an object's keys against `allowed`: unknown keys, keys given twice in different
+/// spellings, and values of the wrong shape. `what` names the object in messages.
+fn check_keys(
+    obj: &Map<String, Value>,
+    allowed: &[(&str, Shape)],
+    common: &[&str],
+    unknown: &dyn Fn(&str) -> String,
+    what: &str,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new(); // (canonical, as written)
+    for (key, value) in obj {
+        let canonical = (allowed.iter().map(|(n, _)| *n))
+            .chain(common.iter().copied())
+            .find(|n| same_key(n, key));
+        let Some(canonical) = canonical else {
+            problems.push(unknown(key));
+            continue;
+        };
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            problems.push(format!(
+                "`{canonical}` is given twice{what} (as `{first}` and `{key}`)"
+            ));
+            continue;
+        }
+        seen.push((canonical, key));
+        if value.is_null() && HARNESS_FIELDS.contains(&canonical) {
+            continue;
+        }
+        let shape = (allowed.iter())
+            .find(|(n, _)| *n == canonical)
+            .map(|(_, s)| *s)
+            .unwrap_or(if canonical == "metadata" { Object } else { Any });
+        if !shape.fits(value) {
+            problems.push(format!(
+                "`{canonical}`{what} must be {}, found {}",
+                shape.describe(),
+                crate::trace::json_type_name(value)
+            ));
+        }
+    }
+    problems
+}
+
+/// The strict-parameter problems of an oracle of type `t` (empty when it is well-formed).
+pub fn param_problems(t: &OracleType, spec: &OracleSpec) -> Vec<String> {
+    let mut problems = check_keys(
+        &spec.params,
+        t.params,
+        COMMON,
+        &|key| unknown_key(t, key),
+        "",
+    );
+    if let Some(Value::Array(calls)) = spec.get("calls") {
+        for (i, call) in calls.iter().enumerate() {
+            if let Value::Object(c) = call {
+                let what = format!(" in `calls[{i}]`");
+                problems.extend(check_keys(
+                    c,
+                    CALL_KEYS,
+                    &[],
+                    &|key| {
+                        let mut m = format!("unknown key `{key}` in `calls[{i}]`");
+                        if let Some(meant) = closest(key, ["tool", "args"]) {
+                            m.push_str(&format!("; did you mean `{meant}`?"));
+                        }
+                        m
+                    },
+                    &what,
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Judges one oracle of type `t`: strict parameters first, then its check.
+pub(crate) fn judge(
+    t: &OracleType,
+    spec: &OracleSpec,
+    scenario: &Scenario,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
+    let problems = param_problems(t, spec);
+    if !problems.is_empty() {
+        return OracleResult::misconfigured(problems.join("; "));
+    }
+    (t.judge)(spec, scenario, facts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_lowercase() {
+        for (i, t) in TYPES.iter().enumerate() {
+            assert_eq!(t.name, t.name.to_ascii_lowercase());
+            assert!(TYPES[..i].iter().all(|o| o.name != t.name), "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(closest("tols", ["tools", "tool", "mode"]), Some("tools"));
+        assert_eq!(closest("tol", ["tools", "tool", "mode"]), Some("tool"));
+        assert_eq!(closest("argsmatch", ["argsMatch"]), Some("argsMatch"));
+        assert_eq!(closest("threshhold", ["tool", "value"]), None);
+        assert!(same_key("args_match", "args-match"));
+        assert!(same_key("ArgsMatch", "argsmatch"));
+        assert!(!same_key("args_match", "argsMatch"));
+        assert_eq!(closest("riks", ["risk", "tags"]), Some("risk"));
+    }
+}
