@@ -524,7 +524,14 @@ impl EntryHasher {
     const BATCH: usize = 64 << 10;
     const CHUNK: usize = 1024;
 
-    fn update(&mut self, bytes: &[u8]) {
+    fn update(&mut self, mut bytes: &[u8]) {
+        // A large piece with nothing pending (a cache file read whole) goes straight through,
+        // in whole chunks, rather than being copied.
+        if self.pending.is_empty() && bytes.len() >= Self::BATCH {
+            let whole = bytes.len() / Self::CHUNK * Self::CHUNK;
+            self.hasher.update(&bytes[..whole]);
+            bytes = &bytes[whole..];
+        }
         self.pending.extend_from_slice(bytes);
         if self.pending.len() >= Self::BATCH {
             let whole = self.pending.len() / Self::CHUNK * Self::CHUNK;

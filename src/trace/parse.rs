@@ -68,6 +68,7 @@ struct RawPrivacy<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawPrompt<'a> {
     #[serde(borrow)]
     h: Str<'a>,
@@ -94,9 +95,30 @@ struct RawPlanned<'a> {
     args: &'a RawValue,
 }
 
-/// Every field any known kind may carry, typed. Unknown fields are skipped by serde.
-#[derive(Deserialize)]
-struct RawEvent<'a> {
+/// Every field any known kind may carry, typed, twice: [`RawEvent`] refuses a key it does not
+/// know (the fast path: a line holding only the format's fields is read once), and
+/// [`RawEventAny`] skips such keys (a second read, for the lines that have them, once the
+/// prompt side has been checked for text in them).
+macro_rules! raw_events {
+    ($($(#[$fm:meta])* $field:ident : $ty:ty,)*) => {
+        /// An event line with only the fields the format defines.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawEvent<'a> { $($(#[$fm])* $field: $ty,)* }
+
+        /// An event line, fields the format does not define skipped.
+        #[derive(Deserialize)]
+        struct RawEventAny<'a> { $($(#[$fm])* $field: $ty,)* }
+
+        impl<'a> From<RawEventAny<'a>> for RawEvent<'a> {
+            fn from(r: RawEventAny<'a>) -> Self {
+                RawEvent { $($field: r.$field,)* }
+            }
+        }
+    };
+}
+
+raw_events! {
     #[serde(borrow)]
     kind: Option<Str<'a>>,
     seq: Option<u64>,
@@ -164,6 +186,78 @@ struct RawEvent<'a> {
     code: Option<&'a RawValue>,
     #[serde(borrow)]
     status: Option<Str<'a>>,
+}
+
+/// The first field of a prompt-side event (`user_message`, `inference`) that the format defines
+/// only for other kinds and that holds text (a string that is not a prompt hash).
+fn foreign_text(kind: &str, raw: &RawEvent<'_>) -> Option<&'static str> {
+    let allowed: &[&str] = match kind {
+        "user_message" => &["id", "prompt"],
+        _ => &[
+            "request_id",
+            "model",
+            "input_h",
+            "system_h",
+            "tools_offered",
+            "consumes",
+            "output",
+            "usage",
+            "finish",
+        ],
+    };
+    let strings: [(&'static str, &Option<Str<'_>>); 21] = [
+        ("id", &raw.id),
+        ("request_id", &raw.request_id),
+        ("model", &raw.model),
+        ("input_h", &raw.input_h),
+        ("system_h", &raw.system_h),
+        ("finish", &raw.finish),
+        ("call_id", &raw.call_id),
+        ("tool", &raw.tool),
+        ("output_h", &raw.output_h),
+        ("error", &raw.error),
+        ("approval_id", &raw.approval_id),
+        ("reason", &raw.reason),
+        ("by", &raw.by),
+        ("phase", &raw.phase),
+        ("text", &raw.text),
+        ("reply_to", &raw.reply_to),
+        ("channel", &raw.channel),
+        ("path", &raw.path),
+        ("h", &raw.h),
+        ("message", &raw.message),
+        ("status", &raw.status),
+    ];
+    let values: [(&'static str, Option<&RawValue>); 5] = [
+        ("output", raw.output),
+        ("args", raw.args),
+        ("from", raw.from),
+        ("to", raw.to),
+        ("code", raw.code),
+    ];
+    let lists: [(&'static str, &Option<Vec<Str<'_>>>); 2] =
+        [("tools_offered", &raw.tools_offered), ("consumes", &raw.consumes)];
+    let foreign = |name: &&str| !allowed.contains(name);
+    strings
+        .iter()
+        .filter(|(name, _)| foreign(name))
+        .find(|(_, v)| v.as_ref().is_some_and(|s| !is_hash(s, true)))
+        .map(|(name, _)| *name)
+        .or_else(|| {
+            values
+                .iter()
+                .filter(|(name, _)| foreign(name))
+                .find(|(_, v)| v.is_some_and(|r| r.get().contains('"')))
+                .map(|(name, _)| *name)
+        })
+        .or_else(|| {
+            lists
+                .iter()
+                .filter(|(name, _)| foreign(name))
+                .find(|(_, v)| v.as_ref().is_some_and(|l| !l.is_empty()))
+                .map(|(name, _)| *name)
+        })
+        .or_else(|| (kind != "user_message" && raw.prompt.is_some()).then_some("prompt"))
 }
 
 /// Just enough of a line to tell its kind and seq, used when the full parse fails so that an
@@ -254,14 +348,10 @@ impl Parser<'_> {
         }
     }
 
-    /// The prompt-side rule ([`prompt_side`]) for line `n` of kind `kind`.
-    fn prompt_side(&self, n: usize, kind: &str, line: &str, typed: bool) -> Result<(), TraceError> {
-        let found = if typed {
-            prompt_side::check(kind, line)
-        } else {
-            prompt_side::check_value(kind, line)
-        };
-        match found {
+    /// The prompt-side rule ([`prompt_side`]) for line `n` of kind `kind`, a line holding keys
+    /// the format does not define (or that failed to read).
+    fn prompt_side(&self, n: usize, kind: &str, line: &str) -> Result<(), TraceError> {
+        match prompt_side::check_value(kind, line) {
             Some(v) if !(v.waivable && self.raw_prompt_opt_in) => Err(self.privacy(n, v.detail)),
             _ => Ok(()),
         }
@@ -475,8 +565,10 @@ impl Parser<'_> {
         let raw: RawEvent = match serde_json::from_str(line) {
             Ok(raw) => raw,
             Err(e) => {
-                // The typed parse failed: a known kind with a wrong field type is malformed, but
-                // an unknown kind is kept whatever its fields look like.
+                // The fast read failed: a key the format does not define, or a problem. An
+                // unknown kind is kept whatever its fields look like; a known kind is read again
+                // without its unknown keys, once the prompt side has been checked for text in
+                // them; what still fails is malformed.
                 let probe: Probe = serde_json::from_str(line).map_err(|_| {
                     self.malformed(
                         n,
@@ -486,7 +578,7 @@ impl Parser<'_> {
                 match probe.kind.as_deref().map(|k| (k, normalize_kind(k))) {
                     Some((written, None)) => {
                         if prompt_side::is_prompt_kind(written) {
-                            self.prompt_side(n, written, line, false)?;
+                            self.prompt_side(n, written, line)?;
                         }
                         let seq = self.seq(n, probe.seq, state)?;
                         state.unknown(written, n);
@@ -503,11 +595,14 @@ impl Parser<'_> {
                         // Raw text where the prompt side has none is a privacy violation
                         // before it is a shape error.
                         if matches!(kind, "user_message" | "inference") {
-                            self.prompt_side(n, kind, line, false)?;
+                            self.prompt_side(n, kind, line)?;
                         }
-                        return Err(self.malformed(n, describe(line, &e, EVENT)));
+                        match serde_json::from_str::<RawEventAny>(line) {
+                            Ok(raw) => raw.into(),
+                            Err(e) => return Err(self.malformed(n, describe(line, &e, EVENT))),
+                        }
                     }
-                    None => return Err(self.malformed(n, describe(line, &e, EVENT))),
+                    None => return Err(self.malformed(n, "event lacks `kind`")),
                 }
             }
         };
@@ -536,7 +631,7 @@ impl Parser<'_> {
         let ts_ms = raw.ts_ms;
         let Some(kind) = kind else {
             if prompt_side::is_prompt_kind(written) {
-                self.prompt_side(n, written, line, true)?;
+                self.prompt_side(n, written, line)?;
             }
             state.unknown(written, n);
             return Ok(Some(Event {
@@ -548,8 +643,15 @@ impl Parser<'_> {
                 },
             }));
         };
+        // Fields the format defines, but for other kinds (`text` on a `user_message`): on the
+        // prompt side, text there is taken for raw prompt text too.
         if matches!(kind, "user_message" | "inference") {
-            self.prompt_side(n, kind, line, true)?;
+            if let Some(field) = foreign_text(kind, &raw) {
+                let v = prompt_side::violation(kind, field, true);
+                if !self.raw_prompt_opt_in {
+                    return Err(self.privacy(n, v.detail));
+                }
+            }
         }
         let body = self.body(n, kind, raw, state)?;
         Ok(Some(Event {
