@@ -44,6 +44,9 @@ pub struct Discovered {
     /// Things worth telling the user (a symlink loop, or a second path to a directory already
     /// searched).
     pub warnings: Vec<String>,
+    /// The paths searched (the given paths, then the `--scenarios` directories): the suite's
+    /// roots, inside which a scenario's Harness Contract must lie.
+    pub roots: Vec<Utf8PathBuf>,
 }
 
 /// Walks `paths` for scenarios and traces and `suite_dirs` for harness-suite scenario files.
@@ -68,6 +71,7 @@ pub fn discover(
     for p in suite_dirs {
         walker.root(p, true)?;
     }
+    walker.found.roots = roots.iter().map(|r| r.to_path_buf()).collect();
     Ok(walker.found)
 }
 

@@ -1,9 +1,35 @@
-//! Atomic file writes: a temporary file in the destination's directory, then a rename, so a crash
-//! or kill leaves the old file intact.
+//! Files on disk, written and read safely: atomic writes (a temporary file in the destination's
+//! directory, then a rename, so a crash or kill leaves the old file intact), writes confined to a
+//! directory without following a symlink out of it, and reads of regular files only, within a
+//! size limit.
+//!
+//! - **Modes.** Written files get the mode a plain create gives under the process umask (the
+//!   temporary file is created as the destination would be, not 0600), so a teammate or a CI step
+//!   running as another user can read a baseline or a report.
+//! - **Temporary files** are named `.tracereplay-<16 hex>.tmp`. One left by a killed process is
+//!   removed by the next write into the same directory, if it is older than that run.
+//! - **Confinement** ([`Confined`]): every directory between the root and the file must be a
+//!   real directory, not a symlink, and the file itself, if it exists, a regular file; otherwise
+//!   the write (or removal, or rename) is refused with a message naming the path. The root itself
+//!   may be a symlink: it is the user's choice of directory.
+//! - **Reads** ([`read_regular`]): only a regular file (a FIFO would block forever, `/dev/zero`
+//!   never ends), checked before it is opened, and never more than the limit of its kind.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::time::SystemTime;
 
-use camino::Utf8Path;
+use camino::{Utf8Path, Utf8PathBuf};
+
+/// When this process started writing: temporary files older than this are leftovers.
+fn run_started() -> SystemTime {
+    static STARTED: std::sync::OnceLock<SystemTime> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(SystemTime::now)
+}
+
+/// Notes the start of the run (call early: temporary files older than it count as leftovers).
+pub fn mark_run_start() {
+    run_started();
+}
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -38,6 +64,61 @@ pub fn write_streaming_creating_dirs(
     write_atomic_with(path, write, durable, || Ok(()))
 }
 
+/// A fresh temporary file in `dir`, created as a plain create would create the destination
+/// (mode 0666 less the umask), with its path.
+fn temporary_in(dir: &Utf8Path) -> std::io::Result<(std::fs::File, Utf8PathBuf)> {
+    for _ in 0..16 {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = dir.join(format!(".tracereplay-{name}.tmp"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => return Ok((f, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("cannot name a temporary file"))
+}
+
+/// Whether `name` is one of this tool's temporary files (`.tracereplay-<16 hex>.tmp`).
+fn is_temporary_name(name: &str) -> bool {
+    name.strip_prefix(".tracereplay-")
+        .and_then(|r| r.strip_suffix(".tmp"))
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Removes this tool's temporary files in `dir` that are older than this run (left by a killed
+/// process), once per directory per run.
+fn remove_stale_temporaries(dir: &Utf8Path) {
+    static CLEANED: std::sync::Mutex<Vec<Utf8PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut cleaned = CLEANED.lock().unwrap_or_else(|e| e.into_inner());
+        if cleaned.iter().any(|d| d == dir) {
+            return;
+        }
+        cleaned.push(dir.to_owned());
+    }
+    let started = run_started();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let stale = e.file_name().to_str().is_some_and(is_temporary_name)
+            && e.file_type().is_ok_and(|t| t.is_file())
+            && e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < started);
+        if stale {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// [`write_atomic`] with a hook run between writing the temporary file and the rename, so tests
 /// can inject a failure exactly there.
 fn write_atomic_with(
@@ -50,32 +131,216 @@ fn write_atomic_with(
         Some(d) if !d.as_str().is_empty() => d,
         _ => Utf8Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tracereplay-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    {
-        let mut out = std::io::BufWriter::with_capacity(64 * 1024, tmp.as_file_mut());
+    remove_stale_temporaries(dir);
+    let (file, tmp) = temporary_in(dir)?;
+    let written = (|| {
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, &file);
         write(&mut out)?;
         out.flush()?;
+        drop(out);
+        if durable {
+            file.sync_all()?;
+        }
+        before_rename()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // `path` is untouched; the temporary file goes.
+        let _ = std::fs::remove_file(&tmp);
     }
-    if durable {
-        tmp.as_file().sync_all()?;
+    written
+}
+
+/// Opens `path` for reading without blocking on a FIFO (on Unix; elsewhere as usual). The
+/// caller checks the open file is a regular file before reading it.
+pub fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    options.open(path)
+}
+
+/// Reads `path` if it is a regular file of at most `limit` bytes: opened without blocking (a
+/// FIFO would block an open) and checked before anything is read (a device never ends), then
+/// read no further than the limit (a file that grew). `what` names the kind of file in the
+/// message.
+pub fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    let file = open_nonblocking(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{what} `{path}` is not a regular file (a FIFO, device or directory); not read"
+            ),
+        ));
     }
-    // On error the temporary file is dropped (and deleted) and `path` is untouched.
-    before_rename()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let too_large = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{what} `{path}` is larger than the limit of {limit} bytes for such a file; not read"
+            ),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// A directory that writes must stay inside (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confined {
+    root: Utf8PathBuf,
+}
+
+fn refused(path: &Utf8Path, why: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!("refusing to write `{path}`: {why}"),
+    )
+}
+
+impl Confined {
+    /// Writes under `root`.
+    pub fn new(root: impl Into<Utf8PathBuf>) -> Confined {
+        Confined { root: root.into() }
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Utf8Path {
+        &self.root
+    }
+
+    /// Checks `path` (which must lie under the root, lexically) for a write: each directory
+    /// between the root and it is a real directory (created when `create` and missing), and the
+    /// file itself is absent or a regular file, never a symlink.
+    fn check(&self, path: &Utf8Path, create: bool) -> std::io::Result<()> {
+        let here = matches!(self.root.as_str(), "" | ".");
+        let rel = if here && path.is_relative() {
+            path.strip_prefix(".").unwrap_or(path)
+        } else {
+            path.strip_prefix(&self.root)
+                .map_err(|_| refused(path, &format!("it is not inside `{}`", self.root)))?
+        };
+        let mut at = self.root.clone();
+        let parts: Vec<&str> = rel.iter().collect();
+        let Some((file, dirs)) = parts.split_last() else {
+            return Err(refused(path, "it names the directory itself"));
+        };
+        for part in dirs {
+            if matches!(*part, "." | "..") {
+                return Err(refused(path, "it climbs out with `..`"));
+            }
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(refused(
+                        path,
+                        &format!(
+                            "`{at}` is a symlink, and writes never follow one out of `{}`",
+                            self.root
+                        ),
+                    ));
+                }
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(refused(path, &format!("`{at}` is not a directory"))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                    std::fs::create_dir(&at).or_else(|e| {
+                        // Another process made it meanwhile: check it again below.
+                        if e.kind() == std::io::ErrorKind::AlreadyExists {
+                            Ok(())
+                        } else {
+                            Err(e)
+                        }
+                    })?;
+                    if std::fs::symlink_metadata(&at)?.file_type().is_symlink() {
+                        return Err(refused(path, &format!("`{at}` is a symlink")));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if matches!(*file, "." | "..") {
+            return Err(refused(path, "it names a directory"));
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => Err(refused(
+                path,
+                "it is a symlink, and tracereplay never writes through one",
+            )),
+            Ok(m) if !m.is_file() => Err(refused(path, "it is not a regular file")),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `bytes` to `path` atomically, creating directories under the root as needed.
+    pub fn write(&self, path: &Utf8Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+        self.write_streaming(path, durable, &mut |w| w.write_all(bytes))
+    }
+
+    /// [`Confined::write`] for content written piece by piece.
+    pub fn write_streaming(
+        &self,
+        path: &Utf8Path,
+        durable: bool,
+        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.root)?;
+        self.check(path, true)?;
+        write_atomic_with(path, write, durable, || Ok(()))
+    }
+
+    /// Removes `path` (absent is fine); refuses a symlink or a path through one.
+    pub fn remove(&self, path: &Utf8Path) -> std::io::Result<()> {
+        self.check(path, false)?;
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Renames `from` to `to`, both under the root; refuses symlinks at either end or on the way.
+    pub fn rename(&self, from: &Utf8Path, to: &Utf8Path) -> std::io::Result<()> {
+        self.check(from, false)?;
+        if std::fs::symlink_metadata(from).is_err() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("`{from}` does not exist"),
+            ));
+        }
+        self.check(to, true)?;
+        std::fs::rename(from, to)
+    }
+
+    /// Reads `path` under the root: the same checks as a write, then [`read_regular`].
+    pub fn read(&self, path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+        self.check(path, false)?;
+        read_regular(path, limit, what)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn utf8(p: &std::path::Path) -> Utf8PathBuf {
+        Utf8PathBuf::from_path_buf(p.to_owned()).unwrap()
+    }
+
     #[test]
     fn replaces_content_and_leaves_no_temporary_files() {
         let dir = tempfile::tempdir().unwrap();
-        let p = camino::Utf8PathBuf::from_path_buf(dir.path().join("f.json")).unwrap();
+        let p = utf8(&dir.path().join("f.json"));
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
@@ -85,7 +350,7 @@ mod tests {
     #[test]
     fn a_failure_before_the_rename_leaves_the_old_file_intact() {
         let dir = tempfile::tempdir().unwrap();
-        let p = camino::Utf8PathBuf::from_path_buf(dir.path().join("a.baseline.json")).unwrap();
+        let p = utf8(&dir.path().join("a.baseline.json"));
         write_atomic(&p, b"approved").unwrap();
         let err = write_atomic_with(&p, &mut |w| w.write_all(b"half-written"), true, || {
             Err(std::io::Error::other("killed"))
@@ -98,5 +363,104 @@ mod tests {
             1,
             "no temporary file left behind"
         );
+    }
+
+    /// A written file has the mode a plain create gives (not the 0600 of a secure temporary
+    /// file): whatever the umask lets a plain `File::create` have.
+    #[cfg(unix)]
+    #[test]
+    fn written_files_get_the_mode_of_a_plain_create() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let p = utf8(&dir.path().join("f.json"));
+        write_atomic(&p, b"x").unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(p.as_std_path()), mode(&plain));
+        assert_ne!(
+            mode(&plain),
+            0o600,
+            "the umask of a test run leaves others some access"
+        );
+    }
+
+    #[test]
+    fn stale_temporary_files_are_removed_fresh_ones_and_others_kept() {
+        assert!(is_temporary_name(".tracereplay-0123456789abcdef.tmp"));
+        assert!(!is_temporary_name(".tracereplay-notes.tmp"));
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".tracereplay-0123456789abcdef.tmp");
+        let other = dir.path().join(".tracereplay-mine.tmp");
+        for p in [&stale, &other] {
+            std::fs::write(p, b"left").unwrap();
+            let old = SystemTime::now() - std::time::Duration::from_secs(3600);
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        mark_run_start();
+        write_atomic(&utf8(&dir.path().join("f.json")), b"x").unwrap();
+        assert!(!stale.exists());
+        assert!(other.exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn confined_writes_never_follow_a_symlink_out() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let c = Confined::new(utf8(root.path()));
+        std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
+        let through = utf8(&root.path().join("linked/x.baseline.json"));
+        let err = c.write(&through, b"x", false).unwrap_err();
+        assert!(err.to_string().contains("is a symlink"), "{err}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        std::fs::write(outside.path().join("important"), b"keep").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("important"), root.path().join("f.json"))
+            .unwrap();
+        let link = utf8(&root.path().join("f.json"));
+        assert!(c.write(&link, b"x", false).is_err());
+        assert!(c.remove(&link).is_err());
+        assert_eq!(
+            std::fs::read(outside.path().join("important")).unwrap(),
+            b"keep"
+        );
+        let fine = utf8(&root.path().join("a/b.json"));
+        c.write(&fine, b"ok", true).unwrap();
+        assert_eq!(std::fs::read(&fine).unwrap(), b"ok");
+        assert!(
+            c.write(&utf8(outside.path()).join("y"), b"x", false)
+                .is_err()
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reads_take_regular_files_within_their_limit_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = utf8(&dir.path().join("f"));
+        std::fs::write(&f, b"0123456789").unwrap();
+        assert_eq!(read_regular(&f, 10, "file").unwrap(), b"0123456789");
+        assert!(
+            read_regular(&f, 9, "file")
+                .unwrap_err()
+                .to_string()
+                .contains("limit of 9")
+        );
+        let fifo = utf8(&dir.path().join("fifo"));
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let err = read_regular(&fifo, 10, "allow file").unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(read_regular(Utf8Path::new("/dev/zero"), 10, "baseline").is_err());
     }
 }

@@ -12,6 +12,8 @@ use std::io::Write;
 use clap::Parser;
 
 fn main() {
+    // Temporary files older than this are leftovers of a killed run.
+    tracereplay::fsutil::mark_run_start();
     let parsed = cli::args::Cli::parse();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -5,7 +5,17 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
-use crate::fsutil::write_creating_dirs;
+use crate::fsutil::{Confined, read_regular};
+
+/// The largest baseline file read (a baseline is a small multiple of its trace's behaviour, and
+/// large values in it are summaries): a bigger file, or one that is not a regular file (a
+/// FIFO, `/dev/zero`), is reported as invalid and never read.
+pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
+
+/// The longest path segment written (bytes): longer encoded ids are cut and given a hash suffix
+/// (see [`encode_segment`]), so every name fits the 255-byte limit of common file systems with
+/// room for the longest suffix (`.baseline.json.deleted`).
+pub const MAX_SEGMENT_BYTES: usize = 200;
 
 /// `format` of a baseline file.
 pub const BASELINE_FORMAT: &str = "tracereplay.baseline";
@@ -84,11 +94,14 @@ impl BaselineFile {
         text
     }
 
-    /// Reads and validates a baseline file.
+    /// Reads and validates a baseline file (a regular file of at most
+    /// [`MAX_BASELINE_BYTES`]).
     pub fn read(path: &Utf8Path) -> Result<BaselineFile, BaselineError> {
-        let bytes = std::fs::read(path).map_err(|source| BaselineError::Io {
-            path: path.to_owned(),
-            source,
+        let bytes = read_regular(path, MAX_BASELINE_BYTES, "baseline").map_err(|source| {
+            BaselineError::Io {
+                path: path.to_owned(),
+                source,
+            }
         })?;
         Self::parse(path, &bytes)
     }
@@ -122,9 +135,10 @@ impl BaselineFile {
         serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
     }
 
-    /// Writes `text` to `path` atomically.
-    pub fn write_text(path: &Utf8Path, text: &str) -> std::io::Result<()> {
-        write_creating_dirs(path, text.as_bytes(), true)
+    /// Writes `text` to `path` atomically, inside `store`'s directory (never through a
+    /// symlink).
+    pub fn write_text(store: &BaselineStore, path: &Utf8Path, text: &str) -> std::io::Result<()> {
+        store.confined().write(path, text.as_bytes(), true)
     }
 }
 
@@ -136,6 +150,11 @@ fn strip_position(e: &serde_json::Error) -> String {
 
 /// Encodes one path segment: the id lowercased, every byte outside `[a-z0-9._-]` as `%XX`, and
 /// `.`/`..` as `%2E`/`%2E%2E`, so no id can name a path outside the baselines directory.
+///
+/// An encoding longer than [`MAX_SEGMENT_BYTES`] is cut to its first 167 bytes (never inside a
+/// `%XX`) followed by `~` and 32 hex digits of BLAKE3 of the lowercased id: stable, still unique
+/// (128 bits of hash), and short enough for any file system. (`~` is never produced by the
+/// plain encoding, so a cut name cannot equal an uncut one.)
 pub fn encode_segment(id: &str) -> String {
     let lower: String = id.chars().flat_map(char::to_lowercase).collect();
     if lower == "." || lower == ".." {
@@ -148,6 +167,21 @@ pub fn encode_segment(id: &str) -> String {
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
+    }
+    if out.len() > MAX_SEGMENT_BYTES {
+        const KEEP: usize = MAX_SEGMENT_BYTES - 33;
+        let mut cut = KEEP;
+        // Never inside a `%XX`.
+        while [1, 2]
+            .iter()
+            .any(|back| cut >= *back && out.as_bytes()[cut - back] == b'%')
+        {
+            cut -= 1;
+        }
+        let hash = blake3::hash(lower.as_bytes()).to_hex();
+        out.truncate(cut);
+        out.push('~');
+        out.push_str(&hash[..32]);
     }
     out
 }
@@ -196,6 +230,11 @@ impl BaselineStore {
         BaselineStore { dir: dir.into() }
     }
 
+    /// Writes, removals and renames confined to the store's directory.
+    pub fn confined(&self) -> Confined {
+        Confined::new(self.dir.clone())
+    }
+
     /// The approved baseline's path for (scenario, case).
     pub fn approved_path(&self, scenario: &str, case: &str) -> Utf8PathBuf {
         self.dir
@@ -214,7 +253,9 @@ impl BaselineStore {
     }
 
     /// Every file in the store ending with `suffix`, as (scenario segment, case segment, path),
-    /// sorted. Only the two-level layout is considered.
+    /// sorted. Only the two-level layout is considered, and only real directories and regular
+    /// files: a symlink inside the store (which a pull request can add) is never followed, so
+    /// nothing it leads to is taken for a baseline, marked obsolete or accepted.
     pub fn list(&self, suffix: &str) -> Vec<StoredCase> {
         let mut out = Vec::new();
         let Ok(dirs) = std::fs::read_dir(&self.dir) else {
@@ -224,7 +265,7 @@ impl BaselineStore {
             let Ok(scenario_segment) = d.file_name().into_string() else {
                 continue;
             };
-            if scenario_segment.starts_with('.') || !d.path().is_dir() {
+            if scenario_segment.starts_with('.') || !d.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
             let Ok(files) = std::fs::read_dir(d.path()) else {
@@ -234,6 +275,9 @@ impl BaselineStore {
                 let Ok(name) = f.file_name().into_string() else {
                     continue;
                 };
+                if !f.file_type().is_ok_and(|t| t.is_file()) {
+                    continue;
+                }
                 if let Some(case_segment) = name.strip_suffix(suffix) {
                     out.push(StoredCase {
                         scenario_segment: scenario_segment.clone(),
@@ -290,6 +334,15 @@ mod tests {
             assert!(p.starts_with("baselines"));
         }
         assert_eq!(decode_segment("a%2Fb%5Cc"), "a/b\\c");
+        // Over-long ids are cut with a hash suffix: bounded, stable, distinct.
+        let long = "é".repeat(100);
+        let seg = encode_segment(&long);
+        assert!(seg.len() <= MAX_SEGMENT_BYTES, "{}", seg.len());
+        assert_eq!(seg, encode_segment(&long.to_uppercase()));
+        assert_ne!(seg, encode_segment(&format!("{long}x")));
+        assert!(seg.contains('~') && !seg[..seg.find('~').unwrap()].ends_with('%'));
+        let plain = "a".repeat(MAX_SEGMENT_BYTES);
+        assert_eq!(encode_segment(&plain), plain);
         assert_eq!(decode_segment("%C3%BCn"), "ün");
     }
 }

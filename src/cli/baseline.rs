@@ -169,6 +169,7 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
         );
         return Ok(exit::FAILURE);
     }
+    let confined = BaselineStore::new(args.dir.baselines.clone()).confined();
     for p in &chosen {
         let pending = &p.stored.path;
         let approved = Utf8Path::new(
@@ -183,7 +184,8 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
                 // Validate before promoting: a corrupt pending file must not replace a good baseline.
                 BaselineFile::read(pending)
                     .with_context(|| format!("refusing to accept `{pending}`"))?;
-                std::fs::rename(pending, &approved)
+                confined
+                    .rename(pending, &approved)
                     .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
                 writeln!(
                     out,
@@ -194,12 +196,11 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
                 )?;
             }
             (true, true) => {
-                match std::fs::remove_file(&approved) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e).with_context(|| format!("cannot remove `{approved}`")),
-                }
-                std::fs::remove_file(pending)
+                confined
+                    .remove(&approved)
+                    .with_context(|| format!("cannot remove `{approved}`"))?;
+                confined
+                    .remove(pending)
                     .with_context(|| format!("cannot remove `{pending}`"))?;
                 writeln!(
                     out,
@@ -210,7 +211,8 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
                 )?;
             }
             (false, _) => {
-                std::fs::remove_file(pending)
+                confined
+                    .remove(pending)
                     .with_context(|| format!("cannot remove `{pending}`"))?;
                 writeln!(
                     out,
@@ -278,7 +280,9 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         let pending = store.new_path(scenario, case);
         let approved = store.approved_path(scenario, case);
-        std::fs::rename(&pending, &approved)
+        store
+            .confined()
+            .rename(&pending, &approved)
             .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
         written += 1;
         writeln!(out, "approved {what} -> {}", display_path(&approved))?;

@@ -156,6 +156,10 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(dir) = &args.artifacts {
         let run = report::runfolder::write(dir, &report)
             .with_context(|| format!("cannot write the run folder under `{dir}`"))?;
+        let (run, problems) = run;
+        for p in problems {
+            let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
+        }
         let _ = writeln!(err, "run folder: {run}");
     }
     let render_start = Instant::now();

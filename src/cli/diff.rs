@@ -108,7 +108,9 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     // Scenarios of the newer recording win; the older one fills in ids the newer lacks.
     let mut files = new_found.scenario_files.clone();
     files.extend(old_found.scenario_files.iter().cloned());
-    let loaded = load_scenarios(&files, &new_found.suite_files);
+    let mut roots = new_found.roots.clone();
+    roots.extend(old_found.roots.iter().cloned());
+    let loaded = load_scenarios(&files, &new_found.suite_files, &roots);
     let mut by_id: BTreeMap<String, &Scenario> = BTreeMap::new();
     for s in &loaded.scenarios {
         by_id.entry(s.id.to_lowercase()).or_insert(s);

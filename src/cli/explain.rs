@@ -38,7 +38,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         );
     }
     let found = discover(&roots, &args.scenario_dirs)?;
-    let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
+    let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let lookup = |id: &str| -> Option<&Scenario> {
         loaded
             .scenarios

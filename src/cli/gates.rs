@@ -23,7 +23,7 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         );
     }
     let found = discover(&args.paths, &args.scenario_dirs)?;
-    let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
+    let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let mut problems = check_gates(&loaded);
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {

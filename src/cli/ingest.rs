@@ -27,6 +27,8 @@ pub fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
+    // Every trace written stays inside `-o DIR`, never through a symlink under it.
+    let confined = tracereplay::fsutil::Confined::new(args.out.clone());
     let format = match args.from {
         IngestFormatArg::OpenclawScenario => Format::OpenclawScenario,
         IngestFormatArg::OpenaiMessages => Format::OpenaiMessages,
@@ -81,7 +83,7 @@ pub fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 continue;
             }
             run.trace
-                .write(&dest)
+                .write_in(&confined, &dest)
                 .with_context(|| format!("cannot write `{dest}`"))?;
             writeln!(
                 out,

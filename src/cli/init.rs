@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::Context;
 use camino::Utf8PathBuf;
 use tracereplay::baseline::{BaselineFile, BaselineStore, Behaviour};
-use tracereplay::fsutil::write_creating_dirs;
+use tracereplay::fsutil::Confined;
 use tracereplay::oracle::judge;
 use tracereplay::privacy::PromptHasher;
 use tracereplay::scenario::load_file;
@@ -118,10 +118,13 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
         },
     );
     let sealed = w.finish();
-    write_creating_dirs(&scenario_path, SCENARIO.as_bytes(), true)
+    // Everything `init` writes stays in the working directory: never through a symlinked
+    // `.github`, `traces` or `baselines`.
+    let here = Confined::new(".");
+    here.write(&scenario_path, SCENARIO.as_bytes(), true)
         .with_context(|| format!("cannot write `{scenario_path}`"))?;
     sealed
-        .write(&trace_path)
+        .write_in(&here, &trace_path)
         .with_context(|| format!("cannot write `{trace_path}`"))?;
     // Approve the example as it is judged, so `check traces/` compares against it at once.
     let scenario = load_file(&scenario_path)?.remove(0)?;
@@ -135,9 +138,9 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
         &seal.content_hash,
         Behaviour::from_trace(&parsed.trace, &results),
     );
-    BaselineFile::write_text(&baseline_path, &baseline.to_text())
+    here.write(&baseline_path, baseline.to_text().as_bytes(), true)
         .with_context(|| format!("cannot write `{baseline_path}`"))?;
-    write_creating_dirs(&ci_path, CI.as_bytes(), true)
+    here.write(&ci_path, CI.as_bytes(), true)
         .with_context(|| format!("cannot write `{ci_path}`"))?;
     for p in targets {
         writeln!(out, "created {p}")?;

@@ -23,14 +23,13 @@ pub struct BaselineOptions {
     pub write_pending: bool,
 }
 
-fn remove_if_present(path: &Utf8PathBuf, warnings: &mut Vec<String>) {
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => warnings.push(format!(
+/// Removes a stale pending file inside the store (never through a symlink).
+fn remove_if_present(store: &BaselineStore, path: &Utf8PathBuf, warnings: &mut Vec<String>) {
+    if let Err(e) = store.confined().remove(path) {
+        warnings.push(format!(
             "cannot remove stale pending file `{}`: {e}",
             display_path(path)
-        )),
+        ));
     }
 }
 
@@ -77,10 +76,10 @@ pub fn compare_trace(
         )]
     };
     if opts.write_pending {
-        remove_if_present(&store.deleted_path(scenario, case), warnings);
+        remove_if_present(store, &store.deleted_path(scenario, case), warnings);
         if findings.is_empty() {
-            remove_if_present(&new_path, warnings);
-        } else if let Err(e) = BaselineFile::write_text(&new_path, &current.to_text()) {
+            remove_if_present(store, &new_path, warnings);
+        } else if let Err(e) = BaselineFile::write_text(store, &new_path, &current.to_text()) {
             warnings.push(format!(
                 "cannot write pending baseline `{}`: {e}",
                 display_path(&new_path)
@@ -125,7 +124,7 @@ pub fn mark_ambiguous(
         super::set_blocking(&mut r, fail_on);
         if opts.write_pending {
             if let (Some(s), Some(c)) = (&r.scenario, &r.case) {
-                remove_if_present(&opts.store.new_path(s, c), warnings);
+                remove_if_present(&opts.store, &opts.store.new_path(s, c), warnings);
             }
         }
         rows.set(i, &r);
@@ -165,10 +164,12 @@ pub fn find_obsolete(
         if opts.write_pending {
             let deleted = Utf8PathBuf::from(format!("{}.deleted", stored.path));
             let new = Utf8PathBuf::from(format!("{}.new", stored.path));
-            remove_if_present(&new, warnings);
-            match std::fs::read(&stored.path) {
+            remove_if_present(&opts.store, &new, warnings);
+            let confined = opts.store.confined();
+            let limit = crate::baseline::MAX_BASELINE_BYTES;
+            match confined.read(&stored.path, limit, "baseline") {
                 Ok(bytes) => {
-                    if let Err(e) = crate::fsutil::write_atomic(&deleted, &bytes) {
+                    if let Err(e) = confined.write(&deleted, &bytes, true) {
                         warnings.push(format!(
                             "cannot write pending removal `{}`: {e}",
                             display_path(&deleted)

@@ -247,9 +247,14 @@ impl CacheFile {
     /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes; empty
     /// unless its MAC verifies under `key`.
     pub fn read_with(dir: &Utf8Path, read_whole: u64, key: &CacheKey) -> CacheFile {
-        let Ok(mut file) = std::fs::File::open(dir.join(file_name(VERSION))) else {
+        // Only a regular file: a FIFO would block the open, a device never end.
+        let path = dir.join(file_name(VERSION));
+        let Ok(mut file) = crate::fsutil::open_nonblocking(&path) else {
             return CacheFile::default();
         };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return CacheFile::default();
+        }
         let len = file.metadata().map_or(u64::MAX, |m| m.len());
         if len > MAX_FILE {
             return CacheFile::default();

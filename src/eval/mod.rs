@@ -242,7 +242,7 @@ fn check_in_pool(
     opts: &CheckOptions,
     cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
-    let loaded = load_scenarios(&found.scenario_files, &found.suite_files);
+    let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
         let paths: Vec<String> = searched.iter().map(|p| format!("`{p}`")).collect();
         return Err(CheckError::NothingFound {

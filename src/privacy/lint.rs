@@ -111,9 +111,12 @@ pub fn fingerprint(secret: &str) -> String {
 }
 
 /// Fingerprints waived by `.tracereplay-allow` (one per line; `#` starts a comment).
+///
+/// Only a regular file of at most 1 MiB is read; anything else (a FIFO, `/dev/zero`) waives
+/// nothing.
 pub fn read_allow_file(path: &Utf8Path) -> HashSet<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let bytes = crate::fsutil::read_regular(path, 1 << 20, "allow file").unwrap_or_default();
+    String::from_utf8_lossy(&bytes)
         .lines()
         .map(|l| l.split('#').next().unwrap_or("").trim().to_owned())
         .filter(|l| !l.is_empty())

@@ -9,7 +9,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use super::model::{Report, ResultRow, RowVerdict, Source};
 use crate::baseline::encode_segment;
 use crate::eval::explain::Explanation;
-use crate::fsutil::{write_creating_dirs, write_streaming_creating_dirs};
+use crate::fsutil::Confined;
 
 /// `YYYYMMDDTHHMMSSZ` for Unix seconds (UTC, proleptic Gregorian).
 pub fn utc_stamp(secs: u64) -> String {
@@ -96,10 +96,12 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
     }
 }
 
-/// Writes a run folder under `dir` and returns its path.
-pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
+/// Writes a run folder under `dir` (never through a symlink under it) and returns its path and
+/// the evidence files that could not be written, each with why: one row's file problem never
+/// loses the report or the other rows' evidence.
+pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<(Utf8PathBuf, Vec<String>)> {
+    let confined = Confined::new(dir);
     let run = dir.join(new_run_id());
-    std::fs::create_dir_all(&run)?;
     type Renderer = fn(&Report, &mut dyn std::io::Write) -> std::io::Result<()>;
     let files: [(&str, Renderer); 3] = [
         ("report.json", super::json::render),
@@ -107,8 +109,9 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
         ("report.md", super::markdown::render),
     ];
     for (name, render) in files {
-        write_streaming_creating_dirs(&run.join(name), true, &mut |out| render(report, out))?;
+        confined.write_streaming(&run.join(name), true, &mut |out| render(report, out))?;
     }
+    let mut problems = Vec::new();
     for r in report.results.iter().filter(needs_evidence) {
         let scenario = encode_segment(r.scenario.as_deref().unwrap_or("_unattributed"));
         let case = encode_segment(r.case.as_deref().unwrap_or("_unknown"));
@@ -120,11 +123,14 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<Utf8PathBuf> {
             path = folder.join(format!("{case}.{n}.json"));
             n += 1;
         }
-        let text =
-            serde_json::to_string_pretty(&evidence_of(&r)).map_err(std::io::Error::other)? + "\n";
-        write_creating_dirs(&path, text.as_bytes(), true)?;
+        let written = serde_json::to_string_pretty(&evidence_of(&r))
+            .map_err(std::io::Error::other)
+            .and_then(|text| confined.write(&path, (text + "\n").as_bytes(), true));
+        if let Err(e) = written {
+            problems.push(format!("cannot write evidence `{path}`: {e}"));
+        }
     }
-    Ok(run)
+    Ok((run, problems))
 }
 
 #[cfg(test)]

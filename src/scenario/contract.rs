@@ -160,7 +160,8 @@ fn path_set(obj: &Map<String, Value>, name: &str, at: &str) -> Result<Vec<PathEn
 
 /// Loads and validates a contract file.
 pub fn load_contract(path: &Utf8Path) -> Result<Contract, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read contract `{path}`: {e}"))?;
+    let bytes = crate::fsutil::read_regular(path, super::MAX_SCENARIO_BYTES, "contract")
+        .map_err(|e| format!("cannot read contract `{path}`: {e}"))?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "contract `{path}`, line {}, column {}: {e}",

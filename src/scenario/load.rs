@@ -89,17 +89,25 @@ pub type FileResult = Result<Vec<Result<Scenario, ScenarioError>>, ScenarioError
 
 /// Loads `files` (`*.scenario.json`) and `suite_files` (every `*.json` of a `--scenarios DIR`);
 /// suite files that some scenario names as its contract are contracts, not scenarios, and are
-/// dropped.
-pub fn load_scenarios(files: &[Utf8PathBuf], suite_files: &[Utf8PathBuf]) -> LoadedScenarios {
+/// dropped. `roots` are the directories searched: a scenario's Harness Contract must lie inside
+/// the root its file was found under (with no roots, inside the scenario file's directory).
+pub fn load_scenarios(
+    files: &[Utf8PathBuf],
+    suite_files: &[Utf8PathBuf],
+    roots: &[Utf8PathBuf],
+) -> LoadedScenarios {
     use rayon::prelude::*;
     // Files are parsed in parallel and kept in order.
     let listed: Vec<(&Utf8PathBuf, bool)> = (files.iter().map(|p| (p, false)))
         .chain(suite_files.iter().map(|p| (p, true)))
         .collect();
+    let roots: Vec<std::path::PathBuf> = (roots.iter())
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect();
     let per_file: Vec<(Utf8PathBuf, bool, Vec<u8>, FileResult)> = listed
         .into_par_iter()
         .map(|(path, from_suite)| {
-            let (bytes, result) = read_file(path);
+            let (bytes, result) = read_file(path, &roots);
             (path.clone(), from_suite, bytes, result)
         })
         .collect();
@@ -155,16 +163,37 @@ fn normalize(p: &Utf8Path) -> Utf8PathBuf {
 }
 
 /// Loads one file: the whole file fails on a parse error; otherwise each scenario in it loads or
-/// fails on its own.
+/// fails on its own. Its contract must lie inside the file's directory.
 pub fn load_file(path: &Utf8Path) -> FileResult {
-    read_file(path).1
+    read_file(path, &[]).1
 }
 
-/// [`load_file`], also giving the bytes read (empty when the file could not be read).
-fn read_file(path: &Utf8Path) -> (Vec<u8>, FileResult) {
-    match std::fs::read(path) {
+/// The largest scenario (or Harness Contract) file read; a larger one, or one that is not a
+/// regular file, is a load error.
+pub const MAX_SCENARIO_BYTES: u64 = 16 << 20;
+
+/// [`load_file`], also giving the bytes read (empty when the file could not be read), with the
+/// contract confined to whichever of `roots` (canonical) holds the file.
+fn read_file(path: &Utf8Path, roots: &[std::path::PathBuf]) -> (Vec<u8>, FileResult) {
+    match crate::fsutil::read_regular(path, MAX_SCENARIO_BYTES, "scenario file") {
         Ok(bytes) => {
-            let result = parse_file(path, &bytes);
+            let canonical = std::fs::canonicalize(path).ok();
+            let root = canonical
+                .as_ref()
+                .and_then(|c| {
+                    roots
+                        .iter()
+                        .filter(|r| c.starts_with(r))
+                        .max_by_key(|r| r.as_os_str().len())
+                })
+                .cloned()
+                .or_else(|| {
+                    canonical
+                        .as_ref()
+                        .and_then(|c| c.parent())
+                        .map(|p| p.to_owned())
+                });
+            let result = parse_file(path, &bytes, root.as_deref());
             (bytes, result)
         }
         Err(source) => {
@@ -174,8 +203,8 @@ fn read_file(path: &Utf8Path) -> (Vec<u8>, FileResult) {
     }
 }
 
-/// [`load_file`] over bytes read already.
-fn parse_file(path: &Utf8Path, bytes: &[u8]) -> FileResult {
+/// [`load_file`] over bytes read already; `root` (canonical) is where its contract must lie.
+fn parse_file(path: &Utf8Path, bytes: &[u8], root: Option<&std::path::Path>) -> FileResult {
     let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     let parse_error = |e: serde_json::Error| ScenarioError::Parse {
         path: path.to_owned(),
@@ -196,12 +225,12 @@ fn parse_file(path: &Utf8Path, bytes: &[u8]) -> FileResult {
         detail,
     };
     Ok(match value {
-        Value::Object(obj) => vec![scenario_from(path, None, &obj)],
+        Value::Object(obj) => vec![scenario_from(path, None, &obj, root)],
         Value::Array(items) => items
             .iter()
             .enumerate()
             .map(|(i, item)| match item {
-                Value::Object(obj) => scenario_from(path, Some(i), obj),
+                Value::Object(obj) => scenario_from(path, Some(i), obj, root),
                 _ => Err(invalid(format!(
                     "entry {i} of the array is not a scenario object"
                 ))),
@@ -326,6 +355,7 @@ fn scenario_from(
     path: &Utf8Path,
     index: Option<usize>,
     obj: &Map<String, Value>,
+    root: Option<&std::path::Path>,
 ) -> Result<Scenario, ScenarioError> {
     let id = field(obj, "id")
         .and_then(Value::as_str)
@@ -412,11 +442,9 @@ fn scenario_from(
         scripted_trace: field(obj, "scriptedTrace")
             .filter(|v| !v.is_null())
             .cloned(),
-        contract_loaded: contract.as_deref().map(|c| {
-            super::contract::load_contract(
-                &path.parent().unwrap_or(Utf8Path::new("")).join(c.trim()),
-            )
-        }),
+        contract_loaded: contract
+            .as_deref()
+            .map(|c| contract_within(path, c.trim(), root)),
         contract,
         known_gap,
         metadata,
@@ -435,6 +463,33 @@ fn string_list(v: Option<&Value>) -> Result<Vec<String>, ()> {
             .collect(),
         Some(_) => Err(()),
     }
+}
+
+/// Loads the contract `c` named by the scenario file `path`: relative to the file, and resolving
+/// (symlinks and `..` included) inside `root`; anything else is a load error, so a scenario
+/// cannot read a file elsewhere on the machine.
+fn contract_within(
+    path: &Utf8Path,
+    c: &str,
+    root: Option<&std::path::Path>,
+) -> Result<super::contract::Contract, String> {
+    if Utf8Path::new(c).is_absolute() || c.starts_with('/') || c.starts_with('\\') {
+        return Err(format!(
+            "contract path `{c}` is absolute; name it relative to the scenario file, inside the suite"
+        ));
+    }
+    let joined = path.parent().unwrap_or(Utf8Path::new("")).join(c);
+    if let (Some(root), Ok(resolved)) = (root, std::fs::canonicalize(&joined)) {
+        if !resolved.starts_with(root) {
+            return Err(format!(
+                "contract path `{c}` leads outside the suite root `{}`; keep contracts inside the suite",
+                crate::discover::display_path(
+                    Utf8Path::from_path(root).unwrap_or(Utf8Path::new("?"))
+                )
+            ));
+        }
+    }
+    super::contract::load_contract(&joined)
 }
 
 /// Trims entries and drops blank ones: blank values count as not configured.
@@ -492,7 +547,7 @@ mod tests {
             r#"[{"ID":"one","Title":"T","RISK":"high","Expected":{"MUSTCALLTOOLS":[" web ", ""]},"Oracles":[{"Type":"tool-called"}],"KnownGap":true,"Metadata":{"unsafeTools":"deploy"}},
                 {"id":"two","title":"T2"}]"#,
         );
-        let loaded = load_scenarios(&[p], &[]);
+        let loaded = load_scenarios(&[p], &[], &[]);
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let s = &loaded.scenarios[0];
         assert_eq!(
@@ -514,7 +569,7 @@ mod tests {
             "{\n  \"id\": \"x\",\n  \"title\": \"t\",\n}\n",
         );
         let good = write(&dir, "good.scenario.json", r#"{"id":"g","title":"t"}"#);
-        let loaded = load_scenarios(&[bad.clone(), good], &[]);
+        let loaded = load_scenarios(&[bad.clone(), good], &[], &[]);
         assert_eq!(loaded.scenarios.len(), 1);
         match &loaded.errors[0] {
             ScenarioError::Parse {
@@ -539,7 +594,7 @@ mod tests {
             "s.scenario.json",
             r#"[{"id":" "},{"id":"r","risk":"extreme"},{"id":"ok","title":"t"}]"#,
         );
-        let loaded = load_scenarios(&[p], &[]);
+        let loaded = load_scenarios(&[p], &[], &[]);
         assert_eq!(loaded.scenarios.len(), 1);
         let msgs: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
         assert!(
@@ -561,7 +616,7 @@ mod tests {
             r#"{"id":"s","title":"t","contract":"./plan.json"}"#,
         );
         let c = write(&dir, "plan.json", r#"{"goal":"x"}"#);
-        let loaded = load_scenarios(&[], &[s, c]);
+        let loaded = load_scenarios(&[], &[s, c], &[]);
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         assert_eq!(loaded.scenarios.len(), 1);
     }

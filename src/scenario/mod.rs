@@ -4,5 +4,7 @@ pub mod contract;
 mod load;
 mod model;
 
-pub use load::{FileResult, LoadedScenarios, ScenarioError, load_file, load_scenarios};
+pub use load::{
+    FileResult, LoadedScenarios, MAX_SCENARIO_BYTES, ScenarioError, load_file, load_scenarios,
+};
 pub use model::*;

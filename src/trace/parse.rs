@@ -235,8 +235,10 @@ fn foreign_text(kind: &str, raw: &RawEvent<'_>) -> Option<&'static str> {
         ("to", raw.to),
         ("code", raw.code),
     ];
-    let lists: [(&'static str, &Option<Vec<Str<'_>>>); 2] =
-        [("tools_offered", &raw.tools_offered), ("consumes", &raw.consumes)];
+    let lists: [(&'static str, &Option<Vec<Str<'_>>>); 2] = [
+        ("tools_offered", &raw.tools_offered),
+        ("consumes", &raw.consumes),
+    ];
     let foreign = |name: &&str| !allowed.contains(name);
     strings
         .iter()

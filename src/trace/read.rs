@@ -86,9 +86,18 @@ impl TraceFile {
             source,
         };
         let compressed = path.as_str().ends_with(".zst");
-        // Open once and size from the open file: one path lookup per trace.
-        let mut handle = std::fs::File::open(path).map_err(io)?;
-        let len = handle.metadata().map_err(io)?.len();
+        // Open once and size from the open file: one path lookup per trace. Opened without
+        // blocking, so that a FIFO in a trace's place cannot stall the run; only a regular
+        // file is read.
+        let mut handle = crate::fsutil::open_nonblocking(path).map_err(io)?;
+        let meta = handle.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(TraceError::Unreadable {
+                path: path.to_owned(),
+                detail: "not a regular file (a FIFO, device or directory); not read".into(),
+            });
+        }
+        let len = meta.len();
         // Incompressible data grows a little under zstd; allow for that before refusing a
         // compressed file outright, then enforce the exact limit on the decompressed bytes.
         let file_cap = if compressed {
@@ -306,14 +315,34 @@ fn frame_len(raw: &[u8]) -> Option<usize> {
     zstd::zstd_safe::find_frame_compressed_size(raw).ok()
 }
 
+/// Reads everything `reader` gives, refusing more than `limit` bytes. The output is gathered in
+/// 1 MiB pieces and joined only once complete, so a decompression bomb is stopped having cost
+/// the limit and one piece, not the doubling of a growing buffer (which reached twice the limit).
 fn read_bounded(reader: &mut impl Read, limit: u64) -> Result<Vec<u8>, DecompressError> {
-    let mut out = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|e| DecompressError::Corrupt(e.to_string()))?;
-    if out.len() as u64 > limit {
-        return Err(DecompressError::TooLarge);
+    const PIECE: usize = 1 << 20;
+    let corrupt = |e: std::io::Error| DecompressError::Corrupt(e.to_string());
+    let mut pieces: Vec<Vec<u8>> = Vec::new();
+    let mut total: u64 = 0;
+    loop {
+        let mut piece = Vec::new();
+        let want = (PIECE as u64).min(limit.saturating_add(1) - total);
+        reader.take(want).read_to_end(&mut piece).map_err(corrupt)?;
+        total += piece.len() as u64;
+        if total > limit {
+            return Err(DecompressError::TooLarge);
+        }
+        let last = (piece.len() as u64) < want;
+        pieces.push(piece);
+        if last {
+            break;
+        }
+    }
+    if pieces.len() == 1 {
+        return Ok(pieces.pop().unwrap_or_default());
+    }
+    let mut out = Vec::with_capacity(total as usize);
+    for p in pieces {
+        out.extend_from_slice(&p);
     }
     Ok(out)
 }
@@ -321,6 +350,31 @@ fn read_bounded(reader: &mut impl Read, limit: u64) -> Result<Vec<u8>, Decompres
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decompression bomb is stopped one byte past the limit: the reader is not drained, and
+    /// what is held never exceeds the limit and one piece.
+    #[test]
+    fn a_bomb_is_stopped_at_the_limit() {
+        struct Zeros(u64);
+        impl Read for Zeros {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                buf.fill(0);
+                self.0 += buf.len() as u64;
+                Ok(buf.len())
+            }
+        }
+        let mut bomb = Zeros(0);
+        assert!(matches!(
+            read_bounded(&mut bomb, 3 << 20),
+            Err(DecompressError::TooLarge)
+        ));
+        assert!(bomb.0 <= (3 << 20) + (1 << 20), "read {} bytes", bomb.0);
+        let mut small = &[7u8; 2_500_000][..];
+        assert_eq!(
+            read_bounded(&mut small, 3 << 20).ok().map(|v| v.len()),
+            Some(2_500_000)
+        );
+    }
 
     #[test]
     fn reading_stops_past_the_cap_even_when_a_file_grew() {

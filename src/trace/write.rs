@@ -206,11 +206,24 @@ impl SealedTrace {
     /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
     /// `NAME.prompts.ndjson` beside it when there is one.
     pub fn write(&self, path: &camino::Utf8Path) -> std::io::Result<()> {
-        crate::fsutil::write_creating_dirs(path, &self.compress()?, true)?;
+        let dir = path.parent().filter(|d| !d.as_str().is_empty());
+        self.write_in(
+            &crate::fsutil::Confined::new(dir.unwrap_or(".".into())),
+            path,
+        )
+    }
+
+    /// [`SealedTrace::write`], confined to a directory: never through a symlink under it.
+    pub fn write_in(
+        &self,
+        dir: &crate::fsutil::Confined,
+        path: &camino::Utf8Path,
+    ) -> std::io::Result<()> {
+        dir.write(path, &self.compress()?, true)?;
         if let Some(sidecar) = &self.sidecar {
             let name = path.file_name().unwrap_or("trace");
             let stem = name.strip_suffix(".trace.ndjson.zst").unwrap_or(name);
-            crate::fsutil::write_creating_dirs(
+            dir.write(
                 &path.with_file_name(format!("{stem}.prompts.ndjson")),
                 sidecar,
                 true,

@@ -3,6 +3,7 @@
 mod bad_input;
 mod baselines;
 mod check;
+mod contained;
 mod gates;
 mod guard;
 mod ingest;
