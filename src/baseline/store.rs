@@ -85,11 +85,14 @@ impl BaselineFile {
         }
     }
 
-    /// Pretty JSON with sorted keys and two-space indent, ending in a newline.
+    /// Pretty JSON with sorted keys and two-space indent, ending in a newline; an array of
+    /// scalars stays on one line (`[1, 2, 3]`), so a long list of numbers costs a line, not a
+    /// line per element.
     pub fn to_text(&self) -> String {
         // `serde_json::Value` maps are sorted, which sorts every key in the file.
         let value = serde_json::to_value(self).expect("a baseline serialises");
-        let mut text = serde_json::to_string_pretty(&value).expect("a JSON value serialises");
+        let mut text = String::new();
+        pretty(&value, 0, &mut text);
         text.push('\n');
         text
     }
@@ -139,6 +142,43 @@ impl BaselineFile {
     /// symlink).
     pub fn write_text(store: &BaselineStore, path: &Utf8Path, text: &str) -> std::io::Result<()> {
         store.confined().write(path, text.as_bytes(), true)
+    }
+}
+
+/// Writes `v` as pretty JSON at `indent` levels of two spaces (see [`BaselineFile::to_text`]).
+fn pretty(v: &serde_json::Value, indent: usize, out: &mut String) {
+    use serde_json::Value;
+    let pad = |n: usize, out: &mut String| out.extend(std::iter::repeat_n(' ', 2 * n));
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            out.push_str("{\n");
+            for (i, (k, x)) in m.iter().enumerate() {
+                pad(indent + 1, out);
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                pretty(x, indent + 1, out);
+                out.push_str(if i + 1 < m.len() { ",\n" } else { "\n" });
+            }
+            pad(indent, out);
+            out.push('}');
+        }
+        Value::Array(items) if items.iter().any(|x| x.is_array() || x.is_object()) => {
+            out.push_str("[\n");
+            for (i, x) in items.iter().enumerate() {
+                pad(indent + 1, out);
+                pretty(x, indent + 1, out);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            pad(indent, out);
+            out.push(']');
+        }
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(Value::to_string).collect();
+            out.push('[');
+            out.push_str(&parts.join(", "));
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 

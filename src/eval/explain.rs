@@ -39,11 +39,8 @@ pub struct Explanation {
     pub events: Vec<Value>,
 }
 
-fn to_values<T: Serialize>(items: &[T]) -> Vec<Value> {
-    items
-        .iter()
-        .map(|i| serde_json::to_value(i).unwrap_or(Value::Null))
-        .collect()
+fn to_values(items: &[crate::trace::Event<'_>]) -> Vec<Value> {
+    items.iter().map(super::row::event_value).collect()
 }
 
 /// Reads, verifies and judges `path` for an explanation. `scenario_for` finds the scenario by the

@@ -249,6 +249,13 @@ fn judge_into(
     }
 }
 
+/// An event as a JSON value, large values summarised ([`crate::trace::json::bounded_value`]).
+pub(crate) fn event_value(e: &crate::trace::Event<'_>) -> serde_json::Value {
+    serde_json::to_string(e).map_or(serde_json::Value::Null, |text| {
+        crate::trace::json::bounded_value(&text)
+    })
+}
+
 /// For a failing row, keeps copies of the events its oracles cite while the trace is in memory,
 /// so a run folder can hold the evidence without the trace.
 fn keep_cited_events(row: &mut ResultRow, trace: &crate::trace::Trace<'_>) {
@@ -264,6 +271,6 @@ fn keep_cited_events(row: &mut ResultRow, trace: &crate::trace::Trace<'_>) {
         .events
         .iter()
         .filter(|e| cited.contains(&e.seq))
-        .map(|e| serde_json::to_value(e).unwrap_or_default())
+        .map(event_value)
         .collect();
 }

@@ -108,10 +108,9 @@ impl Json<'_> {
     }
 
     /// Parses the raw text into a `serde_json::Value` (off the hot path: only oracles that
-    /// compare values call this).
+    /// compare values call this), large values summarised ([`bounded_value`]).
     pub fn value(&self) -> serde_json::Value {
-        // The text was validated as JSON when it was read or built.
-        serde_json::from_str(self.raw()).unwrap_or(serde_json::Value::Null)
+        bounded_value(self.raw())
     }
 
     /// An owned copy.
@@ -151,6 +150,46 @@ impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         <&'a RawValue>::deserialize(d).map(Json::Borrowed)
     }
+}
+
+/// A JSON value whose text is longer than this is kept as a summary, `{"b3": …, "bytes": …}`,
+/// wherever a trace's values are turned into `serde_json` values (oracle comparisons, the
+/// normalised behaviour in baselines, cited events in evidence, `explain`): a 15 MB array in an
+/// 11 KB compressed trace must not cost gigabytes. Two summaries are equal exactly when the
+/// values' texts are, so drift on a large value is still detected.
+pub const LARGE_VALUE_BYTES: usize = 64 << 10;
+
+/// The summary of a large value: BLAKE3 of its JSON text and the text's length in bytes.
+pub fn summary(raw: &str) -> serde_json::Value {
+    serde_json::json!({
+        "b3": format!("b3:{}", blake3::hash(raw.as_bytes()).to_hex()),
+        "bytes": raw.len(),
+    })
+}
+
+/// Parses JSON `raw` into a value, keeping every part whose text exceeds [`LARGE_VALUE_BYTES`]
+/// as a [`summary`]: an object too large is opened key by key (its values borrowed as raw text,
+/// never built), anything else too large (an array, a string) is summarised whole. So a trace
+/// costs memory in proportion to its text, however its values are shaped. Invalid JSON (never
+/// met: the text was validated when read or built) gives `null`.
+pub fn bounded_value(raw: &str) -> serde_json::Value {
+    if raw.len() <= LARGE_VALUE_BYTES {
+        return serde_json::from_str(raw).unwrap_or(serde_json::Value::Null);
+    }
+    let trimmed = raw.trim();
+    if trimmed.starts_with('{') {
+        if let Ok(fields) =
+            serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(trimmed)
+        {
+            return serde_json::Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(k, v)| (k, bounded_value(v.get())))
+                    .collect(),
+            );
+        }
+    }
+    summary(trimmed)
 }
 
 /// Compares two names the way every oracle does: Unicode simple lowercasing of both sides.

@@ -242,6 +242,9 @@ impl Args<'_> {
     pub fn value(&self) -> serde_json::Value {
         match self {
             Args::Object(j) => j.value(),
+            Args::Text(s) if s.len() > super::json::LARGE_VALUE_BYTES => {
+                super::json::summary(&serde_json::Value::String(s.to_string()).to_string())
+            }
             Args::Text(s) => serde_json::Value::String(s.to_string()),
         }
     }

@@ -299,3 +299,57 @@ fn special_files_are_never_read() {
     assert!(cat.stderr.contains("not a regular file"), "{}", cat.stderr);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
+
+/// Large values cost memory in proportion to their text, not to their number of elements: a
+/// trace whose calls carry multi-megabyte arrays is judged, its pending baseline holds each
+/// large value as a `{"b3", "bytes"}` summary (a change to it is still drift), and the file
+/// stays small.
+#[test]
+fn large_values_are_summarised() {
+    let env = Env::new();
+    env.write("traces/s/s.scenario.json", scenario("s", "Low", "bulk"));
+    let big = |n: u64| format!("[{}]", vec![n.to_string(); 200_000].join(","));
+    let calls: Vec<String> = (0..4)
+        .map(|i| format!(r#"{{"kind":"tool_call","call_id":"c{i}","tool":"bulk","args":{{"rows":{},"n":{i}}}}}"#, big(0)))
+        .collect();
+    let mut events: Vec<&str> = calls.iter().map(String::as_str).collect();
+    events.push(END);
+    env.write(
+        "traces/s/d.trace.ndjson.zst",
+        sealed_zst(&trace_text("s", "default", &events)),
+    );
+    env.write("baselines/keep.txt", "");
+    let out = env.run_with(
+        &["check", "traces/", "--fail-on", "none"],
+        &[("CI", "false")],
+    );
+    assert_eq!(out.code, 1, "new baseline: {}", out.stderr);
+    let pending = env.read("baselines/s/default.baseline.json.new");
+    assert!(pending.len() < 10_000, "{} bytes", pending.len());
+    let text = String::from_utf8(pending).unwrap();
+    assert!(
+        text.contains(r#""b3": "b3:"#) && text.contains(r#""bytes": 400001"#),
+        "{text}"
+    );
+    std::fs::rename(
+        env.path("baselines/s/default.baseline.json.new"),
+        env.path("baselines/s/default.baseline.json"),
+    )
+    .unwrap();
+    assert_eq!(env.run(&["check", "traces/"]).code, 0);
+    // One element of one array changed: drift, found by the summary's hash.
+    let changed = calls[0].replacen("[0,", "[1,", 1);
+    let mut events: Vec<&str> = vec![&changed];
+    events.extend(calls[1..].iter().map(String::as_str));
+    events.push(END);
+    env.write(
+        "traces/s/d.trace.ndjson.zst",
+        sealed_zst(&trace_text("s", "default", &events)),
+    );
+    let out = env.run(&["check", "traces/", "--format", "json"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        json(&out)["results"][0]["drift"][0]["category"],
+        "arguments-changed"
+    );
+}
