@@ -5,7 +5,7 @@ use std::io::Write;
 
 use tracereplay::discover::discover;
 use tracereplay::eval::{CheckOptions, FailOn, check};
-use tracereplay::gates::strength::Strength;
+use tracereplay::gates::strength::{MUTANTS_PER_TRACE, Strength};
 use tracereplay::gates::{GateProblem, check_gates};
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::scenario::{Scenario, load_scenarios};
@@ -78,6 +78,13 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                     s.total,
                     s.traces
                 )?,
+            }
+            for (trace, judged, all) in &s.sampled {
+                writeln!(
+                    out,
+                    "      sampled: {judged} of {all} mutants of `{}` (at most {MUTANTS_PER_TRACE} per trace)",
+                    escape_controls(trace)
+                )?;
             }
         }
     }

@@ -25,6 +25,8 @@ pub struct Strength {
     pub traces: usize,
     /// Mutants that passed, as `operator (trace, detail)`.
     pub survived: Vec<String>,
+    /// Traces whose mutants were sampled: (trace, judged, of all).
+    pub sampled: Vec<(String, usize, usize)>,
 }
 
 impl Strength {
@@ -67,171 +69,202 @@ fn changed(v: &Value) -> Value {
     }
 }
 
-/// Every mutant of a trace: (operator description, events).
-pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
-    let mut out = Vec::new();
+/// The most mutants judged per trace: beyond it, this many are sampled, evenly spread over the
+/// whole list in its order (so every operator keeps its share), and the output says so. A
+/// 2,000-call trace has some 8,000 mutants, each as long as the trace; judging them all grew
+/// with the square of the calls.
+pub const MUTANTS_PER_TRACE: usize = 400;
+
+/// One mutation of a trace, described by position: a mutant costs memory only while it is
+/// built and judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mutation {
+    DropCall(usize),
+    Swap(usize, usize),
+    Duplicate(usize),
+    AddShell,
+    DropApproval(usize),
+    ReplaceFinalAnswer,
+    MarkFailed,
+    ChangeArgument(usize),
+}
+
+/// Every mutation of `events` that gives a trace different from the original, in operator
+/// order.
+fn mutations(events: &[Event<'_>]) -> Vec<Mutation> {
     let calls = call_positions(events);
-    for &i in &calls {
-        let id = call_id_of(&events[i]).unwrap_or_default().to_owned();
-        let kept: Vec<Event> = events
-            .iter()
-            .enumerate()
-            .filter(|(j, e)| *j != i && !matches!(&e.body, EventBody::ToolResult { call_id, .. } if call_id.as_str() == id))
-            .map(|(_, e)| e.clone())
-            .collect();
-        out.push((format!("drop-call (seq {})", events[i].seq), kept));
-    }
-    for pair in calls.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        let tool = |k: usize| match &events[k].body {
-            EventBody::ToolCall { tool, .. } => tool.to_lowercase(),
-            _ => String::new(),
-        };
-        if tool(a) != tool(b) {
-            let mut m = events.to_vec();
-            let body_a = m[a].body.clone();
-            m[a].body = m[b].body.clone();
-            m[b].body = body_a;
-            out.push((
-                format!(
-                    "swap-adjacent-calls (seq {} and {})",
-                    events[a].seq, events[b].seq
-                ),
-                m,
-            ));
+    let mut out: Vec<Mutation> = calls.iter().map(|&i| Mutation::DropCall(i)).collect();
+    let tool = |k: usize| match &events[k].body {
+        EventBody::ToolCall { tool, .. } => tool.to_lowercase(),
+        _ => String::new(),
+    };
+    out.extend(
+        (calls.windows(2))
+            .filter(|p| tool(p[0]) != tool(p[1]))
+            .map(|p| Mutation::Swap(p[0], p[1])),
+    );
+    out.extend(calls.iter().map(|&i| Mutation::Duplicate(i)));
+    out.push(Mutation::AddShell);
+    out.extend(
+        (events.iter().enumerate())
+            .filter(|(_, e)| matches!(e.body, EventBody::ApprovalRequest { .. }))
+            .map(|(i, _)| Mutation::DropApproval(i)),
+    );
+    // Skipped when the mutant would equal the original.
+    let final_text = events.iter().any(|e| match &e.body {
+        EventBody::FinalAnswer { text } | EventBody::MessageEdit { text, .. } => {
+            text.as_str() != UNRELATED
         }
+        EventBody::Message {
+            text,
+            phase: crate::trace::Phase::Final,
+            ..
+        } => text.as_str() != UNRELATED,
+        _ => false,
+    });
+    if final_text {
+        out.push(Mutation::ReplaceFinalAnswer);
     }
-    for &i in &calls {
-        let mut m = events.to_vec();
-        m.insert(i + 1, events[i].clone());
-        out.push((format!("duplicate-call (seq {})", events[i].seq), m));
-    }
-    {
-        let at = events
-            .iter()
-            .position(|e| matches!(e.body, EventBody::FinalAnswer { .. }))
-            .or_else(|| {
-                events
-                    .iter()
-                    .position(|e| matches!(e.body, EventBody::RunEnd { .. }))
-            })
-            .unwrap_or(events.len());
-        let mut m = events.to_vec();
-        m.insert(
-            at,
-            Event {
-                seq: 0,
-                ts_ms: None,
-                line: 0,
-                body: EventBody::ToolCall {
-                    call_id: Str::from("mutant-shell"),
-                    tool: Str::from("shell"),
-                    args: Args::Object(Json::from_value(
-                        &serde_json::json!({"command": "rm -rf /"}),
-                    )),
-                },
-            },
-        );
-        out.push(("add-unapproved-shell".to_owned(), m));
-    }
-    for (i, e) in events.iter().enumerate() {
-        if matches!(e.body, EventBody::ApprovalRequest { .. }) {
-            let mut m = events.to_vec();
-            m.remove(i);
-            out.push((format!("drop-approval-request (seq {})", e.seq), m));
-        }
-    }
-    {
-        let mut m = events.to_vec();
-        for e in &mut m {
-            match &mut e.body {
-                EventBody::FinalAnswer { text } => *text = Str::from(UNRELATED),
-                EventBody::Message {
-                    text,
-                    phase: crate::trace::Phase::Final,
-                    ..
-                } => *text = Str::from(UNRELATED),
-                EventBody::MessageEdit { text, .. } => *text = Str::from(UNRELATED),
-                _ => {}
+    let failed_already = events.iter().any(|e| {
+        matches!(
+            e.body,
+            EventBody::RunEnd {
+                status: RunStatus::Failed,
+                error: None
             }
-        }
-        out.push(("replace-final-answer".to_owned(), m));
+        )
+    });
+    if !failed_already {
+        out.push(Mutation::MarkFailed);
     }
-    {
-        let mut m = events.to_vec();
-        match m
-            .iter_mut()
-            .find(|e| matches!(e.body, EventBody::RunEnd { .. }))
-        {
-            Some(e) => {
-                e.body = EventBody::RunEnd {
-                    status: RunStatus::Failed,
-                    error: None,
+    out.extend(
+        (calls.iter())
+            .filter(|&&i| first_argument(&events[i]).is_some())
+            .map(|&i| Mutation::ChangeArgument(i)),
+    );
+    out
+}
+
+/// A call's arguments as an object and its first key, when it has one.
+fn first_argument(e: &Event<'_>) -> Option<(serde_json::Map<String, Value>, String)> {
+    let EventBody::ToolCall { args, .. } = &e.body else {
+        return None;
+    };
+    let Value::Object(obj) = args.value() else {
+        return None;
+    };
+    let first = obj.keys().next().cloned()?;
+    Some((obj, first))
+}
+
+/// Builds the mutant `m` of `events`: (operator description, events renumbered).
+fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
+    let mut out = events.to_vec();
+    let name = match m {
+        Mutation::DropCall(i) => {
+            let id = call_id_of(&events[i]).unwrap_or_default().to_owned();
+            out = (events.iter().enumerate())
+                .filter(|(j, e)| *j != i && !matches!(&e.body, EventBody::ToolResult { call_id, .. } if call_id.as_str() == id))
+                .map(|(_, e)| e.clone())
+                .collect();
+            format!("drop-call (seq {})", events[i].seq)
+        }
+        Mutation::Swap(a, b) => {
+            let body_a = out[a].body.clone();
+            out[a].body = out[b].body.clone();
+            out[b].body = body_a;
+            format!(
+                "swap-adjacent-calls (seq {} and {})",
+                events[a].seq, events[b].seq
+            )
+        }
+        Mutation::Duplicate(i) => {
+            out.insert(i + 1, events[i].clone());
+            format!("duplicate-call (seq {})", events[i].seq)
+        }
+        Mutation::AddShell => {
+            let at = (events.iter())
+                .position(|e| matches!(e.body, EventBody::FinalAnswer { .. }))
+                .or_else(|| {
+                    (events.iter()).position(|e| matches!(e.body, EventBody::RunEnd { .. }))
+                })
+                .unwrap_or(events.len());
+            out.insert(
+                at,
+                Event {
+                    seq: 0,
+                    ts_ms: None,
+                    line: 0,
+                    body: EventBody::ToolCall {
+                        call_id: Str::from("mutant-shell"),
+                        tool: Str::from("shell"),
+                        args: Args::Object(Json::from_value(
+                            &serde_json::json!({"command": "rm -rf /"}),
+                        )),
+                    },
+                },
+            );
+            "add-unapproved-shell".to_owned()
+        }
+        Mutation::DropApproval(i) => {
+            out.remove(i);
+            format!("drop-approval-request (seq {})", events[i].seq)
+        }
+        Mutation::ReplaceFinalAnswer => {
+            for e in &mut out {
+                match &mut e.body {
+                    EventBody::FinalAnswer { text } => *text = Str::from(UNRELATED),
+                    EventBody::Message {
+                        text,
+                        phase: crate::trace::Phase::Final,
+                        ..
+                    } => *text = Str::from(UNRELATED),
+                    EventBody::MessageEdit { text, .. } => *text = Str::from(UNRELATED),
+                    _ => {}
                 }
             }
-            None => m.push(Event {
-                seq: 0,
-                ts_ms: None,
-                line: 0,
-                body: EventBody::RunEnd {
-                    status: RunStatus::Failed,
-                    error: None,
-                },
-            }),
+            "replace-final-answer".to_owned()
         }
-        out.push(("mark-failed".to_owned(), m));
-    }
-    for &i in &calls {
-        let EventBody::ToolCall {
-            call_id,
-            tool,
-            args,
-        } = &events[i].body
-        else {
-            continue;
-        };
-        let Value::Object(mut obj) = args.value() else {
-            continue;
-        };
-        let Some(first) = obj.keys().next().cloned() else {
-            continue;
-        };
-        let new = changed(&obj[&first]);
-        obj.insert(first.clone(), new);
-        let mut m = events.to_vec();
-        m[i].body = EventBody::ToolCall {
-            call_id: call_id.clone(),
-            tool: tool.clone(),
-            args: Args::Object(Json::from_value(&obj)),
-        };
-        out.push((
-            format!("change-argument (seq {}, `{first}`)", events[i].seq),
-            m,
-        ));
-    }
-    out.into_iter()
-        .map(|(name, m)| (name, renumber(m)))
+        Mutation::MarkFailed => {
+            let failed = EventBody::RunEnd {
+                status: RunStatus::Failed,
+                error: None,
+            };
+            match (out.iter_mut()).find(|e| matches!(e.body, EventBody::RunEnd { .. })) {
+                Some(e) => e.body = failed,
+                None => out.push(Event {
+                    seq: 0,
+                    ts_ms: None,
+                    line: 0,
+                    body: failed,
+                }),
+            }
+            "mark-failed".to_owned()
+        }
+        Mutation::ChangeArgument(i) => {
+            let (mut obj, first) = first_argument(&events[i]).expect("listed with an argument");
+            let new = changed(&obj[&first]);
+            obj.insert(first.clone(), new);
+            if let EventBody::ToolCall { call_id, tool, .. } = &events[i].body {
+                out[i].body = EventBody::ToolCall {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    args: Args::Object(Json::from_value(&obj)),
+                };
+            }
+            format!("change-argument (seq {}, `{first}`)", events[i].seq)
+        }
+    };
+    (name, renumber(out))
+}
+
+/// Every mutant of a trace: (operator description, events). Builds them all at once: for
+/// tests; [`Strength::add_trace`] builds and judges one at a time.
+pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
+    mutations(events)
+        .into_iter()
+        .map(|m| mutant(events, m))
         .collect()
-}
-
-fn fingerprint(events: &[Event<'_>]) -> String {
-    events
-        .iter()
-        .map(|e| serde_json::to_string(&e.body_only()).unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl Event<'_> {
-    /// The event with `seq`, time and line cleared, for comparing content.
-    fn body_only(&self) -> Event<'_> {
-        Event {
-            seq: 0,
-            ts_ms: None,
-            line: 0,
-            body: self.body.clone(),
-        }
-    }
 }
 
 /// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`.
@@ -251,17 +284,27 @@ impl Strength {
             total: 0,
             traces: 0,
             survived: Vec::new(),
+            sampled: Vec::new(),
         }
     }
 
-    /// Mutates one passing trace of the scenario (named `name` in reports) and counts catches.
+    /// Mutates one passing trace of the scenario (named `name` in reports) and counts catches:
+    /// one mutant at a time (memory linear in the trace), at most [`MUTANTS_PER_TRACE`] of
+    /// them (sampled evenly beyond that, and recorded in `sampled`).
     pub fn add_trace(&mut self, scenario: &Scenario, name: &str, trace: &Trace<'_>) {
         self.traces += 1;
-        let original = fingerprint(&trace.events);
-        for (op, events) in mutants(&trace.events) {
-            if fingerprint(&events) == original {
-                continue;
-            }
+        let all = mutations(&trace.events);
+        let chosen: Vec<Mutation> = if all.len() > MUTANTS_PER_TRACE {
+            self.sampled
+                .push((name.to_owned(), MUTANTS_PER_TRACE, all.len()));
+            (0..MUTANTS_PER_TRACE)
+                .map(|k| all[k * all.len() / MUTANTS_PER_TRACE])
+                .collect()
+        } else {
+            all
+        };
+        for m in chosen {
+            let (op, events) = mutant(&trace.events, m);
             self.total += 1;
             let mutant = Trace {
                 header: trace.header.clone(),

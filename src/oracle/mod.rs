@@ -8,6 +8,7 @@ pub mod counts;
 pub mod facts;
 pub mod harness;
 pub mod jsoneq;
+mod matching;
 pub mod params;
 pub mod registry;
 pub mod replies;

@@ -218,7 +218,8 @@ fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) ->
 }
 
 impl SeqConfig {
-    fn matches(&self, e: &ExpectedCall, a: &ActualCall) -> bool {
+    /// Whether an actual call matches an expected one (tool and arguments).
+    pub(crate) fn matches(&self, e: &ExpectedCall, a: &ActualCall) -> bool {
         eq_ci(&e.tool, &a.tool)
             && e.args.as_ref().is_none_or(|ea| {
                 let mode = override_for(&self.overrides, &a.tool).unwrap_or(&self.args_match);
@@ -290,13 +291,9 @@ fn blocks(actual: &[ActualCall], strict: bool) -> Vec<(usize, usize)> {
 fn decide(cfg: &SeqConfig, actual: &[ActualCall]) -> Result<Vec<usize>, Unplaced> {
     let e = &cfg.expected;
     let ok = |i: usize, j: usize| cfg.matches(&e[i], &actual[j]);
-    let whole = |left_is_expected: bool| {
-        if left_is_expected {
-            max_matching(e.len(), actual.len(), &|l, r| ok(l, r))
-        } else {
-            max_matching(actual.len(), e.len(), &|l, r| ok(r, l))
-        }
-    };
+    // The whole sequence at once: grouped, by maximum flow (see `matching`).
+    let whole =
+        |left_is_expected: bool| super::matching::group_matching(cfg, actual, left_is_expected);
     match cfg.mode {
         SeqMode::Exact => {
             for (s, t) in blocks(actual, cfg.strict_batches) {
@@ -366,7 +363,9 @@ fn decide(cfg: &SeqConfig, actual: &[ActualCall]) -> Result<Vec<usize>, Unplaced
             }
             let used: Vec<usize> = m.iter().flatten().copied().collect();
             if cfg.mode == SeqMode::Unordered && actual.len() > e.len() {
-                let first_free = (0..actual.len()).find(|j| !used.contains(j)).unwrap_or(0);
+                let mut paired = vec![false; actual.len()];
+                used.iter().for_each(|&j| paired[j] = true);
+                let first_free = paired.iter().position(|p| !p).unwrap_or(0);
                 return Err(Unplaced::Actual(first_free));
             }
             Ok(used)

@@ -399,3 +399,81 @@ fn failure_evidence_names_the_unplaced_call_and_the_closest_candidate() {
         )
     );
 }
+
+/// The grouped maximum flow finds matchings exactly as large as the one-call-at-a-time matching
+/// (Kuhn's algorithm) on random small cases, and every pair it makes is a valid one.
+#[test]
+fn grouped_matching_is_maximum_and_valid() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for case in 0..2_000 {
+        let tools = ["a", "b", "B"];
+        let expected: Vec<Value> = (0..next(7))
+            .map(|_| {
+                let tool = tools[next(3) as usize];
+                match next(3) {
+                    0 => json!({"tool": tool}),
+                    1 => json!({"tool": tool, "args": {"x": next(3)}}),
+                    _ => json!({"tool": tool, "args": {"x": next(3) as f64, "y": next(2)}}),
+                }
+            })
+            .collect();
+        let actual_calls: Vec<(&str, Value, Option<u64>)> = (0..next(7))
+            .map(|_| {
+                let args = if next(2) == 0 {
+                    json!({"x": next(3)})
+                } else {
+                    json!({"x": next(3), "y": next(2)})
+                };
+                (tools[next(3) as usize], args, None)
+            })
+            .collect();
+        let a = actual(&actual_calls);
+        for args_match in ["exact", "superset", "subset", "ignore"] {
+            let c = cfg("superset", json!(expected), args_match);
+            let ok = |i: usize, j: usize| c.matches(&c.expected[i], &a[j]);
+            for left_expected in [true, false] {
+                let kuhn = if left_expected {
+                    max_matching(c.expected.len(), a.len(), &|l, r| ok(l, r))
+                } else {
+                    max_matching(a.len(), c.expected.len(), &|l, r| ok(r, l))
+                };
+                let grouped = super::super::matching::group_matching(&c, &a, left_expected);
+                let size = |m: &[Option<usize>]| m.iter().flatten().count();
+                assert_eq!(size(&grouped), size(&kuhn), "case {case}, {args_match}");
+                for (l, r) in grouped.iter().enumerate() {
+                    if let Some(r) = r {
+                        let (i, j) = if left_expected { (l, *r) } else { (*r, l) };
+                        assert!(ok(i, j), "case {case}: invalid pair");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// 3,001 expected calls against 3,000 actual ones, unordered: the extra expected call is named
+/// (the matching used to be about cubic: 17 s for this case).
+#[test]
+fn large_unordered_sequences_are_fast() {
+    let expected: Vec<Value> = (0..3001)
+        .map(|i| json!({"tool": format!("t{}", i % 7), "args": {"n": i % 50}}))
+        .collect();
+    let calls: Vec<(String, Value, Option<u64>)> = (0..3000)
+        .map(|i| (format!("t{}", i % 7), json!({"n": i % 50}), None))
+        .collect();
+    let refs: Vec<(&str, Value, Option<u64>)> = calls
+        .iter()
+        .map(|(t, a, b)| (t.as_str(), a.clone(), *b))
+        .collect();
+    let a = actual(&refs);
+    // (Its time is measured by the `sequence` bench group, not asserted here.)
+    let r = judge_sequence(&cfg("unordered", json!(expected), "exact"), &a);
+    assert_eq!(r.verdict, super::super::Verdict::Fail);
+    assert!(r.message.contains("expected call 3000"), "{}", r.message);
+}

@@ -588,7 +588,6 @@ fn what_discovery_cannot_reach_is_an_error_row() {
         let env = Env::new();
         copy_demo(&env, true);
         good_suite(&env);
-        let started = std::time::Instant::now();
         setup(&env);
         let (code, report, stderr) = run(&env);
         assert_eq!(code, 1, "{what}: {stderr}");
@@ -596,10 +595,6 @@ fn what_discovery_cannot_reach_is_an_error_row() {
         assert_eq!(rows.len(), 1, "{what}: {rows:?} {stderr}");
         assert!(rows[0].starts_with("traces/good/"), "{what}: {rows:?}");
         assert_eq!(report["summary"]["obsolete"], 0, "{what}");
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "{what}: walked too far"
-        );
         // `lint` and `verify` do not call it clean either.
         assert_eq!(env.run(&["lint", "traces/"]).code, 1, "{what}");
         assert_eq!(env.run(&["verify", "traces/"]).code, 1, "{what}");

@@ -1,0 +1,90 @@
+//! Benchmarks of inputs that used to cost quadratic or cubic time: `tool-sequence` matching
+//! 3,000 expected against 3,000 actual calls, and `gates --strength` on one 2,000-call trace.
+//!
+//! `cargo bench --bench adversarial`. CI only compiles it (clippy `--all-targets`). Peak memory
+//! is measured on the command line (see the README's Performance section).
+
+use divan::Bencher;
+use serde_json::json;
+use tracereplay::gates::strength::Strength;
+use tracereplay::oracle::{Facts, judge_oracle};
+use tracereplay::scenario::{OracleSpec, Scenario};
+use tracereplay::trace::{Limits, TraceFile, parse_trace};
+
+fn main() {
+    divan::main();
+}
+
+/// NDJSON for a trace of `n` calls of `tools` tools (`t0`, `t1`…), each with `{"n": i % 50}`.
+fn trace_text(n: usize, tools: usize) -> String {
+    let mut text = String::from(
+        r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#,
+    );
+    text.push('\n');
+    for i in 0..n {
+        text.push_str(&format!(
+            "{{\"kind\":\"tool_call\",\"seq\":{},\"call_id\":\"c{i}\",\"tool\":\"t{}\",\"args\":{{\"n\":{}}}}}\n",
+            i + 1,
+            i % tools,
+            i % 50
+        ));
+    }
+    text.push_str(&format!(
+        "{{\"kind\":\"final_answer\",\"seq\":{},\"text\":\"done\"}}\n{{\"kind\":\"run_end\",\"seq\":{},\"status\":\"completed\"}}\n",
+        n + 1,
+        n + 2
+    ));
+    text
+}
+
+fn scenario(oracle: serde_json::Value) -> Scenario {
+    let dir = tempfile::tempdir().unwrap();
+    let path = camino::Utf8PathBuf::from_path_buf(dir.path().join("s.scenario.json")).unwrap();
+    std::fs::write(
+        &path,
+        json!({"id": "s", "title": "t", "risk": "High", "oracles": [oracle]}).to_string(),
+    )
+    .unwrap();
+    tracereplay::scenario::load_file(&path)
+        .unwrap()
+        .remove(0)
+        .unwrap()
+}
+
+/// `tool-sequence` over 3,000 calls: unordered by tool name, unordered with exact arguments
+/// (3,001 expected: it fails, naming the extra one), and superset with `superset` arguments.
+#[divan::bench(args = ["unordered-tools", "unordered-exact-args", "superset-superset-args"])]
+fn sequence_3000(b: Bencher, case: &str) {
+    let text = trace_text(3_000, 7);
+    let file = TraceFile::from_bytes("t.trace.ndjson", text.into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    let trace = parse_trace(&file, &seal, Limits::default()).unwrap().trace;
+    let oracle = match case {
+        "unordered-tools" => json!({"type": "tool-sequence", "mode": "unordered",
+            "tools": (0..3_000).map(|i| format!("t{}", i % 7)).collect::<Vec<_>>()}),
+        "unordered-exact-args" => json!({"type": "tool-sequence", "mode": "unordered",
+            "calls": (0..3_001).map(|i| json!({"tool": format!("t{}", i % 7), "args": {"n": i % 50}})).collect::<Vec<_>>()}),
+        _ => json!({"type": "tool-sequence", "mode": "superset", "argsMatch": "superset",
+            "calls": (0..3_000).map(|i| json!({"tool": format!("t{}", i % 7), "args": {"n": i % 50}})).collect::<Vec<_>>()}),
+    };
+    let s = scenario(oracle);
+    let spec: &OracleSpec = &s.oracles[0];
+    b.bench(|| judge_oracle(spec, &s, &Facts::new(&trace)).verdict);
+}
+
+/// `gates --strength` on one passing 2,000-call trace judged by an unordered `tool-sequence`:
+/// mutants built and judged one at a time, at most `MUTANTS_PER_TRACE` of them.
+#[divan::bench(sample_count = 5)]
+fn strength_2000_calls(b: Bencher) {
+    let text = trace_text(2_000, 2);
+    let file = TraceFile::from_bytes("t.trace.ndjson", text.into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    let trace = parse_trace(&file, &seal, Limits::default()).unwrap().trace;
+    let s = scenario(json!({"type": "tool-sequence", "mode": "unordered",
+        "tools": (0..2_000).map(|i| format!("t{}", i % 2)).collect::<Vec<_>>()}));
+    b.bench(|| {
+        let mut strength = Strength::new(&s);
+        strength.add_trace(&s, "t", &trace);
+        strength.caught
+    });
+}

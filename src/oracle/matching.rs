@@ -1,0 +1,222 @@
+//! Maximum bipartite matching between expected and actual calls for `tool-sequence`'s
+//! `unordered`, `superset` and `subset` modes, fast on the traces agents write.
+//!
+//! Calls that are interchangeable under the argument rules — the same tool and the same
+//! arguments (an expected call without `args` matches any) — are grouped, and a maximum flow
+//! between the groups decides how many calls pair: Dinic's algorithm, which on unit capacities
+//! is Hopcroft–Karp. Which expected group may pair with which actual group is decided on one
+//! representative of each, and only among groups of the same tool; under `exact` argument
+//! matching, only among groups whose arguments are equal by a key that JSON equality cannot tell
+//! apart (numbers by value), confirmed by the real comparison. So 3,000 expected calls against
+//! 3,000 actual ones cost a few thousand comparisons, not nine million, and the matching is
+//! near-linear in the common case. Concrete calls are then paired lowest index first within
+//! each pair of groups, so the evidence of a failure names the lowest-index call left over
+//! within its group.
+
+use foldhash::{HashMap, HashMapExt};
+use serde_json::Value;
+
+use super::jsoneq::{ArgsMatch, override_for};
+use super::sequence::{ActualCall, SeqConfig};
+use crate::trace::json::lower;
+
+/// A key equal for any two values that JSON equality holds equal (numbers by their `f64`
+/// value, `-0` as `0`); unequal values may share it, so matches are confirmed.
+fn coarse(v: &Value) -> String {
+    fn norm(v: &Value) -> Value {
+        match v {
+            Value::Number(n) => {
+                let f = n.as_f64().unwrap_or(0.0);
+                Value::from(if f == 0.0 { 0.0 } else { f })
+            }
+            Value::Array(items) => Value::Array(items.iter().map(norm).collect()),
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, x)| (k.clone(), norm(x))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    norm(v).to_string()
+}
+
+/// Calls grouped by key, each group's members in ascending index order, groups in order of
+/// their first member.
+fn group<K: std::hash::Hash + Eq>(keys: impl Iterator<Item = K>) -> Vec<Vec<usize>> {
+    let mut at: HashMap<K, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, k) in keys.enumerate() {
+        let g = *at.entry(k).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    groups
+}
+
+/// Dinic's maximum flow over a small graph.
+struct Flow {
+    /// Per node: edges as (to, capacity left, index of the reverse edge in `to`'s list).
+    adj: Vec<Vec<(usize, usize, usize)>>,
+}
+
+impl Flow {
+    fn new(nodes: usize) -> Flow {
+        Flow {
+            adj: vec![Vec::new(); nodes],
+        }
+    }
+
+    fn edge(&mut self, from: usize, to: usize, cap: usize) {
+        let (rf, rt) = (self.adj[to].len(), self.adj[from].len());
+        self.adj[from].push((to, cap, rf));
+        self.adj[to].push((from, 0, rt));
+    }
+
+    fn max_flow(&mut self, s: usize, t: usize) -> usize {
+        let n = self.adj.len();
+        let mut total = 0;
+        loop {
+            // Levels by breadth-first search over edges with capacity left.
+            let mut level = vec![usize::MAX; n];
+            level[s] = 0;
+            let mut queue = std::collections::VecDeque::from([s]);
+            while let Some(u) = queue.pop_front() {
+                for &(v, cap, _) in &self.adj[u] {
+                    if cap > 0 && level[v] == usize::MAX {
+                        level[v] = level[u] + 1;
+                        queue.push_back(v);
+                    }
+                }
+            }
+            if level[t] == usize::MAX {
+                return total;
+            }
+            // Blocking flow by depth-first search (iterative: deep graphs must not overflow
+            // the stack), each node's edge cursor only moving forward.
+            let mut next = vec![0usize; n];
+            loop {
+                let mut path: Vec<(usize, usize)> = Vec::new(); // (node, edge index)
+                let mut u = s;
+                let found = loop {
+                    if u == t {
+                        break true;
+                    }
+                    let mut advanced = false;
+                    while next[u] < self.adj[u].len() {
+                        let (v, cap, _) = self.adj[u][next[u]];
+                        if cap > 0 && level[v] == level[u] + 1 {
+                            path.push((u, next[u]));
+                            u = v;
+                            advanced = true;
+                            break;
+                        }
+                        next[u] += 1;
+                    }
+                    if !advanced {
+                        // Dead end: retreat, and never try this edge again in this phase.
+                        match path.pop() {
+                            Some((p, _)) => {
+                                next[p] += 1;
+                                u = p;
+                            }
+                            None => break false,
+                        }
+                    }
+                };
+                if !found {
+                    break;
+                }
+                let push = (path.iter())
+                    .map(|&(a, e)| self.adj[a][e].1)
+                    .min()
+                    .unwrap_or(0);
+                for &(a, e) in &path {
+                    let (b, _, r) = self.adj[a][e];
+                    self.adj[a][e].1 -= push;
+                    self.adj[b][r].1 += push;
+                }
+                total += push;
+            }
+        }
+    }
+}
+
+/// A maximum matching between `cfg.expected` and `actual`: for each left call (expected ones
+/// when `expected_left`, else actual ones), its partner on the other side.
+pub(crate) fn group_matching(
+    cfg: &SeqConfig,
+    actual: &[ActualCall],
+    expected_left: bool,
+) -> Vec<Option<usize>> {
+    let expected = &cfg.expected;
+    let e_groups = group(
+        expected
+            .iter()
+            .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse))),
+    );
+    let a_groups = group(actual.iter().map(|a| (lower(&a.tool), coarse(&a.args))));
+    // Actual groups by tool, and by (tool, argument key) for exact matching.
+    let mut by_tool: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut by_key: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    for (g, members) in a_groups.iter().enumerate() {
+        let a = &actual[members[0]];
+        let tool = lower(&a.tool);
+        by_tool.entry(tool.clone()).or_default().push(g);
+        by_key.entry((tool, coarse(&a.args))).or_default().push(g);
+    }
+    let (ne, na) = (e_groups.len(), a_groups.len());
+    let (s, t) = (ne + na, ne + na + 1);
+    let mut flow = Flow::new(ne + na + 2);
+    for (g, members) in e_groups.iter().enumerate() {
+        flow.edge(s, g, members.len());
+        let e = &expected[members[0]];
+        let tool = lower(&e.tool);
+        let mode = override_for(&cfg.overrides, &e.tool).unwrap_or(&cfg.args_match);
+        let candidates: &[usize] = match (&e.args, mode) {
+            (Some(args), ArgsMatch::Exact) => {
+                by_key.get(&(tool, coarse(args))).map_or(&[], Vec::as_slice)
+            }
+            _ => by_tool.get(&tool).map_or(&[], Vec::as_slice),
+        };
+        for &h in candidates {
+            if cfg.matches(e, &actual[a_groups[h][0]]) {
+                flow.edge(g, ne + h, usize::MAX);
+            }
+        }
+    }
+    for (h, members) in a_groups.iter().enumerate() {
+        flow.edge(ne + h, t, members.len());
+    }
+    flow.max_flow(s, t);
+    // Pair concrete calls, lowest index first, along the flow between groups.
+    let mut e_next = vec![0usize; ne];
+    let mut a_next = vec![0usize; na];
+    let mut partner_of_expected = vec![None; expected.len()];
+    for g in 0..ne {
+        for &(v, cap, r) in &flow.adj[g] {
+            if v < ne || v >= ne + na || cap == usize::MAX {
+                continue;
+            }
+            let h = v - ne;
+            // The flow on a group edge is what its reverse edge holds.
+            let carried = flow.adj[v][r].1;
+            for _ in 0..carried {
+                let (i, j) = (e_groups[g][e_next[g]], a_groups[h][a_next[h]]);
+                e_next[g] += 1;
+                a_next[h] += 1;
+                partner_of_expected[i] = Some(j);
+            }
+        }
+    }
+    if expected_left {
+        return partner_of_expected;
+    }
+    let mut partner_of_actual = vec![None; actual.len()];
+    for (i, p) in partner_of_expected.iter().enumerate() {
+        if let Some(j) = p {
+            partner_of_actual[*j] = Some(i);
+        }
+    }
+    partner_of_actual
+}
