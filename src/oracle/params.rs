@@ -102,10 +102,7 @@ mod tests {
     use super::*;
 
     fn spec(json: &str) -> OracleSpec {
-        OracleSpec {
-            index: 0,
-            params: serde_json::from_str(json).unwrap(),
-        }
+        OracleSpec::new(0, serde_json::from_str(json).unwrap())
     }
 
     #[test]

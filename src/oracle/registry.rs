@@ -451,9 +451,8 @@ pub(crate) fn judge(
     scenario: &Scenario,
     facts: &Facts<'_, '_>,
 ) -> OracleResult {
-    let problems = param_problems(t, spec);
-    if !problems.is_empty() {
-        return OracleResult::misconfigured(problems.join("; "));
+    if !spec.problems.is_empty() {
+        return OracleResult::misconfigured(spec.problems.join("; "));
     }
     (t.judge)(spec, scenario, facts)
 }

@@ -15,13 +15,13 @@ fn actual(calls: &[(&str, Value, Option<u64>)]) -> Vec<ActualCall> {
 }
 
 fn cfg(mode: &str, calls: Value, args_match: &str) -> SeqConfig {
-    let spec = OracleSpec {
-        index: 0,
-        params: serde_json::from_value(
+    let spec = OracleSpec::new(
+        0,
+        serde_json::from_value(
             json!({"type": "tool-sequence", "mode": mode, "calls": calls, "argsMatch": args_match}),
         )
         .unwrap(),
-    };
+    );
     configure(&spec).unwrap()
 }
 
@@ -270,13 +270,13 @@ fn batches_run_in_any_order_unless_strict() {
     ];
     assert!(verdict("exact", calls.clone(), "exact", &a));
     assert!(verdict("in-order", calls.clone(), "exact", &a));
-    let spec = OracleSpec {
-        index: 0,
-        params: serde_json::from_value(
+    let spec = OracleSpec::new(
+        0,
+        serde_json::from_value(
             json!({"type":"tool-sequence","mode":"exact","calls":calls,"batchOrder":"strict"}),
         )
         .unwrap(),
-    };
+    );
     assert!(
         judge_sequence(&configure(&spec).unwrap(), &actual(&a)).verdict
             != super::super::Verdict::Pass
@@ -301,10 +301,7 @@ fn batches_run_in_any_order_unless_strict() {
 
 #[test]
 fn overrides_and_tools_shorthand() {
-    let spec = |p: Value| OracleSpec {
-        index: 0,
-        params: serde_json::from_value(p).unwrap(),
-    };
+    let spec = |p: Value| OracleSpec::new(0, serde_json::from_value(p).unwrap());
     let s = spec(
         json!({"type":"tool-sequence","mode":"exact","calls":[{"tool":"write","args":{"path":"a","content":"x"}},{"tool":"order","args":{"order":{"id":7,"note":"n"}}}],
         "argsMatchOverrides":{"WRITE":"ignore","order":["order.id"]}}),
@@ -353,10 +350,7 @@ fn misconfigurations_are_named() {
             "`batchOrder`",
         ),
     ] {
-        let spec = OracleSpec {
-            index: 0,
-            params: serde_json::from_value(params.clone()).unwrap(),
-        };
+        let spec = OracleSpec::new(0, serde_json::from_value(params.clone()).unwrap());
         let err = configure(&spec).unwrap_err();
         assert!(err.contains(needle), "{params}: {err}");
     }

@@ -402,10 +402,7 @@ fn scenario_from(
             .iter()
             .enumerate()
             .map(|(i, o)| match o {
-                Value::Object(params) => Ok(OracleSpec {
-                    index: i,
-                    params: params.clone(),
-                }),
+                Value::Object(params) => Ok(OracleSpec::new(i, params.clone())),
                 _ => Err(invalid(format!("oracle {i} is not an object"))),
             })
             .collect::<Result<_, _>>()?,

@@ -61,16 +61,33 @@ pub struct Expected {
 }
 
 /// One entry of `oracles[]`, kept as written: parameters are looked up by name,
-/// case-insensitively, when the oracle is judged.
+/// case-insensitively, when the oracle is judged. Its strict-parameter problems are found once,
+/// when it is built, not for every trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OracleSpec {
     /// Position in the scenario's `oracles` array.
     pub index: usize,
     /// The object as written.
     pub params: Map<String, Value>,
+    /// What the strict-parameter rules find wrong with it (empty when well-formed, or when its
+    /// type is unknown: that is reported as such).
+    pub problems: Vec<String>,
 }
 
 impl OracleSpec {
+    /// The oracle at `index` of a scenario, with its parameters checked once.
+    pub fn new(index: usize, params: Map<String, Value>) -> OracleSpec {
+        let mut spec = OracleSpec {
+            index,
+            params,
+            problems: Vec::new(),
+        };
+        if let Some(t) = crate::oracle::registry::lookup(spec.type_name()) {
+            spec.problems = crate::oracle::registry::param_problems(t, &spec);
+        }
+        spec
+    }
+
     /// A parameter by name, matched as the strict-parameter rules compare names: ignoring ASCII
     /// case, `_` equal to `-`.
     pub fn get(&self, name: &str) -> Option<&Value> {

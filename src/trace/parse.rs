@@ -189,77 +189,62 @@ raw_events! {
 }
 
 /// The first field of a prompt-side event (`user_message`, `inference`) that the format defines
-/// only for other kinds and that holds text (a string that is not a prompt hash).
+/// only for other kinds and that holds text (a string that is not a prompt hash). Runs for every
+/// such event, so the fields are checked directly, not looked up by name.
 fn foreign_text(kind: &str, raw: &RawEvent<'_>) -> Option<&'static str> {
-    let allowed: &[&str] = match kind {
-        "user_message" => &["id", "prompt"],
-        _ => &[
-            "request_id",
-            "model",
-            "input_h",
-            "system_h",
-            "tools_offered",
-            "consumes",
-            "output",
-            "usage",
-            "finish",
-        ],
+    let text = |v: &Option<Str<'_>>| v.as_ref().is_some_and(|s| !is_hash(s, true));
+    let raw_text = |v: &Option<&RawValue>| v.is_some_and(|r| r.get().contains('"'));
+    let list = |v: &Option<Vec<Str<'_>>>| v.as_ref().is_some_and(|l| !l.is_empty());
+    // Fields no prompt-side kind defines.
+    let common: [(&'static str, bool); 19] = [
+        ("call_id", text(&raw.call_id)),
+        ("tool", text(&raw.tool)),
+        ("output_h", text(&raw.output_h)),
+        ("error", text(&raw.error)),
+        ("approval_id", text(&raw.approval_id)),
+        ("reason", text(&raw.reason)),
+        ("by", text(&raw.by)),
+        ("phase", text(&raw.phase)),
+        ("text", text(&raw.text)),
+        ("reply_to", text(&raw.reply_to)),
+        ("channel", text(&raw.channel)),
+        ("path", text(&raw.path)),
+        ("h", text(&raw.h)),
+        ("message", text(&raw.message)),
+        ("status", text(&raw.status)),
+        ("args", raw_text(&raw.args)),
+        ("code", raw_text(&raw.code)),
+        ("from", raw_text(&raw.from)),
+        ("to", raw_text(&raw.to)),
+    ];
+    let own: [(&'static str, bool); 9] = if kind == "user_message" {
+        [
+            ("request_id", text(&raw.request_id)),
+            ("model", text(&raw.model)),
+            ("input_h", text(&raw.input_h)),
+            ("system_h", text(&raw.system_h)),
+            ("finish", text(&raw.finish)),
+            ("output", raw_text(&raw.output)),
+            ("tools_offered", list(&raw.tools_offered)),
+            ("consumes", list(&raw.consumes)),
+            ("usage", false),
+        ]
+    } else {
+        [
+            ("id", text(&raw.id)),
+            ("prompt", raw.prompt.is_some()),
+            ("", false),
+            ("", false),
+            ("", false),
+            ("", false),
+            ("", false),
+            ("", false),
+            ("", false),
+        ]
     };
-    let strings: [(&'static str, &Option<Str<'_>>); 21] = [
-        ("id", &raw.id),
-        ("request_id", &raw.request_id),
-        ("model", &raw.model),
-        ("input_h", &raw.input_h),
-        ("system_h", &raw.system_h),
-        ("finish", &raw.finish),
-        ("call_id", &raw.call_id),
-        ("tool", &raw.tool),
-        ("output_h", &raw.output_h),
-        ("error", &raw.error),
-        ("approval_id", &raw.approval_id),
-        ("reason", &raw.reason),
-        ("by", &raw.by),
-        ("phase", &raw.phase),
-        ("text", &raw.text),
-        ("reply_to", &raw.reply_to),
-        ("channel", &raw.channel),
-        ("path", &raw.path),
-        ("h", &raw.h),
-        ("message", &raw.message),
-        ("status", &raw.status),
-    ];
-    let values: [(&'static str, Option<&RawValue>); 5] = [
-        ("output", raw.output),
-        ("args", raw.args),
-        ("from", raw.from),
-        ("to", raw.to),
-        ("code", raw.code),
-    ];
-    let lists: [(&'static str, &Option<Vec<Str<'_>>>); 2] = [
-        ("tools_offered", &raw.tools_offered),
-        ("consumes", &raw.consumes),
-    ];
-    let foreign = |name: &&str| !allowed.contains(name);
-    strings
-        .iter()
-        .filter(|(name, _)| foreign(name))
-        .find(|(_, v)| v.as_ref().is_some_and(|s| !is_hash(s, true)))
+    (common.iter().chain(&own))
+        .find(|(_, found)| *found)
         .map(|(name, _)| *name)
-        .or_else(|| {
-            values
-                .iter()
-                .filter(|(name, _)| foreign(name))
-                .find(|(_, v)| v.is_some_and(|r| r.get().contains('"')))
-                .map(|(name, _)| *name)
-        })
-        .or_else(|| {
-            lists
-                .iter()
-                .filter(|(name, _)| foreign(name))
-                .find(|(_, v)| v.as_ref().is_some_and(|l| !l.is_empty()))
-                .map(|(name, _)| *name)
-        })
-        .or_else(|| (kind != "user_message" && raw.prompt.is_some()).then_some("prompt"))
 }
 
 /// Just enough of a line to tell its kind and seq, used when the full parse fails so that an
