@@ -6,6 +6,8 @@
 //! ([`report`]) — and never parses flags, prints or exits; the `tracereplay` binary does that.
 
 pub mod baseline;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod diff;
 pub mod discover;
 pub mod eval;

@@ -119,8 +119,8 @@ pub enum SecretsArg {
 
 impl SecretsArg {
     /// The library's mode.
-    pub fn mode(self) -> tracereplay::privacy::lint::SecretsMode {
-        use tracereplay::privacy::lint::SecretsMode;
+    pub fn mode(self) -> crate::privacy::lint::SecretsMode {
+        use crate::privacy::lint::SecretsMode;
         match self {
             SecretsArg::Fail => SecretsMode::Fail,
             SecretsArg::Warn => SecretsMode::Warn,
@@ -368,7 +368,7 @@ pub struct CheckArgs {
     pub no_cache: bool,
     /// MiB of result rows held in memory: rows beyond go to a temporary file, and a larger
     /// result cache is read from disk as needed (the report is the same).
-    #[arg(long, value_name = "MIB", default_value_t = (tracereplay::eval::ROW_MEMORY >> 20) as u32)]
+    #[arg(long, value_name = "MIB", default_value_t = (crate::eval::ROW_MEMORY >> 20) as u32)]
     pub row_memory: u32,
     /// Which drift from the approved baselines fails the run.
     #[arg(long, value_enum, default_value_t = DriftArg::Default)]
@@ -502,8 +502,8 @@ pub struct VerifyArgs {
 
 impl LimitArgs {
     /// The library's limits.
-    pub fn limits(&self) -> tracereplay::trace::Limits {
-        tracereplay::trace::Limits {
+    pub fn limits(&self) -> crate::trace::Limits {
+        crate::trace::Limits {
             max_line_bytes: self.max_line_bytes,
             max_trace_bytes: self.max_trace_bytes,
         }

@@ -3,16 +3,16 @@
 
 use std::io::Write;
 
-use anyhow::Context;
-use camino::Utf8Path;
-use tracereplay::baseline::{
+use crate::baseline::{
     BaselineFile, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase, decode_segment,
 };
-use tracereplay::diff::{DriftCategory, DriftMode, compare};
-use tracereplay::discover::{discover, display_path};
-use tracereplay::eval::{BaselineOptions, CheckOptions, FailOn, check};
-use tracereplay::report::{RowVerdict, escape_controls};
-use tracereplay::trace::json::eq_ci;
+use crate::diff::{DriftCategory, DriftMode, compare};
+use crate::discover::{discover, display_path};
+use crate::eval::{BaselineOptions, CheckOptions, FailOn, check};
+use crate::report::{RowVerdict, escape_controls};
+use crate::trace::json::eq_ci;
+use anyhow::Context;
+use camino::Utf8Path;
 
 use super::args::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs, CiArgs};
 use super::ci::is_ci;
@@ -94,7 +94,7 @@ fn summary_line(p: &Pending) -> String {
                 "invalid  {}/{}  {}",
                 p.scenario,
                 p.case,
-                tracereplay::eval::error_chain(&e)
+                crate::eval::error_chain(&e)
             );
         }
     };
@@ -238,7 +238,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         limits: args.limits.limits(),
         fail_on: FailOn::None,
         scenarios: args.scenarios.clone(),
-        whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
+        whole_suite: crate::discover::covers_suite_roots(&args.paths),
         baselines: Some(BaselineOptions {
             store: BaselineStore::new(dir.clone()),
             mode: DriftMode::Default,

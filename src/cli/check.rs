@@ -6,18 +6,18 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use anyhow::{Context, bail};
-use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::baseline::BaselineStore;
-use tracereplay::diff::DriftMode;
-use tracereplay::discover::discover;
-use tracereplay::eval::{
+use crate::baseline::BaselineStore;
+use crate::diff::DriftMode;
+use crate::discover::discover;
+use crate::eval::{
     BaselineOptions, CacheFile, CacheKey, CheckOptions, CheckStats, FailOn, Progress,
     check_with_cache_file, in_pool,
 };
-use tracereplay::fsutil::write_atomic_streaming;
-use tracereplay::privacy::lint::read_allow_file;
-use tracereplay::report::{self, human::HumanOptions};
+use crate::fsutil::write_atomic_streaming;
+use crate::privacy::lint::read_allow_file;
+use crate::report::{self, human::HumanOptions};
+use anyhow::{Context, bail};
+use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::{CheckArgs, CheckFormatArg, DriftArg, FailOnArg};
 use super::ci::is_ci;
@@ -105,7 +105,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 FailOnArg::None => FailOn::None,
             },
             scenarios: args.scenarios.clone(),
-            whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
+            whole_suite: crate::discover::covers_suite_roots(&args.paths),
             tags: args.tags.clone(),
             threads,
             baselines,
@@ -190,12 +190,12 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 /// Fingerprints of waived secrets, in the working directory.
 pub const ALLOW_FILE: &str = ".tracereplay-allow";
 
-type Renderer = fn(&tracereplay::report::Report, &mut dyn Write) -> std::io::Result<()>;
+type Renderer = fn(&crate::report::Report, &mut dyn Write) -> std::io::Result<()>;
 
 /// Writes `report` to `out` in `format` (shared by `check` and `merge`).
 pub fn render(
     format: CheckFormatArg,
-    report: &tracereplay::report::Report,
+    report: &crate::report::Report,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     match format {

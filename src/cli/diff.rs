@@ -3,20 +3,20 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use crate::baseline::BaselineStore;
+use crate::diff::report::{DiffEntry, DiffReport, Unpaired};
+use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
+use crate::discover::{discover, display_path};
+use crate::eval::{
+    BaselineOptions, CheckOptions, FailOn, JudgedTrace, check, error_chain, judge_trace_file,
+};
+use crate::privacy::lint::read_allow_file;
+use crate::privacy::mask::mask_drift;
+use crate::report::{RowVerdict, Source};
+use crate::scenario::{Scenario, load_scenarios};
 use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::baseline::BaselineStore;
-use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
-use tracereplay::diff::{DriftCategory, DriftFinding, DriftMode, compare};
-use tracereplay::discover::{discover, display_path};
-use tracereplay::eval::{
-    BaselineOptions, CheckOptions, FailOn, JudgedTrace, check, error_chain, judge_trace_file,
-};
-use tracereplay::privacy::lint::read_allow_file;
-use tracereplay::privacy::mask::mask_drift;
-use tracereplay::report::{RowVerdict, Source};
-use tracereplay::scenario::{Scenario, load_scenarios};
 
 use super::args::{DiffArgs, FormatArg};
 use super::check::{resolve_baselines, tolerance};
@@ -56,7 +56,7 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
     let opts = CheckOptions {
         limits: args.limits.limits(),
         fail_on: FailOn::None,
-        whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
+        whole_suite: crate::discover::covers_suite_roots(&args.paths),
         baselines: Some(BaselineOptions {
             store: BaselineStore::new(dir),
             mode: DriftMode::Default,
@@ -117,7 +117,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     }
     let limits = args.limits.limits();
     let mut report = DiffReport::default();
-    let mut read_side = |found: &tracereplay::discover::Discovered| -> Side {
+    let mut read_side = |found: &crate::discover::Discovered| -> Side {
         let judged: Vec<_> = found
             .trace_files
             .par_iter()

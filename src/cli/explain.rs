@@ -4,16 +4,16 @@
 
 use std::io::Write;
 
+use crate::baseline::BaselineStore;
+use crate::discover::discover;
+use crate::eval::explain::{Explanation, explain_trace};
+use crate::privacy::lint::read_allow_file;
+use crate::privacy::mask::mask_explanation;
+use crate::report::explain::render;
+use crate::report::runfolder::latest_run;
+use crate::scenario::{Scenario, load_scenarios};
+use crate::trace::{TraceFile, probe_header};
 use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::baseline::BaselineStore;
-use tracereplay::discover::discover;
-use tracereplay::eval::explain::{Explanation, explain_trace};
-use tracereplay::privacy::lint::read_allow_file;
-use tracereplay::privacy::mask::mask_explanation;
-use tracereplay::report::explain::render;
-use tracereplay::report::runfolder::latest_run;
-use tracereplay::scenario::{Scenario, load_scenarios};
-use tracereplay::trace::{TraceFile, probe_header};
 
 use super::args::ExplainArgs;
 use super::check::{ALLOW_FILE, resolve_baselines, use_color};

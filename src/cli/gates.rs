@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use tracereplay::discover::discover;
-use tracereplay::eval::{CheckOptions, FailOn, check};
-use tracereplay::gates::strength::{MUTANTS_PER_TRACE, Strength};
-use tracereplay::gates::{GateProblem, check_gates};
-use tracereplay::report::{RowVerdict, escape_controls};
-use tracereplay::scenario::{Scenario, load_scenarios};
-use tracereplay::trace::{TraceFile, parse_trace};
+use crate::discover::discover;
+use crate::eval::{CheckOptions, FailOn, check};
+use crate::gates::strength::{MUTANTS_PER_TRACE, Strength};
+use crate::gates::{GateProblem, check_gates};
+use crate::report::{RowVerdict, escape_controls};
+use crate::scenario::{Scenario, load_scenarios};
+use crate::trace::{TraceFile, parse_trace};
 
 use super::args::GatesArgs;
 use super::exit;
@@ -27,7 +27,7 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut problems = check_gates(&loaded);
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
-        file: tracereplay::discover::display_path(p),
+        file: crate::discover::display_path(p),
         scenario: None,
         line: None,
         column: None,
@@ -108,7 +108,7 @@ pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 
 /// Strength of each scenario, measured over its passing traces, sorted by scenario id.
 fn strengths(
-    found: &tracereplay::discover::Discovered,
+    found: &crate::discover::Discovered,
     args: &GatesArgs,
     scenarios: &[&Scenario],
 ) -> anyhow::Result<Vec<Strength>> {

@@ -3,11 +3,11 @@
 use std::collections::HashSet;
 use std::io::Write;
 
+use crate::baseline::encode_segment;
+use crate::discover::display_path;
+use crate::ingest::{Format, IngestOptions, ingest};
+use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use anyhow::{Context, bail};
-use tracereplay::baseline::encode_segment;
-use tracereplay::discover::display_path;
-use tracereplay::ingest::{Format, IngestOptions, ingest};
-use tracereplay::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
 
 use super::args::{IngestArgs, IngestFormatArg};
 use super::exit;
@@ -28,7 +28,7 @@ pub fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
     // Every trace written stays inside `-o DIR`, never through a symlink under it.
-    let confined = tracereplay::fsutil::Confined::new(args.out.clone());
+    let confined = crate::fsutil::Confined::new(args.out.clone());
     let format = match args.from {
         IngestFormatArg::OpenclawScenario => Format::OpenclawScenario,
         IngestFormatArg::OpenaiMessages => Format::OpenaiMessages,

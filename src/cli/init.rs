@@ -3,16 +3,16 @@
 
 use std::io::Write;
 
-use anyhow::Context;
-use camino::Utf8PathBuf;
-use tracereplay::baseline::{BaselineFile, BaselineStore, Behaviour};
-use tracereplay::fsutil::Confined;
-use tracereplay::oracle::judge;
-use tracereplay::privacy::PromptHasher;
-use tracereplay::scenario::load_file;
-use tracereplay::trace::{
+use crate::baseline::{BaselineFile, BaselineStore, Behaviour};
+use crate::fsutil::Confined;
+use crate::oracle::judge;
+use crate::privacy::PromptHasher;
+use crate::scenario::load_file;
+use crate::trace::{
     Args, EventBody, Header, Json, Limits, RunStatus, Str, TraceFile, TraceWriter, parse_trace,
 };
+use anyhow::Context;
+use camino::Utf8PathBuf;
 
 use super::exit;
 

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use tracereplay::privacy::{KEY_ENV, key_id};
+use crate::privacy::{KEY_ENV, key_id};
 
 use super::args::KeyCommand;
 use super::exit;

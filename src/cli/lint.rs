@@ -2,15 +2,13 @@
 
 use std::io::Write;
 
+use crate::discover::{discover, display_path};
+use crate::eval::error_chain;
+use crate::privacy::lint::{Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets};
+use crate::report::escape_controls;
+use crate::trace::{Seal, TraceError, TraceFile, parse_trace_with};
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::discover::{discover, display_path};
-use tracereplay::eval::error_chain;
-use tracereplay::privacy::lint::{
-    Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
-};
-use tracereplay::report::escape_controls;
-use tracereplay::trace::{Seal, TraceError, TraceFile, parse_trace_with};
 
 use super::args::{FormatArg, LintArgs};
 use super::check::ALLOW_FILE;
@@ -96,8 +94,8 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 /// limit, not a file) is a finding itself: it could hold anything, so it is never called clean.
 fn lint_trace(
     path: &camino::Utf8PathBuf,
-    limits: tracereplay::trace::Limits,
-    mode: tracereplay::privacy::lint::SecretsMode,
+    limits: crate::trace::Limits,
+    mode: crate::privacy::lint::SecretsMode,
     waived: &std::collections::HashSet<String>,
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
@@ -127,7 +125,7 @@ fn lint_trace(
     let seal = file.verify_seal(false).unwrap_or_else(|_| {
         let trimmed = file.bytes.strip_suffix(b"\n").unwrap_or(&file.bytes);
         let last = memchr::memrchr(b'\n', trimmed).map_or(0, |p| p + 1);
-        let body_len = if tracereplay::trace::is_footer_line(&trimmed[last..]) {
+        let body_len = if crate::trace::is_footer_line(&trimmed[last..]) {
             last
         } else {
             file.bytes.len()

@@ -1,4 +1,5 @@
-//! The binary's command layer: parse flags, call the library, render, pick the exit code.
+//! The command layer (the `cli` feature): parse flags, call the library, render, pick the exit
+//! code.
 
 pub mod args;
 mod baseline;
@@ -20,6 +21,34 @@ mod verify;
 use std::io::Write;
 
 use args::{Cli, Command};
+use clap::Parser;
+
+/// The whole command line: parse the process's arguments, run, print any error, and return
+/// the exit code.
+pub fn main() -> i32 {
+    // Temporary files older than this are leftovers of a killed run.
+    crate::fsutil::mark_run_start();
+    let parsed = Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match run(&parsed, &mut out).and_then(|c| out.flush().map(|()| c).map_err(Into::into)) {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => exit::OK,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("error: {e:#}");
+            exit::ERROR
+        }
+    }
+}
+
+/// A reader that closed the pipe early (`| head`) is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
 
 /// Runs a parsed command line, writing results to `out`; `Err` means exit 2.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {

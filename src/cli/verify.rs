@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
+use crate::discover::{discover, display_path};
+use crate::eval::error_chain;
+use crate::report::escape_controls;
+use crate::trace::TraceFile;
 use rayon::prelude::*;
-use tracereplay::discover::{discover, display_path};
-use tracereplay::eval::error_chain;
-use tracereplay::report::escape_controls;
-use tracereplay::trace::TraceFile;
 
 use super::args::VerifyArgs;
 use super::exit;
