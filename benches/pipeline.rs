@@ -11,7 +11,7 @@ mod corpus;
 use camino::Utf8PathBuf;
 use divan::Bencher;
 use tracereplay::discover::discover;
-use tracereplay::eval::{CheckOptions, check};
+use tracereplay::eval::{CheckOptions, Runtime, check};
 use tracereplay::oracle::{Facts, judge, judge_oracle};
 use tracereplay::scenario::load_file;
 use tracereplay::trace::{Limits, TraceFile, content_hash, parse_trace};
@@ -171,7 +171,10 @@ fn full_check(b: Bencher, threads: usize) {
     let c = corpus();
     let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
     let opts = CheckOptions {
-        threads: Some(threads),
+        runtime: Runtime {
+            threads: Some(threads),
+            ..Runtime::default()
+        },
         ..CheckOptions::default()
     };
     b.bench(|| {
@@ -209,8 +212,11 @@ fn cache_dir(dir: &tempfile::TempDir) -> Utf8PathBuf {
 fn full_check_cached(b: Bencher, threads: usize) {
     let cache = tempfile::tempdir().unwrap();
     let opts = CheckOptions {
-        threads: Some(threads),
-        cache_dir: Some(cache_dir(&cache)),
+        runtime: Runtime {
+            threads: Some(threads),
+            cache_dir: Some(cache_dir(&cache)),
+            ..Runtime::default()
+        },
         ..CheckOptions::default()
     };
     bench_recheck(b, opts, |_| {});
@@ -223,9 +229,12 @@ fn full_check_cached(b: Bencher, threads: usize) {
 fn check_and_render(b: Bencher, rows: &str) {
     let cache = tempfile::tempdir().unwrap();
     let opts = CheckOptions {
-        threads: Some(2),
-        row_memory: rows.starts_with("disk").then_some(0),
-        cache_dir: rows.ends_with("cached").then(|| cache_dir(&cache)),
+        runtime: Runtime {
+            threads: Some(2),
+            row_memory: rows.starts_with("disk").then_some(0),
+            cache_dir: rows.ends_with("cached").then(|| cache_dir(&cache)),
+            ..Runtime::default()
+        },
         ..CheckOptions::default()
     };
     bench_recheck(b, opts, |report| {

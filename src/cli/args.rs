@@ -70,9 +70,12 @@ pub struct ExplainArgs {
     /// Approved baselines, for drift (default `baselines/` when present).
     #[arg(long, value_name = "DIR")]
     pub baselines: Option<Utf8PathBuf>,
-    /// Size limits.
+    /// How traces are judged (as `check` judges them).
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub judging: JudgingArgs,
+    /// How drift is judged (as `check` judges it).
+    #[command(flatten)]
+    pub drift: DriftArgs,
 }
 
 /// `gates` flags.
@@ -229,15 +232,15 @@ pub struct DiffArgs {
     /// A harness suite directory of scenarios (repeatable).
     #[arg(long = "scenarios", value_name = "DIR")]
     pub scenario_dirs: Vec<Utf8PathBuf>,
-    /// Usage tolerance in percent.
-    #[arg(long, value_name = "PCT", default_value_t = 20.0)]
-    pub usage_tolerance: f64,
     /// Format of standard output.
     #[arg(long, value_enum, default_value_t = FormatArg::Human)]
     pub format: FormatArg,
-    /// Size limits.
+    /// How traces are judged (as `check` judges them).
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub judging: JudgingArgs,
+    /// How drift is judged (as `check` judges it).
+    #[command(flatten)]
+    pub drift: DriftArgs,
 }
 
 /// `baseline` subcommands.
@@ -298,6 +301,33 @@ pub struct ApproveArgs {
     pub limits: LimitArgs,
 }
 
+/// How traces are judged: shared by every command that judges (`check`, `diff`, `explain`), so
+/// they judge a trace alike.
+#[derive(Debug, Clone, Args)]
+pub struct JudgingArgs {
+    /// Treat unsealed traces as integrity failures (recommended in CI).
+    #[arg(long)]
+    pub require_sealed: bool,
+    /// Admit raw-prompt sidecars beside traces, and prompt-side text in fields the trace format
+    /// does not define (a developer opt-in; raw text in a prompt object is never admitted).
+    #[arg(long)]
+    pub allow_raw_prompts: bool,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// How drift from approved baselines is judged: shared by `check`, `diff` and `explain`.
+#[derive(Debug, Clone, Args)]
+pub struct DriftArgs {
+    /// Which drift from the approved baselines fails the run.
+    #[arg(long, value_enum, default_value_t = DriftArg::Default)]
+    pub drift: DriftArg,
+    /// Allowed move of a usage total, in percent of the approved value (at least 1).
+    #[arg(long, value_name = "PCT", default_value_t = 20.0)]
+    pub usage_tolerance: f64,
+}
+
 /// Size limits shared by every command that reads traces.
 #[derive(Debug, Clone, Args)]
 pub struct LimitArgs {
@@ -330,12 +360,9 @@ pub struct CheckArgs {
     /// Which failing traces make the exit code 1, by their scenario's risk.
     #[arg(long, value_enum, default_value_t = FailOnArg::High)]
     pub fail_on: FailOnArg,
-    /// Treat unsealed traces as integrity failures (recommended in CI).
-    #[arg(long)]
-    pub require_sealed: bool,
-    /// Admit raw-prompt sidecars beside traces (a developer opt-in; nothing else is admitted).
-    #[arg(long)]
-    pub allow_raw_prompts: bool,
+    /// How traces are judged.
+    #[command(flatten)]
+    pub judging: JudgingArgs,
     /// Judge a scenario's `scriptedTrace` when it has no stored trace (`source: "scripted"`).
     #[arg(long)]
     pub scripted: bool,
@@ -370,12 +397,9 @@ pub struct CheckArgs {
     /// result cache is read from disk as needed (the report is the same).
     #[arg(long, value_name = "MIB", default_value_t = (crate::eval::ROW_MEMORY >> 20) as u32)]
     pub row_memory: u32,
-    /// Which drift from the approved baselines fails the run.
-    #[arg(long, value_enum, default_value_t = DriftArg::Default)]
-    pub drift: DriftArg,
-    /// Allowed move of a usage total, in percent of the approved value (at least 1).
-    #[arg(long, value_name = "PCT", default_value_t = 20.0)]
-    pub usage_tolerance: f64,
+    /// How drift is judged.
+    #[command(flatten)]
+    pub drift: DriftArgs,
     /// CI detection.
     #[command(flatten)]
     pub ci: CiArgs,
@@ -386,9 +410,6 @@ pub struct CheckArgs {
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
-    /// Size limits.
-    #[command(flatten)]
-    pub limits: LimitArgs,
 }
 
 /// Parses `hash:K/N` with 1 ≤ K ≤ N.

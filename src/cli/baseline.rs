@@ -8,7 +8,9 @@ use crate::baseline::{
 };
 use crate::diff::{DriftCategory, DriftMode, compare};
 use crate::discover::{discover, display_path};
-use crate::eval::{BaselineOptions, CheckOptions, FailOn, check};
+use crate::eval::{
+    BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Selection, check,
+};
 use crate::report::{RowVerdict, escape_controls};
 use crate::trace::json::eq_ci;
 use anyhow::Context;
@@ -235,16 +237,27 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
     let found = discover(&args.paths, &args.scenario_dirs)?;
     let opts = CheckOptions {
-        limits: args.limits.limits(),
-        fail_on: FailOn::None,
-        scenarios: args.scenarios.clone(),
-        whole_suite: crate::discover::covers_suite_roots(&args.paths),
-        baselines: Some(BaselineOptions {
-            store: BaselineStore::new(dir.clone()),
-            mode: DriftMode::Default,
-            tolerance: 0.2,
+        selection: Selection {
+            scenarios: args.scenarios.clone(),
+            whole_suite: crate::discover::covers_suite_roots(&args.paths),
+            ..Selection::default()
+        },
+        judging: JudgeOptions {
+            limits: args.limits.limits(),
+            ..JudgeOptions::default()
+        },
+        counting: Counting {
+            fail_on: FailOn::None,
+            ..Counting::default()
+        },
+        baselines: Baselines::Compared {
+            policy: BaselinePolicy {
+                store: BaselineStore::new(dir.clone()),
+                mode: DriftMode::Default,
+                tolerance: 0.2,
+            },
             write_pending: true,
-        }),
+        },
         ..CheckOptions::default()
     };
     let report = check(&found, &args.paths, &opts)?;

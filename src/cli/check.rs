@@ -6,74 +6,24 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::baseline::BaselineStore;
-use crate::diff::DriftMode;
 use crate::discover::discover;
 use crate::eval::{
-    BaselineOptions, CacheFile, CacheKey, CheckOptions, CheckStats, FailOn, Progress,
+    CacheFile, CacheKey, CheckOptions, CheckStats, Counting, Progress, Runtime, Selection,
     check_with_cache_file, in_pool,
 };
 use crate::fsutil::write_atomic_streaming;
-use crate::privacy::lint::read_allow_file;
 use crate::report::{self, human::HumanOptions};
 use anyhow::{Context, bail};
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8PathBuf;
 
-use super::args::{CheckArgs, CheckFormatArg, DriftArg, FailOnArg};
+use super::args::{CheckArgs, CheckFormatArg};
 use super::ci::is_ci;
-use super::exit;
-
-/// The baselines directory in force: an explicit `--baselines DIR` must exist; the default
-/// `baselines/` is used when present and otherwise means "no comparison".
-pub fn resolve_baselines(explicit: Option<&Utf8Path>) -> anyhow::Result<Option<Utf8PathBuf>> {
-    match explicit {
-        Some(dir) if !dir.is_dir() => {
-            bail!("the baselines directory `{dir}` given with `--baselines` does not exist")
-        }
-        Some(dir) => Ok(Some(dir.to_owned())),
-        None if Utf8Path::new("baselines").is_dir() => Ok(Some("baselines".into())),
-        None => Ok(None),
-    }
-}
-
-/// The library's drift mode.
-pub fn drift_mode(arg: DriftArg) -> DriftMode {
-    match arg {
-        DriftArg::Default => DriftMode::Default,
-        DriftArg::Strict => DriftMode::Strict,
-        DriftArg::Warn => DriftMode::Warn,
-        DriftArg::Ignore => DriftMode::Ignore,
-    }
-}
-
-/// `--usage-tolerance PCT` as a fraction.
-pub fn tolerance(pct: f64) -> anyhow::Result<f64> {
-    if !pct.is_finite() || pct < 0.0 {
-        bail!("`--usage-tolerance` must be a non-negative percentage, got {pct}");
-    }
-    Ok(pct / 100.0)
-}
+use super::{exit, options};
 
 /// Runs `check`; `Err` means exit 2.
 pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let under_ci = is_ci(&args.ci);
-    let (baselines, baselines_note) = match (args.drift, resolve_baselines(args.baselines.as_deref())?) {
-        (DriftArg::Ignore, _) => (None, "not compared (`--drift ignore`)".to_owned()),
-        (_, None) => (None, "no `baselines/` directory, so no baseline comparison happened; create approved baselines with `tracereplay baseline approve`".to_owned()),
-        (mode, Some(dir)) => {
-            let note = format!(
-                "compared with `{dir}`; {}",
-                if under_ci { "CI: no pending file written" } else { "pending files written beside the approved ones" }
-            );
-            let opts = BaselineOptions {
-                store: BaselineStore::new(dir),
-                mode: drift_mode(mode),
-                tolerance: tolerance(args.usage_tolerance)?,
-                write_pending: !under_ci,
-            };
-            (Some(opts), note)
-        }
-    };
+    let baselines = options::baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
     let started = Instant::now();
     let threads = args.jobs.map(usize::from);
     let row_memory = (args.row_memory as usize) << 20;
@@ -96,29 +46,27 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let bar = progress_bar(found.trace_files.len());
         let stats = Arc::new(CheckStats::default());
         let opts = CheckOptions {
-            limits: args.limits.limits(),
-            require_sealed: args.require_sealed,
-            fail_on: match args.fail_on {
-                FailOnArg::Any => FailOn::Any,
-                FailOnArg::High => FailOn::High,
-                FailOnArg::Critical => FailOn::Critical,
-                FailOnArg::None => FailOn::None,
+            selection: Selection {
+                scenarios: args.scenarios.clone(),
+                tags: args.tags.clone(),
+                partition: args.partition,
+                whole_suite: crate::discover::covers_suite_roots(&args.paths),
+                scripted: args.scripted,
             },
-            scenarios: args.scenarios.clone(),
-            whole_suite: crate::discover::covers_suite_roots(&args.paths),
-            tags: args.tags.clone(),
-            threads,
+            judging: options::judging(&args.judging),
+            counting: Counting {
+                fail_on: options::fail_on(args.fail_on),
+                secrets: args.secrets.mode(),
+                waived: options::waived(),
+            },
             baselines,
-            baselines_note,
-            progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
-            secrets: args.secrets.mode(),
-            allow_raw_prompts: args.allow_raw_prompts,
-            waived: read_allow_file(Utf8Path::new(ALLOW_FILE)),
-            scripted: args.scripted,
-            partition: args.partition,
-            cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
-            stats: Some(stats.clone()),
-            row_memory: Some(row_memory),
+            runtime: Runtime {
+                threads,
+                progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
+                cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+                stats: Some(stats.clone()),
+                row_memory: Some(row_memory),
+            },
         };
         let mut searched = args.paths.clone();
         searched.extend(args.scenario_dirs.iter().cloned());
@@ -187,9 +135,6 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     Ok(if failed { exit::FAILURE } else { exit::OK })
 }
 
-/// Fingerprints of waived secrets, in the working directory.
-pub const ALLOW_FILE: &str = ".tracereplay-allow";
-
 type Renderer = fn(&crate::report::Report, &mut dyn Write) -> std::io::Result<()>;
 
 /// Writes `report` to `out` in `format` (shared by `check` and `merge`).
@@ -200,18 +145,14 @@ pub fn render(
 ) -> std::io::Result<()> {
     match format {
         CheckFormatArg::Human => {
-            report::human::render(report, HumanOptions { color: use_color() }, out)
+            let color = options::use_color();
+            report::human::render(report, HumanOptions { color }, out)
         }
         CheckFormatArg::Json => report::json::render(report, out),
         CheckFormatArg::Junit => report::junit::render(report, out),
         CheckFormatArg::Markdown => report::markdown::render(report, out),
         CheckFormatArg::Github => report::github::render(report, out),
     }
-}
-
-/// Colours only on a terminal, and never with `NO_COLOR` set (to anything non-empty).
-pub fn use_color() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// A progress bar on stderr for long runs on a terminal; none otherwise.

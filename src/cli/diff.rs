@@ -3,14 +3,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::baseline::BaselineStore;
 use crate::diff::report::{DiffEntry, DiffReport, Unpaired};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
 use crate::discover::{discover, display_path};
 use crate::eval::{
-    BaselineOptions, CheckOptions, FailOn, JudgedTrace, check, error_chain, judge_trace_file,
+    Baselines, CheckOptions, Counting, FailOn, JudgedTrace, Selection, check, error_chain,
+    judge_trace_file,
 };
-use crate::privacy::lint::read_allow_file;
 use crate::privacy::mask::mask_drift;
 use crate::report::{RowVerdict, Source};
 use crate::scenario::{Scenario, load_scenarios};
@@ -18,9 +17,8 @@ use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
 
-use super::args::{DiffArgs, FormatArg};
-use super::check::{resolve_baselines, tolerance};
-use super::exit;
+use super::args::{DiffArgs, DriftArg, FormatArg};
+use super::{exit, options};
 
 /// Runs `diff`; `Err` means exit 2.
 pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
@@ -29,12 +27,12 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         _ => against_baselines(args)?,
     };
     // Drift shows arguments and answers: a secret among them is never shown in full.
-    let waived = read_allow_file(Utf8Path::new(super::check::ALLOW_FILE));
+    let waived = options::waived();
     for e in &mut report.entries {
         e.drift.iter_mut().for_each(|d| mask_drift(d, &waived));
     }
     match args.format {
-        FormatArg::Human => report.render_human(super::check::use_color(), out)?,
+        FormatArg::Human => report.render_human(options::use_color(), out)?,
         FormatArg::Json => report.render_json(out)?,
     }
     Ok(if !report.errors.is_empty() {
@@ -47,23 +45,27 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 }
 
 fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
-    let Some(dir) = resolve_baselines(args.baselines.as_deref())? else {
-        bail!(
+    // `diff` only reads: no pending file is written.
+    let baselines = options::baselines(&args.drift, args.baselines.as_deref(), false)?;
+    match baselines {
+        Baselines::Compared { .. } => {}
+        Baselines::Ignored => bail!("`diff` with `--drift ignore` has nothing to compare"),
+        Baselines::Absent => bail!(
             "no `baselines/` directory to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
-        );
-    };
+        ),
+    }
     let found = discover(&args.paths, &args.scenario_dirs)?;
     let opts = CheckOptions {
-        limits: args.limits.limits(),
-        fail_on: FailOn::None,
-        whole_suite: crate::discover::covers_suite_roots(&args.paths),
-        baselines: Some(BaselineOptions {
-            store: BaselineStore::new(dir),
-            mode: DriftMode::Default,
-            tolerance: tolerance(args.usage_tolerance)?,
-            // `diff` only reads.
-            write_pending: false,
-        }),
+        selection: Selection {
+            whole_suite: crate::discover::covers_suite_roots(&args.paths),
+            ..Selection::default()
+        },
+        judging: options::judging(&args.judging),
+        counting: Counting {
+            fail_on: FailOn::None,
+            ..Counting::default()
+        },
+        baselines,
         ..CheckOptions::default()
     };
     let checked = check(&found, &args.paths, &opts)?;
@@ -115,7 +117,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     for s in &loaded.scenarios {
         by_id.entry(s.id.to_lowercase()).or_insert(s);
     }
-    let limits = args.limits.limits();
+    let judging = options::judging(&args.judging);
     let mut report = DiffReport::default();
     let mut read_side = |found: &crate::discover::Discovered| -> Side {
         let judged: Vec<_> = found
@@ -124,7 +126,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
             .map(|p| {
                 (
                     display_path(p),
-                    judge_trace_file(p, limits, |id| by_id.get(&id.to_lowercase()).copied()),
+                    judge_trace_file(p, &judging, |id| by_id.get(&id.to_lowercase()).copied()),
                 )
             })
             .collect();
@@ -145,7 +147,12 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     if old_side.is_empty() && new_side.is_empty() && report.errors.is_empty() {
         bail!("no traces found under `{old}` or `{new}`");
     }
-    let tol = tolerance(args.usage_tolerance)?;
+    let tol = options::tolerance(args.drift.usage_tolerance)?;
+    let mode = match args.drift.drift {
+        DriftArg::Default | DriftArg::Ignore => DriftMode::Default,
+        DriftArg::Strict => DriftMode::Strict,
+        DriftArg::Warn => DriftMode::Warn,
+    };
     let mut compared = 0;
     for (key, olds) in &old_side {
         let Some(news) = new_side.get(key) else {
@@ -169,10 +176,10 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
                 DriftCategory::Ambiguous,
                 detail,
                 None,
-                DriftMode::Default,
+                mode,
             )]
         } else {
-            compare(&oj.behaviour, &nj.behaviour, tol, DriftMode::Default)
+            compare(&oj.behaviour, &nj.behaviour, tol, mode)
         };
         report.entries.push(DiffEntry {
             scenario: nj.scenario.clone(),

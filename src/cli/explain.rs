@@ -4,7 +4,6 @@
 
 use std::io::Write;
 
-use crate::baseline::BaselineStore;
 use crate::discover::discover;
 use crate::eval::explain::{Explanation, explain_trace};
 use crate::privacy::lint::read_allow_file;
@@ -16,8 +15,8 @@ use crate::trace::{TraceFile, probe_header};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::ExplainArgs;
-use super::check::{ALLOW_FILE, resolve_baselines, use_color};
 use super::exit;
+use super::options::{self, ALLOW_FILE, use_color};
 
 /// Runs `explain`; `Err` means exit 2.
 pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
@@ -45,8 +44,10 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             .iter()
             .find(|s| s.id.eq_ignore_ascii_case(id))
     };
-    let store = resolve_baselines(args.baselines.as_deref())?.map(BaselineStore::new);
-    let limits = args.limits.limits();
+    // The same judging and drift options as `check`, so both say the same of a trace.
+    let baselines = options::baselines(&args.drift, args.baselines.as_deref(), false)?;
+    let judging = options::judging(&args.judging);
+    let limits = judging.limits;
     let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
     let traces: Vec<Utf8PathBuf> = if as_path.is_file() {
         vec![as_path.to_owned()]
@@ -88,7 +89,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
-        let mut e = explain_trace(path, limits, lookup, store.as_ref());
+        let mut e = explain_trace(path, &judging, lookup, baselines.policy());
         // A secret in the trace or scenario is never shown in full.
         mask_explanation(&mut e, &waived);
         render(&e, use_color(), out)?;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::discover::discover;
-use crate::eval::{CheckOptions, FailOn, check};
+use crate::eval::{CheckOptions, Counting, FailOn, JudgeOptions, check};
 use crate::gates::strength::{MUTANTS_PER_TRACE, Strength};
 use crate::gates::{GateProblem, check_gates};
 use crate::report::{RowVerdict, escape_controls};
@@ -114,8 +114,14 @@ fn strengths(
 ) -> anyhow::Result<Vec<Strength>> {
     let limits = args.limits.limits();
     let opts = CheckOptions {
-        limits,
-        fail_on: FailOn::None,
+        judging: JudgeOptions {
+            limits,
+            ..JudgeOptions::default()
+        },
+        counting: Counting {
+            fail_on: FailOn::None,
+            ..Counting::default()
+        },
         ..CheckOptions::default()
     };
     let report = check(found, &args.paths, &opts)?;

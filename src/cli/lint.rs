@@ -11,8 +11,8 @@ use camino::Utf8Path;
 use rayon::prelude::*;
 
 use super::args::{FormatArg, LintArgs};
-use super::check::ALLOW_FILE;
 use super::exit;
+use super::options::ALLOW_FILE;
 
 /// Runs `lint`; `Err` means exit 2.
 pub fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {

@@ -15,6 +15,7 @@ mod init;
 mod key;
 mod lint;
 mod merge;
+mod options;
 mod pack;
 mod verify;
 

@@ -1,101 +1,66 @@
-//! Comparing judged traces with their approved baselines, writing pending files off CI, and the
-//! suite-level passes: ambiguous (scenario, case) pairs and obsolete baselines.
+//! The suite-level baseline decisions, made with the whole run in view: which (scenario, case)
+//! pairs are ambiguous (two traces, one baseline) and which approved baselines are obsolete.
+//! Decisions only: the files they call for are written by [`super::persist`].
 
 use std::collections::{BTreeMap, HashSet};
 
 use camino::Utf8PathBuf;
 
-use crate::baseline::{BaselineFile, BaselineStore, Behaviour, decode_segment};
-use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
+use super::pipeline::BaselinePolicy;
+use crate::baseline::{BaselineFile, decode_segment};
+use crate::diff::{DriftCategory, DriftFinding};
 use crate::discover::display_path;
 use crate::report::{ObsoleteBaseline, Rows};
 
-/// How `check` treats approved baselines.
-#[derive(Debug, Clone)]
-pub struct BaselineOptions {
-    /// Where they live.
-    pub store: BaselineStore,
-    /// Which drift fails the run.
-    pub mode: DriftMode,
-    /// Usage tolerance as a fraction (0.2 = 20 %).
-    pub tolerance: f64,
-    /// Write `.new`/`.deleted` pending files and remove stale ones (never under CI).
-    pub write_pending: bool,
+/// A pending baseline file for one (scenario, case), decided by a comparison and carried out by
+/// the persist stage (off CI only).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Pending {
+    /// The case drifted or is new: write its `.new` (this text) and remove a stale `.deleted`.
+    Write {
+        /// Scenario id.
+        scenario: String,
+        /// Case.
+        case: String,
+        /// The baseline this run would approve.
+        text: String,
+    },
+    /// The case matches its approved baseline, or cannot be compared (ambiguous): remove stale
+    /// `.new` and `.deleted` files.
+    Clear {
+        /// Scenario id.
+        scenario: String,
+        /// Case.
+        case: String,
+    },
+    /// The approved baseline is obsolete: write its `.deleted` (a copy of it) and remove a
+    /// stale `.new`.
+    Remove {
+        /// The approved baseline.
+        approved: Utf8PathBuf,
+    },
 }
 
-/// Removes a stale pending file inside the store (never through a symlink).
-fn remove_if_present(store: &BaselineStore, path: &Utf8PathBuf, warnings: &mut Vec<String>) {
-    if let Err(e) = store.confined().remove(path) {
-        warnings.push(format!(
-            "cannot remove stale pending file `{}`: {e}",
-            display_path(path)
-        ));
-    }
-}
-
-/// Compares one judged trace with its approved baseline; off CI, writes `.new` when it is new or
-/// drifted and removes stale pending files when it matches.
-pub fn compare_trace(
-    opts: &BaselineOptions,
-    scenario: &str,
-    case: &str,
-    content_hash: &str,
-    behaviour: Behaviour,
-    warnings: &mut Vec<String>,
-) -> Vec<DriftFinding> {
-    let store = &opts.store;
-    let approved_path = store.approved_path(scenario, case);
-    let new_path = store.new_path(scenario, case);
-    let current = BaselineFile::new(scenario, case, content_hash, behaviour);
-    let findings = if approved_path.exists() {
-        match BaselineFile::read(&approved_path) {
-            Ok(approved) => compare(
-                &approved.behaviour,
-                &current.behaviour,
-                opts.tolerance,
-                opts.mode,
-            ),
-            Err(e) => {
-                return vec![DriftFinding::new(
-                    DriftCategory::BaselineInvalid,
-                    crate::eval::error_chain(&e),
-                    None,
-                    opts.mode,
-                )];
+impl Pending {
+    /// The (scenario, case) it is about, when it names one.
+    fn case(&self) -> Option<(&str, &str)> {
+        match self {
+            Pending::Write { scenario, case, .. } | Pending::Clear { scenario, case } => {
+                Some((scenario, case))
             }
-        }
-    } else {
-        vec![DriftFinding::new(
-            DriftCategory::New,
-            format!(
-                "no approved baseline at `{}`; review and accept it with `tracereplay baseline accept`",
-                display_path(&approved_path)
-            ),
-            None,
-            opts.mode,
-        )]
-    };
-    if opts.write_pending {
-        remove_if_present(store, &store.deleted_path(scenario, case), warnings);
-        if findings.is_empty() {
-            remove_if_present(store, &new_path, warnings);
-        } else if let Err(e) = BaselineFile::write_text(store, &new_path, &current.to_text()) {
-            warnings.push(format!(
-                "cannot write pending baseline `{}`: {e}",
-                display_path(&new_path)
-            ));
+            Pending::Remove { .. } => None,
         }
     }
-    findings
 }
 
-/// Two rows sharing one baseline make its comparison an error: every judged row of the pair gets
-/// an `ambiguous` finding instead of its comparison, and no pending file is left for it.
-pub fn mark_ambiguous(
+/// Two rows sharing one baseline make its comparison an error: every judged row of the pair
+/// gets an `ambiguous` finding instead of its comparison, and its pending write becomes a
+/// clearing (no `.new` is left for a pair that cannot be compared).
+pub(crate) fn mark_ambiguous(
     rows: &mut Rows,
-    opts: &BaselineOptions,
+    policy: &BaselinePolicy,
     fail_on: super::FailOn,
-    warnings: &mut Vec<String>,
+    pending: &mut [Pending],
 ) {
     let mut of_row: Vec<(usize, String)> = Vec::new();
     rows.for_each_head(|i, h| of_row.extend(h.baseline.map(|b| (i, b.to_owned()))));
@@ -107,6 +72,7 @@ pub fn mark_ambiguous(
         .map(|(i, b)| (*i, count[b.as_str()]))
         .filter(|&(_, n)| n >= 2)
         .collect();
+    let mut ambiguous: HashSet<(String, String)> = HashSet::new();
     for (i, n) in shared {
         let mut r = rows.get(i);
         let b = r.baseline.as_deref().unwrap_or("");
@@ -119,36 +85,40 @@ pub fn mark_ambiguous(
             DriftCategory::Ambiguous,
             detail,
             None,
-            opts.mode,
+            policy.mode,
         )];
         super::set_blocking(&mut r, fail_on);
-        if opts.write_pending {
-            if let (Some(s), Some(c)) = (&r.scenario, &r.case) {
-                remove_if_present(&opts.store, &opts.store.new_path(s, c), warnings);
-            }
+        if let (Some(s), Some(c)) = (&r.scenario, &r.case) {
+            ambiguous.insert((s.clone(), c.clone()));
         }
         rows.set(i, &r);
+    }
+    for p in pending.iter_mut() {
+        let clear = p.case().and_then(|(s, c)| {
+            ambiguous
+                .contains(&(s.to_owned(), c.to_owned()))
+                .then(|| (s.to_owned(), c.to_owned()))
+        });
+        if let Some((scenario, case)) = clear {
+            *p = Pending::Clear { scenario, case };
+        }
     }
 }
 
 /// Approved baselines without a trace, within scope: `in_scope` says whether a stored baseline
-/// (by its encoded scenario segment) belongs to this run.
-/// else the encoded ids of the scenarios in scope.
-pub fn find_obsolete(
+/// (by its encoded scenario segment) belongs to this run. Each also gets a [`Pending::Remove`].
+pub(crate) fn find_obsolete(
     rows: &Rows,
-    opts: &BaselineOptions,
+    policy: &BaselinePolicy,
     in_scope: &dyn Fn(&str) -> bool,
-    warnings: &mut Vec<String>,
+    pending: &mut Vec<Pending>,
 ) -> Vec<ObsoleteBaseline> {
     let mut used: HashSet<String> = HashSet::new();
     rows.for_each_head(|_, h| used.extend(h.baseline.map(str::to_owned)));
     let mut out = Vec::new();
-    for stored in opts.store.list(crate::baseline::APPROVED_SUFFIX) {
+    for stored in policy.store.list(crate::baseline::APPROVED_SUFFIX) {
         let shown = display_path(&stored.path);
-        if used.contains(shown.as_str()) {
-            continue;
-        }
-        if !in_scope(&stored.scenario_segment) {
+        if used.contains(shown.as_str()) || !in_scope(&stored.scenario_segment) {
             continue;
         }
         let (scenario, case) = match BaselineFile::read(&stored.path) {
@@ -161,29 +131,14 @@ pub fn find_obsolete(
         let detail = format!(
             "approved baseline `{shown}` has no trace; accept its removal with `tracereplay baseline accept` or record the run again"
         );
-        if opts.write_pending {
-            let deleted = Utf8PathBuf::from(format!("{}.deleted", stored.path));
-            let new = Utf8PathBuf::from(format!("{}.new", stored.path));
-            remove_if_present(&opts.store, &new, warnings);
-            let confined = opts.store.confined();
-            let limit = crate::baseline::MAX_BASELINE_BYTES;
-            match confined.read(&stored.path, limit, "baseline") {
-                Ok(bytes) => {
-                    if let Err(e) = confined.write(&deleted, &bytes, true) {
-                        warnings.push(format!(
-                            "cannot write pending removal `{}`: {e}",
-                            display_path(&deleted)
-                        ));
-                    }
-                }
-                Err(e) => warnings.push(format!("cannot read `{shown}`: {e}")),
-            }
-        }
+        pending.push(Pending::Remove {
+            approved: stored.path.clone(),
+        });
         out.push(ObsoleteBaseline {
             scenario,
             case,
             path: shown,
-            finding: DriftFinding::new(DriftCategory::Obsolete, detail, None, opts.mode),
+            finding: DriftFinding::new(DriftCategory::Obsolete, detail, None, policy.mode),
         });
     }
     out

@@ -5,12 +5,12 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::baseline::{BaselineFile, BaselineStore, Behaviour};
-use crate::diff::{DriftFinding, DriftMode, compare};
+use super::pipeline::{self, BaselinePolicy, JudgeOptions};
+use crate::diff::DriftFinding;
 use crate::discover::display_path;
-use crate::oracle::{self, OracleResult};
+use crate::oracle::OracleResult;
 use crate::scenario::Scenario;
-use crate::trace::{Limits, TraceFile, parse_trace};
+use crate::trace::TraceFile;
 
 /// Everything `explain` shows about one trace. Also the shape of a run folder's evidence file
 /// (which holds only the cited events).
@@ -43,13 +43,14 @@ fn to_values(items: &[crate::trace::Event<'_>]) -> Vec<Value> {
     items.iter().map(super::row::event_value).collect()
 }
 
-/// Reads, verifies and judges `path` for an explanation. `scenario_for` finds the scenario by the
-/// header's id; `store` enables drift from the approved baseline.
+/// Reads, verifies and judges `path` for an explanation, through the same pipeline and with the
+/// same options as `check`: `scenario_for` finds the scenario by the header's id; `policy`
+/// enables drift from the approved baseline.
 pub fn explain_trace<'s>(
     path: &Utf8Path,
-    limits: Limits,
+    judging: &JudgeOptions,
     scenario_for: impl Fn(&str) -> Option<&'s Scenario>,
-    store: Option<&BaselineStore>,
+    policy: Option<&BaselinePolicy>,
 ) -> Explanation {
     let mut e = Explanation {
         path: display_path(path),
@@ -62,7 +63,7 @@ pub fn explain_trace<'s>(
         drift: Vec::new(),
         events: Vec::new(),
     };
-    let file = match TraceFile::open(path, limits) {
+    let file = match TraceFile::open(path, judging.limits) {
         Ok(f) => f,
         Err(err) => {
             e.error = Some(super::error_chain(&err));
@@ -73,7 +74,7 @@ pub fn explain_trace<'s>(
         e.scenario = Some(s);
         e.case = Some(c);
     }
-    let seal = match file.verify_seal(false) {
+    let seal = match file.verify_seal(judging.require_sealed) {
         Ok(s) => s,
         Err(err) => {
             e.error = Some(super::error_chain(&err));
@@ -82,7 +83,7 @@ pub fn explain_trace<'s>(
     };
     e.content_hash = Some(seal.content_hash.clone());
     e.sealed = Some(seal.sealed);
-    let parsed = match parse_trace(&file, &seal, limits) {
+    let parsed = match pipeline::parse(&file, &seal, judging) {
         Ok(p) => p,
         Err(err) => {
             e.error = Some(super::error_chain(&err));
@@ -99,27 +100,18 @@ pub fn explain_trace<'s>(
         return e;
     };
     e.scenario = Some(scenario.id.clone());
-    let facts = oracle::Facts::new(&parsed.trace);
-    let results: Vec<OracleResult> = oracle::judge_facts(scenario, &facts);
-    if let Some(store) = store {
-        let approved = store.approved_path(&scenario.id, &header.case);
-        let findings: Vec<DriftFinding> = match BaselineFile::read(&approved) {
-            Ok(b) => compare(
-                &b.behaviour,
-                &Behaviour::from_facts(&facts, &results),
-                0.2,
-                DriftMode::Default,
-            ),
-            Err(_) if !approved.exists() => Vec::new(),
-            Err(err) => vec![DriftFinding::new(
-                crate::diff::DriftCategory::BaselineInvalid,
-                super::error_chain(&err),
-                None,
-                DriftMode::Default,
-            )],
-        };
-        e.drift = findings;
+    let judged = pipeline::judge(scenario, &parsed.trace, policy.is_some());
+    if let (Some(policy), Some(behaviour)) = (policy, judged.behaviour) {
+        let compared = pipeline::compare(
+            policy,
+            &scenario.id,
+            &header.case,
+            &seal.content_hash,
+            behaviour,
+        );
+        // Like `check`'s JSON report, `explain` tells a missing baseline apart (`new`).
+        e.drift = compared.findings;
     }
-    e.oracles = results;
+    e.oracles = judged.results;
     e
 }

@@ -1,13 +1,14 @@
-//! Judging a single trace file outside a full `check`: read, verify, parse, judge against its
-//! scenario (when one is known), and normalise. Used by `diff --from/--to` and by tools
-//! embedding the library.
+//! Judging a single trace file outside a full `check`, through the same pipeline: read,
+//! verify, parse, judge against its scenario (when one is known), and normalise. Used by
+//! `diff --from/--to`.
 
 use camino::Utf8Path;
 
+use super::pipeline::{self, JudgeOptions};
 use crate::baseline::Behaviour;
 use crate::oracle::{self, OracleResult};
 use crate::scenario::Scenario;
-use crate::trace::{Limits, TraceError, TraceFile, parse_trace};
+use crate::trace::{TraceError, TraceFile};
 
 /// A trace read and judged.
 #[derive(Debug, Clone)]
@@ -24,26 +25,33 @@ pub struct JudgedTrace {
     pub behaviour: Behaviour,
 }
 
-/// Reads and judges one trace; `scenario_for` maps the header's scenario id to its scenario.
+/// Reads and judges one trace with `judging`; `scenario_for` maps the header's scenario id to its scenario.
 pub fn judge_trace_file<'s>(
     path: &Utf8Path,
-    limits: Limits,
+    judging: &JudgeOptions,
     scenario_for: impl Fn(&str) -> Option<&'s Scenario>,
 ) -> Result<JudgedTrace, TraceError> {
-    let file = TraceFile::open(path, limits)?;
-    let seal = file.verify_seal(false)?;
-    let parsed = parse_trace(&file, &seal, limits)?;
+    let file = TraceFile::open(path, judging.limits)?;
+    let (seal, parsed) = pipeline::verify_and_parse(&file, judging)?;
     let header = &parsed.trace.header;
     let scenario = scenario_for(&header.scenario);
-    let facts = oracle::Facts::new(&parsed.trace);
-    let results = scenario
-        .map(|s| oracle::judge_facts(s, &facts))
-        .unwrap_or_default();
+    let (results, behaviour) = match scenario {
+        Some(s) => {
+            let judged = pipeline::judge(s, &parsed.trace, true);
+            let behaviour = judged.behaviour.expect("asked for");
+            (judged.results, behaviour)
+        }
+        // Without a scenario a trace is compared on its behaviour alone.
+        None => (
+            Vec::new(),
+            Behaviour::from_facts(&oracle::Facts::new(&parsed.trace), &[]),
+        ),
+    };
     Ok(JudgedTrace {
         scenario: scenario.map_or_else(|| header.scenario.to_string(), |s| s.id.clone()),
         case: header.case.to_string(),
         content_hash: seal.content_hash.clone(),
-        behaviour: Behaviour::from_facts(&facts, &results),
+        behaviour,
         results,
     })
 }

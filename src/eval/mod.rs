@@ -1,28 +1,42 @@
-//! Judging a suite: load scenarios, read and verify every trace in parallel, judge it against its
-//! scenario and approved baseline, and assemble one deterministically ordered report.
+//! Judging a suite, in stages that run one way:
+//!
+//! 1. **plan** ([`plan`]): load the scenarios, decide which the run covers (filters, partition
+//!    share) and what keeps one from being judged;
+//! 2. **judge** ([`judging`], through the one [`pipeline`]): every trace file in parallel —
+//!    verify, parse, judge, compare with its approved baseline — or its row recalled from the
+//!    result cache; pure: workers write nothing but their own results;
+//! 3. **compare** ([`baselines`]): with the whole run in view, the ambiguous (scenario, case)
+//!    pairs and the obsolete baselines;
+//! 4. **persist** ([`persist`] and the cache): the only stage that writes — pending baseline
+//!    files (never under CI) and the result cache;
+//! 5. **summarise**: counts, in one deterministically ordered report.
+//!
+//! `diff --from/--to` and `explain` use the same pipeline with the same options.
 
 mod baselines;
 mod cache;
 pub mod explain;
 mod judge;
+mod judging;
+mod persist;
+pub mod pipeline;
+mod plan;
 mod row;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use rayon::prelude::*;
 
-pub use baselines::BaselineOptions;
 pub use cache::{CACHE_KEY_ENV, CacheFile, CacheKey};
 pub use judge::{JudgedTrace, judge_trace_file};
+pub use pipeline::{BaselinePolicy, JudgeOptions};
 use row::set_error;
 
 use crate::discover::{Discovered, display_path};
-use crate::report::rows::{self, RowBytes, Spill};
-use crate::report::{Report, ResultRow, Row, RowMeta, RowVerdict, Rows, Source, Summary, ToolInfo};
-use crate::scenario::{Risk, Scenario, load_scenarios};
-use crate::trace::{Limits, TraceFile};
+use crate::report::rows::Spill;
+use crate::report::{Report, ResultRow, RowVerdict, Rows, Source, Summary, ToolInfo};
+use crate::scenario::{Risk, load_scenarios};
 
 /// Which failing traces make the exit code 1, by their scenario's risk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,50 +74,136 @@ impl std::fmt::Debug for Progress {
     }
 }
 
-/// What `check` needs besides the discovered files.
+/// Which scenarios and traces a run covers.
 #[derive(Debug, Clone, Default)]
-pub struct CheckOptions {
-    /// Size limits.
-    pub limits: Limits,
-    /// Unsealed traces are integrity failures.
-    pub require_sealed: bool,
-    /// Which failures count.
-    pub fail_on: FailOn,
+pub struct Selection {
     /// Only these scenario ids (case-insensitive); empty means all.
     pub scenarios: Vec<String>,
     /// Only scenarios with one of these tags (or `type`); empty means all.
     pub tags: Vec<String>,
-    /// Worker threads; `None` means all cores.
-    pub threads: Option<usize>,
-    /// Baseline comparison; `None` compares nothing.
-    pub baselines: Option<BaselineOptions>,
-    /// The sentence the report gives about baselines.
-    pub baselines_note: String,
-    /// Ticked once per trace judged.
-    pub progress: Option<Progress>,
-    /// How secrets found in traces and scenarios count.
-    pub secrets: crate::privacy::lint::SecretsMode,
-    /// Admit raw-prompt sidecars (`--allow-raw-prompts`).
-    pub allow_raw_prompts: bool,
-    /// Secret fingerprints waived by `.tracereplay-allow`.
-    pub waived: HashSet<String>,
-    /// Judge a scenario's `scriptedTrace` when it has no stored trace.
-    pub scripted: bool,
-    /// The run covers the suite's own roots ([`crate::discover::covers_suite_roots`]): only
-    /// then is an approved baseline of a scenario the run did not find obsolete. Otherwise only
-    /// the baselines of scenarios the run found (and selected) are looked at.
-    pub whole_suite: bool,
     /// `--partition hash:K/N` as `(K, N)`: judge only the scenarios in share K.
     pub partition: Option<(u64, u64)>,
+    /// The run covers the suite's own roots ([`crate::discover::covers_suite_roots`]): only
+    /// then is an approved baseline of a scenario the run did not find obsolete.
+    pub whole_suite: bool,
+    /// Judge a scenario's `scriptedTrace` when it has no stored trace.
+    pub scripted: bool,
+}
+
+impl Selection {
+    /// Whether `--scenario` or `--tag` narrows the run.
+    pub fn filtered(&self) -> bool {
+        !self.scenarios.is_empty() || !self.tags.is_empty()
+    }
+
+    /// Whether a scenario id (or, for `None`, a row that names no scenario) belongs to this
+    /// run's partition share. Rows without a scenario go to share 1, so merged shares hold each
+    /// row exactly once.
+    pub fn partition_holds(&self, scenario: Option<&str>) -> bool {
+        match (self.partition, scenario) {
+            (None, _) => true,
+            (Some((k, _)), None) => k == 1,
+            (Some((k, n)), Some(id)) => partition_share(id, n) == k,
+        }
+    }
+}
+
+/// What counts against the run besides verdicts.
+#[derive(Debug, Clone, Default)]
+pub struct Counting {
+    /// Which failures count.
+    pub fail_on: FailOn,
+    /// How secrets found in traces and scenarios count.
+    pub secrets: crate::privacy::lint::SecretsMode,
+    /// Secret fingerprints waived by `.tracereplay-allow`.
+    pub waived: HashSet<String>,
+}
+
+/// Whether and how approved baselines take part in a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Baselines {
+    /// There is no baselines directory.
+    #[default]
+    Absent,
+    /// Comparison was turned off (`--drift ignore`).
+    Ignored,
+    /// Traces are compared with their approved baselines.
+    Compared {
+        /// How.
+        policy: BaselinePolicy,
+        /// Write `.new`/`.deleted` pending files and remove stale ones (never under CI).
+        write_pending: bool,
+    },
+}
+
+impl Baselines {
+    /// The comparison policy, when baselines are compared.
+    pub fn policy(&self) -> Option<&BaselinePolicy> {
+        match self {
+            Baselines::Compared { policy, .. } => Some(policy),
+            Baselines::Absent | Baselines::Ignored => None,
+        }
+    }
+
+    /// Whether pending files are written.
+    pub fn writes_pending(&self) -> bool {
+        matches!(
+            self,
+            Baselines::Compared {
+                write_pending: true,
+                ..
+            }
+        )
+    }
+
+    /// What the report says about baselines, in a sentence.
+    fn describe(&self) -> String {
+        match self {
+            Baselines::Ignored => "not compared (`--drift ignore`)".to_owned(),
+            Baselines::Absent => "no `baselines/` directory, so no baseline comparison happened; create approved baselines with `tracereplay baseline approve`".to_owned(),
+            Baselines::Compared { policy, write_pending } => format!(
+                "compared with `{}`; {}",
+                policy.store.dir,
+                if *write_pending {
+                    "pending files written beside the approved ones"
+                } else {
+                    "CI: no pending file written"
+                }
+            ),
+        }
+    }
+}
+
+/// How a run is carried out: nothing here changes its report.
+#[derive(Debug, Clone, Default)]
+pub struct Runtime {
+    /// Worker threads; `None` means all cores.
+    pub threads: Option<usize>,
+    /// Ticked once per trace judged.
+    pub progress: Option<Progress>,
     /// Where the result cache lives (`None`: no cache).
     pub cache_dir: Option<Utf8PathBuf>,
-    /// Where to count what the run did (for `--timings`; never part of the report, which is
-    /// the same with and without the cache).
+    /// Where to count what the run did (for `--timings`).
     pub stats: Option<std::sync::Arc<CheckStats>>,
     /// Bytes of encoded result rows held in memory (`None`: [`ROW_MEMORY`]); rows beyond go to
     /// a temporary file, and a result cache file larger than this is read from disk as needed
     /// rather than whole. The report is the same whatever the budget.
     pub row_memory: Option<usize>,
+}
+
+/// What `check` needs besides the discovered files, by concern.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Which scenarios and traces the run covers.
+    pub selection: Selection,
+    /// How each trace is judged (the same for `check`, `diff` and `explain`).
+    pub judging: JudgeOptions,
+    /// What counts against the run.
+    pub counting: Counting,
+    /// Whether and how approved baselines take part.
+    pub baselines: Baselines,
+    /// How the run is carried out.
+    pub runtime: Runtime,
 }
 
 /// The default budget of result rows held in memory (16 MiB): the rows of ~25,000 passing
@@ -125,19 +225,6 @@ pub fn partition_share(id: &str, n: u64) -> u64 {
         .try_into()
         .expect("a digest has 32 bytes");
     u64::from_le_bytes(first) % n.max(1) + 1
-}
-
-impl CheckOptions {
-    /// Whether a scenario id (or, for `None`, a row that names no scenario) belongs to this
-    /// run's partition share. Rows without a scenario go to share 1, so merged shares hold each
-    /// row exactly once.
-    pub fn partition_holds(&self, scenario: Option<&str>) -> bool {
-        match (self.partition, scenario) {
-            (None, _) => true,
-            (Some((k, _)), None) => k == 1,
-            (Some((k, n)), Some(id)) => partition_share(id, n) == k,
-        }
-    }
 }
 
 /// Why `check` could not do its job at all.
@@ -168,31 +255,6 @@ pub enum CheckError {
     },
 }
 
-/// Scenarios by lowercased id (looked up once or twice per trace: foldhash, not SipHash; never
-/// iterated into output unsorted).
-pub(crate) type Entries<'s> = foldhash::HashMap<String, Entry<'s>>;
-
-/// The entry of scenario `id`, matched case-insensitively (no allocation for the usual
-/// lowercase ASCII id).
-pub(crate) fn entry_of<'e, 's>(entries: &'e Entries<'s>, id: &str) -> Option<&'e Entry<'s>> {
-    if id.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
-        entries.get(id)
-    } else {
-        entries.get(&id.to_lowercase())
-    }
-}
-
-/// A scenario ready to judge, or the reasons it cannot be.
-pub(crate) struct Entry<'s> {
-    pub(crate) scenario: &'s Scenario,
-    pub(crate) problems: Vec<String>,
-    pub(crate) in_scope: bool,
-    /// The scenario's file holds a secret the scan found (its rows are masked).
-    pub(crate) secrets: bool,
-    /// Some trace row names this scenario.
-    pub(crate) seen: std::sync::atomic::AtomicBool,
-}
-
 /// Runs `check` over discovered files.
 pub fn check(
     found: &Discovered,
@@ -204,7 +266,7 @@ pub fn check(
 
 /// [`check`] with the result cache's file read already (by [`CacheFile::read_with`] and the
 /// run's row budget, which a caller can run while it discovers files); `None` reads it from
-/// `opts.cache_dir`.
+/// the cache directory.
 pub fn check_with_cache_file(
     found: &Discovered,
     searched: &[Utf8PathBuf],
@@ -212,7 +274,7 @@ pub fn check_with_cache_file(
     cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
     // Everything parallel in the run uses `--jobs` threads.
-    in_pool(opts.threads, || {
+    in_pool(opts.runtime.threads, || {
         check_in_pool(found, searched, opts, cache_file)
     })?
 }
@@ -242,6 +304,7 @@ fn check_in_pool(
     opts: &CheckOptions,
     cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
+    // Plan.
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
         let paths: Vec<String> = searched.iter().map(|p| format!("`{p}`")).collect();
@@ -256,101 +319,43 @@ fn check_in_pool(
     let mut privacy = crate::privacy::lint::scan_scenarios_and_sidecars(
         &sources,
         &found.sidecar_files,
-        opts.secrets,
-        &opts.waived,
-        opts.allow_raw_prompts,
+        opts.counting.secrets,
+        &opts.counting.waived,
+        opts.judging.allow_raw_prompts,
     );
     let secret_files: HashSet<&str> = (privacy.iter())
         .filter(|f| f.fingerprint.is_some())
         .map(|f| f.file.as_str())
         .collect();
-    let entries = index_scenarios(&loaded.scenarios, opts, &secret_files);
-    // An empty partition share is fine (exit 0); an explicit filter matching nothing is a typo.
-    if (!opts.scenarios.is_empty() || !opts.tags.is_empty())
-        && !entries.values().any(|e| e.in_scope)
-    {
-        let mut parts: Vec<String> = opts
-            .scenarios
-            .iter()
-            .map(|s| format!("--scenario `{s}`"))
-            .collect();
-        parts.extend(opts.tags.iter().map(|t| format!("--tag `{t}`")));
-        return Err(CheckError::NoMatch {
-            filter: parts.join(" and "),
-        });
-    }
-    let row_memory = opts.row_memory.unwrap_or(ROW_MEMORY);
+    let entries = plan::index_scenarios(&loaded.scenarios, &opts.selection, &secret_files);
+    plan::check_filters(&opts.selection, &entries)?;
+    let row_memory = opts.runtime.row_memory.unwrap_or(ROW_MEMORY);
     // No key, no cache: an unauthenticated cache is never trusted.
-    let cache = opts.cache_dir.as_deref().and_then(|dir| {
+    let cache = opts.runtime.cache_dir.as_deref().and_then(|dir| {
         let key = CacheKey::resolve()?;
-        let context = cache_context(&loaded.sources, &loaded.scenarios, opts);
+        let context = plan::cache_context(&loaded.sources, &loaded.scenarios, opts);
         let file = cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
         Some(cache::ResultCache::from_file(dir, file, context, key))
     });
+
+    // Judge.
     let spill = Spill::new(row_memory);
-    // Rows and what the cache needs of them are collected apart and in place (an indexed
-    // collect writes each result where it belongs), so that the rows can become the report's
-    // without a copy of both at the end of a large run.
-    let mut rows_found: Vec<Option<Row>> = Vec::new();
-    let mut provenance: Vec<Option<Provenance>> = Vec::new();
-    // A share of a partitioned run records the identity of every trace of the suite, judged by
-    // this share or not, so that `merge` can tell shares of one suite from others.
-    let identities: Option<Vec<std::sync::OnceLock<String>>> = opts.partition.map(|_| {
-        found
-            .trace_files
-            .iter()
-            .map(|_| Default::default())
-            .collect()
-    });
-    (found.trace_files.par_iter().enumerate())
-        .map(|(i, path)| {
-            let mut identity = None;
-            let judged =
-                judge_or_recall(path, &entries, opts, cache.as_ref(), &spill, &mut identity);
-            if let (Some(ids), Some(id)) = (&identities, identity) {
-                let _ = ids[i].set(id);
-            }
-            if let Some(p) = &opts.progress {
-                (p.0)();
-            }
-            judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
-        })
-        .unzip_into_vecs(&mut rows_found, &mut provenance);
-    let partition = opts.partition.map(|(share, of)| crate::report::Partition {
-        share,
-        of,
-        suite: suite_fingerprint(found, &loaded, identities.as_deref().unwrap_or(&[]), opts),
-    });
-    if let Some(stats) = &opts.stats {
-        let recalled = provenance.iter().flatten().filter(|h| h.recalled).count();
-        stats.recalled.store(recalled, Ordering::Relaxed);
-    }
-    let mut cache_warning = None;
-    if let Some(c) = &cache {
-        let keyed = || {
-            (rows_found.iter().zip(&provenance)).filter_map(|(row, how)| {
-                let how = how.filter(|h| h.cacheable)?;
-                Some((how.keys?, row.as_ref()?.bytes()))
-            })
-        };
-        let hits = provenance
-            .iter()
-            .flatten()
-            .filter(|h| h.entry_current)
-            .count();
-        // A filtered run keeps the rows of the traces it did not look at.
-        let filtered =
-            !opts.scenarios.is_empty() || !opts.tags.is_empty() || opts.partition.is_some();
-        if let Err(e) = c.save(keyed, hits, filtered) {
-            // The cache only saves time: a run never fails for it.
-            cache_warning = Some(format!(
-                "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
-                display_path(c.path())
-            ));
+    let judged = judging::judge_all(&found.trace_files, &entries, opts, cache.as_ref(), &spill);
+    let partition = opts.selection.partition.map(|(share, of)| {
+        let identities = judged.identities.as_deref().unwrap_or(&[]);
+        crate::report::Partition {
+            share,
+            of,
+            suite: plan::suite_fingerprint(found, &loaded, identities, opts),
         }
+    });
+    let mut warnings = found.warnings.clone();
+    // Persist (the cache): what was judged, before the rows become the report's.
+    if let Some(c) = &cache {
+        warnings.extend(save_cache(c, &judged, &opts.selection));
     }
-    drop(provenance);
-    let mut rows = Rows::from_rows(rows_found.into_iter().flatten().collect());
+    let mut pending = judged.pending;
+    let mut rows = Rows::from_rows(judged.rows.into_iter().flatten().collect());
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
     let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
@@ -358,73 +363,18 @@ fn check_in_pool(
         .filter(|(_, m)| m.has_privacy)
         .map(|(i, _)| i)
         .collect();
-    let mut listed: Vec<&Entry> = entries.values().filter(|e| e.in_scope).collect();
-    listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
-    let scenarios_in_scope = listed.len();
-    let mut push = |mut row: ResultRow| {
-        set_blocking(&mut row, opts.fail_on);
+    let scenarios_in_scope = entries.values().filter(|e| e.in_scope).count();
+    let fail_on = opts.counting.fail_on;
+    for (mut row, p) in other_rows(found, &loaded, &entries, opts) {
+        set_blocking(&mut row, fail_on);
         rows.push(&row);
-    };
-    for e in listed {
-        if e.seen.load(Ordering::Relaxed) {
-            continue;
-        }
-        if opts.scripted {
-            if let Some(row) = row::judge_scripted(e, opts) {
-                push(row);
-                continue;
-            }
-        }
-        let mut row = ResultRow::blank(Some(display_path(&e.scenario.file)), Source::Scenario);
-        row.scenario = Some(e.scenario.id.clone());
-        row.scenario_file = Some(display_path(&e.scenario.file));
-        row.risk = Some(e.scenario.risk);
-        row.known_gap = e.scenario.known_gap;
-        let (category, message) = if e.problems.is_empty() {
-            (
-                "no-trace",
-                format!(
-                    "no trace found for scenario `{}` (defined in `{}`)",
-                    e.scenario.id,
-                    display_path(&e.scenario.file)
-                ),
-            )
-        } else {
-            (
-                "scenario-invalid",
-                format!(
-                    "`{}`: {}",
-                    display_path(&e.scenario.file),
-                    e.problems.join("; ")
-                ),
-            )
-        };
-        set_error(&mut row, category, message, None);
-        push(row);
-    }
-    // What discovery could not look at might hold a failure: an error row each (share 1).
-    for (path, why) in found
-        .unreachable
-        .iter()
-        .filter(|_| opts.partition_holds(None))
-    {
-        let shown = display_path(path);
-        let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
-        set_error(&mut row, "unreachable", format!("`{shown}`: {why}"), None);
-        push(row);
-    }
-    for err in loaded.errors.iter().filter(|_| opts.partition_holds(None)) {
-        let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
-        row.scenario_file = Some(display_path(err.path()));
-        set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
-        push(row);
+        pending.extend(p);
     }
 
-    let mut warnings = found.warnings.clone();
-    warnings.extend(cache_warning);
+    // Compare, with the whole run in view.
     let mut obsolete = Vec::new();
-    if let Some(b) = &opts.baselines {
-        baselines::mark_ambiguous(&mut rows, b, opts.fail_on, &mut warnings);
+    if let Some(policy) = opts.baselines.policy() {
+        baselines::mark_ambiguous(&mut rows, policy, fail_on, &mut pending);
         if unattributed > 0 || !found.unreachable.is_empty() {
             warnings.push(format!(
                 "{} trace(s) or path(s) could not be read or attributed to a scenario, so obsolete baselines were not looked for in this run",
@@ -435,33 +385,155 @@ fn check_in_pool(
             // covering the suite's own roots, unfiltered): every baseline, so those of scenarios
             // that are gone too. `--partition`: baselines whose scenario id falls in this share,
             // so the shares together report every obsolete baseline once.
-            let selected: HashSet<String> = entries
-                .values()
+            let selected: HashSet<String> = (entries.values())
                 .filter(|e| e.in_scope)
                 .map(|e| crate::baseline::encode_segment(&e.scenario.id))
                 .collect();
-            let named = !opts.scenarios.is_empty() || !opts.tags.is_empty();
-            let everything = opts.whole_suite && !named;
+            let s = &opts.selection;
+            let everything = s.whole_suite && !s.filtered();
             let in_scope = |segment: &str| {
                 (everything || selected.contains(segment))
-                    && opts.partition_holds(Some(&crate::baseline::decode_segment(segment)))
+                    && s.partition_holds(Some(&crate::baseline::decode_segment(segment)))
             };
-            obsolete = baselines::find_obsolete(&rows, b, &in_scope, &mut warnings);
+            obsolete = baselines::find_obsolete(&rows, policy, &in_scope, &mut pending);
+        }
+        // Persist (the pending baseline files), never under CI.
+        if opts.baselines.writes_pending() {
+            warnings.extend(persist::write_pending(&policy.store, &pending));
         }
     }
 
-    // Secrets found in traces move from their rows to the report's list (a rare re-encode).
+    // Summarise. Secrets found in traces move from their rows to the report's list (a rare
+    // re-encode).
     for i in with_privacy {
         let mut row = rows.get(i);
         privacy.append(&mut row.privacy);
         rows.set(i, &row);
     }
     privacy.sort();
-
     rows.sort();
+    let summary = summarise(
+        &rows,
+        &privacy,
+        &obsolete,
+        traces,
+        scenarios_in_scope,
+        fail_on,
+    );
+    warnings.sort();
+    Ok(Report {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: ToolInfo::default(),
+        partition,
+        summary,
+        baselines: opts.baselines.describe(),
+        results: rows,
+        privacy,
+        obsolete,
+        warnings,
+    })
+}
+
+/// Saves the rows judged this run into the result cache; a warning if it cannot (the cache only
+/// saves time: a run never fails for it).
+fn save_cache(
+    c: &cache::ResultCache,
+    judged: &judging::Judgements,
+    selection: &Selection,
+) -> Option<String> {
+    let keyed = || {
+        (judged.rows.iter().zip(&judged.provenance)).filter_map(|(row, how)| {
+            let how = how.filter(|h| h.cacheable)?;
+            Some((how.keys?, row.as_ref()?.bytes()))
+        })
+    };
+    let hits = (judged.provenance.iter().flatten())
+        .filter(|h| h.entry_current)
+        .count();
+    // A filtered run keeps the rows of the traces it did not look at.
+    let filtered = selection.filtered() || selection.partition.is_some();
+    c.save(keyed, hits, filtered).err().map(|e| {
+        format!(
+            "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
+            display_path(c.path())
+        )
+    })
+}
+
+/// Rows that are not judged traces: a scenario in scope without a trace (its scripted trace
+/// judged instead, with `--scripted`), each thing discovery could not look at, each scenario
+/// file that failed to load. With the pending baseline file a scripted row's comparison calls
+/// for.
+fn other_rows(
+    found: &Discovered,
+    loaded: &crate::scenario::LoadedScenarios,
+    entries: &plan::Entries<'_>,
+    opts: &CheckOptions,
+) -> Vec<(ResultRow, Option<baselines::Pending>)> {
+    let mut out = Vec::new();
+    let mut listed: Vec<&plan::Entry> = entries.values().filter(|e| e.in_scope).collect();
+    listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    for e in listed
+        .into_iter()
+        .filter(|e| !e.seen.load(Ordering::Relaxed))
+    {
+        if opts.selection.scripted {
+            if let Some(judged) = row::judge_scripted(e, opts) {
+                out.push(judged);
+                continue;
+            }
+        }
+        let file = display_path(&e.scenario.file);
+        let mut row = ResultRow::blank(Some(file.clone()), Source::Scenario);
+        row.scenario = Some(e.scenario.id.clone());
+        row.scenario_file = Some(file.clone());
+        row.risk = Some(e.scenario.risk);
+        row.known_gap = e.scenario.known_gap;
+        let (category, message) = if e.problems.is_empty() {
+            let id = &e.scenario.id;
+            let why = format!("no trace found for scenario `{id}` (defined in `{file}`)");
+            ("no-trace", why)
+        } else {
+            (
+                "scenario-invalid",
+                format!("`{file}`: {}", e.problems.join("; ")),
+            )
+        };
+        set_error(&mut row, category, message, None);
+        out.push((row, None));
+    }
+    // Rows naming no scenario belong to the first partition share.
+    if !opts.selection.partition_holds(None) {
+        return out;
+    }
+    // What discovery could not look at might hold a failure: an error row each.
+    for (path, why) in &found.unreachable {
+        let shown = display_path(path);
+        let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
+        set_error(&mut row, "unreachable", format!("`{shown}`: {why}"), None);
+        out.push((row, None));
+    }
+    for err in &loaded.errors {
+        let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
+        row.scenario_file = Some(display_path(err.path()));
+        set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
+        out.push((row, None));
+    }
+    out
+}
+
+/// The report's counts.
+fn summarise(
+    rows: &Rows,
+    privacy: &[crate::privacy::lint::Finding],
+    obsolete: &[crate::report::ObsoleteBaseline],
+    traces: usize,
+    scenarios: usize,
+    fail_on: FailOn,
+) -> Summary {
     let mut summary = Summary {
         traces,
-        scenarios: scenarios_in_scope,
+        scenarios,
         ..Summary::default()
     };
     for m in rows.metas() {
@@ -470,8 +542,7 @@ fn check_in_pool(
             RowVerdict::Fail => summary.failed += 1,
             RowVerdict::Error => summary.errors += 1,
         }
-        if m.verdict == RowVerdict::Fail
-            && !verdict_blocks(m.verdict, m.known_gap, m.risk, opts.fail_on)
+        if m.verdict == RowVerdict::Fail && !verdict_blocks(m.verdict, m.known_gap, m.risk, fail_on)
         {
             summary.ignored_failures += 1;
         }
@@ -483,314 +554,7 @@ fn check_in_pool(
     summary.privacy = privacy.len();
     summary.blocking += privacy.iter().filter(|f| f.fails).count();
     summary.blocking += obsolete.iter().filter(|o| o.finding.fails).count();
-    warnings.sort();
-    Ok(Report {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: ToolInfo::default(),
-        partition,
-        summary,
-        baselines: opts.baselines_note.clone(),
-        results: rows,
-        privacy,
-        obsolete,
-        warnings,
-    })
-}
-
-fn index_scenarios<'s>(
-    scenarios: &'s [Scenario],
-    opts: &CheckOptions,
-    secret_files: &HashSet<&str>,
-) -> Entries<'s> {
-    let mut entries: Entries<'s> = Entries::default();
-    let mut duplicates: HashMap<String, Vec<String>> = HashMap::new();
-    for s in scenarios {
-        let key = s.id.to_lowercase();
-        if let Some(first) = entries.get(&key) {
-            duplicates
-                .entry(key)
-                .or_insert_with(|| vec![display_path(&first.scenario.file)])
-                .push(display_path(&s.file));
-            continue;
-        }
-        let in_scope = (opts.scenarios.is_empty()
-            || opts
-                .scenarios
-                .iter()
-                .any(|f| f.trim().to_lowercase() == key))
-            && (opts.tags.is_empty() || opts.tags.iter().any(|t| s.has_tag(t)))
-            && opts.partition_holds(Some(&s.id));
-        entries.insert(
-            key,
-            Entry {
-                scenario: s,
-                problems: crate::gates::scenario_problems(s)
-                    .into_iter()
-                    .map(|p| format!("scenario `{}`: {p}", s.id))
-                    .collect(),
-                in_scope,
-                secrets: secret_files.contains(display_path(&s.file).as_str()),
-                seen: Default::default(),
-            },
-        );
-    }
-    for (key, files) in duplicates {
-        if let Some(e) = entries.get_mut(&key) {
-            e.problems.push(format!(
-                "scenario id `{}` is defined more than once (in {})",
-                e.scenario.id,
-                files.join(", ")
-            ));
-        }
-    }
-    entries
-}
-
-/// The identity of the whole suite a partitioned run was cut from: the options that change
-/// judging, every scenario id (and scenario file that failed to load), and every trace file by
-/// path and content hash (`-` where its seal does not hold), whichever share judged it. Shares
-/// of another commit, another suite or other flags get another fingerprint.
-fn suite_fingerprint(
-    found: &Discovered,
-    loaded: &crate::scenario::LoadedScenarios,
-    identities: &[std::sync::OnceLock<String>],
-    opts: &CheckOptions,
-) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(judging_options(opts).as_bytes());
-    // What decides which rows exist and which of them count, besides what they say.
-    let selection = format!(
-        "fail_on={:?} scenarios={:?} tags={:?} whole_suite={}",
-        opts.fail_on, opts.scenarios, opts.tags, opts.whole_suite
-    );
-    h.update(selection.as_bytes());
-    let mut ids: Vec<String> = (loaded.scenarios.iter())
-        .map(|s| s.id.to_lowercase())
-        .chain(
-            loaded
-                .errors
-                .iter()
-                .map(|e| format!("!{}", display_path(e.path()))),
-        )
-        .collect();
-    ids.sort();
-    for id in ids {
-        h.update(b"\nscenario ").update(id.as_bytes());
-    }
-    let mut traces: Vec<(String, &str)> = (found.trace_files.iter().zip(identities))
-        .map(|(p, id)| (display_path(p), id.get().map_or("-", String::as_str)))
-        .collect();
-    traces.sort();
-    for (path, id) in traces {
-        h.update(b"\ntrace ").update(path.as_bytes());
-        h.update(b" ").update(id.as_bytes());
-    }
-    format!("b3:{}", h.finalize().to_hex())
-}
-
-/// The options that change what a row says, in words (part of the cache's context and of a
-/// partitioned run's suite fingerprint). `--fail-on` and the filters are not among them: they
-/// decide which rows count and exist, and cached rows serve every choice of them.
-fn judging_options(opts: &CheckOptions) -> String {
-    format!(
-        "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",
-        opts.require_sealed,
-        opts.allow_raw_prompts,
-        opts.limits,
-        opts.secrets,
-        opts.scripted,
-        opts.baselines
-            .as_ref()
-            .map(|b| (&b.store.dir, b.mode, b.tolerance, b.write_pending)),
-    )
-}
-
-/// The fingerprint of everything besides a trace its cached row depends on.
-fn cache_context(
-    scenario_bytes: &[(Utf8PathBuf, Vec<u8>)],
-    scenarios: &[Scenario],
-    opts: &CheckOptions,
-) -> String {
-    let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
-    scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
-    // Rows show paths relative to the working directory.
-    parts.push(
-        format!("{:?}", std::env::current_dir().ok())
-            .into_bytes()
-            .into(),
-    );
-    let mut waived: Vec<&String> = opts.waived.iter().collect();
-    waived.sort();
-    parts.push(format!("{waived:?}").into_bytes().into());
-    for (f, bytes) in scenario_files {
-        parts.push(f.as_str().as_bytes().into());
-        parts.push(bytes.as_slice().into());
-    }
-    // A contract a scenario names is part of it too: as loaded with the scenario (not read
-    // again), or the reason it did not load.
-    for s in scenarios.iter().filter(|s| s.contract.is_some()) {
-        parts.push(format!("{:?}", s.contract_loaded).into_bytes().into());
-    }
-    if let Some(b) = &opts.baselines {
-        // Approved baselines by stat (pending files do not count: writing them must not
-        // invalidate the cache).
-        for stored in b.store.list(crate::baseline::APPROVED_SUFFIX) {
-            let stamp = std::fs::metadata(&stored.path)
-                .ok()
-                .map(|m| cache::stamp(&m));
-            parts.push(stored.path.as_str().as_bytes().to_vec().into());
-            parts.push(stamp.unwrap_or([0; 56]).to_vec().into());
-        }
-    }
-    let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
-    cache::context_fingerprint(&refs)
-}
-
-/// One trace's encoded row, and how it came about.
-struct Judged {
-    row: Row,
-    how: Provenance,
-}
-
-/// What the result cache needs to know of a row.
-#[derive(Clone, Copy)]
-struct Provenance {
-    keys: Option<cache::Keys>,
-    /// Rows with drift are never cached.
-    cacheable: bool,
-    /// The row came from the cache.
-    recalled: bool,
-    /// It came from an entry whose keys still hold (a hit by content, after a fresh checkout,
-    /// brings a new stat key, which the cache file must learn).
-    entry_current: bool,
-}
-
-/// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
-/// the filters or partition.
-fn judge_or_recall(
-    path: &Utf8PathBuf,
-    entries: &Entries<'_>,
-    opts: &CheckOptions,
-    cache: Option<&cache::ResultCache>,
-    spill: &Spill,
-    identity: &mut Option<String>,
-) -> Option<Judged> {
-    let fresh = |opened, keys, identity: &mut Option<String>| {
-        judge_fresh(path, opened, keys, entries, opts, spill, identity)
-    };
-    let Some(c) = cache else {
-        return fresh(TraceFile::open(path, opts.limits), None, identity);
-    };
-    // The fast path: the stat key, without reading the file.
-    let stat = cache::stat_key(path);
-    if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
-        if let Some(judged) = recall(&bytes, keys, keys, entries, opts, c, spill, identity) {
-            return judged;
-        }
-    }
-    // Then the stored bytes: their content key still hits in a fresh checkout (new inodes and
-    // times, same bytes). Only on a miss are they decompressed and parsed.
-    let mut content = None;
-    let mut hit = None;
-    let opened = TraceFile::open_with(path, opts.limits, &mut |stored| {
-        let key = cache::content_key(path, stored);
-        content = Some(key);
-        hit = c.take_by_content(&key);
-        hit.is_some()
-    });
-    let keys = content.map(|content| cache::Keys { stat, content });
-    if let (Some((bytes, stored)), Some(keys)) = (&hit, keys) {
-        if let Some(judged) = recall(bytes, keys, *stored, entries, opts, c, spill, identity) {
-            return judged;
-        }
-    }
-    let opened = match opened {
-        Ok(Some(file)) => Ok(file),
-        // A hit that did not decode: read the file again and judge it.
-        Ok(None) => TraceFile::open(path, opts.limits),
-        Err(e) => Err(e),
-    };
-    fresh(opened, keys, identity)
-}
-
-/// A row from the cache: `Some(Some(row))` in scope, `Some(None)` outside the filters or
-/// partition (the entry is put back for the next full run), `None` when it does not decode
-/// (the trace is then judged afresh, never dropped).
-#[allow(clippy::too_many_arguments)]
-fn recall(
-    bytes: &RowBytes,
-    keys: cache::Keys,
-    stored: cache::Keys,
-    entries: &Entries<'_>,
-    opts: &CheckOptions,
-    c: &cache::ResultCache,
-    spill: &Spill,
-    identity: &mut Option<String>,
-) -> Option<Option<Judged>> {
-    let loaded = bytes.load();
-    let head = rows::decode_head(&loaded).ok()?;
-    *identity = head.content_hash.map(str::to_owned);
-    let entry = head.scenario.and_then(|s| entry_of(entries, s));
-    let in_scope = match head.scenario {
-        Some(s) => !row::out_of_scope_of(s, entry, opts),
-        None => opts.partition_holds(None),
-    };
-    if !in_scope {
-        c.put_back(&stored);
-        return Some(None);
-    }
-    // Cached rows have no drift, so only `--fail-on` can change whether they block.
-    let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, opts.fail_on);
-    let row = if blocks == head.blocking {
-        Row::trusted(bytes.clone(), RowMeta::of(&head))
-    } else {
-        let mut row = rows::decode(&loaded).ok()?;
-        row.blocking = blocks;
-        spill.row(&row)
-    };
-    mark_seen(entry);
-    Some(Some(Judged {
-        row,
-        how: Provenance {
-            keys: Some(keys),
-            cacheable: true,
-            recalled: true,
-            entry_current: keys == stored,
-        },
-    }))
-}
-
-/// Judges a trace read (or not) just now.
-fn judge_fresh(
-    path: &Utf8PathBuf,
-    opened: Result<TraceFile, crate::trace::TraceError>,
-    keys: Option<cache::Keys>,
-    entries: &Entries<'_>,
-    opts: &CheckOptions,
-    spill: &Spill,
-    identity: &mut Option<String>,
-) -> Option<Judged> {
-    let mut row = row::judge_opened(path, opened, entries, opts, identity)?;
-    mark_seen((row.scenario.as_deref()).and_then(|s| entry_of(entries, s)));
-    set_blocking(&mut row, opts.fail_on);
-    Some(Judged {
-        row: spill.row(&row),
-        how: Provenance {
-            keys,
-            cacheable: row.drift.is_empty(),
-            recalled: false,
-            entry_current: false,
-        },
-    })
-}
-
-/// Notes that a scenario has a trace row. Written once: workers must not keep claiming a cache
-/// line they share.
-fn mark_seen(entry: Option<&Entry>) {
-    if let Some(e) = entry.filter(|e| !e.seen.load(Ordering::Relaxed)) {
-        e.seen.store(true, Ordering::Relaxed);
-    }
+    summary
 }
 
 /// Whether a verdict makes the exit code 1: errors always, failures by `--fail-on` unless the

@@ -1,15 +1,18 @@
-//! Judging one trace file into one result row: read, verify, parse, judge, compare.
+//! Judging one trace file into one result row, through the one [`super::pipeline`]: scope and
+//! attribution, the error rows of what cannot be judged, secrets and their masking, and the
+//! pending baseline file the comparison calls for.
 
 use camino::Utf8PathBuf;
 
-use super::baselines::{BaselineOptions, compare_trace};
-use super::{CheckOptions, Entries, Entry, error_chain};
-use crate::baseline::Behaviour;
+use super::baselines::Pending;
+use super::judging::Outputs;
+use super::pipeline::{self, BaselinePolicy};
+use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
+use super::{CheckOptions, error_chain};
 use crate::discover::display_path;
-use crate::oracle::{self, Verdict};
 use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Scenario;
-use crate::trace::{TraceError, TraceFile, parse_trace, parse_trace_with, probe_header};
+use crate::trace::{TraceError, TraceFile, probe_header};
 
 pub(crate) fn set_error(row: &mut ResultRow, category: &str, message: String, line: Option<usize>) {
     row.verdict = RowVerdict::Error;
@@ -24,7 +27,7 @@ fn attribute(
     row: &mut ResultRow,
     scenario: Option<&Scenario>,
     claimed: (String, String),
-    baselines: Option<&BaselineOptions>,
+    baselines: Option<&BaselinePolicy>,
 ) {
     let id = scenario.map_or(claimed.0, |s| s.id.clone());
     row.baseline = baselines.map(|b| display_path(&b.store.approved_path(&id, &claimed.1)));
@@ -35,33 +38,18 @@ fn attribute(
     row.case = Some(claimed.1);
 }
 
-/// Whether a trace naming `scenario`, whose entry is `entry` (`None`: no such scenario), is
-/// outside this run's filters and partition share.
-pub(crate) fn out_of_scope_of(scenario: &str, entry: Option<&Entry>, opts: &CheckOptions) -> bool {
-    match entry {
-        Some(e) => !e.in_scope,
-        None => {
-            let filtered = !opts.scenarios.is_empty() || !opts.tags.is_empty();
-            (filtered
-                && !opts
-                    .scenarios
-                    .iter()
-                    .any(|f| f.trim().eq_ignore_ascii_case(scenario)))
-                || !opts.partition_holds(Some(scenario))
-        }
-    }
-}
-
 /// Judges one trace file, opened (or not) already. `None` when the trace belongs to a scenario
-/// outside the filters. `identity` receives the trace's content hash whenever its seal holds,
-/// in scope or not (a partitioned run fingerprints its whole suite by them).
+/// outside the filters. `out` receives the trace's content hash whenever its seal holds, in
+/// scope or not (a partitioned run fingerprints its whole suite by them), and the pending
+/// baseline file its comparison calls for.
 pub(crate) fn judge_opened(
     path: &Utf8PathBuf,
     opened: Result<TraceFile, TraceError>,
     entries: &Entries<'_>,
     opts: &CheckOptions,
-    identity: &mut Option<String>,
+    out: &mut Outputs,
 ) -> Option<ResultRow> {
+    let policy = opts.baselines.policy();
     let shown = display_path(path);
     let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
     let fail = |mut row: ResultRow, e: &TraceError| {
@@ -71,30 +59,32 @@ pub(crate) fn judge_opened(
     let file = match opened {
         Ok(f) => f,
         // Unattributable rows belong to the first partition share only.
-        Err(e) => return opts.partition_holds(None).then(|| fail(row, &e)),
+        Err(e) => return opts.selection.partition_holds(None).then(|| fail(row, &e)),
     };
     // Secrets are looked for in every readable trace in scope, judged or not.
-    let secrets =
-        || crate::privacy::lint::scan_secrets(&shown, &file.bytes, opts.secrets, &opts.waived);
+    let (secrets_mode, waived) = (opts.counting.secrets, &opts.counting.waived);
+    let secrets = || crate::privacy::lint::scan_secrets(&shown, &file.bytes, secrets_mode, waived);
     // The scenario's entry, looked up once, or `None` when the trace is out of scope.
     let in_scope = |scenario: &str| {
-        let entry = super::entry_of(entries, scenario);
-        (!out_of_scope_of(scenario, entry, opts)).then_some(entry)
+        let entry = entry_of(entries, scenario);
+        (!out_of_scope_of(scenario, entry, &opts.selection)).then_some(entry)
     };
-    let judged = file.verify_seal(opts.require_sealed).map(|seal| {
-        *identity = Some(seal.content_hash.clone());
-        let parsed = parse_trace_with(&file, &seal, opts.limits, opts.allow_raw_prompts);
-        (seal, parsed)
-    });
+    let verified = file.verify_seal(opts.judging.require_sealed);
+    // The seal's hash is the trace's identity even when the body does not parse.
+    if let Ok(seal) = &verified {
+        out.identity = Some(seal.content_hash.clone());
+    }
+    let judged =
+        verified.and_then(|seal| pipeline::parse(&file, &seal, &opts.judging).map(|p| (seal, p)));
     let (seal, parsed) = match judged {
-        Ok((seal, Ok(parsed))) => (seal, parsed),
-        Ok((_, Err(e))) | Err(e) => {
+        Ok(x) => x,
+        Err(e) => {
             // Attribute what the first line claims, so the row names its scenario and its
             // approved baseline is not mistaken for obsolete.
             if let Some(claimed) = probe_header(&file.bytes) {
                 let scenario = in_scope(&claimed.0)?.map(|e| e.scenario);
-                attribute(&mut row, scenario, claimed, opts.baselines.as_ref());
-            } else if !opts.partition_holds(None) {
+                attribute(&mut row, scenario, claimed, policy);
+            } else if !opts.selection.partition_holds(None) {
                 return None;
             }
             row.privacy = secrets();
@@ -108,7 +98,7 @@ pub(crate) fn judge_opened(
         &mut row,
         entry.map(|e| e.scenario),
         (header.scenario.to_string(), header.case.to_string()),
-        opts.baselines.as_ref(),
+        policy,
     );
     row.content_hash = Some(seal.content_hash.clone());
     row.sealed = Some(seal.sealed);
@@ -130,7 +120,7 @@ pub(crate) fn judge_opened(
         set_error(&mut row, "scenario-invalid", message, None);
         return Some(row);
     }
-    judge_into(
+    out.pending = judge_into(
         &mut row,
         entry.scenario,
         &parsed.trace,
@@ -140,13 +130,17 @@ pub(crate) fn judge_opened(
     );
     // A secret the scan found is never shown in full, wherever the row is rendered.
     if !row.privacy.is_empty() || entry.secrets {
-        crate::privacy::mask::mask_row(&mut row, &opts.waived);
+        crate::privacy::mask::mask_row(&mut row, waived);
     }
     Some(row)
 }
 
-/// Judges a scenario's `scriptedTrace` directly (`check --scripted`), as case `scripted`.
-pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<ResultRow> {
+/// Judges a scenario's `scriptedTrace` directly (`check --scripted`), as case `scripted`, with
+/// the pending baseline file its comparison calls for.
+pub(crate) fn judge_scripted(
+    entry: &Entry<'_>,
+    opts: &CheckOptions,
+) -> Option<(ResultRow, Option<Pending>)> {
     let scenario = entry.scenario;
     let script = scenario.scripted_trace.as_ref()?.as_object()?;
     let shown = display_path(&scenario.file);
@@ -155,7 +149,7 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
         &mut row,
         Some(scenario),
         (scenario.id.clone(), "scripted".to_owned()),
-        opts.baselines.as_ref(),
+        opts.baselines.policy(),
     );
     let ingest_opts = crate::ingest::IngestOptions {
         hasher: crate::privacy::PromptHasher::unkeyed(),
@@ -179,18 +173,20 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
                 format!("`{shown}`: `scriptedTrace` step {step}: {message}"),
                 None,
             );
-            return Some(row);
+            return Some((row, None));
         }
     };
     let file = TraceFile::from_bytes(shown.clone(), sealed.bytes, false);
-    let parsed = file
-        .verify_seal(true)
-        .and_then(|seal| parse_trace(&file, &seal, opts.limits).map(|p| (seal, p)));
-    let (seal, parsed) = match parsed {
+    // The script was sealed just now: judged like any sealed trace.
+    let judging = pipeline::JudgeOptions {
+        require_sealed: true,
+        ..opts.judging
+    };
+    let (seal, parsed) = match pipeline::verify_and_parse(&file, &judging) {
         Ok(x) => x,
         Err(e) => {
             set_error(&mut row, e.category(), error_chain(&e), e.line());
-            return Some(row);
+            return Some((row, None));
         }
     };
     row.content_hash = Some(seal.content_hash.clone());
@@ -202,9 +198,9 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
             format!("`{shown}`: {}", entry.problems.join("; ")),
             None,
         );
-        return Some(row);
+        return Some((row, None));
     }
-    judge_into(
+    let pending = judge_into(
         &mut row,
         scenario,
         &parsed.trace,
@@ -213,13 +209,14 @@ pub(crate) fn judge_scripted(entry: &Entry<'_>, opts: &CheckOptions) -> Option<R
         opts,
     );
     if entry.secrets {
-        crate::privacy::mask::mask_row(&mut row, &opts.waived);
+        crate::privacy::mask::mask_row(&mut row, &opts.counting.waived);
     }
-    Some(row)
+    Some((row, pending))
 }
 
-/// Judges a parsed trace into `row`: oracle results and verdict, the cited events of a failure,
-/// and drift from the approved baseline of (scenario, `case`).
+/// Judges a parsed trace into `row` through the pipeline: oracle results and verdict, the
+/// cited events of a failure, and drift from the approved baseline of (scenario, `case`).
+/// Returns the pending baseline file the comparison calls for (off CI).
 fn judge_into(
     row: &mut ResultRow,
     scenario: &Scenario,
@@ -227,26 +224,32 @@ fn judge_into(
     case: &str,
     content_hash: &str,
     opts: &CheckOptions,
-) {
-    // One set of facts serves the oracles and the normalised behaviour.
-    let facts = oracle::Facts::new(trace);
-    row.oracles = oracle::judge_facts(scenario, &facts);
-    row.verdict = match oracle::overall(&row.oracles) {
-        Verdict::Pass => RowVerdict::Pass,
-        Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
-    };
+) -> Option<Pending> {
+    let policy = opts.baselines.policy();
+    let judged = pipeline::judge(scenario, trace, policy.is_some());
+    row.oracles = judged.results;
+    row.verdict = judged.verdict;
     keep_cited_events(row, trace);
-    if let Some(b) = &opts.baselines {
-        let behaviour = Behaviour::from_facts(&facts, &row.oracles);
-        row.drift = compare_trace(
-            b,
-            &scenario.id,
-            case,
-            content_hash,
-            behaviour,
-            &mut row.warnings,
-        );
-    }
+    let (policy, behaviour) = (policy?, judged.behaviour?);
+    let compared = pipeline::compare(policy, &scenario.id, case, content_hash, behaviour);
+    // Over an approved baseline that does not read, nothing is written: it is left to be fixed.
+    let invalid = (compared.findings.iter())
+        .any(|f| f.category == crate::diff::DriftCategory::BaselineInvalid);
+    let pending = (opts.baselines.writes_pending() && !invalid).then(|| {
+        let (scenario, case) = (scenario.id.clone(), case.to_owned());
+        if compared.findings.is_empty() {
+            Pending::Clear { scenario, case }
+        } else {
+            let text = compared.current.to_text();
+            Pending::Write {
+                scenario,
+                case,
+                text,
+            }
+        }
+    });
+    row.drift = compared.findings;
+    pending
 }
 
 /// An event as a JSON value, large values summarised ([`crate::trace::json::bounded_value`]).

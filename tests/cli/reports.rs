@@ -366,3 +366,58 @@ fn colours_on_a_terminal_only_and_never_with_no_color() {
         "no colour off a terminal"
     );
 }
+
+/// `explain` judges through the same pipeline, with the same options, as `check`: for the same
+/// trace and flags they report the same oracles and the same drift (here a usage total moved
+/// by 30 %: drift at the default 20 % tolerance, none at 50 %).
+#[test]
+fn explain_and_check_agree_on_oracles_and_drift() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let t = "traces/agent.tool.basic/default.trace.ndjson.zst";
+    let text = trace_body(&env, t).replace("\"input_tokens\":420", "\"input_tokens\":730");
+    reseal(&env, t, &text);
+    for tolerance in [None, Some("50")] {
+        let mut check = vec![
+            "check",
+            "traces/",
+            "--scenario",
+            "agent.tool.basic",
+            "--format",
+            "json",
+        ];
+        let mut explain = vec!["explain", t];
+        if let Some(pct) = tolerance {
+            check.extend(["--usage-tolerance", pct]);
+            explain.extend(["--usage-tolerance", pct]);
+        }
+        let report = json(&env.run(&check));
+        let row = row(&report, "agent.tool.basic/default.trace.ndjson.zst");
+        let explained = env.run(&explain);
+        assert_eq!(explained.code, 0, "{}", explained.stderr);
+        let drift: Vec<&str> = (row["drift"].as_array().unwrap().iter())
+            .map(|d| d["category"].as_str().unwrap())
+            .collect();
+        assert_eq!(drift.is_empty(), tolerance.is_some(), "{drift:?}");
+        for category in ["usage-outside-tolerance", "arguments-changed"] {
+            assert_eq!(
+                explained.stdout.contains(&format!(" {category}:")),
+                drift.contains(&category),
+                "{category} at {tolerance:?}:\n{}",
+                explained.stdout
+            );
+        }
+        for o in row["oracles"].as_array().unwrap() {
+            let line = format!(
+                "{} {}",
+                o["verdict"].as_str().unwrap(),
+                o["type"].as_str().unwrap()
+            );
+            assert!(
+                explained.stdout.contains(&line),
+                "`{line}` in\n{}",
+                explained.stdout
+            );
+        }
+    }
+}

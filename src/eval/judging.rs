@@ -1,0 +1,222 @@
+//! The judge stage: every trace file, in parallel, judged by [`super::row`] or recalled from the
+//! result cache. Workers write nothing but their own results: an encoded row, what the cache
+//! needs of it, the pending baseline file its comparison calls for, and the trace's identity
+//! (for a partitioned run's suite fingerprint).
+
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use camino::Utf8PathBuf;
+use rayon::prelude::*;
+
+use super::baselines::Pending;
+use super::plan::{Entries, entry_of, mark_seen, out_of_scope_of};
+use super::{CheckOptions, cache, row, set_blocking, verdict_blocks};
+use crate::report::rows::{self, Row, RowBytes, RowMeta, Spill};
+use crate::trace::TraceFile;
+
+/// What the result cache needs to know of a row.
+#[derive(Clone, Copy)]
+pub(crate) struct Provenance {
+    pub(crate) keys: Option<cache::Keys>,
+    /// Rows with drift are never cached.
+    pub(crate) cacheable: bool,
+    /// The row came from the cache.
+    pub(crate) recalled: bool,
+    /// It came from an entry whose keys still hold (a hit by content, after a fresh checkout,
+    /// brings a new stat key, which the cache file must learn).
+    pub(crate) entry_current: bool,
+}
+
+/// One trace's encoded row, and how it came about.
+struct Judged {
+    row: Row,
+    how: Provenance,
+}
+
+/// What the judge stage gives the later stages, one place per trace file (`None` where the
+/// trace was outside the filters or partition).
+pub(crate) struct Judgements {
+    pub(crate) rows: Vec<Option<Row>>,
+    pub(crate) provenance: Vec<Option<Provenance>>,
+    /// Pending baseline files the comparisons call for (off CI), in no particular order.
+    pub(crate) pending: Vec<Pending>,
+    /// Each trace's content hash where its seal holds (only for a partitioned run).
+    pub(crate) identities: Option<Vec<std::sync::OnceLock<String>>>,
+}
+
+/// Judges (or recalls) every trace file of `files`.
+pub(crate) fn judge_all(
+    files: &[Utf8PathBuf],
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+    cache: Option<&cache::ResultCache>,
+    spill: &Spill,
+) -> Judgements {
+    // Rows and what the cache needs of them are collected apart and in place (an indexed
+    // collect writes each result where it belongs), so that the rows can become the report's
+    // without a copy of both at the end of a large run.
+    let mut rows_found: Vec<Option<Row>> = Vec::new();
+    let mut provenance: Vec<Option<Provenance>> = Vec::new();
+    let pending: Mutex<Vec<Pending>> = Mutex::default();
+    // A share of a partitioned run records the identity of every trace of the suite, judged by
+    // this share or not, so that `merge` can tell shares of one suite from others.
+    let identities: Option<Vec<std::sync::OnceLock<String>>> =
+        (opts.selection.partition).map(|_| files.iter().map(|_| Default::default()).collect());
+    (files.par_iter().enumerate())
+        .map(|(i, path)| {
+            let mut out = Outputs::default();
+            let judged = judge_or_recall(path, entries, opts, cache, spill, &mut out);
+            if let (Some(ids), Some(id)) = (&identities, out.identity) {
+                let _ = ids[i].set(id);
+            }
+            if let Some(p) = out.pending {
+                pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+            }
+            if let Some(p) = &opts.runtime.progress {
+                (p.0)();
+            }
+            judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
+        })
+        .unzip_into_vecs(&mut rows_found, &mut provenance);
+    if let Some(stats) = &opts.runtime.stats {
+        let recalled = provenance.iter().flatten().filter(|h| h.recalled).count();
+        stats.recalled.store(recalled, Ordering::Relaxed);
+    }
+    let mut pending = pending.into_inner().unwrap_or_else(|e| e.into_inner());
+    pending.sort();
+    Judgements {
+        rows: rows_found,
+        provenance,
+        pending,
+        identities,
+    }
+}
+
+/// What judging one trace gives besides its row.
+#[derive(Default)]
+pub(crate) struct Outputs {
+    /// The trace's content hash, when its seal holds (in scope or not).
+    pub(crate) identity: Option<String>,
+    /// The pending baseline file its comparison calls for.
+    pub(crate) pending: Option<Pending>,
+}
+
+/// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
+/// the filters or partition.
+fn judge_or_recall(
+    path: &Utf8PathBuf,
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+    cache: Option<&cache::ResultCache>,
+    spill: &Spill,
+    out: &mut Outputs,
+) -> Option<Judged> {
+    let limits = opts.judging.limits;
+    let fresh = |opened, keys, out: &mut Outputs| {
+        judge_fresh(path, opened, keys, entries, opts, spill, out)
+    };
+    let Some(c) = cache else {
+        return fresh(TraceFile::open(path, limits), None, out);
+    };
+    // The fast path: the stat key, without reading the file.
+    let stat = cache::stat_key(path);
+    if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
+        if let Some(judged) = recall(&bytes, (keys, keys), entries, opts, c, spill, out) {
+            return judged;
+        }
+    }
+    // Then the stored bytes: their content key still hits in a fresh checkout (new inodes and
+    // times, same bytes). Only on a miss are they decompressed and parsed.
+    let mut content = None;
+    let mut hit = None;
+    let opened = TraceFile::open_with(path, limits, &mut |stored| {
+        let key = cache::content_key(path, stored);
+        content = Some(key);
+        hit = c.take_by_content(&key);
+        hit.is_some()
+    });
+    let keys = content.map(|content| cache::Keys { stat, content });
+    if let (Some((bytes, stored)), Some(keys)) = (&hit, keys) {
+        if let Some(judged) = recall(bytes, (keys, *stored), entries, opts, c, spill, out) {
+            return judged;
+        }
+    }
+    let opened = match opened {
+        Ok(Some(file)) => Ok(file),
+        // A hit that did not decode: read the file again and judge it.
+        Ok(None) => TraceFile::open(path, limits),
+        Err(e) => Err(e),
+    };
+    fresh(opened, keys, out)
+}
+
+/// A row from the cache (`keys`: this trace's, and the entry's as stored): `Some(Some(row))` in
+/// scope, `Some(None)` outside the filters or partition (the entry is put back for the next full
+/// run), `None` when it does not decode (the trace is then judged afresh, never dropped).
+fn recall(
+    bytes: &RowBytes,
+    (keys, stored): (cache::Keys, cache::Keys),
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+    c: &cache::ResultCache,
+    spill: &Spill,
+    out: &mut Outputs,
+) -> Option<Option<Judged>> {
+    let loaded = bytes.load();
+    let head = rows::decode_head(&loaded).ok()?;
+    out.identity = head.content_hash.map(str::to_owned);
+    let entry = head.scenario.and_then(|s| entry_of(entries, s));
+    let in_scope = match head.scenario {
+        Some(s) => !out_of_scope_of(s, entry, &opts.selection),
+        None => opts.selection.partition_holds(None),
+    };
+    if !in_scope {
+        c.put_back(&stored);
+        return Some(None);
+    }
+    // Cached rows have no drift, so only `--fail-on` can change whether they block.
+    let fail_on = opts.counting.fail_on;
+    let blocks = verdict_blocks(head.verdict, head.known_gap, head.risk, fail_on);
+    let row = if blocks == head.blocking {
+        Row::trusted(bytes.clone(), RowMeta::of(&head))
+    } else {
+        let mut row = rows::decode(&loaded).ok()?;
+        row.blocking = blocks;
+        spill.row(&row)
+    };
+    mark_seen(entry);
+    Some(Some(Judged {
+        row,
+        how: Provenance {
+            keys: Some(keys),
+            cacheable: true,
+            recalled: true,
+            entry_current: keys == stored,
+        },
+    }))
+}
+
+/// Judges a trace read (or not) just now.
+fn judge_fresh(
+    path: &Utf8PathBuf,
+    opened: Result<TraceFile, crate::trace::TraceError>,
+    keys: Option<cache::Keys>,
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+    spill: &Spill,
+    out: &mut Outputs,
+) -> Option<Judged> {
+    let mut row = row::judge_opened(path, opened, entries, opts, out)?;
+    mark_seen((row.scenario.as_deref()).and_then(|s| entry_of(entries, s)));
+    set_blocking(&mut row, opts.counting.fail_on);
+    Some(Judged {
+        row: spill.row(&row),
+        how: Provenance {
+            keys,
+            cacheable: row.drift.is_empty(),
+            recalled: false,
+            entry_current: false,
+        },
+    })
+}

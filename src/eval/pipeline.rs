@@ -1,0 +1,130 @@
+//! The one judging pipeline, used alike by `check`, `diff` and `explain`: verify and parse a
+//! trace file, judge it against its scenario, and compare its behaviour with the approved
+//! baseline. Pure: it reads, and never writes (pending baseline files are written later, by
+//! [`super::persist`], once the whole run is in view).
+
+use crate::baseline::{BaselineFile, BaselineStore, Behaviour};
+use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare as compare_behaviour};
+use crate::discover::display_path;
+use crate::oracle::{self, OracleResult, Verdict};
+use crate::report::RowVerdict;
+use crate::scenario::Scenario;
+use crate::trace::{Limits, ParsedTrace, Seal, Trace, TraceError, TraceFile, parse_trace_with};
+
+/// What judging a trace depends on besides the trace and its scenario: the same for every
+/// command, so `check`, `diff` and `explain` judge a trace alike.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JudgeOptions {
+    /// Size limits.
+    pub limits: Limits,
+    /// Unsealed traces are integrity failures.
+    pub require_sealed: bool,
+    /// The developer's raw-prompt opt-in (`--allow-raw-prompts`): admits prompt-side text in
+    /// fields the trace format does not define (and raw-prompt sidecars).
+    pub allow_raw_prompts: bool,
+}
+
+/// How a judged trace is compared with its approved baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselinePolicy {
+    /// Where the approved baselines are.
+    pub store: BaselineStore,
+    /// Which drift fails.
+    pub mode: DriftMode,
+    /// Usage tolerance as a fraction (0.2 = 20 %).
+    pub tolerance: f64,
+}
+
+/// Verifies a trace file's seal and parses it.
+pub fn verify_and_parse<'f>(
+    file: &'f TraceFile,
+    opts: &JudgeOptions,
+) -> Result<(Seal, ParsedTrace<'f>), TraceError> {
+    let seal = file.verify_seal(opts.require_sealed)?;
+    let parsed = parse(file, &seal, opts)?;
+    Ok((seal, parsed))
+}
+
+/// Parses a trace file whose seal was verified.
+pub fn parse<'f>(
+    file: &'f TraceFile,
+    seal: &Seal,
+    opts: &JudgeOptions,
+) -> Result<ParsedTrace<'f>, TraceError> {
+    parse_trace_with(file, seal, opts.limits, opts.allow_raw_prompts)
+}
+
+/// A trace judged against its scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// Every oracle result, in declaration order, then `run-completed` (unless the scenario
+    /// declares `status-is`).
+    pub results: Vec<OracleResult>,
+    /// `pass` when every result passes, else `fail`.
+    pub verdict: RowVerdict,
+    /// The normalised behaviour (when asked for: it is what baselines hold).
+    pub behaviour: Option<Behaviour>,
+}
+
+/// Judges `trace` against `scenario`, deriving the trace's facts once for the oracles and the
+/// normalised behaviour (made only `with_behaviour`).
+pub fn judge(scenario: &Scenario, trace: &Trace<'_>, with_behaviour: bool) -> Judgement {
+    let facts = oracle::Facts::new(trace);
+    let results = oracle::judge_facts(scenario, &facts);
+    let verdict = match oracle::overall(&results) {
+        Verdict::Pass => RowVerdict::Pass,
+        Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,
+    };
+    let behaviour = with_behaviour.then(|| Behaviour::from_facts(&facts, &results));
+    Judgement {
+        results,
+        verdict,
+        behaviour,
+    }
+}
+
+/// A behaviour compared with its approved baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// What drifted (`new` when there is no approved baseline; `baseline-invalid` when it does
+    /// not read).
+    pub findings: Vec<DriftFinding>,
+    /// The baseline this run would approve (what a pending `.new` file holds).
+    pub current: BaselineFile,
+}
+
+/// Compares `behaviour` of (scenario, case) with its approved baseline under `policy`. Reads
+/// the approved file; writes nothing.
+pub fn compare(
+    policy: &BaselinePolicy,
+    scenario: &str,
+    case: &str,
+    content_hash: &str,
+    behaviour: Behaviour,
+) -> Comparison {
+    let approved_path = policy.store.approved_path(scenario, case);
+    let current = BaselineFile::new(scenario, case, content_hash, behaviour);
+    let finding =
+        |category, detail: String| vec![DriftFinding::new(category, detail, None, policy.mode)];
+    let findings = match BaselineFile::read(&approved_path) {
+        Ok(approved) => compare_behaviour(
+            &approved.behaviour,
+            &current.behaviour,
+            policy.tolerance,
+            policy.mode,
+        ),
+        Err(crate::baseline::BaselineError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            finding(
+                DriftCategory::New,
+                format!(
+                    "no approved baseline at `{}`; review and accept it with `tracereplay baseline accept`",
+                    display_path(&approved_path)
+                ),
+            )
+        }
+        Err(e) => finding(DriftCategory::BaselineInvalid, super::error_chain(&e)),
+    };
+    Comparison { findings, current }
+}

@@ -1,0 +1,234 @@
+//! The plan stage: which scenarios a run covers (filters, partition share), indexed for the
+//! judging workers with the problems that keep a scenario from being judged; and the
+//! fingerprints that tie cached rows and partition shares to what they were judged under.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use camino::Utf8PathBuf;
+
+use super::{Baselines, CheckError, CheckOptions, Selection, cache};
+use crate::discover::{Discovered, display_path};
+use crate::scenario::{LoadedScenarios, Scenario};
+
+/// Scenarios by lowercased id (looked up once or twice per trace: foldhash, not SipHash; never
+/// iterated into output unsorted).
+pub(crate) type Entries<'s> = foldhash::HashMap<String, Entry<'s>>;
+
+/// A scenario ready to judge, or the reasons it cannot be.
+pub(crate) struct Entry<'s> {
+    pub(crate) scenario: &'s Scenario,
+    pub(crate) problems: Vec<String>,
+    pub(crate) in_scope: bool,
+    /// The scenario's file holds a secret the scan found (its rows are masked).
+    pub(crate) secrets: bool,
+    /// Some trace row names this scenario.
+    pub(crate) seen: AtomicBool,
+}
+
+/// The entry of scenario `id`, matched case-insensitively (no allocation for the usual
+/// lowercase ASCII id).
+pub(crate) fn entry_of<'e, 's>(entries: &'e Entries<'s>, id: &str) -> Option<&'e Entry<'s>> {
+    if id.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        entries.get(id)
+    } else {
+        entries.get(&id.to_lowercase())
+    }
+}
+
+/// Notes that a scenario has a trace row. Written once: workers must not keep claiming a cache
+/// line they share.
+pub(crate) fn mark_seen(entry: Option<&Entry>) {
+    if let Some(e) = entry.filter(|e| !e.seen.load(Ordering::Relaxed)) {
+        e.seen.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Indexes the loaded scenarios: scope by the selection, problems by the quality gates and
+/// duplicate ids, secrets by `secret_files` (display paths of scenario files holding one).
+pub(crate) fn index_scenarios<'s>(
+    scenarios: &'s [Scenario],
+    selection: &Selection,
+    secret_files: &HashSet<&str>,
+) -> Entries<'s> {
+    let mut entries: Entries<'s> = Entries::default();
+    let mut duplicates: HashMap<String, Vec<String>> = HashMap::new();
+    for s in scenarios {
+        let key = s.id.to_lowercase();
+        if let Some(first) = entries.get(&key) {
+            duplicates
+                .entry(key)
+                .or_insert_with(|| vec![display_path(&first.scenario.file)])
+                .push(display_path(&s.file));
+            continue;
+        }
+        let in_scope = (selection.scenarios.is_empty()
+            || (selection.scenarios.iter()).any(|f| f.trim().to_lowercase() == key))
+            && (selection.tags.is_empty() || selection.tags.iter().any(|t| s.has_tag(t)))
+            && selection.partition_holds(Some(&s.id));
+        entries.insert(
+            key,
+            Entry {
+                scenario: s,
+                problems: crate::gates::scenario_problems(s)
+                    .into_iter()
+                    .map(|p| format!("scenario `{}`: {p}", s.id))
+                    .collect(),
+                in_scope,
+                secrets: secret_files.contains(display_path(&s.file).as_str()),
+                seen: Default::default(),
+            },
+        );
+    }
+    for (key, files) in duplicates {
+        if let Some(e) = entries.get_mut(&key) {
+            e.problems.push(format!(
+                "scenario id `{}` is defined more than once (in {})",
+                e.scenario.id,
+                files.join(", ")
+            ));
+        }
+    }
+    entries
+}
+
+/// An explicit filter matching no scenario is a typo, not a green run (an empty partition
+/// share is fine).
+pub(crate) fn check_filters(
+    selection: &Selection,
+    entries: &Entries<'_>,
+) -> Result<(), CheckError> {
+    if !selection.filtered() || entries.values().any(|e| e.in_scope) {
+        return Ok(());
+    }
+    let mut parts: Vec<String> = (selection.scenarios.iter())
+        .map(|s| format!("--scenario `{s}`"))
+        .collect();
+    parts.extend(selection.tags.iter().map(|t| format!("--tag `{t}`")));
+    Err(CheckError::NoMatch {
+        filter: parts.join(" and "),
+    })
+}
+
+/// Whether a trace naming `scenario`, whose entry is `entry` (`None`: no such scenario), is
+/// outside this run's filters and partition share.
+pub(crate) fn out_of_scope_of(
+    scenario: &str,
+    entry: Option<&Entry>,
+    selection: &Selection,
+) -> bool {
+    match entry {
+        Some(e) => !e.in_scope,
+        None => {
+            (selection.filtered()
+                && !(selection.scenarios.iter()).any(|f| f.trim().eq_ignore_ascii_case(scenario)))
+                || !selection.partition_holds(Some(scenario))
+        }
+    }
+}
+
+/// The options that change what a row says, in words (part of the cache's context and of a
+/// partitioned run's suite fingerprint). `--fail-on` and the filters are not among them: they
+/// decide which rows count and exist, and cached rows serve every choice of them.
+fn judging_options(opts: &CheckOptions) -> String {
+    let baselines = match &opts.baselines {
+        Baselines::Compared {
+            policy,
+            write_pending,
+        } => Some((
+            &policy.store.dir,
+            policy.mode,
+            policy.tolerance,
+            *write_pending,
+        )),
+        Baselines::Absent | Baselines::Ignored => None,
+    };
+    format!(
+        "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",
+        opts.judging.require_sealed,
+        opts.judging.allow_raw_prompts,
+        opts.judging.limits,
+        opts.counting.secrets,
+        opts.selection.scripted,
+        baselines,
+    )
+}
+
+/// The identity of the whole suite a partitioned run was cut from: the options that change
+/// judging or which rows count, every scenario id (and scenario file that failed to load), and
+/// every trace file by path and content hash (`-` where its seal does not hold), whichever share
+/// judged it. Shares of another commit, another suite or other flags get another fingerprint.
+pub(crate) fn suite_fingerprint(
+    found: &Discovered,
+    loaded: &LoadedScenarios,
+    identities: &[std::sync::OnceLock<String>],
+    opts: &CheckOptions,
+) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(judging_options(opts).as_bytes());
+    let s = &opts.selection;
+    let selection = format!(
+        "fail_on={:?} scenarios={:?} tags={:?} whole_suite={}",
+        opts.counting.fail_on, s.scenarios, s.tags, s.whole_suite
+    );
+    h.update(selection.as_bytes());
+    let mut ids: Vec<String> = (loaded.scenarios.iter())
+        .map(|s| s.id.to_lowercase())
+        .chain((loaded.errors.iter()).map(|e| format!("!{}", display_path(e.path()))))
+        .collect();
+    ids.sort();
+    for id in ids {
+        h.update(b"\nscenario ").update(id.as_bytes());
+    }
+    let mut traces: Vec<(String, &str)> = (found.trace_files.iter().zip(identities))
+        .map(|(p, id)| (display_path(p), id.get().map_or("-", String::as_str)))
+        .collect();
+    traces.sort();
+    for (path, id) in traces {
+        h.update(b"\ntrace ").update(path.as_bytes());
+        h.update(b" ").update(id.as_bytes());
+    }
+    format!("b3:{}", h.finalize().to_hex())
+}
+
+/// The fingerprint of everything besides a trace its cached row depends on.
+pub(crate) fn cache_context(
+    scenario_bytes: &[(Utf8PathBuf, Vec<u8>)],
+    scenarios: &[Scenario],
+    opts: &CheckOptions,
+) -> String {
+    let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
+    scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
+    // Rows show paths relative to the working directory.
+    parts.push(
+        format!("{:?}", std::env::current_dir().ok())
+            .into_bytes()
+            .into(),
+    );
+    let mut waived: Vec<&String> = opts.counting.waived.iter().collect();
+    waived.sort();
+    parts.push(format!("{waived:?}").into_bytes().into());
+    for (f, bytes) in scenario_files {
+        parts.push(f.as_str().as_bytes().into());
+        parts.push(bytes.as_slice().into());
+    }
+    // A contract a scenario names is part of it too: as loaded with the scenario (not read
+    // again), or the reason it did not load.
+    for s in scenarios.iter().filter(|s| s.contract.is_some()) {
+        parts.push(format!("{:?}", s.contract_loaded).into_bytes().into());
+    }
+    if let Baselines::Compared { policy, .. } = &opts.baselines {
+        // Approved baselines by stat (pending files do not count: writing them must not
+        // invalidate the cache).
+        for stored in policy.store.list(crate::baseline::APPROVED_SUFFIX) {
+            let stamp = std::fs::metadata(&stored.path)
+                .ok()
+                .map(|m| cache::stamp(&m));
+            parts.push(stored.path.as_str().as_bytes().to_vec().into());
+            parts.push(stamp.unwrap_or([0; 56]).to_vec().into());
+        }
+    }
+    let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
+    cache::context_fingerprint(&refs)
+}
