@@ -82,13 +82,12 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for w in &report.warnings {
         let _ = writeln!(err, "warning: {}", report::escape_controls(w));
     }
-    let with_warnings = (report.results.metas().enumerate()).filter(|(_, m)| m.has_warnings);
-    for (i, _) in with_warnings {
-        report.results.with_head(i, |h| {
-            for w in h.warnings.iter() {
+    if report.results.metas().any(|m| m.has_warnings) {
+        for row in report.results.summaries() {
+            for w in &row.warnings {
                 let _ = writeln!(err, "warning: {}", report::escape_controls(w));
             }
-        });
+        }
     }
     let files: [(&Option<Utf8PathBuf>, Renderer, &str); 3] = [
         (&args.json, report::json::render, "JSON report"),

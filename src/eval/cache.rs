@@ -25,7 +25,7 @@
 //!   part. Without a key (no variable, no user cache directory) there is no cache. Rows with
 //!   drift are not cached, so pending baseline files are always written by a real comparison.
 //! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
-//!   content key, a 4-byte little-endian length and the row as [`crate::report::rows`] encodes
+//!   content key, a 4-byte little-endian length and the row as [`crate::eval::store`] encodes
 //!   it.
 //! - **Memory.** A file up to the run's row budget ([`READ_WHOLE`] by default) is read whole and
 //!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping only
@@ -41,8 +41,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
+use super::store::{self as rows, RowBytes, RowFile};
 use crate::fsutil::write_streaming_creating_dirs;
-use crate::report::rows::{self, RowBytes, RowFile};
 
 const FORMAT: &str = "tracereplay.cache";
 const VERSION: u32 = 5;

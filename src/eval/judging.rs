@@ -11,8 +11,8 @@ use rayon::prelude::*;
 
 use super::baselines::Pending;
 use super::plan::{Entries, entry_of, mark_seen, out_of_scope_of};
+use super::store::{self as rows, Row, RowBytes, RowMeta, Spill};
 use super::{CheckOptions, cache, row, set_blocking, verdict_blocks};
-use crate::report::rows::{self, Row, RowBytes, RowMeta, Spill};
 use crate::trace::TraceFile;
 
 /// What the result cache needs to know of a row.

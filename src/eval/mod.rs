@@ -22,6 +22,7 @@ mod persist;
 pub mod pipeline;
 mod plan;
 mod row;
+pub mod store;
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -34,9 +35,9 @@ pub use pipeline::{BaselinePolicy, JudgeOptions};
 use row::set_error;
 
 use crate::discover::{Discovered, display_path};
-use crate::report::rows::Spill;
 use crate::report::{Report, ResultRow, RowVerdict, Rows, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, load_scenarios};
+use store::Spill;
 
 /// Which failing traces make the exit code 1, by their scenario's risk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -23,15 +23,10 @@ fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    // Each line comes from its row's head (decoded once, not held); only rows with details are
-    // decoded whole.
+    // Each line comes from its row's summary; only rows with details are taken whole.
     let (w_scenario, w_case) = report.results.key_widths();
     let mut line = String::new();
-    let mut written = Ok(());
-    report.results.for_each_head(|i, row| {
-        if written.is_err() {
-            return;
-        }
+    for (i, row) in report.results.summaries().enumerate() {
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
             RowVerdict::Fail => ("FAIL ", "31"),
@@ -57,27 +52,28 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         line.clear();
         line.push_str(&paint(opts.color, code, label));
         line.push(' ');
-        push_padded(&mut line, &esc(row.scenario.unwrap_or("-")), w_scenario);
+        push_padded(
+            &mut line,
+            &esc(row.scenario.as_deref().unwrap_or("-")),
+            w_scenario,
+        );
         line.push_str("  ");
-        push_padded(&mut line, &esc(row.case.unwrap_or("-")), w_case);
+        push_padded(&mut line, &esc(row.case.as_deref().unwrap_or("-")), w_case);
         line.push_str("  ");
         push_padded(&mut line, risk, 8);
         line.push_str("  ");
-        line.push_str(&esc(row.path.unwrap_or("-")));
+        line.push_str(&esc(row.path.as_deref().unwrap_or("-")));
         if !notes.is_empty() {
             line.push_str("  (");
             line.push_str(&notes.join("; "));
             line.push(')');
         }
         line.push('\n');
-        written = out.write_all(line.as_bytes()).and_then(|()| {
-            if row.verdict != RowVerdict::Pass || row.drift_new || row.drift_other {
-                details(&report.results.get(i), opts, out)?;
-            }
-            Ok(())
-        });
-    });
-    written?;
+        out.write_all(line.as_bytes())?;
+        if row.verdict != RowVerdict::Pass || row.drift_new || row.drift_other {
+            details(&report.results.get(i), opts, out)?;
+        }
+    }
     for f in &report.privacy {
         let label = if f.fails {
             paint(opts.color, "1;31", "PRIVACY ")

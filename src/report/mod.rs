@@ -9,9 +9,8 @@ pub mod junit;
 pub mod markdown;
 pub mod merge;
 mod model;
-pub mod rows;
 pub mod runfolder;
 
+pub use crate::eval::store::{RowMeta, Rows};
 pub use escape::{escape_controls, markdown_cell};
 pub use model::*;
-pub use rows::{Row, RowHead, RowMeta, Rows};

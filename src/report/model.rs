@@ -27,7 +27,7 @@ pub struct Report {
     pub baselines: String,
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
     /// file that failed to load; sorted by scenario id, case, then path (bytewise).
-    pub results: super::rows::Rows,
+    pub results: crate::eval::store::Rows,
     /// Privacy and secret findings, sorted by file and line.
     pub privacy: Vec<crate::privacy::lint::Finding>,
     /// Approved baselines without a trace, sorted by path.
@@ -153,6 +153,40 @@ pub struct RowError {
     /// The line, where there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+}
+
+/// The leading fields of a result row, as plain data: what a renderer needs to list the rows
+/// (and decide which to show whole) without taking each one whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowSummary {
+    /// Scenario id.
+    pub scenario: Option<String>,
+    /// Case.
+    pub case: Option<String>,
+    /// The trace (or scenario) file.
+    pub path: Option<String>,
+    /// The approved baseline compared with.
+    pub baseline: Option<String>,
+    /// The trace's verified content hash.
+    pub content_hash: Option<String>,
+    /// The verdict.
+    pub verdict: RowVerdict,
+    /// Where the evidence came from.
+    pub source: Source,
+    /// The scenario's risk.
+    pub risk: Option<Risk>,
+    /// Whether the scenario is a known gap.
+    pub known_gap: bool,
+    /// Whether the row makes the exit code 1.
+    pub blocking: bool,
+    /// Whether the trace was sealed.
+    pub sealed: Option<bool>,
+    /// Whether a drift finding is `new`.
+    pub drift_new: bool,
+    /// Whether a drift finding is anything but `new`.
+    pub drift_other: bool,
+    /// The row's warnings.
+    pub warnings: Vec<String>,
 }
 
 /// One result row.

@@ -1,0 +1,292 @@
+//! The store of result rows: rows held encoded, so a suite's report costs memory in proportion to its encoded size
+//! (a few hundred bytes per passing trace) rather than to tens of allocations per row, and past a
+//! budget not even that: further rows go to a temporary file ([`Spill`]) and are read back one
+//! at a time.
+//!
+//! A row is encoded once, by the worker that judged it, in `postcard` (compact, positional
+//! serde). The same bytes are what the result cache stores, so a cache hit shares the bytes the
+//! cache file was read into and decodes nothing. Counting and blocking read a few flags kept
+//! decoded beside each row ([`RowMeta`]); sorting, the human report and the baseline passes read
+//! only the leading fields ([`RowHead`]; the human report takes them as [`RowSummary`]s); the other renderers
+//! decode one row at a time ([`Rows::iter`]) while they write.
+//!
+//! This is the judging layer's storage, behind one interface: the report holds [`Rows`], and
+//! renderers take plain [`ResultRow`]s and [`RowSummary`]s from it, never bytes.
+
+mod spill;
+mod wire;
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+use spill::Repr;
+pub use spill::{RowBytes, RowFile, Spill};
+pub use wire::{DecodeError, RowHead, WIRE_VERSION, decode, decode_head, encode, head_of};
+use wire::{decode_unchecked, head_unchecked, sort_key};
+
+use crate::report::{ResultRow, RowSummary, RowVerdict, Source};
+use crate::scenario::Risk;
+
+/// What the suite-level passes read of a row (counts, blocking, which rows need more), kept
+/// decoded beside its bytes so those passes decode nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowMeta {
+    /// The verdict.
+    pub verdict: RowVerdict,
+    /// Where the evidence came from.
+    pub source: Source,
+    /// The scenario's risk.
+    pub risk: Option<Risk>,
+    /// Whether the scenario is a known gap.
+    pub known_gap: bool,
+    /// Whether the row makes the exit code 1.
+    pub blocking: bool,
+    /// Whether the row names a scenario.
+    pub has_scenario: bool,
+    /// Whether a drift finding is `new`.
+    pub drift_new: bool,
+    /// Whether a drift finding is anything but `new`.
+    pub drift_other: bool,
+    /// Whether the row carries privacy findings.
+    pub has_privacy: bool,
+    /// Whether the row carries warnings.
+    pub has_warnings: bool,
+}
+
+impl RowMeta {
+    /// The meta of a row with this head.
+    pub fn of(h: &RowHead<'_>) -> RowMeta {
+        RowMeta {
+            verdict: h.verdict,
+            source: h.source,
+            risk: h.risk,
+            known_gap: h.known_gap,
+            blocking: h.blocking,
+            has_scenario: h.scenario.is_some(),
+            drift_new: h.drift_new,
+            drift_other: h.drift_other,
+            has_privacy: h.has_privacy,
+            has_warnings: !h.warnings.is_empty(),
+        }
+    }
+}
+
+/// One row: its encoding and its meta.
+#[derive(Debug, Clone)]
+pub struct Row {
+    bytes: RowBytes,
+    meta: RowMeta,
+}
+
+impl Row {
+    /// Encodes `row`.
+    pub fn new(row: &ResultRow) -> Row {
+        Row {
+            bytes: encode(row).into(),
+            meta: RowMeta::of(&head_of(row)),
+        }
+    }
+
+    /// An encoding this tool made, with its meta (taken on trust: a row that does not decode
+    /// shows as an error row).
+    pub(crate) fn trusted(bytes: RowBytes, meta: RowMeta) -> Row {
+        Row { bytes, meta }
+    }
+
+    /// The encoding.
+    pub fn bytes(&self) -> &RowBytes {
+        &self.bytes
+    }
+
+    fn head<R>(&self, f: impl FnOnce(RowHead<'_>) -> R) -> R {
+        f(head_unchecked(&self.bytes.load()))
+    }
+
+    fn decode(&self) -> ResultRow {
+        decode_unchecked(&self.bytes.load())
+    }
+}
+
+/// Result rows, each held encoded. Equality compares the encodings, which are deterministic.
+#[derive(Clone, Default)]
+pub struct Rows(Vec<Row>);
+
+impl PartialEq for Rows {
+    fn eq(&self, other: &Rows) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(&other.0).all(|(a, b)| a.bytes == b.bytes)
+    }
+}
+
+impl Eq for Rows {}
+
+impl Rows {
+    /// Rows built by [`Row::new`] or [`Row::trusted`].
+    pub(crate) fn from_rows(rows: Vec<Row>) -> Rows {
+        Rows(rows)
+    }
+
+    /// Appends a row.
+    pub fn push(&mut self, row: &ResultRow) {
+        self.0.push(Row::new(row));
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Each row's meta, in order.
+    pub fn metas(&self) -> impl Iterator<Item = RowMeta> + '_ {
+        self.0.iter().map(|r| r.meta)
+    }
+
+    /// Whether a row held in a file could not be read back (so a report rendered from these
+    /// rows showed it as an error it was not).
+    pub fn unreadable(&self) -> bool {
+        (self.0.iter())
+            .any(|r| matches!(&r.bytes.0, Repr::InFile(f, ..) if f.failed.load(Ordering::Relaxed)))
+    }
+
+    /// The longest scenario id and case, in bytes (at least 1, the width of `-`), read without
+    /// decoding the rows.
+    pub fn key_widths(&self) -> (usize, usize) {
+        let mut widths = (1, 1);
+        for r in &self.0 {
+            let [scenario, case, _] = sort_key(&r.bytes.load()).map(<[u8]>::len);
+            widths = (widths.0.max(scenario), widths.1.max(case));
+        }
+        widths
+    }
+
+    /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
+    /// held in a file is read back, one at a time): for the suite-level passes.
+    pub(crate) fn for_each_head(&self, mut f: impl FnMut(usize, RowHead<'_>)) {
+        for (i, r) in self.0.iter().enumerate() {
+            r.head(|h| f(i, h));
+        }
+    }
+
+    /// Each row's leading fields as plain data, in order (a row held in a file is read back,
+    /// one at a time).
+    pub fn summaries(&self) -> impl Iterator<Item = RowSummary> + '_ {
+        self.0.iter().map(|r| r.head(|h| RowSummary::from(h)))
+    }
+
+    /// Row `i`, decoded.
+    pub fn get(&self, i: usize) -> ResultRow {
+        self.0[i].decode()
+    }
+
+    /// Replaces row `i`.
+    pub fn set(&mut self, i: usize, row: &ResultRow) {
+        self.0[i] = Row::new(row);
+    }
+
+    /// Each row, decoded one at a time.
+    pub fn iter(&self) -> impl Iterator<Item = ResultRow> + '_ {
+        self.0.iter().map(Row::decode)
+    }
+
+    /// Sorts by scenario id, case, then path (bytewise); stable.
+    pub fn sort(&mut self) {
+        // Only the three leading strings are read, as bytes (their order is `str`'s order), and
+        // the rows usually arrive in order already (a suite laid out as `SCENARIO/CASE.trace…`
+        // is discovered in it), which one pass tells.
+        // Checked pair by pair, so rows held in a file are never all read into memory for it.
+        use rayon::prelude::*;
+        let in_order = (self.0.par_windows(2))
+            .all(|pair| sort_key(&pair[0].bytes.load()) <= sort_key(&pair[1].bytes.load()));
+        if in_order {
+            return;
+        }
+        let keys: Vec<[Cow<'_, [u8]>; 3]> = (self.0.par_iter())
+            .map(|r| match r.bytes.load() {
+                Cow::Borrowed(bytes) => sort_key(bytes).map(Cow::Borrowed),
+                Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.to_vec())),
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..self.0.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+        drop(keys);
+        let mut slots: Vec<Option<Row>> =
+            std::mem::take(&mut self.0).into_iter().map(Some).collect();
+        self.0 = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    }
+
+    /// Appends every row of `other`.
+    pub fn append(&mut self, other: Rows) {
+        self.0.extend(other.0);
+    }
+}
+
+impl FromIterator<ResultRow> for Rows {
+    fn from_iter<I: IntoIterator<Item = ResultRow>>(iter: I) -> Rows {
+        Rows(iter.into_iter().map(|r| Row::new(&r)).collect())
+    }
+}
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Rows {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+/// Each row is encoded as soon as it is read, so a report read back (by `merge`) never holds its
+/// rows decoded all at once.
+impl<'de> Deserialize<'de> for Rows {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rows, D::Error> {
+        struct Encoding;
+        impl<'de> serde::de::Visitor<'de> for Encoding {
+            type Value = Rows;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of result rows")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Rows, A::Error> {
+                let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 12));
+                while let Some(row) = seq.next_element::<ResultRow>()? {
+                    rows.push(Row::new(&row));
+                }
+                Ok(Rows(rows))
+            }
+        }
+        deserializer.deserialize_seq(Encoding)
+    }
+}
+
+impl From<RowHead<'_>> for RowSummary {
+    fn from(h: RowHead<'_>) -> RowSummary {
+        RowSummary {
+            scenario: h.scenario.map(str::to_owned),
+            case: h.case.map(str::to_owned),
+            path: h.path.map(str::to_owned),
+            baseline: h.baseline.map(str::to_owned),
+            content_hash: h.content_hash.map(str::to_owned),
+            verdict: h.verdict,
+            source: h.source,
+            risk: h.risk,
+            known_gap: h.known_gap,
+            blocking: h.blocking,
+            sealed: h.sealed,
+            drift_new: h.drift_new,
+            drift_other: h.drift_other,
+            warnings: h.warnings.into_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! Where encoded rows are held: their own allocation, a range of a buffer shared with other rows
+//! (the result cache's file, read once), or a range of a file (rows beyond the run's memory
+//! budget, and the rows of a result cache too large to read whole).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::wire::{encode, head_of};
+use super::{Row, RowMeta};
+use crate::report::ResultRow;
+
+/// One encoded row: its own allocation, a range of a buffer shared with other rows (the result
+/// cache's file, read once, is never copied row by row), or a range of a file (rows beyond the
+/// run's memory budget, see [`Spill`], and the rows of a result cache too large to read whole).
+#[derive(Clone)]
+pub struct RowBytes(pub(super) Repr);
+
+#[derive(Clone)]
+pub(super) enum Repr {
+    Own(Box<[u8]>),
+    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
+    InFile(Arc<RowFile>, u64, u32),
+}
+
+impl RowBytes {
+    /// `range` of a shared buffer (panics if it is out of bounds, which callers check).
+    pub fn shared(buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> RowBytes {
+        assert!(range.end <= buf.len() && range.start <= range.end);
+        RowBytes(Repr::Shared(buf, range))
+    }
+
+    /// `len` bytes of `file` at offset `at`, read when needed.
+    pub fn in_file(file: Arc<RowFile>, at: u64, len: u32) -> RowBytes {
+        RowBytes(Repr::InFile(file, at, len))
+    }
+
+    /// The bytes: borrowed when held in memory, read back when in a file. A file that can no
+    /// longer be read gives no bytes, which decode as an error row, and marks itself
+    /// ([`Rows::unreadable`]) so the run can fail rather than report from rows it lost.
+    pub fn load(&self) -> Cow<'_, [u8]> {
+        match &self.0 {
+            Repr::Own(b) => Cow::Borrowed(b),
+            Repr::Shared(buf, range) => Cow::Borrowed(&buf[range.clone()]),
+            Repr::InFile(file, at, len) => Cow::Owned(file.read(*at, *len).unwrap_or_else(|_| {
+                file.failed.store(true, Ordering::Relaxed);
+                Vec::new()
+            })),
+        }
+    }
+
+    /// The length in bytes.
+    fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Own(b) => b.len(),
+            Repr::Shared(_, range) => range.len(),
+            Repr::InFile(_, _, len) => *len as usize,
+        }
+    }
+}
+
+impl From<Box<[u8]>> for RowBytes {
+    fn from(b: Box<[u8]>) -> RowBytes {
+        RowBytes(Repr::Own(b))
+    }
+}
+
+impl PartialEq for RowBytes {
+    fn eq(&self, other: &RowBytes) -> bool {
+        self.load() == other.load()
+    }
+}
+
+impl Eq for RowBytes {}
+
+impl std::fmt::Debug for RowBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RowBytes({} bytes)", self.len())
+    }
+}
+
+/// A file that holds encoded rows at known offsets, read (and, for the run's spill file,
+/// appended to) from any thread.
+#[derive(Debug)]
+pub struct RowFile {
+    file: std::fs::File,
+    /// Where the next appended row goes.
+    end: AtomicU64,
+    /// A read failed.
+    pub(super) failed: std::sync::atomic::AtomicBool,
+    /// Reads and writes that move the file position take turns (positioned I/O on Unix needs
+    /// none).
+    #[cfg(not(unix))]
+    turn: std::sync::Mutex<()>,
+}
+
+impl RowFile {
+    /// `file`, whose first `len` bytes are taken (appends go after them).
+    pub fn new(file: std::fs::File, len: u64) -> RowFile {
+        RowFile {
+            file,
+            end: AtomicU64::new(len),
+            failed: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(not(unix))]
+            turn: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// `len` bytes at offset `at`.
+    pub fn read(&self, at: u64, len: u32) -> std::io::Result<Vec<u8>> {
+        let mut buf = vec![0; len as usize];
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(&mut buf, at)?;
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+            (&self.file).seek(SeekFrom::Start(at))?;
+            (&self.file).read_exact(&mut buf)?;
+        }
+        Ok(buf)
+    }
+
+    /// Appends `bytes`, returning their offset.
+    fn append(&self, bytes: &[u8]) -> std::io::Result<u64> {
+        let at = self.end.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(bytes, at)?;
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::{Seek, SeekFrom, Write};
+            let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+            (&self.file).seek(SeekFrom::Start(at))?;
+            (&self.file).write_all(bytes)?;
+        }
+        Ok(at)
+    }
+}
+
+/// Where a run's rows go: memory, up to a budget of encoded bytes, then an anonymous temporary
+/// file (removed when the run ends), so memory stops growing with the suite. Which rows are
+/// kept in memory depends on scheduling, but a row reads back as the same bytes wherever it is
+/// held, so the report does not. Should the temporary file fail, rows stay in memory.
+#[derive(Debug)]
+pub struct Spill {
+    budget: usize,
+    held: AtomicUsize,
+    file: std::sync::OnceLock<Option<Arc<RowFile>>>,
+}
+
+impl Spill {
+    /// Rows held in memory until their encodings total `budget` bytes.
+    pub fn new(budget: usize) -> Spill {
+        Spill {
+            budget,
+            held: AtomicUsize::new(0),
+            file: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Encodes `row` and keeps it in memory or in the file.
+    pub fn row(&self, row: &ResultRow) -> Row {
+        Row {
+            meta: RowMeta::of(&head_of(row)),
+            bytes: self.keep(encode(row)),
+        }
+    }
+
+    fn keep(&self, bytes: Box<[u8]>) -> RowBytes {
+        let len = bytes.len();
+        if self.held.fetch_add(len, Ordering::Relaxed) + len <= self.budget {
+            return bytes.into();
+        }
+        self.held.fetch_sub(len, Ordering::Relaxed);
+        let file = self.file.get_or_init(|| {
+            let file = tempfile::tempfile().ok()?;
+            Some(Arc::new(RowFile::new(file, 0)))
+        });
+        match (file, u32::try_from(len)) {
+            (Some(file), Ok(len32)) => match file.append(&bytes) {
+                Ok(at) => RowBytes::in_file(file.clone(), at, len32),
+                Err(_) => bytes.into(),
+            },
+            _ => bytes.into(),
+        }
+    }
+}
