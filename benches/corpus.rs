@@ -14,7 +14,7 @@ use tracereplay::trace::{
 
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
-pub struct Spec {
+pub(crate) struct Spec {
     /// Number of traces.
     pub traces: usize,
     /// Number of scenarios they are spread over.
@@ -28,7 +28,7 @@ pub struct Spec {
 }
 
 /// 20,000 traces of ~30 events and ~17 KB over 200 scenarios.
-pub const SMALL: Spec = Spec {
+pub(crate) const SMALL: Spec = Spec {
     traces: 20_000,
     scenarios: 200,
     rounds: 9,
@@ -36,7 +36,7 @@ pub const SMALL: Spec = Spec {
     seed: 7,
 };
 /// 200 traces of ~1 MB.
-pub const LARGE: Spec = Spec {
+pub(crate) const LARGE: Spec = Spec {
     traces: 200,
     scenarios: 20,
     rounds: 100,
@@ -45,16 +45,16 @@ pub const LARGE: Spec = Spec {
 };
 
 /// splitmix64: small, fast, and the same on every machine.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// A generator from a seed.
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
     /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -62,7 +62,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// A number below `n`.
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
 }
@@ -82,12 +82,12 @@ fn prose(rng: &mut Rng, bytes: usize) -> String {
 }
 
 /// The scenario id of scenario `i`.
-pub fn scenario_id(i: usize) -> String {
+pub(crate) fn scenario_id(i: usize) -> String {
     format!("corpus.s{i:03}")
 }
 
 /// The scenario JSON of scenario `i`: the harness oracles plus a `tool-sequence`.
-pub fn scenario_json(i: usize) -> String {
+pub(crate) fn scenario_json(i: usize) -> String {
     serde_json::json!({
         "id": scenario_id(i),
         "title": format!("corpus scenario {i}"),
@@ -107,7 +107,7 @@ pub fn scenario_json(i: usize) -> String {
 }
 
 /// The decompressed bytes of trace `n`.
-pub fn trace_bytes(spec: &Spec, n: usize) -> Vec<u8> {
+pub(crate) fn trace_bytes(spec: &Spec, n: usize) -> Vec<u8> {
     let mut rng = Rng::new(spec.seed ^ (n as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
     let hasher = PromptHasher::keyed(b"corpus-key");
     let scenario = scenario_id(n % spec.scenarios);
@@ -186,7 +186,7 @@ pub fn trace_bytes(spec: &Spec, n: usize) -> Vec<u8> {
 
 /// Writes the corpus: `DIR/<scenario>/<scenario>.scenario.json` and
 /// `DIR/<scenario>/<case>.trace.ndjson.zst`.
-pub fn write(dir: &Path, spec: &Spec) -> std::io::Result<()> {
+pub(crate) fn write(dir: &Path, spec: &Spec) -> std::io::Result<()> {
     for i in 0..spec.scenarios {
         let d = dir.join(scenario_id(i));
         std::fs::create_dir_all(&d)?;

@@ -52,7 +52,7 @@ pub struct Discovered {
 /// Walks `paths` for scenarios and traces and `suite_dirs` for harness-suite scenario files.
 ///
 /// The directories under the paths are listed ahead, in parallel on the current rayon pool
-/// ([`prefetch`]); the walk itself is sequential, so what it finds, in which order, and what it
+/// (`prefetch`); the walk itself is sequential, so what it finds, in which order, and what it
 /// warns about do not depend on the thread count.
 pub fn discover(
     paths: &[Utf8PathBuf],

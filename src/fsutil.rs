@@ -27,33 +27,31 @@ fn run_started() -> SystemTime {
 }
 
 /// Notes the start of the run (call early: temporary files older than it count as leftovers).
-pub fn mark_run_start() {
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
+pub(crate) fn mark_run_start() {
     run_started();
 }
 
 /// Writes `bytes` to `path` atomically.
-pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
+pub(crate) fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_streaming(path, &mut |w| w.write_all(bytes))
 }
 
 /// [`write_atomic`] for content written piece by piece (through a buffer), so a large report
 /// is never held in memory whole.
-pub fn write_atomic_streaming(
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
+pub(crate) fn write_atomic_streaming(
     path: &Utf8Path,
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     write_atomic_with(path, write, true, || Ok(()))
 }
 
-/// Creates `path`'s directory if needed, then writes atomically; `durable` syncs the data to
-/// disk before the rename (skip it only for files that may be lost, such as a cache).
-pub fn write_creating_dirs(path: &Utf8Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    write_streaming_creating_dirs(path, durable, &mut |w| w.write_all(bytes))
-}
-
-/// [`write_creating_dirs`] for content written piece by piece (through a buffer), so a large
-/// file is never held in memory whole.
-pub fn write_streaming_creating_dirs(
+/// Creates `path`'s directory if needed, then writes atomically, piece by piece (through a
+/// buffer, so a large file is never held in memory whole); `durable` syncs the data to disk
+/// before the rename (skip it only for files that may be lost, such as a cache).
+pub(crate) fn write_streaming_creating_dirs(
     path: &Utf8Path,
     durable: bool,
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
@@ -153,7 +151,7 @@ fn write_atomic_with(
 
 /// Opens `path` for reading without blocking on a FIFO (on Unix; elsewhere as usual). The
 /// caller checks the open file is a regular file before reading it.
-pub fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -165,7 +163,7 @@ pub fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {
 /// FIFO would block an open) and checked before anything is read (a device never ends), then
 /// read no further than the limit (a file that grew). `what` names the kind of file in the
 /// message.
-pub fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
     let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

@@ -21,7 +21,7 @@ use super::ci::is_ci;
 use super::exit;
 
 /// Runs a `baseline` subcommand; `Err` means exit 2.
-pub fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
         BaselineCommand::Pending(a) => pending(a, out),
         BaselineCommand::Accept(a) => apply(a, true, out),

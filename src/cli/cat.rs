@@ -9,7 +9,7 @@ use super::args::CatArgs;
 use super::exit;
 
 /// Runs `cat`; `Err` means exit 2 (unreadable).
-pub fn run(args: &CatArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &CatArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let file = TraceFile::open(&args.trace, args.limits.limits())
         .map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
     out.write_all(&file.bytes)?;

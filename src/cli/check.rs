@@ -21,7 +21,7 @@ use super::ci::is_ci;
 use super::{exit, options};
 
 /// Runs `check`; `Err` means exit 2.
-pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let under_ci = is_ci(&args.ci);
     let baselines = options::baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
     let started = Instant::now();
@@ -137,7 +137,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 type Renderer = fn(&crate::report::Report, &mut dyn Write) -> std::io::Result<()>;
 
 /// Writes `report` to `out` in `format` (shared by `check` and `merge`).
-pub fn render(
+pub(super) fn render(
     format: CheckFormatArg,
     report: &crate::report::Report,
     out: &mut dyn Write,

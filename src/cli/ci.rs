@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use super::args::CiArgs;
 
 /// Whether this run is under CI (and so must write no baseline or pending file).
-pub fn is_ci(flags: &CiArgs) -> bool {
+pub(super) fn is_ci(flags: &CiArgs) -> bool {
     if flags.no_ci {
         return false;
     }

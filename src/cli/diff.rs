@@ -21,7 +21,7 @@ use super::args::{DiffArgs, DriftArg, FormatArg};
 use super::{exit, options};
 
 /// Runs `diff`; `Err` means exit 2.
-pub fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut report = match (&args.from, &args.to) {
         (Some(old), Some(new)) => between(old, new, args)?,
         _ => against_baselines(args)?,

@@ -19,7 +19,7 @@ use super::exit;
 use super::options::{self, ALLOW_FILE, use_color};
 
 /// Runs `explain`; `Err` means exit 2.
-pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if args.last {
         return last(args, out);
     }

@@ -15,7 +15,7 @@ use super::args::GatesArgs;
 use super::exit;
 
 /// Runs `gates`; `Err` means exit 2.
-pub fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if !(0.0..=1.0).contains(&args.min_strength) {
         anyhow::bail!(
             "`--min-strength` must be between 0 and 1, got {}",

@@ -13,7 +13,7 @@ use super::args::{IngestArgs, IngestFormatArg};
 use super::exit;
 
 /// Runs `ingest`; `Err` means exit 2.
-pub fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let hasher = match (PromptHasher::from_env(), args.unkeyed) {
         (_, true) => PromptHasher::unkeyed(),
         (Some(h), false) => h,

@@ -50,7 +50,7 @@ jobs:
 "#;
 
 /// Runs `init`; `Err` means exit 2.
-pub fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     let scenario_path = Utf8PathBuf::from("traces/example.search/example.search.scenario.json");
     let trace_path = Utf8PathBuf::from("traces/example.search/default.trace.ndjson.zst");
     let store = BaselineStore::new("baselines");

@@ -8,7 +8,7 @@ use super::args::KeyCommand;
 use super::exit;
 
 /// Runs a `key` subcommand; `Err` means exit 2.
-pub fn run(cmd: &KeyCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(cmd: &KeyCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
         KeyCommand::New => {
             let mut bytes = [0u8; 32];

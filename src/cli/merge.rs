@@ -10,7 +10,7 @@ use super::args::MergeArgs;
 use super::exit;
 
 /// Runs `merge`; `Err` means exit 2.
-pub fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
     for path in &args.reports {
         // Read through a buffer: a share's report is parsed (and its rows encoded) as it is

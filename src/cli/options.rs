@@ -13,15 +13,15 @@ use crate::diff::DriftMode;
 use crate::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
 
 /// Fingerprints of waived secrets, in the working directory.
-pub const ALLOW_FILE: &str = ".tracereplay-allow";
+pub(super) const ALLOW_FILE: &str = ".tracereplay-allow";
 
 /// The secret fingerprints `.tracereplay-allow` waives.
-pub fn waived() -> std::collections::HashSet<String> {
+pub(super) fn waived() -> std::collections::HashSet<String> {
     crate::privacy::lint::read_allow_file(Utf8Path::new(ALLOW_FILE))
 }
 
 /// How traces are judged.
-pub fn judging(args: &JudgingArgs) -> JudgeOptions {
+pub(super) fn judging(args: &JudgingArgs) -> JudgeOptions {
     JudgeOptions {
         limits: args.limits.limits(),
         require_sealed: args.require_sealed,
@@ -31,7 +31,9 @@ pub fn judging(args: &JudgingArgs) -> JudgeOptions {
 
 /// The baselines directory in force: an explicit `--baselines DIR` must exist; the default
 /// `baselines/` is used when present and otherwise means "no comparison".
-pub fn resolve_baselines(explicit: Option<&Utf8Path>) -> anyhow::Result<Option<Utf8PathBuf>> {
+pub(super) fn resolve_baselines(
+    explicit: Option<&Utf8Path>,
+) -> anyhow::Result<Option<Utf8PathBuf>> {
     match explicit {
         Some(dir) if !dir.is_dir() => {
             bail!("the baselines directory `{dir}` given with `--baselines` does not exist")
@@ -44,7 +46,7 @@ pub fn resolve_baselines(explicit: Option<&Utf8Path>) -> anyhow::Result<Option<U
 
 /// Whether and how baselines take part: `--drift ignore` turns them off; otherwise the
 /// directory in force ([`resolve_baselines`]) with the drift mode and usage tolerance.
-pub fn baselines(
+pub(super) fn baselines(
     drift: &DriftArgs,
     explicit_dir: Option<&Utf8Path>,
     write_pending: bool,
@@ -70,7 +72,7 @@ pub fn baselines(
 }
 
 /// `--usage-tolerance PCT` as a fraction.
-pub fn tolerance(pct: f64) -> anyhow::Result<f64> {
+pub(super) fn tolerance(pct: f64) -> anyhow::Result<f64> {
     if !pct.is_finite() || pct < 0.0 {
         bail!("`--usage-tolerance` must be a non-negative percentage, got {pct}");
     }
@@ -78,7 +80,7 @@ pub fn tolerance(pct: f64) -> anyhow::Result<f64> {
 }
 
 /// `--fail-on`.
-pub fn fail_on(arg: FailOnArg) -> FailOn {
+pub(super) fn fail_on(arg: FailOnArg) -> FailOn {
     match arg {
         FailOnArg::Any => FailOn::Any,
         FailOnArg::High => FailOn::High,
@@ -88,6 +90,6 @@ pub fn fail_on(arg: FailOnArg) -> FailOn {
 }
 
 /// Colours only on a terminal, and never with `NO_COLOR` set (to anything non-empty).
-pub fn use_color() -> bool {
+pub(super) fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

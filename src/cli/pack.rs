@@ -21,7 +21,7 @@ fn sealed_name(input: &Utf8Path) -> String {
 }
 
 /// Runs `pack`; `Err` means exit 2.
-pub fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for input in &args.inputs {
         if !input.is_file() {
             anyhow::bail!("`{input}` does not exist or is not a file");

@@ -12,7 +12,7 @@ use super::args::VerifyArgs;
 use super::exit;
 
 /// Runs `verify`; `Err` means exit 2.
-pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let found = discover(&args.paths, &[])?;
     if found.trace_files.is_empty() && found.unreachable.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");

@@ -27,7 +27,7 @@
 //! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
 //!   content key, a 4-byte little-endian length and the row as [`crate::eval::store`] encodes
 //!   it.
-//! - **Memory.** A file up to the run's row budget ([`READ_WHOLE`] by default) is read whole and
+//! - **Memory.** A file up to the run's row budget ([`super::ROW_MEMORY`] by default) is read whole and
 //!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping only
 //!   keys and offsets) and its hits are read back from it when a report needs them, so a large
 //!   suite's cache costs tens of bytes per entry in memory, not the size of its rows. (Off Unix
@@ -52,7 +52,7 @@ pub const CACHE_KEY_ENV: &str = "TRACEREPLAY_CACHE_KEY";
 
 /// The secret key the cache is authenticated with (see the module documentation).
 #[derive(Clone)]
-pub struct CacheKey([u8; 32]);
+pub(crate) struct CacheKey([u8; 32]);
 
 impl std::fmt::Debug for CacheKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -62,7 +62,7 @@ impl std::fmt::Debug for CacheKey {
 
 impl CacheKey {
     /// The key derived from secret material.
-    pub fn from_material(material: &[u8]) -> CacheKey {
+    pub(crate) fn from_material(material: &[u8]) -> CacheKey {
         CacheKey(blake3::derive_key(
             "tracereplay 2026-12 result-cache mac v1",
             material,
@@ -71,7 +71,7 @@ impl CacheKey {
 
     /// The key of this process: from `TRACEREPLAY_CACHE_KEY` when set, else from the user's key
     /// file (made on first use); `None` when neither can be had. Resolved once per process.
-    pub fn resolve() -> Option<CacheKey> {
+    pub(crate) fn resolve() -> Option<CacheKey> {
         static KEY: std::sync::OnceLock<Option<CacheKey>> = std::sync::OnceLock::new();
         KEY.get_or_init(|| match std::env::var_os(CACHE_KEY_ENV) {
             Some(v) if !v.is_empty() => Some(CacheKey::from_material(v.as_encoded_bytes())),
@@ -137,11 +137,11 @@ fn file_name(version: u32) -> String {
 const FRAME: usize = 36;
 
 /// 128 bits of BLAKE3.
-pub type Key = [u8; 16];
+pub(super) type Key = [u8; 16];
 
 /// A trace's keys: by stat fingerprint (`None` off Unix) and by stored bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Keys {
+pub(super) struct Keys {
     /// Path and stat fingerprint.
     pub stat: Option<Key>,
     /// Path and stored bytes.
@@ -216,7 +216,7 @@ impl Default for Held {
 /// A cache file, read and checked against its own hash but not yet against a run's context,
 /// so reading it can overlap discovery. Empty when there is none or it cannot be trusted.
 #[derive(Default)]
-pub struct CacheFile {
+pub(crate) struct CacheFile {
     context: String,
     held: Held,
     /// The entries, their rows' ranges being offsets in the file.
@@ -235,18 +235,10 @@ impl std::fmt::Debug for CacheFile {
 /// traces); the cache is then rebuilt.
 const MAX_FILE: u64 = 1 << 30;
 
-/// A cache file up to this size is read whole (the default; see the module documentation).
-pub const READ_WHOLE: u64 = super::ROW_MEMORY as u64;
-
 impl CacheFile {
-    /// Reads the cache file under `dir`, authenticated with `key`.
-    pub fn read(dir: &Utf8Path, key: &CacheKey) -> CacheFile {
-        CacheFile::read_with(dir, READ_WHOLE, key)
-    }
-
     /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes; empty
     /// unless its MAC verifies under `key`.
-    pub fn read_with(dir: &Utf8Path, read_whole: u64, key: &CacheKey) -> CacheFile {
+    pub(crate) fn read_with(dir: &Utf8Path, read_whole: u64, key: &CacheKey) -> CacheFile {
         // Only a regular file: a FIFO would block the open, a device never end.
         let path = dir.join(file_name(VERSION));
         let Ok(mut file) = crate::fsutil::open_nonblocking(&path) else {
@@ -283,7 +275,7 @@ impl CacheFile {
 }
 
 /// A loaded cache; entries are taken out as they are used.
-pub struct ResultCache {
+pub(super) struct ResultCache {
     path: Utf8PathBuf,
     context: String,
     key: CacheKey,
@@ -293,7 +285,7 @@ pub struct ResultCache {
 /// The stat key of a trace file, or `None` when it cannot be had (then only the content key is
 /// used). The path is taken as given: the working directory, which decides how it is shown, is
 /// part of the cache's context.
-pub fn stat_key(path: &Utf8Path) -> Option<Key> {
+pub(super) fn stat_key(path: &Utf8Path) -> Option<Key> {
     if cfg!(not(unix)) {
         return None;
     }
@@ -346,7 +338,7 @@ pub(crate) fn stamp(meta: &std::fs::Metadata) -> [u8; 56] {
 }
 
 /// The content key of a trace file from its stored bytes (compressed or not).
-pub fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
+pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
     // The stored bytes come first, so that BLAKE3 takes them from offset 0 in whole 1 KiB
     // chunks, several at a time. Behind the path, their first chunk was compressed a block at a
     // time; with the entries' hash (see `EntryHasher`) that was a quarter of the CPU of a run
@@ -369,7 +361,7 @@ fn first_16(hash: blake3::Hash) -> Key {
 impl ResultCache {
     /// The cache under `dir` from its file read already (with `key`); empty unless its context
     /// matches. Saved with `key`.
-    pub fn from_file(
+    pub(super) fn from_file(
         dir: &Utf8Path,
         file: CacheFile,
         context: String,
@@ -388,17 +380,17 @@ impl ResultCache {
     }
 
     /// The cache file.
-    pub fn path(&self) -> &Utf8Path {
+    pub(super) fn path(&self) -> &Utf8Path {
         &self.path
     }
 
     /// Takes the row cached under a stat key, with the entry's keys.
-    pub fn take_by_stat(&self, key: &Key) -> Option<(RowBytes, Keys)> {
+    pub(super) fn take_by_stat(&self, key: &Key) -> Option<(RowBytes, Keys)> {
         self.take(*self.file.by_stat.get(key)?)
     }
 
     /// Takes the row cached under a content key, with the entry's keys.
-    pub fn take_by_content(&self, key: &Key) -> Option<(RowBytes, Keys)> {
+    pub(super) fn take_by_content(&self, key: &Key) -> Option<(RowBytes, Keys)> {
         self.take(*self.file.by_content.get(key)?)
     }
 
@@ -412,7 +404,7 @@ impl ResultCache {
 
     /// Puts back an entry taken for a trace this run then left out (filters, partition), so a
     /// filtered run keeps it.
-    pub fn put_back(&self, keys: &Keys) {
+    pub(super) fn put_back(&self, keys: &Keys) {
         if let Some(&at) = self.file.by_content.get(&keys.content) {
             self.file.slots[at].taken.store(false, Ordering::Relaxed);
         }
@@ -423,7 +415,7 @@ impl ResultCache {
     /// entries). With `keep_unused` (a run filtered by scenario, tag or partition) the entries
     /// this run did not look at are kept for the next full run; otherwise they are dropped.
     /// Nothing is written when the file would not change; the rows are never gathered in a list.
-    pub fn save<'r, I>(
+    pub(super) fn save<'r, I>(
         &self,
         rows: impl Fn() -> I,
         hits: usize,
@@ -680,7 +672,7 @@ fn bytes_at(bytes: &[u8], at: usize, len: usize) -> Option<&[u8]> {
 }
 
 /// Fingerprints everything besides a trace that its row depends on.
-pub fn context_fingerprint(parts: &[&[u8]]) -> String {
+pub(super) fn context_fingerprint(parts: &[&[u8]]) -> String {
     let mut h = blake3::Hasher::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.update(&rows::WIRE_VERSION.to_le_bytes());
@@ -751,7 +743,7 @@ mod tests {
     /// Read whole (in memory) and streamed (rows read back from the file), the same cache.
     #[test]
     fn a_saved_cache_loads_and_a_damaged_one_is_ignored() {
-        for whole in [READ_WHOLE, 0] {
+        for whole in [crate::eval::ROW_MEMORY as u64, 0] {
             saved_and_damaged(whole);
         }
     }

@@ -1,13 +1,13 @@
 //! Judging a suite, in stages that run one way:
 //!
-//! 1. **plan** ([`plan`]): load the scenarios, decide which the run covers (filters, partition
+//! 1. **plan** (`plan`): load the scenarios, decide which the run covers (filters, partition
 //!    share) and what keeps one from being judged;
-//! 2. **judge** ([`judging`], through the one [`pipeline`]): every trace file in parallel —
+//! 2. **judge** (`judging`, through the one [`pipeline`]): every trace file in parallel —
 //!    verify, parse, judge, compare with its approved baseline — or its row recalled from the
 //!    result cache; pure: workers write nothing but their own results;
-//! 3. **compare** ([`baselines`]): with the whole run in view, the ambiguous (scenario, case)
+//! 3. **compare** (`baselines`): with the whole run in view, the ambiguous (scenario, case)
 //!    pairs and the obsolete baselines;
-//! 4. **persist** ([`persist`] and the cache): the only stage that writes — pending baseline
+//! 4. **persist** (`persist` and the cache): the only stage that writes — pending baseline
 //!    files (never under CI) and the result cache;
 //! 5. **summarise**: counts, in one deterministically ordered report.
 //!
@@ -22,20 +22,22 @@ mod persist;
 pub mod pipeline;
 mod plan;
 mod row;
-pub mod store;
+mod store;
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-pub use cache::{CACHE_KEY_ENV, CacheFile, CacheKey};
+pub use cache::CACHE_KEY_ENV;
+pub(crate) use cache::{CacheFile, CacheKey};
 pub use judge::{JudgedTrace, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
 use row::set_error;
+pub use store::{RowMeta, Rows};
 
 use crate::discover::{Discovered, display_path};
-use crate::report::{Report, ResultRow, RowVerdict, Rows, Source, Summary, ToolInfo};
+use crate::report::{Report, ResultRow, RowVerdict, Source, Summary, ToolInfo};
 use crate::scenario::{Risk, load_scenarios};
 use store::Spill;
 
@@ -268,7 +270,7 @@ pub fn check(
 /// [`check`] with the result cache's file read already (by [`CacheFile::read_with`] and the
 /// run's row budget, which a caller can run while it discovers files); `None` reads it from
 /// the cache directory.
-pub fn check_with_cache_file(
+pub(crate) fn check_with_cache_file(
     found: &Discovered,
     searched: &[Utf8PathBuf],
     opts: &CheckOptions,
@@ -283,7 +285,7 @@ pub fn check_with_cache_file(
 /// Runs `f` on a rayon pool of `threads` threads (`None`: the global pool), so that everything
 /// parallel in it (discovery, judging) honours `--jobs`. Already on a pool of that size (as
 /// `tracereplay check` runs discovery and judging in one), it runs there.
-pub fn in_pool<R: Send>(
+pub(crate) fn in_pool<R: Send>(
     threads: Option<usize>,
     f: impl FnOnce() -> R + Send,
 ) -> Result<R, CheckError> {

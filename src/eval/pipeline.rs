@@ -1,7 +1,7 @@
 //! The one judging pipeline, used alike by `check`, `diff` and `explain`: verify and parse a
 //! trace file, judge it against its scenario, and compare its behaviour with the approved
 //! baseline. Pure: it reads, and never writes (pending baseline files are written later, by
-//! [`super::persist`], once the whole run is in view).
+//! the persist stage, once the whole run is in view).
 
 use crate::baseline::{BaselineFile, BaselineStore, Behaviour};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare as compare_behaviour};

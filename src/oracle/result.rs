@@ -133,7 +133,7 @@ impl OracleResult {
 }
 
 /// How much of a recorded text (a final answer, an artifact) a failure's `found` shows.
-pub const FOUND_CHARS: usize = 400;
+pub(super) const FOUND_CHARS: usize = 400;
 
 /// Shortens long recorded text for `found`, on a char boundary.
 pub fn shorten(text: &str, max_chars: usize) -> String {

@@ -12,7 +12,7 @@ fn needs_escape(c: char) -> bool {
         || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `text` with every character [`needs_escape`] names written as an escape: `\n`, `\r`, `\t`,
+/// `text` with every character `needs_escape` names written as an escape: `\n`, `\r`, `\t`,
 /// and `\u001b`-style for the rest. Borrowed when there is nothing to escape (the usual case).
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {

@@ -11,6 +11,6 @@ pub mod merge;
 mod model;
 pub mod runfolder;
 
-pub use crate::eval::store::{RowMeta, Rows};
+pub use crate::eval::{RowMeta, Rows};
 pub use escape::{escape_controls, markdown_cell};
 pub use model::*;

@@ -27,7 +27,7 @@ pub struct Report {
     pub baselines: String,
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
     /// file that failed to load; sorted by scenario id, case, then path (bytewise).
-    pub results: crate::eval::store::Rows,
+    pub results: crate::eval::Rows,
     /// Privacy and secret findings, sorted by file and line.
     pub privacy: Vec<crate::privacy::lint::Finding>,
     /// Approved baselines without a trace, sorted by path.

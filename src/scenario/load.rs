@@ -168,6 +168,26 @@ pub fn load_file(path: &Utf8Path) -> FileResult {
     read_file(path, &[]).1
 }
 
+/// A scenario from JSON text (one scenario object), as a test builds one without writing a file:
+/// its `file` is `<string>`, and a `contract` it names is resolved from the working directory
+/// and must lie inside it.
+impl std::str::FromStr for Scenario {
+    type Err = ScenarioError;
+
+    fn from_str(text: &str) -> Result<Scenario, ScenarioError> {
+        let path = Utf8Path::new("<string>");
+        let root = std::env::current_dir().and_then(std::fs::canonicalize).ok();
+        let mut all = parse_file(path, text.as_bytes(), root.as_deref())?;
+        match all.len() {
+            1 => all.remove(0),
+            n => Err(ScenarioError::Invalid {
+                path: path.to_owned(),
+                detail: format!("holds {n} scenarios; parse one scenario object"),
+            }),
+        }
+    }
+}
+
 /// The largest scenario (or Harness Contract) file read; a larger one, or one that is not a
 /// regular file, is a load error.
 pub const MAX_SCENARIO_BYTES: u64 = 16 << 20;
@@ -602,6 +622,20 @@ mod tests {
             msgs[1].contains("scenario `r`: `risk` is `extreme`"),
             "{msgs:?}"
         );
+    }
+
+    #[test]
+    fn a_scenario_parses_from_a_string() {
+        let s: Scenario =
+            r#"{"id":"s","title":"t","risk":"High","oracles":[{"type":"tool-called","tool":"x"}]}"#
+                .parse()
+                .unwrap();
+        assert_eq!(
+            (s.id.as_str(), s.risk, s.oracles.len()),
+            ("s", Risk::High, 1)
+        );
+        assert!("[]".parse::<Scenario>().is_err());
+        assert!("{".parse::<Scenario>().is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use tracereplay::trace::{Limits, Packed, TraceFile, pack};
 
-pub struct Env {
+pub(crate) struct Env {
     dir: tempfile::TempDir,
     /// The user's cache directory for the runs (where the result cache's key is kept), outside
     /// the working directory and never the real one.
@@ -13,44 +13,44 @@ pub struct Env {
 }
 
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Env {
-    pub fn new() -> Env {
+    pub(crate) fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
             user_cache: tempfile::tempdir().unwrap(),
         }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
-    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+    pub(crate) fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, bytes).unwrap();
     }
 
-    pub fn read(&self, rel: &str) -> Vec<u8> {
+    pub(crate) fn read(&self, rel: &str) -> Vec<u8> {
         std::fs::read(self.path(rel)).unwrap()
     }
 
     /// Runs `tracereplay ARGS` in the temp dir under CI (`CI=true`), without colours.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.run_with(args, &[("CI", "true")])
     }
 
-    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+    pub(crate) fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracereplay"));
         cmd.args(args)
             .current_dir(self.root())
@@ -71,10 +71,10 @@ impl Env {
     }
 }
 
-pub const END: &str = r#"{"kind":"run_end","status":"completed"}"#;
+pub(crate) const END: &str = r#"{"kind":"run_end","status":"completed"}"#;
 
 /// NDJSON trace text for `scenario`/`case` with the given event lines (seq added when absent).
-pub fn trace_text(scenario: &str, case: &str, events: &[&str]) -> String {
+pub(crate) fn trace_text(scenario: &str, case: &str, events: &[&str]) -> String {
     let mut text = format!(
         "{{\"kind\":\"header\",\"format\":\"tracereplay.trace\",\"version\":1,\"scenario\":\"{scenario}\",\"case\":\"{case}\"}}\n"
     );
@@ -90,7 +90,7 @@ pub fn trace_text(scenario: &str, case: &str, events: &[&str]) -> String {
 }
 
 /// Sealed decompressed bytes of an NDJSON trace.
-pub fn sealed_bytes(text: &str) -> Vec<u8> {
+pub(crate) fn sealed_bytes(text: &str) -> Vec<u8> {
     let file = TraceFile::from_bytes("t.trace.ndjson", text.as_bytes().to_vec(), false);
     match pack(&file, Limits::default()).unwrap() {
         Packed::Sealed { bytes, .. } => bytes,
@@ -99,16 +99,16 @@ pub fn sealed_bytes(text: &str) -> Vec<u8> {
 }
 
 /// A sealed, compressed trace.
-pub fn sealed_zst(text: &str) -> Vec<u8> {
+pub(crate) fn sealed_zst(text: &str) -> Vec<u8> {
     zstd::bulk::compress(&sealed_bytes(text), 3).unwrap()
 }
 
-pub fn call(id: &str, tool: &str) -> String {
+pub(crate) fn call(id: &str, tool: &str) -> String {
     format!(r#"{{"kind":"tool_call","call_id":"{id}","tool":"{tool}","args":{{"q":"x"}}}}"#)
 }
 
 /// A scenario file body with one `tool-called` oracle.
-pub fn scenario(id: &str, risk: &str, tool: &str) -> String {
+pub(crate) fn scenario(id: &str, risk: &str, tool: &str) -> String {
     format!(
         r#"{{"id":"{id}","title":"t","risk":"{risk}","oracles":[{{"type":"tool-called","tool":"{tool}"}}]}}"#
     )
@@ -116,7 +116,7 @@ pub fn scenario(id: &str, risk: &str, tool: &str) -> String {
 
 /// Lays out `traces/ID/`: a scenario `id` of `risk` expecting a call of `tool`, and one sealed
 /// trace (case `case`) whose run called `search` and completed.
-pub fn one_trace_suite(env: &Env, id: &str, risk: &str, tool: &str, case: &str) {
+pub(crate) fn one_trace_suite(env: &Env, id: &str, risk: &str, tool: &str, case: &str) {
     env.write(
         &format!("traces/{id}/{id}.scenario.json"),
         scenario(id, risk, tool),
@@ -129,17 +129,17 @@ pub fn one_trace_suite(env: &Env, id: &str, risk: &str, tool: &str, case: &str) 
 }
 
 /// Lays out a suite with a passing scenario `good` (one sealed trace).
-pub fn good_suite(env: &Env) {
+pub(crate) fn good_suite(env: &Env) {
     one_trace_suite(env, "good", "High", "search", "default");
 }
 
-pub fn json(out: &Output) -> serde_json::Value {
+pub(crate) fn json(out: &Output) -> serde_json::Value {
     serde_json::from_str(&out.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", out.stdout))
 }
 
 /// The JSON result row whose path ends with `suffix`.
-pub fn row<'a>(report: &'a serde_json::Value, suffix: &str) -> &'a serde_json::Value {
+pub(crate) fn row<'a>(report: &'a serde_json::Value, suffix: &str) -> &'a serde_json::Value {
     report["results"]
         .as_array()
         .unwrap()
@@ -162,7 +162,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Copies the shipped demo traces (and, with `baselines`, its approved baselines) into `env`.
-pub fn copy_demo(env: &Env, baselines: bool) {
+pub(crate) fn copy_demo(env: &Env, baselines: bool) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     copy_dir(&root.join("traces"), &env.path("traces"));
     if baselines {
@@ -171,7 +171,7 @@ pub fn copy_demo(env: &Env, baselines: bool) {
 }
 
 /// Every file under `dir`, relative, sorted.
-pub fn files_under(dir: &Path) -> Vec<String> {
+pub(crate) fn files_under(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let p = e.path();
@@ -194,7 +194,7 @@ pub fn files_under(dir: &Path) -> Vec<String> {
 }
 
 /// Decompressed text of a sealed trace in `env`.
-pub fn trace_body(env: &Env, rel: &str) -> String {
+pub(crate) fn trace_body(env: &Env, rel: &str) -> String {
     let text = String::from_utf8(zstd::decode_all(&env.read(rel)[..]).unwrap()).unwrap();
     // Drop the footer: callers edit the body and re-seal it.
     let mut lines: Vec<&str> = text.lines().collect();
@@ -203,12 +203,12 @@ pub fn trace_body(env: &Env, rel: &str) -> String {
 }
 
 /// Re-seals edited trace text into `rel`.
-pub fn reseal(env: &Env, rel: &str, text: &str) {
+pub(crate) fn reseal(env: &Env, rel: &str, text: &str) {
     env.write(rel, sealed_zst(text));
 }
 
 /// Seals without validating (pack refuses malformed input), as a buggy recorder might.
-pub fn sealed_zst_unchecked(text: &str) -> Vec<u8> {
+pub(crate) fn sealed_zst_unchecked(text: &str) -> Vec<u8> {
     let hash = tracereplay::trace::content_hash(text.as_bytes());
     let events = text.lines().count() - 1;
     let full = format!(

@@ -22,8 +22,8 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 
 use spill::Repr;
-pub use spill::{RowBytes, RowFile, Spill};
-pub use wire::{DecodeError, RowHead, WIRE_VERSION, decode, decode_head, encode, head_of};
+pub(super) use spill::{RowBytes, RowFile, Spill};
+pub(super) use wire::{RowHead, WIRE_VERSION, decode, decode_head, encode, head_of};
 use wire::{decode_unchecked, head_unchecked, sort_key};
 
 use crate::report::{ResultRow, RowSummary, RowVerdict, Source};
@@ -75,14 +75,14 @@ impl RowMeta {
 
 /// One row: its encoding and its meta.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     bytes: RowBytes,
     meta: RowMeta,
 }
 
 impl Row {
     /// Encodes `row`.
-    pub fn new(row: &ResultRow) -> Row {
+    pub(crate) fn new(row: &ResultRow) -> Row {
         Row {
             bytes: encode(row).into(),
             meta: RowMeta::of(&head_of(row)),
@@ -96,7 +96,7 @@ impl Row {
     }
 
     /// The encoding.
-    pub fn bytes(&self) -> &RowBytes {
+    pub(crate) fn bytes(&self) -> &RowBytes {
         &self.bytes
     }
 

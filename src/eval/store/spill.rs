@@ -14,7 +14,7 @@ use crate::report::ResultRow;
 /// cache's file, read once, is never copied row by row), or a range of a file (rows beyond the
 /// run's memory budget, see [`Spill`], and the rows of a result cache too large to read whole).
 #[derive(Clone)]
-pub struct RowBytes(pub(super) Repr);
+pub(crate) struct RowBytes(pub(super) Repr);
 
 #[derive(Clone)]
 pub(super) enum Repr {
@@ -25,20 +25,20 @@ pub(super) enum Repr {
 
 impl RowBytes {
     /// `range` of a shared buffer (panics if it is out of bounds, which callers check).
-    pub fn shared(buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> RowBytes {
+    pub(crate) fn shared(buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) -> RowBytes {
         assert!(range.end <= buf.len() && range.start <= range.end);
         RowBytes(Repr::Shared(buf, range))
     }
 
     /// `len` bytes of `file` at offset `at`, read when needed.
-    pub fn in_file(file: Arc<RowFile>, at: u64, len: u32) -> RowBytes {
+    pub(crate) fn in_file(file: Arc<RowFile>, at: u64, len: u32) -> RowBytes {
         RowBytes(Repr::InFile(file, at, len))
     }
 
     /// The bytes: borrowed when held in memory, read back when in a file. A file that can no
     /// longer be read gives no bytes, which decode as an error row, and marks itself
     /// ([`Rows::unreadable`]) so the run can fail rather than report from rows it lost.
-    pub fn load(&self) -> Cow<'_, [u8]> {
+    pub(crate) fn load(&self) -> Cow<'_, [u8]> {
         match &self.0 {
             Repr::Own(b) => Cow::Borrowed(b),
             Repr::Shared(buf, range) => Cow::Borrowed(&buf[range.clone()]),
@@ -82,7 +82,7 @@ impl std::fmt::Debug for RowBytes {
 /// A file that holds encoded rows at known offsets, read (and, for the run's spill file,
 /// appended to) from any thread.
 #[derive(Debug)]
-pub struct RowFile {
+pub(crate) struct RowFile {
     file: std::fs::File,
     /// Where the next appended row goes.
     end: AtomicU64,
@@ -96,7 +96,7 @@ pub struct RowFile {
 
 impl RowFile {
     /// `file`, whose first `len` bytes are taken (appends go after them).
-    pub fn new(file: std::fs::File, len: u64) -> RowFile {
+    pub(crate) fn new(file: std::fs::File, len: u64) -> RowFile {
         RowFile {
             file,
             end: AtomicU64::new(len),
@@ -107,7 +107,7 @@ impl RowFile {
     }
 
     /// `len` bytes at offset `at`.
-    pub fn read(&self, at: u64, len: u32) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, at: u64, len: u32) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0; len as usize];
         #[cfg(unix)]
         {
@@ -148,7 +148,7 @@ impl RowFile {
 /// kept in memory depends on scheduling, but a row reads back as the same bytes wherever it is
 /// held, so the report does not. Should the temporary file fail, rows stay in memory.
 #[derive(Debug)]
-pub struct Spill {
+pub(crate) struct Spill {
     budget: usize,
     held: AtomicUsize,
     file: std::sync::OnceLock<Option<Arc<RowFile>>>,
@@ -156,7 +156,7 @@ pub struct Spill {
 
 impl Spill {
     /// Rows held in memory until their encodings total `budget` bytes.
-    pub fn new(budget: usize) -> Spill {
+    pub(crate) fn new(budget: usize) -> Spill {
         Spill {
             budget,
             held: AtomicUsize::new(0),
@@ -165,7 +165,7 @@ impl Spill {
     }
 
     /// Encodes `row` and keeps it in memory or in the file.
-    pub fn row(&self, row: &ResultRow) -> Row {
+    pub(crate) fn row(&self, row: &ResultRow) -> Row {
         Row {
             meta: RowMeta::of(&head_of(row)),
             bytes: self.keep(encode(row)),

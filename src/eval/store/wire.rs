@@ -15,7 +15,7 @@ use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub const WIRE_VERSION: u32 = 2;
+pub(crate) const WIRE_VERSION: u32 = 2;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,7 +112,7 @@ fn json_value(t: Option<Cow<'_, str>>) -> Option<Box<serde_json::Value>> {
 }
 
 /// The head of a row as it will be encoded.
-pub fn head_of(row: &ResultRow) -> RowHead<'_> {
+pub(crate) fn head_of(row: &ResultRow) -> RowHead<'_> {
     RowHead {
         scenario: row.scenario.as_deref(),
         case: row.case.as_deref(),
@@ -134,7 +134,7 @@ pub fn head_of(row: &ResultRow) -> RowHead<'_> {
 
 /// Encodes a row (every field, including the cited events and privacy findings that the JSON
 /// report leaves out).
-pub fn encode(row: &ResultRow) -> Box<[u8]> {
+pub(crate) fn encode(row: &ResultRow) -> Box<[u8]> {
     let wire = Wire {
         head: head_of(row),
         scenario_file: row.scenario_file.as_deref(),
@@ -181,7 +181,7 @@ pub fn encode(row: &ResultRow) -> Box<[u8]> {
 
 /// Why bytes are not an encoded row (a corrupt or foreign cache entry).
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     /// The row does not decode.
     #[error("not an encoded result row: {0}")]
     Row(#[from] postcard::Error),
@@ -198,7 +198,7 @@ pub enum DecodeError {
 /// any other, never as an error. It reads exactly the layout `#[derive(Serialize)]` writes for
 /// [`RowHead`] in postcard (a test holds the two together, for every variant): `Option` as a
 /// 0/1 byte, `bool` as a 0/1 byte, strings and sequences as a LEB128 length then their contents.
-pub fn decode_head(bytes: &[u8]) -> Result<RowHead<'_>, DecodeError> {
+pub(crate) fn decode_head(bytes: &[u8]) -> Result<RowHead<'_>, DecodeError> {
     head_by_hand(&mut Cursor { bytes, at: 0 }).ok_or(DecodeError::Head)
 }
 
@@ -295,7 +295,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// Decodes a whole row. Every encoded byte must be used.
-pub fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
     let wire: Wire = postcard::from_bytes(bytes)?;
     let h = wire.head;
     Ok(ResultRow {
