@@ -120,7 +120,7 @@ impl BaselineFile {
                 "line {}, column {}: {}",
                 e.line(),
                 e.column(),
-                strip_position(&e)
+                crate::trace::json::message_without_position(&e)
             ))
         })?;
         if value.get("format").and_then(|f| f.as_str()) != Some(BASELINE_FORMAT) {
@@ -180,12 +180,6 @@ fn pretty(v: &serde_json::Value, indent: usize, out: &mut String) {
         }
         scalar => out.push_str(&scalar.to_string()),
     }
-}
-
-fn strip_position(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    s.rfind(" at line ")
-        .map_or(s.clone(), |i| s[..i].to_owned())
 }
 
 /// Encodes one path segment: the id lowercased, every byte outside `[a-z0-9._-]` as `%XX`, and

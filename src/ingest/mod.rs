@@ -107,13 +107,6 @@ pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutco
     }
 }
 
-/// serde_json's message without its own position (the importer names the position).
-pub fn json_error(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    s.rfind(" at line ")
-        .map_or(s.clone(), |i| s[..i].to_owned())
-}
-
 /// The case of run `index` (0-based) of `count` runs in one input.
 pub fn case_name(opts: &IngestOptions, index: usize, count: usize) -> String {
     match (&opts.case, count) {

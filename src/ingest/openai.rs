@@ -100,7 +100,10 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
                     Ok(v) => runs_of(v, format!("line {}", i + 1), &mut raw, &mut outcome),
                     Err(e) => outcome.reject(
                         format!("line {}, column {}", i + 1, e.column()),
-                        format!("not JSON: {}", super::json_error(&e)),
+                        format!(
+                            "not JSON: {}",
+                            crate::trace::json::message_without_position(&e)
+                        ),
                     ),
                 }
             }
@@ -233,6 +236,140 @@ fn push_turn(b: &mut RunBuilder, turn: Turn, answered: impl Fn(&str) -> bool) ->
     turn.text
 }
 
+/// What both message shapes (Chat Completions, Responses) build a run from: the trace being
+/// written and the conversation's state as it is read, message by message.
+struct Conversation<'o> {
+    b: RunBuilder,
+    outcome: &'o mut IngestOutcome,
+    /// The hash of the latest system or developer text, for the next inference.
+    system: Option<Str<'static>>,
+    /// Call ids seen so far (planned or executed), with their tools.
+    known: HashMap<String, String>,
+    /// Results not yet handed back to the model (the next inference's `consumes`).
+    pending_consumes: Vec<Str<'static>>,
+    final_answer: Option<String>,
+}
+
+impl<'o> Conversation<'o> {
+    fn new(
+        run: &RawRun,
+        scenario: &str,
+        case: &str,
+        opts: &IngestOptions,
+        outcome: &'o mut IngestOutcome,
+    ) -> Self {
+        Conversation {
+            b: RunBuilder::new(
+                Format::OpenaiMessages,
+                scenario,
+                case,
+                run.model.as_deref(),
+                opts,
+            ),
+            outcome,
+            system: None,
+            known: HashMap::new(),
+            pending_consumes: Vec::new(),
+            final_answer: None,
+        }
+    }
+
+    /// System or developer text: hashed, for the next inference.
+    fn system(&mut self, content: &Value) {
+        self.system = content_text(content).map(|t| self.b.prompt(&t).h);
+    }
+
+    /// A user turn: its text hashed into a `user_message`.
+    fn user(&mut self, content: &Value) {
+        if let Some(t) = content_text(content) {
+            let prompt = self.b.prompt(&t);
+            self.b
+                .push(None, EventBody::UserMessage { prompt, id: None });
+        }
+    }
+
+    /// A call the model planned (arguments that are not JSON are kept as a string, with a
+    /// warning at `at`).
+    fn planned(
+        &mut self,
+        at: &str,
+        id: &str,
+        tool: &str,
+        arguments: Option<&Value>,
+    ) -> PlannedCall<'static> {
+        let (args, invalid) = args_from(arguments);
+        if invalid {
+            self.outcome.warn(
+                at,
+                format!("the arguments of call `{id}` are not valid JSON; kept as a string"),
+            );
+        }
+        self.known.insert(id.to_owned(), tool.to_owned());
+        PlannedCall {
+            call_id: Str::from(id),
+            tool: Str::from(tool),
+            args,
+        }
+    }
+
+    /// One model response (an inference, and the calls it planned that were executed).
+    fn turn(
+        &mut self,
+        model: Option<String>,
+        input: String,
+        text: Option<String>,
+        planned: Vec<PlannedCall<'static>>,
+        usage: Option<Usage>,
+        answered: impl Fn(&str) -> bool,
+    ) {
+        let turn = Turn {
+            model,
+            input,
+            system: self.system.clone(),
+            consumes: std::mem::take(&mut self.pending_consumes),
+            text,
+            planned,
+            usage,
+        };
+        if let Some(t) = push_turn(&mut self.b, turn, answered) {
+            self.final_answer = Some(t);
+        }
+    }
+
+    /// A tool result (`what`, in messages) for call `id`; `false` (and the run rejected at
+    /// `at`) when no call has that id.
+    fn result(
+        &mut self,
+        (at, what): (&str, &str),
+        id: String,
+        ok: bool,
+        output: &Value,
+        error: Option<String>,
+    ) -> bool {
+        if !self.known.contains_key(&id) {
+            self.outcome
+                .reject(at, format!("{what} for unknown call id `{id}`"));
+            return false;
+        }
+        self.b.push(
+            None,
+            EventBody::ToolResult {
+                call_id: Str::from(id.clone()),
+                ok,
+                output: Some(Json::from_value(output)),
+                output_h: None,
+                error: error.map(Str::from),
+            },
+        );
+        self.pending_consumes.push(Str::from(id));
+        true
+    }
+
+    fn finish(self) -> crate::trace::SealedTrace {
+        self.b.finish(self.final_answer, RunStatus::Completed, None)
+    }
+}
+
 fn chat_run(
     run: &RawRun,
     scenario: &str,
@@ -253,39 +390,24 @@ fn chat_run(
         .filter(|m| m["role"] == "tool")
         .filter_map(result_id)
         .collect();
-    let mut b = RunBuilder::new(
-        Format::OpenaiMessages,
-        scenario,
-        case,
-        run.model.as_deref(),
-        opts,
-    );
-    let mut system: Option<Str<'static>> = None;
-    let mut known: HashMap<String, String> = HashMap::new();
-    let mut pending_consumes: Vec<Str<'static>> = Vec::new();
-    let mut final_answer = None;
+    let mut c = Conversation::new(run, scenario, case, opts, outcome);
     for (i, m) in items.iter().enumerate() {
         let at = format!("{}, message {}", run.position, i + 1);
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         match role {
-            "system" | "developer" => {
-                system = content_text(&m["content"]).map(|t| b.prompt(&t).h);
-            }
+            "system" | "developer" => c.system(&m["content"]),
             "user" => {
-                if let Some(t) = content_text(&m["content"]) {
-                    let prompt = b.prompt(&t);
-                    b.push(None, EventBody::UserMessage { prompt, id: None });
-                }
+                c.user(&m["content"]);
                 // tau2's user simulator calls tools itself: record them as calls, with no inference.
-                for c in calls_of(m) {
-                    let (args, _) = args_from(Some(&c.args));
-                    known.insert(c.id.clone(), c.tool.clone());
-                    if answered.contains(&c.id) {
-                        b.push(
+                for call in calls_of(m) {
+                    let (args, _) = args_from(Some(&call.args));
+                    c.known.insert(call.id.clone(), call.tool.clone());
+                    if answered.contains(&call.id) {
+                        c.b.push(
                             None,
                             EventBody::ToolCall {
-                                call_id: Str::from(c.id),
-                                tool: Str::from(c.tool),
+                                call_id: Str::from(call.id),
+                                tool: Str::from(call.tool),
                                 args,
                             },
                         );
@@ -294,67 +416,34 @@ fn chat_run(
             }
             "assistant" => {
                 let conversation = serde_json::to_string(&items[..i]).unwrap_or_default();
-                let calls = calls_of(m);
-                let mut planned = Vec::new();
-                for c in &calls {
-                    let (args, invalid) = args_from(Some(&c.args));
-                    if invalid {
-                        outcome.warn(
-                            &at,
-                            format!(
-                                "the arguments of call `{}` are not valid JSON; kept as a string",
-                                c.id
-                            ),
-                        );
-                    }
-                    planned.push(PlannedCall {
-                        call_id: Str::from(c.id.clone()),
-                        tool: Str::from(c.tool.clone()),
-                        args,
-                    });
-                    known.insert(c.id.clone(), c.tool.clone());
-                }
+                let planned = (calls_of(m).iter())
+                    .map(|call| c.planned(&at, &call.id, &call.tool, Some(&call.args)))
+                    .collect();
                 let text = content_text(&m["content"]).filter(|t| !t.is_empty());
-                let turn = Turn {
-                    model: m.get("model").and_then(Value::as_str).map(str::to_owned),
-                    input: conversation,
-                    system: system.clone(),
-                    consumes: std::mem::take(&mut pending_consumes),
-                    text,
-                    planned,
-                    usage: usage_of(m),
-                };
-                if let Some(t) = push_turn(&mut b, turn, |id| answered.contains(id)) {
-                    final_answer = Some(t);
-                }
+                let model = m.get("model").and_then(Value::as_str).map(str::to_owned);
+                c.turn(model, conversation, text, planned, usage_of(m), |id| {
+                    answered.contains(id)
+                });
             }
             "tool" | "function" => {
                 let Some(id) = result_id(m) else {
-                    outcome.reject(&at, "a tool result without `tool_call_id`");
+                    c.outcome
+                        .reject(&at, "a tool result without `tool_call_id`");
                     return None;
                 };
-                if !known.contains_key(&id) {
-                    outcome.reject(&at, format!("a tool result for unknown call id `{id}`"));
-                    return None;
-                }
                 let failed = m.get("error").and_then(Value::as_bool).unwrap_or(false);
                 let output = m.get("content").cloned().unwrap_or(Value::Null);
-                b.push(
-                    None,
-                    EventBody::ToolResult {
-                        call_id: Str::from(id.clone()),
-                        ok: !failed,
-                        output: Some(Json::from_value(&output)),
-                        output_h: None,
-                        error: failed.then(|| Str::from(content_text(&output).unwrap_or_default())),
-                    },
-                );
-                pending_consumes.push(Str::from(id));
+                let error = failed.then(|| content_text(&output).unwrap_or_default());
+                if !c.result((&at, "a tool result"), id, !failed, &output, error) {
+                    return None;
+                }
             }
-            other => outcome.warn(&at, format!("message role `{other}` ignored")),
+            other => c
+                .outcome
+                .warn(&at, format!("message role `{other}` ignored")),
         }
     }
-    Some(b.finish(final_answer, RunStatus::Completed, None))
+    Some(c.finish())
 }
 
 fn responses_run(
@@ -370,17 +459,7 @@ fn responses_run(
         .filter(|m| m["type"] == "function_call_output")
         .filter_map(|m| m["call_id"].as_str())
         .collect();
-    let mut b = RunBuilder::new(
-        Format::OpenaiMessages,
-        scenario,
-        case,
-        run.model.as_deref(),
-        opts,
-    );
-    let mut known = HashSet::new();
-    let mut pending_consumes: Vec<Str<'static>> = Vec::new();
-    let mut final_answer = None;
-    let mut system = None;
+    let mut c = Conversation::new(run, scenario, case, opts, outcome);
     let mut i = 0;
     while i < items.len() {
         let m = &items[i];
@@ -397,28 +476,19 @@ fn responses_run(
             while i < items.len() && is_output(&items[i]) {
                 i += 1;
             }
-            let group = &items[start..i];
             let mut planned = Vec::new();
             let mut texts = Vec::new();
-            for g in group {
+            for g in &items[start..i] {
                 match g["type"].as_str() {
                     Some("function_call") => {
-                        let id = g["call_id"].as_str().unwrap_or_default().to_owned();
-                        let (args, invalid) = args_from(g.get("arguments"));
-                        if invalid {
-                            outcome.warn(&at, format!("the arguments of call `{id}` are not valid JSON; kept as a string"));
-                        }
-                        known.insert(id.clone());
-                        planned.push(PlannedCall {
-                            call_id: Str::from(id),
-                            tool: Str::from(g["name"].as_str().unwrap_or_default()),
-                            args,
-                        });
+                        let id = g["call_id"].as_str().unwrap_or_default();
+                        let tool = g["name"].as_str().unwrap_or_default();
+                        planned.push(c.planned(&at, id, tool, g.get("arguments")));
                     }
                     Some("reasoning") => {
                         // Reasoning is kept only as a hash.
-                        let h = b.prompt(&g.to_string()).h;
-                        b.push(
+                        let h = c.b.prompt(&g.to_string()).h;
+                        c.b.push(
                             None,
                             EventBody::Note {
                                 text: Str::from(format!("reasoning {h}")),
@@ -429,54 +499,28 @@ fn responses_run(
                 }
             }
             let text = Some(texts.join("\n")).filter(|t| !t.is_empty());
-            let turn = Turn {
-                model: None,
-                input: serde_json::to_string(&items[..start]).unwrap_or_default(),
-                system: system.clone(),
-                consumes: std::mem::take(&mut pending_consumes),
-                text,
-                planned,
-                usage: None,
-            };
-            if let Some(t) = push_turn(&mut b, turn, |id| answered.contains(id)) {
-                final_answer = Some(t);
-            }
+            let input = serde_json::to_string(&items[..start]).unwrap_or_default();
+            c.turn(None, input, text, planned, None, |id| answered.contains(id));
             continue;
         }
         match (kind, role) {
             ("function_call_output", _) => {
                 let id = m["call_id"].as_str().unwrap_or_default().to_owned();
-                if !known.contains(&id) {
-                    outcome.reject(
-                        &at,
-                        format!("a function_call_output for unknown call id `{id}`"),
-                    );
+                if !c.result(
+                    (&at, "a function_call_output"),
+                    id,
+                    true,
+                    &m["output"],
+                    None,
+                ) {
                     return None;
                 }
-                b.push(
-                    None,
-                    EventBody::ToolResult {
-                        call_id: Str::from(id.clone()),
-                        ok: true,
-                        output: Some(Json::from_value(&m["output"])),
-                        output_h: None,
-                        error: None,
-                    },
-                );
-                pending_consumes.push(Str::from(id));
             }
-            ("message", "system" | "developer") => {
-                system = content_text(&m["content"]).map(|t| b.prompt(&t).h)
-            }
-            ("message", "user") => {
-                if let Some(t) = content_text(&m["content"]) {
-                    let prompt = b.prompt(&t);
-                    b.push(None, EventBody::UserMessage { prompt, id: None });
-                }
-            }
-            (other, _) => outcome.warn(&at, format!("item type `{other}` ignored")),
+            ("message", "system" | "developer") => c.system(&m["content"]),
+            ("message", "user") => c.user(&m["content"]),
+            (other, _) => c.outcome.warn(&at, format!("item type `{other}` ignored")),
         }
         i += 1;
     }
-    Some(b.finish(final_answer, RunStatus::Completed, None))
+    Some(c.finish())
 }

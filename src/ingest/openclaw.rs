@@ -28,7 +28,10 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
         Err(e) => {
             outcome.reject(
                 format!("line {}, column {}", e.line(), e.column()),
-                format!("not JSON: {}", super::json_error(&e)),
+                format!(
+                    "not JSON: {}",
+                    crate::trace::json::message_without_position(&e)
+                ),
             );
             return outcome;
         }

@@ -164,7 +164,10 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
                     Ok(doc) => collect(&doc, &format!("line {}", i + 1), &mut spans, &mut outcome),
                     Err(e) => outcome.reject(
                         format!("line {}, column {}", i + 1, e.column()),
-                        format!("not JSON: {}", super::json_error(&e)),
+                        format!(
+                            "not JSON: {}",
+                            crate::trace::json::message_without_position(&e)
+                        ),
                     ),
                 }
             }

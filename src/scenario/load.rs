@@ -230,11 +230,7 @@ fn parse_file(path: &Utf8Path, bytes: &[u8], root: Option<&std::path::Path>) -> 
         path: path.to_owned(),
         line: e.line(),
         column: e.column(),
-        detail: {
-            let s = e.to_string();
-            s.rfind(" at line ")
-                .map_or(s.clone(), |i| s[..i].to_owned())
-        },
+        detail: crate::trace::json::message_without_position(&e),
     };
     let value: Value = serde_json::from_slice(bytes).map_err(parse_error)?;
     // serde_json keeps the last of two equal keys without a word; a scenario must not (a second

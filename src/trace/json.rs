@@ -192,6 +192,16 @@ pub fn bounded_value(raw: &str) -> serde_json::Value {
     summary(trimmed)
 }
 
+/// serde_json's message without the " at line L column C" it appends (callers name the position
+/// their own way): the one place that strips it.
+pub(crate) fn message_without_position(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
 /// Compares two names the way every oracle does: Unicode simple lowercasing of both sides.
 pub fn eq_ci(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {

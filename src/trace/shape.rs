@@ -205,20 +205,16 @@ fn misfit(
 /// names the trace line).
 pub(crate) fn describe(line: &str, e: &serde_json::Error, fields: &[(&str, Want)]) -> String {
     let column = e.column();
+    let message = super::json::message_without_position(e);
     if !e.is_data() {
-        let s = e.to_string();
-        let s = s.rfind(" at line ").map_or(s.as_str(), |i| &s[..i]);
-        return format!("{s} (column {column})");
+        return format!("{message} (column {column})");
     }
-    let message = e.to_string();
     // "missing field `x`" and "duplicate field `x`" name a field, never a value.
-    for fixed in ["missing field `", "duplicate field `"] {
-        if message.starts_with(fixed) {
-            let s = message
-                .rfind(" at line ")
-                .map_or(message.as_str(), |i| &message[..i]);
-            return s.to_owned();
-        }
+    if ["missing field `", "duplicate field `"]
+        .iter()
+        .any(|fixed| message.starts_with(fixed))
+    {
+        return message;
     }
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(obj)) => misfit(&obj, fields, "")
