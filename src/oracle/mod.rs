@@ -105,6 +105,18 @@ pub fn overall(results: &[OracleResult]) -> Verdict {
 }
 
 #[cfg(test)]
-mod tests;
+mod artifacts_tests;
 #[cfg(test)]
-mod tests_catalogue;
+mod calls_tests;
+#[cfg(test)]
+mod contract_tests;
+#[cfg(test)]
+mod counts_tests;
+#[cfg(test)]
+mod harness_tests;
+#[cfg(test)]
+mod replies_tests;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
+mod tests;
