@@ -15,6 +15,7 @@
 
 mod baselines;
 mod cache;
+mod cache_key;
 pub mod explain;
 mod judge;
 mod judging;
@@ -23,21 +24,21 @@ pub mod pipeline;
 mod plan;
 mod row;
 mod store;
+mod summary;
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-pub use cache::CACHE_KEY_ENV;
-pub(crate) use cache::{CacheFile, CacheKey};
+pub(crate) use cache::CacheFile;
+pub use cache_key::CACHE_KEY_ENV;
+pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
-use row::set_error;
 pub use store::{RowMeta, Rows};
 
 use crate::discover::{Discovered, display_path};
-use crate::report::{Report, ResultRow, RowVerdict, Source, Summary, ToolInfo};
+use crate::report::{Report, ResultRow, RowVerdict, ToolInfo};
 use crate::scenario::{Risk, load_scenarios};
 use store::Spill;
 
@@ -368,7 +369,7 @@ fn check_in_pool(
         .collect();
     let scenarios_in_scope = entries.values().filter(|e| e.in_scope).count();
     let fail_on = opts.counting.fail_on;
-    for (mut row, p) in other_rows(found, &loaded, &entries, opts) {
+    for (mut row, p) in summary::other_rows(found, &loaded, &entries, opts) {
         set_blocking(&mut row, fail_on);
         rows.push(&row);
         pending.extend(p);
@@ -415,7 +416,7 @@ fn check_in_pool(
     }
     privacy.sort();
     rows.sort();
-    let summary = summarise(
+    let summary = summary::summarise(
         &rows,
         &privacy,
         &obsolete,
@@ -463,106 +464,9 @@ fn save_cache(
     })
 }
 
-/// Rows that are not judged traces: a scenario in scope without a trace (its scripted trace
-/// judged instead, with `--scripted`), each thing discovery could not look at, each scenario
-/// file that failed to load. With the pending baseline file a scripted row's comparison calls
-/// for.
-fn other_rows(
-    found: &Discovered,
-    loaded: &crate::scenario::LoadedScenarios,
-    entries: &plan::Entries<'_>,
-    opts: &CheckOptions,
-) -> Vec<(ResultRow, Option<baselines::Pending>)> {
-    let mut out = Vec::new();
-    let mut listed: Vec<&plan::Entry> = entries.values().filter(|e| e.in_scope).collect();
-    listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
-    for e in listed
-        .into_iter()
-        .filter(|e| !e.seen.load(Ordering::Relaxed))
-    {
-        if opts.selection.scripted {
-            if let Some(judged) = row::judge_scripted(e, opts) {
-                out.push(judged);
-                continue;
-            }
-        }
-        let file = display_path(&e.scenario.file);
-        let mut row = ResultRow::blank(Some(file.clone()), Source::Scenario);
-        row.scenario = Some(e.scenario.id.clone());
-        row.scenario_file = Some(file.clone());
-        row.risk = Some(e.scenario.risk);
-        row.known_gap = e.scenario.known_gap;
-        let (category, message) = if e.problems.is_empty() {
-            let id = &e.scenario.id;
-            let why = format!("no trace found for scenario `{id}` (defined in `{file}`)");
-            ("no-trace", why)
-        } else {
-            (
-                "scenario-invalid",
-                format!("`{file}`: {}", e.problems.join("; ")),
-            )
-        };
-        set_error(&mut row, category, message, None);
-        out.push((row, None));
-    }
-    // Rows naming no scenario belong to the first partition share.
-    if !opts.selection.partition_holds(None) {
-        return out;
-    }
-    // What discovery could not look at might hold a failure: an error row each.
-    for (path, why) in &found.unreachable {
-        let shown = display_path(path);
-        let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
-        set_error(&mut row, "unreachable", format!("`{shown}`: {why}"), None);
-        out.push((row, None));
-    }
-    for err in &loaded.errors {
-        let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
-        row.scenario_file = Some(display_path(err.path()));
-        set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
-        out.push((row, None));
-    }
-    out
-}
-
-/// The report's counts.
-fn summarise(
-    rows: &Rows,
-    privacy: &[crate::privacy::lint::Finding],
-    obsolete: &[crate::report::ObsoleteBaseline],
-    traces: usize,
-    scenarios: usize,
-    fail_on: FailOn,
-) -> Summary {
-    let mut summary = Summary {
-        traces,
-        scenarios,
-        ..Summary::default()
-    };
-    for m in rows.metas() {
-        match m.verdict {
-            RowVerdict::Pass => summary.passed += 1,
-            RowVerdict::Fail => summary.failed += 1,
-            RowVerdict::Error => summary.errors += 1,
-        }
-        if m.verdict == RowVerdict::Fail && !verdict_blocks(m.verdict, m.known_gap, m.risk, fail_on)
-        {
-            summary.ignored_failures += 1;
-        }
-        summary.new += usize::from(m.drift_new);
-        summary.drifted += usize::from(m.drift_other);
-        summary.blocking += usize::from(m.blocking);
-    }
-    summary.obsolete = obsolete.len();
-    summary.privacy = privacy.len();
-    summary.blocking += privacy.iter().filter(|f| f.fails).count();
-    summary.blocking += obsolete.iter().filter(|o| o.finding.fails).count();
-    summary
-}
-
 /// Whether a verdict makes the exit code 1: errors always, failures by `--fail-on` unless the
 /// scenario is a known gap.
-fn verdict_blocks(
+pub(crate) fn verdict_blocks(
     verdict: RowVerdict,
     known_gap: bool,
     risk: Option<Risk>,

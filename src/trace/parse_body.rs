@@ -1,0 +1,244 @@
+//! Checking and building an event of a known kind from its typed line: required fields, enum
+//! values, prompt hashes, planned calls and arguments, message ids; each problem named by line.
+
+use serde_json::value::RawValue;
+
+use super::error::TraceError;
+use super::json::{Json, Str};
+use super::model::*;
+use super::parse::{Parser, Validation};
+use super::raw::*;
+use super::seal::is_hash;
+use super::shape::{self, describe};
+
+impl Parser<'_> {
+    pub(super) fn body<'a>(
+        &self,
+        n: usize,
+        kind: &'static str,
+        raw: RawEvent<'a>,
+        state: &mut Validation,
+    ) -> Result<EventBody<'a>, TraceError> {
+        let need = |v: Option<Str<'a>>, field: &str| {
+            v.ok_or_else(|| self.malformed(n, format!("`{kind}` lacks required field `{field}`")))
+        };
+        let need_bool = |v: Option<bool>, field: &str| {
+            v.ok_or_else(|| self.malformed(n, format!("`{kind}` lacks required field `{field}`")))
+        };
+        let prompt_hash = |v: Option<Str<'a>>,
+                           field: &str|
+         -> Result<Option<Str<'a>>, TraceError> {
+            match v {
+                // Whatever else stands there may be the raw text itself.
+                Some(h) if !is_hash(&h, true) => Err(self.privacy(
+                    n,
+                    format!("`{field}` is not a prompt hash (`b3:` or `b3k:` followed by 64 lowercase hex digits); prompts are recorded only as hashes"),
+                )),
+                other => Ok(other),
+            }
+        };
+        Ok(match kind {
+            "user_message" => {
+                let p = raw.prompt.ok_or_else(|| {
+                    self.malformed(n, "`user_message` lacks required field `prompt`")
+                })?;
+                if p.text.is_some() {
+                    return Err(self.privacy(n, "a prompt object carries a `text` field; prompts are recorded only as hashes (raw text belongs in a `.prompts.ndjson` sidecar behind the developer opt-in)"));
+                }
+                let h = prompt_hash(Some(p.h), "prompt.h")?.unwrap_or_default();
+                EventBody::UserMessage {
+                    prompt: PromptRef { h, len: p.len },
+                    id: raw.id,
+                }
+            }
+            "inference" => {
+                let output = match raw.output {
+                    None => None,
+                    Some(o) => {
+                        let o: RawOutput = serde_json::from_str(o.get()).map_err(|e| {
+                            let what = describe(o.get(), &e, shape::OUTPUT);
+                            self.malformed(n, format!("`inference.output`: {what}"))
+                        })?;
+                        let tool_calls = match o.tool_calls {
+                            None => None,
+                            Some(calls) => Some(
+                                calls
+                                    .into_iter()
+                                    .map(|c| {
+                                        Ok(PlannedCall {
+                                            args: self.args(n, c.args)?,
+                                            call_id: c.call_id,
+                                            tool: c.tool,
+                                        })
+                                    })
+                                    .collect::<Result<Vec<_>, TraceError>>()?,
+                            ),
+                        };
+                        Some(InferenceOutput {
+                            text: o.text,
+                            tool_calls,
+                        })
+                    }
+                };
+                let finish = match raw.finish {
+                    None => None,
+                    Some(f) => Some(
+                        Finish::parse(&f)
+                            .ok_or_else(|| self.bad_enum(n, "finish", &f, Finish::ALL))?,
+                    ),
+                };
+                EventBody::Inference(Box::new(Inference {
+                    request_id: raw.request_id,
+                    model: raw.model,
+                    input_h: prompt_hash(raw.input_h, "input_h")?,
+                    system_h: prompt_hash(raw.system_h, "system_h")?,
+                    tools_offered: raw.tools_offered,
+                    consumes: raw.consumes,
+                    output,
+                    usage: raw.usage,
+                    finish,
+                }))
+            }
+            "tool_call" => {
+                let args = raw
+                    .args
+                    .ok_or_else(|| self.malformed(n, "`tool_call` lacks required field `args`"))?;
+                EventBody::ToolCall {
+                    call_id: need(raw.call_id, "call_id")?,
+                    tool: need(raw.tool, "tool")?,
+                    args: self.args(n, args)?,
+                }
+            }
+            "tool_result" => EventBody::ToolResult {
+                call_id: need(raw.call_id, "call_id")?,
+                ok: need_bool(raw.ok, "ok")?,
+                output: raw.output.map(Json::Borrowed),
+                output_h: raw.output_h,
+                error: raw.error,
+            },
+            "approval_request" => EventBody::ApprovalRequest {
+                tool: raw.tool,
+                call_id: raw.call_id,
+                approval_id: raw.approval_id,
+                reason: raw.reason,
+            },
+            "approval_decision" => EventBody::ApprovalDecision {
+                granted: need_bool(raw.granted, "granted")?,
+                approval_id: raw.approval_id,
+                call_id: raw.call_id,
+                tool: raw.tool,
+                by: raw.by,
+            },
+            "message" => {
+                let id = need(raw.id, "id")?;
+                let phase = self.phase(n, need(raw.phase, "phase")?)?;
+                state.message_ids.insert(id.to_string());
+                EventBody::Message {
+                    id,
+                    phase,
+                    text: need(raw.text, "text")?,
+                    reply_to: raw.reply_to,
+                    channel: raw.channel,
+                }
+            }
+            "message_edit" | "message_delete" => {
+                let id = need(raw.id, "id")?;
+                if !state.message_ids.contains(id.as_str()) {
+                    return Err(self.malformed(
+                        n,
+                        format!("`{kind}` names a message id that no earlier `message` sent"),
+                    ));
+                }
+                if kind == "message_delete" {
+                    EventBody::MessageDelete { id }
+                } else {
+                    EventBody::MessageEdit {
+                        id,
+                        text: need(raw.text, "text")?,
+                        phase: raw.phase.map(|p| self.phase(n, p)).transpose()?,
+                    }
+                }
+            }
+            "artifact" => EventBody::Artifact {
+                path: need(raw.path, "path")?,
+                h: need(raw.h, "h")?,
+                bytes: raw
+                    .bytes
+                    .ok_or_else(|| self.malformed(n, "`artifact` lacks required field `bytes`"))?,
+                text: raw.text,
+                mtime_ms: raw.mtime_ms,
+            },
+            "state_change" => EventBody::StateChange {
+                path: need(raw.path, "path")?,
+                from: raw.from.map(Json::Borrowed),
+                to: raw.to.map(Json::Borrowed),
+            },
+            "error" => EventBody::Error {
+                message: need(raw.message, "message")?,
+                code: raw.code.map(Json::Borrowed),
+            },
+            "note" => EventBody::Note {
+                text: need(raw.text, "text")?,
+            },
+            "final_answer" => {
+                if std::mem::replace(&mut state.final_answer, true) {
+                    return Err(
+                        self.malformed(n, "a second `final_answer` (a trace has at most one)")
+                    );
+                }
+                EventBody::FinalAnswer {
+                    text: need(raw.text, "text")?,
+                }
+            }
+            "run_end" => {
+                if std::mem::replace(&mut state.run_end, true) {
+                    return Err(self.malformed(n, "a second `run_end` (a trace has at most one)"));
+                }
+                let status = need(raw.status, "status")?;
+                EventBody::RunEnd {
+                    status: RunStatus::parse(&status)
+                        .ok_or_else(|| self.bad_enum(n, "status", &status, RunStatus::ALL))?,
+                    error: raw.error,
+                }
+            }
+            other => unreachable!("normalize_kind returned unhandled kind {other}"),
+        })
+    }
+
+    fn phase(&self, n: usize, p: Str<'_>) -> Result<Phase, TraceError> {
+        Phase::parse(&p).ok_or_else(|| self.bad_enum(n, "phase", &p, Phase::ALL))
+    }
+
+    /// An enum field whose value is not one of `allowed` (the value itself is not quoted).
+    fn bad_enum(&self, n: usize, field: &str, value: &str, allowed: &[&str]) -> TraceError {
+        self.malformed(
+            n,
+            format!(
+                "`{field}` is not one of: {} (found a string of {} characters)",
+                allowed.join(", "),
+                value.chars().count()
+            ),
+        )
+    }
+
+    /// `args`: a JSON object; a string holding a JSON object is parsed; any other string is kept.
+    fn args<'a>(&self, n: usize, raw: &'a RawValue) -> Result<Args<'a>, TraceError> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'{') => Ok(Args::Object(Json::Borrowed(raw))),
+            Some(b'"') => {
+                let s: Str<'a> = serde_json::from_str(text).map_err(|e| {
+                    self.malformed(n, format!("`args`: {}", describe(text, &e, &[])))
+                })?;
+                let trimmed = s.trim_start();
+                if trimmed.starts_with('{') {
+                    if let Ok(obj) = serde_json::from_str::<Box<RawValue>>(&s) {
+                        return Ok(Args::Object(Json::Owned(obj)));
+                    }
+                }
+                Ok(Args::Text(s))
+            }
+            _ => Err(self.malformed(n, "`args` must be a JSON object or a string")),
+        }
+    }
+}
