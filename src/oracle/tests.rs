@@ -3,20 +3,18 @@
 use serde_json::json;
 
 use super::*;
-use crate::scenario::load_file;
+use crate::scenario::Scenario;
 use crate::trace::{Limits, TraceFile, parse_trace};
 
 const HEADER: &str = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#;
 
 /// Judges NDJSON event lines (without header) against a scenario given as JSON.
 pub(super) fn judge_events(scenario: serde_json::Value, events: &[&str]) -> Vec<OracleResult> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = camino::Utf8PathBuf::from_path_buf(dir.path().join("s.scenario.json")).unwrap();
     let mut obj = scenario;
     obj["id"] = json!("s");
     obj["title"] = json!("t");
-    std::fs::write(&path, obj.to_string()).unwrap();
-    let scenario = load_file(&path).unwrap().remove(0).unwrap();
+    // Built from a string: no scenario file needed.
+    let scenario: Scenario = obj.to_string().parse().unwrap();
     let mut text = String::from(HEADER);
     for (i, e) in events.iter().enumerate() {
         let mut v: serde_json::Value = serde_json::from_str(e).unwrap();
