@@ -135,16 +135,7 @@ impl TraceFile {
                 if !read(&mut raw)? {
                     return Ok(None);
                 }
-                let decompressed = decompress(&raw, limits.max_trace_bytes);
-                decompressed.map(Some).map_err(|e| match e {
-                    DecompressError::TooLarge => too_large(),
-                    DecompressError::Corrupt(detail) => TraceError::Unreadable {
-                        path: path.to_owned(),
-                        detail: format!(
-                            "not a valid zstd stream ({detail}); the file is corrupt or truncated"
-                        ),
-                    },
-                })
+                decompress_trace(path, &raw, limits).map(Some)
             })?
         } else {
             let mut raw = Vec::with_capacity(len as usize);
@@ -155,6 +146,36 @@ impl TraceFile {
             bytes,
             compressed,
         }))
+    }
+
+    /// A trace from its stored bytes, as they would be on disk (zstd-compressed when
+    /// `compressed`), within `limits`: what [`TraceFile::open`] does once it has read the file.
+    pub fn from_stored(
+        path: impl Into<Utf8PathBuf>,
+        stored: &[u8],
+        compressed: bool,
+        limits: Limits,
+    ) -> Result<TraceFile, TraceError> {
+        let path = path.into();
+        let too_large = || TraceError::TooLarge {
+            path: path.clone(),
+            line: None,
+            what: "the decompressed trace",
+            limit: limits.max_trace_bytes,
+            flag: "--max-trace-bytes",
+        };
+        let bytes = if compressed {
+            decompress_trace(&path, stored, limits)?
+        } else if stored.len() as u64 > limits.max_trace_bytes {
+            return Err(too_large());
+        } else {
+            stored.to_vec()
+        };
+        Ok(TraceFile {
+            path,
+            bytes,
+            compressed,
+        })
     }
 
     /// Builds a trace file from bytes already in memory (decompressed).
@@ -276,6 +297,23 @@ fn read_known_size(
         file.take(room).read_to_end(buf)?;
     }
     Ok(())
+}
+
+/// Decompresses a stored trace within `limits`, naming `path` in errors.
+fn decompress_trace(path: &Utf8Path, raw: &[u8], limits: Limits) -> Result<Vec<u8>, TraceError> {
+    decompress(raw, limits.max_trace_bytes).map_err(|e| match e {
+        DecompressError::TooLarge => TraceError::TooLarge {
+            path: path.to_owned(),
+            line: None,
+            what: "the decompressed trace",
+            limit: limits.max_trace_bytes,
+            flag: "--max-trace-bytes",
+        },
+        DecompressError::Corrupt(detail) => TraceError::Unreadable {
+            path: path.to_owned(),
+            detail: format!("not a valid zstd stream ({detail}); the file is corrupt or truncated"),
+        },
+    })
 }
 
 enum DecompressError {
