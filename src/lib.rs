@@ -34,6 +34,9 @@ pub mod diff;
 pub mod discover;
 pub mod eval;
 pub(crate) mod fsutil;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gates;
 pub mod ingest;
 pub mod oracle;

@@ -162,8 +162,9 @@ impl Behaviour {
                 EventBody::Inference(i) => {
                     usage.requests += 1;
                     if let Some(u) = &i.usage {
-                        usage.input_tokens += u.input_tokens;
-                        usage.output_tokens += u.output_tokens;
+                        // Saturating: recorded counts are untrusted input.
+                        usage.input_tokens = usage.input_tokens.saturating_add(u.input_tokens);
+                        usage.output_tokens = usage.output_tokens.saturating_add(u.output_tokens);
                     }
                     for c in i.consumes.iter().flatten() {
                         ids.name(c);

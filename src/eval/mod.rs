@@ -31,6 +31,8 @@ use std::collections::HashSet;
 use camino::{Utf8Path, Utf8PathBuf};
 
 pub(crate) use cache::CacheFile;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use cache::fuzz_read as fuzz_read_cache;
 pub use cache_key::CACHE_KEY_ENV;
 pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, judge_trace_file};

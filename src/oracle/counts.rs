@@ -202,11 +202,12 @@ pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
             seqs.push(e.seq);
             match &i.usage {
                 Some(u) => {
-                    total += match kind.as_str() {
+                    // Saturating: a wrapped sum of huge recorded counts would pass a limit.
+                    total = total.saturating_add(match kind.as_str() {
                         "input" => u.input_tokens,
                         "output" => u.output_tokens,
-                        _ => u.input_tokens + u.output_tokens,
-                    }
+                        _ => u.input_tokens.saturating_add(u.output_tokens),
+                    })
                 }
                 None => missing.push(e.seq),
             }

@@ -162,7 +162,12 @@ fn path_set(obj: &Map<String, Value>, name: &str, at: &str) -> Result<Vec<PathEn
 pub fn load_contract(path: &Utf8Path) -> Result<Contract, String> {
     let bytes = crate::fsutil::read_regular(path, super::MAX_SCENARIO_BYTES, "contract")
         .map_err(|e| format!("cannot read contract `{path}`: {e}"))?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+    parse_contract_bytes(path, &bytes)
+}
+
+/// Parses and validates the bytes of the contract file `path`.
+pub(crate) fn parse_contract_bytes(path: &Utf8Path, bytes: &[u8]) -> Result<Contract, String> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         format!(
             "contract `{path}`, line {}, column {}: {e}",
             e.line(),

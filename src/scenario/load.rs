@@ -224,7 +224,11 @@ fn read_file(path: &Utf8Path, roots: &[std::path::PathBuf]) -> (Vec<u8>, FileRes
 }
 
 /// [`load_file`] over bytes read already; `root` (canonical) is where its contract must lie.
-fn parse_file(path: &Utf8Path, bytes: &[u8], root: Option<&std::path::Path>) -> FileResult {
+pub(crate) fn parse_file(
+    path: &Utf8Path,
+    bytes: &[u8],
+    root: Option<&std::path::Path>,
+) -> FileResult {
     let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     let parse_error = |e: serde_json::Error| ScenarioError::Parse {
         path: path.to_owned(),

@@ -1,7 +1,7 @@
 //! Scenarios: the model and loading.
 
 pub mod contract;
-mod load;
+pub(crate) mod load;
 mod model;
 
 pub use load::{

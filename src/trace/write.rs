@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-use super::json::Str;
+use super::json::{Json, Str};
 use super::model::*;
 use super::seal::{content_hash, footer_line};
 use crate::privacy::PromptHasher;
@@ -26,6 +26,18 @@ impl Serialize for Event<'_> {
             match v {
                 Some(v) => m.serialize_entry(k, v),
                 None => Ok(()),
+            }
+        }
+        // A `null` optional value reads back as absent, so it is written as absent: what is
+        // written reads back to the same event, and writing that again gives the same bytes.
+        fn opt_json<M: SerializeMap>(
+            m: &mut M,
+            k: &str,
+            v: &Option<Json<'_>>,
+        ) -> Result<(), M::Error> {
+            match v {
+                Some(v) if v.raw().trim() != "null" => m.serialize_entry(k, v),
+                _ => Ok(()),
             }
         }
         match &self.body {
@@ -62,7 +74,7 @@ impl Serialize for Event<'_> {
             } => {
                 m.serialize_entry("call_id", call_id)?;
                 m.serialize_entry("ok", ok)?;
-                opt(&mut m, "output", output)?;
+                opt_json(&mut m, "output", output)?;
                 opt(&mut m, "output_h", output_h)?;
                 opt(&mut m, "error", error)?;
             }
@@ -124,12 +136,12 @@ impl Serialize for Event<'_> {
             }
             EventBody::StateChange { path, from, to } => {
                 m.serialize_entry("path", path)?;
-                opt(&mut m, "from", from)?;
-                opt(&mut m, "to", to)?;
+                opt_json(&mut m, "from", from)?;
+                opt_json(&mut m, "to", to)?;
             }
             EventBody::Error { message, code } => {
                 m.serialize_entry("message", message)?;
-                opt(&mut m, "code", code)?;
+                opt_json(&mut m, "code", code)?;
             }
             EventBody::Note { text } | EventBody::FinalAnswer { text } => {
                 m.serialize_entry("text", text)?;

@@ -1,0 +1,6 @@
+//! The approved-baseline reader.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tracereplay::fuzzing::baseline(data));

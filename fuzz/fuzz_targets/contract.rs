@@ -1,0 +1,6 @@
+//! The Harness Contract reader; what loads is judged by `contract-conformant`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tracereplay::fuzzing::contract(data));

@@ -1,0 +1,6 @@
+//! The trace reader on plain `.trace.ndjson` bytes (default limits).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tracereplay::fuzzing::trace(data, false));

@@ -1,0 +1,6 @@
+//! A generated event list written through the trace writer, read back, then byte-edited.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tracereplay::fuzzing::written(data));
