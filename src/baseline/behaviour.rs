@@ -95,6 +95,32 @@ pub struct Behaviour {
     pub oracles: BTreeMap<String, String>,
 }
 
+/// Approvals of calls of one batch, asked one after another, follow their calls' sorted order
+/// rather than the order the calls ran in (which a baseline does not record).
+fn order_batch_approvals(records: &mut [(u64, ApprovalRecord)], calls: &[(usize, CallRecord)]) {
+    let place: HashMap<&str, (usize, usize)> = (calls.iter().enumerate())
+        .map(|(i, (group, c))| (c.call.as_str(), (*group, i)))
+        .collect();
+    let of = |r: &(u64, ApprovalRecord)| r.1.call.as_deref().and_then(|c| place.get(c)).copied();
+    let mut start = 0;
+    while start < records.len() {
+        let group = of(&records[start]).map(|(g, _)| g);
+        let mut end = start + 1;
+        while group.is_some() && end < records.len() && of(&records[end]).map(|(g, _)| g) == group {
+            end += 1;
+        }
+        records[start..end].sort_by_key(|r| of(r).map(|(_, i)| i));
+        start = end;
+    }
+}
+
+/// The number of a renamed call id (`call#12` → 12), so `call#10` sorts after `call#9`.
+fn call_number(name: &str) -> u64 {
+    name.strip_prefix("call#")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
 /// Rewrites numbers canonically: integral floats become integers, `-0` becomes `0`.
 pub fn canonical(v: &Value) -> Value {
     match v {
@@ -220,11 +246,17 @@ impl Behaviour {
                 },
             ));
         }
-        // Stable: calls of one batch sort by tool then canonical arguments; others keep order.
-        calls.sort_by(|(ga, a), (gb, b)| {
-            ga.cmp(gb)
-                .then_with(|| a.tool.cmp(&b.tool))
-                .then_with(|| a.args.to_string().cmp(&b.args.to_string()))
+        // Calls of one batch sort by tool then canonical arguments, and calls equal in both by
+        // outcome and then name, so the order they ran in never shows; batches keep their order.
+        calls.sort_by_cached_key(|(group, c)| {
+            (
+                *group,
+                c.tool.clone(),
+                c.args.to_string(),
+                c.ok,
+                c.error.clone(),
+                call_number(&c.call),
+            )
         });
         let approvals = facts.approvals();
         let mut approval_records: Vec<(u64, ApprovalRecord)> = approvals
@@ -264,6 +296,7 @@ impl Behaviour {
             }
         }
         approval_records.sort_by_key(|(seq, _)| *seq);
+        order_batch_approvals(&mut approval_records, &calls);
         let mut standing: Vec<_> = facts.standing().collect();
         standing.sort_by_key(|m| m.seq);
         Behaviour {

@@ -5,3 +5,6 @@ mod store;
 
 pub use behaviour::*;
 pub use store::*;
+
+#[cfg(test)]
+mod properties_tests;

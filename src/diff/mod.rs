@@ -477,3 +477,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties_tests;

@@ -520,3 +520,6 @@ mod tests {
         assert_ne!(other.1, outer.1);
     }
 }
+
+#[cfg(test)]
+mod properties_tests;

@@ -12,7 +12,7 @@ use crate::trace::{
 
 /// Pieces that tend to break writers and readers: escapes, NUL, line and paragraph separators,
 /// astral characters, a byte-order mark, terminal escapes, bidi overrides.
-const PIECES: &[&str] = &[
+pub(crate) const PIECES: &[&str] = &[
     "\0",
     "\u{2028}",
     "\u{2029}",

@@ -9,6 +9,8 @@
 //! to a fixed point; ingest output reads back and verifies. Not a stable API.
 
 mod generate;
+#[cfg(test)]
+pub(crate) mod runs;
 
 use camino::Utf8Path;
 

@@ -108,3 +108,53 @@ fn the_probe_scenarios_and_full_trace_load() {
         judge_scenario(s);
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(super::runs::config(64))]
+
+    #[test]
+    fn written_traces_read_back_event_for_event(
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8192)
+    ) {
+        let mut u = arbitrary::Unstructured::new(&data);
+        if let Ok(generated) = written_trace(&mut u, true) {
+            assert_round_trip(&generated);
+        }
+    }
+}
+
+#[test]
+fn megabyte_values_of_every_unusual_piece_read_back() {
+    use crate::trace::{Args, Json, Str, TraceWriter};
+    let mut w = TraceWriter::new(Header::new("fuzz.big", "default"));
+    let mut events = 0;
+    // Each piece around a 1 MiB value, in turn in a string field, tool arguments and a result.
+    for (i, piece) in super::generate::PIECES.iter().enumerate() {
+        let big = format!("{piece}{}{piece}", "y".repeat(1 << 20));
+        let body = match i % 3 {
+            0 => EventBody::Note {
+                text: Str::from(big),
+            },
+            1 => EventBody::ToolCall {
+                call_id: Str::from(format!("c{i}")),
+                tool: Str::from("t"),
+                args: Args::Object(Json::from_value(&serde_json::json!({ "v": big }))),
+            },
+            _ => EventBody::ToolResult {
+                call_id: Str::from(format!("c{i}")),
+                ok: true,
+                output: Some(Json::from_value(&serde_json::json!([big, 1]))),
+                output_h: None,
+                error: None,
+            },
+        };
+        w.push(None, body);
+        events += 1;
+    }
+    let generated = WrittenTrace {
+        sealed: w.finish(),
+        events,
+    };
+    assert!(generated.sealed.bytes.len() > 24 << 20);
+    assert_round_trip(&generated);
+}

@@ -204,3 +204,17 @@ fn unknown_kinds_are_seen_by_no_oracle() {
         assert!(r.misconfigured && r.message.contains(says), "{}", r.message);
     }
 }
+
+#[test]
+fn token_sums_that_overflow_saturate_and_fail() {
+    // Found by fuzzing: the sum wrapped (release builds) and a huge usage passed the limit.
+    let huge =
+        r#"{"kind":"inference","usage":{"input_tokens":18446744073709551615,"output_tokens":2}}"#;
+    for kind in ["total", "input"] {
+        let r = one(
+            json!({"type":"max-tokens","limit":10,"kind":kind}),
+            &[huge, huge, END],
+        );
+        check(&r, Verdict::Fail, "18446744073709551615", &[1, 2]);
+    }
+}

@@ -44,14 +44,29 @@ pub struct OracleResult {
     /// `seq` numbers of the events that decided it.
     pub evidence: Vec<u64>,
     /// For failures: what the oracle expected.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub expected: Option<Box<Value>>,
     /// For failures: what the trace held instead.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub found: Option<Box<Value>>,
     /// The oracle lacks what it needs (reported by `gates`; judged as a failure).
     #[serde(skip)]
     pub misconfigured: bool,
+}
+
+/// A field that is present is `Some`, even when it is `null` (`"found": null` says the trace
+/// held nothing, which an absent field does not): a report read back, as `merge` reads shares,
+/// keeps it.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<Value>>, D::Error> {
+    Value::deserialize(d).map(|v| Some(Box::new(v)))
 }
 
 impl OracleResult {
