@@ -7,7 +7,15 @@
 //!   temporary file is created as the destination would be, not 0600), so a teammate or a CI step
 //!   running as another user can read a baseline or a report.
 //! - **Temporary files** are named `.tracereplay-<16 hex>.tmp`. One left by a killed process is
-//!   removed by the next write into the same directory, if it is older than that run.
+//!   removed by a later write into the same directory once it is [`STALE_AFTER`] old (never
+//!   sooner: a younger one may be another process's write in progress, as when two `check`
+//!   runs share a cache or baselines directory).
+//! - **Concurrent runs** need no lock: every file is replaced whole by a rename, so two
+//!   processes writing the same file leave one complete version of it (the last renamed), and a
+//!   reader holding the old file open keeps reading the old version.
+//! - **Faults** (debug builds only, for the fault tests): `TRACEREPLAY_FAULT_FULL_DISK=<text>`
+//!   makes every write or rename whose destination contains `<text>` fail as a full disk does,
+//!   after part of the data reached the temporary file.
 //! - **Confinement** ([`Confined`]): every directory between the root and the file must be a
 //!   real directory, not a symlink, and the file itself, if it exists, a regular file; otherwise
 //!   the write (or removal, or rename) is refused with a message naming the path. The root itself
@@ -24,6 +32,52 @@ use camino::{Utf8Path, Utf8PathBuf};
 fn run_started() -> SystemTime {
     static STARTED: std::sync::OnceLock<SystemTime> = std::sync::OnceLock::new();
     *STARTED.get_or_init(SystemTime::now)
+}
+
+/// How old a temporary file must be before another run takes it for a leftover and removes it.
+pub(crate) const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Whether `e` says the disk (or the user's quota) is full.
+pub(crate) fn is_disk_full(e: &std::io::Error) -> bool {
+    // ENOSPC and EDQUOT (Linux numbers; other systems report the kinds).
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) || (cfg!(target_os = "linux") && matches!(e.raw_os_error(), Some(28 | 122)))
+}
+
+/// The fault tests' full disk: whether writes to `path` are to fail (debug builds only).
+fn full_disk_injected(path: &Utf8Path) -> bool {
+    cfg!(debug_assertions)
+        && std::env::var("TRACEREPLAY_FAULT_FULL_DISK")
+            .is_ok_and(|p| !p.is_empty() && path.as_str().contains(&p))
+}
+
+fn full_disk() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::StorageFull,
+        "No space left on device (injected by TRACEREPLAY_FAULT_FULL_DISK)",
+    )
+}
+
+/// A writer that fails as a full disk does once `left` bytes are written.
+struct FillsUp<'w> {
+    inner: &'w mut dyn Write,
+    left: usize,
+}
+
+impl Write for FillsUp<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(full_disk());
+        }
+        let n = self.inner.write(&buf[..buf.len().min(self.left)])?;
+        self.left -= n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Notes the start of the run (call early: temporary files older than it count as leftovers).
@@ -90,8 +144,8 @@ fn is_temporary_name(name: &str) -> bool {
         .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// Removes this tool's temporary files in `dir` that are older than this run (left by a killed
-/// process), once per directory per run.
+/// Removes this tool's temporary files in `dir` left by a killed process ([`STALE_AFTER`] older
+/// than this run), once per directory per run.
 fn remove_stale_temporaries(dir: &Utf8Path) {
     static CLEANED: std::sync::Mutex<Vec<Utf8PathBuf>> = std::sync::Mutex::new(Vec::new());
     {
@@ -110,7 +164,7 @@ fn remove_stale_temporaries(dir: &Utf8Path) {
             && e.file_type().is_ok_and(|t| t.is_file())
             && e.metadata()
                 .and_then(|m| m.modified())
-                .is_ok_and(|t| t < started);
+                .is_ok_and(|t| t + STALE_AFTER < started);
         if stale {
             let _ = std::fs::remove_file(e.path());
         }
@@ -133,6 +187,14 @@ fn write_atomic_with(
     let (file, tmp) = temporary_in(dir)?;
     let written = (|| {
         let mut out = std::io::BufWriter::with_capacity(64 * 1024, &file);
+        if full_disk_injected(path) {
+            write(&mut FillsUp {
+                inner: &mut out,
+                left: 512,
+            })?;
+            out.flush()?;
+            return Err(full_disk());
+        }
         write(&mut out)?;
         out.flush()?;
         drop(out);
@@ -317,6 +379,9 @@ impl Confined {
             ));
         }
         self.check(to, true)?;
+        if full_disk_injected(to) {
+            return Err(full_disk());
+        }
         std::fs::rename(from, to)
     }
 
@@ -390,9 +455,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stale = dir.path().join(".tracereplay-0123456789abcdef.tmp");
         let other = dir.path().join(".tracereplay-mine.tmp");
-        for p in [&stale, &other] {
+        // Another process's write in progress, begun a minute ago: not a leftover.
+        let in_progress = dir.path().join(".tracereplay-fedcba9876543210.tmp");
+        for (p, age) in [(&stale, 3600), (&other, 3600), (&in_progress, 60)] {
             std::fs::write(p, b"left").unwrap();
-            let old = SystemTime::now() - std::time::Duration::from_secs(3600);
+            let old = SystemTime::now() - std::time::Duration::from_secs(age);
             std::fs::File::options()
                 .write(true)
                 .open(p)
@@ -404,6 +471,7 @@ mod tests {
         write_atomic(&utf8(&dir.path().join("f.json")), b"x").unwrap();
         assert!(!stale.exists());
         assert!(other.exists());
+        assert!(in_progress.exists());
     }
 
     #[cfg(unix)]

@@ -13,7 +13,7 @@ use crate::eval::{
 };
 use crate::report::{RowVerdict, escape_controls};
 use crate::trace::json::eq_ci;
-use anyhow::Context;
+use anyhow::{Context, bail};
 use camino::Utf8Path;
 
 use super::args::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs, CiArgs};
@@ -261,6 +261,15 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         ..CheckOptions::default()
     };
     let report = check(&found, &args.paths, &opts)?;
+    // Every baseline is approved from a pending file this run wrote, or none is.
+    if !report.failed_writes.is_empty() {
+        let failed: Vec<&str> = report
+            .failed_writes
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect();
+        bail!("{}; no approved baseline was changed", failed.join("; "));
+    }
     let store = BaselineStore::new(dir.clone());
     let (mut written, mut unchanged, mut skipped) = (0, 0, 0);
     for row in report.results.iter() {

@@ -13,7 +13,7 @@ use crate::eval::{
 };
 use crate::fsutil::write_atomic_streaming;
 use crate::report::{self, human::HumanOptions};
-use anyhow::{Context, bail};
+use anyhow::bail;
 use camino::Utf8PathBuf;
 
 use super::args::{CheckArgs, CheckFormatArg};
@@ -94,21 +94,33 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         (&args.junit, report::junit::render, "JUnit report"),
         (&args.markdown, report::markdown::render, "Markdown summary"),
     ];
+    // A file that cannot be written fails the run (exit 2), but only after the report is shown:
+    // the results are never lost with it, and what existed before stays as it was.
+    let mut not_written: Vec<String> = Vec::new();
     for (path, render, what) in files {
         if let Some(path) = path {
-            write_atomic_streaming(path, &mut |out| render(&report, out))
-                .with_context(|| format!("cannot write the {what} to `{path}`"))?;
+            if let Err(e) = write_atomic_streaming(path, &mut |out| render(&report, out)) {
+                not_written.push(format!("cannot write the {what} to `{path}`: {e}"));
+            }
         }
     }
     if let Some(dir) = &args.artifacts {
-        let run = report::runfolder::write(dir, &report)
-            .with_context(|| format!("cannot write the run folder under `{dir}`"))?;
-        let (run, problems) = run;
-        for p in problems {
-            let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
+        match report::runfolder::write(dir, &report) {
+            Ok((run, problems)) => {
+                for p in problems {
+                    let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
+                }
+                let _ = writeln!(err, "run folder: {run}");
+            }
+            Err(e) => not_written.push(format!("cannot write the run folder under `{dir}`: {e}")),
         }
-        let _ = writeln!(err, "run folder: {run}");
     }
+    // A full disk is never a mere warning, even for the cache or a pending baseline file.
+    not_written.extend(
+        (report.failed_writes.iter())
+            .filter(|f| f.disk_full)
+            .map(|f| format!("the disk is full: {}", f.message)),
+    );
     let render_start = Instant::now();
     render(args.format, &report, out)?;
     if args.timings {
@@ -121,6 +133,13 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             report.summary.traces,
             stats.recalled.load(std::sync::atomic::Ordering::Relaxed),
             render_start.elapsed().as_millis()
+        );
+    }
+    if !not_written.is_empty() {
+        out.flush()?;
+        bail!(
+            "{}; every file that existed before is unchanged",
+            not_written.join("; ")
         );
     }
     if report.results.unreadable() {

@@ -357,8 +357,12 @@ fn check_in_pool(
     });
     let mut warnings = found.warnings.clone();
     // Persist (the cache): what was judged, before the rows become the report's.
+    let mut failed_writes = Vec::new();
     if let Some(c) = &cache {
-        warnings.extend(save_cache(c, &judged, &opts.selection));
+        if let Some(failed) = save_cache(c, &judged, &opts.selection) {
+            warnings.push(failed.message.clone());
+            failed_writes.push(failed);
+        }
     }
     let mut pending = judged.pending;
     let mut rows = Rows::from_rows(judged.rows.into_iter().flatten().collect());
@@ -405,7 +409,9 @@ fn check_in_pool(
         }
         // Persist (the pending baseline files), never under CI.
         if opts.baselines.writes_pending() {
-            warnings.extend(persist::write_pending(&policy.store, &pending));
+            let (w, failed) = persist::write_pending(&policy.store, &pending);
+            warnings.extend(w);
+            failed_writes.extend(failed);
         }
     }
 
@@ -437,16 +443,18 @@ fn check_in_pool(
         privacy,
         obsolete,
         warnings,
+        failed_writes,
     })
 }
 
-/// Saves the rows judged this run into the result cache; a warning if it cannot (the cache only
-/// saves time: a run never fails for it).
+/// Saves the rows judged this run into the result cache; what could not be written, if it
+/// could not (a warning: the cache only saves time, so a run fails for it only when the disk is
+/// full).
 fn save_cache(
     c: &cache::ResultCache,
     judged: &judging::Judgements,
     selection: &Selection,
-) -> Option<String> {
+) -> Option<crate::report::FailedWrite> {
     let keyed = || {
         (judged.rows.iter().zip(&judged.provenance)).filter_map(|(row, how)| {
             let how = how.filter(|h| h.cacheable)?;
@@ -459,10 +467,11 @@ fn save_cache(
     // A filtered run keeps the rows of the traces it did not look at.
     let filtered = selection.filtered() || selection.partition.is_some();
     c.save(keyed, hits, filtered).err().map(|e| {
-        format!(
+        let message = format!(
             "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
             display_path(c.path())
-        )
+        );
+        crate::report::FailedWrite::new(message, &e)
     })
 }
 

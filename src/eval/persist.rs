@@ -7,10 +7,16 @@ use rayon::prelude::*;
 use super::baselines::Pending;
 use crate::baseline::BaselineStore;
 use crate::discover::display_path;
+use crate::report::FailedWrite;
 
-/// Carries out `pending` in `store` (each file inside it, never through a symlink), in parallel;
-/// what cannot be done is a warning.
-pub(crate) fn write_pending(store: &BaselineStore, pending: &[Pending]) -> Vec<String> {
+/// Carries out `pending` in `store` (each file inside it, never through a symlink), in parallel.
+/// What cannot be done is a warning; a pending file that cannot be written is also a
+/// [`FailedWrite`], and an older pending file in its place is removed, so that `baseline accept`
+/// never promotes what an earlier run found.
+pub(crate) fn write_pending(
+    store: &BaselineStore,
+    pending: &[Pending],
+) -> (Vec<String>, Vec<FailedWrite>) {
     let confined = store.confined();
     let remove = |path: &camino::Utf8Path, warnings: &mut Vec<String>| {
         if let Err(e) = confined.remove(path) {
@@ -20,10 +26,10 @@ pub(crate) fn write_pending(store: &BaselineStore, pending: &[Pending]) -> Vec<S
             ));
         }
     };
-    let mut warnings: Vec<String> = pending
+    let outcomes: Vec<(Vec<String>, Vec<FailedWrite>)> = pending
         .par_iter()
-        .flat_map_iter(|p| {
-            let mut warnings = Vec::new();
+        .map(|p| {
+            let (mut warnings, mut failed) = (Vec::new(), Vec::new());
             match p {
                 Pending::Write {
                     scenario,
@@ -33,9 +39,13 @@ pub(crate) fn write_pending(store: &BaselineStore, pending: &[Pending]) -> Vec<S
                     remove(&store.deleted_path(scenario, case), &mut warnings);
                     let new = store.new_path(scenario, case);
                     if let Err(e) = confined.write(&new, text.as_bytes(), true) {
-                        warnings.push(format!(
-                            "cannot write pending baseline `{}`: {e}",
-                            display_path(&new)
+                        let _ = confined.remove(&new);
+                        failed.push(FailedWrite::new(
+                            format!(
+                                "cannot write pending baseline `{}`: {e}",
+                                display_path(&new)
+                            ),
+                            &e,
                         ));
                     }
                 }
@@ -53,9 +63,13 @@ pub(crate) fn write_pending(store: &BaselineStore, pending: &[Pending]) -> Vec<S
                     match confined.read(approved, limit, "baseline") {
                         Ok(bytes) => {
                             if let Err(e) = confined.write(&deleted, &bytes, true) {
-                                warnings.push(format!(
-                                    "cannot write pending removal `{}`: {e}",
-                                    display_path(&deleted)
+                                let _ = confined.remove(&deleted);
+                                failed.push(FailedWrite::new(
+                                    format!(
+                                        "cannot write pending removal `{}`: {e}",
+                                        display_path(&deleted)
+                                    ),
+                                    &e,
                                 ));
                             }
                         }
@@ -65,9 +79,16 @@ pub(crate) fn write_pending(store: &BaselineStore, pending: &[Pending]) -> Vec<S
                     }
                 }
             }
-            warnings
+            (warnings, failed)
         })
         .collect();
+    let (mut warnings, mut failed): (Vec<String>, Vec<FailedWrite>) = (Vec::new(), Vec::new());
+    for (w, f) in outcomes {
+        warnings.extend(w);
+        failed.extend(f);
+    }
+    warnings.extend(failed.iter().map(|f| f.message.clone()));
     warnings.sort();
-    warnings
+    failed.sort_by(|a, b| a.message.cmp(&b.message));
+    (warnings, failed)
 }

@@ -34,6 +34,30 @@ pub struct Report {
     pub obsolete: Vec<ObsoleteBaseline>,
     /// Run-level diagnostics (skipped symlink loops…), sorted.
     pub warnings: Vec<String>,
+    /// Files the run could not write (the result cache, pending baseline files); each is also
+    /// among `warnings`. Not part of the JSON report: it decides the exit code (a full disk
+    /// makes it 2).
+    #[serde(skip)]
+    pub failed_writes: Vec<FailedWrite>,
+}
+
+/// A file a run could not write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedWrite {
+    /// What could not be written, and why.
+    pub message: String,
+    /// Whether the disk (or quota) was full.
+    pub disk_full: bool,
+}
+
+impl FailedWrite {
+    /// A failure to write, described by `message`, caused by `e`.
+    pub fn new(message: String, e: &std::io::Error) -> FailedWrite {
+        FailedWrite {
+            message,
+            disk_full: crate::fsutil::is_disk_full(e),
+        }
+    }
 }
 
 /// Which share of which suite a partitioned run's report holds (`check --partition hash:K/N`):

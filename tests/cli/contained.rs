@@ -230,20 +230,27 @@ fn leftover_temporary_files_are_cleaned_up() {
     let env = Env::new();
     good_suite(&env);
     std::fs::create_dir_all(env.path("baselines/good")).unwrap();
+    // Left by killed runs an hour ago; one younger than 15 minutes may be another run's
+    // write in progress and stays.
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     for i in 0..5 {
-        env.write(
-            &format!("baselines/good/.tracereplay-000000000000000{i}.tmp"),
-            "torn",
-        );
+        let rel = format!("baselines/good/.tracereplay-000000000000000{i}.tmp");
+        env.write(&rel, "torn");
+        let file = std::fs::File::options().write(true).open(env.path(&rel));
+        file.unwrap().set_modified(hour_ago).unwrap();
     }
+    env.write(
+        "baselines/good/.tracereplay-00000000000000ff.tmp",
+        "in progress",
+    );
     env.write("baselines/good/.tracereplay-notes.tmp", "not ours");
-    std::thread::sleep(std::time::Duration::from_millis(20));
     let out = env.run_with(&["check", "traces/"], &[("CI", "false")]);
     assert!(out.code <= 1);
     let left = files_under(&env.path("baselines"));
     assert_eq!(
         left,
         [
+            "good/.tracereplay-00000000000000ff.tmp",
             "good/.tracereplay-notes.tmp",
             "good/default.baseline.json.new"
         ],

@@ -51,23 +51,32 @@ impl Env {
     }
 
     pub(crate) fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let out = self.command(args, env).output().unwrap();
+        Output {
+            code: out.status.code().expect("the binary exited by signal"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+}
+
+impl Env {
+    /// The command `run_with` runs, to spawn (and kill) it instead: `CI` and the fault hooks
+    /// cleared unless `env` sets them.
+    pub(crate) fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracereplay"));
         cmd.args(args)
             .current_dir(self.root())
             .env_remove("CI")
             .env_remove("TF_BUILD")
             .env_remove("TRACEREPLAY_CACHE_KEY")
+            .env_remove("TRACEREPLAY_FAULT_FULL_DISK")
             .env("XDG_CACHE_HOME", self.user_cache.path())
             .env("NO_COLOR", "1");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let out = cmd.output().unwrap();
-        Output {
-            code: out.status.code().expect("the binary exited by signal"),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
+        cmd
     }
 }
 
