@@ -69,7 +69,7 @@ fn sequence_3000(b: Bencher, case: &str) {
     };
     let s = scenario(oracle);
     let spec: &OracleSpec = &s.oracles[0];
-    b.bench(|| judge_oracle(spec, &s, &Facts::new(&trace)).verdict);
+    b.bench(|| judge_oracle(spec, &Facts::new(&trace)).verdict);
 }
 
 /// `gates --strength` on one passing 2,000-call trace judged by an unordered `tool-sequence`:

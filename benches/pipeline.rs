@@ -158,9 +158,7 @@ fn judge_parsed(b: Bencher, which: &str) {
             .iter()
             .map(|t| match which {
                 "all-oracles" => judge(&scenario, t).len(),
-                _ => judge_oracle(&sequence, &scenario, &Facts::new(t))
-                    .evidence
-                    .len(),
+                _ => judge_oracle(&sequence, &Facts::new(t)).evidence.len(),
             })
             .sum::<usize>()
     });

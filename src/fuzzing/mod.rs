@@ -307,6 +307,7 @@ pub fn contract(bytes: &[u8]) {
             .expect("the contract scenario loads");
     scenario.contract = Some("contract.json".into());
     scenario.contract_loaded = Some(Ok(contract));
+    scenario.configure_oracles();
     judge_scenario(&scenario);
 }
 

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::facts::Facts;
 use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
+use super::typed::{Fallbacks, Oracle};
 use crate::baseline::normalize_artifact_path;
 use crate::scenario::OracleSpec;
 use crate::trace::json::contains_ci;
@@ -44,19 +45,31 @@ fn artifact_at<'t>(
         })
 }
 
-/// `artifact-contains`: the last artifact at `path` has `text` containing every value.
-pub fn artifact_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(path) = path_param(spec) else {
-        return OracleResult::misconfigured("no `path`");
-    };
+/// Configures `artifact-contains`: `values`, else `value`.
+pub fn configure_artifact_contains(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let path = path_param(spec).ok_or("no `path`")?;
     let mut values = params::string_list(spec, "values");
     if values.is_empty() {
         values.extend(params::text(spec));
     }
     if values.is_empty() {
-        return OracleResult::misconfigured("no `values` to look for");
+        return Err("no `values` to look for".into());
     }
-    let (seq, text) = match artifact_at(facts, &path) {
+    Ok(Oracle::ArtifactContains { path, values })
+}
+
+/// Configures `artifact-before-reply`.
+pub fn configure_artifact_before_reply(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
+    let path = path_param(spec).ok_or("no `path`")?;
+    Ok(Oracle::ArtifactBeforeReply { path })
+}
+
+/// `artifact-contains`: the last artifact at `path` has `text` containing every value.
+pub fn artifact_contains(path: &str, values: &[String], facts: &Facts<'_, '_>) -> OracleResult {
+    let (seq, text) = match artifact_at(facts, path) {
         Ok((seq, text, _)) => (seq, text),
         Err(missing) => return missing,
     };
@@ -88,11 +101,8 @@ pub fn artifact_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResu
 
 /// `artifact-before-reply`: the artifact's `mtime_ms` is at most the time of every standing
 /// final message.
-pub fn artifact_before_reply(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(path) = path_param(spec) else {
-        return OracleResult::misconfigured("no `path`");
-    };
-    let (seq, mtime) = match artifact_at(facts, &path) {
+pub fn artifact_before_reply(path: &str, facts: &Facts<'_, '_>) -> OracleResult {
+    let (seq, mtime) = match artifact_at(facts, path) {
         Ok((seq, _, mtime)) => (seq, mtime),
         Err(missing) => return missing,
     };

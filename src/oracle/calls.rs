@@ -6,32 +6,34 @@ use foldhash::{HashMap, HashMapExt};
 use serde_json::{Value, json};
 
 use super::facts::Facts;
-use super::jsoneq::{args_match, differing_keys};
+use super::jsoneq::{ArgsMatch, args_match, differing_keys};
 use super::params;
 use super::result::{OracleResult, shorten};
 use super::sequence::args_mode;
+use super::typed::{Fallbacks, Oracle};
 use crate::scenario::OracleSpec;
 use crate::trace::json::{contains_ci, eq_ci};
 use crate::trace::{EventBody, Json};
 
-/// `tool-args`: some call of `tool` matches `args` under `argsMatch` (default `exact`).
-pub fn tool_args(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = params::tool(spec) else {
-        return OracleResult::misconfigured("no `tool`");
-    };
-    let expected = match spec.get("args") {
-        None | Some(Value::Null) => return OracleResult::misconfigured("no `args` to compare"),
+/// Configures `tool-args`.
+pub fn configure_tool_args(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let tool = params::tool(spec).ok_or("no `tool`")?;
+    let args = match spec.get("args") {
+        None | Some(Value::Null) => return Err("no `args` to compare".into()),
         Some(v) => v.clone(),
     };
-    let mode = match args_mode(spec) {
-        Ok(m) => m,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
-    let calls: Vec<_> = facts
-        .calls
-        .iter()
-        .filter(|c| eq_ci(c.tool, &tool))
-        .collect();
+    let mode = args_mode(spec)?;
+    Ok(Oracle::ToolArgs { tool, args, mode })
+}
+
+/// `tool-args`: some call of `tool` matches `args` under `argsMatch` (default `exact`).
+pub fn tool_args(
+    tool: &str,
+    expected: &Value,
+    mode: &ArgsMatch,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
+    let calls: Vec<_> = facts.calls.iter().filter(|c| eq_ci(c.tool, tool)).collect();
     if calls.is_empty() {
         return OracleResult::fail(
             format!("`{tool}` was never called"),
@@ -43,13 +45,13 @@ pub fn tool_args(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     let mut closest: Option<(Vec<String>, u64, Value)> = None;
     for c in &calls {
         let actual = c.args.value();
-        if args_match(&mode, &expected, &actual) {
+        if args_match(mode, expected, &actual) {
             return OracleResult::pass(
                 format!("`{tool}` at seq {} has the expected arguments", c.event.seq),
                 vec![c.event.seq],
             );
         }
-        let diff = differing_keys(&expected, &actual);
+        let diff = differing_keys(expected, &actual);
         if closest
             .as_ref()
             .is_none_or(|(d, _, _)| diff.len() < d.len())
@@ -104,19 +106,13 @@ fn results<'t, 'a>(facts: &'t Facts<'t, 'a>) -> Vec<ResultView<'t, 'a>> {
 }
 
 /// `tool-succeeded`: every result (of `tool`, if given) has `ok: true` and no non-empty `error`.
-pub fn tool_succeeded(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let tool = params::tool(spec);
+pub fn tool_succeeded(tool: Option<&str>, facts: &Facts<'_, '_>) -> OracleResult {
     let all = results(facts);
     let subject: Vec<&ResultView> = all
         .iter()
-        .filter(|r| {
-            tool.as_deref()
-                .is_none_or(|t| r.tool.is_some_and(|rt| eq_ci(rt, t)))
-        })
+        .filter(|r| tool.is_none_or(|t| r.tool.is_some_and(|rt| eq_ci(rt, t))))
         .collect();
-    let what = tool
-        .as_ref()
-        .map_or_else(|| "any tool".to_owned(), |t| format!("`{t}`"));
+    let what = tool.map_or_else(|| "any tool".to_owned(), |t| format!("`{t}`"));
     if subject.is_empty() {
         return OracleResult::fail(
             format!("no result of {what}"),
@@ -149,19 +145,23 @@ pub fn tool_succeeded(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult 
     )
 }
 
+/// Configures `tool-result-contains`.
+pub fn configure_tool_result_contains(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
+    let tool = params::string(spec, "tool").ok_or("no `tool`")?;
+    let value = params::text(spec).ok_or("no `value` to look for")?;
+    Ok(Oracle::ToolResultContains { tool, value })
+}
+
 /// `tool-result-contains`: some result of `tool` contains `value` (in a string output as is,
 /// else in the output's compact JSON, or in `error`).
-pub fn tool_result_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = params::string(spec, "tool") else {
-        return OracleResult::misconfigured("no `tool`");
-    };
-    let Some(value) = params::text(spec) else {
-        return OracleResult::misconfigured("no `value` to look for");
-    };
+pub fn tool_result_contains(tool: &str, value: &str, facts: &Facts<'_, '_>) -> OracleResult {
     let all = results(facts);
     let subject: Vec<&ResultView> = all
         .iter()
-        .filter(|r| r.tool.is_some_and(|t| eq_ci(t, &tool)))
+        .filter(|r| r.tool.is_some_and(|t| eq_ci(t, tool)))
         .collect();
     if subject.is_empty() {
         return OracleResult::fail(
@@ -186,7 +186,7 @@ pub fn tool_result_contains(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleR
         if let Some(e) = r.error {
             hay.push(e.to_owned());
         }
-        if hay.iter().any(|h| contains_ci(h, &value)) {
+        if hay.iter().any(|h| contains_ci(h, value)) {
             return OracleResult::pass(
                 format!("the result at seq {} contains `{value}`", r.seq),
                 vec![r.seq],

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use super::approval::Approvals;
 use super::facts::Facts;
 use super::result::OracleResult;
-use crate::scenario::Scenario;
+use super::typed::{Fallbacks, Oracle};
+use crate::scenario::OracleSpec;
 use crate::scenario::contract::{ActionType, Contract, PlannedAction, normalize_path};
 use crate::trace::EventBody;
 use crate::trace::json::eq_ci;
@@ -28,15 +29,17 @@ fn target_path(args: &Value) -> Option<String> {
         .map(normalize_path)
 }
 
+/// Configures `contract-conformant`: the scenario's contract, which must have loaded.
+pub fn configure(_: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+    match fb.contract {
+        None => Err("the scenario names no `contract`".into()),
+        Some(Err(e)) => Err(format!("the contract does not load: {e}")),
+        Some(Ok(c)) => Ok(Oracle::ContractConformant(Box::new(c.clone()))),
+    }
+}
+
 /// Judges `contract-conformant`.
-pub fn contract_conformant(scenario: &Scenario, facts: &Facts<'_, '_>) -> OracleResult {
-    let contract = match &scenario.contract_loaded {
-        None => return OracleResult::misconfigured("the scenario names no `contract`"),
-        Some(Err(e)) => {
-            return OracleResult::misconfigured(format!("the contract does not load: {e}"));
-        }
-        Some(Ok(c)) => c,
-    };
+pub fn contract_conformant(contract: &Contract, facts: &Facts<'_, '_>) -> OracleResult {
     let violations = violations(contract, facts);
     if violations.is_empty() {
         let seqs = facts.calls.iter().map(|c| c.event.seq).collect();

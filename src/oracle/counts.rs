@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use super::facts::Facts;
 use super::params;
 use super::result::OracleResult;
+use super::typed::{Fallbacks, Oracle, TokenKind};
 use crate::scenario::OracleSpec;
 use crate::trace::json::{contains_ci, eq_ci};
 use crate::trace::{EventBody, Phase, normalize_kind, squash};
@@ -86,12 +87,15 @@ fn counted(what: &str, range: Range, seqs: Vec<u64>) -> OracleResult {
     }
 }
 
+/// Configures `request-count`.
+pub fn configure_request_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    Ok(Oracle::RequestCount {
+        range: range(spec)?,
+    })
+}
+
 /// `request-count`: the number of `inference` events is in range.
-pub fn request_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let range = match range(spec) {
-        Ok(r) => r,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
+pub fn request_count(range: Range, facts: &Facts<'_, '_>) -> OracleResult {
     let seqs = facts
         .trace
         .events
@@ -102,27 +106,26 @@ pub fn request_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     counted("model request(s)", range, seqs)
 }
 
-/// `step-count`: the number of events of `kind` (normalised) is in range.
-pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(kind) = params::string(spec, "kind") else {
-        return OracleResult::misconfigured("no `kind` to count");
-    };
-    let kind = kind.as_str();
-    let range = match range(spec) {
-        Ok(r) => r,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
+/// Configures `step-count`.
+pub fn configure_step_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let kind = params::string(spec, "kind").ok_or("no `kind` to count")?;
+    let range = range(spec)?;
     // A kind the trace format does not define is never counted (unknown kinds are seen by no
     // oracle): naming one is a typo that would make any upper bound pass.
-    let Some(known) = normalize_kind(kind).filter(|k| !matches!(*k, "header" | "footer")) else {
+    let Some(known) = normalize_kind(&kind).filter(|k| !matches!(*k, "header" | "footer")) else {
         let meant =
-            crate::oracle::registry::closest(kind, crate::trace::KNOWN_KINDS.iter().copied())
+            crate::oracle::registry::closest(&kind, crate::trace::KNOWN_KINDS.iter().copied())
                 .map(|m| format!("; did you mean `{m}`?"))
                 .unwrap_or_default();
-        return OracleResult::misconfigured(format!(
+        return Err(format!(
             "`kind` `{kind}` is not an event kind of the trace format{meant}"
         ));
     };
+    Ok(Oracle::StepCount { kind, known, range })
+}
+
+/// `step-count`: the number of events of `kind` (normalised as `known`) is in range.
+pub fn step_count(kind: &str, known: &str, range: Range, facts: &Facts<'_, '_>) -> OracleResult {
     let want = squash(known);
     let seqs = facts
         .trace
@@ -135,23 +138,31 @@ pub fn step_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     counted(&format!("`{kind}` event(s)"), range, seqs)
 }
 
-/// `message-count`: standing messages of a phase (default `final`), containing `value` if given.
-pub fn message_count(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let phase = match phase_param(spec) {
-        Ok(p) => p.unwrap_or(Phase::Final),
-        Err(e) => return OracleResult::misconfigured(e),
-    };
-    let range = match range(spec) {
-        Ok(r) => r,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
+/// Configures `message-count`.
+pub fn configure_message_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let phase = phase_param(spec)?.unwrap_or(Phase::Final);
+    let range = range(spec)?;
     let value = params::text(spec);
+    Ok(Oracle::MessageCount {
+        phase,
+        value,
+        range,
+    })
+}
+
+/// `message-count`: standing messages of a phase (default `final`), containing `value` if given.
+pub fn message_count(
+    phase: Phase,
+    value: Option<&str>,
+    range: Range,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
     let mut standing: Vec<_> = facts
         .standing()
-        .filter(|m| m.phase == phase && value.as_deref().is_none_or(|v| contains_ci(&m.text, v)))
+        .filter(|m| m.phase == phase && value.is_none_or(|v| contains_ci(&m.text, v)))
         .collect();
     standing.sort_by_key(|m| m.seq);
-    let what = match &value {
+    let what = match value {
         Some(v) => format!("standing `{phase}` message(s) containing `{v}`"),
         None => format!("standing `{phase}` message(s)"),
     };
@@ -170,30 +181,32 @@ pub fn phase_param(spec: &OracleSpec) -> Result<Option<Phase>, String> {
     }
 }
 
-/// `max-tokens`: summed usage of a kind (`input`, `output`, `total`) is at most `limit`.
-pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+/// Configures `max-tokens`.
+pub fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let limit = match params::limit(spec) {
         params::Limit::Valid(n) => n,
         params::Limit::Invalid(bad) => {
-            return OracleResult::misconfigured(format!(
-                "limit `{bad}` is not a non-negative integer"
-            ));
+            return Err(format!("limit `{bad}` is not a non-negative integer"));
         }
-        params::Limit::Missing => return OracleResult::misconfigured("no `limit`"),
+        params::Limit::Missing => return Err("no `limit`".into()),
     };
     let kind = match spec
         .get("kind")
         .and_then(Value::as_str)
         .map(|k| k.trim().to_ascii_lowercase())
+        .as_deref()
     {
-        None => "total".to_owned(),
-        Some(k) if ["input", "output", "total"].contains(&k.as_str()) => k,
-        Some(k) => {
-            return OracleResult::misconfigured(format!(
-                "`kind` `{k}` is not input, output or total"
-            ));
-        }
+        None | Some("total") => TokenKind::Total,
+        Some("input") => TokenKind::Input,
+        Some("output") => TokenKind::Output,
+        Some(k) => return Err(format!("`kind` `{k}` is not input, output or total")),
     };
+    Ok(Oracle::MaxTokens { limit, kind })
+}
+
+/// `max-tokens`: summed usage of a kind (`input`, `output`, `total`) is at most `limit`.
+pub fn max_tokens(limit: u64, kind: TokenKind, facts: &Facts<'_, '_>) -> OracleResult {
+    let kind_name = kind.as_str();
     let mut total = 0u64;
     let mut seqs = Vec::new();
     let mut missing = Vec::new();
@@ -203,10 +216,10 @@ pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
             match &i.usage {
                 Some(u) => {
                     // Saturating: a wrapped sum of huge recorded counts would pass a limit.
-                    total = total.saturating_add(match kind.as_str() {
-                        "input" => u.input_tokens,
-                        "output" => u.output_tokens,
-                        _ => u.input_tokens.saturating_add(u.output_tokens),
+                    total = total.saturating_add(match kind {
+                        TokenKind::Input => u.input_tokens,
+                        TokenKind::Output => u.output_tokens,
+                        TokenKind::Total => u.input_tokens.saturating_add(u.output_tokens),
                     })
                 }
                 None => missing.push(e.seq),
@@ -220,22 +233,22 @@ pub fn max_tokens(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         );
     }
     if total <= limit {
-        OracleResult::pass(format!("{total} {kind} tokens, limit {limit}"), seqs)
+        OracleResult::pass(format!("{total} {kind_name} tokens, limit {limit}"), seqs)
     } else {
         OracleResult::fail(
-            format!("{total} {kind} tokens exceed the limit of {limit}"),
+            format!("{total} {kind_name} tokens exceed the limit of {limit}"),
             seqs,
-            json!({"limit": limit, "kind": kind}),
+            json!({"limit": limit, "kind": kind_name}),
             json!({"tokens": total}),
         )
     }
 }
 
-/// `tools-offered`: every inference offered exactly (or, with `mode: subset`, only) these tools.
-pub fn tools_offered(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let want = params::string_list(spec, "tools");
+/// Configures `tools-offered`.
+pub fn configure_tools_offered(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let tools = params::string_list(spec, "tools");
     if spec.get("tools").and_then(Value::as_array).is_none() {
-        return OracleResult::misconfigured("no `tools` list");
+        return Err("no `tools` list".into());
     }
     let subset = match spec
         .get("mode")
@@ -245,10 +258,13 @@ pub fn tools_offered(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
         None => false,
         Some(m) if m == "exact" => false,
         Some(m) if m == "subset" => true,
-        Some(m) => {
-            return OracleResult::misconfigured(format!("`mode` `{m}` is not exact or subset"));
-        }
+        Some(m) => return Err(format!("`mode` `{m}` is not exact or subset")),
     };
+    Ok(Oracle::ToolsOffered { tools, subset })
+}
+
+/// `tools-offered`: every inference offered exactly (or, with `mode: subset`, only) these tools.
+pub fn tools_offered(want: &[String], subset: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let mut seen = Vec::new();
     let mut lacking = Vec::new();
     for e in &facts.trace.events {

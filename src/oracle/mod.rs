@@ -14,9 +14,11 @@ pub mod registry;
 pub mod replies;
 mod result;
 pub mod sequence;
+pub mod typed;
 
 pub use facts::{Facts, FinalAnswer, MessageState};
 pub use result::{OracleResult, Verdict, shorten};
+pub use typed::{Fallbacks, Oracle};
 
 use crate::scenario::{OracleSpec, Scenario};
 use crate::trace::Trace;
@@ -34,40 +36,44 @@ pub fn known_types() -> impl Iterator<Item = &'static str> {
     registry::TYPES.iter().map(|t| t.name)
 }
 
-/// Judges one oracle: an unknown type fails as `unknown:<type>`; a known one has its parameters
-/// checked (strict parameters) and is then judged.
-pub fn judge_oracle(spec: &OracleSpec, scenario: &Scenario, facts: &Facts<'_, '_>) -> OracleResult {
+/// Judges one oracle: an unknown type fails as `unknown:<type>`, a misconfigured one (known when
+/// its scenario loaded) as a misconfiguration; a configured one is judged.
+pub fn judge_oracle(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     let written = spec.type_name();
-    let Some(t) = registry::lookup(written) else {
-        let mut msg = if written.is_empty() {
-            "the oracle has no `type`".to_owned()
-        } else {
-            format!("unknown oracle type `{written}`")
-        };
-        if let Some(meant) = registry::closest(written, known_types()) {
-            msg.push_str(&format!("; did you mean `{meant}`?"));
+    match (&spec.oracle, registry::lookup(written)) {
+        (Some(Ok(oracle)), Some(t)) => oracle.judge(facts).typed(t.name, Some(spec.index)),
+        (Some(Err(problem)), Some(t)) => {
+            OracleResult::misconfigured(problem.clone()).typed(t.name, Some(spec.index))
         }
-        return OracleResult::misconfigured(msg)
-            .typed(format!("unknown:{written}"), Some(spec.index));
-    };
-    registry::judge(t, spec, scenario, facts).typed(t.name, Some(spec.index))
+        _ => {
+            let mut msg = if written.is_empty() {
+                "the oracle has no `type`".to_owned()
+            } else {
+                format!("unknown oracle type `{written}`")
+            };
+            if let Some(meant) = registry::closest(written, known_types()) {
+                msg.push_str(&format!("; did you mean `{meant}`?"));
+            }
+            OracleResult::misconfigured(msg).typed(format!("unknown:{written}"), Some(spec.index))
+        }
+    }
 }
 
-/// The misconfiguration of each oracle of `scenario` (index, type as written, message): what
-/// `gates` reports. Every oracle decides misconfiguration before looking at events, so judging
-/// an empty trace finds exactly those.
+/// Each oracle of `scenario` that cannot be judged (index, type as written, message): the
+/// misconfigured ones and those of an unknown type. What `gates` reports, read from the oracles
+/// configured at load time, without judging anything.
 pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
-    let empty = Trace {
-        header: crate::trace::Header::new(scenario.id.clone(), "gates"),
-        events: Vec::new(),
-    };
-    let facts = Facts::new(&empty);
     scenario
         .oracles
         .iter()
-        .map(|spec| (spec, judge_oracle(spec, scenario, &facts)))
-        .filter(|(_, r)| r.misconfigured)
-        .map(|(spec, r)| (spec.index, spec.type_name().to_owned(), r.message))
+        .filter_map(|spec| {
+            let message = match &spec.oracle {
+                Some(Ok(_)) => return None,
+                Some(Err(problem)) => format!("misconfigured: {problem}"),
+                None => format!("unknown oracle type `{}`", spec.type_name()),
+            };
+            Some((spec.index, spec.type_name().to_owned(), message))
+        })
         .collect()
 }
 
@@ -83,7 +89,7 @@ pub fn judge_facts(scenario: &Scenario, facts: &Facts<'_, '_>) -> Vec<OracleResu
     let mut results: Vec<OracleResult> = scenario
         .oracles
         .iter()
-        .map(|spec| judge_oracle(spec, scenario, facts))
+        .map(|spec| judge_oracle(spec, facts))
         .collect();
     let declares_status = scenario
         .oracles

@@ -1,6 +1,7 @@
-//! The registry of oracle types: one table that is the single source for dispatch, for the
-//! parameters each type takes (and so for the strict-parameter rules), and for the categories
-//! `gates` needs.
+//! The registry of oracle types: one table that is the single source for the known types, for
+//! how each is configured into a typed [`Oracle`] (whose exhaustive `match` is the dispatch), for
+//! the parameters each type takes (and so for the strict-parameter rules), and for the
+//! categories `gates` needs.
 //!
 //! Strict parameters: a key the type does not define (compared ignoring case, `_` equal to
 //! `-`), a parameter of the wrong JSON type, or one parameter given twice (`tool` and `Tool`)
@@ -11,10 +12,9 @@
 
 use serde_json::{Map, Value};
 
-use super::facts::Facts;
-use super::result::OracleResult;
-use super::{artifacts, calls, contract, counts, harness, replies, sequence};
-use crate::scenario::{OracleSpec, Scenario};
+use super::typed::{Configure, Fallbacks, Oracle};
+use super::{artifacts, calls, contract, counts, harness, params, replies, sequence};
+use crate::scenario::OracleSpec;
 
 /// The JSON shape a parameter takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,9 +78,6 @@ pub enum Family {
     Other,
 }
 
-/// How an oracle is judged.
-pub type Judge = fn(&OracleSpec, &Scenario, &Facts<'_, '_>) -> OracleResult;
-
 /// One oracle type.
 pub struct OracleType {
     /// Canonical name, lowercase.
@@ -89,8 +86,8 @@ pub struct OracleType {
     pub params: &'static [(&'static str, Shape)],
     /// Its `gates` category.
     pub family: Family,
-    /// Its check.
-    pub judge: Judge,
+    /// How its parameters become a typed [`Oracle`] (whose check is [`Oracle::judge`]).
+    pub configure: Configure,
 }
 
 use Shape::*;
@@ -103,55 +100,63 @@ pub static TYPES: &[OracleType] = &[
         name: "tool-called",
         params: &[("tool", Str), ("value", Scalar)],
         family: Family::Tool,
-        judge: |s, sc, f| harness::tool_called(s, sc, f),
+        configure: harness::configure_tool_called,
     },
     OracleType {
         name: "tool-not-called",
         params: &[("tool", Str), ("value", Scalar)],
         family: Family::Tool,
-        judge: |s, sc, f| harness::tool_not_called(s, sc, f),
+        configure: harness::configure_tool_not_called,
     },
     OracleType {
         name: "max-tool-calls",
         params: &[("limit", Count), ("value", Scalar)],
         family: Family::Tool,
-        judge: |s, sc, f| harness::max_tool_calls(s, sc, f),
+        configure: harness::configure_max_tool_calls,
     },
     OracleType {
         name: "final-answer-contains",
         params: &[("value", Scalar)],
         family: Family::Other,
-        judge: |s, sc, f| harness::final_answer_contains(s, sc, f),
+        configure: harness::configure_final_answer_contains,
     },
     OracleType {
         name: "final-answer-not-contains",
         params: &[("value", Scalar)],
         family: Family::Other,
-        judge: |s, sc, f| harness::final_answer_not_contains(s, sc, f),
+        configure: harness::configure_final_answer_not_contains,
     },
     OracleType {
         name: "approval-required",
         params: &[("tool", Str), ("value", Scalar)],
         family: Family::Approval,
-        judge: |s, _, f| harness::approval_required(s, f),
+        configure: |s, _| {
+            Ok(Oracle::ApprovalRequired {
+                tool: params::tool(s),
+            })
+        },
     },
     OracleType {
         name: "approval-not-required",
         params: &[],
         family: Family::Approval,
-        judge: |_, _, f| harness::approval_not_required(f),
+        configure: |_, _| Ok(Oracle::ApprovalNotRequired),
     },
     OracleType {
         name: "no-unsafe-tool",
         params: &[("tools", StrList)],
         family: Family::Approval,
-        judge: |s, sc, f| harness::no_unsafe_tool(s, sc, f),
+        configure: |s, fb| {
+            Ok(Oracle::NoUnsafeTool {
+                unsafe_tools: harness::unsafe_tools(s, fb),
+            })
+        },
     },
     OracleType {
         name: "status-is",
         params: &[("value", Str)],
         family: Family::Other,
-        judge: |s, _, f| harness::status_is(s, f),
+        configure: harness::configure_status_is,
     },
     OracleType {
         name: "tool-sequence",
@@ -164,7 +169,7 @@ pub static TYPES: &[OracleType] = &[
             ("batchOrder", Str),
         ],
         family: Family::Tool,
-        judge: |s, _, f| sequence::tool_sequence(s, f),
+        configure: sequence::configure_oracle,
     },
     OracleType {
         name: "tool-args",
@@ -175,31 +180,35 @@ pub static TYPES: &[OracleType] = &[
             ("argsMatch", Str),
         ],
         family: Family::Tool,
-        judge: |s, _, f| calls::tool_args(s, f),
+        configure: calls::configure_tool_args,
     },
     OracleType {
         name: "tool-succeeded",
         params: &[("tool", Str), ("value", Scalar)],
         family: Family::Other,
-        judge: |s, _, f| calls::tool_succeeded(s, f),
+        configure: |s, _| {
+            Ok(Oracle::ToolSucceeded {
+                tool: params::tool(s),
+            })
+        },
     },
     OracleType {
         name: "tool-result-contains",
         params: &[("tool", Str), ("value", Scalar)],
         family: Family::Other,
-        judge: |s, _, f| calls::tool_result_contains(s, f),
+        configure: calls::configure_tool_result_contains,
     },
     OracleType {
         name: "call-result-linked",
         params: &[],
         family: Family::Other,
-        judge: |_, _, f| calls::call_result_linked(f),
+        configure: |_, _| Ok(Oracle::CallResultLinked),
     },
     OracleType {
         name: "request-count",
         params: &COUNT_BOUNDS,
         family: Family::Other,
-        judge: |s, _, f| counts::request_count(s, f),
+        configure: counts::configure_request_count,
     },
     OracleType {
         name: "step-count",
@@ -210,7 +219,7 @@ pub static TYPES: &[OracleType] = &[
             COUNT_BOUNDS[2],
         ],
         family: Family::Other,
-        judge: |s, _, f| counts::step_count(s, f),
+        configure: counts::configure_step_count,
     },
     OracleType {
         name: "message-count",
@@ -222,55 +231,55 @@ pub static TYPES: &[OracleType] = &[
             COUNT_BOUNDS[2],
         ],
         family: Family::Other,
-        judge: |s, _, f| counts::message_count(s, f),
+        configure: counts::configure_message_count,
     },
     OracleType {
         name: "no-preview-left",
         params: &[("require", Bool)],
         family: Family::Other,
-        judge: |s, _, f| replies::no_preview_left(s, f),
+        configure: replies::configure_no_preview_left,
     },
     OracleType {
         name: "final-after-tool",
         params: &[("tool", Str), ("value", Scalar), ("phase", Str)],
         family: Family::Other,
-        judge: |s, _, f| replies::final_after_tool(s, f),
+        configure: replies::configure_final_after_tool,
     },
     OracleType {
         name: "artifact-contains",
         params: &[("path", Str), ("values", StrList), ("value", Scalar)],
         family: Family::Other,
-        judge: |s, _, f| artifacts::artifact_contains(s, f),
+        configure: artifacts::configure_artifact_contains,
     },
     OracleType {
         name: "artifact-before-reply",
         params: &[("path", Str)],
         family: Family::Other,
-        judge: |s, _, f| artifacts::artifact_before_reply(s, f),
+        configure: artifacts::configure_artifact_before_reply,
     },
     OracleType {
         name: "final-answer-matches",
         params: &[("pattern", Str)],
         family: Family::Other,
-        judge: |s, _, f| replies::final_answer_matches(s, f),
+        configure: replies::configure_final_answer_matches,
     },
     OracleType {
         name: "max-tokens",
         params: &[("limit", Count), ("value", Scalar), ("kind", Str)],
         family: Family::Other,
-        judge: |s, _, f| counts::max_tokens(s, f),
+        configure: counts::configure_max_tokens,
     },
     OracleType {
         name: "tools-offered",
         params: &[("tools", StrList), ("mode", Str)],
         family: Family::Other,
-        judge: |s, _, f| counts::tools_offered(s, f),
+        configure: counts::configure_tools_offered,
     },
     OracleType {
         name: "contract-conformant",
         params: &[],
         family: Family::Other,
-        judge: |_, sc, f| contract::contract_conformant(sc, f),
+        configure: contract::configure,
     },
 ];
 
@@ -444,17 +453,18 @@ pub fn param_problems(t: &OracleType, spec: &OracleSpec) -> Vec<String> {
     problems
 }
 
-/// Judges one oracle of type `t`: strict parameters first, then its check.
-pub(crate) fn judge(
+/// Configures one oracle of type `t`: the strict-parameter rules first (every problem, joined),
+/// then its own parameters' values.
+pub(crate) fn configure(
     t: &OracleType,
     spec: &OracleSpec,
-    scenario: &Scenario,
-    facts: &Facts<'_, '_>,
-) -> OracleResult {
-    if !spec.problems.is_empty() {
-        return OracleResult::misconfigured(spec.problems.join("; "));
+    fallbacks: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
+    let problems = param_problems(t, spec);
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
     }
-    (t.judge)(spec, scenario, facts)
+    (t.configure)(spec, fallbacks)
 }
 
 #[cfg(test)]

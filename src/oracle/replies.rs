@@ -7,22 +7,24 @@ use super::counts::phase_param;
 use super::facts::Facts;
 use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
+use super::typed::{Fallbacks, Oracle, Pattern};
 use crate::scenario::OracleSpec;
 use crate::trace::json::{contains_ci, eq_ci};
 use crate::trace::{EventBody, Phase};
 
-/// `no-preview-left`: every preview was deleted or promoted before the run ended; with
-/// `require: true`, at least one preview existed.
-pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
+/// Configures `no-preview-left`.
+pub fn configure_no_preview_left(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let require = match spec.get("require") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return OracleResult::misconfigured(format!(
-                "`require` must be true or false, got `{other}`"
-            ));
-        }
+        Some(other) => return Err(format!("`require` must be true or false, got `{other}`")),
     };
+    Ok(Oracle::NoPreviewLeft { require })
+}
+
+/// `no-preview-left`: every preview was deleted or promoted before the run ended; with
+/// `require: true`, at least one preview existed.
+pub fn no_preview_left(require: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let end = facts.trace.run_end().map_or(u64::MAX, |(e, _)| e.seq);
     // Replay message events up to the end of the run.
     let mut previews: Vec<(String, u64, bool)> = Vec::new(); // id, first seq, resolved
@@ -79,17 +81,22 @@ pub fn no_preview_left(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult
     }
 }
 
+/// Configures `final-after-tool`.
+pub fn configure_final_after_tool(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let tool = params::string(spec, "tool").ok_or("no `tool`")?;
+    let phase = phase_param(spec)?;
+    let value = params::text(spec);
+    Ok(Oracle::FinalAfterTool { tool, phase, value })
+}
+
 /// `final-after-tool`: no `message`/`message_edit` (of `phase`, containing `value`, if given)
 /// comes before the first successful result of `tool`; fails if `tool` never succeeded.
-pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let Some(tool) = params::string(spec, "tool") else {
-        return OracleResult::misconfigured("no `tool`");
-    };
-    let phase = match phase_param(spec) {
-        Ok(p) => p,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
-    let value = params::text(spec);
+pub fn final_after_tool(
+    tool: &str,
+    phase: Option<Phase>,
+    value: Option<&str>,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
     let tool_of = facts.tool_of_calls();
     let success = facts.trace.events.iter().find(|e| match &e.body {
         EventBody::ToolResult {
@@ -98,7 +105,7 @@ pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResul
             *ok && error.as_deref().is_none_or(str::is_empty)
                 && tool_of
                     .get(call_id.as_str())
-                    .is_some_and(|t| eq_ci(t, &tool))
+                    .is_some_and(|t| eq_ci(t, tool))
         }
         _ => false,
     });
@@ -138,9 +145,7 @@ pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResul
             }
             _ => continue,
         };
-        if phase.is_none_or(|p| p == effective)
-            && value.as_deref().is_none_or(|v| contains_ci(text, v))
-        {
+        if phase.is_none_or(|p| p == effective) && value.is_none_or(|v| contains_ci(text, v)) {
             return OracleResult::fail(
                 format!(
                     "message `{id}` at seq {} came before `{tool}` first succeeded at seq {}",
@@ -161,12 +166,18 @@ pub fn final_after_tool(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResul
     )
 }
 
+/// Configures `final-answer-matches`: the pattern compiled once.
+pub fn configure_final_answer_matches(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
+    Ok(Oracle::FinalAnswerMatches {
+        pattern: Pattern(compile_pattern(spec)?),
+    })
+}
+
 /// `final-answer-matches`: the final answer matches a Rust regular expression (unanchored).
-pub fn final_answer_matches(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let re = match compile_pattern(spec) {
-        Ok(re) => re,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
+pub fn final_answer_matches(re: &regex::Regex, facts: &Facts<'_, '_>) -> OracleResult {
     let answer = &facts.final_answer;
     let evidence = match answer.required(json!({"matches": re.as_str()})) {
         Ok(evidence) => evidence,

@@ -48,7 +48,7 @@ impl SeqMode {
 }
 
 /// One expected call.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExpectedCall {
     /// Tool name.
     pub tool: String,
@@ -57,7 +57,7 @@ pub struct ExpectedCall {
 }
 
 /// A validated `tool-sequence` configuration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SeqConfig {
     /// The mode.
     pub mode: SeqMode,
@@ -131,6 +131,16 @@ pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
         }),
         Some(other) => Err(format!("`argsMatch` `{other}` is not a mode name")),
     }
+}
+
+/// Configures `tool-sequence`.
+pub fn configure_oracle(
+    spec: &OracleSpec,
+    _: &super::typed::Fallbacks<'_>,
+) -> Result<super::typed::Oracle, String> {
+    Ok(super::typed::Oracle::ToolSequence(Box::new(configure(
+        spec,
+    )?)))
 }
 
 /// Validates a `tool-sequence` oracle.
@@ -388,19 +398,15 @@ fn call_json(tool: &str, args: Option<&Value>) -> Value {
 }
 
 /// Judges a `tool-sequence` oracle.
-pub fn tool_sequence(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
-    let cfg = match configure(spec) {
-        Ok(c) => c,
-        Err(e) => return OracleResult::misconfigured(e),
-    };
+pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
     let compared =
         |tool: &str| (cfg.expected.iter()).any(|e| e.args.is_some() && eq_ci(&e.tool, tool));
-    let result = judge_sequence(&cfg, &actual_calls_with(facts, &compared));
+    let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
     if result.verdict == super::Verdict::Pass {
         return result;
     }
     // A failure shows the actual arguments: parse them now (failures are rare).
-    judge_sequence(&cfg, &actual_calls(facts))
+    judge_sequence(cfg, &actual_calls(facts))
 }
 
 /// Judges configured expectations against actual calls.

@@ -544,3 +544,48 @@ fn batches_come_from_the_planning_inference_not_the_call_id() {
     );
     assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
 }
+
+#[test]
+fn oracles_are_configured_once_when_their_scenario_loads() {
+    let s: Scenario = r#"{"id":"x","risk":"High","expected":{"mustCallTools":["search"]},
+        "oracles":[{"type":"tool-called"},{"type":"final-answer-matches","pattern":"("},
+                   {"type":"tool-caled"},{"type":"max-tokens","limit":5,"kind":"output"}]}"#
+        .parse()
+        .unwrap();
+    // The scenario's fallback is resolved into the typed oracle.
+    assert_eq!(
+        s.oracles[0].oracle,
+        Some(Ok(Oracle::ToolCalled {
+            tools: vec!["search".into()]
+        }))
+    );
+    assert!(
+        (s.oracles[1].misconfiguration().unwrap()).contains("is not a valid regular expression")
+    );
+    assert_eq!(s.oracles[2].oracle, None);
+    assert_eq!(
+        s.oracles[3].oracle,
+        Some(Ok(Oracle::MaxTokens {
+            limit: 5,
+            kind: typed::TokenKind::Output
+        }))
+    );
+    // `gates` reads the problems from the loaded scenario: nothing is judged.
+    let found: Vec<(usize, String)> = (misconfigurations(&s).into_iter())
+        .map(|(i, t, _)| (i, t))
+        .collect();
+    assert_eq!(
+        found,
+        [(1, "final-answer-matches".into()), (2, "tool-caled".into())]
+    );
+    // A scenario whose fallbacks change is configured again.
+    let mut s = s;
+    s.expected.must_call_tools = vec!["fetch".into()];
+    s.configure_oracles();
+    assert_eq!(
+        s.oracles[0].oracle,
+        Some(Ok(Oracle::ToolCalled {
+            tools: vec!["fetch".into()]
+        }))
+    );
+}

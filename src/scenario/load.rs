@@ -446,7 +446,7 @@ fn scenario_from(
     if let Some(Value::Object(e)) = field(obj, "expected") {
         unknown_keys.extend(key_problems(e, EXPECTED_KEYS, "expected."));
     }
-    Ok(Scenario {
+    let mut scenario = Scenario {
         id: id.to_owned(),
         title: string("title")?.unwrap_or_default(),
         risk,
@@ -468,7 +468,9 @@ fn scenario_from(
         file: path.to_owned(),
         risk_set,
         unknown_keys,
-    })
+    };
+    scenario.configure_oracles();
+    Ok(scenario)
 }
 
 fn string_list(v: Option<&Value>) -> Result<Vec<String>, ()> {

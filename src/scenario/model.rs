@@ -6,6 +6,7 @@ use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::oracle::typed::{Fallbacks, Oracle};
 use crate::trace::json::eq_ci;
 
 /// How much a scenario's failure matters; drives `--fail-on`.
@@ -60,32 +61,44 @@ pub struct Expected {
     pub requires_approval: Option<bool>,
 }
 
-/// One entry of `oracles[]`, kept as written: parameters are looked up by name,
-/// case-insensitively, when the oracle is judged. Its strict-parameter problems are found once,
-/// when it is built, not for every trace.
+/// One entry of `oracles[]`: the object as written and the typed oracle it configures into,
+/// once, when its scenario loads (with the scenario's fallbacks). Judging reads no parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OracleSpec {
     /// Position in the scenario's `oracles` array.
     pub index: usize,
     /// The object as written.
     pub params: Map<String, Value>,
-    /// What the strict-parameter rules find wrong with it (empty when well-formed, or when its
-    /// type is unknown: that is reported as such).
-    pub problems: Vec<String>,
+    /// The configured oracle; `Err` says what is wrong (a misconfiguration: the strict-parameter
+    /// problems, else its own); `None` for a type this version does not know (judged as
+    /// `unknown:<type>`).
+    pub oracle: Option<Result<Oracle, String>>,
 }
 
 impl OracleSpec {
-    /// The oracle at `index` of a scenario, with its parameters checked once.
+    /// The oracle at `index`, configured on its own (without a scenario's fallbacks).
     pub fn new(index: usize, params: Map<String, Value>) -> OracleSpec {
         let mut spec = OracleSpec {
             index,
             params,
-            problems: Vec::new(),
+            oracle: None,
         };
-        if let Some(t) = crate::oracle::registry::lookup(spec.type_name()) {
-            spec.problems = crate::oracle::registry::param_problems(t, &spec);
-        }
+        spec.configure(&Fallbacks::none());
         spec
+    }
+
+    /// (Re)configures the oracle with `fallbacks`.
+    pub(crate) fn configure(&mut self, fallbacks: &Fallbacks<'_>) {
+        self.oracle = crate::oracle::registry::lookup(self.type_name())
+            .map(|t| crate::oracle::registry::configure(t, self, fallbacks));
+    }
+
+    /// What is wrong with a known oracle's configuration.
+    pub fn misconfiguration(&self) -> Option<&str> {
+        match &self.oracle {
+            Some(Err(e)) => Some(e),
+            _ => None,
+        }
     }
 
     /// A parameter by name, matched as the strict-parameter rules compare names: ignoring ASCII
@@ -156,6 +169,17 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Configures every oracle with this scenario's fallbacks (its `expected` values, metadata
+    /// and contract): done when it loads, and again after any of those change.
+    pub fn configure_oracles(&mut self) {
+        let mut oracles = std::mem::take(&mut self.oracles);
+        let fallbacks = Fallbacks::of(self);
+        for o in &mut oracles {
+            o.configure(&fallbacks);
+        }
+        self.oracles = oracles;
+    }
+
     /// A metadata entry, key matched case-insensitively.
     pub fn metadata(&self, name: &str) -> Option<&str> {
         self.metadata
