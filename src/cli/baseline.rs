@@ -32,7 +32,7 @@ pub(super) fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<
 
 fn refuse_under_ci(ci: &CiArgs, what: &str) -> Option<i32> {
     if is_ci(ci) {
-        eprintln!(
+        diag!(
             "error: `baseline {what}` refuses to run under CI (baselines are approved in review, not in CI); run it locally, or pass `--no-ci` if this is not CI"
         );
         return Some(exit::FAILURE);
@@ -165,7 +165,7 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
         .filter(|p| matches(p, &args.filters))
         .collect();
     if chosen.is_empty() {
-        eprintln!(
+        diag!(
             "nothing to {verb}: no pending baseline matches in `{}`",
             args.dir.baselines
         );
@@ -281,7 +281,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             if let Some(e) = &row.error {
                 if e.category != "no-trace" {
                     skipped += 1;
-                    eprintln!("skipped  {what}: {}", e.message);
+                    diag!("skipped  {what}: {}", e.message);
                 }
             }
             continue;
@@ -293,7 +293,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             )
         }) {
             skipped += 1;
-            eprintln!("skipped  {what}: {}", d.detail);
+            diag!("skipped  {what}: {}", d.detail);
             continue;
         }
         if row.drift.is_empty() {
@@ -314,7 +314,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         "{written} written, {unchanged} unchanged, {skipped} skipped"
     )?;
     if written + unchanged == 0 {
-        eprintln!("nothing approved: no trace under the paths could be judged");
+        diag!("nothing approved: no trace under the paths could be judged");
         return Ok(exit::FAILURE);
     }
     Ok(exit::OK)

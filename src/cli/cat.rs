@@ -17,14 +17,14 @@ pub(super) fn run(args: &CatArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     match file.verify_seal(false) {
         Ok(seal) if seal.sealed => Ok(exit::OK),
         Ok(_) => {
-            eprintln!(
+            diag!(
                 "note: `{}` is not sealed; seal it with `tracereplay pack`",
                 args.trace
             );
             Ok(exit::OK)
         }
         Err(e) => {
-            eprintln!("warning: {}", error_chain(&e));
+            diag!("warning: {}", error_chain(&e));
             Ok(exit::FAILURE)
         }
     }

@@ -54,7 +54,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
     } else {
         // A scenario id: every trace whose header names it.
         let Some(scenario) = lookup(target) else {
-            eprintln!(
+            diag!(
                 "error: `{target}` is neither an existing trace file nor a scenario id under {}",
                 roots
                     .iter()
@@ -77,7 +77,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
             .collect();
         paths.sort();
         if paths.is_empty() {
-            eprintln!(
+            diag!(
                 "error: scenario `{}` has no trace under the search paths",
                 scenario.id
             );
@@ -99,7 +99,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
 
 fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let Some(run) = latest_run(&args.runs) else {
-        eprintln!(
+        diag!(
             "error: no run folder under `{}`; write one with `tracereplay check --artifacts`",
             args.runs
         );

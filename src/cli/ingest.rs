@@ -36,7 +36,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     };
     let raw_opt_in = raw_prompts_opted_in(args.dev_raw_prompts);
     if raw_opt_in {
-        eprintln!(
+        diag!(
             "note: raw prompt text goes to `*.prompts.ndjson` sidecars (developer opt-in via `--dev-raw-prompts` or `{RAW_OPT_IN_ENV}=1`); keep them out of version control"
         );
     }
@@ -62,7 +62,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             if p.rejected {
                 rejected += 1;
             }
-            eprintln!(
+            diag!(
                 "{}: `{input}`, {}: {}",
                 if p.rejected { "error" } else { "warning" },
                 p.position,
@@ -76,9 +76,10 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 .join(format!("{}.trace.ndjson.zst", encode_segment(&run.case)));
             if !written.insert(dest.to_string()) {
                 rejected += 1;
-                eprintln!(
+                diag!(
                     "error: `{input}`: scenario `{}` case `{}` was already written in this run; give the inputs distinct `--case` names",
-                    run.scenario, run.case
+                    run.scenario,
+                    run.case
                 );
                 continue;
             }

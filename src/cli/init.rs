@@ -63,7 +63,7 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
         .map(|p| format!("`{p}`"))
         .collect();
     if !existing.is_empty() {
-        eprintln!(
+        diag!(
             "error: {} already there; `init` never overwrites (remove them or start elsewhere)",
             existing.join(", ")
         );

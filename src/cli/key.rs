@@ -16,7 +16,7 @@ pub(super) fn run(cmd: &KeyCommand, out: &mut dyn Write) -> anyhow::Result<i32> 
                 .map_err(|e| anyhow::anyhow!("cannot read the system's random source: {e}"))?;
             let key: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             writeln!(out, "{key}")?;
-            eprintln!(
+            diag!(
                 "store this as the `{KEY_ENV}` secret of your CI and recorders; its key id is {}",
                 key_id(key.as_bytes())
             );
@@ -28,7 +28,7 @@ pub(super) fn run(cmd: &KeyCommand, out: &mut dyn Write) -> anyhow::Result<i32> 
                 Ok(exit::OK)
             }
             None => {
-                eprintln!("error: `{KEY_ENV}` is not set; make a key with `tracereplay key new`");
+                diag!("error: `{KEY_ENV}` is not set; make a key with `tracereplay key new`");
                 Ok(exit::ERROR)
             }
         },

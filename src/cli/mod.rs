@@ -1,5 +1,19 @@
 //! The command layer (the `cli` feature): parse flags, call the library, render, pick the exit
 //! code.
+//!
+//! Nothing here prints with `print!`/`eprintln!` (they panic when the reader has gone, as in
+//! `2>&1 | head`): results go through the `out` writer, whose broken pipe ends the run quietly,
+//! and diagnostics through `diag!`, which drops what a closed stderr cannot take.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+/// `eprintln!` that never panics: a diagnostic to a closed stderr (`2>&1 | head`) is dropped,
+/// where `eprintln!` would panic.
+macro_rules! diag {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 pub mod args;
 mod baseline;
@@ -37,7 +51,7 @@ pub fn main() -> i32 {
         Err(e) if is_broken_pipe(&e) => exit::OK,
         Err(e) => {
             let _ = out.flush();
-            eprintln!("error: {e:#}");
+            diag!("error: {e:#}");
             exit::ERROR
         }
     }

@@ -40,7 +40,7 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             Ok(line) => writeln!(out, "{line}")?,
             Err(e) => {
                 refused += 1;
-                eprintln!("error: refused `{input}`: {}", error_chain(e.as_ref()));
+                diag!("error: refused `{input}`: {}", error_chain(e.as_ref()));
             }
         }
     }

@@ -406,3 +406,41 @@ fn keys_opt_in_and_errors() {
     );
     assert!(!env.path("plain/s/default.prompts.ndjson").exists());
 }
+
+/// A reader that goes away (`tracereplay ingest … 2>&1 | head -1`) ends the command quietly:
+/// its diagnostics are dropped, never a panic (exit 101).
+#[test]
+fn a_closed_pipe_ends_ingest_quietly() {
+    let env = Env::new();
+    let bad = format!(
+        "{}\nnot json at all\n",
+        std::fs::read_to_string(fixture("multiturn.jsonl")).unwrap()
+    );
+    env.write("in.jsonl", bad);
+    for round in 0..20 {
+        let args = [
+            "ingest",
+            "--from",
+            "openai-messages",
+            "in.jsonl",
+            "-o",
+            "traces",
+            "--scenario",
+            "booking",
+        ];
+        let mut child = env
+            .command(&args, &[KEY])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close both ends the command writes to before it writes.
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let status = child.wait().unwrap();
+        assert!(
+            matches!(status.code(), Some(0..=2)),
+            "round {round}: {status:?}"
+        );
+    }
+}
