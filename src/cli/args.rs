@@ -160,30 +160,52 @@ pub struct LintArgs {
 pub enum IngestFormatArg {
     /// OpenClaw.NET scenario files with a `scriptedTrace`.
     OpenclawScenario,
-    /// OpenAI Chat Completions messages or Responses API items.
+    /// OpenAI Chat Completions messages (also tau-bench and tau2-bench results) or Responses API
+    /// items.
     OpenaiMessages,
-    /// OTLP/JSON trace exports with GenAI semantic conventions.
+    /// OTLP/JSON trace exports (one document per file or per line).
     OtlpJson,
+    /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`: a span, a list, `{"spans": …}`).
+    OtelSpans,
 }
 
 /// `ingest` flags.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    /// The input format.
+    /// The input format (detected from each file's content when not given; the choice is
+    /// printed).
     #[arg(long, value_enum)]
-    pub from: IngestFormatArg,
+    pub from: Option<IngestFormatArg>,
     /// Input files.
     #[arg(value_name = "IN", required = true)]
     pub inputs: Vec<Utf8PathBuf>,
     /// Output directory: traces go to `DIR/<scenario>/<case>.trace.ndjson.zst`.
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: Utf8PathBuf,
-    /// The scenario id (required when the input names none).
+    /// The scenario of every run (else named from the input: its scenario, task, agent, or the
+    /// file's stem).
     #[arg(long, value_name = "ID")]
     pub scenario: Option<String>,
-    /// The case of a single run, or the prefix of several (`NAME-1`…).
+    /// The case of every run (else named from the input: trial, trace id, the run's id, or the
+    /// file's stem).
     #[arg(long, value_name = "NAME")]
     pub case: Option<String>,
+    /// Name runs by a template, `SCENARIO/CASE` with placeholders `{task}`, `{trial}`,
+    /// `{domain}`, `{agent}`, `{trace}`, `{id}`, `{source}`, `{file}`, `{n}`.
+    #[arg(long, value_name = "TEMPLATE", conflicts_with_all = ["scenario", "case"])]
+    pub name: Option<String>,
+    /// Replace a trace that exists with different content (identical content is never
+    /// rewritten).
+    #[arg(long)]
+    pub force: bool,
+    /// Write runs that hold no agent event (no user message, inference, tool call or final
+    /// answer).
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Also write one scenario per benchmark task (tau-bench, tau2-bench) from the benchmark's
+    /// own expectations, for a person to review.
+    #[arg(long)]
+    pub emit_scenarios: bool,
     /// Write unkeyed `b3:` prompt hashes instead of requiring `TRACEREPLAY_HASH_KEY`.
     #[arg(long)]
     pub unkeyed: bool,

@@ -1,16 +1,54 @@
 //! `tracereplay ingest`: foreign recordings in, sealed traces out under `DIR/<scenario>/`.
+//!
+//! Per input it prints what it wrote (traces, events by kind), what was unchanged and what it
+//! skipped, by reason. A run is never silently lost or replaced: a run the importer refuses,
+//! a name two runs share, or a trace that exists with different content (without `--force`)
+//! makes the exit code 1; identical content is left as it is, so ingesting again is a no-op.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+
+use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::baseline::encode_segment;
 use crate::discover::display_path;
-use crate::ingest::{Format, IngestOptions, ingest};
+use crate::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
 use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
+use crate::trace::{Limits, TraceFile};
 use anyhow::{Context, bail};
 
 use super::args::{IngestArgs, IngestFormatArg};
 use super::exit;
+
+fn format_of(arg: IngestFormatArg) -> Format {
+    match arg {
+        IngestFormatArg::OpenclawScenario => Format::OpenclawScenario,
+        IngestFormatArg::OpenaiMessages => Format::OpenaiMessages,
+        IngestFormatArg::OtlpJson => Format::OtlpJson,
+        IngestFormatArg::OtelSpans => Format::OtelSpans,
+    }
+}
+
+/// The file's name up to its first `.` (`runs.jsonl` → `runs`).
+fn stem(path: &Utf8Path) -> String {
+    let name = path.file_name().unwrap_or("run");
+    name.split('.').next().unwrap_or(name).to_owned()
+}
+
+/// What happened to one input.
+#[derive(Default)]
+struct Tally {
+    written: usize,
+    unchanged: usize,
+    failed: usize,
+    events: BTreeMap<&'static str, usize>,
+}
+
+/// The content hash of the sealed trace at `path`, if there is one that reads.
+fn existing_hash(path: &Utf8Path) -> Option<String> {
+    let file = TraceFile::open(path, Limits::default()).ok()?;
+    file.verify_seal(true).ok().map(|s| s.content_hash)
+}
 
 /// Runs `ingest`; `Err` means exit 2.
 pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
@@ -29,38 +67,45 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
     // Every trace written stays inside `-o DIR`, never through a symlink under it.
     let confined = crate::fsutil::Confined::new(args.out.clone());
-    let format = match args.from {
-        IngestFormatArg::OpenclawScenario => Format::OpenclawScenario,
-        IngestFormatArg::OpenaiMessages => Format::OpenaiMessages,
-        IngestFormatArg::OtlpJson => Format::OtlpJson,
-    };
     let raw_opt_in = raw_prompts_opted_in(args.dev_raw_prompts);
     if raw_opt_in {
         diag!(
             "note: raw prompt text goes to `*.prompts.ndjson` sidecars (developer opt-in via `--dev-raw-prompts` or `{RAW_OPT_IN_ENV}=1`); keep them out of version control"
         );
     }
-    let mut written: HashSet<String> = HashSet::new();
-    let mut rejected = 0;
+    // Traces written by this run: destination → the input that wrote it.
+    let mut written: HashMap<Utf8PathBuf, Utf8PathBuf> = HashMap::new();
+    let mut failed = 0;
     for input in &args.inputs {
-        // With several inputs, each file's runs are told apart by the file's name.
-        let case = args.case.clone().or_else(|| {
-            (args.inputs.len() > 1).then(|| {
-                let name = input.file_name().unwrap_or("run");
-                name.split('.').next().unwrap_or(name).to_owned()
-            })
-        });
+        let bytes = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
+        let format = match args.from {
+            Some(f) => format_of(f),
+            None => match detect(&bytes) {
+                Ok(f) => {
+                    diag!("`{input}`: read as {}", f.name());
+                    f
+                }
+                Err(e) => {
+                    diag!("error: `{input}`: {e}");
+                    failed += 1;
+                    continue;
+                }
+            },
+        };
         let opts = IngestOptions {
             hasher: hasher.clone(),
             raw_opt_in,
             scenario: args.scenario.clone(),
-            case,
+            case: args.case.clone(),
+            name: args.name.clone(),
+            file_stem: Some(stem(input)),
+            allow_empty: args.allow_empty,
         };
-        let bytes = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
         let outcome = ingest(format, &bytes, &opts);
+        let mut tally = Tally::default();
         for p in &outcome.problems {
             if p.rejected {
-                rejected += 1;
+                tally.failed += 1;
             }
             diag!(
                 "{}: `{input}`, {}: {}",
@@ -69,36 +114,166 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 p.message
             );
         }
+        if outcome.runs.is_empty() && outcome.problems.is_empty() {
+            diag!("error: `{input}`: no run found");
+            tally.failed += 1;
+        }
         for run in outcome.runs {
-            let dest = args
-                .out
-                .join(encode_segment(&run.scenario))
-                .join(format!("{}.trace.ndjson.zst", encode_segment(&run.case)));
-            if !written.insert(dest.to_string()) {
-                rejected += 1;
-                diag!(
-                    "error: `{input}`: scenario `{}` case `{}` was already written in this run; give the inputs distinct `--case` names",
-                    run.scenario,
-                    run.case
-                );
+            store(&run, input, args, &confined, &mut written, &mut tally, out)?;
+        }
+        if args.emit_scenarios {
+            tally.failed += emit_scenarios(format, &bytes, input, args, &opts, &confined, out)?;
+        }
+        summarise(input, format, &tally, &outcome.skipped, out)?;
+        failed += tally.failed;
+    }
+    Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
+}
+
+/// Writes one run, unless this run already wrote that name or a different trace is there.
+fn store(
+    run: &IngestedRun,
+    input: &Utf8Path,
+    args: &IngestArgs,
+    confined: &crate::fsutil::Confined,
+    written: &mut HashMap<Utf8PathBuf, Utf8PathBuf>,
+    tally: &mut Tally,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let dest = (args.out.join(encode_segment(&run.scenario)))
+        .join(format!("{}.trace.ndjson.zst", encode_segment(&run.case)));
+    let shown = display_path(&dest);
+    if let Some(by) = written.get(&dest) {
+        diag!(
+            "error: `{input}`: scenario `{}` case `{}` was already written by `{by}` in this run (`{shown}`); name the runs apart with `--name` or `--case`",
+            run.scenario,
+            run.case,
+        );
+        tally.failed += 1;
+        return Ok(());
+    }
+    written.insert(dest.clone(), input.to_owned());
+    match existing_hash(&dest) {
+        Some(h) if h == run.trace.content_hash => {
+            tally.unchanged += 1;
+            writeln!(out, "unchanged {shown}  {}/{}  {h}", run.scenario, run.case)?;
+            return Ok(());
+        }
+        Some(h) if !args.force => {
+            diag!(
+                "error: `{input}`: `{shown}` holds a different trace ({h}, the new one is {}); not replaced — pass `--force` to replace it, or name the runs apart with `--name`",
+                run.trace.content_hash
+            );
+            tally.failed += 1;
+            return Ok(());
+        }
+        None if dest.exists() && !args.force => {
+            diag!(
+                "error: `{input}`: `{shown}` exists and is not a readable sealed trace; not replaced — pass `--force` to replace it"
+            );
+            tally.failed += 1;
+            return Ok(());
+        }
+        _ => {}
+    }
+    run.trace
+        .write_in(confined, &dest)
+        .with_context(|| format!("cannot write `{dest}`"))?;
+    tally.written += 1;
+    for (k, n) in &run.events {
+        *tally.events.entry(k).or_default() += n;
+    }
+    writeln!(
+        out,
+        "wrote {shown}  {}/{}  {}",
+        run.scenario, run.case, run.trace.content_hash
+    )?;
+    Ok(())
+}
+
+/// One line per input: what was written, unchanged and skipped.
+fn summarise(
+    input: &Utf8Path,
+    format: Format,
+    tally: &Tally,
+    skipped: &BTreeMap<String, usize>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let events: Vec<String> = (tally.events.iter())
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let mut line = format!(
+        "`{input}` ({}): {} trace(s) written, {} unchanged, {} refused",
+        format.name(),
+        tally.written,
+        tally.unchanged,
+        tally.failed
+    );
+    if !events.is_empty() {
+        line.push_str(&format!("; events written: {}", events.join(", ")));
+    }
+    if !skipped.is_empty() {
+        let s: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        line.push_str(&format!("; skipped: {}", s.join(", ")));
+    }
+    writeln!(out, "{line}")?;
+    Ok(())
+}
+
+/// `--emit-scenarios`: one scenario file per task, beside the traces; returns the number of
+/// scenario files refused.
+fn emit_scenarios(
+    format: Format,
+    bytes: &[u8],
+    input: &Utf8Path,
+    args: &IngestArgs,
+    opts: &IngestOptions,
+    confined: &crate::fsutil::Confined,
+    out: &mut dyn Write,
+) -> anyhow::Result<usize> {
+    if format != Format::OpenaiMessages {
+        diag!(
+            "warning: `{input}`: `--emit-scenarios` reads tau-bench and tau2-bench results; this input has no ground truth to emit"
+        );
+        return Ok(0);
+    }
+    let mut refused = 0;
+    let emitted = match crate::ingest::ground_truth::scenarios(bytes, opts) {
+        Ok(e) => e,
+        Err(e) => {
+            diag!("error: `{input}`: {e}");
+            return Ok(1);
+        }
+    };
+    if emitted.is_empty() {
+        diag!(
+            "warning: `{input}`: no benchmark task with expected actions found; no scenario emitted"
+        );
+    }
+    for (id, text) in emitted {
+        let dest = args
+            .out
+            .join(encode_segment(&id))
+            .join(format!("{}.scenario.json", encode_segment(&id)));
+        let shown = display_path(&dest);
+        match std::fs::read(&dest) {
+            Ok(old) if old == text.as_bytes() => {
+                writeln!(out, "unchanged {shown}  scenario {id}")?;
                 continue;
             }
-            run.trace
-                .write_in(&confined, &dest)
-                .with_context(|| format!("cannot write `{dest}`"))?;
-            writeln!(
-                out,
-                "wrote {}  {}/{}  {}",
-                display_path(&dest),
-                run.scenario,
-                run.case,
-                run.trace.content_hash
-            )?;
+            Ok(_) if !args.force => {
+                diag!(
+                    "error: `{input}`: `{shown}` holds a different scenario; not replaced (a reviewed scenario is not overwritten) — pass `--force` to replace it"
+                );
+                refused += 1;
+                continue;
+            }
+            _ => {}
         }
+        confined
+            .write(&dest, text.as_bytes(), true)
+            .with_context(|| format!("cannot write `{dest}`"))?;
+        writeln!(out, "wrote {shown}  scenario {id}")?;
     }
-    Ok(if rejected > 0 {
-        exit::FAILURE
-    } else {
-        exit::OK
-    })
+    Ok(refused)
 }

@@ -156,6 +156,9 @@ pub(crate) fn judge_scripted(
         raw_opt_in: false,
         scenario: None,
         case: None,
+        name: None,
+        file_stem: None,
+        allow_empty: true,
     };
     // The scenario's input is never judged or copied: only the steps become events.
     let sealed = match crate::ingest::openclaw::scripted_trace(

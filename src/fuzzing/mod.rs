@@ -357,7 +357,11 @@ pub fn ingest(format: Format, bytes: &[u8]) {
         raw_opt_in: false,
         scenario: None,
         case: None,
+        name: None,
+        file_stem: Some("fuzz".into()),
+        allow_empty: true,
     };
+    let _ = crate::ingest::detect(bytes);
     let outcome = crate::ingest::ingest(format, bytes, &opts);
     for run in &outcome.runs {
         let file = TraceFile::from_bytes(PATH, run.trace.bytes.clone(), false);

@@ -19,6 +19,7 @@ pub(super) fn check_of(target: &str) -> fn(&[u8]) {
         "ingest_openclaw" => |b| ingest(Format::OpenclawScenario, b),
         "ingest_openai" => |b| ingest(Format::OpenaiMessages, b),
         "ingest_otlp" => |b| ingest(Format::OtlpJson, b),
+        "ingest_otel_spans" => |b| ingest(Format::OtelSpans, b),
         other => panic!("no fuzz target `{other}`"),
     }
 }
@@ -61,7 +62,7 @@ fn replay(dir: &str) -> usize {
 #[test]
 fn every_target_has_a_check_and_seeds() {
     let targets = targets();
-    assert_eq!(targets.len(), 11, "{targets:?}");
+    assert_eq!(targets.len(), 12, "{targets:?}");
     for t in &targets {
         check_of(t);
         let seeds = std::fs::read_dir(fuzz_dir().join("corpus").join(t))

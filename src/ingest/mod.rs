@@ -1,18 +1,47 @@
 //! Importers: foreign recordings in, sealed traces out, prompts hashed on the way in.
 //!
 //! One file per format: [`openclaw`] (harness scenarios with a `scriptedTrace`), [`openai`]
-//! (Chat Completions message lists and Responses API items), [`otlp`] (OpenTelemetry GenAI
-//! spans). Each returns the runs it could build and the problems it met, each naming the file
-//! and a position; one bad run never stops the others.
+//! (Chat Completions message lists, tau-bench and tau2-bench results, Responses API items),
+//! [`spans`] (OpenTelemetry spans, as OTLP/JSON exports or SDK span JSON). Each returns the runs
+//! it could build and the problems it met, each naming a position in the input; one bad run
+//! never stops the others. Runs are named by [`naming`]; [`detect`] picks the format when
+//! `--from` is not given.
 
+mod detect;
+pub mod ground_truth;
+pub mod naming;
 pub mod openai;
 pub mod openclaw;
-pub mod otlp;
+pub mod spans;
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+pub use detect::detect;
+pub use naming::{Position, RunIds};
+
 use crate::privacy::PromptHasher;
 use crate::trace::{Event, EventBody, Header, Json, RunStatus, SealedTrace, Str, TraceWriter};
+
+/// The event kinds a trace can hold, as `EventBody::kind` names them.
+const KNOWN_KIND_NAMES: &[&str] = &[
+    "user_message",
+    "inference",
+    "tool_call",
+    "tool_result",
+    "approval_request",
+    "approval_decision",
+    "message",
+    "message_edit",
+    "message_delete",
+    "artifact",
+    "state_change",
+    "error",
+    "note",
+    "final_answer",
+    "run_end",
+];
 
 /// Which importer to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,8 +50,10 @@ pub enum Format {
     OpenclawScenario,
     /// OpenAI Chat Completions messages or Responses API items.
     OpenaiMessages,
-    /// OTLP/JSON trace exports with GenAI semantic conventions.
+    /// OTLP/JSON trace exports (GenAI conventions, OpenInference, Vercel AI SDK, Traceloop).
     OtlpJson,
+    /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`), the same conventions.
+    OtelSpans,
 }
 
 impl Format {
@@ -32,6 +63,7 @@ impl Format {
             Format::OpenclawScenario => "openclaw-scenario",
             Format::OpenaiMessages => "openai-messages",
             Format::OtlpJson => "otlp-json",
+            Format::OtelSpans => "otel-spans",
         }
     }
 }
@@ -43,10 +75,44 @@ pub struct IngestOptions {
     pub hasher: PromptHasher,
     /// The developer opt-in for raw-prompt sidecars.
     pub raw_opt_in: bool,
-    /// `--scenario`: the scenario id when the input names none (or to override it).
+    /// `--scenario`: the scenario of every run (else named by [`naming`]).
     pub scenario: Option<String>,
-    /// `--case`: the case of a single run, or the prefix of several.
+    /// `--case`: the case of every run (else named by [`naming`]).
     pub case: Option<String>,
+    /// `--name`: a naming template (see [`naming`]).
+    pub name: Option<String>,
+    /// The input file's stem, for names of runs without identifiers.
+    pub file_stem: Option<String>,
+    /// `--allow-empty`: write runs that hold no agent event.
+    pub allow_empty: bool,
+}
+
+impl IngestedRun {
+    /// A run of `scenario`/`case`, its events counted by kind.
+    pub fn new(scenario: String, case: String, trace: SealedTrace) -> IngestedRun {
+        let events = events_of(&trace.bytes);
+        IngestedRun {
+            scenario,
+            case,
+            trace,
+            events,
+        }
+    }
+}
+
+/// The events of sealed trace bytes by kind: the writer puts `kind` first on every line.
+fn events_of(bytes: &[u8]) -> BTreeMap<&'static str, usize> {
+    let mut out = BTreeMap::new();
+    for line in bytes.split(|b| *b == b'\n').skip(1) {
+        let Some(rest) = line.strip_prefix(b"{\"kind\":\"") else {
+            continue;
+        };
+        let kind = &rest[..memchr::memchr(b'"', rest).unwrap_or(0)];
+        if let Some(k) = KNOWN_KIND_NAMES.iter().find(|k| k.as_bytes() == kind) {
+            *out.entry(*k).or_default() += 1;
+        }
+    }
+    out
 }
 
 /// One run turned into a sealed trace.
@@ -58,6 +124,8 @@ pub struct IngestedRun {
     pub case: String,
     /// The sealed trace (and sidecar, when opted in).
     pub trace: SealedTrace,
+    /// Its events by kind.
+    pub events: BTreeMap<&'static str, usize>,
 }
 
 /// Something an importer could not take, with its position in the input.
@@ -78,6 +146,8 @@ pub struct IngestOutcome {
     pub runs: Vec<IngestedRun>,
     /// Problems met.
     pub problems: Vec<IngestProblem>,
+    /// What was read but not mapped to any event, by reason, with counts.
+    pub skipped: BTreeMap<String, usize>,
 }
 
 impl IngestOutcome {
@@ -87,6 +157,29 @@ impl IngestOutcome {
             message: message.into(),
             rejected: true,
         });
+    }
+
+    /// Takes in what another part of the input produced.
+    fn merge(&mut self, other: IngestOutcome) {
+        self.runs.extend(other.runs);
+        self.problems.extend(other.problems);
+        for (k, n) in other.skipped {
+            *self.skipped.entry(k).or_default() += n;
+        }
+    }
+
+    /// Adds a run — unless it holds no agent event (no user message, inference, tool call or
+    /// final answer) and `--allow-empty` was not given: then it is refused at `position`, and
+    /// nothing is written.
+    pub fn add(&mut self, run: IngestedRun, position: &str, opts: &IngestOptions) {
+        if !opts.allow_empty && !AGENT_KINDS.iter().any(|k| run.events.contains_key(k)) {
+            self.reject(
+                position,
+                "no agent event (no user message, inference, tool call or final answer): nothing written; pass `--allow-empty` to write it anyway",
+            );
+            return;
+        }
+        self.runs.push(run);
     }
 
     fn warn(&mut self, position: impl Into<String>, message: impl Into<String>) {
@@ -103,19 +196,21 @@ pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutco
     match format {
         Format::OpenclawScenario => openclaw::ingest(bytes, opts),
         Format::OpenaiMessages => openai::ingest(bytes, opts),
-        Format::OtlpJson => otlp::ingest(bytes, opts),
+        Format::OtlpJson | Format::OtelSpans => {
+            let mut outcome = IngestOutcome::default();
+            let read = if format == Format::OtlpJson {
+                spans::otlp::read(bytes, &mut outcome)
+            } else {
+                spans::sdk::read(bytes, &mut outcome)
+            };
+            spans::ingest(format, read, opts, &mut outcome);
+            outcome
+        }
     }
 }
 
-/// The case of run `index` (0-based) of `count` runs in one input.
-pub fn case_name(opts: &IngestOptions, index: usize, count: usize) -> String {
-    match (&opts.case, count) {
-        (Some(c), 1) => c.clone(),
-        (None, 1) => "default".to_owned(),
-        (Some(c), _) => format!("{c}-{}", index + 1),
-        (None, _) => format!("sample-{}", index + 1),
-    }
-}
+/// The event kinds that show what an agent did: a run without any is not a run.
+const AGENT_KINDS: &[&str] = &["user_message", "inference", "tool_call", "final_answer"];
 
 /// Builds one run's trace with the spec's key order, hashing prompts as it goes.
 pub struct RunBuilder {
@@ -124,6 +219,8 @@ pub struct RunBuilder {
     pub last_seq: u64,
     final_answer: bool,
     run_end: bool,
+    scenario: String,
+    case: String,
 }
 
 impl RunBuilder {
@@ -143,6 +240,8 @@ impl RunBuilder {
             last_seq: 0,
             final_answer: false,
             run_end: false,
+            scenario: scenario.to_owned(),
+            case: case.to_owned(),
         }
     }
 
@@ -167,6 +266,21 @@ impl RunBuilder {
         self.writer.push_event(e);
     }
 
+    /// Finishes the run (as [`RunBuilder::finish`]) and adds it to `outcome` — unless it holds
+    /// no agent event (no user message, inference, tool call or final answer) and
+    /// `--allow-empty` was not given: then it is refused at `position`, and nothing is written.
+    pub fn finish_into(
+        self,
+        outcome: &mut IngestOutcome,
+        position: &str,
+        opts: &IngestOptions,
+        (final_answer, status, error): (Option<String>, RunStatus, Option<String>),
+    ) {
+        let (scenario, case) = (self.scenario.clone(), self.case.clone());
+        let run = IngestedRun::new(scenario, case, self.finish(final_answer, status, error));
+        outcome.add(run, position, opts);
+    }
+
     /// Adds the final answer (if not yet given and non-empty) and a `run_end`, then seals.
     pub fn finish(
         mut self,
@@ -174,6 +288,12 @@ impl RunBuilder {
         status: RunStatus,
         error: Option<String>,
     ) -> SealedTrace {
+        self.complete(final_answer, status, error);
+        self.writer.finish()
+    }
+
+    /// Adds the final answer (if not yet given and non-empty) and a `run_end`.
+    fn complete(&mut self, final_answer: Option<String>, status: RunStatus, error: Option<String>) {
         if let Some(text) = final_answer.filter(|t| !t.is_empty()) {
             if !self.final_answer {
                 self.push(
@@ -193,7 +313,6 @@ impl RunBuilder {
                 },
             );
         }
-        self.writer.finish()
     }
 }
 

@@ -15,25 +15,42 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rayon::prelude::*;
 use serde_json::Value;
 
+use super::naming::{self, Position, RunIds};
 use super::{
-    Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, case_name,
-    content_text,
+    Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, content_text,
 };
 use crate::trace::{
     EventBody, Finish, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str, Usage,
 };
 
-/// One run found in the input: its messages (or items) and where it came from.
+/// One run found in the input: its messages (or items), where it came from, and the
+/// identifiers it carries.
 struct RawRun {
     position: String,
-    scenario: Option<String>,
+    ids: RunIds,
     model: Option<String>,
     items: Vec<Value>,
 }
 
-fn runs_of(value: Value, position: String, out: &mut Vec<RawRun>, outcome: &mut IngestOutcome) {
+/// A scalar as an identifier (`3`, `"12"`).
+fn id_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn runs_of(
+    value: Value,
+    position: String,
+    inherited: &RunIds,
+    out: &mut Vec<RawRun>,
+    outcome: &mut IngestOutcome,
+) {
     match value {
         Value::Array(items)
             if items
@@ -42,26 +59,31 @@ fn runs_of(value: Value, position: String, out: &mut Vec<RawRun>, outcome: &mut 
         {
             out.push(RawRun {
                 position,
-                scenario: None,
+                ids: inherited.clone(),
                 model: None,
                 items,
             });
         }
         Value::Array(runs) => {
             for (i, r) in runs.into_iter().enumerate() {
-                runs_of(r, format!("{position}, run {}", i + 1), out, outcome);
+                let at = format!("{position}, run {}", i + 1);
+                runs_of(r, at, inherited, out, outcome);
             }
         }
         Value::Object(mut o) if o.get("simulations").is_some_and(Value::is_array) => {
-            // tau2-bench results: `{tasks, simulations: [{messages, …}]}`.
+            // tau2-bench results: `{info, tasks, simulations: [{task_id, trial, messages, …}]}`.
+            let ids = RunIds {
+                source: Some("tau2".into()),
+                domain: id_text(
+                    o.get("info")
+                        .and_then(|i| i.pointer("/environment_info/domain_name")),
+                ),
+                ..inherited.clone()
+            };
             if let Some(Value::Array(sims)) = o.remove("simulations") {
                 for (i, sim) in sims.into_iter().enumerate() {
-                    runs_of(
-                        sim,
-                        format!("{position}, simulation {}", i + 1),
-                        out,
-                        outcome,
-                    );
+                    let at = format!("{position}, simulation {}", i + 1);
+                    runs_of(sim, at, &ids, out, outcome);
                 }
             }
         }
@@ -70,10 +92,21 @@ fn runs_of(value: Value, position: String, out: &mut Vec<RawRun>, outcome: &mut 
                 .remove("messages")
                 .or_else(|| o.remove("traj"))
                 .or_else(|| o.remove("input"));
+            let mut ids = inherited.clone();
+            ids.scenario = id_text(o.get("scenario")).or(ids.scenario);
+            ids.task = id_text(o.get("task_id")).or(ids.task);
+            ids.trial = id_text(o.get("trial")).or(ids.trial);
+            if ids.task.is_some() && ids.source.is_none() {
+                // tau-bench runs: `{task_id, trial, info, traj}`.
+                ids.source = Some("tau-bench".into());
+            }
+            if ids.task.is_none() {
+                ids.id = id_text(o.get("run_id")).or_else(|| id_text(o.get("id")));
+            }
             match items {
                 Some(Value::Array(items)) => out.push(RawRun {
                     position,
-                    scenario: o.get("scenario").and_then(Value::as_str).map(str::to_owned),
+                    ids,
                     model: o.get("model").and_then(Value::as_str).map(str::to_owned),
                     items,
                 }),
@@ -84,12 +117,13 @@ fn runs_of(value: Value, position: String, out: &mut Vec<RawRun>, outcome: &mut 
     }
 }
 
-/// Imports Chat Completions or Responses API recordings.
+/// Imports Chat Completions or Responses API recordings; runs are built in parallel.
 pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
     let mut raw = Vec::new();
+    let none = RunIds::default();
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => runs_of(v, "document".into(), &mut raw, &mut outcome),
+        Ok(v) => runs_of(v, "document".into(), &none, &mut raw, &mut outcome),
         Err(_) => {
             // JSON Lines: one run per line.
             for (i, line) in String::from_utf8_lossy(bytes).lines().enumerate() {
@@ -97,7 +131,10 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
                     continue;
                 }
                 match serde_json::from_str::<Value>(line) {
-                    Ok(v) => runs_of(v, format!("line {}", i + 1), &mut raw, &mut outcome),
+                    Ok(v) => {
+                        let at = format!("line {}", i + 1);
+                        runs_of(v, at, &none, &mut raw, &mut outcome);
+                    }
                     Err(e) => outcome.reject(
                         format!("line {}, column {}", i + 1, e.column()),
                         format!(
@@ -110,33 +147,42 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
         }
     }
     let count = raw.len();
-    for (i, run) in raw.into_iter().enumerate() {
-        let Some(scenario) = opts.scenario.clone().or(run.scenario.clone()) else {
-            outcome.reject(
-                &run.position,
-                "the input names no scenario; pass `--scenario ID`",
-            );
-            continue;
-        };
-        let case = case_name(opts, i, count);
-        let responses = run
-            .items
-            .iter()
-            .any(|m| m.get("role").is_none() && m.get("type").is_some());
-        let built = if responses {
-            responses_run(&run, &scenario, &case, opts, &mut outcome)
-        } else {
-            chat_run(&run, &scenario, &case, opts, &mut outcome)
-        };
-        if let Some(trace) = built {
-            outcome.runs.push(IngestedRun {
-                scenario,
-                case,
-                trace,
-            });
-        }
+    let built: Vec<IngestOutcome> = (raw.into_par_iter().enumerate())
+        .map(|(i, run)| {
+            let mut outcome = IngestOutcome::default();
+            let at = Position {
+                n: i + 1,
+                of: count,
+            };
+            build(&run, at, opts, &mut outcome);
+            outcome
+        })
+        .collect();
+    for b in built {
+        outcome.merge(b);
     }
     outcome
+}
+
+/// Builds one run into `outcome`.
+fn build(run: &RawRun, at: Position, opts: &IngestOptions, outcome: &mut IngestOutcome) {
+    let (scenario, case) = match naming::name(&run.ids, at, opts) {
+        Ok(n) => n,
+        Err(e) => return outcome.reject(&run.position, e),
+    };
+    let responses = run
+        .items
+        .iter()
+        .any(|m| m.get("role").is_none() && m.get("type").is_some());
+    let built = if responses {
+        responses_run(run, &scenario, &case, opts, outcome)
+    } else {
+        chat_run(run, &scenario, &case, opts, outcome)
+    };
+    if let Some(trace) = built {
+        let run_out = IngestedRun::new(scenario, case, trace);
+        outcome.add(run_out, &run.position, opts);
+    }
 }
 
 fn usage_of(m: &Value) -> Option<Usage> {

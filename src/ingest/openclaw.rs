@@ -14,6 +14,7 @@
 
 use serde_json::Value;
 
+use super::naming::{self, Position, RunIds};
 use super::{
     Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, parse_rfc3339_ms,
 };
@@ -46,9 +47,7 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
             outcome.reject(&at, "not a scenario object");
             continue;
         };
-        let Some(id) = opts
-            .scenario
-            .clone()
+        let Some(id) = (opts.scenario.clone())
             .or_else(|| field(obj, "id").and_then(Value::as_str).map(str::to_owned))
         else {
             outcome.reject(&at, "the scenario has no `id`; pass `--scenario ID`");
@@ -65,13 +64,24 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
             .and_then(|v| v.as_object())
             .and_then(|i| field(i, "userMessage"))
             .and_then(Value::as_str);
-        let case = opts.case.clone().unwrap_or_else(|| "scripted".to_owned());
-        match scripted_trace(&id, &case, user, script, opts) {
-            Ok(trace) => outcome.runs.push(IngestedRun {
-                scenario: id,
-                case,
-                trace,
-            }),
+        let ids = RunIds {
+            scenario: Some(id),
+            case: Some("scripted".to_owned()),
+            ..RunIds::default()
+        };
+        let at_run = Position {
+            n: i + 1,
+            of: scenarios.len(),
+        };
+        let (scenario, case) = match naming::name(&ids, at_run, opts) {
+            Ok(n) => n,
+            Err(e) => {
+                outcome.reject(&at, e);
+                continue;
+            }
+        };
+        match scripted_trace(&scenario, &case, user, script, opts) {
+            Ok(trace) => outcome.add(IngestedRun::new(scenario, case, trace), &at, opts),
             Err((step, message)) => outcome.reject(format!("{at}, step {step}"), message),
         }
     }

@@ -1,0 +1,111 @@
+//! Which importer reads an input, told from its content (`ingest` without `--from`): the first
+//! JSON value of the file (a document, the first line of JSON Lines, or the first of several
+//! concatenated values) is matched against each format's marks.
+
+use serde_json::Value;
+
+use super::Format;
+use super::spans::{otlp, sdk};
+use crate::scenario::field;
+
+/// What each format is recognised by, for the message when nothing matches.
+const LOOKED_FOR: &str = "an OTLP/JSON export (`resourceSpans`), OpenTelemetry SDK span JSON (spans with `context.span_id`), an OpenClaw scenario (`scriptedTrace`), or OpenAI-style messages (items with `role` or `type`, or runs with `messages`, `traj` or `simulations`)";
+
+/// The format of `bytes`, or why it cannot be told.
+pub fn detect(bytes: &[u8]) -> Result<Format, String> {
+    let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
+    let first = match stream.next() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            return Err(format!(
+                "line {}, column {}: not JSON ({}); looked for {LOOKED_FOR}",
+                e.line(),
+                e.column(),
+                crate::trace::json::message_without_position(&e)
+            ));
+        }
+        None => return Err(format!("empty; looked for {LOOKED_FOR}")),
+    };
+    if otlp::is_export(&first) {
+        return Ok(Format::OtlpJson);
+    }
+    if sdk::looks_like(&first) {
+        return Ok(Format::OtelSpans);
+    }
+    let objects: Vec<&Value> = match &first {
+        Value::Array(items) => items.iter().take(8).collect(),
+        v => vec![v],
+    };
+    let has = |v: &Value, key: &str| v.as_object().is_some_and(|o| field(o, key).is_some());
+    if objects.iter().any(|v| has(v, "scriptedTrace")) {
+        return Ok(Format::OpenclawScenario);
+    }
+    let message = |v: &Value| has(v, "role") || (has(v, "type") && !has(v, "oracles"));
+    let run = |v: &Value| {
+        ["messages", "traj", "simulations", "input"]
+            .iter()
+            .any(|k| has(v, k))
+    };
+    if !objects.is_empty() && objects.iter().all(|v| message(v) || run(v)) {
+        return Ok(Format::OpenaiMessages);
+    }
+    Err(format!(
+        "cannot tell its format: looked for {LOOKED_FOR}; pass `--from`"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_format_by_its_marks() {
+        let cases: &[(&str, Format)] = &[
+            (r#"{"resourceSpans":[]}"#, Format::OtlpJson),
+            (
+                "{\"resourceSpans\":[]}\n{\"resourceSpans\":[]}\n",
+                Format::OtlpJson,
+            ),
+            (
+                r#"{"spans":[{"name":"x","context":{"trace_id":1,"span_id":2}}]}"#,
+                Format::OtelSpans,
+            ),
+            (
+                r#"[{"name":"x","context":{"trace_id":"0x1","span_id":"0x2"}}]"#,
+                Format::OtelSpans,
+            ),
+            (
+                r#"{"name":"x","context":{"trace_id":1,"span_id":2}} {"name":"y","context":{"trace_id":1,"span_id":3}}"#,
+                Format::OtelSpans,
+            ),
+            (
+                r#"{"id":"s","ScriptedTrace":{"steps":[]}}"#,
+                Format::OpenclawScenario,
+            ),
+            (
+                r#"[{"role":"user","content":"hi"}]"#,
+                Format::OpenaiMessages,
+            ),
+            (
+                r#"[{"task_id":1,"trial":0,"traj":[]}]"#,
+                Format::OpenaiMessages,
+            ),
+            (r#"{"tasks":[],"simulations":[]}"#, Format::OpenaiMessages),
+            (
+                "{\"messages\":[]}\n{\"messages\":[]}",
+                Format::OpenaiMessages,
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect(text.as_bytes()), Ok(*want), "{text}");
+        }
+    }
+
+    #[test]
+    fn nothing_matching_says_what_was_looked_for() {
+        for text in [r#"{"hello":"world"}"#, "", "not json", "[1,2]"] {
+            let e = detect(text.as_bytes()).unwrap_err();
+            assert!(e.contains("looked for an OTLP/JSON export"), "{text}: {e}");
+        }
+    }
+}

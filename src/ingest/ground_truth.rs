@@ -1,0 +1,189 @@
+//! Scenarios from a benchmark's own expectations (`ingest --emit-scenarios`): one per task, a
+//! starting point a person reviews (its title says so and it is tagged `generated`).
+//!
+//! - **tau2-bench** (`tasks[].evaluation_criteria.actions`): one oracle per expected action,
+//!   reproducing tau2's own action check — an action matches if *any* call, whoever made it,
+//!   has its name and arguments equal on `compare_args`: `null` compares the keys of the actual
+//!   call (`tool-args`, `argsMatch: subset`), `[]` the name only (`tool-args`, `ignore`), a list
+//!   those keys (`tool-sequence` `superset` of that one call, the keys as override paths). A
+//!   task with no expected action gets `status-is completed` only.
+//! - **tau-bench** (`info.task.actions`, `info.task.outputs`): one `tool-args` oracle per
+//!   expected action with exact arguments, and a `final-answer-contains` per expected output.
+//!
+//! Scenario ids are the names the task's runs get (see [`super::naming`]), so the traces and
+//! their scenarios meet; naming that puts two tasks in one scenario is refused.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::IngestOptions;
+use super::naming::{Position, RunIds, name};
+
+/// One task's expectations.
+struct Task {
+    ids: RunIds,
+    oracles: Vec<Value>,
+    source: &'static str,
+}
+
+fn id_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// One tau2 expected action as an oracle. `compare_args: null` → `tool-args` with `argsMatch:
+/// subset` (the actual call's keys compared); `[]` → `tool-args` with `ignore`; a list of keys →
+/// `tool-sequence` in `superset` mode with that one call and the keys as its tool's
+/// `argsMatchOverrides` paths (compared when present on either side).
+fn tau2_action(a: &Value) -> Value {
+    let tool = a.get("name").cloned().unwrap_or(Value::Null);
+    let args = a.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    let metadata = json!({
+        "action_id": a.get("action_id").cloned().unwrap_or(Value::Null),
+        "requestor": a.get("requestor").cloned().unwrap_or(Value::Null),
+    });
+    match a.get("compare_args") {
+        Some(Value::Array(keys)) if !keys.is_empty() => {
+            let kept: serde_json::Map<String, Value> = keys
+                .iter()
+                .filter_map(Value::as_str)
+                .filter_map(|k| Some((k.to_owned(), args.get(k)?.clone())))
+                .collect();
+            let mut overrides = serde_json::Map::new();
+            if let Some(name) = tool.as_str() {
+                overrides.insert(name.to_owned(), Value::Array(keys.clone()));
+            }
+            json!({
+                "type": "tool-sequence",
+                "mode": "superset",
+                "calls": [{"tool": tool, "args": kept}],
+                "argsMatchOverrides": overrides,
+                "metadata": metadata,
+            })
+        }
+        Some(Value::Array(_)) => json!({
+            "type": "tool-args", "tool": tool, "args": {}, "argsMatch": "ignore", "metadata": metadata,
+        }),
+        _ => json!({
+            "type": "tool-args", "tool": tool, "args": args, "argsMatch": "subset", "metadata": metadata,
+        }),
+    }
+}
+
+fn tau2_tasks(doc: &Value) -> Vec<Task> {
+    let domain = id_text(doc.pointer("/info/environment_info/domain_name"));
+    (doc["tasks"].as_array().into_iter().flatten())
+        .filter_map(|t| {
+            let task = id_text(t.get("id"))?;
+            let actions = t
+                .pointer("/evaluation_criteria/actions")
+                .and_then(Value::as_array);
+            let mut oracles: Vec<Value> = actions.into_iter().flatten().map(tau2_action).collect();
+            if oracles.is_empty() {
+                oracles.push(json!({"type": "status-is", "value": "completed"}));
+            }
+            Some(Task {
+                ids: RunIds {
+                    source: Some("tau2".into()),
+                    domain: domain.clone(),
+                    task: Some(task),
+                    trial: Some("0".into()),
+                    ..RunIds::default()
+                },
+                oracles,
+                source: "tau2-bench",
+            })
+        })
+        .collect()
+}
+
+fn tau_bench_tasks(runs: &[Value]) -> Vec<Task> {
+    let mut by_task: BTreeMap<String, Task> = BTreeMap::new();
+    for r in runs {
+        let (Some(task), Some(spec)) = (id_text(r.get("task_id")), r.pointer("/info/task")) else {
+            continue;
+        };
+        by_task.entry(task.clone()).or_insert_with(|| {
+            let mut oracles: Vec<Value> = (spec["actions"].as_array().into_iter().flatten())
+                .map(|a| {
+                    json!({
+                        "type": "tool-args",
+                        "tool": a.get("name").cloned().unwrap_or(Value::Null),
+                        "args": a.get("kwargs").cloned().unwrap_or_else(|| json!({})),
+                        "argsMatch": "exact",
+                    })
+                })
+                .collect();
+            oracles.extend(
+                (spec["outputs"].as_array().into_iter().flatten())
+                    .filter_map(Value::as_str)
+                    .map(|o| json!({"type": "final-answer-contains", "value": o})),
+            );
+            if oracles.is_empty() {
+                oracles.push(json!({"type": "status-is", "value": "completed"}));
+            }
+            Task {
+                ids: RunIds {
+                    source: Some("tau-bench".into()),
+                    task: Some(task),
+                    trial: id_text(r.get("trial")).or(Some("0".into())),
+                    ..RunIds::default()
+                },
+                oracles,
+                source: "tau-bench",
+            }
+        });
+    }
+    by_task.into_values().collect()
+}
+
+/// The scenarios of the tasks in `bytes` (tau-bench or tau2-bench results): `(id, file text)`,
+/// or why they cannot be emitted under these naming options.
+pub fn scenarios(bytes: &[u8], opts: &IngestOptions) -> Result<Vec<(String, String)>, String> {
+    let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
+        return Ok(Vec::new());
+    };
+    let tasks = match &doc {
+        Value::Object(o) if o.contains_key("simulations") => tau2_tasks(&doc),
+        Value::Array(runs) => tau_bench_tasks(runs),
+        _ => Vec::new(),
+    };
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut tasks_of: BTreeMap<String, String> = BTreeMap::new();
+    for t in tasks {
+        let task = t.ids.task.clone().unwrap_or_default();
+        let (id, _) = name(&t.ids, Position { n: 1, of: 1 }, opts)?;
+        if let Some(other) = tasks_of.insert(id.clone(), task.clone()) {
+            if other != task {
+                return Err(format!(
+                    "tasks `{other}` and `{task}` would share the scenario `{id}`: `--emit-scenarios` needs one scenario per task (drop `--scenario`, or name by task with `--name`)"
+                ));
+            }
+        }
+        let domain = t
+            .ids
+            .domain
+            .as_deref()
+            .map(|d| format!(" {d}"))
+            .unwrap_or_default();
+        let mut tags = vec!["generated", "needs-review", t.source];
+        if t.oracles.iter().any(|o| o["type"] != "status-is") {
+            tags.push("tool-use");
+        }
+        let scenario = json!({
+            "id": id,
+            "title": format!("{}{domain} task {task}: generated from the benchmark's expected actions, review before relying on it", t.source),
+            "risk": "Medium",
+            "tags": tags,
+            "oracles": t.oracles,
+        });
+        let mut text = serde_json::to_string_pretty(&scenario).expect("a scenario serialises");
+        text.push('\n');
+        out.insert(id, text);
+    }
+    Ok(out.into_iter().collect())
+}

@@ -1,0 +1,268 @@
+//! How an ingested run is named: its scenario and case, from the input's own identifiers, so
+//! the same run gets the same name whether it is ingested alone or inside a file of many, today
+//! or next week (its approved baseline is found by that name).
+//!
+//! Without `--name`:
+//!
+//! - **scenario**: `--scenario`; else the scenario the input names (an OpenClaw scenario's `id`,
+//!   a message list's `scenario`); else the task (`tau-bench.task-<id>`,
+//!   `tau2.<domain>.task-<id>`); else the agent (an OTel trace's `invoke_agent` agent name, or
+//!   its root span's name); else the input file's stem.
+//! - **case**: `--case`; else the run's identifiers that the scenario does not already hold,
+//!   joined by `.` (`task-<id>` when the scenario came from elsewhere, `trial-<n>`, the OTel trace
+//!   id, the run's own `id`); else the importer's default (OpenClaw: `scripted`); else the input
+//!   file's stem, with `-<n>` (1-based position) when the file holds several runs that carry
+//!   no identifier.
+//!
+//! With `--name TEMPLATE` (`{task}/{trial}`, `{agent}/{trace}`…): the text before the last `/`
+//! is the scenario, after it the case (no `/`: the scenario, with the case as above). The
+//! placeholders are `{task}`, `{trial}`, `{domain}`, `{agent}`, `{trace}`, `{id}`, `{source}`,
+//! `{file}` (the input's stem) and `{n}` (the run's 1-based position in its input); one the run
+//! does not have is an error for that run.
+
+use super::IngestOptions;
+
+/// What a run's input says about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunIds {
+    /// The benchmark or tool it came from (`tau-bench`, `tau2`), for scenario names.
+    pub source: Option<String>,
+    /// A scenario id the input names itself.
+    pub scenario: Option<String>,
+    /// The importer's default case when the run has no identifier of its own.
+    pub case: Option<String>,
+    /// A benchmark task id.
+    pub task: Option<String>,
+    /// A benchmark trial.
+    pub trial: Option<String>,
+    /// A benchmark domain (`airline`…).
+    pub domain: Option<String>,
+    /// An agent name (OTel `invoke_agent`) or root span name.
+    pub agent: Option<String>,
+    /// An OTel trace id.
+    pub trace: Option<String>,
+    /// The run's own `id`.
+    pub id: Option<String>,
+}
+
+/// Where a run sits in its input: 1-based position and how many runs the input holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Position {
+    /// 1-based.
+    pub n: usize,
+    /// Runs in the input.
+    pub of: usize,
+}
+
+impl RunIds {
+    fn task_scenario(&self) -> Option<String> {
+        let task = self.task.as_ref()?;
+        let mut name = String::new();
+        if let Some(s) = &self.source {
+            name.push_str(s);
+            name.push('.');
+        }
+        if let Some(d) = &self.domain {
+            name.push_str(d);
+            name.push('.');
+        }
+        name.push_str("task-");
+        name.push_str(task);
+        Some(name)
+    }
+
+    fn placeholder(&self, key: &str, opts: &IngestOptions, at: Position) -> Option<String> {
+        match key {
+            "task" => self.task.clone(),
+            "trial" => self.trial.clone(),
+            "domain" => self.domain.clone(),
+            "agent" => self.agent.clone(),
+            "trace" => self.trace.clone(),
+            "id" => self.id.clone(),
+            "source" => self.source.clone(),
+            "file" => opts.file_stem.clone(),
+            "n" => Some(at.n.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// The scenario and case of a run, or why it cannot be named.
+pub fn name(ids: &RunIds, at: Position, opts: &IngestOptions) -> Result<(String, String), String> {
+    if let Some(template) = &opts.name {
+        return from_template(template, ids, at, opts);
+    }
+    let (scenario, from_task) = match (&opts.scenario, &ids.scenario, ids.task_scenario()) {
+        (Some(s), _, _) | (None, Some(s), _) => (s.clone(), false),
+        (None, None, Some(s)) => (s, true),
+        (None, None, None) => match ids.agent.clone().or_else(|| opts.file_stem.clone()) {
+            Some(s) => (s, false),
+            None => {
+                return Err(
+                    "the input names no scenario; pass `--scenario ID` or `--name TEMPLATE`".into(),
+                );
+            }
+        },
+    };
+    Ok((scenario, case(ids, at, opts, from_task)))
+}
+
+fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bool) -> String {
+    if let Some(c) = &opts.case {
+        return c.clone();
+    }
+    let mut parts = Vec::new();
+    if let (Some(t), false) = (&ids.task, scenario_from_task) {
+        parts.push(format!("task-{t}"));
+    }
+    if let Some(t) = &ids.trial {
+        parts.push(format!("trial-{t}"));
+    }
+    parts.extend(ids.trace.clone());
+    parts.extend(ids.id.clone());
+    if !parts.is_empty() {
+        return parts.join(".");
+    }
+    if let Some(c) = &ids.case {
+        return c.clone();
+    }
+    let stem = opts.file_stem.clone().unwrap_or_else(|| "run".to_owned());
+    if at.of > 1 {
+        format!("{stem}-{}", at.n)
+    } else {
+        stem
+    }
+}
+
+fn from_template(
+    template: &str,
+    ids: &RunIds,
+    at: Position,
+    opts: &IngestOptions,
+) -> Result<(String, String), String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| format!("`--name {template}`: a `{{` without its `}}`"))?;
+        let key = &after[..close];
+        let value = ids.placeholder(key, opts, at).ok_or_else(|| {
+            format!("`--name {template}`: this run has no `{{{key}}}` (the input does not give it, or it is not a placeholder: task, trial, domain, agent, trace, id, source, file, n)")
+        })?;
+        out.push_str(&value);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    match out.rsplit_once('/') {
+        Some((s, c)) if !s.trim().is_empty() && !c.trim().is_empty() => {
+            Ok((s.to_owned(), c.to_owned()))
+        }
+        Some(_) => Err(format!(
+            "`--name {template}` gives an empty scenario or case for this run"
+        )),
+        None if out.trim().is_empty() => Err(format!(
+            "`--name {template}` gives an empty name for this run"
+        )),
+        None => Ok((out.clone(), case(ids, at, opts, false))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::PromptHasher;
+
+    fn opts() -> IngestOptions {
+        IngestOptions {
+            hasher: PromptHasher::unkeyed(),
+            raw_opt_in: false,
+            scenario: None,
+            case: None,
+            name: None,
+            file_stem: Some("runs".into()),
+            allow_empty: false,
+        }
+    }
+
+    fn tau(task: &str, trial: &str) -> RunIds {
+        RunIds {
+            source: Some("tau2".into()),
+            domain: Some("airline".into()),
+            task: Some(task.into()),
+            trial: Some(trial.into()),
+            ..RunIds::default()
+        }
+    }
+
+    #[test]
+    fn benchmark_runs_are_named_by_task_and_trial_wherever_they_are() {
+        let one = Position { n: 1, of: 1 };
+        let many = Position { n: 37, of: 200 };
+        for at in [one, many] {
+            assert_eq!(
+                name(&tau("12", "3"), at, &opts()).unwrap(),
+                ("tau2.airline.task-12".into(), "trial-3".into())
+            );
+        }
+        // One scenario for all: the task moves into the case.
+        let o = IngestOptions {
+            scenario: Some("all".into()),
+            ..opts()
+        };
+        assert_eq!(
+            name(&tau("12", "3"), many, &o).unwrap(),
+            ("all".into(), "task-12.trial-3".into())
+        );
+    }
+
+    #[test]
+    fn otel_runs_by_agent_and_trace_others_by_file() {
+        let ids = RunIds {
+            agent: Some("support".into()),
+            trace: Some("0af7651916cd43dd8448eb211c80319c".into()),
+            ..RunIds::default()
+        };
+        let at = Position { n: 1, of: 1 };
+        assert_eq!(
+            name(&ids, at, &opts()).unwrap(),
+            ("support".into(), "0af7651916cd43dd8448eb211c80319c".into())
+        );
+        assert_eq!(
+            name(&RunIds::default(), at, &opts()).unwrap(),
+            ("runs".into(), "runs".into())
+        );
+        assert_eq!(
+            name(&RunIds::default(), Position { n: 2, of: 3 }, &opts()).unwrap(),
+            ("runs".into(), "runs-2".into())
+        );
+        let no_file = IngestOptions {
+            file_stem: None,
+            ..opts()
+        };
+        assert!(name(&RunIds::default(), at, &no_file).is_err());
+    }
+
+    #[test]
+    fn templates() {
+        let at = Position { n: 4, of: 9 };
+        let with = |t: &str| IngestOptions {
+            name: Some(t.into()),
+            ..opts()
+        };
+        assert_eq!(
+            name(&tau("7", "0"), at, &with("bench/{domain}-{task}/t{trial}")).unwrap(),
+            ("bench/airline-7".into(), "t0".into())
+        );
+        assert_eq!(
+            name(&tau("7", "0"), at, &with("{file}-{n}")).unwrap(),
+            ("runs-4".into(), "task-7.trial-0".into())
+        );
+        let e = name(&tau("7", "0"), at, &with("{agent}/{trial}")).unwrap_err();
+        assert!(e.contains("no `{agent}`"), "{e}");
+        assert!(name(&tau("7", "0"), at, &with("{task")).is_err());
+        assert!(name(&tau("7", "0"), at, &with("/{trial}")).is_err());
+    }
+}

@@ -1,0 +1,608 @@
+//! One trace's spans → one run, in four attribute dialects:
+//!
+//! | what | GenAI conventions | OpenInference | Vercel AI SDK | Traceloop / OpenLLMetry |
+//! |---|---|---|---|---|
+//! | the agent (names the run) | `invoke_agent` (`gen_ai.agent.name`) | kind `AGENT` | `ai.generateText`, `ai.streamText` | `traceloop.span.kind` `workflow`/`agent` |
+//! | an inference | `chat`, `text_completion`, `generate_content`, `call_llm` | kind `LLM` | `ai.*.doGenerate`, `ai.*.doStream` | (its `chat` child span) |
+//! | its input | `gen_ai.input.messages` | `llm.input_messages.N.message.*` | `ai.prompt.messages` | `gen_ai.prompt.N.*` |
+//! | its output | `gen_ai.output.messages` (text and `tool_call` parts), any-agent's `gen_ai.output` | `llm.output_messages.N.message.*` (`tool_calls.M.tool_call.*`) | `ai.response.text`, `ai.response.toolCalls` | `gen_ai.completion.N.*` |
+//! | a tool execution | `execute_tool` (`gen_ai.tool.name`, `.call.id`, `.call.arguments` or `gen_ai.tool.args`, `.call.result`) | kind `TOOL` (`tool.name`, `input.value`, `output.value`) | `ai.toolCall` (`ai.toolCall.name/id/args/result`) | `traceloop.span.kind` `tool` (`traceloop.entity.*`) |
+//!
+//! Usage, model, finish reason and response id come from whichever dialect's keys are present.
+//! Arguments are decoded when they are JSON (also twice-encoded JSON); anything else — a Python
+//! repr, say — is kept as the string recorded, never guessed at. A tool execution takes the id
+//! of the planned call it carries, else of the first planned, not yet executed call of the same
+//! tool, else `span-<span id>`. A planned call with no execution stays on its inference. The
+//! first inference's user messages (and any new ones later) become `user_message`s; the last
+//! inference text is the final answer. Spans of other kinds (chains, retrievers, HTTP…) are
+//! counted as skipped, by kind.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::Span;
+use crate::ingest::naming::{Position, RunIds, name};
+use crate::ingest::{Format, IngestOptions, IngestOutcome, RunBuilder, args_from, content_text};
+use crate::trace::{
+    EventBody, Finish, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str, Usage,
+};
+
+/// What a span is to a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Role {
+    Agent,
+    Inference,
+    Tool,
+    /// Not mapped; the label counts it as skipped.
+    Other(String),
+}
+
+fn role(s: &Span) -> Role {
+    let op = s
+        .str_attr(&["gen_ai.operation.name"])
+        .map(str::to_ascii_lowercase);
+    match op.as_deref() {
+        Some("chat" | "text_completion" | "generate_content" | "call_llm") => {
+            return Role::Inference;
+        }
+        Some("execute_tool") => return Role::Tool,
+        Some("invoke_agent" | "create_agent") => return Role::Agent,
+        _ => {}
+    }
+    if let Some(k) = s.str_attr(&["openinference.span.kind"]) {
+        return match k.to_ascii_uppercase().as_str() {
+            "LLM" => Role::Inference,
+            "TOOL" => Role::Tool,
+            "AGENT" => Role::Agent,
+            other => Role::Other(format!("OpenInference {other} spans")),
+        };
+    }
+    if let Some(ai) = s.str_attr(&["ai.operationId"]) {
+        return match ai {
+            "ai.toolCall" => Role::Tool,
+            _ if ai.ends_with(".doGenerate") || ai.ends_with(".doStream") => Role::Inference,
+            "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => {
+                Role::Agent
+            }
+            other => Role::Other(format!("Vercel AI SDK `{other}` spans")),
+        };
+    }
+    if let Some(k) = s.str_attr(&["traceloop.span.kind"]) {
+        return match k {
+            "workflow" | "agent" => Role::Agent,
+            "tool" => Role::Tool,
+            other => Role::Other(format!("Traceloop `{other}` spans")),
+        };
+    }
+    match op {
+        Some(op) => Role::Other(format!("`{op}` spans")),
+        None => Role::Other("spans without GenAI attributes".into()),
+    }
+}
+
+/// `prefix.N.…` attributes as a JSON tree, numeric segments as object keys.
+fn unflatten(attrs: &Map<String, Value>, prefix: &str) -> Option<Value> {
+    let mut root = Map::new();
+    let mut any = false;
+    for (k, v) in attrs {
+        let Some(rest) = k.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else {
+            continue;
+        };
+        any = true;
+        let mut node = &mut root;
+        let parts: Vec<&str> = rest.split('.').collect();
+        for (i, p) in parts.iter().enumerate() {
+            if i + 1 == parts.len() {
+                node.insert((*p).to_owned(), v.clone());
+            } else {
+                let next = node
+                    .entry((*p).to_owned())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !next.is_object() {
+                    *next = Value::Object(Map::new());
+                }
+                node = next.as_object_mut().expect("an object");
+            }
+        }
+    }
+    any.then_some(Value::Object(root))
+}
+
+/// The children of a node keyed `0`, `1`… in numeric order.
+fn indexed(v: &Value) -> Vec<&Value> {
+    let mut items: Vec<(u64, &Value)> = (v.as_object().into_iter().flatten())
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+        .collect();
+    items.sort_by_key(|(i, _)| *i);
+    items.into_iter().map(|(_, v)| v).collect()
+}
+
+/// A message in the shared shape: role, text, tool calls.
+#[derive(Debug, Default)]
+struct Message {
+    role: String,
+    text: Option<String>,
+    calls: Vec<(Option<String>, String, Value)>,
+}
+
+/// Messages in the conventions' `{role, parts}` or OpenAI's `{role, content, tool_calls}`.
+fn messages_of(v: &Value) -> Vec<Message> {
+    (v.as_array().into_iter().flatten())
+        .map(|m| {
+            let mut msg = Message {
+                role: m["role"].as_str().unwrap_or("").to_owned(),
+                ..Message::default()
+            };
+            let mut texts = Vec::new();
+            for p in m["parts"].as_array().into_iter().flatten() {
+                match p["type"].as_str() {
+                    Some("text") => texts
+                        .extend((p["content"].as_str().or(p["text"].as_str())).map(str::to_owned)),
+                    Some("tool_call") => msg.calls.push((
+                        p["id"].as_str().map(str::to_owned),
+                        p["name"].as_str().unwrap_or("").to_owned(),
+                        p.get("arguments").cloned().unwrap_or(Value::Null),
+                    )),
+                    _ => {}
+                }
+            }
+            if m.get("parts").is_none() {
+                texts.extend(content_text(&m["content"]));
+            }
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                msg.calls.push((
+                    c["id"].as_str().map(str::to_owned),
+                    (c.pointer("/function/name").or(c.get("name")))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    (c.pointer("/function/arguments").or(c.get("arguments")))
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                ));
+            }
+            msg.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
+            msg
+        })
+        .collect()
+}
+
+/// OpenInference's flattened `llm.*_messages.N.message.*`, and OpenLLMetry's
+/// `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`.
+fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
+    let tree = unflatten(&s.attrs, prefix)?;
+    Some(
+        indexed(&tree)
+            .into_iter()
+            .map(|m| {
+                let m = m.get("message").unwrap_or(m);
+                let calls = (m.get("tool_calls").map(indexed).into_iter().flatten())
+                    .map(|c| {
+                        let c = c.get("tool_call").unwrap_or(c);
+                        (
+                            c["id"].as_str().map(str::to_owned),
+                            (c.pointer("/function/name").or(c.get("name")))
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
+                            (c.pointer("/function/arguments").or(c.get("arguments")))
+                                .cloned()
+                                .unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect();
+                let text = m["content"].as_str().map(str::to_owned).or_else(|| {
+                    let parts: Vec<&str> = (m.get("contents").map(indexed).into_iter().flatten())
+                        .filter_map(|c| c.pointer("/message_content/text").and_then(Value::as_str))
+                        .collect();
+                    (!parts.is_empty()).then(|| parts.join("\n"))
+                });
+                Message {
+                    role: m["role"].as_str().unwrap_or("").to_owned(),
+                    text: text.filter(|t| !t.is_empty()),
+                    calls,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The input messages of an inference span, and the text they were recorded as.
+fn input_of(s: &Span) -> (Vec<Message>, Option<String>) {
+    for key in ["gen_ai.input.messages", "ai.prompt.messages"] {
+        if let Some(v) = s.json_attr(key) {
+            let text = s
+                .attrs
+                .get(key)
+                .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned));
+            return (messages_of(&v), text);
+        }
+    }
+    for prefix in ["llm.input_messages", "gen_ai.prompt"] {
+        if let Some(m) = flattened_messages(s, prefix) {
+            let text = unflatten(&s.attrs, prefix).map(|t| t.to_string());
+            return (m, text);
+        }
+    }
+    (Vec::new(), s.str_attr(&["input.value"]).map(str::to_owned))
+}
+
+/// The output of an inference span: text and planned calls.
+fn output_of(s: &Span) -> Message {
+    if let Some(v) = s.json_attr("gen_ai.output.messages") {
+        return merge(messages_of(&v));
+    }
+    for prefix in ["llm.output_messages", "gen_ai.completion"] {
+        if let Some(m) = flattened_messages(s, prefix) {
+            return merge(m);
+        }
+    }
+    if s.attrs.contains_key("ai.response.text") || s.attrs.contains_key("ai.response.toolCalls") {
+        let calls = (s
+            .json_attr("ai.response.toolCalls")
+            .as_ref()
+            .and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["toolCallId"].as_str().map(str::to_owned),
+                c["toolName"].as_str().unwrap_or("").to_owned(),
+                c.get("args")
+                    .or(c.get("input"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+        return Message {
+            role: "assistant".into(),
+            text: s.str_attr(&["ai.response.text"]).map(str::to_owned),
+            calls,
+        };
+    }
+    // any-agent: `gen_ai.output`, typed by `gen_ai.output.type`; a list of `{tool.name,
+    // tool.args}` is the calls planned.
+    if let Some(raw) = s.str_attr(&["gen_ai.output"]) {
+        if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(raw) {
+            if !items.is_empty() && items.iter().all(|i| i.get("tool.name").is_some()) {
+                let calls = items
+                    .iter()
+                    .map(|i| {
+                        (
+                            None,
+                            i["tool.name"].as_str().unwrap_or("").to_owned(),
+                            i.get("tool.args").cloned().unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect();
+                return Message {
+                    role: "assistant".into(),
+                    text: None,
+                    calls,
+                };
+            }
+        }
+        return Message {
+            role: "assistant".into(),
+            text: Some(raw.to_owned()),
+            calls: Vec::new(),
+        };
+    }
+    Message::default()
+}
+
+fn merge(messages: Vec<Message>) -> Message {
+    let mut out = Message {
+        role: "assistant".into(),
+        ..Message::default()
+    };
+    let mut texts = Vec::new();
+    for m in messages {
+        texts.extend(m.text);
+        out.calls.extend(m.calls);
+    }
+    out.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
+    out
+}
+
+fn finish_of(reason: &str) -> Option<Finish> {
+    Some(
+        match reason.to_ascii_lowercase().replace('-', "_").as_str() {
+            "stop" | "end_turn" | "completed" => Finish::Stop,
+            "tool_calls" | "tool_call" | "function_call" | "tool_use" => Finish::ToolCall,
+            "length" | "max_tokens" => Finish::Length,
+            "content_filter" => Finish::ContentFilter,
+            "error" => Finish::Error,
+            _ => return None,
+        },
+    )
+}
+
+fn finish_attr(s: &Span) -> Option<Finish> {
+    [
+        "gen_ai.response.finish_reasons",
+        "llm.finish_reason",
+        "ai.response.finishReason",
+    ]
+    .iter()
+    .find_map(|k| {
+        let v = s.attrs.get(*k)?;
+        v.as_array()
+            .and_then(|a| a.first())
+            .and_then(Value::as_str)
+            .or(v.as_str())
+            .and_then(finish_of)
+    })
+}
+
+fn usage_of(s: &Span) -> Option<Usage> {
+    let input = s.u64_attr(&[
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "llm.token_count.prompt",
+        "ai.usage.inputTokens",
+        "ai.usage.promptTokens",
+    ])?;
+    let output = s.u64_attr(&[
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.completion_tokens",
+        "llm.token_count.completion",
+        "ai.usage.outputTokens",
+        "ai.usage.completionTokens",
+    ])?;
+    Some(Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: s.u64_attr(&[
+            "gen_ai.usage.cache_read.input_tokens",
+            "llm.token_count.prompt_details.cache_read",
+        ]),
+        reasoning_tokens: s.u64_attr(&[
+            "gen_ai.usage.reasoning_tokens",
+            "llm.token_count.completion_details.reasoning",
+        ]),
+    })
+}
+
+const MODEL_KEYS: &[&str] = &[
+    "gen_ai.response.model",
+    "gen_ai.request.model",
+    "llm.model_name",
+    "ai.response.model",
+    "ai.model.id",
+];
+
+/// A tool result value: JSON when it is JSON text, else the text.
+fn result_value(v: &Value) -> Value {
+    match v {
+        Value::String(t) => serde_json::from_str::<Value>(t).unwrap_or_else(|_| v.clone()),
+        other => other.clone(),
+    }
+}
+
+/// The agent's name: its `gen_ai.agent.name`, its Traceloop or Vercel name, or the span name.
+fn agent_name(s: &Span) -> String {
+    s.str_attr(&[
+        "gen_ai.agent.name",
+        "traceloop.entity.name",
+        "traceloop.workflow.name",
+        "ai.telemetry.functionId",
+    ])
+    .map(str::to_owned)
+    .unwrap_or_else(|| {
+        (s.name.strip_prefix("invoke_agent ").unwrap_or(&s.name))
+            .trim()
+            .to_owned()
+    })
+}
+
+/// Builds the run of one trace into `outcome`.
+pub(super) fn build_run(
+    format: Format,
+    trace_id: &str,
+    spans: &[Span],
+    final_output: Option<&Value>,
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) {
+    let at = format!("trace {trace_id}");
+    let roles: Vec<Role> = spans.iter().map(role).collect();
+    let ids_in: std::collections::HashSet<&str> =
+        spans.iter().map(|s| s.span_id.as_str()).collect();
+    let agent = (spans.iter().zip(&roles))
+        .find(|(_, r)| **r == Role::Agent)
+        .map(|(s, _)| s)
+        .or_else(|| {
+            spans
+                .iter()
+                .find(|s| s.parent_id.as_deref().is_none_or(|p| !ids_in.contains(p)))
+        });
+    let ids = RunIds {
+        agent: agent.map(agent_name).filter(|a| !a.is_empty()),
+        trace: Some(trace_id.to_owned()),
+        ..RunIds::default()
+    };
+    let (scenario, case) = match name(&ids, Position { n: 1, of: 1 }, opts) {
+        Ok(n) => n,
+        Err(e) => {
+            outcome.reject(at, e);
+            return;
+        }
+    };
+    let model = spans.iter().find_map(|s| s.str_attr(MODEL_KEYS));
+    let mut b = RunBuilder::new(format, &scenario, &case, model, opts);
+    // Planned calls not yet executed: id → (tool, arguments).
+    let mut planned: Vec<(String, String, Value)> = Vec::new();
+    let mut results: Vec<String> = Vec::new();
+    let mut users_seen = 0;
+    let mut final_answer = None;
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    for (n, (s, r)) in spans.iter().zip(&roles).enumerate() {
+        let ts = Some((s.start_ns / 1_000_000) as i64);
+        let position = format!("{at}, span {}", n + 1);
+        match r {
+            Role::Inference => {
+                let (input, input_text) = input_of(s);
+                let users: Vec<&Message> = input.iter().filter(|m| m.role == "user").collect();
+                for u in users.iter().skip(users_seen) {
+                    if let Some(text) = &u.text {
+                        let prompt = b.prompt(text);
+                        b.push(ts, EventBody::UserMessage { prompt, id: None });
+                    }
+                }
+                users_seen = users_seen.max(users.len());
+                let system = (input.iter())
+                    .filter(|m| m.role == "system" || m.role == "developer")
+                    .filter_map(|m| m.text.clone())
+                    .collect::<Vec<_>>();
+                let system = s
+                    .attrs
+                    .get("gen_ai.system_instructions")
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .or_else(|| (!system.is_empty()).then(|| system.join("\n")));
+                // Results handed back to the model: the tool messages in its input.
+                let consumes: Vec<Str<'static>> = if input.iter().any(|m| m.role == "tool") {
+                    results.drain(..).map(Str::from).collect()
+                } else {
+                    Vec::new()
+                };
+                let out = output_of(s);
+                let mut calls = Vec::new();
+                for (k, (id, tool, args)) in out.calls.into_iter().enumerate() {
+                    let id = id.unwrap_or_else(|| format!("{}-{k}", s.span_id));
+                    let (parsed, invalid) = args_from(Some(&args));
+                    if invalid {
+                        outcome.warn(
+                            &position,
+                            format!("the arguments of call `{id}` are not JSON; kept as the string recorded"),
+                        );
+                    }
+                    planned.push((id.clone(), tool.clone(), args));
+                    calls.push(PlannedCall {
+                        call_id: Str::from(id),
+                        tool: Str::from(tool),
+                        args: parsed,
+                    });
+                }
+                let input_h = input_text.map(|t| b.prompt(&t).h);
+                let system_h = system.map(|t| b.prompt(&t).h);
+                b.push(
+                    ts,
+                    EventBody::Inference(Box::new(Inference {
+                        request_id: s
+                            .str_attr(&["gen_ai.response.id", "ai.response.id"])
+                            .map(Str::from),
+                        model: s.str_attr(MODEL_KEYS).map(Str::from),
+                        input_h,
+                        system_h,
+                        consumes: (!consumes.is_empty()).then_some(consumes),
+                        output: Some(InferenceOutput {
+                            text: out.text.clone().map(Str::from),
+                            tool_calls: (!calls.is_empty()).then_some(calls),
+                        }),
+                        usage: usage_of(s),
+                        finish: finish_attr(s),
+                        ..Inference::default()
+                    })),
+                );
+                if out.text.is_some() {
+                    final_answer = out.text;
+                }
+            }
+            Role::Tool => {
+                let tool = s
+                    .str_attr(&[
+                        "gen_ai.tool.name",
+                        "tool.name",
+                        "ai.toolCall.name",
+                        "traceloop.entity.name",
+                    ])
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| {
+                        (s.name.strip_prefix("execute_tool ").unwrap_or(&s.name))
+                            .trim()
+                            .to_owned()
+                    });
+                let own_id = s
+                    .str_attr(&["gen_ai.tool.call.id", "ai.toolCall.id", "tool_call.id"])
+                    .map(str::to_owned);
+                let from_plan = match &own_id {
+                    Some(id) => planned.iter().position(|(p, _, _)| p == id),
+                    None => planned.iter().position(|(_, t, _)| *t == tool),
+                };
+                let plan = from_plan.map(|i| planned.remove(i));
+                let id = (own_id.clone())
+                    .or_else(|| plan.as_ref().map(|(id, _, _)| id.clone()))
+                    .unwrap_or_else(|| format!("span-{}", s.span_id));
+                let raw_args = [
+                    "gen_ai.tool.call.arguments",
+                    "gen_ai.tool.args",
+                    "ai.toolCall.args",
+                    "input.value",
+                    "traceloop.entity.input",
+                ]
+                .iter()
+                .find_map(|k| s.attrs.get(*k).cloned())
+                .or_else(|| plan.map(|(_, _, a)| a));
+                let (args, invalid) = args_from(raw_args.as_ref());
+                if invalid {
+                    outcome.warn(
+                        &position,
+                        format!(
+                            "the arguments of `{tool}` are not JSON; kept as the string recorded"
+                        ),
+                    );
+                }
+                b.push(
+                    ts,
+                    EventBody::ToolCall {
+                        call_id: Str::from(id.clone()),
+                        tool: Str::from(tool),
+                        args,
+                    },
+                );
+                let output = [
+                    "gen_ai.tool.call.result",
+                    "gen_ai.output",
+                    "ai.toolCall.result",
+                    "output.value",
+                    "traceloop.entity.output",
+                ]
+                .iter()
+                .find_map(|k| s.attrs.get(*k))
+                .map(result_value);
+                b.push(
+                    Some((s.end_ns / 1_000_000) as i64),
+                    EventBody::ToolResult {
+                        call_id: Str::from(id.clone()),
+                        ok: s.error.is_none(),
+                        output: output.as_ref().map(Json::from_value),
+                        output_h: None,
+                        error: s.error.clone().map(Str::from),
+                    },
+                );
+                results.push(id);
+            }
+            Role::Agent => {}
+            Role::Other(label) => *skipped.entry(label.clone()).or_default() += 1,
+        }
+    }
+    for (reason, n) in skipped {
+        *outcome
+            .skipped
+            .entry(format!("{reason} (not mapped)"))
+            .or_default() += n;
+    }
+    if final_answer.is_none() {
+        final_answer = final_output
+            .filter(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+    }
+    let (status, error) = match agent.and_then(|a| a.error.clone()) {
+        Some(e) => (RunStatus::Failed, Some(e)),
+        None => (RunStatus::Completed, None),
+    };
+    b.finish_into(outcome, &at, opts, (final_answer, status, error));
+}

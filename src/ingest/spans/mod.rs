@@ -1,0 +1,256 @@
+//! OpenTelemetry spans, however they were dumped: OTLP/JSON exports ([`otlp`], `--from
+//! otlp-json`) and OpenTelemetry SDK span JSON ([`sdk`], `--from otel-spans`) read into one span
+//! model, grouped into one run per trace id, ordered, and mapped to trace events by [`map`],
+//! which understands the GenAI semantic conventions, OpenInference, the Vercel AI SDK and
+//! Traceloop/OpenLLMetry.
+//!
+//! Order: by start time, a parent before its children when they start together, then by span
+//! id. Runs are ordered by their first span's start, then trace id.
+
+mod map;
+pub mod otlp;
+pub mod sdk;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Map, Value};
+
+use super::{Format, IngestOptions, IngestOutcome};
+
+/// A span in the shared model: ids as lowercase hex, times in nanoseconds since the epoch,
+/// attributes flattened to plain JSON values.
+#[derive(Debug, Clone)]
+pub(crate) struct Span {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) parent_id: Option<String>,
+    pub(crate) name: String,
+    pub(crate) start_ns: u128,
+    pub(crate) end_ns: u128,
+    pub(crate) attrs: Map<String, Value>,
+    /// The status message when the span's status is an error.
+    pub(crate) error: Option<String>,
+}
+
+impl Span {
+    /// A string attribute, the first of `names` present.
+    pub(crate) fn str_attr(&self, names: &[&str]) -> Option<&str> {
+        names
+            .iter()
+            .find_map(|n| self.attrs.get(*n).and_then(Value::as_str))
+            .filter(|s| !s.is_empty())
+    }
+
+    /// A count attribute (a number, or a string holding one).
+    pub(crate) fn u64_attr(&self, names: &[&str]) -> Option<u64> {
+        names.iter().find_map(|n| {
+            self.attrs.get(*n).and_then(|v| {
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|t| t.trim().parse().ok()))
+            })
+        })
+    }
+
+    /// A JSON attribute that may be recorded as JSON text (decoded once; twice when the text
+    /// holds JSON text, as Traceloop writes it).
+    pub(crate) fn json_attr(&self, name: &str) -> Option<Value> {
+        match self.attrs.get(name)? {
+            Value::String(t) => match serde_json::from_str::<Value>(t).ok()? {
+                Value::String(inner) => serde_json::from_str(&inner).ok(),
+                v => Some(v),
+            },
+            other => Some(other.clone()),
+        }
+    }
+}
+
+/// Lowercase hex of an id written as hex (with or without `0x`), as a decimal integer, or as
+/// base64 (OTLP's protobuf JSON mapping); `None` when it is none of these.
+pub(crate) fn hex_id(raw: &str, bytes: usize) -> Option<String> {
+    let t = raw.trim();
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if t.is_empty() {
+        return None;
+    }
+    if t.len() == bytes * 2 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Some(t.to_ascii_lowercase());
+    }
+    if raw.trim().starts_with("0x") && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Some(format!(
+            "{:0>width$}",
+            t.to_ascii_lowercase(),
+            width = bytes * 2
+        ));
+    }
+    if t.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u128 = t.parse().ok()?;
+        return Some(format!("{n:0width$x}", width = bytes * 2));
+    }
+    base64_hex(t, bytes)
+}
+
+/// Hex of standard base64 text decoding to exactly `bytes` bytes.
+fn base64_hex(t: &str, bytes: usize) -> Option<String> {
+    let mut bits: u32 = 0;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in t.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        bits = (bits << 6) | u32::from(v);
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    (out.len() == bytes).then(|| out.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Nanoseconds from a number or a numeric string (OTLP), or an ISO-8601 timestamp (SDK JSON).
+pub(crate) fn nanos(v: Option<&Value>) -> u128 {
+    match v {
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .map(u128::from)
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u128))
+            .unwrap_or(0),
+        Some(Value::String(s)) => s.trim().parse::<u128>().unwrap_or_else(|_| iso_nanos(s)),
+        _ => 0,
+    }
+}
+
+/// Nanoseconds of an ISO-8601 timestamp, keeping the sub-millisecond digits.
+fn iso_nanos(s: &str) -> u128 {
+    let Some(ms) = super::parse_rfc3339_ms(s) else {
+        return 0;
+    };
+    // The digits after the seconds' point, beyond the milliseconds parse_rfc3339_ms keeps.
+    let sub = s
+        .split_once('.')
+        .map(|(_, r)| {
+            r.bytes()
+                .take_while(u8::is_ascii_digit)
+                .skip(3)
+                .take(6)
+                .map(char::from)
+                .collect::<String>()
+        })
+        .unwrap_or_default();
+    let sub_ns: u128 = format!("{sub:0<6}").parse().unwrap_or(0);
+    u128::try_from(ms).unwrap_or(0) * 1_000_000 + sub_ns
+}
+
+/// Spans read from one input, with what could not be read.
+#[derive(Debug, Default)]
+pub(crate) struct ReadSpans {
+    pub(crate) spans: Vec<Span>,
+    /// A run-level final output the dump carries beside its spans (any-agent's `final_output`).
+    pub(crate) final_output: Option<Value>,
+}
+
+/// Groups `read` spans by trace and builds one run per trace.
+pub(crate) fn ingest(
+    format: Format,
+    read: ReadSpans,
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) {
+    let mut by_trace: BTreeMap<String, Vec<Span>> = BTreeMap::new();
+    for s in read.spans {
+        by_trace.entry(s.trace_id.clone()).or_default().push(s);
+    }
+    let mut traces: Vec<(String, Vec<Span>)> = by_trace.into_iter().collect();
+    for (_, spans) in &mut traces {
+        order(spans);
+    }
+    traces.sort_by(|a, b| (a.1[0].start_ns, &a.0).cmp(&(b.1[0].start_ns, &b.0)));
+    let single = traces.len() == 1;
+    for (trace_id, spans) in &traces {
+        // The dump's own final output belongs to its run only when it holds one.
+        let final_output = single.then_some(read.final_output.as_ref()).flatten();
+        map::build_run(format, trace_id, spans, final_output, opts, outcome);
+    }
+}
+
+/// Orders a trace's spans: by start time, parents before children that start with them, then
+/// by span id.
+fn order(spans: &mut [Span]) {
+    let parent: HashMap<String, Option<String>> = (spans.iter())
+        .map(|s| (s.span_id.clone(), s.parent_id.clone()))
+        .collect();
+    let depth = |s: &Span| {
+        let mut d = 0usize;
+        let mut at = s.parent_id.clone();
+        while let Some(p) = at {
+            d += 1;
+            if d > parent.len() {
+                break; // a cycle, in hostile input
+            }
+            at = parent.get(&p).cloned().flatten();
+        }
+        d
+    };
+    let depths: HashMap<String, usize> = spans
+        .iter()
+        .map(|s| (s.span_id.clone(), depth(s)))
+        .collect();
+    spans.sort_by(|a, b| {
+        (a.start_ns, depths[&a.span_id], &a.span_id).cmp(&(
+            b.start_ns,
+            depths[&b.span_id],
+            &b.span_id,
+        ))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_in_every_spelling() {
+        assert_eq!(hex_id("0x895834072b15e659", 8).unwrap(), "895834072b15e659");
+        assert_eq!(hex_id("895834072B15E659", 8).unwrap(), "895834072b15e659");
+        assert_eq!(
+            hex_id("12324293800750531911", 8).unwrap(),
+            format!("{:016x}", 12_324_293_800_750_531_911u64)
+        );
+        assert_eq!(
+            hex_id("100927429609276267646756448943279827607", 16).unwrap(),
+            format!(
+                "{:032x}",
+                100_927_429_609_276_267_646_756_448_943_279_827_607u128
+            )
+        );
+        // base64 of 8 bytes 01..08
+        assert_eq!(hex_id("AQIDBAUGBwg=", 8).unwrap(), "0102030405060708");
+        assert_eq!(hex_id("", 8), None);
+        assert_eq!(hex_id("not an id!", 8), None);
+    }
+
+    #[test]
+    fn times_as_numbers_strings_and_iso() {
+        assert_eq!(
+            nanos(Some(&Value::from(1_758_026_593_210_770_000u64))),
+            1_758_026_593_210_770_000
+        );
+        assert_eq!(
+            nanos(Some(&Value::from("1788792074027616000"))),
+            1_788_792_074_027_616_000
+        );
+        assert_eq!(
+            nanos(Some(&Value::from("2025-04-29T15:21:17.158552Z"))),
+            1_745_940_077_158_552_000
+        );
+    }
+}

@@ -1,0 +1,326 @@
+//! `ingest` of OpenTelemetry in every dialect and form (fixtures written by hand from each
+//! convention's documentation), format detection, stable names, no silent loss, no overwrites.
+
+use crate::util::*;
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/ingest/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Every trace written under `dir`, decoded: (relative path, event lines).
+fn traces(env: &Env, dir: &str) -> Vec<(String, Vec<serde_json::Value>)> {
+    files_under(&env.path(dir))
+        .into_iter()
+        .filter(|f| f.ends_with(".trace.ndjson.zst"))
+        .map(|f| {
+            let bytes = zstd::decode_all(&env.read(&format!("{dir}/{f}"))[..]).unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            let lines = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            (f, lines)
+        })
+        .collect()
+}
+
+/// The tool calls of a trace: (tool, args).
+fn calls(events: &[serde_json::Value]) -> Vec<(String, serde_json::Value)> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "tool_call")
+        .map(|e| (e["tool"].as_str().unwrap().to_owned(), e["args"].clone()))
+        .collect()
+}
+
+fn kinds(events: &[serde_json::Value]) -> Vec<&str> {
+    events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
+}
+
+fn ingest(env: &Env, args: &[&str]) -> Output {
+    let mut all = vec!["ingest", "--unkeyed"];
+    all.extend(args);
+    env.run_with(&all, &[("CI", "true")])
+}
+
+#[test]
+fn every_otel_dialect_keeps_its_calls_and_is_detected() {
+    // (fixture, detected format, scenario/case, tool calls, whether executed)
+    let cases: &[(&str, &str, &str, serde_json::Value)] = &[
+        (
+            "openinference.otlp.json",
+            "otlp-json",
+            "agent/11111111111111111111111111111111",
+            serde_json::json!([["get_time", "{'tz': 'UTC'}"]]),
+        ),
+        (
+            "vercel.otlp.json",
+            "otlp-json",
+            "order_status/22222222222222222222222222222222",
+            serde_json::json!([["lookup_order", {"order_id": "A-1"}]]),
+        ),
+        (
+            "traceloop.otlp.json",
+            "otlp-json",
+            "triage/33333333333333333333333333333333",
+            serde_json::json!([["close_ticket", {"ticket": "T-9"}]]),
+        ),
+        (
+            "sdk-envelope.json",
+            "otel-spans",
+            "year_agent/4bedea77bb33b9c5f280371eae21ea97",
+            serde_json::json!([
+                ["get_current_time", {"timezone": "America/New_York"}],
+                ["write_file", {"text": "2025"}]
+            ]),
+        ),
+        (
+            "sdk-console.json",
+            "otel-spans",
+            "agent%20workflow/8670d923e10571522f6db768e6afc32a",
+            serde_json::json!([["search_web", {"query": "brewery near Aspinwall"}]]),
+        ),
+    ];
+    for (file, format, name, want) in cases {
+        let env = Env::new();
+        let out = ingest(&env, &["-o", "t", &fixture(file)]);
+        assert_eq!(out.code, 0, "{file}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("read as {format}")),
+            "{file}: {}",
+            out.stderr
+        );
+        let written = traces(&env, "t");
+        assert_eq!(written.len(), 1, "{file}");
+        let (path, events) = &written[0];
+        assert_eq!(path, &format!("{name}.trace.ndjson.zst"), "{file}");
+        let got: Vec<serde_json::Value> = calls(events)
+            .into_iter()
+            .map(|(t, a)| serde_json::json!([t, a]))
+            .collect();
+        assert_eq!(serde_json::Value::Array(got), *want, "{file}");
+        // Every execution has its result, after it.
+        let k = kinds(events);
+        for (i, kind) in k.iter().enumerate() {
+            if *kind == "tool_call" {
+                assert_eq!(k[i + 1], "tool_result", "{file}: {k:?}");
+            }
+        }
+        assert_eq!(k[1], "user_message", "{file}: {k:?}");
+        assert!(out.stdout.contains("1 trace(s) written"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn a_python_repr_is_kept_as_recorded_and_said() {
+    let env = Env::new();
+    let out = ingest(&env, &["-o", "t", &fixture("openinference.otlp.json")]);
+    assert!(
+        out.stderr
+            .contains("the arguments of `get_time` are not JSON; kept as the string recorded"),
+        "{}",
+        out.stderr
+    );
+    // Skipped spans are counted by kind.
+    assert!(
+        out.stdout
+            .contains("skipped: 1 OpenInference CHAIN spans (not mapped)"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn planned_calls_without_execution_stay_on_their_inference() {
+    // The OpenInference LLM span plans `get_time`, the TOOL span runs it; without the TOOL
+    // span the call stays planned only.
+    let env = Env::new();
+    let text = std::fs::read_to_string(fixture("openinference.otlp.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap();
+    spans.retain(|s| s["name"] != "get_time");
+    env.write("planned.json", doc.to_string());
+    let out = ingest(&env, &["-o", "t", "planned.json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, events) = &traces(&env, "t")[0];
+    assert!(calls(events).is_empty());
+    let planned = &events[2]["output"]["tool_calls"];
+    assert_eq!(planned[0]["tool"], "get_time");
+    assert_eq!(planned[0]["args"], serde_json::json!({"tz": "UTC"}));
+}
+
+#[test]
+fn an_export_without_agent_events_is_refused_unless_allowed() {
+    let env = Env::new();
+    let out = ingest(&env, &["-o", "t", &fixture("http-only.otlp.json")]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("no agent event") && out.stderr.contains("--allow-empty"),
+        "{}",
+        out.stderr
+    );
+    assert!(traces(&env, "t").is_empty(), "nothing written");
+    let out = ingest(
+        &env,
+        &["-o", "t", "--allow-empty", &fixture("http-only.otlp.json")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, events) = &traces(&env, "t")[0];
+    assert_eq!(kinds(events), ["header", "run_end", "footer"]);
+}
+
+#[test]
+fn an_unknown_format_says_what_was_looked_for() {
+    let env = Env::new();
+    env.write("mystery.json", r#"{"hello":"world"}"#);
+    let out = ingest(&env, &["-o", "t", "mystery.json"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("cannot tell its format: looked for an OTLP/JSON export")
+            && out.stderr.contains("pass `--from`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn ingesting_again_changes_nothing_and_a_different_trace_is_not_replaced() {
+    let env = Env::new();
+    let input = fixture("vercel.otlp.json");
+    assert_eq!(ingest(&env, &["-o", "t", &input]).code, 0);
+    let path = "t/order_status/22222222222222222222222222222222.trace.ndjson.zst";
+    let first = env.read(path);
+    let again = ingest(&env, &["-o", "t", &input]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stdout.contains("0 trace(s) written, 1 unchanged"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(env.read(path), first);
+    // The same trace id with other content: refused, the old file kept.
+    let changed = std::fs::read_to_string(&input)
+        .unwrap()
+        .replace("shipped", "lost");
+    env.write("changed.json", changed);
+    let out = ingest(&env, &["-o", "t", "changed.json"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("holds a different trace") && out.stderr.contains("--force"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read(path), first);
+    let out = ingest(&env, &["-o", "t", "--force", "changed.json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_ne!(env.read(path), first);
+}
+
+/// A tau2-shaped results file, written by hand: two tasks, three simulations.
+const TAU2: &str = r##"{
+ "info": {"environment_info": {"domain_name": "shop"}},
+ "tasks": [
+  {"id": "1", "evaluation_criteria": {"actions": [
+    {"action_id": "1_0", "requestor": "assistant", "name": "find_order", "arguments": {"order": "#1", "verbose": true}, "compare_args": null},
+    {"action_id": "1_1", "requestor": "assistant", "name": "refund", "arguments": {"order": "#1", "amount": 5}, "compare_args": ["order"]},
+    {"action_id": "1_2", "requestor": "assistant", "name": "notify", "arguments": {"text": "done"}, "compare_args": []}]}},
+  {"id": "2", "evaluation_criteria": {"actions": []}}
+ ],
+ "simulations": [
+  {"id": "s1", "task_id": "1", "trial": 0, "messages": [
+    {"role": "user", "content": "Refund order 1."},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "name": "find_order", "arguments": {"order": "#1"}, "requestor": "assistant"}]},
+    {"role": "tool", "id": "c1", "content": "{\"order\": \"#1\"}", "requestor": "assistant"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "name": "refund", "arguments": {"order": "#1", "amount": 7}, "requestor": "assistant"}, {"id": "c3", "name": "notify", "arguments": {"text": "other words"}, "requestor": "assistant"}]},
+    {"role": "tool", "id": "c2", "content": "ok", "requestor": "assistant"},
+    {"role": "tool", "id": "c3", "content": "ok", "requestor": "assistant"},
+    {"role": "assistant", "content": "Refunded."}]},
+  {"id": "s2", "task_id": "1", "trial": 1, "messages": [
+    {"role": "user", "content": "Refund order 1."},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "name": "find_order", "arguments": {"order": "#1", "extra": 1}, "requestor": "assistant"}]},
+    {"role": "tool", "id": "c1", "content": "no", "requestor": "assistant"},
+    {"role": "assistant", "content": "I cannot."}]},
+  {"id": "s3", "task_id": "2", "trial": 0, "messages": [
+    {"role": "user", "content": "Hello."},
+    {"role": "assistant", "content": "Hi."}]}
+ ]}"##;
+
+#[test]
+fn benchmark_runs_are_named_by_task_and_trial_and_scenarios_come_from_ground_truth() {
+    let env = Env::new();
+    env.write("results.json", TAU2);
+    let out = ingest(&env, &["-o", "t", "--emit-scenarios", "results.json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let files = files_under(&env.path("t"));
+    assert_eq!(
+        files,
+        [
+            "tau2.shop.task-1/tau2.shop.task-1.scenario.json",
+            "tau2.shop.task-1/trial-0.trace.ndjson.zst",
+            "tau2.shop.task-1/trial-1.trace.ndjson.zst",
+            "tau2.shop.task-2/tau2.shop.task-2.scenario.json",
+            "tau2.shop.task-2/trial-0.trace.ndjson.zst",
+        ]
+    );
+    // The generated scenarios pass the quality gates, and reproduce tau2's action check:
+    // `null` compares the actual call's keys, a list those keys, `[]` the name only.
+    let gates = env.run(&["gates", "t"]);
+    assert_eq!(gates.code, 0, "{}{}", gates.stdout, gates.stderr);
+    let report = json(&env.run(&["check", "t", "--format", "json", "--fail-on", "none"]));
+    let verdicts = |suffix: &str| -> Vec<String> {
+        row(&report, suffix)["oracles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["type"] != "run-completed")
+            .map(|o| o["verdict"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        verdicts("task-1/trial-0.trace.ndjson.zst"),
+        ["pass", "pass", "pass"]
+    );
+    assert_eq!(
+        verdicts("task-1/trial-1.trace.ndjson.zst"),
+        ["fail", "fail", "fail"]
+    );
+    // Emitting again changes nothing; a reviewed (edited) scenario is never overwritten.
+    let again = ingest(&env, &["-o", "t", "--emit-scenarios", "results.json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let scenario = "t/tau2.shop.task-2/tau2.shop.task-2.scenario.json";
+    env.write(scenario, "{\"reviewed\": true}");
+    let out = ingest(&env, &["-o", "t", "--emit-scenarios", "results.json"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(env.read(scenario), b"{\"reviewed\": true}");
+}
+
+#[test]
+fn one_scenario_for_two_result_files_refuses_to_replace() {
+    let env = Env::new();
+    env.write("shop.json", TAU2);
+    env.write("other.json", TAU2.replace("Refunded.", "Refunded twice."));
+    let out = ingest(&env, &["-o", "t", "--scenario", "all", "shop.json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let before = env.read("t/all/task-1.trial-0.trace.ndjson.zst");
+    let out = ingest(&env, &["-o", "t", "--scenario", "all", "other.json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("holds a different trace"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read("t/all/task-1.trial-0.trace.ndjson.zst"), before);
+    // A naming template tells them apart.
+    let out = ingest(
+        &env,
+        &["-o", "t", "--name", "{file}/{task}-{trial}", "other.json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.path("t/other/1-0.trace.ndjson.zst").exists());
+}
