@@ -86,6 +86,20 @@ pub(crate) fn mark_run_start() {
     run_started();
 }
 
+/// Makes everything written to the filesystem holding `dir` durable, with one `syncfs` (on
+/// Unix; elsewhere nothing, each file having been written as it is).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
+pub(crate) fn sync_filesystem(dir: &Utf8Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let d = std::fs::File::open(dir)?;
+        rustix::fs::syncfs(&d)?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
 /// Writes `bytes` to `path` atomically.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
 pub(crate) fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {

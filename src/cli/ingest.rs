@@ -16,6 +16,7 @@ use crate::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
 use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use crate::trace::{Limits, TraceFile};
 use anyhow::{Context, bail};
+use rayon::prelude::*;
 
 use super::args::{IngestArgs, IngestFormatArg};
 use super::exit;
@@ -118,8 +119,33 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             diag!("error: `{input}`: no run found");
             tally.failed += 1;
         }
-        for run in outcome.runs {
-            store(&run, input, args, &confined, &mut written, &mut tally, out)?;
+        // Names are claimed in order (the first run to a name keeps it); the traces are then
+        // compared with what is on disk and written in parallel, and reported in order.
+        let mut claimed = Vec::new();
+        for run in &outcome.runs {
+            let dest = destination(args, run);
+            match written.get(&dest) {
+                Some(by) => {
+                    diag!(
+                        "error: `{input}`: scenario `{}` case `{}` was already written by `{by}` in this run (`{}`); name the runs apart with `--name` or `--case`",
+                        run.scenario,
+                        run.case,
+                        display_path(&dest)
+                    );
+                    tally.failed += 1;
+                }
+                None => {
+                    written.insert(dest.clone(), input.to_owned());
+                    claimed.push((run, dest));
+                }
+            }
+        }
+        let stored: Vec<anyhow::Result<Stored>> = claimed
+            .par_iter()
+            .map(|(run, dest)| store(run, dest, args.force, &confined))
+            .collect();
+        for ((run, dest), result) in claimed.iter().zip(stored) {
+            report(run, dest, input, result?, &mut tally, out)?;
         }
         if args.emit_scenarios {
             tally.failed += emit_scenarios(format, &bytes, input, args, &opts, &confined, out)?;
@@ -127,67 +153,82 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         summarise(input, format, &tally, &outcome.skipped, out)?;
         failed += tally.failed;
     }
+    crate::fsutil::sync_filesystem(&args.out)
+        .with_context(|| format!("cannot sync what was written under `{}`", args.out))?;
     Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
 }
 
-/// Writes one run, unless this run already wrote that name or a different trace is there.
+/// Where a run's trace goes: `DIR/<scenario>/<case>.trace.ndjson.zst`.
+fn destination(args: &IngestArgs, run: &IngestedRun) -> Utf8PathBuf {
+    (args.out.join(encode_segment(&run.scenario)))
+        .join(format!("{}.trace.ndjson.zst", encode_segment(&run.case)))
+}
+
+/// What became of one run's trace.
+enum Stored {
+    Written,
+    /// The same content was there already.
+    Unchanged,
+    /// A different trace is there (its content hash; `None`: not a readable sealed trace).
+    Refused(Option<String>),
+}
+
+/// Writes one run's trace, unless the same or (without `force`) a different one is there.
 fn store(
     run: &IngestedRun,
-    input: &Utf8Path,
-    args: &IngestArgs,
+    dest: &Utf8Path,
+    force: bool,
     confined: &crate::fsutil::Confined,
-    written: &mut HashMap<Utf8PathBuf, Utf8PathBuf>,
+) -> anyhow::Result<Stored> {
+    match existing_hash(dest) {
+        Some(h) if h == run.trace.content_hash => return Ok(Stored::Unchanged),
+        Some(h) if !force => return Ok(Stored::Refused(Some(h))),
+        None if dest.exists() && !force => return Ok(Stored::Refused(None)),
+        _ => {}
+    }
+    // Not synced one by one: the run syncs the output's filesystem once at its end.
+    run.trace
+        .write_in_with(confined, dest, false)
+        .with_context(|| format!("cannot write `{dest}`"))?;
+    Ok(Stored::Written)
+}
+
+/// Reports one run's outcome, in input order.
+fn report(
+    run: &IngestedRun,
+    dest: &Utf8Path,
+    input: &Utf8Path,
+    stored: Stored,
     tally: &mut Tally,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let dest = (args.out.join(encode_segment(&run.scenario)))
-        .join(format!("{}.trace.ndjson.zst", encode_segment(&run.case)));
-    let shown = display_path(&dest);
-    if let Some(by) = written.get(&dest) {
-        diag!(
-            "error: `{input}`: scenario `{}` case `{}` was already written by `{by}` in this run (`{shown}`); name the runs apart with `--name` or `--case`",
-            run.scenario,
-            run.case,
-        );
-        tally.failed += 1;
-        return Ok(());
-    }
-    written.insert(dest.clone(), input.to_owned());
-    match existing_hash(&dest) {
-        Some(h) if h == run.trace.content_hash => {
+    let shown = display_path(dest);
+    let (scenario, case, hash) = (&run.scenario, &run.case, &run.trace.content_hash);
+    match stored {
+        Stored::Written => {
+            tally.written += 1;
+            for (k, n) in &run.events {
+                *tally.events.entry(k).or_default() += n;
+            }
+            writeln!(out, "wrote {shown}  {scenario}/{case}  {hash}")?;
+        }
+        Stored::Unchanged => {
             tally.unchanged += 1;
-            writeln!(out, "unchanged {shown}  {}/{}  {h}", run.scenario, run.case)?;
-            return Ok(());
+            writeln!(out, "unchanged {shown}  {scenario}/{case}  {hash}")?;
         }
-        Some(h) if !args.force => {
-            diag!(
-                "error: `{input}`: `{shown}` holds a different trace ({h}, the new one is {}); not replaced — pass `--force` to replace it, or name the runs apart with `--name`",
-                run.trace.content_hash
-            );
+        Stored::Refused(Some(h)) => {
             tally.failed += 1;
-            return Ok(());
+            diag!(
+                "error: `{input}`: `{shown}` holds a different trace ({h}, the new one is {hash}); not replaced — pass `--force` to replace it, or name the runs apart with `--name`"
+            );
         }
-        None if dest.exists() && !args.force => {
+        Stored::Refused(None) => {
+            tally.failed += 1;
             diag!(
                 "error: `{input}`: `{shown}` exists and is not a readable sealed trace; not replaced — pass `--force` to replace it"
             );
-            tally.failed += 1;
-            return Ok(());
         }
-        _ => {}
     }
-    run.trace
-        .write_in(confined, &dest)
-        .with_context(|| format!("cannot write `{dest}`"))?;
-    tally.written += 1;
-    for (k, n) in &run.events {
-        *tally.events.entry(k).or_default() += n;
-    }
-    writeln!(
-        out,
-        "wrote {shown}  {}/{}  {}",
-        run.scenario, run.case, run.trace.content_hash
-    )?;
     Ok(())
 }
 
@@ -212,9 +253,17 @@ fn summarise(
     if !events.is_empty() {
         line.push_str(&format!("; events written: {}", events.join(", ")));
     }
-    if !skipped.is_empty() {
-        let s: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        line.push_str(&format!("; skipped: {}", s.join(", ")));
+    // Span kinds not mapped, all of them; attributes ignored, the most frequent six.
+    let (mut attrs, kinds): (Vec<_>, Vec<_>) =
+        skipped.iter().partition(|(k, _)| k.ends_with("(ignored)"));
+    let mut listed: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    attrs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    listed.extend(attrs.iter().take(6).map(|(k, n)| format!("{n}× {k}")));
+    if attrs.len() > 6 {
+        listed.push(format!("{} other attributes (ignored)", attrs.len() - 6));
+    }
+    if !listed.is_empty() {
+        line.push_str(&format!("; skipped: {}", listed.join(", ")));
     }
     writeln!(out, "{line}")?;
     Ok(())

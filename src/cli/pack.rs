@@ -62,14 +62,20 @@ fn pack_one(
                 }
                 return Ok(format!("already sealed  {input}  {content_hash}"));
             }
-            write_atomic(dest, &zstd::bulk::compress(&file.bytes, 9)?)?;
+            write_atomic(
+                dest,
+                &zstd::bulk::compress(&file.bytes, crate::trace::ZSTD_LEVEL)?,
+            )?;
             Ok(format!("sealed  {input} -> {dest}  {content_hash}"))
         }
         Packed::Sealed {
             bytes,
             content_hash,
         } => {
-            write_atomic(dest, &zstd::bulk::compress(&bytes, 9)?)?;
+            write_atomic(
+                dest,
+                &zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL)?,
+            )?;
             Ok(format!("sealed  {input} -> {dest}  {content_hash}"))
         }
     }

@@ -231,8 +231,8 @@ fn calls_of(m: &Value) -> Vec<Call> {
 /// One model turn: an inference whose tool calls form a batch.
 struct Turn {
     model: Option<String>,
-    /// The conversation so far, hashed into `input_h`.
-    input: String,
+    /// The hash of the conversation so far (`input_h`).
+    input: Str<'static>,
     system: Option<Str<'static>>,
     consumes: Vec<Str<'static>>,
     text: Option<String>,
@@ -243,7 +243,7 @@ struct Turn {
 /// Records a turn: the inference, then a `tool_call` for each planned call that got a result.
 /// Returns the turn's text, the final answer so far.
 fn push_turn(b: &mut RunBuilder, turn: Turn, answered: impl Fn(&str) -> bool) -> Option<String> {
-    let input_h = Some(b.prompt(&turn.input).h);
+    let input_h = Some(turn.input);
     let calls = (!turn.planned.is_empty()).then(|| turn.planned.clone());
     b.push(
         None,
@@ -362,7 +362,7 @@ impl<'o> Conversation<'o> {
     fn turn(
         &mut self,
         model: Option<String>,
-        input: String,
+        input: Str<'static>,
         text: Option<String>,
         planned: Vec<PlannedCall<'static>>,
         usage: Option<Usage>,
@@ -437,7 +437,24 @@ fn chat_run(
         .filter_map(result_id)
         .collect();
     let mut c = Conversation::new(run, scenario, case, opts, outcome);
+    // The conversation so far as compact JSON (`[m1,m2,…]`), hashed as it grows, one message
+    // at a time: the hash of `serde_json::to_string(&items[..i])`, without serialising and
+    // hashing every earlier message again at each turn. (The raw text is kept only for the
+    // developer opt-in's sidecar.)
+    let mut so_far = opts.hasher.growing();
+    so_far.push("[");
+    let mut text_so_far = opts.raw_opt_in.then(|| String::from("["));
     for (i, m) in items.iter().enumerate() {
+        if i > 0 {
+            let piece = serde_json::to_string(&items[i - 1]).unwrap_or_default();
+            let sep = if i > 1 { "," } else { "" };
+            so_far.push(sep);
+            so_far.push(&piece);
+            if let Some(t) = &mut text_so_far {
+                t.push_str(sep);
+                t.push_str(&piece);
+            }
+        }
         let at = format!("{}, message {}", run.position, i + 1);
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         match role {
@@ -461,7 +478,10 @@ fn chat_run(
                 }
             }
             "assistant" => {
-                let conversation = serde_json::to_string(&items[..i]).unwrap_or_default();
+                let conversation = match &text_so_far {
+                    Some(t) => c.b.prompt(&format!("{t}]")).h,
+                    None => so_far.prompt_with("]").h,
+                };
                 let planned = (calls_of(m).iter())
                     .map(|call| c.planned(&at, &call.id, &call.tool, Some(&call.args)))
                     .collect();
@@ -546,6 +566,7 @@ fn responses_run(
             }
             let text = Some(texts.join("\n")).filter(|t| !t.is_empty());
             let input = serde_json::to_string(&items[..start]).unwrap_or_default();
+            let input = c.b.prompt(&input).h;
             c.turn(None, input, text, planned, None, |id| answered.contains(id));
             continue;
         }

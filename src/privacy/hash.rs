@@ -79,11 +79,56 @@ impl PromptHasher {
         }
     }
 
+    /// A text that grows at its end (a conversation, message by message), hashed as it grows:
+    /// each [`GrowingPrompt::prompt_with`] costs the length of its suffix, not of the whole
+    /// text, and gives the hash [`PromptHasher::prompt`] gives of the whole.
+    pub fn growing(&self) -> GrowingPrompt {
+        GrowingPrompt {
+            hasher: match &self.key {
+                Some(k) => blake3::Hasher::new_keyed(k),
+                None => blake3::Hasher::new(),
+            },
+            keyed: self.key.is_some(),
+            chars: 0,
+        }
+    }
+
     /// A prompt object for `text`: its hash and its length in Unicode scalar values.
     pub fn prompt(&self, text: &str) -> PromptRef<'static> {
         PromptRef {
             h: Str::from(self.hash(text)),
             len: Some(text.chars().count() as u64),
+        }
+    }
+}
+
+/// A text hashed as it grows (see [`PromptHasher::growing`]).
+#[derive(Clone)]
+pub struct GrowingPrompt {
+    hasher: blake3::Hasher,
+    keyed: bool,
+    chars: u64,
+}
+
+impl GrowingPrompt {
+    /// Appends `text`.
+    pub fn push(&mut self, text: &str) {
+        self.hasher.update(text.as_bytes());
+        self.chars += text.chars().count() as u64;
+    }
+
+    /// The prompt object of the text so far followed by `suffix` (not kept).
+    pub fn prompt_with(&self, suffix: &str) -> PromptRef<'static> {
+        let mut h = self.hasher.clone();
+        h.update(suffix.as_bytes());
+        let hex = h.finalize().to_hex();
+        PromptRef {
+            h: Str::from(if self.keyed {
+                format!("b3k:{hex}")
+            } else {
+                format!("b3:{hex}")
+            }),
+            len: Some(self.chars + suffix.chars().count() as u64),
         }
     }
 }
@@ -104,6 +149,19 @@ mod tests {
         assert_eq!(keyed.kid(), Some(VECTOR_KID));
         assert_eq!(keyed.hash("hello"), VECTOR_HELLO);
         assert_eq!(keyed.prompt("héllo").len, Some(5));
+    }
+
+    #[test]
+    fn a_growing_text_hashes_as_the_whole() {
+        for hasher in [PromptHasher::unkeyed(), PromptHasher::keyed(b"k")] {
+            let mut g = hasher.growing();
+            let mut whole = String::new();
+            for piece in ["[", "{\"a\":1}", ",", "\"héllo\"", ""] {
+                g.push(piece);
+                whole.push_str(piece);
+                assert_eq!(g.prompt_with("]"), hasher.prompt(&format!("{whole}]")));
+            }
+        }
     }
 
     const VECTOR_KID: &str = "k_4f0e5027";

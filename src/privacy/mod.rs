@@ -4,7 +4,7 @@ pub mod hash;
 pub mod lint;
 pub mod mask;
 
-pub use hash::{KEY_ENV, PromptHasher, key_id};
+pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 
 /// The environment variable that opts a developer in to raw-prompt sidecars (`1`).
 pub const RAW_OPT_IN_ENV: &str = "TRACEREPLAY_DEV_RAW_PROMPTS";

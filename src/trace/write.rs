@@ -209,10 +209,17 @@ pub struct SealedTrace {
     pub sidecar: Option<Vec<u8>>,
 }
 
+/// The zstd level traces are written at. Traces are mostly hashes and ids, which do not
+/// compress, so levels differ little in size and much in time: on the 200 tau-bench runs
+/// (2.8 MB decompressed) level 3 writes 686 KB, level 9 658 KB (4 % smaller), level 19 645 KB
+/// (6 %), at several times the compression time; reading is as fast at every level. A trace is
+/// written once and read on every check, so the level that writes fast and reads fast wins.
+pub const ZSTD_LEVEL: i32 = 3;
+
 impl SealedTrace {
     /// zstd-compressed bytes, ready to store as `NAME.trace.ndjson.zst`.
     pub fn compress(&self) -> std::io::Result<Vec<u8>> {
-        zstd::bulk::compress(&self.bytes, 9)
+        zstd::bulk::compress(&self.bytes, ZSTD_LEVEL)
     }
 
     /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
@@ -231,14 +238,25 @@ impl SealedTrace {
         dir: &crate::fsutil::Confined,
         path: &camino::Utf8Path,
     ) -> std::io::Result<()> {
-        dir.write(path, &self.compress()?, true)?;
+        self.write_in_with(dir, path, true)
+    }
+
+    /// [`SealedTrace::write_in`]; with `durable: false` the data is not synced to disk before
+    /// the rename (the caller syncs many files at once afterwards).
+    pub fn write_in_with(
+        &self,
+        dir: &crate::fsutil::Confined,
+        path: &camino::Utf8Path,
+        durable: bool,
+    ) -> std::io::Result<()> {
+        dir.write(path, &self.compress()?, durable)?;
         if let Some(sidecar) = &self.sidecar {
             let name = path.file_name().unwrap_or("trace");
             let stem = name.strip_suffix(".trace.ndjson.zst").unwrap_or(name);
             dir.write(
                 &path.with_file_name(format!("{stem}.prompts.ndjson")),
                 sidecar,
-                true,
+                durable,
             )?;
         }
         Ok(())

@@ -82,10 +82,11 @@ fn role(s: &Span) -> Role {
 }
 
 /// `prefix.N.…` attributes as a JSON tree, numeric segments as object keys.
-fn unflatten(attrs: &Map<String, Value>, prefix: &str) -> Option<Value> {
+fn unflatten(span: &Span, prefix: &str) -> Option<Value> {
+    span.read_prefix(prefix);
     let mut root = Map::new();
     let mut any = false;
-    for (k, v) in attrs {
+    for (k, v) in &span.attrs {
         let Some(rest) = k.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else {
             continue;
         };
@@ -171,7 +172,7 @@ fn messages_of(v: &Value) -> Vec<Message> {
 /// OpenInference's flattened `llm.*_messages.N.message.*`, and OpenLLMetry's
 /// `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`.
 fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
-    let tree = unflatten(&s.attrs, prefix)?;
+    let tree = unflatten(s, prefix)?;
     Some(
         indexed(&tree)
             .into_iter()
@@ -221,7 +222,7 @@ fn input_of(s: &Span) -> (Vec<Message>, Option<String>) {
     }
     for prefix in ["llm.input_messages", "gen_ai.prompt"] {
         if let Some(m) = flattened_messages(s, prefix) {
-            let text = unflatten(&s.attrs, prefix).map(|t| t.to_string());
+            let text = unflatten(s, prefix).map(|t| t.to_string());
             return (m, text);
         }
     }
@@ -238,7 +239,7 @@ fn output_of(s: &Span) -> Message {
             return merge(m);
         }
     }
-    if s.attrs.contains_key("ai.response.text") || s.attrs.contains_key("ai.response.toolCalls") {
+    if s.has("ai.response.text") || s.has("ai.response.toolCalls") {
         let calls = (s
             .json_attr("ai.response.toolCalls")
             .as_ref()
@@ -328,7 +329,7 @@ fn finish_attr(s: &Span) -> Option<Finish> {
     ]
     .iter()
     .find_map(|k| {
-        let v = s.attrs.get(*k)?;
+        let v = s.get(k)?;
         v.as_array()
             .and_then(|a| a.first())
             .and_then(Value::as_str)
@@ -544,7 +545,7 @@ pub(super) fn build_run(
                     "traceloop.entity.input",
                 ]
                 .iter()
-                .find_map(|k| s.attrs.get(*k).cloned())
+                .find_map(|k| s.get(k).cloned())
                 .or_else(|| plan.map(|(_, _, a)| a));
                 let (args, invalid) = args_from(raw_args.as_ref());
                 if invalid {
@@ -571,7 +572,7 @@ pub(super) fn build_run(
                     "traceloop.entity.output",
                 ]
                 .iter()
-                .find_map(|k| s.attrs.get(*k))
+                .find_map(|k| s.get(k))
                 .map(result_value);
                 b.push(
                     Some((s.end_ns / 1_000_000) as i64),
@@ -588,11 +589,21 @@ pub(super) fn build_run(
             Role::Agent => {}
             Role::Other(label) => *skipped.entry(label.clone()).or_default() += 1,
         }
+        if !matches!(r, Role::Other(_)) {
+            for k in s.unread() {
+                *skipped.entry(format!("attribute `{k}`")).or_default() += 1;
+            }
+        }
     }
     for (reason, n) in skipped {
+        let why = if reason.starts_with("attribute") {
+            "ignored"
+        } else {
+            "not mapped"
+        };
         *outcome
             .skipped
-            .entry(format!("{reason} (not mapped)"))
+            .entry(format!("{reason} ({why})"))
             .or_default() += n;
     }
     if final_answer.is_none() {

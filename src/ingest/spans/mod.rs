@@ -30,21 +30,56 @@ pub(crate) struct Span {
     pub(crate) attrs: Map<String, Value>,
     /// The status message when the span's status is an error.
     pub(crate) error: Option<String>,
+    /// The attributes the mapping looked at (the others are reported as ignored).
+    pub(crate) read: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl Span {
+    /// An attribute, noted as read.
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
+        let v = self.attrs.get(name);
+        if v.is_some() {
+            self.read.borrow_mut().insert(name.to_owned());
+        }
+        v
+    }
+
+    /// Whether an attribute is present (noted as read).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Notes every attribute under `prefix.` as read.
+    pub(crate) fn read_prefix(&self, prefix: &str) {
+        let mut read = self.read.borrow_mut();
+        for k in self.attrs.keys() {
+            if k.strip_prefix(prefix).is_some_and(|r| r.starts_with('.')) {
+                read.insert(k.clone());
+            }
+        }
+    }
+
+    /// The attributes nobody read.
+    pub(crate) fn unread(&self) -> Vec<&str> {
+        let read = self.read.borrow();
+        (self.attrs.keys())
+            .filter(|k| !read.contains(k.as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+
     /// A string attribute, the first of `names` present.
     pub(crate) fn str_attr(&self, names: &[&str]) -> Option<&str> {
         names
             .iter()
-            .find_map(|n| self.attrs.get(*n).and_then(Value::as_str))
+            .find_map(|n| self.get(n).and_then(Value::as_str))
             .filter(|s| !s.is_empty())
     }
 
     /// A count attribute (a number, or a string holding one).
     pub(crate) fn u64_attr(&self, names: &[&str]) -> Option<u64> {
         names.iter().find_map(|n| {
-            self.attrs.get(*n).and_then(|v| {
+            self.get(n).and_then(|v| {
                 v.as_u64()
                     .or_else(|| v.as_str().and_then(|t| t.trim().parse().ok()))
             })
@@ -54,7 +89,7 @@ impl Span {
     /// A JSON attribute that may be recorded as JSON text (decoded once; twice when the text
     /// holds JSON text, as Traceloop writes it).
     pub(crate) fn json_attr(&self, name: &str) -> Option<Value> {
-        match self.attrs.get(name)? {
+        match self.get(name)? {
             Value::String(t) => match serde_json::from_str::<Value>(t).ok()? {
                 Value::String(inner) => serde_json::from_str(&inner).ok(),
                 v => Some(v),

@@ -102,6 +102,7 @@ fn collect(doc: &Value, at: &str, read: &mut ReadSpans, outcome: &mut IngestOutc
                     start_ns: nanos(s.get("startTimeUnixNano")),
                     end_ns: nanos(s.get("endTimeUnixNano")),
                     attrs: attributes(s.get("attributes")),
+                    read: Default::default(),
                     error: is_error.then(|| {
                         (status
                             .and_then(|st| st.get("message"))

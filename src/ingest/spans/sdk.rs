@@ -112,6 +112,7 @@ fn push_span(raw: &RawValue, position: String, read: &mut ReadSpans, outcome: &m
         start_ns: nanos(span.start_time.as_ref()),
         end_ns: nanos(span.end_time.as_ref()),
         error: error_of(span.status.as_ref()),
+        read: Default::default(),
         attrs: span.attributes,
     });
 }

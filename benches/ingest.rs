@@ -1,0 +1,126 @@
+//! Ingest benchmarks, in memory (no file is written): 200 tau-bench-shaped runs (a 6 KB system
+//! prompt, 12 assistant turns with a tool call each) through `openai-messages`, and one OTLP/JSON
+//! export of 50 agent traces through the span model.
+//!
+//! `cargo bench --bench ingest`. CI only compiles it (clippy `--all-targets`). The end-to-end
+//! figure (ingest of the real tau-bench file against `check` of what it wrote) is measured on
+//! the command line (see the README's Performance section).
+
+use serde_json::{Value, json};
+use tracereplay::ingest::{Format, IngestOptions, ingest};
+use tracereplay::privacy::PromptHasher;
+
+fn main() {
+    divan::main();
+}
+
+fn opts() -> IngestOptions {
+    IngestOptions {
+        hasher: PromptHasher::keyed(b"bench"),
+        raw_opt_in: false,
+        scenario: None,
+        case: None,
+        name: None,
+        file_stem: Some("bench".into()),
+        allow_empty: false,
+    }
+}
+
+/// 200 runs of 50 tasks × 4 trials, tau-bench's shape.
+fn tau_bench() -> Vec<u8> {
+    let policy = "Follow the airline policy carefully. ".repeat(160);
+    let runs: Vec<Value> = (0..200)
+        .map(|r| {
+            let mut traj = vec![
+                json!({"role": "system", "content": policy}),
+                json!({"role": "user", "content": "I want to change my flight."}),
+            ];
+            for t in 0..12 {
+                let id = format!("call_{r}_{t}");
+                traj.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "get_reservation_details",
+                     "arguments": format!("{{\"reservation_id\":\"R{t}\"}}")}}]}));
+                traj.push(json!({"role": "tool", "tool_call_id": id, "name": "get_reservation_details",
+                    "content": "{\"status\": \"confirmed\", \"flights\": [\"HAT136\", \"HAT039\"]}"}));
+            }
+            traj.push(json!({"role": "assistant", "content": "Your flight is changed."}));
+            json!({"task_id": r / 4, "trial": r % 4, "reward": 1.0, "info": {}, "traj": traj})
+        })
+        .collect();
+    serde_json::to_vec(&runs).unwrap()
+}
+
+/// One OTLP/JSON export of 50 traces, each an agent, two chat spans and a tool span.
+fn otlp() -> Vec<u8> {
+    let kv = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let mut spans = Vec::new();
+    for t in 0..50u64 {
+        let tid = format!("{t:032x}");
+        let span = |id: u64, parent: Option<u64>, name: &str, attrs: Vec<Value>| {
+            let mut s = json!({"traceId": tid, "spanId": format!("{:016x}", t * 16 + id), "name": name,
+                "startTimeUnixNano": format!("{}", 1_700_000_000_000_000_000u64 + t * 1_000_000 + id),
+                "endTimeUnixNano": format!("{}", 1_700_000_000_000_000_000u64 + t * 1_000_000 + id + 10),
+                "attributes": attrs});
+            if let Some(p) = parent {
+                s["parentSpanId"] = json!(format!("{:016x}", t * 16 + p));
+            }
+            s
+        };
+        spans.push(span(
+            1,
+            None,
+            "invoke_agent support",
+            vec![
+                kv("gen_ai.operation.name", "invoke_agent"),
+                kv("gen_ai.agent.name", "support"),
+            ],
+        ));
+        spans.push(span(2, Some(1), "chat", vec![kv("gen_ai.operation.name", "chat"),
+            kv("gen_ai.input.messages", r#"[{"role":"user","parts":[{"type":"text","content":"Where is my order?"}]}]"#),
+            kv("gen_ai.output.messages", r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"lookup_order","arguments":{"order_id":"A-1"}}]}]"#)]));
+        spans.push(span(
+            3,
+            Some(1),
+            "execute_tool lookup_order",
+            vec![
+                kv("gen_ai.operation.name", "execute_tool"),
+                kv("gen_ai.tool.name", "lookup_order"),
+                kv("gen_ai.tool.call.id", "c1"),
+                kv("gen_ai.tool.call.result", r#"{"status":"shipped"}"#),
+            ],
+        ));
+        spans.push(span(
+            4,
+            Some(1),
+            "chat",
+            vec![
+                kv("gen_ai.operation.name", "chat"),
+                kv(
+                    "gen_ai.output.messages",
+                    r#"[{"role":"assistant","parts":[{"type":"text","content":"It shipped."}]}]"#,
+                ),
+            ],
+        ));
+    }
+    serde_json::to_vec(&json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})).unwrap()
+}
+
+#[divan::bench]
+fn tau_bench_200_runs(bencher: divan::Bencher) {
+    let bytes = tau_bench();
+    bencher.bench(|| {
+        let out = ingest(Format::OpenaiMessages, &bytes, &opts());
+        assert_eq!(out.runs.len(), 200);
+        out
+    });
+}
+
+#[divan::bench]
+fn otlp_50_traces(bencher: divan::Bencher) {
+    let bytes = otlp();
+    bencher.bench(|| {
+        let out = ingest(Format::OtlpJson, &bytes, &opts());
+        assert_eq!(out.runs.len(), 50);
+        out
+    });
+}
