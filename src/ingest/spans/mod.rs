@@ -1,6 +1,6 @@
 //! OpenTelemetry spans, however they were dumped: OTLP/JSON exports ([`otlp`], `--from
 //! otlp-json`) and OpenTelemetry SDK span JSON ([`sdk`], `--from otel-spans`) read into one span
-//! model, grouped into one run per trace id, ordered, and mapped to trace events by [`map`],
+//! model, grouped into one run per trace id, ordered, and mapped to trace events by `map`,
 //! which understands the GenAI semantic conventions, OpenInference, the Vercel AI SDK and
 //! Traceloop/OpenLLMetry.
 //!
