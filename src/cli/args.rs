@@ -10,6 +10,32 @@ pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// Colours: `auto` (on a terminal, unless `NO_COLOR`; `CLICOLOR_FORCE` or `FORCE_COLOR`
+    /// force them), `always` or `never`.
+    #[arg(long, value_enum, global = true, default_value = "auto")]
+    pub color: ColorArg,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// On a terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE`/`FORCE_COLOR` force them.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// A shell for `completions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[allow(missing_docs)]
+pub enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+    Elvish,
 }
 
 /// The commands.
@@ -43,6 +69,14 @@ pub enum Command {
     /// Review approved baselines: list, accept or reject pending ones, or approve current traces.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+    /// Print a shell completion script (`source <(tracereplay completions bash)`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: ShellArg,
+    },
+    /// Print the manual page (roff; `tracereplay man | man -l -`).
+    Man,
 }
 
 /// `explain` flags.

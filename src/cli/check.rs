@@ -1,6 +1,6 @@
 //! `tracereplay check`: judge, render, and map the outcome to an exit code.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -176,7 +176,7 @@ pub(super) fn render(
 /// A progress bar on stderr for long runs on a terminal; none otherwise.
 fn progress_bar(traces: usize) -> Option<ProgressBar> {
     const LONG_RUN: usize = 500;
-    if traces < LONG_RUN || !std::io::stderr().is_terminal() {
+    if traces < LONG_RUN || !options::use_progress() {
         return None;
     }
     let bar = ProgressBar::with_draw_target(Some(traces as u64), ProgressDrawTarget::stderr());

@@ -44,6 +44,7 @@ pub fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
     crate::fsutil::mark_run_start();
     let parsed = Cli::parse();
+    options::set_color(parsed.color);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match run(&parsed, &mut out).and_then(|c| out.flush().map(|()| c).map_err(Into::into)) {
@@ -81,5 +82,22 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, out),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let shell = match shell {
+                args::ShellArg::Bash => clap_complete::Shell::Bash,
+                args::ShellArg::Zsh => clap_complete::Shell::Zsh,
+                args::ShellArg::Fish => clap_complete::Shell::Fish,
+                args::ShellArg::Powershell => clap_complete::Shell::PowerShell,
+                args::ShellArg::Elvish => clap_complete::Shell::Elvish,
+            };
+            clap_complete::generate(shell, &mut Cli::command(), "tracereplay", out);
+            Ok(exit::OK)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            clap_mangen::Man::new(Cli::command()).render(out)?;
+            Ok(exit::OK)
+        }
     }
 }

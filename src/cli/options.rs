@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use anyhow::bail;
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::args::{DriftArg, DriftArgs, FailOnArg, JudgingArgs};
+use super::args::{ColorArg, DriftArg, DriftArgs, FailOnArg, JudgingArgs};
 use crate::baseline::BaselineStore;
 use crate::diff::DriftMode;
 use crate::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
@@ -89,7 +89,44 @@ pub(super) fn fail_on(arg: FailOnArg) -> FailOn {
     }
 }
 
-/// Colours only on a terminal, and never with `NO_COLOR` set (to anything non-empty).
+/// The `--color` choice of this process (set once by the command line).
+static COLOR: std::sync::OnceLock<ColorArg> = std::sync::OnceLock::new();
+
+/// Records `--color`.
+pub(super) fn set_color(choice: ColorArg) {
+    let _ = COLOR.set(choice);
+}
+
+/// Whether an environment variable is set to something other than empty, `0` or `false`.
+fn env_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        let v = v.trim();
+        !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false")
+    })
+}
+
+/// Whether `NO_COLOR` is set (to anything non-empty).
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Colours on standard output: `--color always`/`never`; with `auto`, never with `NO_COLOR`,
+/// always with `CLICOLOR_FORCE` or `FORCE_COLOR`, else only on a terminal.
 pub(super) fn use_color() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    match COLOR.get().copied().unwrap_or(ColorArg::Auto) {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto if no_color() => false,
+        ColorArg::Auto if env_on("CLICOLOR_FORCE") || env_on("FORCE_COLOR") => true,
+        ColorArg::Auto => std::io::stdout().is_terminal(),
+    }
+}
+
+/// The progress bar follows the colour rule, but only ever draws on a terminal (stderr): never
+/// with `--color never` or `NO_COLOR`, and forcing colours never puts it in a log.
+pub(super) fn use_progress() -> bool {
+    let choice = COLOR.get().copied().unwrap_or(ColorArg::Auto);
+    std::io::stderr().is_terminal()
+        && choice != ColorArg::Never
+        && (choice == ColorArg::Always || !no_color())
 }

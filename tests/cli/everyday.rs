@@ -1,0 +1,106 @@
+//! Everyday conventions: colours by flag and environment, shell completions, the man page.
+
+use crate::util::*;
+
+/// `check` of a suite with one failing trace, stdout captured, `NO_COLOR` cleared unless set.
+fn check_output(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> String {
+    let mut all = vec!["check", "traces", "--fail-on", "none"];
+    all.extend(args);
+    let mut cmd = env.command(&all, &[("CI", "true")]);
+    cmd.env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("FORCE_COLOR");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn colours_follow_the_flag_then_the_environment() {
+    let env = Env::new();
+    one_trace_suite(&env, "bad", "High", "fetch", "default");
+    let coloured = |s: &str| s.contains("\u{1b}[");
+    // Not a terminal: none by default.
+    assert!(!coloured(&check_output(&env, &[], &[])));
+    assert!(coloured(&check_output(&env, &["--color", "always"], &[])));
+    assert!(coloured(&check_output(
+        &env,
+        &[],
+        &[("CLICOLOR_FORCE", "1")]
+    )));
+    assert!(coloured(&check_output(
+        &env,
+        &[],
+        &[("FORCE_COLOR", "true")]
+    )));
+    assert!(!coloured(&check_output(&env, &[], &[("FORCE_COLOR", "0")])));
+    // NO_COLOR wins over forcing; `--color` wins over both.
+    assert!(!coloured(&check_output(
+        &env,
+        &[],
+        &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]
+    )));
+    assert!(!coloured(&check_output(
+        &env,
+        &["--color", "never"],
+        &[("FORCE_COLOR", "1")]
+    )));
+    assert!(coloured(&check_output(
+        &env,
+        &["--color", "always"],
+        &[("NO_COLOR", "1")]
+    )));
+}
+
+#[test]
+fn completion_scripts_for_every_shell() {
+    let env = Env::new();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = env.run(&["completions", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        assert!(out.stdout.contains("tracereplay"), "{shell}");
+        assert!(
+            out.stdout.contains("ingest"),
+            "{shell}: subcommands are completed"
+        );
+    }
+    // The bash script parses.
+    env.write("c.bash", env.run(&["completions", "bash"]).stdout);
+    let bash = std::process::Command::new("bash")
+        .args(["-n", "c.bash"])
+        .current_dir(env.root())
+        .output()
+        .expect("bash runs the completion syntax check (install bash)");
+    assert!(
+        bash.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bash.stderr)
+    );
+}
+
+#[test]
+fn a_man_page_that_renders() {
+    let env = Env::new();
+    let out = env.run(&["man"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains(".TH tracereplay 1"), "{}", out.stdout);
+    assert!(out.stdout.contains("completions"));
+    env.write("tracereplay.1", &out.stdout);
+    match std::process::Command::new("groff")
+        .args(["-man", "-Tascii", "-P-bcou", "tracereplay.1"])
+        .current_dir(env.root())
+        .output()
+    {
+        Ok(r) => {
+            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+            let text = String::from_utf8_lossy(&r.stdout);
+            assert!(
+                text.contains("NAME") && text.contains("SUBCOMMANDS"),
+                "{text}"
+            );
+        }
+        Err(_) => eprintln!("note: groff is not installed; the page was not rendered"),
+    }
+}
