@@ -55,6 +55,22 @@ pub struct Position {
 }
 
 impl RunIds {
+    /// The identifiers, a blank one counting as absent.
+    fn without_blanks(&self) -> RunIds {
+        let keep = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        RunIds {
+            source: keep(&self.source),
+            scenario: keep(&self.scenario),
+            case: keep(&self.case),
+            task: keep(&self.task),
+            trial: keep(&self.trial),
+            domain: keep(&self.domain),
+            agent: keep(&self.agent),
+            trace: keep(&self.trace),
+            id: keep(&self.id),
+        }
+    }
+
     fn task_scenario(&self) -> Option<String> {
         let task = self.task.as_ref()?;
         let mut name = String::new();
@@ -89,6 +105,17 @@ impl RunIds {
 
 /// The scenario and case of a run, or why it cannot be named.
 pub fn name(ids: &RunIds, at: Position, opts: &IngestOptions) -> Result<(String, String), String> {
+    let (scenario, case) = unchecked(&ids.without_blanks(), at, opts)?;
+    // A trace's header needs both, non-blank.
+    if scenario.trim().is_empty() || case.trim().is_empty() {
+        return Err(format!(
+            "the run's name would be blank (scenario `{scenario}`, case `{case}`); give it one with `--scenario`, `--case` or `--name`"
+        ));
+    }
+    Ok((scenario, case))
+}
+
+fn unchecked(ids: &RunIds, at: Position, opts: &IngestOptions) -> Result<(String, String), String> {
     if let Some(template) = &opts.name {
         return from_template(template, ids, at, opts);
     }
@@ -243,6 +270,31 @@ mod tests {
             ..opts()
         };
         assert!(name(&RunIds::default(), at, &no_file).is_err());
+    }
+
+    #[test]
+    fn blank_identifiers_count_as_absent_and_blank_names_are_refused() {
+        // Found by fuzzing: an OpenClaw scenario with `"id": ""` gave a trace with a blank
+        // scenario, which no reader accepts.
+        let ids = RunIds {
+            scenario: Some(" ".into()),
+            case: Some("scripted".into()),
+            ..RunIds::default()
+        };
+        let at = Position { n: 1, of: 1 };
+        assert_eq!(
+            name(&ids, at, &opts()).unwrap(),
+            ("runs".into(), "scripted".into())
+        );
+        let blank = IngestOptions {
+            scenario: Some("  ".into()),
+            ..opts()
+        };
+        assert!(
+            name(&ids, at, &blank)
+                .unwrap_err()
+                .contains("would be blank")
+        );
     }
 
     #[test]
