@@ -49,6 +49,33 @@ pub struct Discovered {
     pub roots: Vec<Utf8PathBuf>,
 }
 
+/// Whether `path` is a `*.json` file (not a baseline, contract or report of ours) whose first
+/// 64 KiB name `oracles` or `scriptedTrace`: a scenario under a name discovery skips.
+fn looks_like_scenario(path: &Utf8Path) -> bool {
+    use std::io::Read;
+    let name = path.file_name().unwrap_or("");
+    if !name.ends_with(".json")
+        || [".baseline.json", ".contract.json", ".scenario.json"]
+            .iter()
+            .any(|s| name.ends_with(s))
+    {
+        return false;
+    }
+    let Ok(file) = crate::fsutil::open_nonblocking(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = Vec::with_capacity(4096);
+    if file.take(64 * 1024).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    text.trim_start().starts_with(['{', '['])
+        && (text.contains("\"oracles\"") || text.contains("\"scriptedtrace\""))
+}
+
 /// Walks `paths` for scenarios and traces and `suite_dirs` for harness-suite scenario files.
 ///
 /// The directories under the paths are listed ahead, in parallel on the current rayon pool
@@ -415,6 +442,12 @@ impl Walker {
     /// resolved, and is taken as found).
     fn file(&mut self, path: Utf8PathBuf, id: Option<FileId>, suite: bool, explicit: bool) {
         let Some(kind) = self.kind_of(&path, suite, explicit) else {
+            if !suite && looks_like_scenario(&path) {
+                self.found.warnings.push(format!(
+                    "found scenario-like file `{}`; rename it to `*.scenario.json` or pass its directory with `--scenarios`",
+                    display_path(&path)
+                ));
+            }
             return;
         };
         // The same file reached twice (two paths, a symlink) counts once; as in `first_reach`, a

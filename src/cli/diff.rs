@@ -23,7 +23,19 @@ use super::{exit, options};
 /// Runs `diff`; `Err` means exit 2.
 pub(super) fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut report = match (&args.from, &args.to) {
-        (Some(old), Some(new)) => between(old, new, args)?,
+        (Some(old), Some(new)) => {
+            let mut report = between(old, new, args)?;
+            // The sides are the two recordings, not an approved baseline and a current run.
+            let header = format!("--- {}\n+++ {}\n", display_path(old), display_path(new));
+            for d in report.entries.iter_mut().flat_map(|e| &mut e.drift) {
+                if let Some(diff) = &mut d.diff {
+                    if let Some(rest) = diff.strip_prefix("--- approved\n+++ current\n") {
+                        *diff = format!("{header}{rest}");
+                    }
+                }
+            }
+            report
+        }
         _ => against_baselines(args)?,
     };
     // Drift shows arguments and answers: a secret among them is never shown in full.

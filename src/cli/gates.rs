@@ -24,7 +24,17 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     }
     let found = discover(&args.paths, &args.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
-    let mut problems = check_gates(&loaded);
+    let searched: Vec<String> = (args.paths.iter().chain(&args.scenario_dirs))
+        .map(|p| crate::discover::display_path(p))
+        .collect();
+    let mut problems = check_gates(&loaded, &searched.join("`, `"));
+    for w in found
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("found scenario-like"))
+    {
+        writeln!(out, "warning: {}", escape_controls(w))?;
+    }
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
         file: crate::discover::display_path(p),

@@ -238,11 +238,13 @@ pub fn partition_share(id: &str, n: u64) -> u64 {
 pub enum CheckError {
     /// Nothing to judge.
     #[error(
-        "no scenario and no trace found under {paths}; point the command at a directory holding `*.scenario.json` and `*.trace.ndjson.zst` files"
+        "no scenario and no trace found under {paths}; point the command at a directory holding `*.scenario.json` and `*.trace.ndjson.zst` files{hint}"
     )]
     NothingFound {
         /// The paths searched.
         paths: String,
+        /// Files that look like scenarios under other names (`; found scenario-like file …`).
+        hint: String,
     },
     /// A filter matched no scenario.
     #[error("no scenario matches {filter}")]
@@ -314,8 +316,13 @@ fn check_in_pool(
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
         let paths: Vec<String> = searched.iter().map(|p| format!("`{p}`")).collect();
+        let hint = (found.warnings.iter())
+            .filter(|w| w.starts_with("found scenario-like file"))
+            .map(|w| format!("; {w}"))
+            .collect();
         return Err(CheckError::NothingFound {
             paths: paths.join(", "),
+            hint,
         });
     }
     // The scenario files' bytes as loading read them: scanned here, not read again.

@@ -115,8 +115,8 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
     out
 }
 
-/// Every gate problem of a loaded suite, sorted.
-pub fn check_gates(loaded: &LoadedScenarios) -> Vec<GateProblem> {
+/// Every gate problem of a loaded suite, sorted; `searched` names where it was looked for.
+pub fn check_gates(loaded: &LoadedScenarios, searched: &str) -> Vec<GateProblem> {
     let mut out = Vec::new();
     for e in &loaded.errors {
         let (line, column) = match e {
@@ -136,11 +136,11 @@ pub fn check_gates(loaded: &LoadedScenarios) -> Vec<GateProblem> {
     }
     if loaded.scenarios.is_empty() {
         out.push(GateProblem {
-            file: ".".into(),
+            file: searched.to_owned(),
             scenario: None,
             line: None,
             column: None,
-            message: "no scenarios found".into(),
+            message: "no scenarios found (scenario files are named `*.scenario.json`)".into(),
         });
     }
     let mut by_id: BTreeMap<String, Vec<&Scenario>> = BTreeMap::new();

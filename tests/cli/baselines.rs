@@ -518,6 +518,13 @@ fn diff_against_baselines_and_between_recordings() {
     );
     assert_eq!(r["only_old"][0]["scenario"], "agent.tool.timeout");
     let human = env.run(&["diff", "--from", "traces", "--to", "new"]);
+    // The sides are labelled with the two recordings' paths.
+    assert!(
+        human.stdout.contains("--- traces\n") && human.stdout.contains("+++ new\n"),
+        "{}",
+        human.stdout
+    );
+    assert!(!human.stdout.contains("--- approved"), "{}", human.stdout);
     assert!(
         human.stdout.contains(
             "drift tool-calls-changed: tool calls were [web_search], now [web_search, web_search]"

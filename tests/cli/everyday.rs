@@ -104,3 +104,30 @@ fn a_man_page_that_renders() {
         Err(_) => eprintln!("note: groff is not installed; the page was not rendered"),
     }
 }
+
+#[test]
+fn a_scenario_under_another_name_is_pointed_out() {
+    let env = Env::new();
+    env.write(
+        "traces/a/scenario.json",
+        r#"{"id":"a","risk":"High","oracles":[{"type":"status-is","value":"completed"}]}"#,
+    );
+    let out = env.run(&["check", "traces"]);
+    assert_eq!(out.code, 2);
+    let hint = "found scenario-like file `traces/a/scenario.json`; rename it to `*.scenario.json` or pass its directory with `--scenarios`";
+    assert!(out.stderr.contains(hint), "{}", out.stderr);
+    // `gates` names the directory it searched, not `.`.
+    let out = env.run(&["gates", "traces"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains(hint), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "error: `traces`: no scenarios found (scenario files are named `*.scenario.json`)"
+        ),
+        "{}",
+        out.stdout
+    );
+    // A report or other JSON is not mistaken for one.
+    env.write("traces/a/notes.json", r#"{"hello": "world"}"#);
+    assert!(!env.run(&["check", "traces"]).stderr.contains("notes.json"));
+}
