@@ -410,6 +410,10 @@ pub struct CheckArgs {
     /// Judge only this scenario id (repeatable, case-insensitive).
     #[arg(long = "scenario", value_name = "ID")]
     pub scenarios: Vec<String>,
+    /// Judge only the traces that failed or errored in the newest run folder (`--artifacts`,
+    /// default `.tracereplay/runs`), and any trace that run did not judge.
+    #[arg(long)]
+    pub last_failed: bool,
     /// Judge only scenarios with this tag or type (repeatable).
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,

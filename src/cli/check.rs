@@ -1,28 +1,98 @@
 //! `tracereplay check`: judge, render, and map the outcome to an exit code.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::discover::discover;
+use crate::discover::{discover, display_path};
 use crate::eval::{
     CacheFile, CacheKey, CheckOptions, CheckStats, Counting, Progress, Runtime, Selection,
     check_with_cache_file, in_pool,
 };
 use crate::fsutil::write_atomic_streaming;
 use crate::report::{self, human::HumanOptions};
-use anyhow::bail;
-use camino::Utf8PathBuf;
+use anyhow::{Context, bail};
+use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::{CheckArgs, CheckFormatArg};
 use super::ci::is_ci;
 use super::{exit, options};
 
+/// What `--last-failed` takes from the newest run folder.
+struct LastRun {
+    /// The run's id (its folder's name).
+    id: String,
+    /// Every trace path it judged, as shown.
+    judged: HashSet<String>,
+    /// The paths of its rows that did not pass.
+    failed: HashSet<String>,
+    /// Scenarios (lowercase) whose every row passed.
+    passed_scenarios: HashSet<String>,
+}
+
+impl LastRun {
+    /// Reads `report.json` of the newest run folder under `runs`.
+    fn read(runs: &Utf8Path) -> anyhow::Result<LastRun> {
+        let Some(run) = crate::report::runfolder::latest_run(runs) else {
+            bail!(
+                "`--last-failed`: no run folder under `{runs}`; write one with `tracereplay check --artifacts`"
+            );
+        };
+        let path = run.join("report.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
+        let report: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("`--last-failed`: `{path}` is not a JSON report"))?;
+        let mut last = LastRun {
+            id: run.file_name().unwrap_or("").to_owned(),
+            judged: HashSet::new(),
+            failed: HashSet::new(),
+            passed_scenarios: HashSet::new(),
+        };
+        let mut failing_scenarios = HashSet::new();
+        for row in report["results"].as_array().into_iter().flatten() {
+            let scenario = row["scenario"].as_str().map(str::to_lowercase);
+            let path = row["path"].as_str().map(str::to_owned);
+            let passed = row["verdict"] == "pass" && row["blocking"] != true;
+            if let Some(p) = &path {
+                last.judged.insert(p.clone());
+                if !passed {
+                    last.failed.insert(p.clone());
+                }
+            }
+            if let Some(s) = scenario {
+                if passed {
+                    last.passed_scenarios.insert(s);
+                } else {
+                    failing_scenarios.insert(s);
+                }
+            }
+        }
+        last.passed_scenarios
+            .retain(|s| !failing_scenarios.contains(s));
+        Ok(last)
+    }
+
+    /// Whether this run judges `path`: it did not pass last time, or was not judged then.
+    fn keeps(&self, path: &Utf8Path) -> bool {
+        let shown = display_path(path);
+        self.failed.contains(&shown) || !self.judged.contains(&shown)
+    }
+}
+
 /// Runs `check`; `Err` means exit 2.
 pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let under_ci = is_ci(&args.ci);
+    let last_run = if args.last_failed {
+        let runs = (args.artifacts.clone()).unwrap_or_else(|| ".tracereplay/runs".into());
+        Some(LastRun::read(&runs)?)
+    } else {
+        None
+    };
+    let mut left_out = 0;
     let baselines = options::baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
     let started = Instant::now();
     let threads = args.jobs.map(usize::from);
@@ -41,7 +111,12 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             let found = discover(&args.paths, &args.scenario_dirs);
             (found, cache_file.and_then(|h| h.join().ok()))
         });
-        let found = found?;
+        let mut found = found?;
+        if let Some(last) = &last_run {
+            let before = found.trace_files.len();
+            found.trace_files.retain(|p| last.keeps(p));
+            left_out = before - found.trace_files.len();
+        }
         let discovered = started.elapsed();
         let bar = progress_bar(found.trace_files.len());
         let stats = Arc::new(CheckStats::default());
@@ -52,6 +127,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                 partition: args.partition,
                 whole_suite: crate::discover::covers_suite_roots(&args.paths),
                 scripted: args.scripted,
+                rerun: last_run.as_ref().map(|l| l.passed_scenarios.clone()),
             },
             judging: options::judging(&args.judging),
             counting: Counting {
@@ -123,6 +199,17 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     );
     let render_start = Instant::now();
     render(args.format, &report, out)?;
+    if let Some(last) = &last_run {
+        let note = format!(
+            "last-failed: judged {} trace(s) that failed, errored or were not judged in run {}; {left_out} that passed then were left out",
+            report.summary.traces, last.id
+        );
+        if args.format == CheckFormatArg::Human {
+            writeln!(out, "{note}")?;
+        } else {
+            diag!("{note}");
+        }
+    }
     if args.timings {
         out.flush()?;
         let _ = writeln!(

@@ -94,12 +94,15 @@ pub struct Selection {
     pub whole_suite: bool,
     /// Judge a scenario's `scriptedTrace` when it has no stored trace.
     pub scripted: bool,
+    /// `--last-failed`: the run judges only some traces; these scenarios (lowercase ids) had
+    /// every trace left out, so their lack of a trace is no error.
+    pub rerun: Option<HashSet<String>>,
 }
 
 impl Selection {
-    /// Whether `--scenario` or `--tag` narrows the run.
+    /// Whether `--scenario`, `--tag` or `--last-failed` narrows the run.
     pub fn filtered(&self) -> bool {
-        !self.scenarios.is_empty() || !self.tags.is_empty()
+        !self.scenarios.is_empty() || !self.tags.is_empty() || self.rerun.is_some()
     }
 
     /// Whether a scenario id (or, for `None`, a row that names no scenario) belongs to this

@@ -21,9 +21,11 @@ pub(super) fn other_rows(
     let mut out = Vec::new();
     let mut listed: Vec<&plan::Entry> = entries.values().filter(|e| e.in_scope).collect();
     listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    let left_out =
+        |id: &str| (opts.selection.rerun.as_ref()).is_some_and(|l| l.contains(&id.to_lowercase()));
     for e in listed
         .into_iter()
-        .filter(|e| !e.seen.load(Ordering::Relaxed))
+        .filter(|e| !e.seen.load(Ordering::Relaxed) && !left_out(&e.scenario.id))
     {
         if opts.selection.scripted {
             if let Some(judged) = row::judge_scripted(e, opts) {

@@ -131,3 +131,51 @@ fn a_scenario_under_another_name_is_pointed_out() {
     env.write("traces/a/notes.json", r#"{"hello": "world"}"#);
     assert!(!env.run(&["check", "traces"]).stderr.contains("notes.json"));
 }
+
+#[test]
+fn last_failed_reruns_what_failed_and_what_is_new() {
+    let env = Env::new();
+    one_trace_suite(&env, "good", "High", "search", "default");
+    one_trace_suite(&env, "bad", "High", "fetch", "default");
+    let first = env.run(&["check", "traces", "--artifacts", "--format", "json"]);
+    assert_eq!(first.code, 1);
+    assert_eq!(json(&first)["summary"]["traces"], 2);
+    // A trace added since is judged too; the one that passed is left out, and its scenario's
+    // lack of a trace is no error.
+    one_trace_suite(&env, "later", "High", "search", "default");
+    let out = env.run(&["check", "traces", "--last-failed", "--format", "json"]);
+    let report = json(&out);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let paths: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "traces/bad/default.trace.ndjson.zst",
+            "traces/later/default.trace.ndjson.zst"
+        ]
+    );
+    assert!(
+        out.stderr.contains("last-failed: judged 2 trace(s)")
+            && out.stderr.contains("1 that passed then were left out"),
+        "{}",
+        out.stderr
+    );
+    // Human output says so in its summary.
+    let human = env.run(&["check", "traces", "--last-failed"]);
+    assert!(
+        human.stdout.contains("last-failed: judged 2 trace(s)"),
+        "{}",
+        human.stdout
+    );
+    // Without a run folder, it says how to make one.
+    let empty = Env::new();
+    one_trace_suite(&empty, "good", "High", "search", "default");
+    let out = empty.run(&["check", "traces", "--last-failed"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("--artifacts"), "{}", out.stderr);
+}
