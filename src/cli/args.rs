@@ -16,6 +16,21 @@ pub struct Cli {
     pub color: ColorArg,
 }
 
+/// `--status-level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusLevelArg {
+    /// No result row.
+    None,
+    /// Failing, erroring and blocking rows.
+    Fail,
+    /// Also rows with drift.
+    Drift,
+    /// Also passing rows.
+    Pass,
+    /// Every row.
+    All,
+}
+
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorArg {
@@ -410,6 +425,16 @@ pub struct CheckArgs {
     /// Judge only this scenario id (repeatable, case-insensitive).
     #[arg(long = "scenario", value_name = "ID")]
     pub scenarios: Vec<String>,
+    /// Which result rows the human report prints: failing ones, also drifted ones, or every
+    /// row (default: every row for runs of at most 50 traces, else `drift`).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub status_level: Option<StatusLevelArg>,
+    /// Print every result row (`--status-level all`).
+    #[arg(short, long, conflicts_with_all = ["quiet", "status_level"])]
+    pub verbose: bool,
+    /// Print the summary line (and the next step) only.
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Judge only the traces that failed or errored in the newest run folder (`--artifacts`,
     /// default `.tracereplay/runs`), and any trace that run did not judge.
     #[arg(long)]

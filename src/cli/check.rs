@@ -13,11 +13,14 @@ use crate::eval::{
     check_with_cache_file, in_pool,
 };
 use crate::fsutil::write_atomic_streaming;
-use crate::report::{self, human::HumanOptions};
+use crate::report::{
+    self,
+    human::{HumanOptions, StatusLevel},
+};
 use anyhow::{Context, bail};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use super::args::{CheckArgs, CheckFormatArg};
+use super::args::{CheckArgs, CheckFormatArg, StatusLevelArg};
 use super::ci::is_ci;
 use super::{exit, options};
 
@@ -198,7 +201,33 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             .map(|f| format!("the disk is full: {}", f.message)),
     );
     let render_start = Instant::now();
-    render(args.format, &report, out)?;
+    let rows = if args.verbose {
+        Some(StatusLevel::All)
+    } else {
+        args.status_level.map(status_level)
+    };
+    render(args.format, &report, rows, args.quiet, out)?;
+    // In GitHub Actions, the annotations come with the Markdown summary on the job's page.
+    if args.format == CheckFormatArg::Github {
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|f| {
+                    let mut w = std::io::BufWriter::new(f);
+                    report::markdown::render(&report, &mut w)?;
+                    w.flush()
+                });
+            if let Err(e) = appended {
+                let _ = writeln!(
+                    err,
+                    "warning: cannot append the summary to `GITHUB_STEP_SUMMARY` ({}): {e}",
+                    path.to_string_lossy()
+                );
+            }
+        }
+    }
     if let Some(last) = &last_run {
         let note = format!(
             "last-failed: judged {} trace(s) that failed, errored or were not judged in run {}; {left_out} that passed then were left out",
@@ -240,18 +269,34 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     Ok(if failed { exit::FAILURE } else { exit::OK })
 }
 
+fn status_level(arg: StatusLevelArg) -> StatusLevel {
+    match arg {
+        StatusLevelArg::None => StatusLevel::None,
+        StatusLevelArg::Fail => StatusLevel::Fail,
+        StatusLevelArg::Drift => StatusLevel::Drift,
+        StatusLevelArg::Pass => StatusLevel::Pass,
+        StatusLevelArg::All => StatusLevel::All,
+    }
+}
+
 type Renderer = fn(&crate::report::Report, &mut dyn Write) -> std::io::Result<()>;
 
 /// Writes `report` to `out` in `format` (shared by `check` and `merge`).
 pub(super) fn render(
     format: CheckFormatArg,
     report: &crate::report::Report,
+    rows: Option<StatusLevel>,
+    quiet: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     match format {
         CheckFormatArg::Human => {
-            let color = options::use_color();
-            report::human::render(report, HumanOptions { color }, out)
+            let opts = HumanOptions {
+                color: options::use_color(),
+                rows: rows.unwrap_or_else(|| StatusLevel::for_run(report.summary.traces)),
+                quiet,
+            };
+            report::human::render(report, opts, out)
         }
         CheckFormatArg::Json => report::json::render(report, out),
         CheckFormatArg::Junit => report::junit::render(report, out),

@@ -32,7 +32,7 @@ pub(super) fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
             .with_context(|| format!("cannot write `{path}`"))?;
     }
-    super::check::render(args.format, &merged, out)?;
+    super::check::render(args.format, &merged, None, false, out)?;
     Ok(if merged.is_failure() {
         exit::FAILURE
     } else {

@@ -18,29 +18,72 @@ pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
-fn command(
-    out: &mut dyn Write,
-    level: &str,
-    file: Option<&str>,
-    title: &str,
-    message: &str,
-) -> std::io::Result<()> {
-    let mut props = Vec::new();
-    if let Some(f) = file {
-        props.push(format!("file={}", escape_property(f)));
-    }
-    props.push(format!("title={}", escape_property(title)));
-    writeln!(
-        out,
-        "::{level} {}::{}",
-        props.join(","),
-        escape_data(message)
-    )
+/// GitHub shows only the first few annotations of a step: at most this many are written, the
+/// riskiest first, then one notice saying how many were left out.
+pub const MAX_ANNOTATIONS: usize = 50;
+
+/// One annotation, with what orders it.
+struct Annotation {
+    /// Risk rank: 0 Critical … 3 Low, 4 none.
+    rank: u8,
+    /// The workflow command line.
+    line: String,
 }
 
-/// Writes one annotation per failure (and per warning), anchored on the scenario file.
+/// Collects annotations in report order.
+struct Annotations(Vec<Annotation>);
+
+impl Annotations {
+    fn command(&mut self, rank: u8, level: &str, file: Option<&str>, title: &str, message: &str) {
+        let mut props = Vec::new();
+        if let Some(f) = file {
+            props.push(format!("file={}", escape_property(f)));
+        }
+        props.push(format!("title={}", escape_property(title)));
+        let line = format!("::{level} {}::{}", props.join(","), escape_data(message));
+        self.0.push(Annotation { rank, line });
+    }
+}
+
+fn rank(risk: Option<crate::scenario::Risk>) -> u8 {
+    use crate::scenario::Risk;
+    match risk {
+        Some(Risk::Critical) => 0,
+        Some(Risk::High) => 1,
+        Some(Risk::Medium) => 2,
+        Some(Risk::Low) => 3,
+        None => 4,
+    }
+}
+
+/// Writes one annotation per failure (and per warning), anchored on the scenario file: at most
+/// [`MAX_ANNOTATIONS`], the riskiest first (errors before warnings at equal risk, otherwise in
+/// report order), then a notice counting the rest.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut a = Annotations(Vec::new());
+    collect(report, &mut a);
+    let mut all = a.0;
+    all.sort_by_key(|x| (x.rank, !x.line.starts_with("::error")));
+    for x in all.iter().take(MAX_ANNOTATIONS) {
+        writeln!(out, "{}", x.line)?;
+    }
+    if all.len() > MAX_ANNOTATIONS {
+        writeln!(
+            out,
+            "::notice title={}::{}",
+            escape_property("tracereplay"),
+            escape_data(&format!(
+                "{} more annotation(s) not shown (GitHub shows only the first of a step); the full list is in the job summary and in the JSON report (`--json FILE`)",
+                all.len() - MAX_ANNOTATIONS
+            ))
+        )?;
+    }
+    Ok(())
+}
+
+fn collect(report: &Report, a: &mut Annotations) {
     for r in report.results.iter() {
+        let k = rank(r.risk);
         let file = r.scenario_file.as_deref().or(r.path.as_deref());
         let who = format!(
             "{} / {}",
@@ -52,13 +95,13 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             RowVerdict::Pass => {}
             RowVerdict::Error => {
                 let e = r.error.as_ref();
-                command(
-                    out,
+                a.command(
+                    k,
                     "error",
                     file,
                     &format!("tracereplay error: {who}"),
                     &e.map_or(String::new(), |e| e.message.clone()),
-                )?;
+                );
             }
             RowVerdict::Fail => {
                 for o in r.oracles.iter().filter(|o| o.verdict != Verdict::Pass) {
@@ -71,7 +114,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                             r.content_hash.as_deref().unwrap_or("-")
                         ));
                     }
-                    command(out, level, file, &format!("{} failed: {who}", o.kind), &msg)?;
+                    a.command(k, level, file, &format!("{} failed: {who}", o.kind), &msg);
                 }
             }
         }
@@ -81,23 +124,23 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                 msg.push('\n');
                 msg.push_str(diff);
             }
-            command(
-                out,
+            a.command(
+                k,
                 if d.fails { "error" } else { "warning" },
                 file,
                 &format!("drift {}: {who}", d.category.as_str()),
                 &msg,
-            )?;
+            );
         }
     }
     for o in &report.obsolete {
-        command(
-            out,
+        a.command(
+            4,
             if o.finding.fails { "error" } else { "warning" },
             Some(&o.path),
             &format!("obsolete baseline: {} / {}", o.scenario, o.case),
             &o.finding.detail,
-        )?;
+        );
     }
     for f in &report.privacy {
         let title = format!(
@@ -112,18 +155,20 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             Some(l) => format!("{},line={l}", escape_property(&f.file)),
             None => escape_property(&f.file),
         };
-        writeln!(
-            out,
-            "::{} file={file},title={}::{}",
-            if f.fails { "error" } else { "warning" },
-            escape_property(&title),
-            escape_data(&f.message)
-        )?;
+        // Privacy findings rank first: they fail whatever the risk.
+        a.0.push(Annotation {
+            rank: 0,
+            line: format!(
+                "::{} file={file},title={}::{}",
+                if f.fails { "error" } else { "warning" },
+                escape_property(&title),
+                escape_data(&f.message)
+            ),
+        });
     }
     for w in &report.warnings {
-        command(out, "warning", None, "tracereplay", w)?;
+        a.command(4, "warning", None, "tracereplay", w);
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -6,11 +6,46 @@ use super::escape_controls as esc;
 use super::model::{Report, ResultRow, RowVerdict};
 use crate::oracle::Verdict;
 
+/// Which result rows print (nextest's status levels): each level adds to the one before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum StatusLevel {
+    /// No result row (findings, the summary and the next step still print).
+    None,
+    /// Rows that fail or error, and rows that block.
+    Fail,
+    /// Also rows with drift (or new).
+    Drift,
+    /// Also passing rows: every row.
+    #[default]
+    Pass,
+    /// Every row.
+    All,
+}
+
+impl StatusLevel {
+    /// The default: every row for a run of at most [`SMALL_RUN`] traces; failures, errors and
+    /// drift only for a larger one (its summary counts the rest).
+    pub fn for_run(traces: usize) -> StatusLevel {
+        if traces <= SMALL_RUN {
+            StatusLevel::Pass
+        } else {
+            StatusLevel::Drift
+        }
+    }
+}
+
+/// The largest run whose passing rows print by default.
+pub const SMALL_RUN: usize = 50;
+
 /// Rendering options.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HumanOptions {
     /// ANSI colours (only on a terminal, never with `NO_COLOR`; the caller decides).
     pub color: bool,
+    /// Which rows print.
+    pub rows: StatusLevel,
+    /// The summary line (and the next step) only.
+    pub quiet: bool,
 }
 
 fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
@@ -24,9 +59,24 @@ fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     // Each line comes from its row's summary; only rows with details are taken whole.
+    if opts.quiet {
+        return summary(report, opts, out);
+    }
     let (w_scenario, w_case) = report.results.key_widths();
     let mut line = String::new();
+    let mut shown = 0;
     for (i, row) in report.results.summaries().enumerate() {
+        let level = if row.verdict != RowVerdict::Pass || row.blocking {
+            StatusLevel::Fail
+        } else if row.drift_new || row.drift_other {
+            StatusLevel::Drift
+        } else {
+            StatusLevel::Pass
+        };
+        if level > opts.rows {
+            continue;
+        }
+        shown += 1;
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
             RowVerdict::Fail => ("FAIL ", "31"),
@@ -93,9 +143,25 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
         writeln!(out, "{label} {scenario}  {case}  {path}")?;
         writeln!(out, "      {}", esc(&o.finding.detail))?;
     }
-    if !report.results.is_empty() || !report.obsolete.is_empty() || !report.privacy.is_empty() {
+    if shown > 0 || !report.obsolete.is_empty() || !report.privacy.is_empty() {
         writeln!(out)?;
     }
+    let hidden = report.results.len() - shown;
+    if hidden > 0 && opts.rows != StatusLevel::None {
+        writeln!(
+            out,
+            "({hidden} row(s) not shown: {}; `-v` or `--status-level pass` shows every row)",
+            match opts.rows {
+                StatusLevel::Fail => "passing or drifted",
+                _ => "passing without drift",
+            }
+        )?;
+    }
+    summary(report, opts, out)
+}
+
+/// The summary lines and the next step.
+fn summary(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let s = &report.summary;
     writeln!(
         out,
@@ -114,8 +180,51 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
     if s.privacy > 0 {
         writeln!(out, "privacy: {} finding(s)", s.privacy)?;
     }
-    writeln!(out, "baselines: {}", esc(&report.baselines))?;
+    if !opts.quiet {
+        writeln!(out, "baselines: {}", esc(&report.baselines))?;
+    }
+    if let Some(next) = next_step(report) {
+        writeln!(out, "next: {}", esc(&next))?;
+    }
     Ok(())
+}
+
+/// The one thing a person should do next, if anything.
+pub fn next_step(report: &Report) -> Option<String> {
+    let s = &report.summary;
+    if report.privacy.iter().any(|f| f.fails) {
+        return Some(
+            "remove what the privacy finding(s) above point at (`tracereplay lint` lists them)"
+                .into(),
+        );
+    }
+    if s.blocking > 0 {
+        let first = report
+            .results
+            .summaries()
+            .find(|r| r.blocking && r.path.is_some())
+            .and_then(|r| r.path);
+        return Some(match first {
+            Some(p) => format!(
+                "{} blocking: `tracereplay explain {p}` shows the first in full",
+                s.blocking
+            ),
+            None => format!("{} blocking: see the rows above", s.blocking),
+        });
+    }
+    let pending = s.new + s.drifted + s.obsolete;
+    if pending > 0 {
+        return Some(if report.baselines.contains("pending files written") {
+            format!(
+                "{pending} pending baseline(s): review with `tracereplay baseline pending`, then `tracereplay baseline accept`"
+            )
+        } else {
+            format!(
+                "{pending} trace(s) drifted, new or obsolete: run `tracereplay check` off CI and review the pending baselines"
+            )
+        });
+    }
+    None
 }
 
 /// `text` left-aligned in `width` characters, as `{:<width$}` pads it.

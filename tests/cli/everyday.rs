@@ -179,3 +179,79 @@ fn last_failed_reruns_what_failed_and_what_is_new() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("--artifacts"), "{}", out.stderr);
 }
+
+/// `n` scenarios `s000…` with one trace each; those below `failing` expect a tool never called.
+fn many(env: &Env, n: usize, failing: usize, risk_of: impl Fn(usize) -> &'static str) {
+    for i in 0..n {
+        let tool = if i < failing { "fetch" } else { "search" };
+        one_trace_suite(env, &format!("s{i:03}"), risk_of(i), tool, "default");
+    }
+}
+
+#[test]
+fn large_runs_show_what_needs_attention_and_the_next_step() {
+    let env = Env::new();
+    many(&env, 60, 5, |_| "High");
+    let lines = |s: &str, prefix: &str| s.lines().filter(|l| l.starts_with(prefix)).count();
+    let out = env.run(&["check", "traces"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(lines(&out.stdout, "FAIL"), 5, "{}", out.stdout);
+    assert_eq!(lines(&out.stdout, "PASS"), 0);
+    assert!(
+        out.stdout.contains("(55 row(s) not shown"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "next: 5 blocking: `tracereplay explain traces/s000/default.trace.ndjson.zst` shows the first in full"
+        ),
+        "{}",
+        out.stdout
+    );
+    let verbose = env.run(&["check", "traces", "-v"]);
+    assert_eq!(lines(&verbose.stdout, "PASS"), 55);
+    let quiet = env.run(&["check", "traces", "-q"]);
+    assert_eq!(quiet.code, 1);
+    assert_eq!(quiet.stdout.lines().count(), 2, "{}", quiet.stdout);
+    assert!(
+        quiet
+            .stdout
+            .starts_with("60 traces, 60 scenarios: 55 passed, 5 failed")
+    );
+    let none = env.run(&["check", "traces", "--status-level", "none"]);
+    assert_eq!(lines(&none.stdout, "FAIL"), 0);
+    // A small run still shows every row.
+    let small = Env::new();
+    many(&small, 3, 1, |_| "High");
+    assert_eq!(lines(&small.run(&["check", "traces"]).stdout, "PASS"), 2);
+}
+
+#[test]
+fn github_annotations_are_capped_riskiest_first_and_the_summary_goes_to_the_job() {
+    let env = Env::new();
+    // 60 failing traces: the last ten are Critical.
+    many(
+        &env,
+        60,
+        60,
+        |i| if i >= 50 { "Critical" } else { "Medium" },
+    );
+    let summary = env.path("step-summary.md");
+    let out = env.run_with(
+        &["check", "traces", "--format", "github", "--fail-on", "any"],
+        &[
+            ("CI", "true"),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.code, 1);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 51, "{}", out.stdout);
+    for l in &lines[..10] {
+        assert!(l.contains("traces/s05"), "the Critical ones first: {l}");
+    }
+    assert!(lines[50].starts_with("::notice title=tracereplay::10 more annotation(s) not shown"));
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains("60"), "{md}");
+}
