@@ -14,6 +14,13 @@ pub struct Cli {
     /// force them), `always` or `never`.
     #[arg(long, value_enum, global = true, default_value = "auto")]
     pub color: ColorArg,
+    /// The project file (default: the first `tracereplay.toml` in the working directory or
+    /// its parents).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<Utf8PathBuf>,
+    /// The project file's profile to use (default `ci` under CI when defined, else `default`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 /// `--status-level`.
@@ -92,6 +99,9 @@ pub enum Command {
     },
     /// Print the manual page (roff; `tracereplay man | man -l -`).
     Man,
+    /// Print the settings `check` runs with (project file, profile, defaults) and where each
+    /// came from.
+    Config,
 }
 
 /// `explain` flags.

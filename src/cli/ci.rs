@@ -13,6 +13,11 @@ pub(super) fn is_ci(flags: &CiArgs) -> bool {
     flags.ci || env_says_ci(std::env::var_os("CI"), std::env::var_os("TF_BUILD"))
 }
 
+/// Whether the environment says this is CI (`CI`, `TF_BUILD`), whatever the flags.
+pub(super) fn env_ci() -> bool {
+    env_says_ci(std::env::var_os("CI"), std::env::var_os("TF_BUILD"))
+}
+
 fn env_says_ci(ci: Option<OsString>, tf_build: Option<OsString>) -> bool {
     let ci = ci.is_some_and(|v| {
         let v = v.to_string_lossy().trim().to_ascii_lowercase();

@@ -20,6 +20,7 @@ mod baseline;
 mod cat;
 mod check;
 mod ci;
+mod config;
 mod diff;
 pub mod exit;
 mod explain;
@@ -36,15 +37,50 @@ mod verify;
 use std::io::Write;
 
 use args::{Cli, Command};
-use clap::Parser;
 
 /// The whole command line: parse the process's arguments, run, print any error, and return
 /// the exit code.
 pub fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
     crate::fsutil::mark_run_start();
-    let parsed = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let mut parsed = match Cli::from_arg_matches(&matches) {
+        Ok(p) => p,
+        Err(e) => e.exit(),
+    };
     options::set_color(parsed.color);
+    // The project file, for the commands that read one.
+    let project = match &parsed.command {
+        Command::Check(_)
+        | Command::Gates(_)
+        | Command::Diff(_)
+        | Command::Baseline(_)
+        | Command::Config => {
+            let loaded = config::Config::load(parsed.config.as_deref()).and_then(|mut c| {
+                c.choose_profile(parsed.profile.as_deref(), ci::env_ci())?;
+                Ok(c)
+            });
+            match loaded {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    diag!("error: {e:#}");
+                    return exit::ERROR;
+                }
+            }
+        }
+        _ => None,
+    };
+    if let Some(c) = &project {
+        c.apply(&mut parsed, &matches);
+    }
+    if matches!(parsed.command, Command::Config) {
+        let c = project.unwrap_or_default();
+        return match c.print(&mut std::io::stdout().lock()) {
+            Ok(()) => exit::OK,
+            Err(_) => exit::OK,
+        };
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match run(&parsed, &mut out).and_then(|c| out.flush().map(|()| c).map_err(Into::into)) {
@@ -94,6 +130,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             clap_complete::generate(shell, &mut Cli::command(), "tracereplay", out);
             Ok(exit::OK)
         }
+        Command::Config => Ok(exit::OK),
         Command::Man => {
             use clap::CommandFactory;
             clap_mangen::Man::new(Cli::command()).render(out)?;

@@ -34,14 +34,27 @@ pub(super) fn judging(args: &JudgingArgs) -> JudgeOptions {
 pub(super) fn resolve_baselines(
     explicit: Option<&Utf8Path>,
 ) -> anyhow::Result<Option<Utf8PathBuf>> {
+    let default = DEFAULT_BASELINES
+        .get()
+        .cloned()
+        .unwrap_or_else(|| "baselines".into());
     match explicit {
         Some(dir) if !dir.is_dir() => {
             bail!("the baselines directory `{dir}` given with `--baselines` does not exist")
         }
         Some(dir) => Ok(Some(dir.to_owned())),
-        None if Utf8Path::new("baselines").is_dir() => Ok(Some("baselines".into())),
+        None if default.is_dir() => Ok(Some(default)),
         None => Ok(None),
     }
+}
+
+/// The baselines directory used when `--baselines` is not given: `baselines/`, or the project
+/// file's `baselines` (which, like the default, may not exist yet).
+static DEFAULT_BASELINES: std::sync::OnceLock<Utf8PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the project file's baselines directory as the default.
+pub(super) fn set_default_baselines(dir: Utf8PathBuf) {
+    let _ = DEFAULT_BASELINES.set(dir);
 }
 
 /// Whether and how baselines take part: `--drift ignore` turns them off; otherwise the

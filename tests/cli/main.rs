@@ -11,6 +11,7 @@ mod guard;
 mod ingest;
 mod ingest_otel;
 mod privacy;
+mod project;
 mod real_corpora;
 mod reports;
 mod scale;

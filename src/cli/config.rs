@@ -1,0 +1,435 @@
+//! The project file, `tracereplay.toml`: found by walking up from the working directory (or
+//! named with `--config FILE`), it says where the suite is and how it is judged, in profiles the
+//! way nextest has them.
+//!
+//! ```toml
+//! paths = ["traces"]              # suite roots (default `traces/`)
+//! baselines = "baselines"         # approved baselines
+//! scenarios = ["harness/suite"]   # `--scenarios` directories
+//! cache-dir = ".tracereplay/cache"
+//!
+//! [profile.default]
+//! fail-on = "high"                # any | high | critical | none
+//! drift = "default"               # default | strict | warn | ignore
+//! usage-tolerance = 20            # percent
+//! require-sealed = false
+//!
+//! [profile.ci]                    # chosen automatically under CI; inherits `default`
+//! require-sealed = true
+//! ```
+//!
+//! Paths are relative to the file, so a command behaves the same from any subdirectory. A flag
+//! given on the command line wins over the file; the file wins over the built-in defaults.
+//! `--profile NAME` picks a profile; under CI, `ci` is picked when the file defines it. An
+//! unknown key is an error naming the closest known one. `tracereplay config` prints the
+//! resolved settings and where each came from.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{Context, bail};
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::ArgMatches;
+use clap::ValueEnum;
+use clap::parser::ValueSource;
+
+use super::args::{Cli, Command, DriftArg, FailOnArg};
+
+/// The file's name.
+pub(super) const FILE_NAME: &str = "tracereplay.toml";
+
+const TOP_KEYS: &[&str] = &["paths", "baselines", "scenarios", "cache-dir", "profile"];
+const PROFILE_KEYS: &[&str] = &["fail-on", "drift", "usage-tolerance", "require-sealed"];
+
+/// One profile's settings (`None`: not set).
+#[derive(Debug, Clone, Default)]
+struct Profile {
+    fail_on: Option<FailOnArg>,
+    drift: Option<DriftArg>,
+    usage_tolerance: Option<f64>,
+    require_sealed: Option<bool>,
+}
+
+/// A loaded project file.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Config {
+    /// The file, when one was found.
+    file: Option<Utf8PathBuf>,
+    paths: Option<Vec<Utf8PathBuf>>,
+    baselines: Option<Utf8PathBuf>,
+    scenarios: Option<Vec<Utf8PathBuf>>,
+    cache_dir: Option<Utf8PathBuf>,
+    profiles: BTreeMap<String, Profile>,
+    /// The profile in use, and why.
+    profile: (String, &'static str),
+}
+
+/// `key` is unknown among `known`: the error, with the closest known key.
+fn unknown(file: &Utf8Path, at: &str, key: &str, known: &[&str]) -> anyhow::Error {
+    let hint = crate::oracle::registry::closest(key, known.iter().copied())
+        .map(|k| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    anyhow::anyhow!(
+        "`{file}`: unknown key `{at}{key}`{hint} (known: {})",
+        known.join(", ")
+    )
+}
+
+/// `base` joined with `p`, shown relative to the working directory when it is under it.
+fn resolve(base: &Utf8Path, p: &str) -> Utf8PathBuf {
+    let joined = base.join(p);
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| Utf8PathBuf::from_path_buf(d).ok());
+    match cwd.and_then(|c| joined.strip_prefix(&c).ok().map(Utf8Path::to_owned)) {
+        Some(rel) if rel.as_str().is_empty() => ".".into(),
+        Some(rel) => rel,
+        None => joined,
+    }
+}
+
+fn string(file: &Utf8Path, key: &str, v: &toml::Value) -> anyhow::Result<String> {
+    v.as_str()
+        .map(str::to_owned)
+        .with_context(|| format!("`{file}`: `{key}` must be a string"))
+}
+
+fn strings(file: &Utf8Path, key: &str, v: &toml::Value) -> anyhow::Result<Vec<String>> {
+    match v {
+        toml::Value::String(s) => Ok(vec![s.clone()]),
+        toml::Value::Array(items) => items.iter().map(|i| string(file, key, i)).collect(),
+        _ => bail!("`{file}`: `{key}` must be a string or a list of strings"),
+    }
+}
+
+fn profile_of(file: &Utf8Path, name: &str, t: &toml::Table) -> anyhow::Result<Profile> {
+    let at = format!("profile.{name}.");
+    let mut p = Profile::default();
+    for (k, v) in t {
+        let key = format!("{at}{k}");
+        match k.as_str() {
+            "fail-on" => {
+                let s = string(file, &key, v)?;
+                p.fail_on = Some(FailOnArg::from_str(&s, true).map_err(|_| {
+                    anyhow::anyhow!("`{file}`: `{key}` is `{s}`, not any, high, critical or none")
+                })?);
+            }
+            "drift" => {
+                let s = string(file, &key, v)?;
+                p.drift = Some(DriftArg::from_str(&s, true).map_err(|_| {
+                    anyhow::anyhow!(
+                        "`{file}`: `{key}` is `{s}`, not default, strict, warn or ignore"
+                    )
+                })?);
+            }
+            "usage-tolerance" => {
+                let n = v
+                    .as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .filter(|n| *n >= 0.0)
+                    .with_context(|| format!("`{file}`: `{key}` must be a number of percent"))?;
+                p.usage_tolerance = Some(n);
+            }
+            "require-sealed" => {
+                p.require_sealed = Some(
+                    v.as_bool()
+                        .with_context(|| format!("`{file}`: `{key}` must be true or false"))?,
+                );
+            }
+            other => return Err(unknown(file, &at, other, PROFILE_KEYS)),
+        }
+    }
+    Ok(p)
+}
+
+impl Config {
+    /// The project file named by `explicit`, else the first `tracereplay.toml` in the working
+    /// directory or its parents; an empty config when there is none.
+    pub(super) fn load(explicit: Option<&Utf8Path>) -> anyhow::Result<Config> {
+        let file = match explicit {
+            Some(f) => {
+                if !f.is_file() {
+                    bail!("`--config {f}`: no such file");
+                }
+                Some(f.to_owned())
+            }
+            None => {
+                let cwd = std::env::current_dir().context("cannot read the working directory")?;
+                cwd.ancestors()
+                    .map(|d| d.join(FILE_NAME))
+                    .find(|f| f.is_file())
+                    .and_then(|f| Utf8PathBuf::from_path_buf(f).ok())
+            }
+        };
+        let Some(file) = file else {
+            return Ok(Config::default());
+        };
+        let text = crate::fsutil::read_regular(&file, 1 << 20, "project file")
+            .with_context(|| format!("cannot read `{file}`"))?;
+        let text = String::from_utf8(text).with_context(|| format!("`{file}` is not UTF-8"))?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("`{file}`: {e}"))?;
+        let base = file
+            .canonicalize_utf8()
+            .ok()
+            .and_then(|f| f.parent().map(Utf8Path::to_owned))
+            .unwrap_or_else(|| ".".into());
+        let shown = crate::discover::display_path(&file);
+        let shown = Utf8Path::new(&shown);
+        let mut c = Config {
+            file: Some(file.clone()),
+            ..Config::default()
+        };
+        for (k, v) in &table {
+            match k.as_str() {
+                "paths" => {
+                    let list = strings(shown, k, v)?;
+                    c.paths = Some(list.iter().map(|p| resolve(&base, p)).collect());
+                }
+                "scenarios" => {
+                    let list = strings(shown, k, v)?;
+                    c.scenarios = Some(list.iter().map(|p| resolve(&base, p)).collect());
+                }
+                "baselines" => c.baselines = Some(resolve(&base, &string(shown, k, v)?)),
+                "cache-dir" => c.cache_dir = Some(resolve(&base, &string(shown, k, v)?)),
+                "profile" => {
+                    let profiles = v
+                        .as_table()
+                        .with_context(|| format!("`{shown}`: `profile` must be a table"))?;
+                    for (name, p) in profiles {
+                        let t = p.as_table().with_context(|| {
+                            format!("`{shown}`: `profile.{name}` must be a table")
+                        })?;
+                        c.profiles.insert(name.clone(), profile_of(shown, name, t)?);
+                    }
+                }
+                other => return Err(unknown(shown, "", other, TOP_KEYS)),
+            }
+        }
+        Ok(c)
+    }
+
+    /// Picks the profile: `--profile`, else `ci` under CI when defined, else `default`.
+    pub(super) fn choose_profile(
+        &mut self,
+        flag: Option<&str>,
+        under_ci: bool,
+    ) -> anyhow::Result<()> {
+        self.profile = match flag {
+            Some(p) if p == "default" || self.profiles.contains_key(p) => {
+                (p.to_owned(), "`--profile`")
+            }
+            Some(p) => {
+                let names: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+                bail!(
+                    "`--profile {p}`: no such profile{} (defined: {})",
+                    crate::oracle::registry::closest(p, names.iter().copied())
+                        .map(|k| format!("; did you mean `{k}`?"))
+                        .unwrap_or_default(),
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                )
+            }
+            None if under_ci && self.profiles.contains_key("ci") => ("ci".into(), "under CI"),
+            None => ("default".into(), "the default"),
+        };
+        Ok(())
+    }
+
+    /// A profile setting: the chosen profile's, else `default`'s; with the profile it came from.
+    fn setting<T: Clone>(&self, get: impl Fn(&Profile) -> Option<T>) -> Option<(T, String)> {
+        let chosen = &self.profile.0;
+        (self
+            .profiles
+            .get(chosen)
+            .and_then(&get)
+            .map(|v| (v, chosen.clone())))
+        .or_else(|| {
+            (self.profiles.get("default").and_then(&get)).map(|v| (v, "default".to_owned()))
+        })
+    }
+
+    fn source_in_file(&self, what: &str) -> String {
+        let file = self.file.as_deref().map(crate::discover::display_path);
+        format!("{} ({what})", file.unwrap_or_default())
+    }
+
+    /// Puts the file's settings into the parsed command line, wherever the command line did not
+    /// give them itself.
+    pub(super) fn apply(&self, cli: &mut Cli, matches: &ArgMatches) {
+        let sub = match matches.subcommand() {
+            Some(("baseline", m)) => match m.subcommand() {
+                Some((_, m2)) => m2,
+                None => return,
+            },
+            Some((_, m)) => m,
+            None => return,
+        };
+        let given = |id: &str| {
+            sub.try_get_raw(id)
+                .ok()
+                .flatten()
+                .is_some_and(|_| sub.value_source(id) == Some(ValueSource::CommandLine))
+        };
+        let fail_on = self.setting(|p| p.fail_on).map(|v| v.0);
+        let drift = self.setting(|p| p.drift).map(|v| v.0);
+        let tolerance = self.setting(|p| p.usage_tolerance).map(|v| v.0);
+        let sealed = self.setting(|p| p.require_sealed).map(|v| v.0);
+        // The file's value into a setting the command line did not give.
+        fn take<T: Clone>(slot: &mut T, from: Option<&T>, given: bool) {
+            if let (false, Some(v)) = (given, from) {
+                *slot = v.clone();
+            }
+        }
+        let (paths, scenarios) = (self.paths.as_ref(), self.scenarios.as_ref());
+        match &mut cli.command {
+            Command::Check(a) => {
+                take(&mut a.paths, paths, given("paths"));
+                take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
+                take(
+                    &mut a.cache_dir,
+                    self.cache_dir.as_ref(),
+                    given("cache_dir"),
+                );
+                take(&mut a.fail_on, fail_on.as_ref(), given("fail_on"));
+                take(&mut a.drift.drift, drift.as_ref(), given("drift"));
+                take(
+                    &mut a.drift.usage_tolerance,
+                    tolerance.as_ref(),
+                    given("usage_tolerance"),
+                );
+                take(
+                    &mut a.judging.require_sealed,
+                    sealed.as_ref(),
+                    given("require_sealed"),
+                );
+            }
+            Command::Gates(a) => {
+                take(&mut a.paths, paths, given("paths"));
+                take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
+            }
+            Command::Diff(a) => {
+                take(&mut a.paths, paths, given("paths"));
+                take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
+                take(&mut a.drift.drift, drift.as_ref(), given("drift"));
+                take(
+                    &mut a.drift.usage_tolerance,
+                    tolerance.as_ref(),
+                    given("usage_tolerance"),
+                );
+            }
+            Command::Baseline(b) => {
+                use super::args::BaselineCommand as B;
+                let dir = self.baselines.as_ref();
+                match b {
+                    B::Approve(a) => {
+                        take(&mut a.paths, paths, given("paths"));
+                        take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
+                        take(&mut a.dir.baselines, dir, given("baselines"));
+                    }
+                    B::Pending(d) => take(&mut d.baselines, dir, given("baselines")),
+                    B::Accept(f) | B::Reject(f) => {
+                        take(&mut f.dir.baselines, dir, given("baselines"))
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(b) = &self.baselines {
+            // `check`, `diff` and `explain` use it when `--baselines` is not given.
+            super::options::set_default_baselines(b.clone());
+        }
+    }
+
+    /// `tracereplay config`: the settings `check` runs with, and where each came from.
+    pub(super) fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match &self.file {
+            Some(f) => writeln!(out, "file: {}", crate::discover::display_path(f))?,
+            None => writeln!(
+                out,
+                "file: none (no `{FILE_NAME}` in the working directory or its parents)"
+            )?,
+        }
+        writeln!(out, "profile: {} ({})", self.profile.0, self.profile.1)?;
+        let list = |v: &[Utf8PathBuf]| v.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ");
+        let mut line = |key: &str, value: String, source: String| {
+            writeln!(out, "{key:<16} {value:<28} {source}")
+        };
+        let default = || "default".to_owned();
+        line(
+            "paths",
+            self.paths.as_deref().map_or("traces/".into(), list),
+            self.paths
+                .as_ref()
+                .map_or_else(default, |_| self.source_in_file("paths")),
+        )?;
+        line(
+            "baselines",
+            self.baselines
+                .as_ref()
+                .map_or("baselines".into(), |b| b.to_string()),
+            self.baselines
+                .as_ref()
+                .map_or_else(default, |_| self.source_in_file("baselines")),
+        )?;
+        line(
+            "scenarios",
+            self.scenarios.as_deref().map_or("(none)".into(), list),
+            self.scenarios
+                .as_ref()
+                .map_or_else(default, |_| self.source_in_file("scenarios")),
+        )?;
+        line(
+            "cache-dir",
+            self.cache_dir
+                .as_ref()
+                .map_or(".tracereplay/cache".into(), |d| d.to_string()),
+            self.cache_dir
+                .as_ref()
+                .map_or_else(default, |_| self.source_in_file("cache-dir")),
+        )?;
+        let from = |p: Option<String>| {
+            p.map_or_else(default, |name| {
+                self.source_in_file(&format!("[profile.{name}]"))
+            })
+        };
+        let fail_on = self.setting(|p| p.fail_on);
+        line(
+            "fail-on",
+            fail_on.as_ref().map_or("high".into(), |(f, _)| name_of(*f)),
+            from(fail_on.map(|v| v.1)),
+        )?;
+        let drift = self.setting(|p| p.drift);
+        line(
+            "drift",
+            drift
+                .as_ref()
+                .map_or("default".into(), |(d, _)| name_of(*d)),
+            from(drift.map(|v| v.1)),
+        )?;
+        let tol = self.setting(|p| p.usage_tolerance);
+        line(
+            "usage-tolerance",
+            tol.as_ref().map_or("20".into(), |(t, _)| t.to_string()),
+            from(tol.map(|v| v.1)),
+        )?;
+        let sealed = self.setting(|p| p.require_sealed);
+        line(
+            "require-sealed",
+            sealed
+                .as_ref()
+                .map_or("false".into(), |(s, _)| s.to_string()),
+            from(sealed.map(|v| v.1)),
+        )?;
+        writeln!(out, "(a flag on the command line wins over these)")
+    }
+}
+
+/// A value's command-line spelling.
+fn name_of(v: impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_owned())
+}
