@@ -1,5 +1,6 @@
 //! `tracereplay init`: lay out `traces/` with an example scenario and sealed trace, its approved
-//! baseline, and a CI snippet, in the current directory. Never overwrites anything.
+//! baseline, the project file, a GitHub Actions workflow and `.gitignore` lines, in the current
+//! directory. Never overwrites anything (`.gitignore` is appended to, never duplicated).
 
 use std::io::Write;
 
@@ -35,19 +36,109 @@ const SCENARIO: &str = r#"{
 }
 "#;
 
-const CI: &str = r#"# Gate pull requests on recorded agent runs with tracereplay.
+/// The project file `init` writes.
+const PROJECT: &str = r#"# tracereplay's project file: where the suite is, and how it is judged.
+paths = ["traces"]
+baselines = "baselines"
+
+[profile.default]
+fail-on = "high"
+drift = "default"
+
+# Picked automatically under CI: traces must be sealed there.
+[profile.ci]
+require-sealed = true
+"#;
+
+/// What `init` adds to `.gitignore` (each line once).
+const GITIGNORE: &[&str] = &[
+    "# tracereplay: the result cache, run folders, pending baselines, raw-prompt sidecars",
+    ".tracereplay/",
+    "*.baseline.json.new",
+    "*.baseline.json.deleted",
+    "*.prompts.ndjson",
+];
+
+/// The GitHub Actions workflow `init` writes.
+const CI: &str = r#"# Gate pull requests (and pushes to the default branch) on recorded agent runs.
 name: agent-traces
-on: [pull_request]
+on:
+  pull_request:
+  push:
+    branches: [main]
 jobs:
   tracereplay:
     runs-on: ubuntu-latest
+    env:
+      # Authenticates the result cache restored below (make one with `tracereplay key new`
+      # and store it as a repository secret); without it, every trace is judged afresh.
+      TRACEREPLAY_CACHE_KEY: ${{ secrets.TRACEREPLAY_CACHE_KEY }}
     steps:
       - uses: actions/checkout@v4
-      - run: cargo install --locked tracereplay
-      - run: >
-          tracereplay check traces/ --fail-on any --require-sealed
-          --junit tracereplay-junit.xml --markdown "$GITHUB_STEP_SUMMARY" --format github
+      - name: Restore the tracereplay binary
+        id: bin
+        uses: actions/cache@v4
+        with:
+          path: ~/.cargo/bin/tracereplay
+          key: tracereplay-bin-${{ runner.os }}-v1
+      - name: Install tracereplay
+        if: steps.bin.outputs.cache-hit != 'true'
+        run: cargo install --locked tracereplay
+      - name: Restore the result cache
+        uses: actions/cache@v4
+        with:
+          path: .tracereplay/cache
+          # A fresh checkout changes every file's time; the cache still hits by content.
+          key: tracereplay-cache-${{ github.sha }}
+          restore-keys: tracereplay-cache-
+      - name: Quality gates
+        run: tracereplay gates
+      - name: Check
+        run: >
+          tracereplay check --profile ci --format github
+          --junit tracereplay-junit.xml --artifacts .tracereplay/runs
+      - name: Upload reports
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: tracereplay-reports
+          path: |
+            .tracereplay/runs
+            tracereplay-junit.xml
+      - name: Publish JUnit
+        if: always()
+        uses: mikepenz/action-junit-report@v4
+        with:
+          report_paths: tracereplay-junit.xml
 "#;
+
+/// Appends the lines of [`GITIGNORE`] that `.gitignore` lacks; returns how many were added.
+fn update_gitignore(here: &Confined) -> anyhow::Result<usize> {
+    let path = camino::Utf8Path::new(".gitignore");
+    let old = match here.read(path, 1 << 20, ".gitignore") {
+        Ok(b) => String::from_utf8(b).context("`.gitignore` is not UTF-8")?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).context("cannot read `.gitignore`"),
+    };
+    let have: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
+    let missing: Vec<&str> = (GITIGNORE.iter().copied())
+        .filter(|l| !have.contains(l))
+        .collect();
+    if missing.iter().all(|l| l.starts_with('#')) {
+        return Ok(0);
+    }
+    let mut text = old.clone();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    for l in &missing {
+        text.push_str(l);
+        text.push('\n');
+    }
+    here.write(path, text.as_bytes(), true)
+        .context("cannot write `.gitignore`")?;
+    Ok(missing.iter().filter(|l| !l.starts_with('#')).count())
+}
 
 /// Runs `init`; `Err` means exit 2.
 pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
@@ -56,7 +147,14 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     let store = BaselineStore::new("baselines");
     let baseline_path = store.approved_path("example.search", "default");
     let ci_path = Utf8PathBuf::from(".github/workflows/tracereplay.yml");
-    let targets = [&scenario_path, &trace_path, &baseline_path, &ci_path];
+    let project_path = Utf8PathBuf::from(super::config::FILE_NAME);
+    let targets = [
+        &project_path,
+        &scenario_path,
+        &trace_path,
+        &baseline_path,
+        &ci_path,
+    ];
     let existing: Vec<String> = targets
         .iter()
         .filter(|p| p.exists())
@@ -142,8 +240,17 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
         .with_context(|| format!("cannot write `{baseline_path}`"))?;
     here.write(&ci_path, CI.as_bytes(), true)
         .with_context(|| format!("cannot write `{ci_path}`"))?;
+    here.write(&project_path, PROJECT.as_bytes(), true)
+        .with_context(|| format!("cannot write `{project_path}`"))?;
     for p in targets {
         writeln!(out, "created {p}")?;
+    }
+    match update_gitignore(&here)? {
+        0 => writeln!(
+            out,
+            "kept .gitignore (it already ignores tracereplay's files)"
+        )?,
+        n => writeln!(out, "updated .gitignore ({n} line(s) added)")?,
     }
     writeln!(out, "next: `tracereplay check traces/`")?;
     Ok(exit::OK)

@@ -374,6 +374,9 @@ fn init_lays_out_a_passing_suite_and_never_overwrites() {
         (Some(1), Some(0))
     );
     assert!(env.path(".github/workflows/tracereplay.yml").exists());
+    assert!(env.path("tracereplay.toml").exists());
+    // The project file it writes loads.
+    assert_eq!(env.run(&["config"]).code, 0);
     let before = env.read("baselines/example.search/default.baseline.json");
     let out = env.run(&["init"]);
     assert_eq!(out.code, 1);

@@ -255,3 +255,94 @@ fn github_annotations_are_capped_riskiest_first_and_the_summary_goes_to_the_job(
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(md.contains("60"), "{md}");
 }
+
+#[test]
+fn init_writes_gitignore_lines_once_and_a_workflow_that_works_as_written() {
+    let env = Env::new();
+    env.write(".gitignore", "target/\n*.baseline.json.new\n");
+    let out = env.run(&["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ignore = String::from_utf8(env.read(".gitignore")).unwrap();
+    assert!(
+        ignore.starts_with("target/\n"),
+        "kept what was there: {ignore}"
+    );
+    for line in [
+        ".tracereplay/",
+        "*.baseline.json.new",
+        "*.baseline.json.deleted",
+    ] {
+        assert_eq!(
+            ignore.lines().filter(|l| *l == line).count(),
+            1,
+            "{line}: {ignore}"
+        );
+    }
+    // A second `init` refuses, and leaves `.gitignore` as it is.
+    assert_eq!(env.run(&["init"]).code, 1);
+    assert_eq!(String::from_utf8(env.read(".gitignore")).unwrap(), ignore);
+
+    let text = String::from_utf8(env.read(".github/workflows/tracereplay.yml")).unwrap();
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&text).unwrap()[0];
+    // Pull requests and pushes to the default branch.
+    assert!(!doc["on"]["pull_request"].is_badvalue());
+    assert_eq!(doc["on"]["push"]["branches"][0].as_str(), Some("main"));
+    let steps = doc["jobs"]["tracereplay"]["steps"].as_vec().unwrap();
+    let named = |n: &str| -> &yaml_rust2::Yaml {
+        steps
+            .iter()
+            .find(|s| s["name"].as_str() == Some(n))
+            .unwrap_or_else(|| panic!("no step `{n}`"))
+    };
+    let position = |n: &str| {
+        steps
+            .iter()
+            .position(|s| s["name"].as_str() == Some(n))
+            .unwrap()
+    };
+    // The binary is cached, and installed only on a miss.
+    assert_eq!(
+        named("Restore the tracereplay binary")["uses"].as_str(),
+        Some("actions/cache@v4")
+    );
+    assert_eq!(
+        named("Install tracereplay")["if"].as_str(),
+        Some("steps.bin.outputs.cache-hit != 'true'")
+    );
+    // The result cache is restored by prefix, so a fresh checkout still hits it by content,
+    // and it is authenticated with a secret key.
+    let cache = named("Restore the result cache");
+    assert_eq!(cache["with"]["path"].as_str(), Some(".tracereplay/cache"));
+    assert_eq!(
+        cache["with"]["restore-keys"].as_str(),
+        Some("tracereplay-cache-")
+    );
+    assert!(
+        doc["jobs"]["tracereplay"]["env"]["TRACEREPLAY_CACHE_KEY"]
+            .as_str()
+            .unwrap()
+            .contains("secrets.")
+    );
+    // Gates, then check with the ci profile.
+    assert!(position("Quality gates") < position("Check"));
+    assert_eq!(
+        named("Quality gates")["run"].as_str(),
+        Some("tracereplay gates")
+    );
+    let check = named("Check")["run"].as_str().unwrap();
+    assert!(check.contains("tracereplay check --profile ci") && check.contains("--artifacts"));
+    // Reports are uploaded and JUnit published whatever the outcome.
+    let upload = named("Upload reports");
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+    assert!(
+        upload["with"]["path"]
+            .as_str()
+            .unwrap()
+            .contains(".tracereplay/runs")
+    );
+    assert_eq!(named("Publish JUnit")["if"].as_str(), Some("always()"));
+    // The commands the workflow runs work on what `init` laid out.
+    assert_eq!(env.run(&["gates"]).code, 0);
+    let out = env.run(&["check", "--profile", "ci", "--format", "github"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
