@@ -75,7 +75,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
     Gates(GatesArgs),
-    /// Lay out `traces/` with an example scenario, sealed trace, approved baseline and CI snippet.
+    /// Lay out an example suite, its approved baseline, the project file, `.gitignore` lines and
+    /// a CI workflow.
     Init,
     /// Combine partitioned JSON reports into one report and one exit code.
     Merge(MergeArgs),

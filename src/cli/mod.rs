@@ -138,3 +138,32 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     }
 }
+
+/// The command-line reference (`docs/cli.md`), generated from the flag definitions so it
+/// cannot drift from them: every command's help, as `--help` prints it.
+pub fn reference() -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut out = String::from(
+        "# Command-line reference\n\nGenerated from the flag definitions (`cargo test` checks this file is current;\n`UPDATE_DOCS=1 cargo test --test cli cli_reference` rewrites it).\n",
+    );
+    fn walk(cmd: &clap::Command, path: &str, out: &mut String) {
+        let name = if path.is_empty() {
+            cmd.get_name().to_owned()
+        } else {
+            format!("{path} {}", cmd.get_name())
+        };
+        let mut c = cmd.clone().bin_name(&name);
+        let help = c.render_long_help().to_string();
+        out.push_str(&format!(
+            "\n## `{name}`\n\n```text\n{}\n```\n",
+            help.trim_end()
+        ));
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, &name, out);
+        }
+    }
+    walk(&cmd, "", &mut out);
+    out
+}

@@ -198,19 +198,14 @@ pub fn next_step(report: &Report) -> Option<String> {
                 .into(),
         );
     }
-    if s.blocking > 0 {
-        let first = report
-            .results
-            .summaries()
-            .find(|r| r.blocking && r.path.is_some())
-            .and_then(|r| r.path);
-        return Some(match first {
-            Some(p) => format!(
-                "{} blocking: `tracereplay explain {p}` shows the first in full",
-                s.blocking
-            ),
-            None => format!("{} blocking: see the rows above", s.blocking),
-        });
+    let first = (report.results.summaries())
+        .find(|r| r.blocking && r.path.is_some())
+        .and_then(|r| r.path);
+    if let Some(p) = first {
+        return Some(format!(
+            "{} blocking: `tracereplay explain {p}` shows the first in full",
+            s.blocking
+        ));
     }
     let pending = s.new + s.drifted + s.obsolete;
     if pending > 0 {
@@ -223,6 +218,9 @@ pub fn next_step(report: &Report) -> Option<String> {
                 "{pending} trace(s) drifted, new or obsolete: run `tracereplay check` off CI and review the pending baselines"
             )
         });
+    }
+    if s.blocking > 0 {
+        return Some(format!("{} blocking: see the rows above", s.blocking));
     }
     None
 }

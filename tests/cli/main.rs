@@ -4,6 +4,7 @@ mod bad_input;
 mod baselines;
 mod check;
 mod contained;
+mod docs;
 mod everyday;
 mod faults;
 mod gates;
