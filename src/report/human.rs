@@ -198,8 +198,9 @@ pub fn next_step(report: &Report) -> Option<String> {
                 .into(),
         );
     }
+    // A failure or error first; a row blocked by drift alone is a baseline to review.
     let first = (report.results.summaries())
-        .find(|r| r.blocking && r.path.is_some())
+        .find(|r| r.blocking && r.verdict != RowVerdict::Pass && r.path.is_some())
         .and_then(|r| r.path);
     if let Some(p) = first {
         return Some(format!(

@@ -346,3 +346,50 @@ fn init_writes_gitignore_lines_once_and_a_workflow_that_works_as_written() {
     let out = env.run(&["check", "--profile", "ci", "--format", "github"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
 }
+
+/// The day-one path a new user walks, end to end.
+#[test]
+fn a_new_repository_from_init_to_last_failed() {
+    let env = Env::new();
+    // init in an empty repository.
+    assert_eq!(env.run(&["init"]).code, 0);
+    // Drop in traces of a scenario of their own.
+    one_trace_suite(&env, "mine", "High", "search", "default");
+    // check: the new trace has no approved baseline yet (off CI: a pending file is written).
+    let out = env.run_with(&["check"], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("next: 1 pending baseline(s)"),
+        "{}",
+        out.stdout
+    );
+    // baseline approve, then everything holds.
+    assert_eq!(env.run_with(&["baseline", "approve"], &[]).code, 0);
+    assert_eq!(env.run_with(&["check", "--artifacts"], &[]).code, 0);
+    // Edit a trace: the run now calls another tool, so its oracle fails.
+    let c = call("c1", "fetch");
+    env.write(
+        "traces/mine/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("mine", "default", &[&c, END])),
+    );
+    let quiet = env.run_with(&["check", "-q", "--artifacts"], &[]);
+    assert_eq!(quiet.code, 1);
+    assert!(
+        quiet
+            .stdout
+            .starts_with("2 traces, 2 scenarios: 1 passed, 1 failed"),
+        "{}",
+        quiet.stdout
+    );
+    // --last-failed judges only the edited trace.
+    let last = env.run_with(&["check", "--last-failed", "--format", "json"], &[]);
+    assert_eq!(json(&last)["summary"]["traces"], 1, "{}", last.stderr);
+    // Completions and the settings in force.
+    assert_eq!(env.run(&["completions", "bash"]).code, 0);
+    let config = env.run(&["config"]);
+    assert!(
+        config.stdout.contains("file: tracereplay.toml"),
+        "{}",
+        config.stdout
+    );
+}
