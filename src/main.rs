@@ -7,5 +7,15 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // `expr` oracles run their jq programs in a child process of this same binary, so that a
+    // program that recurses too deep or never ends cannot take the run down with it.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(tracereplay::oracle::expr::WORKER_ARG))
+    {
+        std::process::exit(tracereplay::oracle::expr::worker_main());
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        tracereplay::oracle::expr::use_worker(exe);
+    }
     std::process::exit(tracereplay::cli::main());
 }

@@ -7,12 +7,13 @@ use serde_json::{Value, json};
 
 use super::facts::Facts;
 use super::jsoneq::{ArgsMatch, args_match, differing_keys};
+use super::names::tool_matches;
 use super::params;
 use super::result::{OracleResult, shorten};
-use super::sequence::args_mode;
+use super::sequence::{Of, args_mode, planned_calls};
 use super::typed::{Fallbacks, Oracle};
 use crate::scenario::OracleSpec;
-use crate::trace::json::{contains_ci, eq_ci};
+use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Json};
 
 /// Configures `tool-args`.
@@ -23,32 +24,52 @@ pub fn configure_tool_args(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracl
         Some(v) => v.clone(),
     };
     let mode = args_mode(spec)?;
-    Ok(Oracle::ToolArgs { tool, args, mode })
+    let of = Of::read(spec)?;
+    Ok(Oracle::ToolArgs {
+        tool,
+        args,
+        mode,
+        of,
+    })
 }
 
-/// `tool-args`: some call of `tool` matches `args` under `argsMatch` (default `exact`).
+/// `tool-args`: some call of `tool` (executed, or planned with `of: planned`) matches `args`
+/// under `argsMatch` (default `exact`).
 pub fn tool_args(
     tool: &str,
     expected: &Value,
     mode: &ArgsMatch,
+    of: Of,
     facts: &Facts<'_, '_>,
 ) -> OracleResult {
-    let calls: Vec<_> = facts.calls.iter().filter(|c| eq_ci(c.tool, tool)).collect();
+    let calls: Vec<(u64, Value)> = match of {
+        Of::Executed => (facts.calls.iter())
+            .filter(|c| tool_matches(tool, c.tool))
+            .map(|c| (c.event.seq, c.args.value()))
+            .collect(),
+        Of::Planned => (planned_calls(facts).into_iter())
+            .filter(|c| tool_matches(tool, &c.tool))
+            .map(|c| (c.seq, c.args))
+            .collect(),
+    };
+    let verb = match of {
+        Of::Executed => "called",
+        Of::Planned => "planned",
+    };
     if calls.is_empty() {
         return OracleResult::fail(
-            format!("`{tool}` was never called"),
+            format!("`{tool}` was never {verb}"),
             Vec::new(),
             json!({"tool": tool, "args": expected}),
             json!({"calls": 0}),
         );
     }
     let mut closest: Option<(Vec<String>, u64, Value)> = None;
-    for c in &calls {
-        let actual = c.args.value();
+    for (seq, actual) in calls {
         if args_match(mode, expected, &actual) {
             return OracleResult::pass(
-                format!("`{tool}` at seq {} has the expected arguments", c.event.seq),
-                vec![c.event.seq],
+                format!("`{tool}` at seq {seq} has the expected arguments"),
+                vec![seq],
             );
         }
         let diff = differing_keys(expected, &actual);
@@ -56,7 +77,7 @@ pub fn tool_args(
             .as_ref()
             .is_none_or(|(d, _, _)| diff.len() < d.len())
         {
-            closest = Some((diff, c.event.seq, actual));
+            closest = Some((diff, seq, actual));
         }
     }
     let (diff, seq, actual) = closest.expect("at least one call");
@@ -110,7 +131,7 @@ pub fn tool_succeeded(tool: Option<&str>, facts: &Facts<'_, '_>) -> OracleResult
     let all = results(facts);
     let subject: Vec<&ResultView> = all
         .iter()
-        .filter(|r| tool.is_none_or(|t| r.tool.is_some_and(|rt| eq_ci(rt, t))))
+        .filter(|r| tool.is_none_or(|t| r.tool.is_some_and(|rt| tool_matches(t, rt))))
         .collect();
     let what = tool.map_or_else(|| "any tool".to_owned(), |t| format!("`{t}`"));
     if subject.is_empty() {
@@ -161,7 +182,7 @@ pub fn tool_result_contains(tool: &str, value: &str, facts: &Facts<'_, '_>) -> O
     let all = results(facts);
     let subject: Vec<&ResultView> = all
         .iter()
-        .filter(|r| r.tool.is_some_and(|t| eq_ci(t, tool)))
+        .filter(|r| r.tool.is_some_and(|t| tool_matches(tool, t)))
         .collect();
     if subject.is_empty() {
         return OracleResult::fail(

@@ -4,11 +4,13 @@
 use serde_json::{Value, json};
 
 use super::facts::Facts;
+use super::names::tool_matches;
 use super::params;
 use super::result::OracleResult;
+use super::sequence::{Of, planned_calls};
 use super::typed::{Fallbacks, Oracle, TokenKind};
 use crate::scenario::OracleSpec;
-use crate::trace::json::{contains_ci, eq_ci};
+use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase, normalize_kind, squash};
 
 /// `count`, or `min`/`max` (inclusive).
@@ -85,6 +87,38 @@ fn counted(what: &str, range: Range, seqs: Vec<u64>) -> OracleResult {
             json!({"count": n}),
         )
     }
+}
+
+/// Configures `tool-call-count`.
+pub fn configure_tool_call_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let tool = params::string(spec, "tool").ok_or("no `tool` to count")?;
+    Ok(Oracle::ToolCallCount {
+        tool,
+        range: range(spec)?,
+        of: Of::read(spec)?,
+    })
+}
+
+/// `tool-call-count`: the number of calls of `tool` (a name or glob; executed, or planned) is in
+/// range.
+pub fn tool_call_count(tool: &str, range: Range, of: Of, facts: &Facts<'_, '_>) -> OracleResult {
+    let (seqs, what): (Vec<u64>, String) = match of {
+        Of::Executed => (
+            (facts.calls.iter())
+                .filter(|c| tool_matches(tool, c.tool))
+                .map(|c| c.event.seq)
+                .collect(),
+            format!("call(s) of `{tool}`"),
+        ),
+        Of::Planned => (
+            (planned_calls(facts).into_iter())
+                .filter(|c| tool_matches(tool, &c.tool))
+                .map(|c| c.seq)
+                .collect(),
+            format!("planned call(s) of `{tool}`"),
+        ),
+    };
+    counted(&what, range, seqs)
 }
 
 /// Configures `request-count`.
@@ -276,8 +310,12 @@ pub fn tools_offered(want: &[String], subset: bool, facts: &Facts<'_, '_>) -> Or
             lacking.push(e.seq);
             continue;
         };
-        let all_allowed = offered.iter().all(|o| want.iter().any(|w| eq_ci(w, o)));
-        let all_offered = want.iter().all(|w| offered.iter().any(|o| eq_ci(w, o)));
+        let all_allowed = offered
+            .iter()
+            .all(|o| want.iter().any(|w| tool_matches(w, o)));
+        let all_offered = want
+            .iter()
+            .all(|w| offered.iter().any(|o| tool_matches(w, o)));
         if !all_allowed || (!subset && !all_offered) {
             return OracleResult::fail(
                 format!(

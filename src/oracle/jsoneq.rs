@@ -6,8 +6,6 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::trace::json::eq_ci;
-
 fn as_integer(n: &Number) -> Option<i128> {
     n.as_i64()
         .map(i128::from)
@@ -56,6 +54,10 @@ pub enum ArgsMatch {
     Superset,
     /// Every top-level key of actual is in expected with an equal value.
     Subset,
+    /// Every key of expected is in actual with a partially matching value, recursively through
+    /// objects; arrays compare element by element with the same rule and must have equal length;
+    /// other values compare by JSON equality.
+    Partial,
     /// Only these dot-paths are compared; missing on both sides passes, on one side fails.
     Paths(Vec<String>),
 }
@@ -68,6 +70,7 @@ impl ArgsMatch {
             "ignore" => Some(ArgsMatch::Ignore),
             "superset" => Some(ArgsMatch::Superset),
             "subset" => Some(ArgsMatch::Subset),
+            "partial" => Some(ArgsMatch::Partial),
             _ => None,
         }
     }
@@ -76,7 +79,7 @@ impl ArgsMatch {
     pub fn from_value(v: &Value) -> Result<ArgsMatch, String> {
         match v {
             Value::String(s) => ArgsMatch::parse(s).ok_or_else(|| {
-                format!("`{s}` is not an argsMatch mode (exact, ignore, superset, subset)")
+                format!("`{s}` is not an argsMatch mode (exact, ignore, superset, subset, partial)")
             }),
             Value::Array(items) => items
                 .iter()
@@ -124,6 +127,7 @@ pub fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
             Value::Object(a) => keys_in(a, expected),
             other => json_eq(expected, other),
         },
+        ArgsMatch::Partial => partial_eq(expected, actual),
         ArgsMatch::Paths(paths) => {
             paths.iter().all(
                 |p| match (resolve_path(expected, p), resolve_path(actual, p)) {
@@ -133,6 +137,20 @@ pub fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
                 },
             )
         }
+    }
+}
+
+/// `partial` matching: `expected` is contained in `actual`, recursively (see
+/// [`ArgsMatch::Partial`]).
+pub fn partial_eq(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|w| partial_eq(v, w))),
+        (Value::Array(e), Value::Array(a)) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(x, y)| partial_eq(x, y))
+        }
+        _ => json_eq(expected, actual),
     }
 }
 
@@ -155,11 +173,12 @@ pub fn differing_keys(expected: &Value, actual: &Value) -> Vec<String> {
     keys
 }
 
-/// The per-tool override for `tool`, if any (tool names compare case-insensitively).
+/// The per-tool override for `tool`, if any (tool names compare case-insensitively; an
+/// override's name may be a glob).
 pub fn override_for<'m>(overrides: &'m [(String, ArgsMatch)], tool: &str) -> Option<&'m ArgsMatch> {
     overrides
         .iter()
-        .find(|(t, _)| eq_ci(t, tool))
+        .find(|(t, _)| super::names::tool_matches(t, tool))
         .map(|(_, m)| m)
 }
 

@@ -3,17 +3,22 @@
 pub mod approval;
 pub mod artifacts;
 pub mod calls;
+pub mod compose;
 pub mod contract;
 pub mod counts;
+pub mod expr;
 pub mod facts;
 pub mod harness;
 pub mod jsoneq;
 mod matching;
+pub mod names;
 pub mod params;
 pub mod registry;
 pub mod replies;
 mod result;
 pub mod sequence;
+pub mod similarity;
+pub mod turns;
 pub mod typed;
 
 pub use facts::{Facts, FinalAnswer, MessageState};

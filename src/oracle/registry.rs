@@ -13,7 +13,10 @@
 use serde_json::{Map, Value};
 
 use super::typed::{Configure, Fallbacks, Oracle};
-use super::{artifacts, calls, contract, counts, harness, params, replies, sequence};
+use super::{
+    artifacts, calls, compose, contract, counts, expr, harness, params, replies, sequence,
+    similarity,
+};
 use crate::scenario::OracleSpec;
 
 /// The JSON shape a parameter takes.
@@ -33,6 +36,14 @@ pub enum Shape {
     Object,
     /// An array of expected calls, each `{tool, args?}`.
     Calls,
+    /// An array of arrays (per turn or per inference).
+    Lists,
+    /// An array of oracle objects.
+    Oracles,
+    /// A number.
+    Number,
+    /// An integer.
+    Int,
     /// Any JSON value.
     Any,
 }
@@ -47,6 +58,10 @@ impl Shape {
             Shape::StrList => "an array of strings",
             Shape::Object => "an object",
             Shape::Calls => "an array of calls (`{\"tool\": …, \"args\"?: …}`)",
+            Shape::Lists => "an array of arrays",
+            Shape::Oracles => "an array of oracle objects",
+            Shape::Number => "a number",
+            Shape::Int => "an integer",
             Shape::Any => "any JSON value",
         }
     }
@@ -62,6 +77,10 @@ impl Shape {
             (Shape::Count, Value::String(s)) => s.trim().parse::<u64>().is_ok(),
             (Shape::StrList, Value::Array(items)) => items.iter().all(Value::is_string),
             (Shape::Object, Value::Object(_)) | (Shape::Calls, Value::Array(_)) => true,
+            (Shape::Lists, Value::Array(items)) => items.iter().all(Value::is_array),
+            (Shape::Oracles, Value::Array(items)) => items.iter().all(Value::is_object),
+            (Shape::Number, Value::Number(_)) => true,
+            (Shape::Int, Value::Number(n)) => n.as_i64().is_some(),
             _ => false,
         }
     }
@@ -76,6 +95,8 @@ pub enum Family {
     Approval,
     /// Anything else.
     Other,
+    /// `not`, `all-of`, `any-of`: the families of the oracles inside.
+    Composite,
 }
 
 /// One oracle type.
@@ -98,13 +119,13 @@ const COUNT_BOUNDS: [(&str, Shape); 3] = [("count", Count), ("min", Count), ("ma
 pub static TYPES: &[OracleType] = &[
     OracleType {
         name: "tool-called",
-        params: &[("tool", Str), ("value", Scalar)],
+        params: &[("tool", Str), ("tools", StrList), ("value", Scalar)],
         family: Family::Tool,
         configure: harness::configure_tool_called,
     },
     OracleType {
         name: "tool-not-called",
-        params: &[("tool", Str), ("value", Scalar)],
+        params: &[("tool", Str), ("tools", StrList), ("value", Scalar)],
         family: Family::Tool,
         configure: harness::configure_tool_not_called,
     },
@@ -116,13 +137,13 @@ pub static TYPES: &[OracleType] = &[
     },
     OracleType {
         name: "final-answer-contains",
-        params: &[("value", Scalar)],
+        params: &[("value", Scalar), ("values", StrList)],
         family: Family::Other,
         configure: harness::configure_final_answer_contains,
     },
     OracleType {
         name: "final-answer-not-contains",
-        params: &[("value", Scalar)],
+        params: &[("value", Scalar), ("values", StrList)],
         family: Family::Other,
         configure: harness::configure_final_answer_not_contains,
     },
@@ -167,6 +188,9 @@ pub static TYPES: &[OracleType] = &[
             ("argsMatch", Str),
             ("argsMatchOverrides", Object),
             ("batchOrder", Str),
+            ("of", Str),
+            ("turns", Lists),
+            ("inferences", Lists),
         ],
         family: Family::Tool,
         configure: sequence::configure_oracle,
@@ -178,6 +202,7 @@ pub static TYPES: &[OracleType] = &[
             ("value", Scalar),
             ("args", Any),
             ("argsMatch", Str),
+            ("of", Str),
         ],
         family: Family::Tool,
         configure: calls::configure_tool_args,
@@ -281,10 +306,52 @@ pub static TYPES: &[OracleType] = &[
         family: Family::Other,
         configure: contract::configure,
     },
+    OracleType {
+        name: "tool-call-count",
+        params: &[
+            ("tool", Str),
+            COUNT_BOUNDS[0],
+            COUNT_BOUNDS[1],
+            COUNT_BOUNDS[2],
+            ("of", Str),
+        ],
+        family: Family::Tool,
+        configure: counts::configure_tool_call_count,
+    },
+    OracleType {
+        name: "response-similarity",
+        params: &[("value", Scalar), ("turns", StrList), ("metric", Str)],
+        family: Family::Other,
+        configure: similarity::configure,
+    },
+    OracleType {
+        name: "expr",
+        params: &[("jq", Str)],
+        family: Family::Other,
+        configure: expr::configure,
+    },
+    OracleType {
+        name: "not",
+        params: &[("oracle", Object)],
+        family: Family::Composite,
+        configure: compose::configure_not,
+    },
+    OracleType {
+        name: "all-of",
+        params: &[("oracles", Oracles)],
+        family: Family::Composite,
+        configure: compose::configure_all_of,
+    },
+    OracleType {
+        name: "any-of",
+        params: &[("oracles", Oracles)],
+        family: Family::Composite,
+        configure: compose::configure_any_of,
+    },
 ];
 
-/// Keys every oracle takes.
-const COMMON: &[&str] = &["type", "metadata"];
+/// Keys every oracle takes (`threshold` is refused by the composing types when configured).
+const COMMON: &[&str] = &["type", "metadata", "threshold", "turn"];
 /// The harness's oracle fields: `null` on any oracle means "not set".
 const HARNESS_FIELDS: &[&str] = &["tool", "value", "limit", "tools", "metadata"];
 /// The keys of one expected call in `calls`.
@@ -360,7 +427,7 @@ pub fn closest<'c>(
 /// parameter of this type with a close name, else the type whose parameter it is.
 fn unknown_key(t: &OracleType, key: &str) -> String {
     let mut msg = format!("unknown parameter `{key}` for {}", t.name);
-    let own = t.params.iter().map(|(n, _)| *n).chain(["metadata"]);
+    let own = (t.params.iter().map(|(n, _)| *n)).chain(["metadata", "threshold", "turn"]);
     if let Some(meant) = closest(key, own) {
         msg.push_str(&format!("; did you mean `{meant}`?"));
     } else {
@@ -409,7 +476,12 @@ fn check_keys(
         let shape = (allowed.iter())
             .find(|(n, _)| *n == canonical)
             .map(|(_, s)| *s)
-            .unwrap_or(if canonical == "metadata" { Object } else { Any });
+            .unwrap_or(match canonical {
+                "metadata" => Object,
+                "threshold" => Number,
+                "turn" => Int,
+                _ => Any,
+            });
         if !shape.fits(value) {
             problems.push(format!(
                 "`{canonical}`{what} must be {}, found {}",
@@ -464,7 +536,8 @@ pub(crate) fn configure(
     if !problems.is_empty() {
         return Err(problems.join("; "));
     }
-    (t.configure)(spec, fallbacks)
+    let oracle = (t.configure)(spec, fallbacks)?;
+    compose::wrap(oracle, spec, t.family != Family::Composite)
 }
 
 #[cfg(test)]

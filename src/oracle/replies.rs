@@ -9,7 +9,7 @@ use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle, Pattern};
 use crate::scenario::OracleSpec;
-use crate::trace::json::{contains_ci, eq_ci};
+use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase};
 
 /// Configures `no-preview-left`.
@@ -105,7 +105,7 @@ pub fn final_after_tool(
             *ok && error.as_deref().is_none_or(str::is_empty)
                 && tool_of
                     .get(call_id.as_str())
-                    .is_some_and(|t| eq_ci(t, tool))
+                    .is_some_and(|t| super::names::tool_matches(tool, t))
         }
         _ => false,
     });

@@ -39,6 +39,11 @@ pub struct OracleResult {
     pub index: Option<usize>,
     /// The verdict.
     pub verdict: Verdict,
+    /// How much of the check held, in [0, 1]: the oracle's natural fraction where it has one
+    /// (matched calls, tools found, texts contained, text similarity), else 1 for a pass and 0
+    /// otherwise.
+    #[serde(default)]
+    pub score: f64,
     /// What was found, in a sentence.
     pub message: String,
     /// `seq` numbers of the events that decided it.
@@ -76,6 +81,7 @@ impl OracleResult {
             kind: Cow::Borrowed(""),
             index: None,
             verdict: Verdict::Pass,
+            score: 1.0,
             message: message.into(),
             evidence,
             expected: None,
@@ -95,6 +101,7 @@ impl OracleResult {
             kind: Cow::Borrowed(""),
             index: None,
             verdict: Verdict::Fail,
+            score: 0.0,
             message: message.into(),
             evidence,
             // Boxed: a passing result (the common case) then costs one pointer per field.
@@ -121,8 +128,31 @@ impl OracleResult {
     pub fn not_evaluable(message: impl Into<String>, evidence: Vec<u64>) -> Self {
         OracleResult {
             verdict: Verdict::NotEvaluable,
+            score: 0.0,
             ..OracleResult::pass(message, evidence)
         }
+    }
+
+    /// The same result with its natural fraction as score (clamped to [0, 1]; a non-finite
+    /// fraction counts as 0).
+    pub fn with_score(mut self, score: f64) -> Self {
+        self.score = if score.is_finite() {
+            score.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// Whether the score is worth printing next to a verdict: strictly between 0 and 1.
+    pub fn partial_score(&self) -> bool {
+        self.score > 0.0 && self.score < 1.0
+    }
+
+    /// The score as reports print it: at most three decimals (`0.667`).
+    pub fn score_text(&self) -> String {
+        let s = format!("{:.3}", self.score);
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
     }
 
     /// The evidence as `seq 3, 9` (empty when there is none), as every report prints it.

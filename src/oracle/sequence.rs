@@ -7,7 +7,6 @@ use super::facts::Facts;
 use super::jsoneq::{ArgsMatch, args_match, differing_keys, override_for};
 use super::result::OracleResult;
 use crate::scenario::OracleSpec;
-use crate::trace::json::eq_ci;
 
 /// The five comparison modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +46,43 @@ impl SeqMode {
     }
 }
 
+/// Which calls an oracle reads: the executed `tool_call` events, or the calls `inference`
+/// events planned in `output.tool_calls`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Of {
+    /// `tool_call` events (the default).
+    #[default]
+    Executed,
+    /// The calls inferences planned, in order.
+    Planned,
+}
+
+impl Of {
+    /// Reads `of` (default `executed`).
+    pub fn read(spec: &OracleSpec) -> Result<Of, String> {
+        match spec.get("of") {
+            None | Some(Value::Null) => Ok(Of::Executed),
+            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                "executed" => Ok(Of::Executed),
+                "planned" => Ok(Of::Planned),
+                _ => Err(format!("`of` `{s}` is not `executed` or `planned`")),
+            },
+            Some(other) => Err(format!("`of` `{other}` is not `executed` or `planned`")),
+        }
+    }
+}
+
+/// How a `tool-sequence` splits the trace before comparing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Split {
+    /// The whole trace against `calls`.
+    Whole,
+    /// Turn i's calls against the i-th list (`turns`).
+    Turns(Vec<Vec<ExpectedCall>>),
+    /// The i-th planning inference's calls against the i-th list (`inferences`).
+    Inferences(Vec<Vec<ExpectedCall>>),
+}
+
 /// One expected call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExpectedCall {
@@ -69,39 +105,91 @@ pub struct SeqConfig {
     pub overrides: Vec<(String, ArgsMatch)>,
     /// `batchOrder: strict`: batches do not relax ordering.
     pub strict_batches: bool,
+    /// Executed or planned calls.
+    pub of: Of,
+    /// Whole trace, per turn or per inference.
+    pub split: Split,
+}
+
+/// Reads one expected call: `{tool, args?}`, or (in `turns` and `inferences`) a bare tool
+/// name. `at` names it in messages.
+fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, String> {
+    if bare_names {
+        if let Some(t) = c.as_str().map(str::trim).filter(|t| !t.is_empty()) {
+            return Ok(ExpectedCall {
+                tool: t.to_owned(),
+                args: None,
+            });
+        }
+    }
+    let obj = c
+        .as_object()
+        .ok_or_else(|| format!("`{at}` is not an object"))?;
+    for key in obj.keys() {
+        if !["tool", "args"]
+            .iter()
+            .any(|k| super::registry::same_key(k, key))
+        {
+            let meant = super::registry::closest(key, ["tool", "args"])
+                .map(|m| format!("; did you mean `{m}`?"))
+                .unwrap_or_default();
+            return Err(format!("unknown key `{key}` in `{at}`{meant}"));
+        }
+    }
+    let tool = crate::scenario::field(obj, "tool")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("`{at}` has no `tool`"))?;
+    let args = match crate::scenario::field(obj, "args") {
+        None => None,
+        Some(Value::Null) => {
+            return Err(format!(
+                "`{at}.args` is null; omit it to match any arguments"
+            ));
+        }
+        Some(v) => Some(v.clone()),
+    };
+    Ok(ExpectedCall {
+        tool: tool.to_owned(),
+        args,
+    })
+}
+
+/// Reads a list of lists of expected calls (`turns`, `inferences`).
+fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>>, String> {
+    let Some(Value::Array(lists)) = spec.get(name) else {
+        return Err(format!("`{name}` must be an array of arrays of calls"));
+    };
+    if lists.is_empty() {
+        return Err(format!(
+            "`{name}` is empty: give one list of calls per {}",
+            if name == "turns" { "turn" } else { "inference" }
+        ));
+    }
+    (lists.iter().enumerate())
+        .map(|(i, list)| {
+            let Value::Array(calls) = list else {
+                return Err(format!("`{name}[{i}]` must be an array of calls"));
+            };
+            (calls.iter().enumerate())
+                .map(|(j, c)| expected_call(c, &format!("{name}[{i}][{j}]"), true))
+                .collect()
+        })
+        .collect()
 }
 
 /// Reads `calls` (or the `tools` shorthand) into expected calls.
 pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
     match (spec.get("calls"), spec.get("tools")) {
         (Some(_), Some(_)) => Err("give exactly one of `calls` and `tools`, not both".into()),
-        (None, None) => Err("no expected calls: give `calls` or `tools`".into()),
+        (None, None) => {
+            Err("no expected calls: give `calls`, `tools`, `turns` or `inferences`".into())
+        }
         (Some(Value::Array(calls)), None) => calls
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                let obj = c
-                    .as_object()
-                    .ok_or_else(|| format!("`calls[{i}]` is not an object"))?;
-                let tool = crate::scenario::field(obj, "tool")
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| format!("`calls[{i}]` has no `tool`"))?;
-                let args = match crate::scenario::field(obj, "args") {
-                    None => None,
-                    Some(Value::Null) => {
-                        return Err(format!(
-                            "`calls[{i}].args` is null; omit it to match any arguments"
-                        ));
-                    }
-                    Some(v) => Some(v.clone()),
-                };
-                Ok(ExpectedCall {
-                    tool: tool.to_owned(),
-                    args,
-                })
-            })
+            .map(|(i, c)| expected_call(c, &format!("calls[{i}]"), false))
             .collect(),
         (None, Some(Value::Array(tools))) => tools
             .iter()
@@ -127,7 +215,7 @@ pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
     match spec.get("argsMatch") {
         None | Some(Value::Null) => Ok(ArgsMatch::Exact),
         Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| {
-            format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset")
+            format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset, partial")
         }),
         Some(other) => Err(format!("`argsMatch` `{other}` is not a mode name")),
     }
@@ -156,7 +244,26 @@ pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
         })?,
         Some(other) => return Err(format!("`mode` `{other}` is not a mode name")),
     };
-    let expected = expected_calls(spec)?;
+    let of = Of::read(spec)?;
+    let (expected, split) = match (spec.get("turns"), spec.get("inferences")) {
+        (Some(_), Some(_)) => return Err("give `turns` or `inferences`, not both".into()),
+        (Some(_), None) | (None, Some(_))
+            if spec.get("calls").is_some() || spec.get("tools").is_some() =>
+        {
+            return Err("give `calls`/`tools` or a per-turn/per-inference list, not both".into());
+        }
+        (Some(_), None) => (Vec::new(), Split::Turns(expected_lists(spec, "turns")?)),
+        (None, Some(_)) => {
+            if of != Of::Planned {
+                return Err("`inferences` judges planned calls: set `\"of\": \"planned\"`".into());
+            }
+            (
+                Vec::new(),
+                Split::Inferences(expected_lists(spec, "inferences")?),
+            )
+        }
+        (None, None) => (expected_calls(spec)?, Split::Whole),
+    };
     let args_match = args_mode(spec)?;
     let overrides = match spec.get("argsMatchOverrides") {
         None | Some(Value::Null) => Vec::new(),
@@ -189,6 +296,8 @@ pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
         args_match,
         overrides,
         strict_batches,
+        of,
+        split,
     })
 }
 
@@ -227,10 +336,37 @@ fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) ->
         .collect()
 }
 
+/// The calls the inferences of a trace planned, in order: each with the `seq` of its inference,
+/// which is also its batch.
+pub fn planned_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
+    let mut out = Vec::new();
+    for e in &facts.trace.events {
+        if let crate::trace::EventBody::Inference(i) = &e.body {
+            for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
+                out.push(ActualCall {
+                    seq: e.seq,
+                    tool: c.tool.to_string(),
+                    args: c.args.value(),
+                    batch: Some(e.seq),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The calls an oracle reads, executed or planned.
+pub fn calls_of(of: Of, facts: &Facts<'_, '_>) -> Vec<ActualCall> {
+    match of {
+        Of::Executed => actual_calls(facts),
+        Of::Planned => planned_calls(facts),
+    }
+}
+
 impl SeqConfig {
     /// Whether an actual call matches an expected one (tool and arguments).
     pub(crate) fn matches(&self, e: &ExpectedCall, a: &ActualCall) -> bool {
-        eq_ci(&e.tool, &a.tool)
+        super::names::tool_matches(&e.tool, &a.tool)
             && e.args.as_ref().is_none_or(|ea| {
                 let mode = override_for(&self.overrides, &a.tool).unwrap_or(&self.args_match);
                 args_match(mode, ea, &a.args)
@@ -399,18 +535,235 @@ fn call_json(tool: &str, args: Option<&Value>) -> Value {
 
 /// Judges a `tool-sequence` oracle.
 pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
-    let compared =
-        |tool: &str| (cfg.expected.iter()).any(|e| e.args.is_some() && eq_ci(&e.tool, tool));
-    let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
-    if result.verdict == super::Verdict::Pass {
-        return result;
+    match (&cfg.split, cfg.of) {
+        (Split::Whole, Of::Executed) => {
+            let compared = |tool: &str| {
+                (cfg.expected.iter())
+                    .any(|e| e.args.is_some() && super::names::tool_matches(&e.tool, tool))
+            };
+            let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
+            if result.verdict == super::Verdict::Pass {
+                return result;
+            }
+            // A failure shows the actual arguments: parse them now (failures are rare).
+            judge_sequence(cfg, &actual_calls(facts))
+        }
+        (Split::Whole, Of::Planned) => judge_sequence(cfg, &planned_calls(facts)),
+        (Split::Turns(lists), of) => per_turn(cfg, lists, of, facts),
+        (Split::Inferences(lists), _) => per_inference(cfg, lists, facts),
     }
-    // A failure shows the actual arguments: parse them now (failures are rare).
-    judge_sequence(cfg, &actual_calls(facts))
+}
+
+/// The same configuration judging `expected` on its own (one turn or inference).
+fn part(cfg: &SeqConfig, expected: &[ExpectedCall], mode: SeqMode) -> SeqConfig {
+    SeqConfig {
+        mode,
+        expected: expected.to_vec(),
+        args_match: cfg.args_match.clone(),
+        overrides: cfg.overrides.clone(),
+        strict_batches: cfg.strict_batches,
+        of: cfg.of,
+        split: Split::Whole,
+    }
+}
+
+/// Combines per-part results (`what` = `turn` or `inference`): the score is the mean of the
+/// parts' verdicts (each 1 or 0), as ADK averages invocations.
+fn mean_of_parts(what: &str, results: Vec<OracleResult>) -> OracleResult {
+    let n = results.len();
+    let passed = results
+        .iter()
+        .filter(|r| r.verdict == super::Verdict::Pass)
+        .count();
+    let score = passed as f64 / n as f64;
+    let mut evidence: Vec<u64> = Vec::new();
+    let mut failing = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        if r.verdict == super::Verdict::Pass {
+            evidence.extend(&r.evidence);
+        } else {
+            failing.push((i + 1, r));
+        }
+    }
+    if failing.is_empty() {
+        evidence.sort_unstable();
+        evidence.dedup();
+        return OracleResult::pass(format!("all {n} {what}s matched"), evidence);
+    }
+    let mut evidence: Vec<u64> = failing
+        .iter()
+        .flat_map(|(_, r)| r.evidence.clone())
+        .collect();
+    evidence.sort_unstable();
+    evidence.dedup();
+    let text: Vec<String> = (failing.iter())
+        .map(|(i, r)| format!("{what} {i}: {}", r.message))
+        .collect();
+    let found: Vec<Value> = (failing.iter())
+        .map(|(i, r)| json!({ what: i, "expected": r.expected, "found": r.found }))
+        .collect();
+    OracleResult::fail(
+        format!("{passed} of {n} {what}s matched; {}", text.join("; ")),
+        evidence,
+        json!({ format!("{what}s_matched"): n }),
+        json!({ format!("{what}s_matched"): passed, "failing": found }),
+    )
+    .with_score(score)
+}
+
+fn per_turn(
+    cfg: &SeqConfig,
+    lists: &[Vec<ExpectedCall>],
+    of: Of,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
+    let ranges = super::turns::turn_ranges(&facts.trace.events);
+    if ranges.is_empty() {
+        return OracleResult::not_evaluable(
+            "`turns` needs turns, and the trace has no `user_message`",
+            Vec::new(),
+        );
+    }
+    if ranges.len() != lists.len() {
+        return OracleResult::fail(
+            format!(
+                "the trace has {} turn(s) and `turns` lists {}",
+                ranges.len(),
+                lists.len()
+            ),
+            Vec::new(),
+            json!({ "turns": lists.len() }),
+            json!({ "turns": ranges.len() }),
+        );
+    }
+    let all = calls_of(of, facts);
+    let bounds: Vec<(u64, u64)> = (ranges.iter())
+        .map(|r| {
+            let events = &facts.trace.events[r.clone()];
+            (
+                events.first().map_or(0, |e| e.seq),
+                events.last().map_or(0, |e| e.seq),
+            )
+        })
+        .collect();
+    let results = (lists.iter().zip(&bounds))
+        .map(|(list, &(lo, hi))| {
+            let actual: Vec<ActualCall> = (all.iter())
+                .filter(|a| a.seq >= lo && a.seq <= hi)
+                .cloned()
+                .collect();
+            judge_sequence(&part(cfg, list, cfg.mode), &actual)
+        })
+        .collect();
+    mean_of_parts("turn", results)
+}
+
+fn per_inference(
+    cfg: &SeqConfig,
+    lists: &[Vec<ExpectedCall>],
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
+    let planned = planned_calls(facts);
+    let mut groups: Vec<Vec<ActualCall>> = Vec::new();
+    for c in planned {
+        match groups.last_mut() {
+            Some(g) if g[0].seq == c.seq => g.push(c),
+            _ => groups.push(vec![c]),
+        }
+    }
+    if groups.len() != lists.len() {
+        return OracleResult::fail(
+            format!(
+                "{} inference(s) planned calls and `inferences` lists {}",
+                groups.len(),
+                lists.len()
+            ),
+            groups.iter().map(|g| g[0].seq).collect(),
+            json!({ "inferences": lists.len() }),
+            json!({ "inferences": groups.len() }),
+        );
+    }
+    let results = (lists.iter().zip(&groups))
+        .map(|(list, actual)| judge_sequence(&part(cfg, list, SeqMode::Unordered), actual))
+        .collect();
+    mean_of_parts("inference", results)
+}
+
+/// The natural fraction of a failed sequence (see the module's scoring rules in the docs):
+/// `superset` matched ÷ |E|, `unordered` matched ÷ max(|E|, |A|), `subset` matched ÷ |A|,
+/// `in-order` the longest in-order match ÷ |E|, `exact` 0.
+fn fraction(cfg: &SeqConfig, actual: &[ActualCall]) -> f64 {
+    let (e, a) = (cfg.expected.len(), actual.len());
+    if e == 0 {
+        return 0.0;
+    }
+    let matched = |expected_left: bool| {
+        (super::matching::group_matching(cfg, actual, expected_left).iter())
+            .filter(|p| p.is_some())
+            .count() as f64
+    };
+    match cfg.mode {
+        SeqMode::Exact => 0.0,
+        SeqMode::Superset => matched(true) / e as f64,
+        SeqMode::Unordered => matched(true) / e.max(a) as f64,
+        SeqMode::Subset if a == 0 => 1.0,
+        SeqMode::Subset => matched(false) / a as f64,
+        SeqMode::InOrder => in_order_matched(cfg, actual) as f64 / e as f64,
+    }
+}
+
+/// The largest number of expected calls matched in order: the longest common subsequence under
+/// the matching rule, with the calls of one batch first put in the order the expectation lists
+/// them (unless `batchOrder` is strict). Quadratic; beyond 4 million cells, the greedy in-order
+/// count (a lower bound) is used instead.
+fn in_order_matched(cfg: &SeqConfig, actual: &[ActualCall]) -> usize {
+    let e = &cfg.expected;
+    let mut order: Vec<&ActualCall> = actual.iter().collect();
+    if !cfg.strict_batches {
+        for (s, t) in blocks(actual, false) {
+            order[s..t].sort_by_key(|a| {
+                e.iter()
+                    .position(|x| cfg.matches(x, a))
+                    .unwrap_or(usize::MAX)
+            });
+        }
+    }
+    if e.len().saturating_mul(order.len()) > 4_000_000 {
+        let mut j = 0;
+        for a in &order {
+            if j < e.len() && cfg.matches(&e[j], a) {
+                j += 1;
+            }
+        }
+        return j;
+    }
+    let mut prev = vec![0usize; order.len() + 1];
+    let mut cur = vec![0usize; order.len() + 1];
+    for x in e {
+        for (k, a) in order.iter().enumerate() {
+            cur[k + 1] = if cfg.matches(x, a) {
+                prev[k] + 1
+            } else {
+                prev[k + 1].max(cur[k])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[order.len()]
 }
 
 /// Judges configured expectations against actual calls.
 pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
+    let result = judge_sequence_verdict(cfg, actual);
+    if result.verdict == super::Verdict::Pass {
+        result
+    } else {
+        let score = fraction(cfg, actual);
+        result.with_score(score)
+    }
+}
+
+fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
     let mode = cfg.mode.name();
     match decide(cfg, actual) {
         Ok(mut used) => {
@@ -430,7 +783,7 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
             let want = call_json(&e.tool, e.args.as_ref());
             let closest = actual
                 .iter()
-                .filter(|a| eq_ci(&a.tool, &e.tool))
+                .filter(|a| super::names::tool_matches(&e.tool, &a.tool))
                 .map(|a| {
                     (
                         differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args),
@@ -471,7 +824,7 @@ pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
                 .expected
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| eq_ci(&e.tool, &a.tool))
+                .filter(|(_, e)| super::names::tool_matches(&e.tool, &a.tool))
                 .map(|(i, e)| {
                     (
                         differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args),

@@ -331,7 +331,10 @@ fn misconfigurations_are_named() {
     for (params, needle) in [
         (json!({"calls":[]}), "`mode` is required"),
         (json!({"mode":"fuzzy","calls":[]}), "`mode` `fuzzy`"),
-        (json!({"mode":"exact"}), "give `calls` or `tools`"),
+        (
+            json!({"mode":"exact"}),
+            "give `calls`, `tools`, `turns` or `inferences`",
+        ),
         (json!({"mode":"exact","calls":[],"tools":[]}), "not both"),
         (
             json!({"mode":"exact","calls":[{"tool":"f","args":null}]}),

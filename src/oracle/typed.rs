@@ -5,11 +5,12 @@
 
 use std::sync::LazyLock;
 
+use super::compose::{self, Inner};
 use super::counts::Range;
 use super::facts::Facts;
 use super::jsoneq::ArgsMatch;
 use super::result::OracleResult;
-use super::sequence::SeqConfig;
+use super::sequence::{Of, SeqConfig};
 use super::{artifacts, calls, contract, counts, harness, replies, sequence};
 use crate::scenario::{Expected, OracleSpec, Scenario};
 use crate::trace::Phase;
@@ -116,6 +117,7 @@ pub enum Oracle {
         tool: String,
         args: serde_json::Value,
         mode: ArgsMatch,
+        of: Of,
     },
     ToolSucceeded {
         tool: Option<String>,
@@ -165,6 +167,29 @@ pub enum Oracle {
         subset: bool,
     },
     ContractConformant(Box<crate::scenario::contract::Contract>),
+    ToolCallCount {
+        tool: String,
+        range: Range,
+        of: Of,
+    },
+    ResponseSimilarity(Box<super::similarity::Similarity>),
+    Expr(Box<super::expr::Program>),
+    /// `not`.
+    Not(Box<Inner>),
+    /// `all-of`.
+    AllOf(Vec<Inner>),
+    /// `any-of`.
+    AnyOf(Vec<Inner>),
+    /// Any oracle with a `threshold` below 1.
+    Threshold {
+        inner: Box<Oracle>,
+        threshold: f64,
+    },
+    /// Any oracle with a `turn`.
+    Turn {
+        inner: Box<Oracle>,
+        turn: i64,
+    },
 }
 
 impl Oracle {
@@ -183,7 +208,12 @@ impl Oracle {
             Oracle::NoUnsafeTool { unsafe_tools } => harness::no_unsafe_tool(unsafe_tools, facts),
             Oracle::StatusIs { status } => harness::status_is(status, facts),
             Oracle::ToolSequence(cfg) => sequence::tool_sequence(cfg, facts),
-            Oracle::ToolArgs { tool, args, mode } => calls::tool_args(tool, args, mode, facts),
+            Oracle::ToolArgs {
+                tool,
+                args,
+                mode,
+                of,
+            } => calls::tool_args(tool, args, mode, *of, facts),
             Oracle::ToolSucceeded { tool } => calls::tool_succeeded(tool.as_deref(), facts),
             Oracle::ToolResultContains { tool, value } => {
                 calls::tool_result_contains(tool, value, facts)
@@ -212,6 +242,18 @@ impl Oracle {
             Oracle::MaxTokens { limit, kind } => counts::max_tokens(*limit, *kind, facts),
             Oracle::ToolsOffered { tools, subset } => counts::tools_offered(tools, *subset, facts),
             Oracle::ContractConformant(c) => contract::contract_conformant(c, facts),
+            Oracle::ToolCallCount { tool, range, of } => {
+                counts::tool_call_count(tool, *range, *of, facts)
+            }
+            Oracle::ResponseSimilarity(s) => s.judge(facts),
+            Oracle::Expr(p) => p.judge(facts),
+            Oracle::Not(inner) => compose::judge_not(inner, facts),
+            Oracle::AllOf(inners) => compose::judge_group(inners, true, facts),
+            Oracle::AnyOf(inners) => compose::judge_group(inners, false, facts),
+            Oracle::Threshold { inner, threshold } => {
+                compose::apply_threshold(inner.judge(facts), *threshold)
+            }
+            Oracle::Turn { inner, turn } => compose::judge_turn(inner, *turn, facts),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub(crate) const WIRE_VERSION: u32 = 2;
+pub(crate) const WIRE_VERSION: u32 = 3;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,6 +63,7 @@ struct OracleWire<'a> {
     kind: &'a str,
     index: Option<u64>,
     verdict: Verdict,
+    score: f64,
     message: &'a str,
     evidence: Cow<'a, [u64]>,
     expected: Option<Cow<'a, str>>,
@@ -145,6 +146,7 @@ pub(crate) fn encode(row: &ResultRow) -> Box<[u8]> {
                 kind: &o.kind,
                 index: o.index.map(|i| i as u64),
                 verdict: o.verdict,
+                score: o.score,
                 message: &o.message,
                 evidence: Cow::Borrowed(&o.evidence),
                 expected: json_text(&o.expected),
@@ -318,6 +320,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
                     .map_or_else(|| Cow::Owned(o.kind.to_owned()), Cow::Borrowed),
                 index: o.index.map(|i| i as usize),
                 verdict: o.verdict,
+                score: o.score,
                 message: o.message.to_owned(),
                 evidence: o.evidence.into_owned(),
                 expected: json_value(o.expected),

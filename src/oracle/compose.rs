@@ -1,0 +1,289 @@
+//! What any oracle may add around its own check, and the composing types:
+//!
+//! - `threshold` (0 < T ≤ 1): the oracle passes when its score is at least T. The default is 1,
+//!   which keeps the oracle's own verdict, so a scenario without thresholds is judged as before.
+//!   `not-evaluable` and a misconfiguration stay what they are whatever the threshold.
+//! - `turn` (1-based, negative from the end): the oracle is judged on that turn's events alone,
+//!   plus the run's `run_end` (see [`super::turns`]).
+//! - `not`, `all-of`, `any-of`: composition, each inner oracle with its own threshold; they take
+//!   no threshold of their own.
+
+use serde_json::{Value, json};
+
+use super::facts::Facts;
+use super::registry;
+use super::result::{OracleResult, Verdict};
+use super::turns;
+use super::typed::{Fallbacks, Oracle};
+use crate::scenario::OracleSpec;
+
+/// An inner oracle of a composition: its type (for messages) and itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inner {
+    /// Its canonical type name.
+    pub kind: &'static str,
+    /// The oracle.
+    pub oracle: Oracle,
+}
+
+/// Reads `threshold`: `None` when absent (the default, 1), else a number in (0, 1].
+pub fn threshold(spec: &OracleSpec) -> Result<Option<f64>, String> {
+    match spec.get("threshold") {
+        None => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(t) if t > 0.0 && t <= 1.0 => Ok(Some(t)),
+            _ => Err(format!("`threshold` {n} is outside (0, 1]")),
+        },
+        Some(other) => Err(format!(
+            "`threshold` must be a number in (0, 1], found {}",
+            crate::trace::json_type_name(other)
+        )),
+    }
+}
+
+/// Reads `turn`: `None` when absent, else a non-zero integer.
+pub fn turn(spec: &OracleSpec) -> Result<Option<i64>, String> {
+    match spec.get("turn") {
+        None => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(0) => {
+                Err("`turn` 0 does not exist: turns count from 1 (or from -1, the last)".into())
+            }
+            Some(t) => Ok(Some(t)),
+            None => Err(format!("`turn` {n} is not an integer")),
+        },
+        Some(other) => Err(format!(
+            "`turn` must be an integer, found {}",
+            crate::trace::json_type_name(other)
+        )),
+    }
+}
+
+/// Wraps a configured oracle in its `turn` and `threshold`, as written on `spec`.
+pub fn wrap(oracle: Oracle, spec: &OracleSpec, takes_threshold: bool) -> Result<Oracle, String> {
+    let mut oracle = oracle;
+    if let Some(n) = turn(spec)? {
+        oracle = Oracle::Turn {
+            inner: Box::new(oracle),
+            turn: n,
+        };
+    }
+    match threshold(spec)? {
+        Some(_) if !takes_threshold => {
+            Err("takes no `threshold` of its own: give one to its inner oracles".into())
+        }
+        // A threshold of 1 is the default: the oracle's own verdict.
+        Some(t) if t < 1.0 => Ok(Oracle::Threshold {
+            inner: Box::new(oracle),
+            threshold: t,
+        }),
+        _ => Ok(oracle),
+    }
+}
+
+/// Configures one inner oracle object (`at` names it in messages).
+fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, String> {
+    let Value::Object(map) = value else {
+        return Err(format!("{at} must be an oracle object"));
+    };
+    let spec = OracleSpec {
+        index: 0,
+        params: map.clone(),
+        oracle: None,
+    };
+    let written = spec.type_name();
+    let Some(t) = registry::lookup(written) else {
+        let mut msg = if written.is_empty() {
+            format!("{at} has no `type`")
+        } else {
+            format!("{at} has unknown type `{written}`")
+        };
+        if let Some(meant) = registry::closest(written, super::known_types()) {
+            msg.push_str(&format!("; did you mean `{meant}`?"));
+        }
+        return Err(msg);
+    };
+    let oracle = registry::configure(t, &spec, fallbacks)
+        .map_err(|e| format!("{at} (`{}`): {e}", t.name))?;
+    Ok(Inner {
+        kind: t.name,
+        oracle,
+    })
+}
+
+/// Configures `not`.
+pub fn configure_not(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let value = spec.get("oracle").ok_or("no `oracle` to negate")?;
+    Ok(Oracle::Not(Box::new(inner(value, "`oracle`", fb)?)))
+}
+
+fn inner_list(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Vec<Inner>, String> {
+    let Some(Value::Array(items)) = spec.get("oracles") else {
+        return Err("no `oracles` to combine".into());
+    };
+    if items.is_empty() {
+        return Err("`oracles` is empty".into());
+    }
+    (items.iter().enumerate())
+        .map(|(i, v)| inner(v, &format!("`oracles[{i}]`"), fb))
+        .collect()
+}
+
+/// Configures `all-of`.
+pub fn configure_all_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+    Ok(Oracle::AllOf(inner_list(spec, fb)?))
+}
+
+/// Configures `any-of`.
+pub fn configure_any_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+    Ok(Oracle::AnyOf(inner_list(spec, fb)?))
+}
+
+/// Applies a threshold below 1 to an oracle's result.
+pub fn apply_threshold(mut r: OracleResult, t: f64) -> OracleResult {
+    if r.misconfigured || r.verdict == Verdict::NotEvaluable {
+        return r;
+    }
+    let passes = r.score >= t;
+    let (score, threshold) = (r.score_text(), trim_number(t));
+    match (r.verdict, passes) {
+        (Verdict::Fail, true) => {
+            r.verdict = Verdict::Pass;
+            r.message = format!("score {score} reaches threshold {threshold}: {}", r.message);
+        }
+        (Verdict::Pass, false) => {
+            r.verdict = Verdict::Fail;
+            r.message = format!(
+                "score {score} is below threshold {threshold}: {}",
+                r.message
+            );
+            r.expected = Some(Box::new(json!({ "threshold": t })));
+            r.found = Some(Box::new(json!({ "score": r.score })));
+        }
+        (Verdict::Fail, false) => {
+            r.message = format!(
+                "score {score} is below threshold {threshold}: {}",
+                r.message
+            );
+        }
+        _ => {}
+    }
+    r
+}
+
+fn trim_number(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// Judges an oracle on one turn of the trace.
+pub fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult {
+    let ranges = turns::turn_ranges(&facts.trace.events);
+    if ranges.is_empty() {
+        return OracleResult::not_evaluable(
+            format!("turn {n}: the trace has no turns (no `user_message`)"),
+            Vec::new(),
+        );
+    }
+    let Some(i) = turns::resolve(n, ranges.len()) else {
+        return OracleResult::fail(
+            format!(
+                "turn {n} does not exist: the trace has {} turn(s)",
+                ranges.len()
+            ),
+            Vec::new(),
+            json!({ "turn": n }),
+            json!({ "turns": ranges.len() }),
+        );
+    };
+    let sub = turns::turn_trace(facts.trace, ranges[i].clone());
+    let mut r = inner.judge(&Facts::new(&sub));
+    r.message = format!("turn {}: {}", i + 1, r.message);
+    r
+}
+
+/// Judges `not`.
+pub fn judge_not(inner: &Inner, facts: &Facts<'_, '_>) -> OracleResult {
+    let r = inner.oracle.judge(facts);
+    if r.misconfigured || r.verdict == Verdict::NotEvaluable {
+        return r;
+    }
+    let score = 1.0 - r.score;
+    let kind = inner.kind;
+    let out = match r.verdict {
+        Verdict::Pass => OracleResult::fail(
+            format!("`{kind}` passed, which `not` forbids: {}", r.message),
+            r.evidence,
+            json!({ "not": kind }),
+            json!(r.message),
+        ),
+        _ => OracleResult::pass(
+            format!("`{kind}` failed, as `not` requires: {}", r.message),
+            r.evidence,
+        ),
+    };
+    out.with_score(score)
+}
+
+fn describe(i: usize, inner: &Inner, r: &OracleResult) -> String {
+    format!(
+        "oracles[{i}] (`{}`) {}: {}",
+        inner.kind,
+        r.verdict.as_str(),
+        r.message
+    )
+}
+
+/// Judges `all-of` (`all` true) or `any-of`.
+pub fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> OracleResult {
+    let results: Vec<OracleResult> = inners.iter().map(|i| i.oracle.judge(facts)).collect();
+    let passed = |r: &OracleResult| r.verdict == Verdict::Pass;
+    let scores = results.iter().map(|r| r.score);
+    let score = if all {
+        scores.fold(1.0, f64::min)
+    } else {
+        scores.fold(0.0, f64::max)
+    };
+    let holds = if all {
+        results.iter().all(passed)
+    } else {
+        results.iter().any(passed)
+    };
+    // Evidence and messages: the inner results that decided the verdict.
+    let deciding: Vec<usize> = (0..results.len())
+        .filter(|&i| passed(&results[i]) == holds)
+        .collect();
+    let mut evidence: Vec<u64> = (deciding.iter())
+        .flat_map(|&i| results[i].evidence.iter().copied())
+        .collect();
+    evidence.sort_unstable();
+    evidence.dedup();
+    let text: Vec<String> = (deciding.iter())
+        .map(|&i| describe(i, &inners[i], &results[i]))
+        .collect();
+    let name = if all { "all-of" } else { "any-of" };
+    let out = if holds {
+        OracleResult::pass(text.join("; "), evidence)
+    } else if results.iter().all(|r| r.verdict == Verdict::NotEvaluable) {
+        OracleResult::not_evaluable(text.join("; "), evidence)
+    } else {
+        let failing: Vec<Value> = (deciding.iter())
+            .map(|&i| json!({"index": i, "type": inners[i].kind, "message": results[i].message}))
+            .collect();
+        OracleResult::fail(
+            text.join("; "),
+            evidence,
+            json!(if all {
+                "every inner oracle passes"
+            } else {
+                "some inner oracle passes"
+            }),
+            json!({ name: failing }),
+        )
+    };
+    out.with_score(score)
+}
+
+#[cfg(test)]
+#[path = "compose_tests.rs"]
+mod tests;
