@@ -89,6 +89,9 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                     s.traces
                 )?,
             }
+            for note in &s.weakened {
+                writeln!(out, "      weakened: {}", escape_controls(note))?;
+            }
             for (trace, judged, all) in &s.sampled {
                 writeln!(
                     out,

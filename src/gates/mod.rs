@@ -85,11 +85,20 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
             )),
         }
     }
-    let families: Vec<Family> = s
-        .oracles
-        .iter()
-        .filter_map(|o| registry::lookup(o.type_name()))
-        .map(|t| t.family)
+    // A composing oracle counts as the families of the oracles inside it (a `not` of a
+    // `tool-called` still judges tools).
+    let families: Vec<Family> = (s.oracles.iter())
+        .filter_map(|o| Some((registry::lookup(o.type_name())?, o)))
+        .flat_map(|(t, o)| match &o.oracle {
+            Some(Ok(oracle)) if t.family == Family::Composite => {
+                crate::oracle::compose::leaf_kinds(t.name, oracle)
+                    .into_iter()
+                    .filter_map(registry::lookup)
+                    .map(|l| l.family)
+                    .collect()
+            }
+            _ => vec![t.family],
+        })
         .collect();
     if TOOL_TAGS.iter().any(|t| s.has_tag(t))
         && s.expected.must_call_tools.is_empty()

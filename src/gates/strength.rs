@@ -27,6 +27,9 @@ pub struct Strength {
     pub survived: Vec<String>,
     /// Traces whose mutants were sampled: (trace, judged, of all).
     pub sampled: Vec<(String, usize, usize)>,
+    /// Oracles that pass below a full score, which lets partial mutants survive: one sentence
+    /// each.
+    pub weakened: Vec<String>,
 }
 
 impl Strength {
@@ -267,6 +270,29 @@ pub fn mutants<'a>(events: &[Event<'a>]) -> Vec<(String, Vec<Event<'a>>)> {
         .collect()
 }
 
+/// One sentence per threshold below 1 in the scenario's oracles: such an oracle passes on a
+/// partial score, so a mutant that breaks part of what it checks can survive.
+fn weakened(scenario: &Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    for spec in &scenario.oracles {
+        let (Some(Ok(oracle)), Some(t)) = (
+            &spec.oracle,
+            crate::oracle::registry::lookup(spec.type_name()),
+        ) else {
+            continue;
+        };
+        for (kind, threshold) in crate::oracle::compose::thresholds(t.name, oracle) {
+            out.push(format!(
+                "oracle {} (`{kind}`{}) passes at threshold {threshold}: a run that keeps {:.0} % of its score passes it",
+                spec.index,
+                if kind == t.name { String::new() } else { format!(" inside `{}`", t.name) },
+                threshold * 100.0
+            ));
+        }
+    }
+    out
+}
+
 /// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`.
 fn declared_pass(scenario: &Scenario, trace: &Trace<'_>) -> bool {
     judge(scenario, trace)
@@ -285,6 +311,7 @@ impl Strength {
             traces: 0,
             survived: Vec::new(),
             sampled: Vec::new(),
+            weakened: weakened(scenario),
         }
     }
 

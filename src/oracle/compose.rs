@@ -26,6 +26,35 @@ pub struct Inner {
     pub oracle: Oracle,
 }
 
+/// The types of the plain oracles an oracle is made of (itself when it composes nothing).
+pub fn leaf_kinds(kind: &'static str, oracle: &Oracle) -> Vec<&'static str> {
+    match oracle {
+        Oracle::Not(inner) => leaf_kinds(inner.kind, &inner.oracle),
+        Oracle::AllOf(inners) | Oracle::AnyOf(inners) => (inners.iter())
+            .flat_map(|i| leaf_kinds(i.kind, &i.oracle))
+            .collect(),
+        Oracle::Threshold { inner, .. } | Oracle::Turn { inner, .. } => leaf_kinds(kind, inner),
+        _ => vec![kind],
+    }
+}
+
+/// Every threshold below 1 inside an oracle: (the type it applies to, the threshold).
+pub fn thresholds(kind: &'static str, oracle: &Oracle) -> Vec<(&'static str, f64)> {
+    match oracle {
+        Oracle::Not(inner) => thresholds(inner.kind, &inner.oracle),
+        Oracle::AllOf(inners) | Oracle::AnyOf(inners) => (inners.iter())
+            .flat_map(|i| thresholds(i.kind, &i.oracle))
+            .collect(),
+        Oracle::Threshold { inner, threshold } => {
+            let mut out = vec![(kind, *threshold)];
+            out.extend(thresholds(kind, inner));
+            out
+        }
+        Oracle::Turn { inner, .. } => thresholds(kind, inner),
+        _ => Vec::new(),
+    }
+}
+
 /// Reads `threshold`: `None` when absent (the default, 1), else a number in (0, 1].
 pub fn threshold(spec: &OracleSpec) -> Result<Option<f64>, String> {
     match spec.get("threshold") {

@@ -173,7 +173,13 @@ pub(crate) fn group_matching(
         let e = &expected[members[0]];
         let tool = lower(&e.tool);
         let mode = override_for(&cfg.overrides, &e.tool).unwrap_or(&cfg.args_match);
+        // A glob names several tools: its candidates are every actual group (few, in practice).
+        let every: Vec<usize>;
         let candidates: &[usize] = match (&e.args, mode) {
+            _ if super::names::is_glob(&e.tool) => {
+                every = (0..na).collect();
+                &every
+            }
             (Some(args), ArgsMatch::Exact) => {
                 by_key.get(&(tool, coarse(args))).map_or(&[], Vec::as_slice)
             }

@@ -155,6 +155,16 @@ impl OracleResult {
         s.trim_end_matches('0').trim_end_matches('.').to_owned()
     }
 
+    /// ` (score 0.667)` when the score is partial, else empty: what reports print after the
+    /// oracle's name.
+    pub fn score_note(&self) -> String {
+        if self.partial_score() {
+            format!(" (score {})", self.score_text())
+        } else {
+            String::new()
+        }
+    }
+
     /// The evidence as `seq 3, 9` (empty when there is none), as every report prints it.
     pub fn evidence_text(&self) -> String {
         if self.evidence.is_empty() {

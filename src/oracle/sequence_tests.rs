@@ -474,3 +474,235 @@ fn large_unordered_sequences_are_fast() {
     assert_eq!(r.verdict, super::super::Verdict::Fail);
     assert!(r.message.contains("expected call 3000"), "{}", r.message);
 }
+
+fn score(mode: &str, tools: &[&str], a: &[&str]) -> f64 {
+    let calls: Vec<Value> = tools.iter().map(|t| json!({"tool": t})).collect();
+    let acts: Vec<(&str, Value, Option<u64>)> = a.iter().map(|t| (*t, json!({}), None)).collect();
+    judge_sequence(&cfg(mode, json!(calls), "ignore"), &actual(&acts)).score
+}
+
+#[test]
+fn natural_fractions_per_mode() {
+    // superset: matched ÷ |E|; unordered: matched ÷ max(|E|, |A|); subset: matched ÷ |A|.
+    assert_eq!(score("superset", &["a", "b", "c"], &["a", "c"]), 2.0 / 3.0);
+    assert_eq!(
+        score("unordered", &["a", "b"], &["a", "x", "y", "z"]),
+        1.0 / 4.0
+    );
+    assert_eq!(
+        score("subset", &["a", "b"], &["a", "x", "y", "z"]),
+        1.0 / 4.0
+    );
+    assert_eq!(score("subset", &["a"], &[]), 1.0);
+    // in-order: the longest in-order match, not a greedy prefix (DeepEval's LCS).
+    assert_eq!(score("in-order", &["a", "b", "c"], &["b", "c"]), 2.0 / 3.0);
+    assert_eq!(
+        score("in-order", &["a", "b", "c"], &["c", "b", "a"]),
+        1.0 / 3.0
+    );
+    assert_eq!(score("exact", &["a", "b"], &["a"]), 0.0);
+    assert_eq!(score("exact", &[], &[]), 1.0);
+    assert_eq!(score("superset", &["book_*", "x"], &["book_flight"]), 0.5);
+    // A batch's calls count in the expected order.
+    let c = cfg(
+        "in-order",
+        json!([{"tool": "a"}, {"tool": "b"}, {"tool": "z"}]),
+        "ignore",
+    );
+    let batch = actual(&[("b", json!({}), Some(1)), ("a", json!({}), Some(1))]);
+    assert_eq!(judge_sequence(&c, &batch).score, 2.0 / 3.0);
+}
+
+#[test]
+fn globs_pair_in_every_mode() {
+    for mode in MODES {
+        assert!(
+            verdict(
+                mode,
+                json!([{"tool": "get_*"}, {"tool": "put_?"}]),
+                "ignore",
+                &[("get_user", json!({}), None), ("put_x", json!({}), None)]
+            ),
+            "{mode}"
+        );
+    }
+    assert!(!verdict(
+        "superset",
+        json!([{"tool": "get_*"}, {"tool": "get_*"}]),
+        "ignore",
+        &[("get_user", json!({}), None)]
+    ));
+}
+
+#[test]
+fn partial_argument_matching_recurses() {
+    let a = [(
+        "t",
+        json!({"trip": {"to": "PAR", "from": "BER"}, "legs": [{"n": 1, "x": 0}], "seat": "1"}),
+        None,
+    )];
+    assert!(verdict(
+        "exact",
+        json!([{"tool": "t", "args": {"trip": {"to": "PAR"}, "legs": [{"n": 1}]}}]),
+        "partial",
+        &a
+    ));
+    assert!(!verdict(
+        "exact",
+        json!([{"tool": "t", "args": {"trip": {"to": "LIS"}}}]),
+        "partial",
+        &a
+    ));
+    // Arrays must keep their length; `superset` stays top-level.
+    assert!(!verdict(
+        "exact",
+        json!([{"tool": "t", "args": {"legs": [{"n": 1}, {"n": 2}]}}]),
+        "partial",
+        &a
+    ));
+    assert!(!verdict(
+        "exact",
+        json!([{"tool": "t", "args": {"trip": {"to": "PAR"}}}]),
+        "superset",
+        &a
+    ));
+}
+
+fn judged(oracle: Value, events: &[&str]) -> super::super::OracleResult {
+    super::super::test_support::one(oracle, events)
+}
+
+const PLANNED: &[&str] = &[
+    r#"{"kind":"inference","output":{"tool_calls":[{"call_id":"p1","tool":"search","args":{"q":"a"}},{"call_id":"p2","tool":"lookup","args":{"id":1}}]}}"#,
+    r#"{"kind":"tool_call","call_id":"p1","tool":"search","args":{"q":"a"}}"#,
+    r#"{"kind":"tool_result","call_id":"p1","ok":true}"#,
+    r#"{"kind":"inference","output":{"tool_calls":[{"call_id":"p3","tool":"book","args":{"id":1}}]}}"#,
+    r#"{"kind":"run_end","status":"completed"}"#,
+];
+
+#[test]
+fn planned_calls_are_judged_per_inference_like_agentevals_strict() {
+    use super::super::Verdict;
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "of": "planned", "tools": ["search", "lookup", "book"]}),
+        PLANNED,
+    );
+    assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "tools": ["search", "lookup", "book"]}),
+        PLANNED,
+    );
+    assert_eq!(
+        r.verdict,
+        Verdict::Fail,
+        "executed calls by default: {}",
+        r.message
+    );
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "of": "planned", "inferences": [["lookup", "search"], [{"tool": "book", "args": {"id": 1}}]]}),
+        PLANNED,
+    );
+    assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "of": "planned", "inferences": [["search"], ["book"]]}),
+        PLANNED,
+    );
+    assert_eq!((r.verdict, r.score), (Verdict::Fail, 0.5), "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "of": "planned", "inferences": [["search", "lookup"]]}),
+        PLANNED,
+    );
+    assert_eq!((r.verdict, r.score), (Verdict::Fail, 0.0), "{}", r.message);
+    assert!(
+        r.message
+            .contains("2 inference(s) planned calls and `inferences` lists 1"),
+        "{}",
+        r.message
+    );
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "inferences": [["search"]]}),
+        PLANNED,
+    );
+    assert!(
+        r.misconfigured && r.message.contains("\"of\": \"planned\""),
+        "{}",
+        r.message
+    );
+    let r = judged(
+        json!({"type": "tool-args", "of": "planned", "tool": "book", "args": {"id": 1}}),
+        PLANNED,
+    );
+    assert_eq!(
+        (r.verdict, r.evidence.clone()),
+        (Verdict::Pass, vec![4]),
+        "{}",
+        r.message
+    );
+    let r = judged(
+        json!({"type": "tool-call-count", "of": "planned", "tool": "*", "count": 3}),
+        PLANNED,
+    );
+    assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-call-count", "of": "plannned", "tool": "*", "count": 3}),
+        PLANNED,
+    );
+    assert!(r.misconfigured, "{}", r.message);
+}
+
+#[test]
+fn turns_score_the_mean_of_turns_like_adk() {
+    use super::super::Verdict;
+    let user = |n: u8| {
+        format!(
+            r#"{{"kind":"user_message","prompt":{{"h":"b3:{}","len":3}}}}"#,
+            format!("{n:064x}")
+        )
+    };
+    let (u1, u2, u3) = (user(1), user(2), user(3));
+    let c = |id: &str, t: &str| {
+        format!(r#"{{"kind":"tool_call","call_id":"{id}","tool":"{t}","args":{{}}}}"#)
+    };
+    let (a, b, d) = (c("1", "a"), c("2", "b"), c("3", "d"));
+    let events = [
+        u1.as_str(),
+        a.as_str(),
+        u2.as_str(),
+        b.as_str(),
+        u3.as_str(),
+        d.as_str(),
+        r#"{"kind":"run_end","status":"completed"}"#,
+    ];
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "turns": [["a"], ["b"], ["x"]]}),
+        &events,
+    );
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!((r.score - 2.0 / 3.0).abs() < 1e-12, "{}", r.score);
+    assert!(r.message.contains("turn 3:"), "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "turns": [["a"], ["b"], ["x"]], "threshold": 0.6}),
+        &events,
+    );
+    assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "turns": [["a"], ["b"]]}),
+        &events,
+    );
+    assert_eq!((r.verdict, r.score), (Verdict::Fail, 0.0));
+    assert!(
+        r.message.contains("3 turn(s) and `turns` lists 2"),
+        "{}",
+        r.message
+    );
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "turns": []}),
+        &events,
+    );
+    assert!(r.misconfigured, "{}", r.message);
+    let r = judged(
+        json!({"type": "tool-sequence", "mode": "exact", "turns": [["a"]]}),
+        &[a.as_str(), r#"{"kind":"run_end","status":"completed"}"#],
+    );
+    assert_eq!(r.verdict, Verdict::NotEvaluable, "{}", r.message);
+}

@@ -105,7 +105,7 @@ fn collect(report: &Report, a: &mut Annotations) {
             }
             RowVerdict::Fail => {
                 for o in r.oracles.iter().filter(|o| o.verdict != Verdict::Pass) {
-                    let mut msg = o.message.clone();
+                    let mut msg = format!("{}{}", o.message, o.score_note());
                     if !o.evidence.is_empty() {
                         msg.push_str(&format!(
                             "\nevidence: {} in {} ({})",

@@ -243,18 +243,21 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
         )?;
     }
     for r in &row.oracles {
-        let mark = match r.verdict {
+        let (mark, colour) = match r.verdict {
+            // A pass is shown only when it passed on a partial score (a threshold below 1).
+            Verdict::Pass if r.partial_score() => ("pass", "33"),
             Verdict::Pass => continue,
-            Verdict::Fail => "fail",
-            Verdict::NotEvaluable => "not-evaluable",
+            Verdict::Fail => ("fail", "31"),
+            Verdict::NotEvaluable => ("not-evaluable", "31"),
         };
         let index = r.index.map(|i| format!(" #{i}")).unwrap_or_default();
         writeln!(
             out,
-            "      {} {}{}: {}",
-            paint(opts.color, "31", mark),
+            "      {} {}{}{}: {}",
+            paint(opts.color, colour, mark),
             esc(&r.kind),
             index,
+            r.score_note(),
             esc(&r.message)
         )?;
         if !r.evidence.is_empty() {

@@ -27,9 +27,10 @@ fn evidence_text(row: &ResultRow) -> String {
             Verdict::Fail | Verdict::NotEvaluable => {}
         }
         out.push_str(&format!(
-            "{} {}: {}\n",
+            "{} {}{}: {}\n",
             o.verdict.as_str(),
             o.kind,
+            o.score_note(),
             o.message
         ));
         if !o.evidence.is_empty() {

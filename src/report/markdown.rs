@@ -56,17 +56,20 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             what.push(cell(&format!("{}: {}", e.category, e.message)));
         }
         for o in &r.oracles {
-            match o.verdict {
-                Verdict::Pass => {}
-                Verdict::Fail | Verdict::NotEvaluable => {
-                    let ev = if o.evidence.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", o.evidence_text())
-                    };
-                    what.push(cell(&format!("`{}` {}{ev}", o.kind, o.message)));
-                }
+            if o.verdict == Verdict::Pass && !o.partial_score() {
+                continue;
             }
+            let ev = if o.evidence.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", o.evidence_text())
+            };
+            what.push(cell(&format!(
+                "`{}`{} {}{ev}",
+                o.kind,
+                o.score_note(),
+                o.message
+            )));
         }
         for d in &r.drift {
             what.push(cell(&format!(

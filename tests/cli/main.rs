@@ -16,6 +16,7 @@ mod project;
 mod real_corpora;
 mod reports;
 mod scale;
+mod scores;
 mod seal;
 mod trust;
 mod util;
