@@ -126,6 +126,8 @@ mod counts_tests;
 #[cfg(test)]
 mod harness_tests;
 #[cfg(test)]
+mod peers_tests;
+#[cfg(test)]
 mod replies_tests;
 #[cfg(test)]
 mod test_support;

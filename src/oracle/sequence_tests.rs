@@ -653,12 +653,8 @@ fn planned_calls_are_judged_per_inference_like_agentevals_strict() {
 #[test]
 fn turns_score_the_mean_of_turns_like_adk() {
     use super::super::Verdict;
-    let user = |n: u8| {
-        format!(
-            r#"{{"kind":"user_message","prompt":{{"h":"b3:{}","len":3}}}}"#,
-            format!("{n:064x}")
-        )
-    };
+    let user =
+        |n: u8| format!(r#"{{"kind":"user_message","prompt":{{"h":"b3:{n:064x}","len":3}}}}"#);
     let (u1, u2, u3) = (user(1), user(2), user(3));
     let c = |id: &str, t: &str| {
         format!(r#"{{"kind":"tool_call","call_id":"{id}","tool":"{t}","args":{{}}}}"#)
