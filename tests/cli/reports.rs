@@ -49,12 +49,12 @@ fn junit_parses_as_xml_with_a_suite_per_scenario() {
         .descendants()
         .filter(|n| n.has_tag_name("testsuite"))
         .collect();
-    assert_eq!(suites.len(), 11, "one suite per scenario");
+    assert_eq!(suites.len(), 12, "one suite per scenario");
     let cases = doc
         .descendants()
         .filter(|n| n.has_tag_name("testcase"))
         .count();
-    assert_eq!(cases, 13, "one case per row");
+    assert_eq!(cases, 15, "one case per row");
     let errors: Vec<_> = doc
         .descendants()
         .filter(|n| n.has_tag_name("error"))
@@ -70,7 +70,10 @@ fn junit_parses_as_xml_with_a_suite_per_scenario() {
         .descendants()
         .filter(|n| n.has_tag_name("failure"))
         .count();
-    assert_eq!(failures, 6, "six failing rows (the drifted one among them)");
+    assert_eq!(
+        failures, 7,
+        "seven failing rows (the drifted one among them)"
+    );
 
     // New and obsolete baselines are test cases of their own.
     std::fs::remove_file(env.path("baselines/agent.tool.basic/default.baseline.json")).unwrap();
@@ -140,6 +143,7 @@ fn run_folder_holds_enough_to_audit_without_the_trace() {
         vec![
             "agent.approval.denied/ignores-denial.json",
             "agent.contract.release-notes/off-plan.json",
+            "agent.migrated.checks/off-target.json",
             "agent.progress.regressed/default.json",
             "agent.search.budget/default.json",
             "agent.shell.approved/default.json",
@@ -327,7 +331,7 @@ fn timings_only_when_asked() {
     assert!(!out.stderr.contains("timings:"), "{}", out.stderr);
     let out = env.run(&["check", "traces/", "--timings"]);
     assert!(
-        out.stderr.contains("timings: discover ") && out.stderr.contains("(13 traces, "),
+        out.stderr.contains("timings: discover ") && out.stderr.contains("(15 traces, "),
         "{}",
         out.stderr
     );
