@@ -130,8 +130,9 @@ fn parse(b: Bencher) {
     });
 }
 
-/// Judging parsed traces: every oracle of the corpus scenario, or only `tool-sequence`.
-#[divan::bench(args = ["all-oracles", "tool-sequence"])]
+/// Judging parsed traces: every oracle of the corpus scenario, only `tool-sequence`, or the same
+/// `tool-sequence` with `"threshold": 0.5` (what a threshold costs on top of the oracle).
+#[divan::bench(args = ["all-oracles", "tool-sequence", "tool-sequence-threshold"])]
 fn judge_parsed(b: Bencher, which: &str) {
     let c = corpus();
     let scenario = load_file(&c.root.join("corpus.s000/corpus.s000.scenario.json"))
@@ -153,12 +154,16 @@ fn judge_parsed(b: Bencher, which: &str) {
         .find(|o| o.type_name() == "tool-sequence")
         .unwrap()
         .clone();
+    let mut params = sequence.params.clone();
+    params.insert("threshold".into(), serde_json::json!(0.5));
+    let thresholded = tracereplay::scenario::OracleSpec::new(sequence.index, params);
     b.bench(|| {
         parsed
             .iter()
             .map(|t| match which {
                 "all-oracles" => judge(&scenario, t).len(),
-                _ => judge_oracle(&sequence, &Facts::new(t)).evidence.len(),
+                "tool-sequence" => judge_oracle(&sequence, &Facts::new(t)).evidence.len(),
+                _ => judge_oracle(&thresholded, &Facts::new(t)).evidence.len(),
             })
             .sum::<usize>()
     });

@@ -174,6 +174,10 @@ pub fn apply_threshold(mut r: OracleResult, t: f64) -> OracleResult {
         return r;
     }
     let passes = r.score >= t;
+    if r.verdict == Verdict::Pass && passes {
+        // The common case: a full pass, nothing to add.
+        return r;
+    }
     let (score, threshold) = (r.score_text(), trim_number(t));
     match (r.verdict, passes) {
         (Verdict::Fail, true) => {

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::facts::Facts;
-use super::names::tool_matches;
+use super::names::{is_glob, matches_as, tool_matches};
 use super::params::{self, Limit};
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle};
@@ -24,10 +24,11 @@ pub const DEFAULT_UNSAFE_TOOLS: &[&str] = &[
 ];
 
 fn seqs_of_tool(facts: &Facts<'_, '_>, tool: &str) -> Vec<u64> {
+    let glob = is_glob(tool);
     facts
         .calls
         .iter()
-        .filter(|c| tool_matches(tool, c.tool))
+        .filter(|c| matches_as(tool, glob, c.tool))
         .map(|c| c.event.seq)
         .collect()
 }
@@ -330,13 +331,14 @@ pub fn unsafe_tools(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Vec<String> {
 
 /// `no-unsafe-tool`: every call of an unsafe tool is covered by an approval request.
 pub fn no_unsafe_tool(unsafe_set: &[String], facts: &Facts<'_, '_>) -> OracleResult {
+    let globs: Vec<bool> = unsafe_set.iter().map(|u| is_glob(u)).collect();
     let approvals = facts.approvals();
     let mut evidence = Vec::new();
     let mut uncovered = Vec::new();
     for c in facts
         .calls
         .iter()
-        .filter(|c| unsafe_set.iter().any(|u| tool_matches(u, c.tool)))
+        .filter(|c| (unsafe_set.iter().zip(&globs)).any(|(u, g)| matches_as(u, *g, c.tool)))
     {
         evidence.push(c.event.seq);
         match approvals.covering(c.tool, c.call_id, c.event.seq) {

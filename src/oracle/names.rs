@@ -10,12 +10,23 @@ use crate::trace::json::eq_ci;
 
 /// Whether `written` is a glob pattern.
 pub fn is_glob(written: &str) -> bool {
-    written.contains(['*', '?', '['])
+    // Bytes, not chars: this runs for every comparison of a name.
+    written.bytes().any(|b| matches!(b, b'*' | b'?' | b'['))
 }
 
 /// Whether a tool called `name` is the tool `pattern` names (glob or plain).
 pub fn tool_matches(pattern: &str, name: &str) -> bool {
     if is_glob(pattern) {
+        glob_match(pattern, name)
+    } else {
+        eq_ci(pattern, name)
+    }
+}
+
+/// [`tool_matches`] with the pattern's kind known ([`is_glob`] decided once per pattern, not
+/// once per comparison: the hot loops compare one pattern against every call).
+pub fn matches_as(pattern: &str, glob: bool, name: &str) -> bool {
+    if glob {
         glob_match(pattern, name)
     } else {
         eq_ci(pattern, name)

@@ -537,10 +537,12 @@ fn call_json(tool: &str, args: Option<&Value>) -> Value {
 pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
     match (&cfg.split, cfg.of) {
         (Split::Whole, Of::Executed) => {
-            let compared = |tool: &str| {
-                (cfg.expected.iter())
-                    .any(|e| e.args.is_some() && super::names::tool_matches(&e.tool, tool))
-            };
+            let with_args: Vec<(&str, bool)> = (cfg.expected.iter())
+                .filter(|e| e.args.is_some())
+                .map(|e| (e.tool.as_str(), super::names::is_glob(&e.tool)))
+                .collect();
+            let compared =
+                |tool: &str| (with_args.iter()).any(|(t, g)| super::names::matches_as(t, *g, tool));
             let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
             if result.verdict == super::Verdict::Pass {
                 return result;
