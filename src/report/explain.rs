@@ -69,7 +69,7 @@ pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Res
             Verdict::Fail | Verdict::NotEvaluable => paint("31", o.verdict.as_str()),
         };
         let (kind, message) = (esc(&o.kind), esc(&o.message));
-        writeln!(out, "\n{label} {kind}{index}: {message}")?;
+        writeln!(out, "\n{label} {kind}{index}{}: {message}", o.score_note())?;
         let cited = &o.evidence;
         for (v, label) in [(&o.expected, "expected"), (&o.found, "found   ")] {
             if let Some(v) = v.as_ref().filter(|v| !v.is_null()) {

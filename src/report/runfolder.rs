@@ -33,21 +33,14 @@ pub fn utc_stamp(secs: u64) -> String {
     )
 }
 
-/// A new run id: the UTC time and 8 hex digits that tell runs of the same second apart.
+/// A new run id: the UTC time and, in 8 hex digits, the nanoseconds within that second, so that
+/// ids sort in the order the runs started even within one second (`--last-failed` and
+/// `explain --last` take the newest by name).
 pub fn new_run_id() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let salt = blake3::hash(
-        format!(
-            "{}:{}:{}",
-            now.as_nanos(),
-            std::process::id(),
-            std::thread::current().name().unwrap_or("")
-        )
-        .as_bytes(),
-    );
-    format!("{}-{}", utc_stamp(now.as_secs()), &salt.to_hex()[..8])
+    format!("{}-{:08x}", utc_stamp(now.as_secs()), now.subsec_nanos())
 }
 
 /// Whether a string is a run id (so `explain --last` ignores anything else in the directory).
@@ -101,7 +94,19 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
 /// loses the report or the other rows' evidence.
 pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<(Utf8PathBuf, Vec<String>)> {
     let confined = Confined::new(dir);
-    let run = dir.join(new_run_id());
+    let mut run = dir.join(new_run_id());
+    // A run that started in the same nanosecond (another process) took that name: count on.
+    let mut bump = 1u32;
+    while run.exists() && bump < 1000 {
+        let id = new_run_id();
+        let (stamp, nanos) = id.split_at(17);
+        let nanos = u32::from_str_radix(nanos, 16)
+            .unwrap_or(0)
+            .wrapping_add(bump)
+            % 1_000_000_000;
+        run = dir.join(format!("{stamp}{nanos:08x}"));
+        bump += 1;
+    }
     type Renderer = fn(&Report, &mut dyn std::io::Write) -> std::io::Result<()>;
     let files: [(&str, Renderer); 3] = [
         ("report.json", super::json::render),
