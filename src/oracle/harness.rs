@@ -331,15 +331,20 @@ pub fn unsafe_tools(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Vec<String> {
 
 /// `no-unsafe-tool`: every call of an unsafe tool is covered by an approval request.
 pub fn no_unsafe_tool(unsafe_set: &[String], facts: &Facts<'_, '_>) -> OracleResult {
-    let globs: Vec<bool> = unsafe_set.iter().map(|u| is_glob(u)).collect();
+    // Plain names (the defaults and nearly every list) compare without the glob matcher.
+    let any_glob = unsafe_set.iter().any(|u| is_glob(u));
     let approvals = facts.approvals();
     let mut evidence = Vec::new();
     let mut uncovered = Vec::new();
-    for c in facts
-        .calls
-        .iter()
-        .filter(|c| (unsafe_set.iter().zip(&globs)).any(|(u, g)| matches_as(u, *g, c.tool)))
-    {
+    for c in facts.calls.iter().filter(|c| {
+        (unsafe_set.iter()).any(|u| {
+            if any_glob {
+                tool_matches(u, c.tool)
+            } else {
+                eq_ci(u, c.tool)
+            }
+        })
+    }) {
         evidence.push(c.event.seq);
         match approvals.covering(c.tool, c.call_id, c.event.seq) {
             Some(r) => evidence.push(r.seq),
