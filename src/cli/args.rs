@@ -108,16 +108,17 @@ pub enum Command {
 /// `explain` flags.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// A trace file, or a scenario id (every trace of it).
-    #[arg(
-        value_name = "TARGET",
-        required_unless_present = "last",
-        conflicts_with = "last"
-    )]
+    /// A trace file, or a scenario id (every trace of it). With `--last`: a scenario id,
+    /// `scenario/case` or a trace path, to narrow the run's failures to that one.
+    #[arg(value_name = "TARGET", required_unless_present = "last")]
     pub target: Option<String>,
-    /// Explain the failures recorded in the newest run folder.
+    /// Explain the failures recorded in the newest run folder: each one's headline and deciding
+    /// oracle (everything with `--full`, or when a target names one).
     #[arg(long)]
     pub last: bool,
+    /// With `--last`: every oracle, the deciding events in context and drift, for each failure.
+    #[arg(long, requires = "last")]
+    pub full: bool,
     /// Where run folders are (`--last`).
     #[arg(long, value_name = "DIR", default_value = ".tracereplay/runs")]
     pub runs: Utf8PathBuf,

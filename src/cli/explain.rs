@@ -8,7 +8,7 @@ use crate::discover::discover;
 use crate::eval::explain::{Explanation, explain_trace};
 use crate::privacy::lint::read_allow_file;
 use crate::privacy::mask::mask_explanation;
-use crate::report::explain::render;
+use crate::report::explain::{render, render_headline};
 use crate::report::runfolder::latest_run;
 use crate::scenario::{Scenario, load_scenarios};
 use crate::trace::{TraceFile, probe_header};
@@ -111,18 +111,55 @@ fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut files = Vec::new();
     collect_json(&evidence, &mut files);
     files.sort();
-    if files.is_empty() {
-        writeln!(out, "no failing trace in this run")?;
-    }
+    let mut explained = Vec::new();
     for path in files {
         let text = std::fs::read_to_string(&path)?;
         let mut e: Explanation = serde_json::from_str(&text)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;
         mask_explanation(&mut e, &waived);
-        writeln!(out, "\n{}", "─".repeat(60))?;
-        render(&e, use_color(), out)?;
+        explained.push(e);
+    }
+    if let Some(target) = args.target.as_deref() {
+        explained.retain(|e| names(e, target));
+        if explained.is_empty() {
+            diag!(
+                "error: no failure in run `{run}` is `{target}` (give a scenario id, `scenario/case` or a trace path)"
+            );
+            return Ok(exit::ERROR);
+        }
+    }
+    if explained.is_empty() {
+        writeln!(out, "no failing trace in this run")?;
+    }
+    let full = args.full || args.target.is_some();
+    for e in &explained {
+        if full {
+            writeln!(out, "\n{}", "─".repeat(60))?;
+            render(e, use_color(), out)?;
+        } else {
+            render_headline(e, use_color(), out)?;
+        }
+    }
+    if !full && !explained.is_empty() {
+        writeln!(
+            out,
+            "\n{} failure(s); `tracereplay explain --last TARGET` (a scenario, `scenario/case` or a path) or `--full` shows the evidence",
+            explained.len()
+        )?;
     }
     Ok(exit::OK)
+}
+
+/// Whether an explanation is the one `target` names: its scenario id, `scenario/case`, or its
+/// trace path (as recorded, or ending with what was given).
+fn names(e: &Explanation, target: &str) -> bool {
+    let scenario = e.scenario.as_deref().unwrap_or("");
+    let case = e.case.as_deref().unwrap_or("");
+    let target = target.trim_start_matches("./");
+    scenario.eq_ignore_ascii_case(target)
+        || format!("{scenario}/{case}").eq_ignore_ascii_case(target)
+        || e.path == target
+        || e.path.ends_with(&format!("/{target}"))
 }
 
 fn collect_json(dir: &Utf8Path, out: &mut Vec<Utf8PathBuf>) {

@@ -152,8 +152,28 @@ fn call_line(c: &CallRecord) -> String {
         (Some(false), None) => "failed".to_owned(),
         (None, _) => "no result".to_owned(),
     };
-    format!("{} {} {} -> {outcome}", c.call, c.tool, c.args)
+    format!("{} {} {} -> {outcome}", c.call, c.tool, wrapped(&c.args))
 }
+
+/// Canonical arguments on one line when short; a longer object one key per line, so that a
+/// one-key change shows in a diff as a one-line change.
+fn wrapped(args: &serde_json::Value) -> String {
+    let text = args.to_string();
+    match args {
+        serde_json::Value::Object(m) if text.len() > WRAP_ARGS_AT && !m.is_empty() => {
+            let mut out = String::from("{\n");
+            for (k, v) in m {
+                out.push_str(&format!("    {}: {v},\n", serde_json::json!(k)));
+            }
+            out.push('}');
+            out
+        }
+        _ => text,
+    }
+}
+
+/// Arguments longer than this (as canonical JSON) are written one key per line.
+const WRAP_ARGS_AT: usize = 80;
 
 fn approval_line(a: &ApprovalRecord) -> String {
     let what = match (&a.tool, &a.call) {

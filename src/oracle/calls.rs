@@ -6,7 +6,7 @@ use foldhash::{HashMap, HashMapExt};
 use serde_json::{Value, json};
 
 use super::facts::Facts;
-use super::jsoneq::{ArgsMatch, args_match, differing_keys};
+use super::jsoneq::{ArgsMatch, args_match, describe_differences, differences, differing_keys};
 use super::names::tool_matches;
 use super::params;
 use super::result::{OracleResult, shorten};
@@ -73,22 +73,24 @@ pub fn tool_args(
             );
         }
         let diff = differing_keys(expected, &actual);
+        // Fewest differing keys; among equals the later call (calls come in `seq` order).
         if closest
             .as_ref()
-            .is_none_or(|(d, _, _)| diff.len() < d.len())
+            .is_none_or(|(d, _, _)| diff.len() <= d.len())
         {
             closest = Some((diff, seq, actual));
         }
     }
     let (diff, seq, actual) = closest.expect("at least one call");
+    let differences = differences(expected, &actual);
     OracleResult::fail(
         format!(
             "no call of `{tool}` has the expected arguments; the closest is seq {seq}, differing in {}",
-            super::harness::quoted(&diff)
+            describe_differences(&differences)
         ),
         vec![seq],
         json!({"tool": tool, "args": expected}),
-        json!({"seq": seq, "args": actual, "differs": diff}),
+        json!({"seq": seq, "args": actual, "differs": diff, "differences": differences}),
     )
 }
 

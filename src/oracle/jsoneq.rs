@@ -173,6 +173,63 @@ pub fn differing_keys(expected: &Value, actual: &Value) -> Vec<String> {
     keys
 }
 
+/// How long one value of a difference may print before it is shortened.
+const DIFFERENCE_CHARS: usize = 120;
+
+fn shown(v: Option<&Value>) -> Value {
+    match v {
+        None => Value::String("(missing)".to_owned()),
+        Some(v) => {
+            let text = v.to_string();
+            if text.chars().count() > DIFFERENCE_CHARS {
+                Value::String(super::result::shorten(&text, DIFFERENCE_CHARS))
+            } else {
+                v.clone()
+            }
+        }
+    }
+}
+
+/// For each top-level key whose values differ: `{"key", "expected", "found"}`, each value
+/// shortened to a readable length (a missing key shows as `"(missing)"`), so that a report
+/// shows the change itself, not a prefix of the whole arguments.
+pub fn differences(expected: &Value, actual: &Value) -> Vec<Value> {
+    let empty = Map::new();
+    let e = expected.as_object().unwrap_or(&empty);
+    let a = actual.as_object().unwrap_or(&empty);
+    if expected.as_object().is_none() || actual.as_object().is_none() {
+        return if json_eq(expected, actual) {
+            Vec::new()
+        } else {
+            vec![
+                serde_json::json!({"key": "", "expected": shown(Some(expected)), "found": shown(Some(actual))}),
+            ]
+        };
+    }
+    differing_keys(expected, actual)
+        .into_iter()
+        .map(|k| serde_json::json!({"key": k, "expected": shown(e.get(&k)), "found": shown(a.get(&k))}))
+        .collect()
+}
+
+/// `` `insurance` (expected "no", found "yes") ``, for at most three differences.
+pub fn describe_differences(differences: &[Value]) -> String {
+    let mut parts: Vec<String> = (differences.iter().take(3))
+        .map(|d| {
+            format!(
+                "`{}` (expected {}, found {})",
+                d["key"].as_str().unwrap_or(""),
+                d["expected"],
+                d["found"]
+            )
+        })
+        .collect();
+    if differences.len() > 3 {
+        parts.push(format!("{} more", differences.len() - 3));
+    }
+    parts.join(", ")
+}
+
 /// The per-tool override for `tool`, if any (tool names compare case-insensitively; an
 /// override's name may be a glob).
 pub fn override_for<'m>(overrides: &'m [(String, ArgsMatch)], tool: &str) -> Option<&'m ArgsMatch> {

@@ -4,7 +4,9 @@
 use serde_json::{Value, json};
 
 use super::facts::Facts;
-use super::jsoneq::{ArgsMatch, args_match, differing_keys, override_for};
+use super::jsoneq::{
+    ArgsMatch, args_match, describe_differences, differences, differing_keys, override_for,
+};
 use super::result::OracleResult;
 use crate::scenario::OracleSpec;
 
@@ -792,23 +794,32 @@ fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResul
                         a,
                     )
                 })
-                .min_by_key(|(d, a)| (d.len(), a.seq));
+                // Fewest differing keys; among equals the later call (a retry that finally
+                // went through is what the run settled on, not an earlier failed attempt).
+                .min_by_key(|(d, a)| (d.len(), std::cmp::Reverse(a.seq)));
             match closest {
-                Some((diff, a)) => OracleResult::fail(
-                    format!(
-                        "expected call {i} `{}` was not matched in mode `{mode}`; the closest actual call is seq {}{}",
-                        e.tool,
-                        a.seq,
-                        if diff.is_empty() {
-                            " (same arguments, wrong position or already paired)".to_owned()
-                        } else {
-                            format!(", differing in {}", super::harness::quoted(&diff))
-                        }
-                    ),
-                    vec![a.seq],
-                    json!({"index": i, "call": want}),
-                    json!({"seq": a.seq, "call": call_json(&a.tool, Some(&a.args)), "differs": diff}),
-                ),
+                Some((diff, a)) => {
+                    let differences = e
+                        .args
+                        .as_ref()
+                        .map(|ea| differences(ea, &a.args))
+                        .unwrap_or_default();
+                    OracleResult::fail(
+                        format!(
+                            "expected call {i} `{}` was not matched in mode `{mode}`; the closest actual call is seq {}{}",
+                            e.tool,
+                            a.seq,
+                            if diff.is_empty() {
+                                " (same arguments, wrong position or already paired)".to_owned()
+                            } else {
+                                format!(", differing in {}", describe_differences(&differences))
+                            }
+                        ),
+                        vec![a.seq],
+                        json!({"index": i, "call": want}),
+                        json!({"seq": a.seq, "call": call_json(&a.tool, Some(&a.args)), "differs": diff, "differences": differences}),
+                    )
+                }
                 None => OracleResult::fail(
                     format!(
                         "expected call {i} `{}` was not matched in mode `{mode}`: no call of that tool",

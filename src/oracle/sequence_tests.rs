@@ -376,7 +376,7 @@ fn failure_evidence_names_the_unplaced_call_and_the_closest_candidate() {
     assert_eq!(r.evidence, vec![2]);
     assert_eq!(
         r.message,
-        "expected call 1 `write` was not matched in mode `superset`; the closest actual call is seq 2, differing in `content`"
+        "expected call 1 `write` was not matched in mode `superset`; the closest actual call is seq 2, differing in `content` (expected \"x\", found \"y\")"
     );
     assert_eq!(r.found.as_ref().unwrap()["differs"], json!(["content"]));
     // subset: the lowest unplaced actual call.

@@ -29,6 +29,57 @@ pub fn event_line(e: &Value) -> String {
     )
 }
 
+/// One failure in brief: what it is, which trace (by content hash), and the oracle that decided
+/// it (the first that did not pass; else the first drift finding; else the error).
+pub fn render_headline(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    let paint = |code: &str, t: &str| {
+        if color {
+            format!("\x1b[{code}m{t}\x1b[0m")
+        } else {
+            t.to_owned()
+        }
+    };
+    let failing = e.oracles.iter().find(|o| o.verdict != Verdict::Pass);
+    let label = match (&e.error, failing) {
+        (Some(_), _) => "ERROR",
+        (None, Some(_)) => "FAIL ",
+        (None, None) => "DRIFT",
+    };
+    writeln!(
+        out,
+        "\n{} {}/{}  {}  {}",
+        paint("31", label),
+        esc(e.scenario.as_deref().unwrap_or("-")),
+        esc(e.case.as_deref().unwrap_or("-")),
+        esc(&e.path),
+        e.content_hash.as_deref().unwrap_or("(not verified)")
+    )?;
+    if let Some(err) = &e.error {
+        writeln!(out, "      {}", esc(err))?;
+    } else if let Some(o) = failing {
+        let index = o.index.map(|i| format!(" #{i}")).unwrap_or_default();
+        writeln!(
+            out,
+            "      {} {}{index}{}: {}",
+            o.verdict.as_str(),
+            esc(&o.kind),
+            o.score_note(),
+            esc(&o.message)
+        )?;
+        if !o.evidence.is_empty() {
+            writeln!(out, "          evidence: {}", o.evidence_text())?;
+        }
+    } else if let Some(d) = e.drift.first() {
+        writeln!(
+            out,
+            "      drift {}: {}",
+            d.category.as_str(),
+            esc(&d.detail)
+        )?;
+    }
+    Ok(())
+}
+
 /// Writes an explanation.
 pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Result<()> {
     let paint = |code: &str, t: &str| {
@@ -71,6 +122,19 @@ pub fn render(e: &Explanation, color: bool, out: &mut dyn Write) -> std::io::Res
         let (kind, message) = (esc(&o.kind), esc(&o.message));
         writeln!(out, "\n{label} {kind}{index}{}: {message}", o.score_note())?;
         let cited = &o.evidence;
+        // The change itself first, one key per line, each value readable on its own.
+        let differences = (o.found.as_ref())
+            .and_then(|f| f.get("differences"))
+            .and_then(Value::as_array);
+        for d in differences.into_iter().flatten() {
+            writeln!(
+                out,
+                "      differs  `{}`: expected {}, found {}",
+                esc(d["key"].as_str().unwrap_or("")),
+                esc(&d["expected"].to_string()),
+                esc(&d["found"].to_string())
+            )?;
+        }
         for (v, label) in [(&o.expected, "expected"), (&o.found, "found   ")] {
             if let Some(v) = v.as_ref().filter(|v| !v.is_null()) {
                 writeln!(

@@ -6,6 +6,7 @@ mod check;
 mod contained;
 mod docs;
 mod everyday;
+mod explain;
 mod faults;
 mod gates;
 mod guard;

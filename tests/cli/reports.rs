@@ -174,7 +174,7 @@ fn run_folder_holds_enough_to_audit_without_the_trace() {
 
     // `explain --last` works from the run folder alone, even with the traces gone.
     std::fs::remove_dir_all(env.path("traces")).unwrap();
-    let out = env.run(&["explain", "--last"]);
+    let out = env.run(&["explain", "--last", "--full"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("fail no-unsafe-tool #2: unsafe call(s) without a covering approval: `write_file` at seq 3"), "{}", out.stdout);
     assert!(
@@ -189,6 +189,45 @@ fn run_folder_holds_enough_to_audit_without_the_trace() {
         "{}",
         out.stdout
     );
+    // Without `--full`: a headline and the deciding oracle per failure, no event context.
+    let brief = env.run(&["explain", "--last"]);
+    assert_eq!(brief.code, 0, "{}", brief.stderr);
+    assert!(brief.stdout.contains("FAIL  agent.unsafe.write/default  traces/agent.unsafe.write/default.trace.ndjson.zst  b3:"), "{}", brief.stdout);
+    assert!(!brief.stdout.contains("> seq 3"), "{}", brief.stdout);
+    assert!(
+        brief
+            .stdout
+            .contains("failure(s); `tracereplay explain --last TARGET`"),
+        "{}",
+        brief.stdout
+    );
+    assert!(
+        brief.stdout.lines().count() < out.stdout.lines().count() / 2,
+        "{}",
+        brief.stdout
+    );
+    // A target narrows to one failure, in full: by scenario, by scenario/case, by path.
+    for target in [
+        "agent.unsafe.write",
+        "agent.unsafe.write/default",
+        "traces/agent.unsafe.write/default.trace.ndjson.zst",
+    ] {
+        let one = env.run(&["explain", "--last", target]);
+        assert_eq!(one.code, 0, "{target}: {}", one.stderr);
+        assert!(
+            one.stdout.contains("> seq 3    tool_call"),
+            "{target}: {}",
+            one.stdout
+        );
+        assert!(
+            !one.stdout.contains("agent.shell.approved"),
+            "{target}: {}",
+            one.stdout
+        );
+    }
+    let none = env.run(&["explain", "--last", "no.such.scenario"]);
+    assert_eq!(none.code, 2);
+    assert!(none.stderr.contains("no failure in run"), "{}", none.stderr);
 }
 
 #[test]
