@@ -478,7 +478,10 @@ pub struct CheckArgs {
     /// Also write the Markdown summary to this file (e.g. `$GITHUB_STEP_SUMMARY`).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<Utf8PathBuf>,
-    /// Write a run folder (report.json, junit.xml, report.md, evidence/) under DIR.
+    /// Also write the self-contained HTML report (overview, table, trace views) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<Utf8PathBuf>,
+    /// Write a run folder (report.json, junit.xml, report.md, report.html, evidence/) under DIR.
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".tracereplay/runs")]
     pub artifacts: Option<Utf8PathBuf>,
     /// Print how long each phase took (stderr).
@@ -543,6 +546,9 @@ pub struct MergeArgs {
     /// Also write the merged JSON report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<Utf8PathBuf>,
+    /// Also write the merged HTML report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<Utf8PathBuf>,
 }
 
 /// `--fail-on`.

@@ -183,8 +183,27 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             }
         }
     }
+    let html =
+        (args.html.is_some() || args.artifacts.is_some()).then(|| report::html::HtmlContext {
+            exit_code: if report.is_failure() {
+                exit::FAILURE
+            } else {
+                exit::OK
+            },
+            flags: judging_flags(args),
+            generated: Some(report::html::generated_now()),
+            limits: options::judging(&args.judging).limits,
+            waived: crate::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
+        });
+    if let (Some(path), Some(ctx)) = (&args.html, &html) {
+        if let Err(e) =
+            write_atomic_streaming(path, &mut |out| report::html::render(&report, ctx, out))
+        {
+            not_written.push(format!("cannot write the HTML report to `{path}`: {e}"));
+        }
+    }
     if let Some(dir) = &args.artifacts {
-        match report::runfolder::write(dir, &report) {
+        match report::runfolder::write(dir, &report, html.as_ref()) {
             Ok((run, problems)) => {
                 for p in problems {
                     let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
@@ -267,6 +286,36 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     // The process ends right after: freeing tens of thousands of rows one by one is wasted time.
     std::mem::forget(report);
     Ok(if failed { exit::FAILURE } else { exit::OK })
+}
+
+/// The options of this run that change how traces are judged or what fails the run, as flags
+/// (settings from the project file included: `args` holds them resolved).
+fn judging_flags(args: &CheckArgs) -> Vec<String> {
+    use clap::ValueEnum;
+    let name = |v: Option<clap::builder::PossibleValue>| {
+        v.map(|p| p.get_name().to_owned()).unwrap_or_default()
+    };
+    let mut flags = vec![
+        format!("--fail-on {}", name(args.fail_on.to_possible_value())),
+        format!("--drift {}", name(args.drift.drift.to_possible_value())),
+        format!("--usage-tolerance {}", args.drift.usage_tolerance),
+    ];
+    for (on, flag) in [
+        (args.judging.require_sealed, "--require-sealed"),
+        (args.judging.allow_raw_prompts, "--allow-raw-prompts"),
+        (args.scripted, "--scripted"),
+        (args.last_failed, "--last-failed"),
+    ] {
+        if on {
+            flags.push(flag.to_owned());
+        }
+    }
+    flags.extend(args.scenarios.iter().map(|s| format!("--scenario {s}")));
+    flags.extend(args.tags.iter().map(|t| format!("--tag {t}")));
+    if let Some((k, n)) = args.partition {
+        flags.push(format!("--partition hash:{k}/{n}"));
+    }
+    flags
 }
 
 fn status_level(arg: StatusLevelArg) -> StatusLevel {

@@ -32,6 +32,23 @@ pub(super) fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
             .with_context(|| format!("cannot write `{path}`"))?;
     }
+    if let Some(path) = &args.html {
+        let ctx = report::html::HtmlContext {
+            exit_code: if merged.is_failure() {
+                exit::FAILURE
+            } else {
+                exit::OK
+            },
+            flags: vec![format!("merged from {} report(s)", args.reports.len())],
+            generated: Some(report::html::generated_now()),
+            limits: crate::trace::Limits::default(),
+            waived: crate::privacy::lint::read_allow_file(camino::Utf8Path::new(
+                super::options::ALLOW_FILE,
+            )),
+        };
+        write_atomic_streaming(path, &mut |out| report::html::render(&merged, &ctx, out))
+            .with_context(|| format!("cannot write `{path}`"))?;
+    }
     super::check::render(args.format, &merged, None, false, out)?;
     Ok(if merged.is_failure() {
         exit::FAILURE

@@ -37,6 +37,7 @@ pub use cache_key::CACHE_KEY_ENV;
 pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
+pub(crate) use row::event_value;
 pub use store::{RowMeta, Rows};
 
 use crate::discover::{Discovered, display_path};

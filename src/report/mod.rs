@@ -3,6 +3,7 @@
 mod escape;
 pub mod explain;
 pub mod github;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;

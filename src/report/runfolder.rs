@@ -92,7 +92,11 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
 /// Writes a run folder under `dir` (never through a symlink under it) and returns its path and
 /// the evidence files that could not be written, each with why: one row's file problem never
 /// loses the report or the other rows' evidence.
-pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<(Utf8PathBuf, Vec<String>)> {
+pub fn write(
+    dir: &Utf8Path,
+    report: &Report,
+    html: Option<&super::html::HtmlContext>,
+) -> std::io::Result<(Utf8PathBuf, Vec<String>)> {
     let confined = Confined::new(dir);
     let mut run = dir.join(new_run_id());
     // A run that started in the same nanosecond (another process) took that name: count on.
@@ -115,6 +119,11 @@ pub fn write(dir: &Utf8Path, report: &Report) -> std::io::Result<(Utf8PathBuf, V
     ];
     for (name, render) in files {
         confined.write_streaming(&run.join(name), true, &mut |out| render(report, out))?;
+    }
+    if let Some(ctx) = html {
+        confined.write_streaming(&run.join("report.html"), true, &mut |out| {
+            super::html::render(report, ctx, out)
+        })?;
     }
     let mut problems = Vec::new();
     for r in report.results.iter().filter(needs_evidence) {

@@ -10,6 +10,7 @@ mod explain;
 mod faults;
 mod gates;
 mod guard;
+mod html;
 mod ingest;
 mod ingest_otel;
 mod privacy;

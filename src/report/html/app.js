@@ -1,0 +1,402 @@
+// The tracereplay HTML report. Plain JavaScript, no dependencies. Everything it shows comes from
+// the JSON document in <script id="data">, and every piece of it enters the DOM as text
+// (textContent), never as markup. State lives in the URL's hash (`#verdict=fail&trace=3`), so
+// a view can be linked, bookmarked and opened directly.
+(function () {
+  "use strict";
+  var errors = [];
+  window.addEventListener("error", function (e) {
+    errors.push(String(e.message));
+    document.body.setAttribute("data-errors", errors.join(" | "));
+  });
+
+  var doc = JSON.parse(document.getElementById("data").textContent);
+  var report = doc.report;
+  var rows = report.results;
+  var PAGE = 100;
+  var VERDICT_RANK = { error: 0, fail: 1, pass: 3 };
+  var RISKS = ["Critical", "High", "Medium", "Low"];
+  var state = {};
+
+  // ---- small DOM helpers -------------------------------------------------------------------
+  function el(tag, props, children) {
+    var node = document.createElement(tag);
+    if (props) {
+      Object.keys(props).forEach(function (k) {
+        var v = props[k];
+        if (v === null || v === undefined || v === false) return;
+        if (k === "text") node.textContent = String(v);
+        else if (k === "class") node.className = v;
+        else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), v);
+        else node.setAttribute(k, v === true ? "" : String(v));
+      });
+    }
+    (children || []).forEach(function (c) {
+      if (c === null || c === undefined) return;
+      node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return node;
+  }
+  function text(v) {
+    return v === null || v === undefined ? "" : String(v);
+  }
+  function json(v, limit) {
+    var s = typeof v === "string" ? v : JSON.stringify(v, null, 2);
+    if (s === undefined) s = "";
+    limit = limit || 4000;
+    var n = Array.from(s).length;
+    return n > limit ? Array.from(s).slice(0, limit).join("") + "… (" + n + " characters)" : s;
+  }
+  function drifted(r) {
+    return (r.drift || []).length > 0;
+  }
+  function rank(r) {
+    if (r.verdict === "pass" && drifted(r)) return 2;
+    return VERDICT_RANK[r.verdict] === undefined ? 4 : VERDICT_RANK[r.verdict];
+  }
+
+  // ---- state in the hash -------------------------------------------------------------------
+  function readHash() {
+    var p = new URLSearchParams(location.hash.replace(/^#/, ""));
+    state = {
+      verdict: p.get("verdict") || "all",
+      drift: p.get("drift") || "all",
+      risk: p.get("risk") || "all",
+      q: p.get("q") || "",
+      sort: p.get("sort") || "default",
+      dir: p.get("dir") === "-1" ? -1 : 1,
+      page: Math.max(0, parseInt(p.get("page") || "0", 10) || 0),
+      trace: p.get("trace"),
+    };
+  }
+  function writeHash(changes) {
+    Object.keys(changes).forEach(function (k) {
+      state[k] = changes[k];
+    });
+    var p = new URLSearchParams();
+    ["verdict", "drift", "risk", "q", "sort"].forEach(function (k) {
+      var d = k === "sort" ? "default" : k === "q" ? "" : "all";
+      if (state[k] !== d) p.set(k, state[k]);
+    });
+    if (state.dir === -1) p.set("dir", "-1");
+    if (state.page) p.set("page", String(state.page));
+    if (state.trace !== null && state.trace !== undefined) p.set("trace", state.trace);
+    var h = p.toString();
+    history.replaceState(null, "", h ? "#" + h : location.pathname + location.search);
+    draw();
+  }
+
+  // ---- filtering and sorting ---------------------------------------------------------------
+  function selected() {
+    var q = state.q.toLowerCase();
+    var out = [];
+    rows.forEach(function (r, i) {
+      if (state.verdict === "failing" && r.verdict === "pass") return;
+      if (state.verdict !== "all" && state.verdict !== "failing" && r.verdict !== state.verdict) return;
+      if (state.drift === "drifted" && !drifted(r)) return;
+      if (state.drift === "none" && drifted(r)) return;
+      if (["all", "drifted", "none"].indexOf(state.drift) < 0 &&
+          !(r.drift || []).some(function (d) { return d.category === state.drift; })) return;
+      if (state.risk !== "all" && text(r.risk || "none") !== state.risk) return;
+      if (q && (text(r.scenario) + " " + text(r.case) + " " + text(r.path)).toLowerCase().indexOf(q) < 0) return;
+      out.push(i);
+    });
+    var key = {
+      scenario: function (r) { return text(r.scenario); },
+      case: function (r) { return text(r.case); },
+      risk: function (r) { var k = RISKS.indexOf(r.risk); return k < 0 ? 9 : k; },
+      verdict: rank,
+      drift: function (r) { return (r.drift || []).map(function (d) { return d.category; }).join(","); },
+      hash: function (r) { return text(r.content_hash); },
+    }[state.sort];
+    out.sort(function (a, b) {
+      var ra = rows[a], rb = rows[b];
+      var ka = key ? key(ra) : rank(ra), kb = key ? key(rb) : rank(rb);
+      if (ka < kb) return -state.dir;
+      if (ka > kb) return state.dir;
+      return a - b;
+    });
+    return out;
+  }
+
+  // ---- overview -----------------------------------------------------------------------------
+  function bars(title, counts, total) {
+    var list = el("ul", { class: "bars" });
+    Object.keys(counts).forEach(function (k) {
+      var n = counts[k];
+      var pct = total ? Math.round((n * 1000) / total) / 10 : 0;
+      list.appendChild(el("li", null, [
+        el("span", { class: "bar-label", text: k }),
+        el("span", { class: "bar-track", "aria-hidden": "true" }, [
+          el("span", { class: "bar bar-" + k.toLowerCase().replace(/[^a-z0-9]+/g, "-"), style: "width:" + pct + "%" }),
+        ]),
+        el("span", { class: "bar-count", text: n + " (" + pct + " %)" }),
+      ]));
+    });
+    if (!Object.keys(counts).length) list.appendChild(el("li", { class: "muted", text: "none" }));
+    return el("section", { class: "card" }, [el("h3", { text: title }), list]);
+  }
+
+  function overview() {
+    var s = report.summary;
+    var verdicts = { pass: 0, fail: 0, error: 0 };
+    var risks = { Critical: 0, High: 0, Medium: 0, Low: 0, none: 0 };
+    var drift = {};
+    rows.forEach(function (r) {
+      verdicts[r.verdict] = (verdicts[r.verdict] || 0) + 1;
+      risks[r.risk || "none"] = (risks[r.risk || "none"] || 0) + 1;
+      (r.drift || []).forEach(function (d) { drift[d.category] = (drift[d.category] || 0) + 1; });
+    });
+    var counts = el("dl", { class: "counts", id: "counts" });
+    [["traces", s.traces], ["scenarios", s.scenarios], ["passed", s.passed], ["failed", s.failed],
+     ["errors", s.errors], ["ignored failures", s.ignored_failures], ["drifted", s.drifted],
+     ["new", s.new], ["obsolete", s.obsolete], ["blocking", s.blocking], ["privacy findings", s.privacy]]
+      .forEach(function (p) {
+        counts.appendChild(el("div", { "data-count": p[0] }, [el("dt", { text: p[0] }), el("dd", { text: p[1] })]));
+      });
+    var ok = doc.exit_code === 0;
+    return el("section", { id: "overview", "aria-label": "Overview" }, [
+      el("p", { class: "exit " + (ok ? "exit-ok" : "exit-fail"), id: "exit-code" }, [
+        "exit code " + doc.exit_code + (ok ? ": the run passes" : ": the run fails"),
+      ]),
+      counts,
+      el("div", { class: "cards" }, [
+        bars("Verdicts", verdicts, rows.length),
+        bars("Risk", risks, rows.length),
+        bars("Drift", drift, rows.length),
+      ]),
+      el("p", { class: "muted", text: report.baselines }),
+    ]);
+  }
+
+  // ---- the table ----------------------------------------------------------------------------
+  function option(value, label, current) {
+    return el("option", { value: value, text: label, selected: value === current });
+  }
+  function filters() {
+    var categories = {};
+    rows.forEach(function (r) { (r.drift || []).forEach(function (d) { categories[d.category] = 1; }); });
+    var verdict = el("select", { id: "f-verdict", onchange: function (e) { writeHash({ verdict: e.target.value, page: 0 }); } },
+      [["all", "every verdict"], ["failing", "failing (fail or error)"], ["fail", "fail"], ["error", "error"], ["pass", "pass"]]
+        .map(function (p) { return option(p[0], p[1], state.verdict); }));
+    var drift = el("select", { id: "f-drift", onchange: function (e) { writeHash({ drift: e.target.value, page: 0 }); } },
+      [["all", "drift or not"], ["drifted", "drifted"], ["none", "no drift"]]
+        .concat(Object.keys(categories).sort().map(function (c) { return [c, c]; }))
+        .map(function (p) { return option(p[0], p[1], state.drift); }));
+    var risk = el("select", { id: "f-risk", onchange: function (e) { writeHash({ risk: e.target.value, page: 0 }); } },
+      [["all", "every risk"]].concat(RISKS.concat(["none"]).map(function (r) { return [r, r]; }))
+        .map(function (p) { return option(p[0], p[1], state.risk); }));
+    var q = el("input", { id: "f-q", type: "search", value: state.q, placeholder: "scenario, case or path",
+      onchange: function (e) { writeHash({ q: e.target.value, page: 0 }); } });
+    return el("form", { class: "controls", role: "search", onsubmit: function (e) { e.preventDefault(); } }, [
+      el("label", null, ["Verdict ", verdict]),
+      el("label", null, ["Drift ", drift]),
+      el("label", null, ["Risk ", risk]),
+      el("label", null, ["Find ", q]),
+    ]);
+  }
+
+  function table() {
+    var chosen = selected();
+    var pages = Math.max(1, Math.ceil(chosen.length / PAGE));
+    var page = Math.min(state.page, pages - 1);
+    var columns = [["scenario", "Scenario"], ["case", "Case"], ["risk", "Risk"], ["verdict", "Verdict"], ["drift", "Drift"], ["hash", "Content hash"]];
+    var head = el("tr", null, columns.map(function (c) {
+      var active = state.sort === c[0];
+      return el("th", { scope: "col", "aria-sort": active ? (state.dir === 1 ? "ascending" : "descending") : "none" }, [
+        el("button", { type: "button", class: "sort", onclick: function () {
+          writeHash({ sort: c[0], dir: active ? -state.dir : 1, page: 0 });
+        } }, [c[1] + (active ? (state.dir === 1 ? " ▲" : " ▼") : "")]),
+      ]);
+    }));
+    var body = el("tbody");
+    chosen.slice(page * PAGE, page * PAGE + PAGE).forEach(function (i) {
+      var r = rows[i];
+      body.appendChild(el("tr", { "data-row": i, "data-verdict": r.verdict, class: "row-" + r.verdict + (drifted(r) ? " row-drifted" : "") }, [
+        el("td", null, [el("button", { type: "button", class: "open", "aria-label": "open the trace " + text(r.scenario) + " / " + text(r.case),
+          onclick: function () { writeHash({ trace: String(i) }); } }, [text(r.scenario) || "(no scenario)"])]),
+        el("td", { text: r.case || "" }),
+        el("td", { text: r.risk || "" }),
+        el("td", null, [el("span", { class: "badge v-" + r.verdict, text: r.verdict + (r.known_gap ? " (known gap)" : "") + (r.blocking ? " · blocking" : "") })]),
+        el("td", { text: (r.drift || []).map(function (d) { return d.category; }).join(", ") }),
+        el("td", { class: "hash", text: r.content_hash || "" }),
+      ]));
+    });
+    var pager = el("nav", { class: "pager", "aria-label": "Pages" }, [
+      el("button", { type: "button", disabled: page === 0, onclick: function () { writeHash({ page: page - 1 }); } }, ["Previous"]),
+      el("span", { id: "shown", text: chosen.length ? "rows " + (page * PAGE + 1) + "–" + Math.min(chosen.length, page * PAGE + PAGE) + " of " + chosen.length : "no row matches" }),
+      el("button", { type: "button", disabled: page >= pages - 1, onclick: function () { writeHash({ page: page + 1 }); } }, ["Next"]),
+    ]);
+    return el("section", { id: "table", "aria-label": "Traces" }, [
+      filters(),
+      el("table", null, [el("thead", null, [head]), body]),
+      pager,
+    ]);
+  }
+
+  // ---- the trace view -----------------------------------------------------------------------
+  function summary(e, results) {
+    var k = e.kind;
+    if (k === "user_message") return "user turn · prompt " + text(e.prompt && e.prompt.h) + (e.prompt && e.prompt.len ? " (" + e.prompt.len + " characters)" : "");
+    if (k === "inference") {
+      var parts = ["inference"];
+      if (e.model) parts.push(text(e.model));
+      if (e.usage) parts.push("tokens " + e.usage.input_tokens + " in / " + e.usage.output_tokens + " out");
+      var o = e.output || {};
+      if (o.text) parts.push("“" + json(o.text, 300) + "”");
+      (o.tool_calls || []).forEach(function (c) { parts.push("plans " + text(c.tool) + " " + json(JSON.stringify(c.args), 200)); });
+      return parts.join(" · ");
+    }
+    if (k === "tool_call") {
+      var r = results[text(e.call_id)];
+      var outcome = !r ? "no result" : r.ok ? "→ ok" : "→ error" + (r.error ? ": " + json(r.error, 200) : "");
+      return "call " + text(e.tool) + " " + json(JSON.stringify(e.args), 300) + " " + outcome;
+    }
+    if (k === "tool_result") return "result of " + text(e.call_id) + ": " + (e.ok ? "ok" : "error" + (e.error ? " " + json(e.error, 200) : ""));
+    if (k === "approval_request") return "approval requested" + (e.tool ? " for " + e.tool : " (blanket)");
+    if (k === "approval_decision") return "approval " + (e.granted ? "granted" : "denied") + (e.by ? " by " + e.by : "") + (e.approval_id ? " (" + e.approval_id + ")" : "");
+    if (k === "message") return "message " + text(e.id) + " (" + text(e.phase) + "): " + json(e.text, 300);
+    if (k === "message_edit") return "edit of " + text(e.id) + (e.phase ? " (" + e.phase + ")" : "") + ": " + json(e.text, 300);
+    if (k === "message_delete") return "delete of " + text(e.id);
+    if (k === "artifact") return "artifact " + text(e.path) + " (" + text(e.bytes) + " bytes)";
+    if (k === "final_answer") return "final answer: " + json(e.text, 400);
+    if (k === "run_end") return "run end: " + text(e.status) + (e.error ? " (" + e.error + ")" : "");
+    return text(k) + " " + json(JSON.stringify(e), 300);
+  }
+
+  function sideBySide(diff) {
+    var t = el("table", { class: "sbs" }, [el("thead", null, [el("tr", null, [el("th", { scope: "col", text: "approved" }), el("th", { scope: "col", text: "current" })])])]);
+    var body = el("tbody");
+    var left = [], right = [];
+    function flush() {
+      for (var i = 0; i < Math.max(left.length, right.length); i++) {
+        body.appendChild(el("tr", null, [
+          el("td", { class: left[i] !== undefined ? "del" : "", text: left[i] === undefined ? "" : left[i] }),
+          el("td", { class: right[i] !== undefined ? "add" : "", text: right[i] === undefined ? "" : right[i] }),
+        ]));
+      }
+      left = []; right = [];
+    }
+    text(diff).split("\n").forEach(function (line) {
+      if (line.indexOf("---") === 0 || line.indexOf("+++") === 0 || line === "") return;
+      var c = line.charAt(0), rest = line.slice(1);
+      if (c === "-") left.push(rest);
+      else if (c === "+") right.push(rest);
+      else {
+        flush();
+        var cls = c === "@" ? "hunk" : "";
+        body.appendChild(el("tr", { class: cls }, [el("td", { text: c === "@" ? line : rest }), el("td", { text: c === "@" ? "" : rest })]));
+      }
+    });
+    flush();
+    t.appendChild(body);
+    return t;
+  }
+
+  function traceView(i) {
+    var r = rows[i];
+    if (!r) return el("p", { text: "No such trace." });
+    var tl = doc.timelines[String(i)];
+    var deciding = {};
+    (r.oracles || []).forEach(function (o) {
+      if (o.verdict !== "pass") (o.evidence || []).forEach(function (s) { deciding[s] = true; });
+    });
+    var close = el("button", { type: "button", id: "close", onclick: function () { writeHash({ trace: null }); } }, ["← Back to the table"]);
+    var ident = el("dl", { class: "ident" }, [
+      ["verdict", r.verdict + (r.blocking ? " (blocking)" : "") + (r.known_gap ? " (known gap)" : "")],
+      ["risk", r.risk || "none"], ["trace", r.path || ""], ["content hash", r.content_hash || ""],
+      ["scenario file", r.scenario_file || ""], ["baseline", r.baseline || "none"],
+    ].map(function (p) { return el("div", null, [el("dt", { text: p[0] }), el("dd", { text: p[1] })]); }));
+    var oracles = el("ol", { class: "oracles" });
+    (r.oracles || []).forEach(function (o) {
+      var evidence = el("span", { class: "evidence" }, (o.evidence || []).map(function (s) {
+        return el("a", { href: "#", class: "ev-link", "data-seq": s, onclick: function (e) {
+          e.preventDefault();
+          var target = document.getElementById("ev-" + s);
+          if (target) { target.focus(); target.scrollIntoView({ block: "center" }); }
+        } }, ["seq " + s]);
+      }));
+      var score = o.score > 0 && o.score < 1 ? " (score " + Math.round(o.score * 1000) / 1000 + ")" : "";
+      var item = el("li", { class: "oracle o-" + o.verdict, "data-type": o.type }, [
+        el("span", { class: "badge v-" + o.verdict, text: o.verdict }), " ",
+        el("strong", { text: o.type + (o.index !== undefined ? " #" + o.index : "") + score }), ": ",
+        el("span", { class: "message", text: o.message }), " ", evidence,
+      ]);
+      if (o.verdict !== "pass" && (o.expected !== undefined || o.found !== undefined)) {
+        item.appendChild(el("div", { class: "ef" }, [
+          el("div", null, [el("h5", { text: "expected" }), el("pre", { text: json(o.expected) })]),
+          el("div", null, [el("h5", { text: "found" }), el("pre", { text: json(o.found) })]),
+        ]));
+      }
+      oracles.appendChild(item);
+    });
+    var events = el("ol", { class: "timeline", id: "timeline" });
+    var note = null;
+    if (tl) {
+      var results = {};
+      tl.events.forEach(function (e) { if (e.kind === "tool_result") results[text(e.call_id)] = e; });
+      tl.events.forEach(function (e) {
+        var hot = !!deciding[e.seq];
+        events.appendChild(el("li", { id: "ev-" + e.seq, tabindex: "-1", class: "event k-" + text(e.kind) + (hot ? " deciding" : ""), "data-seq": e.seq }, [
+          el("span", { class: "seq", text: "seq " + e.seq }),
+          hot ? el("span", { class: "marker", text: "deciding" }) : null,
+          el("span", { class: "what", text: summary(e, results) }),
+          el("details", null, [el("summary", { text: "event" }), el("pre", { text: json(e) })]),
+        ]));
+      });
+      if (tl.note) note = el("p", { class: "note", text: tl.note });
+    } else {
+      note = el("p", { class: "note", text: "Events are embedded for failing and drifted traces; this one passed without drift." });
+    }
+    var drift = (r.drift || []).map(function (d) {
+      return el("section", { class: "drift" }, [
+        el("h4", { text: d.category + (d.fails ? "" : " (warning)") + ": " + d.detail }),
+        d.diff ? sideBySide(d.diff) : null,
+      ]);
+    });
+    return el("section", { id: "trace", "aria-label": "Trace " + text(r.scenario) + " / " + text(r.case) }, [
+      close,
+      el("h2", { text: text(r.scenario) + " / " + text(r.case) }),
+      ident,
+      r.error ? el("p", { class: "error", text: r.error.category + ": " + r.error.message }) : null,
+      el("h3", { text: "Oracles" }),
+      oracles,
+      drift.length ? el("h3", { text: "Drift from the approved baseline" }) : null,
+    ].concat(drift).concat([el("h3", { text: "Events" }), note, events]));
+  }
+
+  // ---- drawing ------------------------------------------------------------------------------
+  function identity() {
+    return el("header", null, [
+      el("h1", { text: "tracereplay report" }),
+      el("p", { class: "muted", id: "identity", text: [report.tool.name + " " + report.tool.version, doc.generated ? "written " + doc.generated : null,
+        doc.flags.length ? doc.flags.join(" ") : "default judging options"].filter(Boolean).join(" · ") }),
+    ]);
+  }
+
+  function draw() {
+    var started = performance.now();
+    var app = document.getElementById("app");
+    while (app.firstChild) app.removeChild(app.firstChild);
+    app.appendChild(identity());
+    if (state.trace !== null && state.trace !== undefined) {
+      document.body.classList.add("viewing");
+      app.appendChild(traceView(parseInt(state.trace, 10)));
+      var c = document.getElementById("close");
+      if (c) c.focus();
+    } else {
+      document.body.classList.remove("viewing");
+      app.appendChild(overview());
+      app.appendChild(table());
+    }
+    document.body.setAttribute("data-ready", "1");
+    document.body.setAttribute("data-drawn-ms", String(Math.round(performance.now() - started)));
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape" && state.trace !== null && state.trace !== undefined) writeHash({ trace: null });
+  });
+  window.addEventListener("hashchange", function () { readHash(); draw(); });
+  readHash();
+  draw();
+})();

@@ -1,0 +1,210 @@
+//! The HTML report: one self-contained file (inline CSS and a small script written for it; no
+//! network, fonts or frameworks) that opens from disk or as a CI artifact.
+//!
+//! The page is built by its script from one embedded JSON document: the JSON report exactly as
+//! `--json` writes it, plus the run's identity and, for each failing or drifted trace, its
+//! events (read again from the trace, verified against the content hash the row was judged
+//! with; long values folded, secrets masked). Passing traces carry no events, which keeps the
+//! file near the JSON report's size at 20,000 traces.
+//!
+//! Escaping: every trace-controlled string reaches the page only inside that JSON document,
+//! where `<`, `>`, `&`, U+2028 and U+2029 are written as `\u` escapes (so `</script>` and `<!--`
+//! cannot end or comment out the script element), and the script puts text into the DOM with
+//! `textContent`, never as markup.
+
+use std::collections::HashSet;
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::model::{Report, ResultRow, RowVerdict};
+use crate::trace::{Limits, TraceFile, parse_trace};
+
+const STYLE: &str = include_str!("style.css");
+const SCRIPT: &str = include_str!("app.js");
+
+/// Strings longer than this (in characters) are folded in the embedded events.
+const FOLD_CHARS: usize = 400;
+/// The most traces whose whole timeline is embedded (blocking ones first, then in report
+/// order); the others show the events cited as evidence. Keeps a run where everything fails
+/// from writing a file the size of the corpus.
+pub const MAX_TIMELINES: usize = 1000;
+
+/// What the report itself does not hold: how the run was made.
+#[derive(Debug, Clone, Default)]
+pub struct HtmlContext {
+    /// The run's exit code.
+    pub exit_code: i32,
+    /// The options that change judging, as `--flag value` strings.
+    pub flags: Vec<String>,
+    /// When the report was written (RFC 3339), if it should say.
+    pub generated: Option<String>,
+    /// Limits for reading traces again.
+    pub limits: Limits,
+    /// Secret fingerprints the project waived (`.tracereplay-allow`).
+    pub waived: HashSet<String>,
+}
+
+/// The time to print as the report's: `SOURCE_DATE_EPOCH` when set (reproducible builds'
+/// convention, so that a report can be byte-identical), else now.
+pub fn generated_now() -> String {
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        });
+    let stamp = super::runfolder::utc_stamp(secs);
+    // `20261201T181500Z` → `2026-12-01T18:15:00Z`
+    format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &stamp[0..4],
+        &stamp[4..6],
+        &stamp[6..8],
+        &stamp[9..11],
+        &stamp[11..13],
+        &stamp[13..15]
+    )
+}
+
+/// Folds long strings: the first [`FOLD_CHARS`] characters and the full length.
+fn fold(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            let n = s.chars().count();
+            if n > FOLD_CHARS {
+                let head: String = s.chars().take(FOLD_CHARS).collect();
+                *s = format!("{head}… ({n} characters)");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(fold),
+        Value::Object(m) => m.values_mut().for_each(fold),
+        _ => {}
+    }
+}
+
+/// The events of a row's trace, when the trace still reads and has the hash it was judged
+/// with; else the events the row cited, with a note saying why.
+fn timeline(row: &ResultRow, ctx: &HtmlContext, whole: bool) -> Value {
+    let from_trace = || -> Result<Vec<Value>, String> {
+        if !whole {
+            return Err(format!(
+                "more than {MAX_TIMELINES} traces need auditing, and the whole timeline is embedded for the first {MAX_TIMELINES} (blocking ones first)"
+            ));
+        }
+        let path = row.path.as_deref().ok_or("the row has no trace")?;
+        let file = TraceFile::open(camino::Utf8Path::new(path), ctx.limits)
+            .map_err(|e| format!("the trace no longer reads ({e})"))?;
+        let seal = file.verify_seal(false).map_err(|e| e.to_string())?;
+        if row.content_hash.as_deref() != Some(seal.content_hash.as_str()) {
+            return Err("the trace changed since it was judged".into());
+        }
+        let parsed = parse_trace(&file, &seal, ctx.limits).map_err(|e| e.to_string())?;
+        Ok(parsed
+            .trace
+            .events
+            .iter()
+            .map(crate::eval::event_value)
+            .collect())
+    };
+    let (mut events, note) = match from_trace() {
+        Ok(events) => (events, Value::Null),
+        Err(why) => (
+            row.cited_events.clone(),
+            json!(format!("{why}: showing only the events cited as evidence")),
+        ),
+    };
+    for e in &mut events {
+        crate::privacy::mask::mask_value(e, &ctx.waived);
+        fold(e);
+    }
+    json!({"events": events, "note": note})
+}
+
+/// The embedded document, escaped for a `<script type="application/json">` element.
+fn data(report: &Report, ctx: &HtmlContext) -> std::io::Result<String> {
+    let mut doc = json!({
+        "report": serde_json::to_value(report)?,
+        "exit_code": ctx.exit_code,
+        "flags": ctx.flags,
+        "generated": ctx.generated,
+    });
+    let audited = |row: &ResultRow| {
+        (matches!(row.verdict, RowVerdict::Fail | RowVerdict::Error) || !row.drift.is_empty())
+            && row.path.is_some()
+    };
+    // Which rows get their whole timeline: blocking ones first, then in report order.
+    let mut chosen: Vec<(bool, usize)> = (report.results.iter().enumerate())
+        .filter(|(_, r)| audited(r))
+        .map(|(i, r)| (!r.blocking, i))
+        .collect();
+    chosen.sort_unstable();
+    let whole: HashSet<usize> = chosen.iter().take(MAX_TIMELINES).map(|(_, i)| *i).collect();
+    let mut timelines = serde_json::Map::new();
+    for (i, row) in report.results.iter().enumerate() {
+        if audited(&row) {
+            timelines.insert(i.to_string(), timeline(&row, ctx, whole.contains(&i)));
+        }
+    }
+    doc["timelines"] = Value::Object(timelines);
+    let text = serde_json::to_string(&doc)?;
+    Ok(escape_for_script(&text))
+}
+
+/// JSON text made safe inside a script element (and for JavaScript string rules).
+pub fn escape_for_script(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + json.len() / 64);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Writes the HTML report.
+pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::io::Result<()> {
+    let data = data(report, ctx)?;
+    write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <title>tracereplay report</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
+         <noscript><p>This report is drawn by a script; the same results are in the JSON report \
+         (`tracereplay check --json FILE`).</p></noscript>\n\
+         <div id=\"app\" aria-live=\"polite\"></div>\n\
+         <script type=\"application/json\" id=\"data\">{data}</script>\n\
+         <script>\n{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_context_escapes() {
+        let raw =
+            serde_json::to_string(&json!({"case": "</script><!--\u{2028}\u{2029}&"})).unwrap();
+        let safe = escape_for_script(&raw);
+        assert!(!safe.contains("</script") && !safe.contains("<!--") && !safe.contains('\u{2028}'));
+        let back: Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["case"], "</script><!--\u{2028}\u{2029}&");
+    }
+
+    #[test]
+    fn long_strings_fold_with_their_length() {
+        let mut v = json!({"a": "x".repeat(1000), "b": ["short"]});
+        fold(&mut v);
+        assert!(v["a"].as_str().unwrap().ends_with("… (1000 characters)"));
+        assert_eq!(v["b"][0], "short");
+    }
+}
