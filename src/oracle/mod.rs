@@ -126,7 +126,7 @@ mod counts_tests;
 #[cfg(test)]
 mod harness_tests;
 #[cfg(test)]
-mod peers_tests;
+mod peers;
 #[cfg(test)]
 mod replies_tests;
 #[cfg(test)]
