@@ -41,6 +41,8 @@ pub mod gates;
 pub mod ingest;
 pub mod oracle;
 pub mod privacy;
+#[cfg(feature = "replay")]
+pub mod replay;
 pub mod report;
 pub mod scenario;
 mod suite;

@@ -103,6 +103,34 @@ pub enum Command {
     /// Print the settings `check` runs with (project file, profile, defaults) and where each
     /// came from.
     Config,
+    /// Serve recorded model outputs to a real agent loop (an OpenAI-compatible endpoint).
+    #[command(subcommand)]
+    Replay(ReplayCommand),
+}
+
+/// `replay` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ReplayCommand {
+    /// Serve traces' recorded model responses, in order, over the OpenAI API (Chat Completions,
+    /// streamed or not, and Responses); the first line printed is `listening on http://HOST:PORT`.
+    Serve(ReplayServeArgs),
+}
+
+/// `replay serve` flags.
+#[derive(Debug, Args)]
+pub struct ReplayServeArgs {
+    /// Traces, or directories of traces, to serve (one session per scenario and case).
+    #[arg(value_name = "TRACE", required = true)]
+    pub traces: Vec<Utf8PathBuf>,
+    /// Where to listen (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow listening on an address other than loopback (anyone who reaches it is served).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Stop once every session was finished (`POST /tracereplay/v1/finish`).
+    #[arg(long)]
+    pub exit_when_finished: bool,
 }
 
 /// `explain` flags.

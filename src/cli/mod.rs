@@ -32,6 +32,7 @@ mod lint;
 mod merge;
 mod options;
 mod pack;
+mod replay;
 mod verify;
 
 use std::io::Write;
@@ -131,6 +132,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Config => Ok(exit::OK),
+        Command::Replay(c) => replay::run(c, out),
         Command::Man => {
             use clap::CommandFactory;
             clap_mangen::Man::new(Cli::command()).render(out)?;

@@ -16,6 +16,7 @@ mod ingest_otel;
 mod privacy;
 mod project;
 mod real_corpora;
+mod replay;
 mod reports;
 mod scale;
 mod scores;

@@ -1,0 +1,176 @@
+//! The OpenAI API's response shapes, built from a recorded step. Every field is derived from
+//! the recording and the session (ids from the scenario, case and request number; `created`
+//! from the recorded time), so the same trace served twice gives byte-identical bodies.
+
+use serde_json::{Value, json};
+
+use super::script::{Script, Step};
+use crate::trace::Finish;
+
+/// The Chat Completions `finish_reason` of a recorded finish.
+pub fn finish_reason(step: &Step) -> &'static str {
+    match step.finish {
+        Some(Finish::ToolCall) => "tool_calls",
+        Some(Finish::Length) => "length",
+        Some(Finish::ContentFilter) => "content_filter",
+        Some(Finish::Stop) | Some(Finish::Error) => "stop",
+        None if !step.tool_calls.is_empty() => "tool_calls",
+        None => "stop",
+    }
+}
+
+fn id(prefix: &str, script: &Script, n: usize) -> String {
+    // Stable and readable: the session and the request number, with characters an id should
+    // not hold replaced.
+    let clean: String = format!("{}-{}", script.scenario, script.case)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{prefix}-replay-{clean}-{n}")
+}
+
+fn created(step: &Step) -> i64 {
+    step.ts_ms.map_or(0, |t| t.div_euclid(1000))
+}
+
+fn model(script: &Script, step: &Step) -> String {
+    (step.model.clone())
+        .or_else(|| script.model.clone())
+        .unwrap_or_else(|| "tracereplay-replay".to_owned())
+}
+
+fn usage_chat(step: &Step) -> Value {
+    match step.usage {
+        Some(u) => json!({
+            "prompt_tokens": u.input_tokens,
+            "completion_tokens": u.output_tokens,
+            "total_tokens": u.input_tokens.saturating_add(u.output_tokens),
+        }),
+        None => Value::Null,
+    }
+}
+
+fn tool_calls(step: &Step) -> Vec<Value> {
+    (step.tool_calls.iter())
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect()
+}
+
+/// `POST /v1/chat/completions`, not streamed: request `n` (1-based) answered with `step`.
+pub fn chat_completion(script: &Script, step: &Step, n: usize) -> Value {
+    let mut message = json!({"role": "assistant", "content": step.text, "refusal": null});
+    if !step.tool_calls.is_empty() {
+        message["tool_calls"] = json!(tool_calls(step));
+    }
+    let mut body = json!({
+        "id": id("chatcmpl", script, n),
+        "object": "chat.completion",
+        "created": created(step),
+        "model": model(script, step),
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish_reason(step)}],
+    });
+    let usage = usage_chat(step);
+    if !usage.is_null() {
+        body["usage"] = usage;
+    }
+    body
+}
+
+/// The same response as server-sent events in the standard chunk format: the role, the text,
+/// each tool call (id and name, then its arguments), the finish reason, the usage when
+/// recorded, then `[DONE]`.
+pub fn chat_completion_stream(script: &Script, step: &Step, n: usize) -> String {
+    let base = |delta: Value, finish: Value| {
+        json!({
+            "id": id("chatcmpl", script, n),
+            "object": "chat.completion.chunk",
+            "created": created(step),
+            "model": model(script, step),
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        })
+    };
+    let mut chunks = vec![base(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if let Some(text) = step.text.as_deref().filter(|t| !t.is_empty()) {
+        chunks.push(base(json!({"content": text}), Value::Null));
+    }
+    for (i, c) in step.tool_calls.iter().enumerate() {
+        chunks.push(base(
+            json!({"tool_calls": [{"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        chunks.push(base(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": c.arguments}}]}),
+            Value::Null,
+        ));
+    }
+    chunks.push(base(json!({}), json!(finish_reason(step))));
+    let usage = usage_chat(step);
+    if !usage.is_null() {
+        let mut last = base(json!({}), Value::Null);
+        last["choices"] = json!([]);
+        last["usage"] = usage;
+        chunks.push(last);
+    }
+    let mut out = String::new();
+    for c in chunks {
+        out.push_str("data: ");
+        out.push_str(&c.to_string());
+        out.push_str("\n\n");
+    }
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+/// `POST /v1/responses`, not streamed.
+pub fn response(script: &Script, step: &Step, n: usize) -> Value {
+    let mut output = Vec::new();
+    if let Some(text) = &step.text {
+        output.push(json!({
+            "type": "message",
+            "id": id("msg", script, n),
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }));
+    }
+    for (i, c) in step.tool_calls.iter().enumerate() {
+        output.push(json!({
+            "type": "function_call",
+            "id": format!("{}-{i}", id("fc", script, n)),
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": c.arguments,
+            "status": "completed",
+        }));
+    }
+    let mut body = json!({
+        "id": id("resp", script, n),
+        "object": "response",
+        "created_at": created(step),
+        "status": "completed",
+        "model": model(script, step),
+        "output": output,
+    });
+    if let Some(u) = step.usage {
+        body["usage"] = json!({
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+            "total_tokens": u.input_tokens.saturating_add(u.output_tokens),
+        });
+    }
+    body
+}
+
+/// The error body every non-2xx answer carries, in the API's shape.
+pub fn error(message: &str, kind: &str) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": null, "code": kind}})
+}

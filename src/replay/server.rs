@@ -1,0 +1,393 @@
+//! The HTTP server: axum on a tokio runtime, loopback by default.
+//!
+//! Routes (each also under `/replay/<scenario>/<case>/…` to name the session by path):
+//!
+//! - `POST /v1/chat/completions` — the next recorded response; `"stream": true` gives it as
+//!   server-sent events.
+//! - `POST /v1/responses` — the next recorded response in the Responses API's shape.
+//! - `POST /tracereplay/v1/finish` — ends the session and says what was served.
+//!
+//! A request names its session by the path prefix, or by the `X-Tracereplay-Case:
+//! <scenario>/<case>` header; with one recording served, unnamed requests go to it. Request
+//! bodies are bounded ([`BODY_LIMIT`]) and each request has [`REQUEST_TIMEOUT`].
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::openai;
+use super::script::Script;
+
+/// The largest request body accepted.
+pub const BODY_LIMIT: usize = 16 << 20;
+/// How long one request may take, body included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The header that names a session.
+pub const CASE_HEADER: &str = "x-tracereplay-case";
+
+/// What a session did, as `finish` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionReport {
+    /// `scenario/case`.
+    pub session: String,
+    /// Model responses served.
+    pub served: usize,
+    /// Model responses recorded.
+    pub recorded: usize,
+    /// Requests answered with the exhaustion error.
+    pub exhausted: usize,
+    /// Whether the session went off its script (for now: asked past its end).
+    pub diverged: bool,
+    /// Whether `finish` was called.
+    pub finished: bool,
+}
+
+struct Session {
+    script: Script,
+    served: usize,
+    exhausted: usize,
+    finished: bool,
+}
+
+impl Session {
+    fn report(&self) -> SessionReport {
+        SessionReport {
+            session: self.script.key(),
+            served: self.served,
+            recorded: self.script.steps.len(),
+            exhausted: self.exhausted,
+            diverged: self.exhausted > 0,
+            finished: self.finished,
+        }
+    }
+}
+
+/// The served recordings, one session each.
+pub struct Replay {
+    sessions: BTreeMap<String, Mutex<Session>>,
+}
+
+impl Replay {
+    /// Sessions for `scripts` (one per `scenario/case`).
+    pub fn new(scripts: Vec<Script>) -> Replay {
+        Replay {
+            sessions: (scripts.into_iter())
+                .map(|s| {
+                    (
+                        s.key(),
+                        Mutex::new(Session {
+                            script: s,
+                            served: 0,
+                            exhausted: 0,
+                            finished: false,
+                        }),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Every session's report, by `scenario/case`.
+    pub fn reports(&self) -> Vec<SessionReport> {
+        (self.sessions.values())
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).report())
+            .collect()
+    }
+
+    /// The router serving these sessions.
+    pub fn router(self: Arc<Self>) -> Router {
+        let api = |prefix: &str| {
+            Router::new()
+                .route(&format!("{prefix}/v1/chat/completions"), post(chat))
+                .route(&format!("{prefix}/v1/responses"), post(responses))
+                .route(&format!("{prefix}/tracereplay/v1/finish"), post(finish))
+        };
+        api("")
+            .merge(api("/replay/{scenario}/{case}"))
+            .fallback(|| async {
+                error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses and /tracereplay/v1/finish", "not_found")
+            })
+            .layer(middleware::from_fn(timeout))
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(self)
+    }
+
+    /// Runs the server on `listener` until `shutdown` completes.
+    pub async fn run(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
+    fn session(
+        &self,
+        path: Option<(String, String)>,
+        headers: &HeaderMap,
+    ) -> Result<&Mutex<Session>, Box<Response>> {
+        let named = match path {
+            Some((s, c)) => Some(format!("{s}/{c}")),
+            None => (headers.get(CASE_HEADER))
+                .map(|v| v.to_str().map(str::to_owned).unwrap_or_default()),
+        };
+        match named {
+            Some(key) => self.sessions.get(&key).ok_or_else(|| {
+                Box::new(error(
+                    StatusCode::NOT_FOUND,
+                    &format!(
+                        "no recording of `{key}` is served (served: {})",
+                        self.keys()
+                    ),
+                    "unknown_session",
+                ))
+            }),
+            None if self.sessions.len() == 1 => Ok(self.sessions.values().next().expect("one")),
+            None => Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "{} recordings are served: name one with the path prefix /replay/<scenario>/<case>/ or the X-Tracereplay-Case header (served: {})",
+                    self.sessions.len(),
+                    self.keys()
+                ),
+                "session_not_named",
+            ))),
+        }
+    }
+
+    fn keys(&self) -> String {
+        let keys: Vec<&str> = self.sessions.keys().map(String::as_str).collect();
+        keys.join(", ")
+    }
+}
+
+fn error(status: StatusCode, message: &str, kind: &str) -> Response {
+    let mut r = (status, axum::Json(openai::error(message, kind))).into_response();
+    // The OpenAI SDKs honour this: retrying would only ask past the end again.
+    r.headers_mut()
+        .insert("x-should-retry", HeaderValue::from_static("false"));
+    r
+}
+
+async fn timeout(req: Request, next: Next) -> Response {
+    // A body announced larger than the limit is refused before a byte of it is read.
+    let announced = (req.headers().get(header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is larger than {BODY_LIMIT} bytes"),
+            "body_too_large",
+        );
+    }
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => error(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request took too long",
+            "timeout",
+        ),
+    }
+}
+
+/// Which API shape a request wants.
+#[derive(Clone, Copy)]
+enum Shape {
+    Chat,
+    Responses,
+}
+
+fn next_response(
+    replay: &Replay,
+    path: Option<(String, String)>,
+    headers: &HeaderMap,
+    body: &Bytes,
+    shape: Shape,
+) -> Response {
+    let session = match replay.session(path, headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("the request body is not JSON: {e}"),
+                "invalid_request",
+            );
+        }
+    };
+    let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+    let total = s.script.steps.len();
+    if s.served >= total {
+        s.exhausted += 1;
+        return error(
+            StatusCode::GONE,
+            &format!(
+                "replay exhausted: {} of {total} recorded model responses served",
+                s.served
+            ),
+            "replay_exhausted",
+        );
+    }
+    let n = s.served + 1;
+    s.served = n;
+    let step = &s.script.steps[n - 1];
+    match shape {
+        Shape::Chat if request.get("stream") == Some(&Value::Bool(true)) => {
+            let body = openai::chat_completion_stream(&s.script, step, n);
+            ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+        }
+        Shape::Chat => axum::Json(openai::chat_completion(&s.script, step, n)).into_response(),
+        Shape::Responses => axum::Json(openai::response(&s.script, step, n)).into_response(),
+    }
+}
+
+fn named(path: Option<Path<(String, String)>>) -> Option<(String, String)> {
+    path.map(|Path(p)| p)
+}
+
+async fn chat(
+    State(replay): State<Arc<Replay>>,
+    path: Option<Path<(String, String)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    next_response(&replay, named(path), &headers, &body, Shape::Chat)
+}
+
+async fn responses(
+    State(replay): State<Arc<Replay>>,
+    path: Option<Path<(String, String)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    next_response(&replay, named(path), &headers, &body, Shape::Responses)
+}
+
+async fn finish(
+    State(replay): State<Arc<Replay>>,
+    path: Option<Path<(String, String)>>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match replay.session(named(path), &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+    s.finished = true;
+    axum::Json(s.report()).into_response()
+}
+
+/// Starts serving `scripts` on `addr` on a runtime of its own, in a background thread; returns
+/// the bound address and a handle that stops the server when dropped or `stop`ped.
+pub fn spawn(scripts: Vec<Script>, addr: SocketAddr) -> std::io::Result<Running> {
+    let replay = Arc::new(Replay::new(scripts));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
+    let local = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = replay.clone();
+    let task = runtime.spawn(async move {
+        served
+            .run(listener, async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok(Running {
+        addr: local,
+        replay,
+        stop: Some(stop),
+        task: Some(task),
+        runtime: Some(runtime),
+    })
+}
+
+/// A server running in the background.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    replay: Arc<Replay>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Running {
+    /// Every session's report so far.
+    pub fn reports(&self) -> Vec<SessionReport> {
+        self.replay.reports()
+    }
+
+    /// Waits for SIGINT or SIGTERM, or until every session finished (when `until_finished`),
+    /// then stops.
+    pub fn wait(mut self, until_finished: bool) -> Vec<SessionReport> {
+        if let Some(rt) = &self.runtime {
+            let replay = self.replay.clone();
+            rt.block_on(async move {
+                let finished = async {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        if until_finished && replay.reports().iter().all(|r| r.finished) {
+                            break;
+                        }
+                    }
+                };
+                let term = async {
+                    #[cfg(unix)]
+                    if let Ok(mut s) =
+                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    {
+                        s.recv().await;
+                        return;
+                    }
+                    std::future::pending::<()>().await
+                };
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term => {}
+                    _ = finished => {}
+                }
+            });
+        }
+        self.shutdown();
+        self.replay.reports()
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let (Some(rt), Some(task)) = (self.runtime.as_ref(), self.task.take()) {
+            let _ = rt.block_on(task);
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

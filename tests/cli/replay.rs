@@ -1,0 +1,334 @@
+//! `replay serve`: the binary serving recorded model outputs over HTTP, driven with a real HTTP
+//! client (ureq).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+use crate::util::*;
+
+struct Server {
+    child: Child,
+    url: String,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(env: &Env, args: &[&str]) -> Server {
+        let mut full = vec!["replay", "serve"];
+        full.extend_from_slice(args);
+        let mut child = env
+            .command(&full, &[("CI", "true")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("first line: {line:?}"))
+            .to_owned();
+        Server { child, url, stdout }
+    }
+
+    /// POSTs `body` to `path`; returns the status and the body text.
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut req = agent
+            .post(&format!("{}{path}", self.url))
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut resp = req.send(body).unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.body_mut().read_to_string().unwrap())
+    }
+
+    /// Finishes every named session and waits for the process; returns its exit code and the
+    /// lines it printed after `listening on`.
+    fn finish(mut self, sessions: &[&str]) -> (i32, String) {
+        for s in sessions {
+            let (status, _) =
+                self.post("/tracereplay/v1/finish", &[("x-tracereplay-case", s)], "{}");
+            assert_eq!(status, 200);
+        }
+        let code = self.child.wait().unwrap().code().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
+        (code, rest)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ON_TARGET: &str = "traces/agent.migrated.checks/on-target.trace.ndjson.zst";
+
+fn json_of(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn serves_the_recorded_responses_in_order_then_says_it_is_exhausted() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let server = Server::start(&env, &[ON_TARGET, "--exit-when-finished"]);
+    let ask = || {
+        server.post(
+            "/v1/chat/completions",
+            &[],
+            r#"{"model":"whatever","messages":[{"role":"user","content":"anything"}]}"#,
+        )
+    };
+    let (status, first) = ask();
+    assert_eq!(status, 200, "{first}");
+    let first = json_of(&first);
+    assert_eq!(first["choices"][0]["finish_reason"], "tool_calls");
+    let call = &first["choices"][0]["message"]["tool_calls"][0];
+    assert_eq!(
+        (call["id"].as_str(), call["function"]["name"].as_str()),
+        (Some("c1"), Some("search_flights"))
+    );
+    assert_eq!(
+        json_of(call["function"]["arguments"].as_str().unwrap()),
+        serde_json::json!({"to": "PAR", "day": "Friday"})
+    );
+    assert_eq!(first["usage"]["prompt_tokens"], 300);
+    assert_eq!(first["model"], "demo-model");
+    let second = json_of(&ask().1);
+    assert_eq!(
+        second["choices"][0]["message"]["content"],
+        "There are two flights to Paris on Friday."
+    );
+    // The third response plans two calls at once: one message, as recorded.
+    let third = json_of(&ask().1);
+    assert_eq!(
+        third["choices"][0]["message"]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(ask().0, 200);
+    let (status, exhausted) = ask();
+    assert_eq!(status, 410);
+    assert_eq!(
+        json_of(&exhausted)["error"]["message"],
+        "replay exhausted: 4 of 4 recorded model responses served"
+    );
+    let (code, rest) = server.finish(&["agent.migrated.checks/on-target"]);
+    assert_eq!(code, 1, "a session asked past its end is diverged: {rest}");
+    assert!(rest.contains("agent.migrated.checks/on-target: 4 of 4 responses served, 1 request(s) past the end (diverged)"), "{rest}");
+}
+
+/// Reassembles a streamed chat completion into the non-streamed message.
+fn assemble(sse: &str) -> (serde_json::Value, String) {
+    let mut content = String::new();
+    let mut calls: Vec<serde_json::Value> = Vec::new();
+    let mut finish = String::new();
+    let mut done = false;
+    for line in sse.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        assert!(!done, "nothing after [DONE]");
+        if line == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let chunk = json_of(line);
+        let Some(choice) = chunk["choices"].get(0) else {
+            continue;
+        };
+        if let Some(t) = choice["delta"]["content"].as_str() {
+            content.push_str(t);
+        }
+        for tc in choice["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let i = tc["index"].as_u64().unwrap() as usize;
+            if calls.len() <= i {
+                calls.push(serde_json::json!({"id": tc["id"], "type": "function", "function": {"name": tc["function"]["name"], "arguments": ""}}));
+            }
+            let args = calls[i]["function"]["arguments"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+                + tc["function"]["arguments"].as_str().unwrap_or("");
+            calls[i]["function"]["arguments"] = serde_json::json!(args);
+        }
+        if let Some(f) = choice["finish_reason"].as_str() {
+            finish = f.to_owned();
+        }
+    }
+    assert!(done, "the stream ends with [DONE]");
+    let mut message = serde_json::json!({"content": if content.is_empty() { serde_json::Value::Null } else { serde_json::json!(content) }});
+    if !calls.is_empty() {
+        message["tool_calls"] = serde_json::json!(calls);
+    }
+    (message, finish)
+}
+
+#[test]
+fn a_streamed_response_carries_the_same_content_as_a_plain_one() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let plain = Server::start(&env, &[ON_TARGET]);
+    let streamed = Server::start(&env, &[ON_TARGET]);
+    for _ in 0..4 {
+        let (_, p) = plain.post("/v1/chat/completions", &[], "{}");
+        let (status, s) = streamed.post("/v1/chat/completions", &[], r#"{"stream":true}"#);
+        assert_eq!(status, 200);
+        let p = json_of(&p);
+        let (message, finish) = assemble(&s);
+        assert_eq!(
+            message["content"], p["choices"][0]["message"]["content"],
+            "{s}"
+        );
+        assert_eq!(
+            message.get("tool_calls"),
+            p["choices"][0]["message"].get("tool_calls"),
+            "{s}"
+        );
+        assert_eq!(finish, p["choices"][0]["finish_reason"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn the_responses_endpoint_and_byte_stable_bodies() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let bodies = |server: &Server| -> Vec<String> {
+        (0..4)
+            .map(|_| server.post("/v1/responses", &[], r#"{"input":"x"}"#).1)
+            .collect()
+    };
+    let a = bodies(&Server::start(&env, &[ON_TARGET]));
+    let b = bodies(&Server::start(&env, &[ON_TARGET]));
+    assert_eq!(
+        a, b,
+        "the same trace served twice gives identical bodies, ids included"
+    );
+    let first = json_of(&a[0]);
+    assert_eq!(first["object"], "response");
+    assert_eq!(first["output"][0]["type"], "function_call");
+    assert_eq!(
+        (
+            first["output"][0]["call_id"].as_str(),
+            first["output"][0]["name"].as_str()
+        ),
+        (Some("c1"), Some("search_flights"))
+    );
+    let second = json_of(&a[1]);
+    assert_eq!(
+        second["output"][0]["content"][0]["text"],
+        "There are two flights to Paris on Friday."
+    );
+    assert_eq!(second["usage"]["input_tokens"], 400);
+}
+
+#[test]
+fn sessions_are_independent_and_run_concurrently() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let server = Server::start(&env, &["traces/"]);
+    // Unnamed requests are refused when several recordings are served.
+    let (status, body) = server.post("/v1/chat/completions", &[], "{}");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("name one with the path prefix"), "{body}");
+    let (status, _) = server.post("/replay/no.such/case/v1/chat/completions", &[], "{}");
+    assert_eq!(status, 404);
+    std::thread::scope(|s| {
+        let on = s.spawn(|| {
+            (0..4)
+                .map(|_| {
+                    json_of(
+                        &server
+                            .post(
+                                "/replay/agent.migrated.checks/on-target/v1/chat/completions",
+                                &[],
+                                "{}",
+                            )
+                            .1,
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        let off = s.spawn(|| {
+            (0..5)
+                .map(|_| {
+                    json_of(
+                        &server
+                            .post(
+                                "/v1/chat/completions",
+                                &[("x-tracereplay-case", "agent.migrated.checks/off-target")],
+                                "{}",
+                            )
+                            .1,
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        let (on, off) = (on.join().unwrap(), off.join().unwrap());
+        assert_eq!(
+            on[3]["choices"][0]["message"]["content"],
+            "Your flight to Paris is booked and the receipt is on its way."
+        );
+        assert_eq!(
+            off[1]["choices"][0]["message"]["content"],
+            "I found something."
+        );
+        assert_eq!(
+            off[4]["choices"][0]["message"]["content"],
+            "Something went wrong; I cancelled it."
+        );
+    });
+}
+
+#[test]
+fn bounded_bodies_loopback_by_default_and_unreadable_traces_named() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let server = Server::start(&env, &[ON_TARGET]);
+    // A body announced larger than the limit is refused before it is read.
+    let addr = server.url.split("//").nth(1).unwrap().to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{{",
+        17 << 20
+    );
+    std::io::Write::write_all(&mut stream, head.as_bytes()).unwrap();
+    let mut status_line = String::new();
+    BufReader::new(&stream).read_line(&mut status_line).unwrap();
+    assert!(status_line.starts_with("HTTP/1.1 413"), "{status_line}");
+    // Nothing was served by the refused request.
+    let (_, first) = server.post("/v1/chat/completions", &[], "{}");
+    assert!(
+        first.contains("chatcmpl-replay-agent.migrated.checks-on-target-1"),
+        "{first}"
+    );
+    let out = env.run(&["replay", "serve", ON_TARGET, "--listen", "0.0.0.0:0"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("not a loopback address") && out.stderr.contains("--allow-remote"),
+        "{}",
+        out.stderr
+    );
+    env.write("traces/broken/x.trace.ndjson", "{\"kind\":\"header\"");
+    let out = env.run(&["replay", "serve", "traces/broken"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("traces/broken/x.trace.ndjson"),
+        "{}",
+        out.stderr
+    );
+}
