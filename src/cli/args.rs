@@ -131,6 +131,16 @@ pub struct ReplayServeArgs {
     /// Stop once every session was finished (`POST /tracereplay/v1/finish`).
     #[arg(long)]
     pub exit_when_finished: bool,
+    /// Record each replayed run as a sealed trace under DIR (`DIR/<scenario>/<case>.trace.ndjson.zst`).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<Utf8PathBuf>,
+    /// Answer a request that diverges from the recording with an error, not the recorded output.
+    #[arg(long)]
+    pub strict: bool,
+    /// Hash request inputs without a key (as `ingest --unkeyed`); otherwise the key in
+    /// `TRACEREPLAY_HASH_KEY`, as `ingest` uses it.
+    #[arg(long)]
+    pub unkeyed: bool,
 }
 
 /// `explain` flags.

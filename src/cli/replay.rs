@@ -27,18 +27,38 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             args.listen
         );
     }
+    let hasher = match (crate::privacy::PromptHasher::from_env(), args.unkeyed) {
+        (_, true) => crate::privacy::PromptHasher::unkeyed(),
+        (Some(h), false) => h,
+        (None, false) => anyhow::bail!(
+            "`replay serve` hashes request inputs as `ingest` hashed the recording's: set `{}` to the key it used, or pass `--unkeyed` for a recording ingested with `--unkeyed`",
+            crate::privacy::KEY_ENV
+        ),
+    };
+    if let Some(dir) = &args.record {
+        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create `{dir}`: {e}"))?;
+    }
     let scripts = load_all(&args.traces, crate::trace::Limits::default())?;
     let sessions: Vec<String> = scripts
         .iter()
         .map(|s| format!("{} ({} responses)", s.key(), s.steps.len()))
         .collect();
-    let running = server::spawn(scripts, args.listen)?;
+    let options = server::Options {
+        hasher,
+        record: args.record.clone(),
+        strict: args.strict,
+        limits: crate::trace::Limits::default(),
+    };
+    let running = server::spawn(scripts, args.listen, options)?;
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {
         diag!("serving {s}");
     }
-    let reports = running.wait(args.exit_when_finished);
+    let (reports, problems) = running.wait(args.exit_when_finished);
+    for p in &problems {
+        diag!("error: cannot record {p}");
+    }
     let mut diverged = false;
     for r in &reports {
         diverged |= r.diverged;
@@ -55,6 +75,15 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             },
             if r.diverged { " (diverged)" } else { "" }
         )?;
+        for d in &r.divergences {
+            writeln!(out, "  divergence: {d}")?;
+        }
+        if let Some(p) = &r.recorded_to {
+            writeln!(out, "  recorded {p}")?;
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(exit::ERROR);
     }
     Ok(if diverged { exit::FAILURE } else { exit::OK })
 }

@@ -228,6 +228,75 @@ fn calls_of(m: &Value) -> Vec<Call> {
         .collect()
 }
 
+/// One message of a conversation in the canonical form that `input_h` hashes — the same for
+/// `ingest --from openai-messages` (a recorded message list) and `replay serve` (a live request),
+/// so that a replayed request and the recording it replays hash alike:
+///
+/// `{"role": …, "content"?: <text>, "tool_calls"?: [{"id", "name", "arguments"}], "tool_call_id"?: …}`
+///
+/// with keys in that order (compact JSON, no spaces). `content` is the message's text (parts
+/// joined with newlines, as everywhere in ingest), left out when empty or absent; `arguments`
+/// are parsed JSON when they parse (so `{"a":1}` and `{"a": 1}` hash alike), else the string;
+/// `tool_call_id` (or tau2's `id`) only on tool results. Everything else a client adds (`name`,
+/// `refusal`, `annotations`, `audio`, `null` fields…) is left out.
+pub(crate) fn canonical_message(m: &Value) -> String {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+    let mut out = String::from("{\"role\":");
+    out.push_str(&Value::String(role.to_owned()).to_string());
+    if let Some(text) = m
+        .get("content")
+        .and_then(content_text)
+        .filter(|t| !t.is_empty())
+    {
+        out.push_str(",\"content\":");
+        out.push_str(&Value::String(text).to_string());
+    }
+    let calls = calls_of(m);
+    if !calls.is_empty() {
+        out.push_str(",\"tool_calls\":[");
+        for (i, c) in calls.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let arguments = match &c.args {
+                Value::String(s) => {
+                    serde_json::from_str::<Value>(s).unwrap_or_else(|_| c.args.clone())
+                }
+                other => other.clone(),
+            };
+            out.push_str(&format!(
+                "{{\"id\":{},\"name\":{},\"arguments\":{}}}",
+                Value::String(c.id.clone()),
+                Value::String(c.tool.clone()),
+                arguments
+            ));
+        }
+        out.push(']');
+    }
+    if matches!(role, "tool" | "function") {
+        if let Some(id) = (m.get("tool_call_id").or_else(|| m.get("id"))).and_then(Value::as_str) {
+            out.push_str(",\"tool_call_id\":");
+            out.push_str(&Value::String(id.to_owned()).to_string());
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// The hash `input_h` of a conversation so far: [`canonical_message`] of each message, as a
+/// compact JSON array.
+pub fn input_hash(hasher: &crate::privacy::hash::PromptHasher, messages: &[Value]) -> String {
+    let mut g = hasher.growing();
+    g.push("[");
+    for (i, m) in messages.iter().enumerate() {
+        if i > 0 {
+            g.push(",");
+        }
+        g.push(&canonical_message(m));
+    }
+    g.prompt_with("]").h.to_string()
+}
+
 /// One model turn: an inference whose tool calls form a batch.
 struct Turn {
     model: Option<String>,
@@ -437,16 +506,15 @@ fn chat_run(
         .filter_map(result_id)
         .collect();
     let mut c = Conversation::new(run, scenario, case, opts, outcome);
-    // The conversation so far as compact JSON (`[m1,m2,…]`), hashed as it grows, one message
-    // at a time: the hash of `serde_json::to_string(&items[..i])`, without serialising and
-    // hashing every earlier message again at each turn. (The raw text is kept only for the
-    // developer opt-in's sidecar.)
+    // The conversation so far in its canonical form (`[m1,m2,…]`, see `canonical_message`),
+    // hashed as it grows, one message at a time, without hashing every earlier message again
+    // at each turn. (The raw text is kept only for the developer opt-in's sidecar.)
     let mut so_far = opts.hasher.growing();
     so_far.push("[");
     let mut text_so_far = opts.raw_opt_in.then(|| String::from("["));
     for (i, m) in items.iter().enumerate() {
         if i > 0 {
-            let piece = serde_json::to_string(&items[i - 1]).unwrap_or_default();
+            let piece = canonical_message(&items[i - 1]);
             let sep = if i > 1 { "," } else { "" };
             so_far.push(sep);
             so_far.push(&piece);

@@ -3,14 +3,17 @@
 //! asked, and loudly when the recording runs out — so that the runtime under test runs its own
 //! tool dispatch, guards and approvals against the model outputs of the recorded run.
 //!
-//! What is built so far: serving (Chat Completions, streamed or not, and Responses), sessions
-//! per recorded run (by path prefix or header), exhaustion, and ending a session. Capturing the
-//! runtime's requests (input hashes, divergence) and recording the replayed run as a trace are
-//! not built yet.
+//! Each request is captured — its input hashed as `ingest --from openai-messages` hashes a
+//! recorded request's input, the tools it offers, the tool results it hands back — and compared
+//! with the recording: a different input or tool set is a divergence. The runtime may report
+//! its own events (approvals, messages, the final answer, the run's end); when the session
+//! finishes, the replayed run is recorded as a sealed trace, which `check` and `diff` read like
+//! any other.
 
 pub mod openai;
+pub mod record;
 pub mod script;
 pub mod server;
 
 pub use script::{Script, Step, load, load_all};
-pub use server::{Replay, SessionReport};
+pub use server::{Options, Replay, Running, SessionReport, spawn};

@@ -27,7 +27,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::openai;
+use super::record::{self, Recording};
 use super::script::Script;
+use crate::privacy::PromptHasher;
+use crate::trace::Limits;
 
 /// The largest request body accepted.
 pub const BODY_LIMIT: usize = 16 << 20;
@@ -47,17 +50,50 @@ pub struct SessionReport {
     pub recorded: usize,
     /// Requests answered with the exhaustion error.
     pub exhausted: usize,
-    /// Whether the session went off its script (for now: asked past its end).
+    /// Whether the session went off its script: asked past its end, or a request whose input
+    /// or offered tools differ from the recording's.
     pub diverged: bool,
+    /// Each divergence, in a sentence.
+    pub divergences: Vec<String>,
     /// Whether `finish` was called.
     pub finished: bool,
+    /// Where the replayed run was recorded, once it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_to: Option<String>,
+}
+
+/// How the server captures and records.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Hashes request inputs as `ingest` hashes recorded ones.
+    pub hasher: PromptHasher,
+    /// Where replayed runs are recorded (`DIR/<scenario>/<case>.trace.ndjson.zst`), if anywhere.
+    pub record: Option<camino::Utf8PathBuf>,
+    /// Answer a diverging request with an error instead of the recorded output.
+    pub strict: bool,
+    /// Limits for checking reported events and the recording.
+    pub limits: Limits,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            hasher: PromptHasher::unkeyed(),
+            record: None,
+            strict: false,
+            limits: Limits::default(),
+        }
+    }
 }
 
 struct Session {
     script: Script,
     served: usize,
     exhausted: usize,
+    divergences: Vec<String>,
     finished: bool,
+    recording: Recording,
+    recorded: Option<String>,
 }
 
 impl Session {
@@ -67,20 +103,47 @@ impl Session {
             served: self.served,
             recorded: self.script.steps.len(),
             exhausted: self.exhausted,
-            diverged: self.exhausted > 0,
+            diverged: self.exhausted > 0 || !self.divergences.is_empty(),
+            divergences: self.divergences.clone(),
             finished: self.finished,
+            recorded_to: self.recorded.clone(),
         }
+    }
+
+    /// Writes the replayed run under the record directory (once); `Err` says why not.
+    fn write_recording(&mut self, options: &Options) -> Result<(), String> {
+        let (Some(dir), None) = (&options.record, &self.recorded) else {
+            return Ok(());
+        };
+        let diverged = self.exhausted > 0 || !self.divergences.is_empty();
+        let bytes = self
+            .recording
+            .seal(&self.script, &options.hasher, diverged, options.limits)?;
+        let rel = format!(
+            "{}/{}.trace.ndjson.zst",
+            crate::baseline::encode_segment(&self.script.scenario),
+            crate::baseline::encode_segment(&self.script.case)
+        );
+        let path = dir.join(&rel);
+        let compressed =
+            zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL).map_err(|e| e.to_string())?;
+        crate::fsutil::Confined::new(dir.clone())
+            .write(&path, &compressed, true)
+            .map_err(|e| format!("cannot write `{path}`: {e}"))?;
+        self.recorded = Some(path.to_string());
+        Ok(())
     }
 }
 
 /// The served recordings, one session each.
 pub struct Replay {
     sessions: BTreeMap<String, Mutex<Session>>,
+    options: Options,
 }
 
 impl Replay {
     /// Sessions for `scripts` (one per `scenario/case`).
-    pub fn new(scripts: Vec<Script>) -> Replay {
+    pub fn new(scripts: Vec<Script>, options: Options) -> Replay {
         Replay {
             sessions: (scripts.into_iter())
                 .map(|s| {
@@ -90,12 +153,28 @@ impl Replay {
                             script: s,
                             served: 0,
                             exhausted: 0,
+                            divergences: Vec::new(),
                             finished: false,
+                            recording: Recording::default(),
+                            recorded: None,
                         }),
                     )
                 })
                 .collect(),
+            options,
         }
+    }
+
+    /// Records every session not recorded yet (at shutdown); returns the problems.
+    pub fn record_all(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for s in self.sessions.values() {
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = s.write_recording(&self.options) {
+                problems.push(format!("{}: {e}", s.script.key()));
+            }
+        }
+        problems
     }
 
     /// Every session's report, by `scenario/case`.
@@ -112,11 +191,12 @@ impl Replay {
                 .route(&format!("{prefix}/v1/chat/completions"), post(chat))
                 .route(&format!("{prefix}/v1/responses"), post(responses))
                 .route(&format!("{prefix}/tracereplay/v1/finish"), post(finish))
+                .route(&format!("{prefix}/tracereplay/v1/events"), post(events))
         };
         api("")
             .merge(api("/replay/{scenario}/{case}"))
             .fallback(|| async {
-                error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses and /tracereplay/v1/finish", "not_found")
+                error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses, /tracereplay/v1/events and /tracereplay/v1/finish", "not_found")
             })
             .layer(middleware::from_fn(timeout))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -232,21 +312,39 @@ fn next_response(
             );
         }
     };
-    let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = session.lock().unwrap_or_else(|e| e.into_inner());
+    let s = &mut *guard;
     let total = s.script.steps.len();
     if s.served >= total {
         s.exhausted += 1;
+        let message = format!(
+            "replay exhausted: {} of {total} recorded model responses served",
+            s.served
+        );
+        s.recording.divergence(&message);
+        return error(StatusCode::GONE, &message, "replay_exhausted");
+    }
+    let captured = match shape {
+        Shape::Chat => record::capture_chat(&request, &replay.options.hasher),
+        Shape::Responses => record::capture_responses(&request),
+    };
+    s.recording.results(&captured);
+    let n = s.served + 1;
+    let step = &s.script.steps[n - 1];
+    let diverging = record::divergences(n, step, &captured);
+    for d in &diverging {
+        s.recording.divergence(d);
+    }
+    s.divergences.extend(diverging.iter().cloned());
+    if replay.options.strict && !diverging.is_empty() {
         return error(
-            StatusCode::GONE,
-            &format!(
-                "replay exhausted: {} of {total} recorded model responses served",
-                s.served
-            ),
-            "replay_exhausted",
+            StatusCode::CONFLICT,
+            &format!("replay diverged (--strict): {}", diverging.join("; ")),
+            "replay_diverged",
         );
     }
-    let n = s.served + 1;
     s.served = n;
+    s.recording.inference(&s.script, step, &captured);
     let step = &s.script.steps[n - 1];
     match shape {
         Shape::Chat if request.get("stream") == Some(&Value::Bool(true)) => {
@@ -291,13 +389,70 @@ async fn finish(
     };
     let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
     s.finished = true;
+    if let Err(e) = s.write_recording(&replay.options) {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot record the run: {e}"),
+            "record_failed",
+        );
+    }
     axum::Json(s.report()).into_response()
+}
+
+/// `POST /tracereplay/v1/events`: events the runtime reports (one event object or an array),
+/// recorded in arrival order after the reader's checks.
+async fn events(
+    State(replay): State<Arc<Replay>>,
+    path: Option<Path<(String, String)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let session = match replay.session(named(path), &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let events = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(items)) => items,
+        Ok(one @ Value::Object(_)) => vec![one],
+        Ok(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "send an event object or an array of them",
+                "invalid_request",
+            );
+        }
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("the request body is not JSON: {e}"),
+                "invalid_request",
+            );
+        }
+    };
+    let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+    if s.recorded.is_some() {
+        return error(
+            StatusCode::CONFLICT,
+            "the session is finished and recorded",
+            "session_finished",
+        );
+    }
+    for (i, e) in events.into_iter().enumerate() {
+        if let Err(why) = s.recording.report(e, replay.options.limits) {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("event {i} refused: {why}"),
+                "invalid_event",
+            );
+        }
+    }
+    axum::Json(serde_json::json!({"recorded": true})).into_response()
 }
 
 /// Starts serving `scripts` on `addr` on a runtime of its own, in a background thread; returns
 /// the bound address and a handle that stops the server when dropped or `stop`ped.
-pub fn spawn(scripts: Vec<Script>, addr: SocketAddr) -> std::io::Result<Running> {
-    let replay = Arc::new(Replay::new(scripts));
+pub fn spawn(scripts: Vec<Script>, addr: SocketAddr, options: Options) -> std::io::Result<Running> {
+    let replay = Arc::new(Replay::new(scripts, options));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -339,8 +494,9 @@ impl Running {
     }
 
     /// Waits for SIGINT or SIGTERM, or until every session finished (when `until_finished`),
-    /// then stops.
-    pub fn wait(mut self, until_finished: bool) -> Vec<SessionReport> {
+    /// then stops and records the sessions not recorded yet.
+    /// Returns every session's report and the recordings that could not be written.
+    pub fn wait(mut self, until_finished: bool) -> (Vec<SessionReport>, Vec<String>) {
         if let Some(rt) = &self.runtime {
             let replay = self.replay.clone();
             rt.block_on(async move {
@@ -370,7 +526,8 @@ impl Running {
             });
         }
         self.shutdown();
-        self.replay.reports()
+        let problems = self.replay.record_all();
+        (self.replay.reports(), problems)
     }
 
     fn shutdown(&mut self) {

@@ -14,7 +14,7 @@ struct Server {
 
 impl Server {
     fn start(env: &Env, args: &[&str]) -> Server {
-        let mut full = vec!["replay", "serve"];
+        let mut full = vec!["replay", "serve", "--unkeyed"];
         full.extend_from_slice(args);
         let mut child = env
             .command(&full, &[("CI", "true")])
@@ -316,7 +316,14 @@ fn bounded_bodies_loopback_by_default_and_unreadable_traces_named() {
         first.contains("chatcmpl-replay-agent.migrated.checks-on-target-1"),
         "{first}"
     );
-    let out = env.run(&["replay", "serve", ON_TARGET, "--listen", "0.0.0.0:0"]);
+    let out = env.run(&[
+        "replay",
+        "serve",
+        "--unkeyed",
+        ON_TARGET,
+        "--listen",
+        "0.0.0.0:0",
+    ]);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("not a loopback address") && out.stderr.contains("--allow-remote"),
@@ -324,11 +331,206 @@ fn bounded_bodies_loopback_by_default_and_unreadable_traces_named() {
         out.stderr
     );
     env.write("traces/broken/x.trace.ndjson", "{\"kind\":\"header\"");
-    let out = env.run(&["replay", "serve", "traces/broken"]);
+    let out = env.run(&["replay", "serve", "--unkeyed", "traces/broken"]);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("traces/broken/x.trace.ndjson"),
         "{}",
         out.stderr
     );
+}
+
+/// A small tool-calling agent loop, as a runtime would run it: ask the model, run the tools it
+/// asks for (`weather(city)` answers from `forecast`), hand the results back, until it answers;
+/// then report the final answer and the run's end. Returns the message log.
+fn agent_loop(
+    server: &Server,
+    session: &str,
+    forecast: &str,
+    report: bool,
+) -> Vec<serde_json::Value> {
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You answer weather questions."}),
+        serde_json::json!({"role": "user", "content": "What is the weather in Paris?"}),
+    ];
+    let case = [("x-tracereplay-case", session)];
+    loop {
+        let body =
+            serde_json::json!({"model": "m", "messages": messages, "tools": tools}).to_string();
+        let (status, text) = server.post("/v1/chat/completions", &case, &body);
+        if status != 200 {
+            messages.push(serde_json::json!({"error": json_of(&text)["error"]["message"]}));
+            break;
+        }
+        let message = json_of(&text)["choices"][0]["message"].clone();
+        messages.push(message.clone());
+        let calls = message["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if calls.is_empty() {
+            if report {
+                let events = serde_json::json!([
+                    {"kind": "final_answer", "text": message["content"]},
+                    {"kind": "run_end", "status": "completed"}
+                ]);
+                let (status, body) =
+                    server.post("/tracereplay/v1/events", &case, &events.to_string());
+                assert_eq!(status, 200, "{body}");
+            }
+            break;
+        }
+        for c in calls {
+            messages.push(
+                serde_json::json!({"role": "tool", "tool_call_id": c["id"], "content": forecast}),
+            );
+        }
+    }
+    messages
+}
+
+/// The recorded run the loop above makes with the model's answers: the message log as an
+/// OpenAI-compatible client keeps it.
+fn recorded_log() -> serde_json::Value {
+    serde_json::json!([
+        {"role": "system", "content": "You answer weather questions."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"},
+        {"role": "assistant", "content": "It is sunny in Paris, 21 C."}
+    ])
+}
+
+fn ingested(env: &Env) {
+    env.write("log.json", recorded_log().to_string());
+    let out = env.run(&[
+        "ingest",
+        "--from",
+        "openai-messages",
+        "--unkeyed",
+        "--scenario",
+        "weather",
+        "--case",
+        "paris",
+        "-o",
+        "traces",
+        "log.json",
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn the_same_loop_replays_without_divergence_and_records_the_same_behaviour() {
+    let env = Env::new();
+    ingested(&env);
+    let server = Server::start(
+        &env,
+        &["traces/", "--record", "replayed", "--exit-when-finished"],
+    );
+    let log = agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+    assert_eq!(log.len(), 5, "{log:?}");
+    let (code, rest) = server.finish(&["weather/paris"]);
+    assert_eq!(code, 0, "{rest}");
+    assert!(
+        rest.contains("weather/paris: 2 of 2 responses served"),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("recorded replayed/weather/paris.trace.ndjson.zst"),
+        "{rest}"
+    );
+    // The recorded replay is a sealed trace like any other, and behaves as the original did.
+    let verify = env.run(&["verify", "replayed/"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    let diff = env.run(&["diff", "--from", "traces/", "--to", "replayed/"]);
+    assert_eq!(diff.code, 0, "{}{}", diff.stdout, diff.stderr);
+    assert!(diff.stdout.contains("0 drifted"), "{}", diff.stdout);
+    let text = env
+        .run(&["cat", "replayed/weather/paris.trace.ndjson.zst"])
+        .stdout;
+    assert!(text.contains("\"source\":\"replay\""), "{text}");
+    assert!(
+        !text.contains("What is the weather"),
+        "no raw prompt text: {text}"
+    );
+}
+
+#[test]
+fn a_tool_returning_something_else_diverges_at_the_next_request() {
+    let env = Env::new();
+    ingested(&env);
+    let server = Server::start(
+        &env,
+        &["traces/", "--record", "replayed", "--exit-when-finished"],
+    );
+    agent_loop(&server, "weather/paris", "rain, 12 C", true);
+    let (code, rest) = server.finish(&["weather/paris"]);
+    assert_eq!(code, 1, "{rest}");
+    assert!(
+        rest.contains("divergence: request 2: input_h differs: recorded b3:"),
+        "{rest}"
+    );
+    // The recording shows it: the changed tool result, and the divergence as an error event.
+    let text = env
+        .run(&["cat", "replayed/weather/paris.trace.ndjson.zst"])
+        .stdout;
+    assert!(
+        text.contains("rain, 12 C") && text.contains("replay-divergence"),
+        "{text}"
+    );
+    // With --strict, the diverging request gets an error instead of the recorded output, and
+    // the run ends failed.
+    let strict = Server::start(
+        &env,
+        &[
+            "traces/",
+            "--record",
+            "strict",
+            "--strict",
+            "--exit-when-finished",
+        ],
+    );
+    let log = agent_loop(&strict, "weather/paris", "rain, 12 C", false);
+    let last = log.last().unwrap();
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("replay diverged (--strict): request 2: input_h differs"),
+        "{last}"
+    );
+    let (code, _) = strict.finish(&["weather/paris"]);
+    assert_eq!(code, 1);
+    let text = env
+        .run(&["cat", "strict/weather/paris.trace.ndjson.zst"])
+        .stdout;
+    assert!(text.contains("\"status\":\"failed\""), "{text}");
+    let diff = env.run(&["diff", "--from", "traces/", "--to", "strict/"]);
+    assert_eq!(diff.code, 1, "{}", diff.stdout);
+    assert!(diff.stdout.contains("status-changed"), "{}", diff.stdout);
+}
+
+#[test]
+fn reported_events_are_checked_like_trace_lines() {
+    let env = Env::new();
+    ingested(&env);
+    let server = Server::start(&env, &["traces/"]);
+    let case = [("x-tracereplay-case", "weather/paris")];
+    let (status, body) = server.post(
+        "/tracereplay/v1/events",
+        &case,
+        r#"{"kind":"user_message","text":"raw prompt text"}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("event 0 refused"), "{body}");
+    let (status, body) = server.post("/tracereplay/v1/events", &case, r#"{"kind":"inference"}"#);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("recorded by the server"), "{body}");
+    let (status, _) = server.post(
+        "/tracereplay/v1/events",
+        &case,
+        r#"{"kind":"note","text":"fine"}"#,
+    );
+    assert_eq!(status, 200);
 }

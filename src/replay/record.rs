@@ -1,0 +1,284 @@
+//! What a replay session captures, and the trace it records: the served inferences (with the
+//! input hash and tools of the request that got them), a `tool_call` and `tool_result` for each
+//! tool result the runtime handed back, the events the runtime reported, divergences as `error`
+//! events, and the run's end.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Value, json};
+
+use super::script::{Script, Step};
+use crate::privacy::PromptHasher;
+use crate::trace::{Limits, Packed, TraceFile, pack};
+
+/// Event kinds the runtime may report (everything but what the server records itself).
+pub const REPORTABLE: &[&str] = &[
+    "user_message",
+    "approval_request",
+    "approval_decision",
+    "message",
+    "message_edit",
+    "message_delete",
+    "artifact",
+    "state_change",
+    "error",
+    "note",
+    "final_answer",
+    "run_end",
+];
+
+/// A request as the capture sees it.
+#[derive(Debug, Default)]
+pub struct Captured {
+    /// `input_h` of the request's conversation (Chat Completions), when it has one.
+    pub input_h: Option<String>,
+    /// The tool names offered.
+    pub tools: Option<Vec<String>>,
+    /// Tool results handed back: (call id, content).
+    pub results: Vec<(String, Value)>,
+    /// The model asked for.
+    pub model: Option<String>,
+}
+
+/// Reads what the capture needs from a Chat Completions request.
+pub fn capture_chat(request: &Value, hasher: &PromptHasher) -> Captured {
+    let messages: Vec<Value> = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let results = (messages.iter())
+        .filter(|m| {
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("tool" | "function")
+            )
+        })
+        .filter_map(|m| {
+            let id = (m.get("tool_call_id").or_else(|| m.get("id")))?.as_str()?;
+            Some((
+                id.to_owned(),
+                m.get("content").cloned().unwrap_or(Value::Null),
+            ))
+        })
+        .collect();
+    Captured {
+        input_h: Some(crate::ingest::openai::input_hash(hasher, &messages)),
+        tools: tools_of(request),
+        results,
+        model: request
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// Reads what the capture needs from a Responses request (its input is not hashed: the
+/// recording's `input_h` follows the Chat Completions form).
+pub fn capture_responses(request: &Value) -> Captured {
+    let results = (request
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten())
+    .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call_output"))
+    .filter_map(|i| {
+        Some((
+            i.get("call_id")?.as_str()?.to_owned(),
+            i.get("output").cloned().unwrap_or(Value::Null),
+        ))
+    })
+    .collect();
+    Captured {
+        input_h: None,
+        tools: tools_of(request),
+        results,
+        model: request
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+fn tools_of(request: &Value) -> Option<Vec<String>> {
+    let tools = request.get("tools")?.as_array()?;
+    Some(
+        tools
+            .iter()
+            .filter_map(|t| {
+                (t.pointer("/function/name").or_else(|| t.get("name")))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect(),
+    )
+}
+
+/// How a request departs from the recording, one sentence per field; empty when it does not.
+pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(recorded), Some(now_h)) = (&step.input_h, &now.input_h) {
+        if recorded != now_h {
+            out.push(format!(
+                "request {n}: input_h differs: recorded {recorded}, now {now_h}"
+            ));
+        }
+    }
+    if let (Some(recorded), Some(now_t)) = (&step.tools_offered, &now.tools) {
+        let (a, b): (BTreeSet<&str>, BTreeSet<&str>) = (
+            recorded.iter().map(String::as_str).collect(),
+            now_t.iter().map(String::as_str).collect(),
+        );
+        if a != b {
+            out.push(format!(
+                "request {n}: tools offered differ: recorded {}, now {}",
+                a.into_iter().collect::<Vec<_>>().join(", "),
+                b.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// The run being recorded.
+#[derive(Debug, Default)]
+pub struct Recording {
+    events: Vec<Value>,
+    /// Calls the served inferences planned: id → (tool, arguments).
+    planned: HashMap<String, (String, Value)>,
+    /// Results already recorded, by call id.
+    handed_back: BTreeSet<String>,
+    /// Whether the runtime reported its own `run_end`.
+    ended: bool,
+}
+
+impl Recording {
+    /// Records the tool results a request hands back for the first time.
+    pub fn results(&mut self, captured: &Captured) {
+        for (id, content) in &captured.results {
+            if !self.handed_back.insert(id.clone()) {
+                continue;
+            }
+            let (tool, args) = self
+                .planned
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| ("unknown".to_owned(), json!({})));
+            self.events
+                .push(json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}));
+            self.events
+                .push(json!({"kind": "tool_result", "call_id": id, "ok": true, "output": content}));
+        }
+    }
+
+    /// Records a served inference.
+    pub fn inference(&mut self, script: &Script, step: &Step, captured: &Captured) {
+        let mut output = serde_json::Map::new();
+        if let Some(t) = &step.text {
+            output.insert("text".into(), json!(t));
+        }
+        if !step.tool_calls.is_empty() {
+            let calls: Vec<Value> = (step.tool_calls.iter())
+                .map(|c| {
+                    let args = serde_json::from_str::<Value>(&c.arguments)
+                        .unwrap_or_else(|_| json!(c.arguments));
+                    self.planned
+                        .insert(c.id.clone(), (c.name.clone(), args.clone()));
+                    json!({"call_id": c.id, "tool": c.name, "args": args})
+                })
+                .collect();
+            output.insert("tool_calls".into(), json!(calls));
+        }
+        let mut e = json!({"kind": "inference", "output": output});
+        let model = (step.model.clone()).or_else(|| script.model.clone());
+        if let Some(m) = model {
+            e["model"] = json!(m);
+        }
+        if let Some(h) = &captured.input_h {
+            e["input_h"] = json!(h);
+        }
+        if let Some(t) = &captured.tools {
+            e["tools_offered"] = json!(t);
+        }
+        if let Some(u) = step.usage {
+            e["usage"] = json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens});
+        }
+        if let Some(f) = step.finish {
+            e["finish"] = json!(f.as_str());
+        }
+        self.events.push(e);
+    }
+
+    /// Records a divergence as an `error` event.
+    pub fn divergence(&mut self, message: &str) {
+        self.events
+            .push(json!({"kind": "error", "message": message, "code": "replay-divergence"}));
+    }
+
+    /// Records an event the runtime reported, after checking it with the trace reader (so a
+    /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
+    pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), String> {
+        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !REPORTABLE.contains(&kind) {
+            return Err(format!(
+                "an event of kind `{kind}` cannot be reported (reportable: {}); model requests and tool results are recorded by the server",
+                REPORTABLE.join(", ")
+            ));
+        }
+        let mut probe = event.clone();
+        probe["seq"] = json!(1);
+        let text = format!(
+            "{}\n{}\n",
+            json!({"kind": "header", "format": "tracereplay.trace", "version": 1, "scenario": "probe", "case": "probe"}),
+            probe
+        );
+        let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);
+        let seal = file.verify_seal(false).map_err(|e| e.to_string())?;
+        crate::trace::parse_trace(&file, &seal, limits).map_err(|e| e.to_string())?;
+        if kind == "run_end" {
+            self.ended = true;
+        }
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// The recorded run as sealed trace bytes (uncompressed): header, events numbered in
+    /// order, and a `run_end` (`failed` when the run diverged and reported none).
+    pub fn seal(
+        &self,
+        script: &Script,
+        hasher: &PromptHasher,
+        diverged: bool,
+        limits: Limits,
+    ) -> Result<Vec<u8>, String> {
+        let mut privacy = json!({"prompts": "hashed", "hash": if hasher.kid().is_some() { "blake3-keyed" } else { "blake3" }});
+        if let Some(kid) = hasher.kid() {
+            privacy["kid"] = json!(kid);
+        }
+        let mut header = json!({
+            "kind": "header", "format": "tracereplay.trace", "version": 1,
+            "scenario": script.scenario, "case": script.case, "source": "replay", "privacy": privacy,
+        });
+        if let Some(m) = &script.model {
+            header["model"] = json!(m);
+        }
+        let mut text = header.to_string();
+        text.push('\n');
+        let mut events = self.events.clone();
+        if !self.ended {
+            events.push(
+                json!({"kind": "run_end", "status": if diverged { "failed" } else { "completed" }}),
+            );
+        }
+        for (i, mut e) in events.into_iter().enumerate() {
+            e["seq"] = json!(i + 1);
+            text.push_str(&e.to_string());
+            text.push('\n');
+        }
+        let file = TraceFile::from_bytes("recorded replay", text.into_bytes(), false);
+        match pack(&file, limits).map_err(|e| e.to_string())? {
+            Packed::Sealed { bytes, .. } => Ok(bytes),
+            Packed::AlreadySealed { .. } => Err("the recording is already sealed".into()),
+        }
+    }
+}
