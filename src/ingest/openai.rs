@@ -239,7 +239,7 @@ fn calls_of(m: &Value) -> Vec<Call> {
 /// are parsed JSON when they parse (so `{"a":1}` and `{"a": 1}` hash alike), else the string;
 /// `tool_call_id` (or tau2's `id`) only on tool results. Everything else a client adds (`name`,
 /// `refusal`, `annotations`, `audio`, `null` fields…) is left out.
-pub(crate) fn canonical_message(m: &Value) -> String {
+pub fn canonical_message(m: &Value) -> String {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("");
     let mut out = String::from("{\"role\":");
     out.push_str(&Value::String(role.to_owned()).to_string());
@@ -658,4 +658,39 @@ fn responses_run(
         i += 1;
     }
     Some(c.finish())
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn client_extras_spacing_and_nulls_do_not_change_the_input_hash() {
+        let hasher = crate::privacy::PromptHasher::unkeyed();
+        let recorded = [
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}),
+        ];
+        let live = [
+            json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "name": null}),
+            json!({"role": "assistant", "refusal": null, "annotations": [], "tool_calls": [{"id": "c1", "type": "function", "function": {"arguments": "{\"a\":1}", "name": "f"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}),
+        ];
+        assert_eq!(input_hash(&hasher, &recorded), input_hash(&hasher, &live));
+        let changed = [
+            live[0].clone(),
+            live[1].clone(),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "not ok"}),
+        ];
+        assert_ne!(
+            input_hash(&hasher, &recorded),
+            input_hash(&hasher, &changed)
+        );
+        assert_eq!(
+            canonical_message(&recorded[1]),
+            r#"{"role":"assistant","tool_calls":[{"id":"c1","name":"f","arguments":{"a":1}}]}"#
+        );
+    }
 }

@@ -117,14 +117,14 @@ fn the_demo_report_shows_its_counts_and_exit_code_with_no_console_error() {
     let app = app(&dom);
     assert!(app.contains("exit code 0: the run passes"), "{app}");
     assert!(
-        app.contains("<div data-count=\"traces\"><dt>traces</dt><dd>15</dd></div>"),
+        app.contains("<div data-count=\"traces\"><dt>traces</dt><dd>16</dd></div>"),
         "{app}"
     );
     assert!(
         app.contains("<div data-count=\"failed\"><dt>failed</dt><dd>7</dd></div>"),
         "{app}"
     );
-    assert!(app.contains("rows 1–15 of 15"), "{app}");
+    assert!(app.contains("rows 1–16 of 16"), "{app}");
     // Failures first by default.
     let first = app.find("data-verdict=").unwrap();
     assert!(
@@ -352,7 +352,7 @@ fn the_report_is_deterministic_and_written_by_run_folders_and_merge() {
         "{}",
         app(&dom)
     );
-    assert!(app(&dom).contains("rows 1–15 of 15"), "{}", app(&dom));
+    assert!(app(&dom).contains("rows 1–16 of 16"), "{}", app(&dom));
 }
 
 #[test]

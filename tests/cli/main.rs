@@ -17,6 +17,7 @@ mod privacy;
 mod project;
 mod real_corpora;
 mod replay;
+mod replay_python;
 mod reports;
 mod scale;
 mod scores;

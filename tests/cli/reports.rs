@@ -49,12 +49,12 @@ fn junit_parses_as_xml_with_a_suite_per_scenario() {
         .descendants()
         .filter(|n| n.has_tag_name("testsuite"))
         .collect();
-    assert_eq!(suites.len(), 12, "one suite per scenario");
+    assert_eq!(suites.len(), 13, "one suite per scenario");
     let cases = doc
         .descendants()
         .filter(|n| n.has_tag_name("testcase"))
         .count();
-    assert_eq!(cases, 15, "one case per row");
+    assert_eq!(cases, 16, "one case per row");
     let errors: Vec<_> = doc
         .descendants()
         .filter(|n| n.has_tag_name("error"))
@@ -370,7 +370,7 @@ fn timings_only_when_asked() {
     assert!(!out.stderr.contains("timings:"), "{}", out.stderr);
     let out = env.run(&["check", "traces/", "--timings"]);
     assert!(
-        out.stderr.contains("timings: discover ") && out.stderr.contains("(15 traces, "),
+        out.stderr.contains("timings: discover ") && out.stderr.contains("(16 traces, "),
         "{}",
         out.stderr
     );
