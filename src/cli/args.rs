@@ -131,6 +131,14 @@ pub struct ReplayServeArgs {
     /// Stop once every session was finished (`POST /tracereplay/v1/finish`).
     #[arg(long)]
     pub exit_when_finished: bool,
+    /// Stop once every session is done with its recording: finished, or every recorded response
+    /// served and then either the run's end reported or a request made past the end.
+    #[arg(long)]
+    pub exit_when_exhausted: bool,
+    /// Developer opt-in: also write the raw text of each hashed request input to a
+    /// `NAME.prompts.ndjson` sidecar beside the recording (never into the trace or a log).
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
     /// Record each replayed run as a sealed trace under DIR (`DIR/<scenario>/<case>.trace.ndjson.zst`).
     #[arg(long, value_name = "DIR")]
     pub record: Option<Utf8PathBuf>,

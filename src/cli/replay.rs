@@ -47,15 +47,28 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         hasher,
         record: args.record.clone(),
         strict: args.strict,
+        raw_prompts: crate::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
         limits: crate::trace::Limits::default(),
     };
+    if options.raw_prompts {
+        diag!(
+            "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
+        );
+    }
     let running = server::spawn(scripts, args.listen, options)?;
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {
         diag!("serving {s}");
     }
-    let (reports, problems) = running.wait(args.exit_when_finished);
+    let when = if args.exit_when_exhausted {
+        server::StopWhen::Exhausted
+    } else if args.exit_when_finished {
+        server::StopWhen::Finished
+    } else {
+        server::StopWhen::Signal
+    };
+    let (reports, problems) = running.wait(when);
     for p in &problems {
         diag!("error: cannot record {p}");
     }

@@ -16,4 +16,4 @@ pub mod script;
 pub mod server;
 
 pub use script::{Script, Step, load, load_all};
-pub use server::{Options, Replay, Running, SessionReport, spawn};
+pub use server::{Options, Replay, Running, SessionReport, StopWhen, spawn};

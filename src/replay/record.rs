@@ -38,10 +38,13 @@ pub struct Captured {
     pub results: Vec<(String, Value)>,
     /// The model asked for.
     pub model: Option<String>,
+    /// The hashed input's raw text, only under the developer opt-in (for the sidecar).
+    pub raw_input: Option<String>,
 }
 
-/// Reads what the capture needs from a Chat Completions request.
-pub fn capture_chat(request: &Value, hasher: &PromptHasher) -> Captured {
+/// Reads what the capture needs from a Chat Completions request (the raw input text too when
+/// `raw` — the developer opt-in).
+pub fn capture_chat(request: &Value, hasher: &PromptHasher, raw: bool) -> Captured {
     let messages: Vec<Value> = request
         .get("messages")
         .and_then(Value::as_array)
@@ -62,6 +65,12 @@ pub fn capture_chat(request: &Value, hasher: &PromptHasher) -> Captured {
             ))
         })
         .collect();
+    let raw_input = raw.then(|| {
+        let parts: Vec<String> = (messages.iter())
+            .map(crate::ingest::openai::canonical_message)
+            .collect();
+        format!("[{}]", parts.join(","))
+    });
     Captured {
         input_h: Some(crate::ingest::openai::input_hash(hasher, &messages)),
         tools: tools_of(request),
@@ -70,6 +79,7 @@ pub fn capture_chat(request: &Value, hasher: &PromptHasher) -> Captured {
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        raw_input,
     }
 }
 
@@ -97,6 +107,7 @@ pub fn capture_responses(request: &Value) -> Captured {
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        raw_input: None,
     }
 }
 
@@ -150,6 +161,8 @@ pub struct Recording {
     handed_back: BTreeSet<String>,
     /// Whether the runtime reported its own `run_end`.
     ended: bool,
+    /// Raw input text by hash, under the developer opt-in only.
+    raw: Vec<(String, String)>,
 }
 
 impl Recording {
@@ -196,6 +209,9 @@ impl Recording {
         }
         if let Some(h) = &captured.input_h {
             e["input_h"] = json!(h);
+            if let Some(text) = &captured.raw_input {
+                self.raw.push((h.clone(), text.clone()));
+            }
         }
         if let Some(t) = &captured.tools {
             e["tools_offered"] = json!(t);
@@ -242,6 +258,25 @@ impl Recording {
         Ok(())
     }
 
+    /// Whether the runtime reported the run's end.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The raw-prompt sidecar (`{"h","text"}` lines, as `ingest --dev-raw-prompts` writes
+    /// them), when the developer opted in and there is raw text.
+    pub fn sidecar(&self) -> Option<Vec<u8>> {
+        if self.raw.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        for (h, text) in &self.raw {
+            out.extend_from_slice(json!({"h": h, "text": text}).to_string().as_bytes());
+            out.push(b'\n');
+        }
+        Some(out)
+    }
+
     /// The recorded run as sealed trace bytes (uncompressed): header, events numbered in
     /// order, and a `run_end` (`failed` when the run diverged and reported none).
     pub fn seal(
@@ -251,7 +286,7 @@ impl Recording {
         diverged: bool,
         limits: Limits,
     ) -> Result<Vec<u8>, String> {
-        let mut privacy = json!({"prompts": "hashed", "hash": if hasher.kid().is_some() { "blake3-keyed" } else { "blake3" }});
+        let mut privacy = json!({"prompts": "hashed", "hash": hasher.scheme()});
         if let Some(kid) = hasher.kid() {
             privacy["kid"] = json!(kid);
         }

@@ -57,6 +57,8 @@ pub struct SessionReport {
     pub divergences: Vec<String>,
     /// Whether `finish` was called.
     pub finished: bool,
+    /// Whether the runtime reported the run's end (a `run_end` event).
+    pub run_end_reported: bool,
     /// Where the replayed run was recorded, once it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_to: Option<String>,
@@ -71,6 +73,9 @@ pub struct Options {
     pub record: Option<camino::Utf8PathBuf>,
     /// Answer a diverging request with an error instead of the recorded output.
     pub strict: bool,
+    /// Developer opt-in: the raw text of each hashed input goes to a `NAME.prompts.ndjson`
+    /// sidecar beside the recording (never into the trace, never to a log).
+    pub raw_prompts: bool,
     /// Limits for checking reported events and the recording.
     pub limits: Limits,
 }
@@ -81,6 +86,7 @@ impl Default for Options {
             hasher: PromptHasher::unkeyed(),
             record: None,
             strict: false,
+            raw_prompts: false,
             limits: Limits::default(),
         }
     }
@@ -106,6 +112,7 @@ impl Session {
             diverged: self.exhausted > 0 || !self.divergences.is_empty(),
             divergences: self.divergences.clone(),
             finished: self.finished,
+            run_end_reported: self.recording.ended(),
             recorded_to: self.recorded.clone(),
         }
     }
@@ -127,9 +134,19 @@ impl Session {
         let path = dir.join(&rel);
         let compressed =
             zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL).map_err(|e| e.to_string())?;
-        crate::fsutil::Confined::new(dir.clone())
+        let confined = crate::fsutil::Confined::new(dir.clone());
+        confined
             .write(&path, &compressed, true)
             .map_err(|e| format!("cannot write `{path}`: {e}"))?;
+        if let Some(sidecar) = self.recording.sidecar().filter(|_| options.raw_prompts) {
+            let side = path.with_file_name(format!(
+                "{}.prompts.ndjson",
+                crate::baseline::encode_segment(&self.script.case)
+            ));
+            confined
+                .write(&side, &sidecar, true)
+                .map_err(|e| format!("cannot write `{side}`: {e}"))?;
+        }
         self.recorded = Some(path.to_string());
         Ok(())
     }
@@ -325,7 +342,9 @@ fn next_response(
         return error(StatusCode::GONE, &message, "replay_exhausted");
     }
     let captured = match shape {
-        Shape::Chat => record::capture_chat(&request, &replay.options.hasher),
+        Shape::Chat => {
+            record::capture_chat(&request, &replay.options.hasher, replay.options.raw_prompts)
+        }
         Shape::Responses => record::capture_responses(&request),
     };
     s.recording.results(&captured);
@@ -487,23 +506,50 @@ pub struct Running {
     runtime: Option<tokio::runtime::Runtime>,
 }
 
+/// When a server started with [`spawn`] stops by itself (besides SIGINT and SIGTERM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopWhen {
+    /// Only on a signal.
+    Signal,
+    /// Once every session was finished.
+    Finished,
+    /// Once every session is done with its recording: finished, or every recorded response
+    /// served and then the run's end reported or a request made past the end.
+    Exhausted,
+}
+
+impl SessionReport {
+    fn done(&self, when: StopWhen) -> bool {
+        match when {
+            StopWhen::Signal => false,
+            StopWhen::Finished => self.finished,
+            StopWhen::Exhausted => {
+                self.finished
+                    || (self.served == self.recorded
+                        && (self.run_end_reported || self.exhausted > 0))
+            }
+        }
+    }
+}
+
 impl Running {
     /// Every session's report so far.
     pub fn reports(&self) -> Vec<SessionReport> {
         self.replay.reports()
     }
 
-    /// Waits for SIGINT or SIGTERM, or until every session finished (when `until_finished`),
-    /// then stops and records the sessions not recorded yet.
+    /// Waits for SIGINT or SIGTERM, or until `when` says every session is done, then stops and
+    /// records the sessions not recorded yet.
     /// Returns every session's report and the recordings that could not be written.
-    pub fn wait(mut self, until_finished: bool) -> (Vec<SessionReport>, Vec<String>) {
+    pub fn wait(mut self, when: StopWhen) -> (Vec<SessionReport>, Vec<String>) {
         if let Some(rt) = &self.runtime {
             let replay = self.replay.clone();
             rt.block_on(async move {
                 let finished = async {
                     loop {
                         tokio::time::sleep(Duration::from_millis(50)).await;
-                        if until_finished && replay.reports().iter().all(|r| r.finished) {
+                        if when != StopWhen::Signal && replay.reports().iter().all(|r| r.done(when))
+                        {
                             break;
                         }
                     }

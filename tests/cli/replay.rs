@@ -10,6 +10,8 @@ struct Server {
     child: Child,
     url: String,
     stdout: BufReader<std::process::ChildStdout>,
+    stderr: Option<std::process::ChildStderr>,
+    exits: bool,
 }
 
 impl Server {
@@ -19,10 +21,12 @@ impl Server {
         let mut child = env
             .command(&full, &[("CI", "true")])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let stderr = child.stderr.take();
+        let exits = args.iter().any(|a| a.starts_with("--exit-when"));
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
         let url = line
@@ -30,7 +34,13 @@ impl Server {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("first line: {line:?}"))
             .to_owned();
-        Server { child, url, stdout }
+        Server {
+            child,
+            url,
+            stdout,
+            stderr,
+            exits,
+        }
     }
 
     /// POSTs `body` to `path`; returns the status and the body text.
@@ -58,10 +68,35 @@ impl Server {
                 self.post("/tracereplay/v1/finish", &[("x-tracereplay-case", s)], "{}");
             assert_eq!(status, 200);
         }
-        let code = self.child.wait().unwrap().code().unwrap();
+        if !self.exits {
+            // Stopped as SIGTERM stops it: it records every session, then exits.
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_child(&self.child),
+                rustix::process::Signal::TERM,
+            );
+        }
+        let status = self.child.wait().unwrap();
+        let code = status.code().unwrap_or(-1);
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
-        (code, rest)
+        let mut logs = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            std::io::Read::read_to_string(&mut e, &mut logs).unwrap();
+        }
+        (code, rest + &logs)
+    }
+}
+
+impl Server {
+    /// Waits for a server that stops by itself; its exit code and everything it printed.
+    fn child_wait(mut self) -> (i32, String) {
+        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+        let mut all = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut all).unwrap();
+        if let Some(mut e) = self.stderr.take() {
+            std::io::Read::read_to_string(&mut e, &mut all).unwrap();
+        }
+        (code, all)
     }
 }
 
@@ -240,7 +275,7 @@ fn the_responses_endpoint_and_byte_stable_bodies() {
 fn sessions_are_independent_and_run_concurrently() {
     let env = Env::new();
     copy_demo(&env, false);
-    let server = Server::start(&env, &["traces/"]);
+    let server = Server::start(&env, &["traces/", "--record", "recorded"]);
     // Unnamed requests are refused when several recordings are served.
     let (status, body) = server.post("/v1/chat/completions", &[], "{}");
     assert_eq!(status, 400, "{body}");
@@ -292,6 +327,29 @@ fn sessions_are_independent_and_run_concurrently() {
             "Something went wrong; I cancelled it."
         );
     });
+    // Each session records its own run (the server is stopped, as a signal would stop it).
+    let (_, closing) = server.finish(&[
+        "agent.migrated.checks/on-target",
+        "agent.migrated.checks/off-target",
+    ]);
+    assert!(
+        closing.contains("recorded recorded/agent.migrated.checks/on-target.trace.ndjson.zst"),
+        "{closing}"
+    );
+    for (case, inferences) in [("on-target", 4), ("off-target", 5)] {
+        let text = env
+            .run(&[
+                "cat",
+                &format!("recorded/agent.migrated.checks/{case}.trace.ndjson.zst"),
+            ])
+            .stdout;
+        assert_eq!(
+            text.matches("\"kind\":\"inference\"").count(),
+            inferences,
+            "{case}: {text}"
+        );
+        assert!(text.contains(&format!("\"case\":\"{case}\"")), "{text}");
+    }
 }
 
 #[test]
@@ -533,4 +591,47 @@ fn reported_events_are_checked_like_trace_lines() {
         r#"{"kind":"note","text":"fine"}"#,
     );
     assert_eq!(status, 200);
+}
+
+#[test]
+fn raw_prompts_reach_only_the_opted_in_sidecar_and_exhaustion_ends_the_server() {
+    let env = Env::new();
+    ingested(&env);
+    let server = Server::start(
+        &env,
+        &[
+            "traces/",
+            "--record",
+            "replayed",
+            "--exit-when-exhausted",
+            "--dev-raw-prompts",
+        ],
+    );
+    agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+    // The loop reported the run's end after the last recorded response: the server stops by
+    // itself and records the run.
+    let status = server.child_wait();
+    assert_eq!(status.0, 0, "{}", status.1);
+    assert!(
+        !status.1.contains("What is the weather"),
+        "no raw prompt text in the server's output: {}",
+        status.1
+    );
+    let trace = env
+        .run(&["cat", "replayed/weather/paris.trace.ndjson.zst"])
+        .stdout;
+    assert!(!trace.contains("What is the weather"), "{trace}");
+    let sidecar = String::from_utf8(env.read("replayed/weather/paris.prompts.ndjson")).unwrap();
+    assert!(
+        sidecar.contains("What is the weather in Paris?"),
+        "{sidecar}"
+    );
+    // Without the opt-in there is no sidecar.
+    let plain = Server::start(
+        &env,
+        &["traces/", "--record", "plain", "--exit-when-exhausted"],
+    );
+    agent_loop(&plain, "weather/paris", "sunny, 21 C", true);
+    assert_eq!(plain.child_wait().0, 0);
+    assert!(!env.path("plain/weather/paris.prompts.ndjson").exists());
 }
