@@ -295,7 +295,7 @@ fn the_readme_example_runs_as_written_against_the_demo_recording() {
     let out = Command::new(python())
         .arg("-c")
         .arg(example)
-        .env("REPLAY_URL", &url)
+        .env("OPENAI_BASE_URL", format!("{url}/v1"))
         .current_dir(env.root())
         .output()
         .unwrap();
