@@ -145,8 +145,9 @@ pub struct ReplayServeArgs {
     /// Answer a request that diverges from the recording with an error, not the recorded output.
     #[arg(long)]
     pub strict: bool,
-    /// Hash request inputs without a key (as `ingest --unkeyed`); otherwise the key in
-    /// `TRACEREPLAY_HASH_KEY`, as `ingest` uses it.
+    /// Accepted for symmetry with `ingest --unkeyed`: each session hashes request inputs as its
+    /// recording's header says its prompts were hashed — unkeyed, or with the key in
+    /// `TRACEREPLAY_HASH_KEY` (required then, and its key id must match the recording's).
     #[arg(long)]
     pub unkeyed: bool,
 }

@@ -27,18 +27,40 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             args.listen
         );
     }
-    let hasher = match (crate::privacy::PromptHasher::from_env(), args.unkeyed) {
-        (_, true) => crate::privacy::PromptHasher::unkeyed(),
-        (Some(h), false) => h,
-        (None, false) => anyhow::bail!(
-            "`replay serve` hashes request inputs as `ingest` hashed the recording's: set `{}` to the key it used, or pass `--unkeyed` for a recording ingested with `--unkeyed`",
+    let scripts = load_all(&args.traces, crate::trace::Limits::default())?;
+    // Each session hashes request inputs as its recording's prompts were hashed (the trace's
+    // header says how): unkeyed recordings need nothing; keyed ones need the key they used.
+    let keyed: Vec<&crate::replay::Script> = (scripts.iter())
+        .filter(|s| s.hash_scheme.0 == "blake3-keyed")
+        .collect();
+    let hasher = match (crate::privacy::PromptHasher::from_env(), keyed.first()) {
+        (_, None) => crate::privacy::PromptHasher::unkeyed(),
+        (Some(h), Some(_)) => {
+            if let Some(other) = keyed.iter().find(|s| {
+                s.hash_scheme
+                    .1
+                    .as_deref()
+                    .is_some_and(|k| Some(k) != h.kid())
+            }) {
+                anyhow::bail!(
+                    "`{}` was hashed with key `{}`, and `{}` holds key `{}`: replay it with the key it was recorded with",
+                    other.path,
+                    other.hash_scheme.1.as_deref().unwrap_or("?"),
+                    crate::privacy::KEY_ENV,
+                    h.kid().unwrap_or("?")
+                );
+            }
+            h
+        }
+        (None, Some(first)) => anyhow::bail!(
+            "`{}` was recorded with keyed prompt hashes: set `{}` to the key it used, so that request inputs hash alike",
+            first.path,
             crate::privacy::KEY_ENV
         ),
     };
     if let Some(dir) = &args.record {
         std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create `{dir}`: {e}"))?;
     }
-    let scripts = load_all(&args.traces, crate::trace::Limits::default())?;
     let sessions: Vec<String> = scripts
         .iter()
         .map(|s| format!("{} ({} responses)", s.key(), s.steps.len()))

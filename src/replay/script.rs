@@ -51,6 +51,9 @@ pub struct Script {
     pub case: String,
     /// The model the header names.
     pub model: Option<String>,
+    /// How its prompts were hashed (`header.privacy`): `blake3` or `blake3-keyed`, and the key
+    /// id of a keyed hash.
+    pub hash_scheme: (String, Option<String>),
     /// The responses, in recorded order.
     pub steps: Vec<Step>,
 }
@@ -103,6 +106,10 @@ pub fn load(path: &Utf8Path, limits: Limits) -> anyhow::Result<Script> {
         scenario: trace.header.scenario.to_string(),
         case: trace.header.case.to_string(),
         model: trace.header.model.as_ref().map(|m| m.to_string()),
+        hash_scheme: (
+            trace.header.privacy.hash.to_string(),
+            trace.header.privacy.kid.as_ref().map(|k| k.to_string()),
+        ),
         steps,
     })
 }

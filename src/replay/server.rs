@@ -67,7 +67,7 @@ pub struct SessionReport {
 /// How the server captures and records.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Hashes request inputs as `ingest` hashes recorded ones.
+    /// Hashes request inputs as `ingest` hashed the recordings' (see [`Options::hasher_for`]).
     pub hasher: PromptHasher,
     /// Where replayed runs are recorded (`DIR/<scenario>/<case>.trace.ndjson.zst`), if anywhere.
     pub record: Option<camino::Utf8PathBuf>,
@@ -78,6 +78,19 @@ pub struct Options {
     pub raw_prompts: bool,
     /// Limits for checking reported events and the recording.
     pub limits: Limits,
+}
+
+impl Options {
+    /// The hasher for a recording's session: the recording's own scheme — unkeyed for a
+    /// `blake3` recording, [`Options::hasher`] for a keyed one — so that each session's request
+    /// hashes compare with its recorded `input_h`.
+    pub fn hasher_for(&self, script: &Script) -> PromptHasher {
+        if script.hash_scheme.0 == "blake3-keyed" {
+            self.hasher.clone()
+        } else {
+            PromptHasher::unkeyed()
+        }
+    }
 }
 
 impl Default for Options {
@@ -94,6 +107,7 @@ impl Default for Options {
 
 struct Session {
     script: Script,
+    hasher: PromptHasher,
     served: usize,
     exhausted: usize,
     divergences: Vec<String>,
@@ -125,7 +139,7 @@ impl Session {
         let diverged = self.exhausted > 0 || !self.divergences.is_empty();
         let bytes = self
             .recording
-            .seal(&self.script, &options.hasher, diverged, options.limits)?;
+            .seal(&self.script, &self.hasher, diverged, options.limits)?;
         let rel = format!(
             "{}/{}.trace.ndjson.zst",
             crate::baseline::encode_segment(&self.script.scenario),
@@ -167,6 +181,7 @@ impl Replay {
                     (
                         s.key(),
                         Mutex::new(Session {
+                            hasher: options.hasher_for(&s),
                             script: s,
                             served: 0,
                             exhausted: 0,
@@ -342,9 +357,7 @@ fn next_response(
         return error(StatusCode::GONE, &message, "replay_exhausted");
     }
     let captured = match shape {
-        Shape::Chat => {
-            record::capture_chat(&request, &replay.options.hasher, replay.options.raw_prompts)
-        }
+        Shape::Chat => record::capture_chat(&request, &s.hasher, replay.options.raw_prompts),
         Shape::Responses => record::capture_responses(&request),
     };
     s.recording.results(&captured);

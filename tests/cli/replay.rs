@@ -16,10 +16,16 @@ struct Server {
 
 impl Server {
     fn start(env: &Env, args: &[&str]) -> Server {
-        let mut full = vec!["replay", "serve", "--unkeyed"];
+        Server::start_with(env, args, &[])
+    }
+
+    fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Server {
+        let mut full = vec!["replay", "serve"];
         full.extend_from_slice(args);
+        let mut vars = vars.to_vec();
+        vars.push(("CI", "true"));
         let mut child = env
-            .command(&full, &[("CI", "true")])
+            .command(&full, &vars)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -634,4 +640,59 @@ fn raw_prompts_reach_only_the_opted_in_sidecar_and_exhaustion_ends_the_server() 
     agent_loop(&plain, "weather/paris", "sunny, 21 C", true);
     assert_eq!(plain.child_wait().0, 0);
     assert!(!env.path("plain/weather/paris.prompts.ndjson").exists());
+}
+
+#[test]
+fn each_session_hashes_as_its_recording_was_hashed() {
+    let env = Env::new();
+    let key = ("TRACEREPLAY_HASH_KEY", "replay-test-key");
+    env.write("log.json", recorded_log().to_string());
+    let out = env.run_with(
+        &[
+            "ingest",
+            "--from",
+            "openai-messages",
+            "--scenario",
+            "weather",
+            "--case",
+            "paris",
+            "-o",
+            "traces",
+            "log.json",
+        ],
+        &[key],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A keyed recording needs its key: without it the server refuses to start.
+    let out = env.run(&["replay", "serve", "traces/"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("recorded with keyed prompt hashes")
+            && out.stderr.contains("TRACEREPLAY_HASH_KEY"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run_with(
+        &["replay", "serve", "traces/"],
+        &[("TRACEREPLAY_HASH_KEY", "another-key")],
+    );
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("was hashed with key"), "{}", out.stderr);
+    // With it, the same loop replays without a divergence.
+    let server = Server::start_with(
+        &env,
+        &["traces/", "--record", "replayed", "--exit-when-finished"],
+        &[key],
+    );
+    agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+    let (code, rest) = server.finish(&["weather/paris"]);
+    assert_eq!(code, 0, "{rest}");
+    assert!(!rest.contains("divergence"), "{rest}");
+    let text = env
+        .run(&["cat", "replayed/weather/paris.trace.ndjson.zst"])
+        .stdout;
+    assert!(
+        text.contains("\"hash\":\"blake3-keyed\"") && text.contains("b3k:"),
+        "{text}"
+    );
 }
