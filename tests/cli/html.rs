@@ -3,7 +3,7 @@
 //! the URL's hash, so a filter or a trace view is opened by URL. Chromium's console is logged
 //! to stderr (`--enable-logging=stderr`), and any console line fails the test.
 //!
-//! Chromium is a prerequisite: `.ci/run` installs Debian's `chromium` when it is missing; run
+//! Chromium is a prerequisite: `scripts/install-test-deps` installs Debian's `chromium` when it is missing; run
 //! locally without it, these tests fail and say how to install it.
 
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ fn chromium() -> PathBuf {
     }
     panic!(
         "the HTML report tests need Chromium: install it with `apt-get install chromium` \
-         (`.ci/run` does), or point TRACEREPLAY_CHROMIUM at a Chromium or Chrome binary"
+         (`scripts/install-test-deps` does), or point TRACEREPLAY_CHROMIUM at a Chromium or Chrome binary"
     );
 }
 
