@@ -24,25 +24,6 @@ pub use naming::{Position, RunIds};
 use crate::privacy::PromptHasher;
 use crate::trace::{Event, EventBody, Header, Json, RunStatus, SealedTrace, Str, TraceWriter};
 
-/// The event kinds a trace can hold, as `EventBody::kind` names them.
-const KNOWN_KIND_NAMES: &[&str] = &[
-    "user_message",
-    "inference",
-    "tool_call",
-    "tool_result",
-    "approval_request",
-    "approval_decision",
-    "message",
-    "message_edit",
-    "message_delete",
-    "artifact",
-    "state_change",
-    "error",
-    "note",
-    "final_answer",
-    "run_end",
-];
-
 /// Which importer to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -108,7 +89,10 @@ fn events_of(bytes: &[u8]) -> BTreeMap<&'static str, usize> {
             continue;
         };
         let kind = &rest[..memchr::memchr(b'"', rest).unwrap_or(0)];
-        if let Some(k) = KNOWN_KIND_NAMES.iter().find(|k| k.as_bytes() == kind) {
+        if let Some(k) = crate::trace::KNOWN_KINDS
+            .iter()
+            .find(|k| k.as_bytes() == kind)
+        {
             *out.entry(*k).or_default() += 1;
         }
     }

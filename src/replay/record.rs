@@ -11,21 +11,13 @@ use super::script::{Script, Step};
 use crate::privacy::PromptHasher;
 use crate::trace::{Limits, Packed, TraceFile, pack};
 
-/// Event kinds the runtime may report (everything but what the server records itself).
-pub const REPORTABLE: &[&str] = &[
-    "user_message",
-    "approval_request",
-    "approval_decision",
-    "message",
-    "message_edit",
-    "message_delete",
-    "artifact",
-    "state_change",
-    "error",
-    "note",
-    "final_answer",
-    "run_end",
-];
+/// Event kinds the server records itself; the runtime may report every other known kind.
+pub const SERVER_RECORDED: &[&str] = &["inference", "tool_call", "tool_result"];
+
+/// The kinds the runtime may report: every kind of the trace format but [`SERVER_RECORDED`].
+pub fn reportable() -> impl Iterator<Item = &'static str> {
+    (crate::trace::KNOWN_KINDS.iter().copied()).filter(|k| !SERVER_RECORDED.contains(k))
+}
 
 /// A request as the capture sees it.
 #[derive(Debug, Default)]
@@ -235,10 +227,10 @@ impl Recording {
     /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
     pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), String> {
         let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !REPORTABLE.contains(&kind) {
+        if !reportable().any(|k| k == kind) {
             return Err(format!(
                 "an event of kind `{kind}` cannot be reported (reportable: {}); model requests and tool results are recorded by the server",
-                REPORTABLE.join(", ")
+                reportable().collect::<Vec<_>>().join(", ")
             ));
         }
         let mut probe = event.clone();

@@ -6,20 +6,21 @@ use std::process::{Child, Stdio};
 
 use crate::util::*;
 
-struct Server {
+/// A `replay serve` process (also driven by the Python SDK tests, `replay_python.rs`).
+pub(super) struct Server {
     child: Child,
-    url: String,
+    pub(super) url: String,
     stdout: BufReader<std::process::ChildStdout>,
     stderr: Option<std::process::ChildStderr>,
     exits: bool,
 }
 
 impl Server {
-    fn start(env: &Env, args: &[&str]) -> Server {
+    pub(super) fn start(env: &Env, args: &[&str]) -> Server {
         Server::start_with(env, args, &[])
     }
 
-    fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Server {
+    pub(super) fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Server {
         let mut full = vec!["replay", "serve"];
         full.extend_from_slice(args);
         let mut vars = vars.to_vec();
@@ -68,7 +69,7 @@ impl Server {
 
     /// Finishes every named session and waits for the process; returns its exit code and the
     /// lines it printed after `listening on`.
-    fn finish(mut self, sessions: &[&str]) -> (i32, String) {
+    pub(super) fn finish(mut self, sessions: &[&str]) -> (i32, String) {
         for s in sessions {
             let (status, _) =
                 self.post("/tracereplay/v1/finish", &[("x-tracereplay-case", s)], "{}");
@@ -95,7 +96,7 @@ impl Server {
 
 impl Server {
     /// Waits for a server that stops by itself; its exit code and everything it printed.
-    fn child_wait(mut self) -> (i32, String) {
+    pub(super) fn child_wait(mut self) -> (i32, String) {
         let code = self.child.wait().unwrap().code().unwrap_or(-1);
         let mut all = String::new();
         std::io::Read::read_to_string(&mut self.stdout, &mut all).unwrap();
@@ -456,7 +457,7 @@ fn agent_loop(
 
 /// The recorded run the loop above makes with the model's answers: the message log as an
 /// OpenAI-compatible client keeps it.
-fn recorded_log() -> serde_json::Value {
+pub(super) fn recorded_log() -> serde_json::Value {
     serde_json::json!([
         {"role": "system", "content": "You answer weather questions."},
         {"role": "user", "content": "What is the weather in Paris?"},
@@ -466,8 +467,13 @@ fn recorded_log() -> serde_json::Value {
     ])
 }
 
-fn ingested(env: &Env) {
-    env.write("log.json", recorded_log().to_string());
+pub(super) fn ingested(env: &Env) {
+    ingest_log(env, &recorded_log());
+}
+
+/// Ingests a message log as the recording `weather/paris` (unkeyed) under `traces/`.
+pub(super) fn ingest_log(env: &Env, log: &serde_json::Value) {
+    env.write("log.json", log.to_string());
     let out = env.run(&[
         "ingest",
         "--from",

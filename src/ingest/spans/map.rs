@@ -383,20 +383,28 @@ fn result_value(v: &Value) -> Value {
     }
 }
 
-/// The agent's name: its `gen_ai.agent.name`, its Traceloop or Vercel name, or the span name.
-fn agent_name(s: &Span) -> String {
-    s.str_attr(&[
-        "gen_ai.agent.name",
-        "traceloop.entity.name",
-        "traceloop.workflow.name",
-        "ai.telemetry.functionId",
-    ])
-    .map(str::to_owned)
-    .unwrap_or_else(|| {
-        (s.name.strip_prefix("invoke_agent ").unwrap_or(&s.name))
+/// The first of `keys` the span has, else its name without the operation `prefix` the GenAI
+/// conventions put before it (`invoke_agent planner` → `planner`).
+fn named(s: &Span, keys: &[&str], prefix: &str) -> String {
+    s.str_attr(keys).map(str::to_owned).unwrap_or_else(|| {
+        (s.name.strip_prefix(prefix).unwrap_or(&s.name))
             .trim()
             .to_owned()
     })
+}
+
+/// The agent's name: its `gen_ai.agent.name`, its Traceloop or Vercel name, or the span name.
+fn agent_name(s: &Span) -> String {
+    named(
+        s,
+        &[
+            "gen_ai.agent.name",
+            "traceloop.entity.name",
+            "traceloop.workflow.name",
+            "ai.telemetry.functionId",
+        ],
+        "invoke_agent ",
+    )
 }
 
 /// Builds the run of one trace into `outcome`.
@@ -513,19 +521,16 @@ pub(super) fn build_run(
                 }
             }
             Role::Tool => {
-                let tool = s
-                    .str_attr(&[
+                let tool = named(
+                    s,
+                    &[
                         "gen_ai.tool.name",
                         "tool.name",
                         "ai.toolCall.name",
                         "traceloop.entity.name",
-                    ])
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| {
-                        (s.name.strip_prefix("execute_tool ").unwrap_or(&s.name))
-                            .trim()
-                            .to_owned()
-                    });
+                    ],
+                    "execute_tool ",
+                );
                 let own_id = s
                     .str_attr(&["gen_ai.tool.call.id", "ai.toolCall.id", "tool_call.id"])
                     .map(str::to_owned);
