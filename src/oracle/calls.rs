@@ -10,7 +10,7 @@ use super::jsoneq::{ArgsMatch, args_match, describe_differences, differences, di
 use super::names::tool_matches;
 use super::params;
 use super::result::{OracleResult, shorten};
-use super::sequence::{Of, args_mode, planned_calls};
+use super::sequence::{Of, args_mode};
 use super::typed::{Fallbacks, Oracle};
 use crate::scenario::OracleSpec;
 use crate::trace::json::contains_ci;
@@ -47,9 +47,9 @@ pub fn tool_args(
             .filter(|c| tool_matches(tool, c.tool))
             .map(|c| (c.event.seq, c.args.value()))
             .collect(),
-        Of::Planned => (planned_calls(facts).into_iter())
+        Of::Planned => (facts.planned().iter())
             .filter(|c| tool_matches(tool, &c.tool))
-            .map(|c| (c.seq, c.args))
+            .map(|c| (c.seq, c.args.clone()))
             .collect(),
     };
     let verb = match of {

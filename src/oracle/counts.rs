@@ -7,7 +7,7 @@ use super::facts::Facts;
 use super::names::tool_matches;
 use super::params;
 use super::result::OracleResult;
-use super::sequence::{Of, planned_calls};
+use super::sequence::Of;
 use super::typed::{Fallbacks, Oracle, TokenKind};
 use crate::scenario::OracleSpec;
 use crate::trace::json::contains_ci;
@@ -111,7 +111,7 @@ pub fn tool_call_count(tool: &str, range: Range, of: Of, facts: &Facts<'_, '_>) 
             format!("call(s) of `{tool}`"),
         ),
         Of::Planned => (
-            (planned_calls(facts).into_iter())
+            (facts.planned().iter())
                 .filter(|c| tool_matches(tool, &c.tool))
                 .map(|c| c.seq)
                 .collect(),

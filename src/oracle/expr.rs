@@ -378,11 +378,7 @@ fn run(code: &str, input: &[u8]) -> Outcome {
 impl Program {
     /// Runs the program on the trace, within its budgets.
     pub fn judge(&self, facts: &Facts<'_, '_>) -> OracleResult {
-        let input = json!({
-            "header": facts.trace.header,
-            "events": facts.trace.events,
-        })
-        .to_string();
+        let input = facts.document();
         if let Some(exe) = WORKER_EXE.get() {
             return self.verdict(in_worker(exe, &self.jq, input.as_bytes()));
         }
@@ -398,6 +394,7 @@ impl Program {
         }
         let (tx, rx) = mpsc::channel();
         let code = self.jq.clone();
+        let input = input.to_owned();
         let spawned = std::thread::Builder::new()
             .name("tracereplay-expr".into())
             .spawn(move || {

@@ -65,6 +65,10 @@ pub struct Facts<'t, 'a> {
     approvals: std::cell::OnceCell<super::approval::Approvals>,
     /// The batch of each call (derived on first use).
     batches: std::cell::OnceCell<Vec<Option<u64>>>,
+    /// The calls inferences planned (derived on first use: only `"of": "planned"` needs them).
+    planned: std::cell::OnceCell<Vec<super::sequence::ActualCall>>,
+    /// `{"header", "events"}` as JSON text (built on first use: only `expr` reads it).
+    document: std::cell::OnceCell<String>,
 }
 
 impl<'t, 'a> Facts<'t, 'a> {
@@ -135,7 +139,39 @@ impl<'t, 'a> Facts<'t, 'a> {
             final_answer,
             approvals: std::cell::OnceCell::new(),
             batches: std::cell::OnceCell::new(),
+            planned: std::cell::OnceCell::new(),
+            document: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The calls the inferences planned, in order: each with the `seq` of its inference, which
+    /// is also its batch. Derived once per trace, whichever oracles read them.
+    pub fn planned(&self) -> &[super::sequence::ActualCall] {
+        self.planned.get_or_init(|| {
+            let mut out = Vec::new();
+            for e in &self.trace.events {
+                if let EventBody::Inference(i) = &e.body {
+                    for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
+                        out.push(super::sequence::ActualCall {
+                            seq: e.seq,
+                            tool: c.tool.to_string(),
+                            args: c.args.value(),
+                            batch: Some(e.seq),
+                        });
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    /// The trace as one JSON document, `{"header": …, "events": [ … ]}`: what `expr` programs
+    /// read. Built once per trace, however many `expr` oracles the scenario has.
+    pub fn document(&self) -> &str {
+        self.document.get_or_init(|| {
+            serde_json::json!({"header": self.trace.header, "events": self.trace.events})
+                .to_string()
+        })
     }
 
     /// The batch of each call in [`Facts::calls`] (same index): the `seq` of the `inference`

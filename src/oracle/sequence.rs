@@ -338,30 +338,11 @@ fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) ->
         .collect()
 }
 
-/// The calls the inferences of a trace planned, in order: each with the `seq` of its inference,
-/// which is also its batch.
-pub fn planned_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
-    let mut out = Vec::new();
-    for e in &facts.trace.events {
-        if let crate::trace::EventBody::Inference(i) = &e.body {
-            for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
-                out.push(ActualCall {
-                    seq: e.seq,
-                    tool: c.tool.to_string(),
-                    args: c.args.value(),
-                    batch: Some(e.seq),
-                });
-            }
-        }
-    }
-    out
-}
-
 /// The calls an oracle reads, executed or planned.
 pub fn calls_of(of: Of, facts: &Facts<'_, '_>) -> Vec<ActualCall> {
     match of {
         Of::Executed => actual_calls(facts),
-        Of::Planned => planned_calls(facts),
+        Of::Planned => facts.planned().to_vec(),
     }
 }
 
@@ -552,7 +533,7 @@ pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
             // A failure shows the actual arguments: parse them now (failures are rare).
             judge_sequence(cfg, &actual_calls(facts))
         }
-        (Split::Whole, Of::Planned) => judge_sequence(cfg, &planned_calls(facts)),
+        (Split::Whole, Of::Planned) => judge_sequence(cfg, facts.planned()),
         (Split::Turns(lists), of) => per_turn(cfg, lists, of, facts),
         (Split::Inferences(lists), _) => per_inference(cfg, lists, facts),
     }
@@ -667,12 +648,11 @@ fn per_inference(
     lists: &[Vec<ExpectedCall>],
     facts: &Facts<'_, '_>,
 ) -> OracleResult {
-    let planned = planned_calls(facts);
     let mut groups: Vec<Vec<ActualCall>> = Vec::new();
-    for c in planned {
+    for c in facts.planned() {
         match groups.last_mut() {
-            Some(g) if g[0].seq == c.seq => g.push(c),
-            _ => groups.push(vec![c]),
+            Some(g) if g[0].seq == c.seq => g.push(c.clone()),
+            _ => groups.push(vec![c.clone()]),
         }
     }
     if groups.len() != lists.len() {
