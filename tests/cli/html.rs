@@ -196,6 +196,14 @@ fn a_trace_view_highlights_the_deciding_events_of_a_known_failure() {
         app.contains("call deploy {\"env\":\"production\"} → ok"),
         "{app}"
     );
+    // A partial score shows beside its oracle.
+    let i = row_index(&env, "agent.migrated.checks/off-target.trace.ndjson.zst");
+    let (scored, console) = render_dom(&file, &format!("#trace={i}"));
+    ready(&scored, &console);
+    assert!(
+        scored.contains("tool-sequence #0 (score 0.667)"),
+        "{scored}"
+    );
 }
 
 #[test]

@@ -131,21 +131,23 @@ fn data(report: &Report, ctx: &HtmlContext) -> std::io::Result<String> {
         "flags": ctx.flags,
         "generated": ctx.generated,
     });
-    let audited = |row: &ResultRow| {
-        (matches!(row.verdict, RowVerdict::Fail | RowVerdict::Error) || !row.drift.is_empty())
-            && row.path.is_some()
-    };
-    // Which rows get their whole timeline: blocking ones first, then in report order.
-    let mut chosen: Vec<(bool, usize)> = (report.results.iter().enumerate())
-        .filter(|(_, r)| audited(r))
-        .map(|(i, r)| (!r.blocking, i))
+    // The rows to audit, chosen from the rows' heads (no row is decoded for this): failing,
+    // erroring or drifted ones; blocking ones first, then in report order, get their whole
+    // timeline.
+    let mut chosen: Vec<(bool, usize)> = (report.results.metas().enumerate())
+        .filter(|(_, m)| {
+            matches!(m.verdict, RowVerdict::Fail | RowVerdict::Error)
+                || m.drift_new
+                || m.drift_other
+        })
+        .map(|(i, m)| (!m.blocking, i))
         .collect();
     chosen.sort_unstable();
-    let whole: HashSet<usize> = chosen.iter().take(MAX_TIMELINES).map(|(_, i)| *i).collect();
     let mut timelines = serde_json::Map::new();
-    for (i, row) in report.results.iter().enumerate() {
-        if audited(&row) {
-            timelines.insert(i.to_string(), timeline(&row, ctx, whole.contains(&i)));
+    for (rank, &(_, i)) in chosen.iter().enumerate() {
+        let row = report.results.get(i);
+        if row.path.is_some() {
+            timelines.insert(i.to_string(), timeline(&row, ctx, rank < MAX_TIMELINES));
         }
     }
     doc["timelines"] = Value::Object(timelines);
