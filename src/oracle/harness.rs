@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::facts::Facts;
-use super::names::{is_glob, matches_as, tool_matches};
+use super::names::{ToolSet, tool_matches};
 use super::params::{self, Limit};
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle};
@@ -24,11 +24,11 @@ pub const DEFAULT_UNSAFE_TOOLS: &[&str] = &[
 ];
 
 fn seqs_of_tool(facts: &Facts<'_, '_>, tool: &str) -> Vec<u64> {
-    let glob = is_glob(tool);
+    let set = ToolSet::new([tool]);
     facts
         .calls
         .iter()
-        .filter(|c| matches_as(tool, glob, c.tool))
+        .filter(|c| set.matches(c.tool))
         .map(|c| c.event.seq)
         .collect()
 }
@@ -331,20 +331,11 @@ pub fn unsafe_tools(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Vec<String> {
 
 /// `no-unsafe-tool`: every call of an unsafe tool is covered by an approval request.
 pub fn no_unsafe_tool(unsafe_set: &[String], facts: &Facts<'_, '_>) -> OracleResult {
-    // Plain names (the defaults and nearly every list) compare without the glob matcher.
-    let any_glob = unsafe_set.iter().any(|u| is_glob(u));
+    let unsafe_set = ToolSet::new(unsafe_set.iter().map(String::as_str));
     let approvals = facts.approvals();
     let mut evidence = Vec::new();
     let mut uncovered = Vec::new();
-    for c in facts.calls.iter().filter(|c| {
-        (unsafe_set.iter()).any(|u| {
-            if any_glob {
-                tool_matches(u, c.tool)
-            } else {
-                eq_ci(u, c.tool)
-            }
-        })
-    }) {
+    for c in facts.calls.iter().filter(|c| unsafe_set.matches(c.tool)) {
         evidence.push(c.event.seq);
         match approvals.covering(c.tool, c.call_id, c.event.seq) {
             Some(r) => evidence.push(r.seq),

@@ -23,13 +23,24 @@ pub fn tool_matches(pattern: &str, name: &str) -> bool {
     }
 }
 
-/// [`tool_matches`] with the pattern's kind known ([`is_glob`] decided once per pattern, not
-/// once per comparison: the hot loops compare one pattern against every call).
-pub fn matches_as(pattern: &str, glob: bool, name: &str) -> bool {
-    if glob {
-        glob_match(pattern, name)
-    } else {
-        eq_ci(pattern, name)
+/// Several tool names or patterns, each one's kind ([`is_glob`]) decided once: what the loops
+/// that compare a set of names against every call of a trace use, so that plain names cost one
+/// case-insensitive comparison each, as they did before globs existed.
+pub struct ToolSet<'p> {
+    plain: Vec<&'p str>,
+    globs: Vec<&'p str>,
+}
+
+impl<'p> ToolSet<'p> {
+    /// The set of `names`.
+    pub fn new(names: impl IntoIterator<Item = &'p str>) -> ToolSet<'p> {
+        let (globs, plain) = names.into_iter().partition(|n| is_glob(n));
+        ToolSet { plain, globs }
+    }
+
+    /// Whether a tool called `name` is one the set names.
+    pub fn matches(&self, name: &str) -> bool {
+        self.plain.iter().any(|p| eq_ci(p, name)) || self.globs.iter().any(|g| glob_match(g, name))
     }
 }
 

@@ -520,12 +520,12 @@ fn call_json(tool: &str, args: Option<&Value>) -> Value {
 pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
     match (&cfg.split, cfg.of) {
         (Split::Whole, Of::Executed) => {
-            let with_args: Vec<(&str, bool)> = (cfg.expected.iter())
-                .filter(|e| e.args.is_some())
-                .map(|e| (e.tool.as_str(), super::names::is_glob(&e.tool)))
-                .collect();
-            let compared =
-                |tool: &str| (with_args.iter()).any(|(t, g)| super::names::matches_as(t, *g, tool));
+            let with_args = super::names::ToolSet::new(
+                (cfg.expected.iter())
+                    .filter(|e| e.args.is_some())
+                    .map(|e| e.tool.as_str()),
+            );
+            let compared = |tool: &str| with_args.matches(tool);
             let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
             if result.verdict == super::Verdict::Pass {
                 return result;
