@@ -47,6 +47,36 @@ pub struct Discovered {
     /// The paths searched (the given paths, then the `--scenarios` directories): the suite's
     /// roots, inside which a scenario's Harness Contract must lie.
     pub roots: Vec<Utf8PathBuf>,
+    /// `*.scenario.json` files of the suite's own roots, when the run searched other paths
+    /// ([`Discovered::look_up_in`]): they resolve the scenario a trace names when no scenario
+    /// under the paths defines it, and are otherwise not part of the run (no row of their own,
+    /// never obsolete).
+    pub lookup_files: Vec<Utf8PathBuf>,
+}
+
+impl Discovered {
+    /// Adds the scenario files of `suite_roots` (the project file's `paths`, else `traces/`) as
+    /// look-up scenarios, when the run's own paths do not cover them: so that `check replayed/`
+    /// finds the scenario of a recording made from `traces/`. Roots that do not exist, or that
+    /// the run already searched, add nothing.
+    pub fn look_up_in(&mut self, suite_roots: &[Utf8PathBuf]) {
+        let searched: Vec<std::path::PathBuf> = (self.roots.iter())
+            .filter_map(|r| std::fs::canonicalize(r).ok())
+            .collect();
+        for root in suite_roots {
+            let Ok(canonical) = std::fs::canonicalize(root) else {
+                continue;
+            };
+            if searched.iter().any(|s| canonical.starts_with(s)) {
+                continue;
+            }
+            let Ok(found) = discover(std::slice::from_ref(root), &[]) else {
+                continue;
+            };
+            self.lookup_files.extend(found.scenario_files);
+            self.roots.push(root.clone());
+        }
+    }
 }
 
 /// Whether `path` is a `*.json` file (not a baseline, contract or report of ours) whose first

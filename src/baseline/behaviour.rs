@@ -30,6 +30,11 @@ pub struct CallRecord {
     pub ok: Option<bool>,
     /// `error` of its result.
     pub error: Option<String>,
+    /// `b3:` of the result's canonical content (its `output`, else its recorded `output_h`);
+    /// absent when no result content was recorded, and in baselines written before results
+    /// were compared (such a baseline is not drift for that reason alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 /// An approval request and its decisions.
@@ -140,6 +145,13 @@ pub fn canonical(v: &Value) -> Value {
     }
 }
 
+/// The hash a tool result's content is compared by: `b3:` of its canonical JSON (sorted keys,
+/// canonical numbers; a large part is already its own `b3:` summary).
+pub fn result_hash(output: &Value) -> String {
+    let text = canonical(output).to_string();
+    format!("b3:{}", blake3::hash(text.as_bytes()).to_hex())
+}
+
 /// Paths compare after stripping `./` and turning `\` into `/`.
 pub fn normalize_artifact_path(p: &str) -> String {
     let mut s = p.replace('\\', "/");
@@ -179,7 +191,7 @@ impl Behaviour {
     pub fn from_facts(facts: &Facts<'_, '_>, results: &[OracleResult]) -> Behaviour {
         let trace = facts.trace;
         let mut ids = CallIds(HashMap::new());
-        let mut outcomes: HashMap<String, (bool, Option<String>)> = HashMap::new();
+        let mut outcomes: HashMap<String, (bool, Option<String>, Option<String>)> = HashMap::new();
         let mut usage = UsageRecord::default();
         let mut artifacts: BTreeMap<String, String> = BTreeMap::new();
         // First pass: name call ids in order of first appearance anywhere.
@@ -203,12 +215,21 @@ impl Behaviour {
                     ids.name(call_id);
                 }
                 EventBody::ToolResult {
-                    call_id, ok, error, ..
+                    call_id,
+                    ok,
+                    error,
+                    output,
+                    output_h,
                 } => {
                     ids.name(call_id);
-                    outcomes
-                        .entry(call_id.to_string())
-                        .or_insert((*ok, error.as_ref().map(|s| s.to_string())));
+                    outcomes.entry(call_id.to_string()).or_insert_with(|| {
+                        let result = match (output, output_h) {
+                            (Some(o), _) => Some(result_hash(&o.value())),
+                            (None, Some(h)) => Some(h.to_string()),
+                            (None, None) => None,
+                        };
+                        (*ok, error.as_ref().map(|s| s.to_string()), result)
+                    });
                 }
                 EventBody::ApprovalRequest {
                     call_id: Some(c), ..
@@ -231,10 +252,10 @@ impl Behaviour {
                 Some(b) => *group_start.entry(*b).or_insert(i),
                 None => i,
             };
-            let (ok, error) = outcomes
+            let (ok, error, result) = outcomes
                 .get(c.call_id.as_str())
                 .cloned()
-                .map_or((None, None), |(o, e)| (Some(o), e));
+                .map_or((None, None, None), |(o, e, r)| (Some(o), e, r));
             calls.push((
                 group,
                 CallRecord {
@@ -243,6 +264,7 @@ impl Behaviour {
                     call: ids.name(c.call_id),
                     ok,
                     error,
+                    result,
                 },
             ));
         }
@@ -255,6 +277,7 @@ impl Behaviour {
                 c.args.to_string(),
                 c.ok,
                 c.error.clone(),
+                c.result.clone(),
                 call_number(&c.call),
             )
         });

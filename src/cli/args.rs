@@ -378,8 +378,10 @@ pub struct DiffArgs {
 pub enum BaselineCommand {
     /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
     Pending(BaselineDirArgs),
-    /// Promote pending baselines matching the filters (all when none given).
-    Accept(BaselineFilterArgs),
+    /// Promote pending baselines matching the filters (all `new` and `changed` ones when none
+    /// is given). A pending removal is applied only with `--removals`, or when a filter names
+    /// its `SCENARIO/CASE`: a bulk accept never deletes an approved baseline by itself.
+    Accept(AcceptArgs),
     /// Delete pending baselines matching the filters (all when none given).
     Reject(BaselineFilterArgs),
     /// Write approved baselines straight from the current traces (first adoption).
@@ -406,6 +408,17 @@ pub struct BaselineFilterArgs {
     /// CI detection.
     #[command(flatten)]
     pub ci: CiArgs,
+}
+
+/// `accept` flags.
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    /// Which pending files, and where.
+    #[command(flatten)]
+    pub filter: BaselineFilterArgs,
+    /// Also apply the pending removals the filters match (deleting those approved baselines).
+    #[arg(long)]
+    pub removals: bool,
 }
 
 /// `approve` flags.

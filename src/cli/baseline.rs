@@ -24,8 +24,8 @@ use super::exit;
 pub(super) fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
         BaselineCommand::Pending(a) => pending(a, out),
-        BaselineCommand::Accept(a) => apply(a, true, out),
-        BaselineCommand::Reject(a) => apply(a, false, out),
+        BaselineCommand::Accept(a) => apply(&a.filter, Some(a.removals), out),
+        BaselineCommand::Reject(a) => apply(a, None, out),
         BaselineCommand::Approve(a) => approve(a, out),
     }
 }
@@ -72,15 +72,17 @@ fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
     all
 }
 
+/// The approved baseline a pending file would replace or remove.
+fn approved_of(pending: &Utf8Path) -> camino::Utf8PathBuf {
+    let s = pending.as_str();
+    let s = (s.strip_suffix(".new"))
+        .or_else(|| s.strip_suffix(".deleted"))
+        .unwrap_or(s);
+    Utf8Path::new(s).to_owned()
+}
+
 fn summary_line(p: &Pending) -> String {
-    let approved = Utf8Path::new(
-        p.stored
-            .path
-            .as_str()
-            .trim_end_matches(".new")
-            .trim_end_matches(".deleted"),
-    )
-    .to_owned();
+    let approved = approved_of(&p.stored.path);
     if p.removal {
         return format!(
             "removed  {}/{}  {}  (the approved baseline has no trace)",
@@ -155,15 +157,51 @@ fn matches(p: &Pending, filters: &[String]) -> bool {
         })
 }
 
-fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let verb = if accept { "accept" } else { "reject" };
+/// Whether a filter names this pending file's case (`SCENARIO/CASE`), not only its scenario.
+fn names_case(p: &Pending, filters: &[String]) -> bool {
+    (filters.iter()).any(|f| eq_ci(f.trim(), &format!("{}/{}", p.scenario, p.case)))
+}
+
+/// `accept` (with whether `--removals` was given) or `reject` (`None`).
+fn apply(
+    args: &BaselineFilterArgs,
+    accept: Option<bool>,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let verb = if accept.is_some() { "accept" } else { "reject" };
     if let Some(code) = refuse_under_ci(&args.ci, verb) {
         return Ok(code);
     }
-    let chosen: Vec<Pending> = list_pending(&args.dir.baselines)
-        .into_iter()
-        .filter(|p| matches(p, &args.filters))
-        .collect();
+    let (mut chosen, mut held) = (Vec::new(), Vec::new());
+    for p in list_pending(&args.dir.baselines) {
+        if !matches(&p, &args.filters) {
+            continue;
+        }
+        // Removing an approved baseline is never a side effect of a bulk accept.
+        let removal_allowed = accept.is_none_or(|all| all || names_case(&p, &args.filters));
+        if p.removal && !removal_allowed {
+            held.push(p);
+        } else {
+            chosen.push(p);
+        }
+    }
+    for p in &held {
+        writeln!(
+            out,
+            "kept     {}/{} ({}): a pending removal, not applied; accept it with `tracereplay baseline accept --removals` or `tracereplay baseline accept '{}/{}'`",
+            escape_controls(&p.scenario),
+            escape_controls(&p.case),
+            display_path(&approved_of(&p.stored.path)),
+            escape_controls(&p.scenario),
+            escape_controls(&p.case),
+        )?;
+    }
+    if chosen.is_empty() && !held.is_empty() {
+        diag!(
+            "nothing accepted: only pending removals match, and they are applied only with `--removals` or a SCENARIO/CASE filter"
+        );
+        return Ok(exit::FAILURE);
+    }
     if chosen.is_empty() {
         diag!(
             "nothing to {verb}: no pending baseline matches in `{}`",
@@ -174,14 +212,8 @@ fn apply(args: &BaselineFilterArgs, accept: bool, out: &mut dyn Write) -> anyhow
     let confined = BaselineStore::new(args.dir.baselines.clone()).confined();
     for p in &chosen {
         let pending = &p.stored.path;
-        let approved = Utf8Path::new(
-            pending
-                .as_str()
-                .trim_end_matches(".new")
-                .trim_end_matches(".deleted"),
-        )
-        .to_owned();
-        match (accept, p.removal) {
+        let approved = approved_of(pending);
+        match (accept.is_some(), p.removal) {
             (true, false) => {
                 // Validate before promoting: a corrupt pending file must not replace a good baseline.
                 BaselineFile::read(pending)
@@ -255,6 +287,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 store: BaselineStore::new(dir.clone()),
                 mode: DriftMode::Default,
                 tolerance: 0.2,
+                refresh: true,
             },
             write_pending: true,
         },
@@ -296,12 +329,13 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             diag!("skipped  {what}: {}", d.detail);
             continue;
         }
-        if row.drift.is_empty() {
+        let pending = store.new_path(scenario, case);
+        let approved = store.approved_path(scenario, case);
+        // No drift, and no pending file this run wrote to bring the approved one up to date.
+        if row.drift.is_empty() && !pending.is_file() {
             unchanged += 1;
             continue;
         }
-        let pending = store.new_path(scenario, case);
-        let approved = store.approved_path(scenario, case);
         store
             .confined()
             .rename(&pending, &approved)

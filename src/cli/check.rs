@@ -115,6 +115,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             (found, cache_file.and_then(|h| h.join().ok()))
         });
         let mut found = found?;
+        found.look_up_in(&options::suite_roots());
         if let Some(last) = &last_run {
             let before = found.trace_files.len();
             found.trace_files.retain(|p| last.keeps(p));

@@ -331,12 +331,14 @@ impl Config {
                         take(&mut a.dir.baselines, dir, given("baselines"));
                     }
                     B::Pending(d) => take(&mut d.baselines, dir, given("baselines")),
-                    B::Accept(f) | B::Reject(f) => {
-                        take(&mut f.dir.baselines, dir, given("baselines"))
-                    }
+                    B::Accept(a) => take(&mut a.filter.dir.baselines, dir, given("baselines")),
+                    B::Reject(f) => take(&mut f.dir.baselines, dir, given("baselines")),
                 }
             }
             _ => {}
+        }
+        if let Some(p) = &self.paths {
+            super::options::set_suite_roots(p.clone());
         }
         if let Some(b) = &self.baselines {
             // `check`, `diff` and `explain` use it when `--baselines` is not given.

@@ -66,7 +66,8 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
             "no `baselines/` directory to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
         ),
     }
-    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let mut found = discover(&args.paths, &args.scenario_dirs)?;
+    found.look_up_in(&options::suite_roots());
     let opts = CheckOptions {
         selection: Selection {
             whole_suite: crate::discover::covers_suite_roots(&args.paths),

@@ -52,6 +52,19 @@ pub(super) fn resolve_baselines(
 /// file's `baselines` (which, like the default, may not exist yet).
 static DEFAULT_BASELINES: std::sync::OnceLock<Utf8PathBuf> = std::sync::OnceLock::new();
 
+static SUITE_ROOTS: std::sync::OnceLock<Vec<Utf8PathBuf>> = std::sync::OnceLock::new();
+
+/// Sets the project file's `paths` as the suite's roots.
+pub(super) fn set_suite_roots(paths: Vec<Utf8PathBuf>) {
+    let _ = SUITE_ROOTS.set(paths);
+}
+
+/// The suite's roots, where a trace's scenario is looked up when the checked paths do not
+/// define it: the project file's `paths`, else `traces/`.
+pub(super) fn suite_roots() -> Vec<Utf8PathBuf> {
+    (SUITE_ROOTS.get().cloned()).unwrap_or_else(|| vec![crate::discover::DEFAULT_ROOT.into()])
+}
+
 /// Sets the project file's baselines directory as the default.
 pub(super) fn set_default_baselines(dir: Utf8PathBuf) {
     let _ = DEFAULT_BASELINES.set(dir);
@@ -79,6 +92,7 @@ pub(super) fn baselines(
             store: BaselineStore::new(dir),
             mode,
             tolerance: tolerance(drift.usage_tolerance)?,
+            refresh: false,
         },
         write_pending,
     })

@@ -116,6 +116,12 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         if let Some(p) = &r.recorded_to {
             writeln!(out, "  recorded {p}")?;
         }
+        if let Some(why) = &r.not_recorded {
+            diag!(
+                "note: {}: not recorded: {why}",
+                crate::report::escape_controls(&r.session)
+            );
+        }
     }
     if !problems.is_empty() {
         return Ok(exit::ERROR);

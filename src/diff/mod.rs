@@ -22,6 +22,8 @@ pub enum DriftCategory {
     ToolCallsChanged,
     /// Same tool names, different arguments or ok/error.
     ArgumentsChanged,
+    /// Same calls, but a tool returned different content.
+    ToolResultsChanged,
     /// Approvals requested or decided differently.
     ApprovalsChanged,
     /// Run status changed.
@@ -67,6 +69,7 @@ impl DriftCategory {
             DriftCategory::OraclesChanged => "oracles-changed",
             DriftCategory::ToolCallsChanged => "tool-calls-changed",
             DriftCategory::ArgumentsChanged => "arguments-changed",
+            DriftCategory::ToolResultsChanged => "tool-results-changed",
             DriftCategory::ApprovalsChanged => "approvals-changed",
             DriftCategory::StatusChanged => "status-changed",
             DriftCategory::ArtifactsChanged => "artifacts-changed",
@@ -93,6 +96,7 @@ impl DriftCategory {
                     | DriftCategory::OraclesChanged
                     | DriftCategory::ToolCallsChanged
                     | DriftCategory::ArgumentsChanged
+                    | DriftCategory::ToolResultsChanged
                     | DriftCategory::ApprovalsChanged
                     | DriftCategory::StatusChanged
                     | DriftCategory::ArtifactsChanged
@@ -141,6 +145,7 @@ impl DriftFinding {
     }
 }
 
+/// A call and its outcome, as a line of a calls diff.
 fn call_line(c: &CallRecord) -> String {
     let outcome = match (c.ok, &c.error) {
         (Some(true), None) => "ok".to_owned(),
@@ -153,6 +158,23 @@ fn call_line(c: &CallRecord) -> String {
         (None, _) => "no result".to_owned(),
     };
     format!("{} {} {} -> {outcome}", c.call, c.tool, wrapped(&c.args))
+}
+
+/// A call with the hash of what its tool returned, as a line of a results diff.
+fn result_line(c: &CallRecord) -> String {
+    let result = c.result.as_deref().unwrap_or("no content");
+    format!("{} {} {} => {result}", c.call, c.tool, wrapped(&c.args))
+}
+
+/// Whether two calls agree on everything but the content their tool returned.
+fn same_call(a: &CallRecord, b: &CallRecord) -> bool {
+    a.tool == b.tool && a.args == b.args && a.call == b.call && a.ok == b.ok && a.error == b.error
+}
+
+/// Whether a tool's result moved: only compared where the approved baseline recorded result
+/// hashes (a baseline written before they were compared has none, and is not drift for that).
+fn result_moved(approved: &CallRecord, current: &CallRecord) -> bool {
+    approved.result.is_some() && approved.result != current.result
 }
 
 /// Canonical arguments on one line when short; a longer object one key per line, so that a
@@ -269,18 +291,33 @@ pub fn compare(
             ),
             calls_diff(),
         );
-    } else if approved.tool_calls != current.tool_calls {
-        let changed = approved
-            .tool_calls
-            .iter()
-            .zip(&current.tool_calls)
-            .filter(|(a, b)| a != b)
-            .count();
-        push(
-            DriftCategory::ArgumentsChanged,
-            format!("{changed} call(s) changed arguments or outcome"),
-            calls_diff(),
-        );
+    } else {
+        let pairs = || approved.tool_calls.iter().zip(&current.tool_calls);
+        let changed = pairs().filter(|(a, b)| !same_call(a, b)).count();
+        if changed > 0 {
+            push(
+                DriftCategory::ArgumentsChanged,
+                format!("{changed} call(s) changed arguments or outcome"),
+                calls_diff(),
+            );
+        }
+        let moved = pairs().filter(|(a, b)| result_moved(a, b)).count();
+        if moved > 0 {
+            // Only the calls whose results are compared, so an old baseline's missing hashes
+            // never show as a change.
+            let (old, new): (Vec<_>, Vec<_>) = pairs().filter(|(a, _)| a.result.is_some()).unzip();
+            let render = |calls: Vec<&CallRecord>| {
+                calls
+                    .into_iter()
+                    .map(|c| result_line(c) + "\n")
+                    .collect::<String>()
+            };
+            push(
+                DriftCategory::ToolResultsChanged,
+                format!("{moved} tool result(s) returned different content"),
+                Some(render::unified(&render(old), &render(new))),
+            );
+        }
     }
     if approved.approvals != current.approvals {
         push(
@@ -384,6 +421,7 @@ mod tests {
                 call: "call#1".into(),
                 ok: Some(true),
                 error: None,
+                result: Some("b3:aa".into()),
             }],
             approvals: vec![],
             messages: vec![],
@@ -426,6 +464,24 @@ mod tests {
             ),
             "{f:?}"
         );
+        let mut b = base.clone();
+        b.tool_calls[0].result = Some("b3:bb".into());
+        assert_eq!(
+            categories(&base, &b, DriftMode::Default),
+            vec![(DriftCategory::ToolResultsChanged, true)]
+        );
+        let f = &compare(&base, &b, 0.2, DriftMode::Default)[0];
+        assert!(
+            (f.diff.as_deref().unwrap()).contains(
+                "-call#1 read {\"path\":\"a\"} => b3:aa\n+call#1 read {\"path\":\"a\"} => b3:bb"
+            ),
+            "{f:?}"
+        );
+        // A baseline written before results were compared has none: not drift for that alone.
+        let mut old = base.clone();
+        old.tool_calls[0].result = None;
+        assert!(compare(&old, &base, 0.2, DriftMode::Default).is_empty());
+        assert!(compare(&old, &b, 0.2, DriftMode::Default).is_empty());
         let mut b = base.clone();
         b.tool_calls[0].tool = "write".into();
         assert_eq!(

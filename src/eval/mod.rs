@@ -60,6 +60,16 @@ pub enum FailOn {
 }
 
 impl FailOn {
+    /// The `--fail-on` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Any => "any",
+            FailOn::High => "high",
+            FailOn::Critical => "critical",
+            FailOn::None => "none",
+        }
+    }
+
     /// Whether a failure at `risk` counts.
     pub fn counts(self, risk: Risk) -> bool {
         match self {
@@ -317,7 +327,14 @@ fn check_in_pool(
     cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
     // Plan.
-    let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
+    let files: Vec<Utf8PathBuf> = (found.scenario_files.iter())
+        .chain(&found.lookup_files)
+        .cloned()
+        .collect();
+    let mut loaded = load_scenarios(&files, &found.suite_files, &found.roots);
+    // Look-up scenarios are not the run's: their problems and secrets are their own suite's.
+    let looked_up: HashSet<&Utf8Path> = found.lookup_files.iter().map(|p| p.as_path()).collect();
+    loaded.errors.retain(|e| !looked_up.contains(e.path()));
     if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
         let paths: Vec<String> = searched.iter().map(|p| format!("`{p}`")).collect();
         let hint = (found.warnings.iter())
@@ -331,6 +348,7 @@ fn check_in_pool(
     }
     // The scenario files' bytes as loading read them: scanned here, not read again.
     let sources: Vec<(&Utf8Path, &[u8])> = (loaded.sources.iter())
+        .filter(|(p, _)| !looked_up.contains(p.as_path()))
         .map(|(p, b)| (p.as_path(), b.as_slice()))
         .collect();
     let mut privacy = crate::privacy::lint::scan_scenarios_and_sidecars(
@@ -344,7 +362,12 @@ fn check_in_pool(
         .filter(|f| f.fingerprint.is_some())
         .map(|f| f.file.as_str())
         .collect();
-    let entries = plan::index_scenarios(&loaded.scenarios, &opts.selection, &secret_files);
+    let entries = plan::index_scenarios(
+        &loaded.scenarios,
+        &opts.selection,
+        &secret_files,
+        &found.lookup_files,
+    );
     plan::check_filters(&opts.selection, &entries)?;
     let row_memory = opts.runtime.row_memory.unwrap_or(ROW_MEMORY);
     // No key, no cache: an unauthenticated cache is never trusted.
@@ -384,7 +407,14 @@ fn check_in_pool(
         .filter(|(_, m)| m.has_privacy)
         .map(|(i, _)| i)
         .collect();
-    let scenarios_in_scope = entries.values().filter(|e| e.in_scope).count();
+    let scenarios_in_scope = entries.values().filter(|e| e.in_run()).count();
+    for e in entries.values().filter(|e| e.lookup && e.in_run()) {
+        warnings.push(format!(
+            "scenario `{}` is defined under none of the checked paths; using `{}` from the suite's roots",
+            e.scenario.id,
+            display_path(&e.scenario.file)
+        ));
+    }
     let fail_on = opts.counting.fail_on;
     for (mut row, p) in summary::other_rows(found, &loaded, &entries, opts) {
         set_blocking(&mut row, fail_on);
@@ -407,13 +437,18 @@ fn check_in_pool(
             // that are gone too. `--partition`: baselines whose scenario id falls in this share,
             // so the shares together report every obsolete baseline once.
             let selected: HashSet<String> = (entries.values())
-                .filter(|e| e.in_scope)
+                .filter(|e| e.in_run())
                 .map(|e| crate::baseline::encode_segment(&e.scenario.id))
                 .collect();
+            // A run that selects traces rather than scenarios judges no obsolescence: paths
+            // that do not cover the suite's roots (a scenario's traces may live elsewhere) and
+            // `--last-failed` (which leaves out traces whose baselines are still in use).
             let s = &opts.selection;
-            let everything = s.whole_suite && !s.filtered();
+            let judges = s.whole_suite && s.rerun.is_none();
+            let everything = judges && !s.filtered();
             let in_scope = |segment: &str| {
-                (everything || selected.contains(segment))
+                judges
+                    && (everything || selected.contains(segment))
                     && s.partition_holds(Some(&crate::baseline::decode_segment(segment)))
             };
             obsolete = baselines::find_obsolete(&rows, policy, &in_scope, &mut pending);
@@ -423,6 +458,25 @@ fn check_in_pool(
             let (w, failed) = persist::write_pending(&policy.store, &pending);
             warnings.extend(w);
             failed_writes.extend(failed);
+        }
+    }
+
+    // Where an unknown scenario was looked for (rare rows: decoded and re-encoded).
+    let looked_in: Vec<String> = (found.roots.iter()).map(|r| format!("`{r}`")).collect();
+    let error_rows: Vec<usize> = (rows.metas().enumerate())
+        .filter(|(_, m)| m.verdict == RowVerdict::Error && m.source == crate::report::Source::Trace)
+        .map(|(i, _)| i)
+        .collect();
+    for i in error_rows {
+        let mut row = rows.get(i);
+        if let Some(e) = row
+            .error
+            .as_mut()
+            .filter(|e| e.category == "unknown-scenario")
+        {
+            e.message
+                .push_str(&format!(" (looked in {})", looked_in.join(", ")));
+            rows.set(i, &row);
         }
     }
 
@@ -455,6 +509,7 @@ fn check_in_pool(
         obsolete,
         warnings,
         failed_writes,
+        fail_on: Some(fail_on.as_str()),
     })
 }
 

@@ -33,6 +33,10 @@ pub struct BaselinePolicy {
     pub mode: DriftMode,
     /// Usage tolerance as a fraction (0.2 = 20 %).
     pub tolerance: f64,
+    /// Also write a pending baseline for a case that did not drift but whose approved file
+    /// holds less than this run would write (tool result hashes it predates), so that
+    /// `baseline approve` brings it up to date. `check` leaves such files alone.
+    pub refresh: bool,
 }
 
 /// Verifies a trace file's seal and parses it.
@@ -91,6 +95,9 @@ pub struct Comparison {
     pub findings: Vec<DriftFinding>,
     /// The baseline this run would approve (what a pending `.new` file holds).
     pub current: BaselineFile,
+    /// No drift, but the approved behaviour differs from the current one (it predates
+    /// something a baseline now records, such as tool result hashes).
+    pub stale: bool,
 }
 
 /// Compares `behaviour` of (scenario, case) with its approved baseline under `policy`. Reads
@@ -106,13 +113,18 @@ pub fn compare(
     let current = BaselineFile::new(scenario, case, content_hash, behaviour);
     let finding =
         |category, detail: String| vec![DriftFinding::new(category, detail, None, policy.mode)];
+    let mut stale = false;
     let findings = match BaselineFile::read(&approved_path) {
-        Ok(approved) => compare_behaviour(
-            &approved.behaviour,
-            &current.behaviour,
-            policy.tolerance,
-            policy.mode,
-        ),
+        Ok(approved) => {
+            let findings = compare_behaviour(
+                &approved.behaviour,
+                &current.behaviour,
+                policy.tolerance,
+                policy.mode,
+            );
+            stale = findings.is_empty() && approved.behaviour != current.behaviour;
+            findings
+        }
         Err(crate::baseline::BaselineError::Io { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
         {
@@ -126,5 +138,9 @@ pub fn compare(
         }
         Err(e) => finding(DriftCategory::BaselineInvalid, super::error_chain(&e)),
     };
-    Comparison { findings, current }
+    Comparison {
+        findings,
+        current,
+        stale,
+    }
 }

@@ -24,6 +24,17 @@ pub(crate) struct Entry<'s> {
     pub(crate) secrets: bool,
     /// Some trace row names this scenario.
     pub(crate) seen: AtomicBool,
+    /// Loaded from the suite's roots only to resolve traces ([`Discovered::lookup_files`]):
+    /// part of the run only when a trace names it.
+    pub(crate) lookup: bool,
+}
+
+impl Entry<'_> {
+    /// Whether the scenario belongs to this run: in scope, and not a look-up scenario no trace
+    /// named.
+    pub(crate) fn in_run(&self) -> bool {
+        self.in_scope && (!self.lookup || self.seen.load(Ordering::Relaxed))
+    }
 }
 
 /// The entry of scenario `id`, matched case-insensitively (no allocation for the usual
@@ -50,12 +61,21 @@ pub(crate) fn index_scenarios<'s>(
     scenarios: &'s [Scenario],
     selection: &Selection,
     secret_files: &HashSet<&str>,
+    lookup_files: &[Utf8PathBuf],
 ) -> Entries<'s> {
     let mut entries: Entries<'s> = Entries::default();
     let mut duplicates: HashMap<String, Vec<String>> = HashMap::new();
-    for s in scenarios {
+    let lookup: HashSet<&Utf8PathBuf> = lookup_files.iter().collect();
+    // The run's own scenarios first, so that a look-up scenario never shadows one of them.
+    let (own, looked_up): (Vec<&Scenario>, Vec<&Scenario>) =
+        scenarios.iter().partition(|s| !lookup.contains(&s.file));
+    for s in own.into_iter().chain(looked_up) {
         let key = s.id.to_lowercase();
+        let is_lookup = lookup.contains(&s.file);
         if let Some(first) = entries.get(&key) {
+            if is_lookup {
+                continue;
+            }
             duplicates
                 .entry(key)
                 .or_insert_with(|| vec![display_path(&first.scenario.file)])
@@ -77,6 +97,7 @@ pub(crate) fn index_scenarios<'s>(
                 in_scope,
                 secrets: secret_files.contains(display_path(&s.file).as_str()),
                 seen: Default::default(),
+                lookup: is_lookup,
             },
         );
     }
@@ -139,6 +160,7 @@ fn judging_options(opts: &CheckOptions) -> String {
             &policy.store.dir,
             policy.mode,
             policy.tolerance,
+            policy.refresh,
             *write_pending,
         )),
         Baselines::Absent | Baselines::Ignored => None,

@@ -55,6 +55,7 @@ fn options(root: &Utf8Path, threads: usize, write_pending: bool) -> CheckOptions
                 store: BaselineStore::new(root.join("baselines")),
                 mode: DriftMode::Default,
                 tolerance: 0.2,
+                refresh: false,
             },
             write_pending,
         },

@@ -104,8 +104,14 @@ pub(crate) fn judge_opened(
     row.sealed = Some(seal.sealed);
     row.warnings = parsed.warnings.clone();
     let Some(entry) = entry else {
+        let mut known: Vec<&str> = entries.values().map(|e| e.scenario.id.as_str()).collect();
+        known.sort_unstable();
+        let hint = match crate::oracle::registry::closest(&header.scenario, known) {
+            Some(id) => format!("did you mean `{id}`? Or give"),
+            None => "give".to_owned(),
+        };
         let message = format!(
-            "`{shown}` names scenario `{}`, which no loaded scenario file defines",
+            "`{shown}` names scenario `{}`, which no loaded scenario file defines; {hint} the directory holding its scenario file with `--scenarios DIR`",
             header.scenario
         );
         set_error(&mut row, "unknown-scenario", message, Some(1));
@@ -240,7 +246,7 @@ fn judge_into(
         .any(|f| f.category == crate::diff::DriftCategory::BaselineInvalid);
     let pending = (opts.baselines.writes_pending() && !invalid).then(|| {
         let (scenario, case) = (scenario.id.clone(), case.to_owned());
-        if compared.findings.is_empty() {
+        if compared.findings.is_empty() && !(policy.refresh && compared.stale) {
             Pending::Clear { scenario, case }
         } else {
             let text = compared.current.to_text();

@@ -19,7 +19,7 @@ pub(super) fn other_rows(
     opts: &CheckOptions,
 ) -> Vec<(ResultRow, Option<baselines::Pending>)> {
     let mut out = Vec::new();
-    let mut listed: Vec<&plan::Entry> = entries.values().filter(|e| e.in_scope).collect();
+    let mut listed: Vec<&plan::Entry> = entries.values().filter(|e| e.in_run()).collect();
     listed.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
     let left_out =
         |id: &str| (opts.selection.rerun.as_ref()).is_some_and(|l| l.contains(&id.to_lowercase()));

@@ -415,6 +415,33 @@ pub fn run_completed(facts: &Facts<'_, '_>) -> OracleResult {
     }
 }
 
+/// The synthetic `replay-divergence`, only for a trace that records one: a failure naming each
+/// divergence (its request and both values, as the replay server wrote them).
+pub fn replay_divergence(facts: &Facts<'_, '_>) -> Option<OracleResult> {
+    let mut messages = Vec::new();
+    let mut evidence = Vec::new();
+    for e in &facts.trace.events {
+        if let EventBody::Error { message, code } = &e.body {
+            let code = code.as_ref().map(|c| c.raw());
+            if code == Some("\"replay-divergence\"") {
+                messages.push(message.to_string());
+                evidence.push(e.seq);
+            }
+        }
+    }
+    let first = messages.first()?.clone();
+    let why = match messages.len() {
+        1 => format!("the replay diverged from its recording: {first}"),
+        n => format!("the replay diverged from its recording {n} times; first: {first}"),
+    };
+    Some(OracleResult::fail(
+        shorten(&why, FOUND_CHARS),
+        evidence,
+        json!("no divergence"),
+        json!(messages),
+    ))
+}
+
 /// `a`, `b`: names in backticks, joined with commas.
 pub(crate) fn quoted<T: AsRef<str>>(items: &[T]) -> String {
     items

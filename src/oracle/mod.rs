@@ -31,6 +31,10 @@ use crate::trace::Trace;
 /// The synthetic result every trace gets unless its scenario declares `status-is`.
 pub const RUN_COMPLETED: &str = "run-completed";
 
+/// The synthetic result a trace gets when it records a replay divergence (an `error` event with
+/// code `replay-divergence`): always a failure, whatever `run_end` says.
+pub const REPLAY_DIVERGENCE: &str = "replay-divergence";
+
 /// The canonical name of a known oracle type (looked up case-insensitively).
 pub fn canonical_type(written: &str) -> Option<&'static str> {
     registry::lookup(written).map(|t| t.name)
@@ -83,7 +87,8 @@ pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
 }
 
 /// Judges a trace against every oracle of its scenario, in declaration order, followed by the
-/// synthetic `run-completed` unless the scenario declares `status-is`.
+/// synthetic `run-completed` unless the scenario declares `status-is`, and by a failing
+/// `replay-divergence` when the trace records one.
 pub fn judge(scenario: &Scenario, trace: &Trace<'_>) -> Vec<OracleResult> {
     judge_facts(scenario, &Facts::new(trace))
 }
@@ -102,6 +107,9 @@ pub fn judge_facts(scenario: &Scenario, facts: &Facts<'_, '_>) -> Vec<OracleResu
         .any(|o| canonical_type(o.type_name()) == Some("status-is"));
     if !declares_status {
         results.push(harness::run_completed(facts).typed(RUN_COMPLETED, None));
+    }
+    if let Some(diverged) = harness::replay_divergence(facts) {
+        results.push(diverged.typed(REPLAY_DIVERGENCE, None));
     }
     results
 }

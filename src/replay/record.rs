@@ -270,12 +270,12 @@ impl Recording {
     }
 
     /// The recorded run as sealed trace bytes (uncompressed): header, events numbered in
-    /// order, and a `run_end` (`failed` when the run diverged and reported none).
+    /// order, and the `run_end` the runtime reported — or, when it reported none, `failed`
+    /// (a run that never said how it ended is never taken for a completed one).
     pub fn seal(
         &self,
         script: &Script,
         hasher: &PromptHasher,
-        diverged: bool,
         limits: Limits,
     ) -> Result<Vec<u8>, String> {
         let mut privacy = json!({"prompts": "hashed", "hash": hasher.scheme()});
@@ -293,9 +293,10 @@ impl Recording {
         text.push('\n');
         let mut events = self.events.clone();
         if !self.ended {
-            events.push(
-                json!({"kind": "run_end", "status": if diverged { "failed" } else { "completed" }}),
-            );
+            events.push(json!({
+                "kind": "run_end", "status": "failed",
+                "error": "the runtime reported no run end to the replay server",
+            }));
         }
         for (i, mut e) in events.into_iter().enumerate() {
             e["seq"] = json!(i + 1);

@@ -62,6 +62,9 @@ pub struct SessionReport {
     /// Where the replayed run was recorded, once it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_to: Option<String>,
+    /// Why the run was not recorded although recording was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_recorded: Option<String>,
 }
 
 /// How the server captures and records.
@@ -114,6 +117,7 @@ struct Session {
     finished: bool,
     recording: Recording,
     recorded: Option<String>,
+    not_recorded: Option<String>,
 }
 
 impl Session {
@@ -128,7 +132,13 @@ impl Session {
             finished: self.finished,
             run_end_reported: self.recording.ended(),
             recorded_to: self.recorded.clone(),
+            not_recorded: self.not_recorded.clone(),
         }
+    }
+
+    /// Whether the runtime asked anything of this session (served, refused or past the end).
+    fn requested(&self) -> bool {
+        self.served > 0 || self.exhausted > 0 || !self.divergences.is_empty()
     }
 
     /// Writes the replayed run under the record directory (once); `Err` says why not.
@@ -136,10 +146,18 @@ impl Session {
         let (Some(dir), None) = (&options.record, &self.recorded) else {
             return Ok(());
         };
-        let diverged = self.exhausted > 0 || !self.divergences.is_empty();
+        // A run that never happened is not recorded: it would claim an end nobody reported.
+        if !self.requested() && !self.recording.ended() {
+            self.not_recorded = Some(
+                "no request was made and no run end was reported, so there is no run to record"
+                    .to_owned(),
+            );
+            return Ok(());
+        }
+        self.not_recorded = None;
         let bytes = self
             .recording
-            .seal(&self.script, &self.hasher, diverged, options.limits)?;
+            .seal(&self.script, &self.hasher, options.limits)?;
         let rel = format!(
             "{}/{}.trace.ndjson.zst",
             crate::baseline::encode_segment(&self.script.scenario),
@@ -189,6 +207,7 @@ impl Replay {
                             finished: false,
                             recording: Recording::default(),
                             recorded: None,
+                            not_recorded: None,
                         }),
                     )
                 })

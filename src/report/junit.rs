@@ -52,12 +52,20 @@ fn evidence_text(row: &ResultRow) -> String {
     out
 }
 
-fn row_case(row: &ResultRow) -> TestCase {
-    let name = format!(
-        "{} ({})",
-        row.case.as_deref().unwrap_or("-"),
-        row.path.as_deref().unwrap_or("-")
-    );
+/// Why a failing row does not fail the run: its scenario is a known gap, or its risk is below
+/// `--fail-on`.
+fn ignored_because(row: &ResultRow, fail_on: Option<&str>) -> String {
+    if row.known_gap {
+        return "ignored failure: a known gap".to_owned();
+    }
+    let risk = row.risk.map_or("unrated", |r| r.as_str());
+    match fail_on {
+        Some(f) => format!("ignored failure: {risk} risk under --fail-on {f}"),
+        None => format!("ignored failure: {risk} risk, below --fail-on"),
+    }
+}
+
+fn row_case(row: &ResultRow, fail_on: Option<&str>) -> TestCase {
     let failing_drift = row
         .drift
         .iter()
@@ -72,6 +80,17 @@ fn row_case(row: &ResultRow) -> TestCase {
             ))
             .set_type("drift");
             s
+        }
+        // A failure that does not count is no red check on a green job: skipped, with the
+        // evidence kept in `system-out`.
+        RowVerdict::Fail if !row.blocking => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(ignored_because(row, fail_on))
+                .set_type("ignored-failure");
+            let mut case = TestCase::new(test_name(row), s);
+            case.set_classname(row.scenario.as_deref().unwrap_or("(scenario files)"));
+            case.set_system_out(evidence_text(row));
+            return case;
         }
         RowVerdict::Fail => {
             let failed: Vec<&str> = row
@@ -97,9 +116,17 @@ fn row_case(row: &ResultRow) -> TestCase {
     if !matches!(status, TestCaseStatus::Success { .. }) {
         status.set_description(evidence_text(row));
     }
-    let mut case = TestCase::new(name, status);
+    let mut case = TestCase::new(test_name(row), status);
     case.set_classname(row.scenario.as_deref().unwrap_or("(scenario files)"));
     case
+}
+
+fn test_name(row: &ResultRow) -> String {
+    format!(
+        "{} ({})",
+        row.case.as_deref().unwrap_or("-"),
+        row.path.as_deref().unwrap_or("-")
+    )
 }
 
 /// Writes the report as JUnit XML.
@@ -111,7 +138,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             .clone()
             .unwrap_or_else(|| "(scenario files)".to_owned());
         let cases = suites.entry(suite).or_default();
-        cases.push(row_case(&row));
+        cases.push(row_case(&row, report.fail_on));
         if let Some(new) = row.drift.iter().find(|d| d.category == DriftCategory::New) {
             let status = if new.fails {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);

@@ -39,6 +39,10 @@ pub struct Report {
     /// makes it 2).
     #[serde(skip)]
     pub failed_writes: Vec<FailedWrite>,
+    /// The `--fail-on` value the run was judged under (`any`, `high`…), for reports that say
+    /// why a failure was ignored; `None` for a merged or read-back report. Not in the JSON.
+    #[serde(skip)]
+    pub fail_on: Option<&'static str>,
 }
 
 /// A file a run could not write.

@@ -261,7 +261,15 @@ fn new_and_obsolete_baselines_with_scope() {
         env.path("baselines/agent.shell.approved/default.baseline.json.deleted")
             .exists()
     );
+    // A scenario filter does not name the case: the removal is kept, and said so.
     let out = env.run_with(&["baseline", "accept", "agent.shell.approved"], &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stdout.contains("kept     agent.shell.approved/default"), "{}", out.stdout);
+    assert!(
+        env.path("baselines/agent.shell.approved/default.baseline.json")
+            .exists()
+    );
+    let out = env.run_with(&["baseline", "accept", "agent.shell.approved/default"], &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         !env.path("baselines/agent.shell.approved/default.baseline.json")

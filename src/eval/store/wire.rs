@@ -15,7 +15,7 @@ use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub(crate) const WIRE_VERSION: u32 = 3;
+pub(crate) const WIRE_VERSION: u32 = 4;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
