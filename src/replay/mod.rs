@@ -14,6 +14,7 @@ pub mod openai;
 pub mod record;
 pub mod script;
 pub mod server;
+mod signals;
 
 pub use script::{Script, Step, load, load_all};
 pub use server::{Options, Replay, Running, SessionReport, StopWhen, spawn};

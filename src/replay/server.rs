@@ -510,6 +510,9 @@ pub fn spawn(scripts: Vec<Script>, addr: SocketAddr, options: Options) -> std::i
         .build()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
     let local = listener.local_addr()?;
+    // Signal handling is in place before the caller announces the address, so a SIGTERM sent
+    // right after `listening on` still records (#27).
+    let signals = runtime.block_on(async { super::signals::Signals::install() })?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = replay.clone();
     let task = runtime.spawn(async move {
@@ -522,6 +525,7 @@ pub fn spawn(scripts: Vec<Script>, addr: SocketAddr, options: Options) -> std::i
     Ok(Running {
         addr: local,
         replay,
+        signals: Some(signals),
         stop: Some(stop),
         task: Some(task),
         runtime: Some(runtime),
@@ -533,6 +537,7 @@ pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
     replay: Arc<Replay>,
+    signals: Option<super::signals::Signals>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     runtime: Option<tokio::runtime::Runtime>,
@@ -574,7 +579,7 @@ impl Running {
     /// records the sessions not recorded yet.
     /// Returns every session's report and the recordings that could not be written.
     pub fn wait(mut self, when: StopWhen) -> (Vec<SessionReport>, Vec<String>) {
-        if let Some(rt) = &self.runtime {
+        if let (Some(rt), Some(mut signals)) = (&self.runtime, self.signals.take()) {
             let replay = self.replay.clone();
             rt.block_on(async move {
                 let finished = async {
@@ -586,19 +591,8 @@ impl Running {
                         }
                     }
                 };
-                let term = async {
-                    #[cfg(unix)]
-                    if let Ok(mut s) =
-                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    {
-                        s.recv().await;
-                        return;
-                    }
-                    std::future::pending::<()>().await
-                };
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term => {}
+                    _ = signals.recv() => {}
                     _ = finished => {}
                 }
             });

@@ -1,5 +1,6 @@
 //! Integration tests: the real `tracereplay` binary in temporary directories.
 
+mod adoption;
 mod bad_input;
 mod baselines;
 mod check;

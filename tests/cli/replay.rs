@@ -408,7 +408,7 @@ fn bounded_bodies_loopback_by_default_and_unreadable_traces_named() {
 /// A small tool-calling agent loop, as a runtime would run it: ask the model, run the tools it
 /// asks for (`weather(city)` answers from `forecast`), hand the results back, until it answers;
 /// then report the final answer and the run's end. Returns the message log.
-fn agent_loop(
+pub(super) fn agent_loop(
     server: &Server,
     session: &str,
     forecast: &str,
