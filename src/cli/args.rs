@@ -156,15 +156,17 @@ pub struct ReplayServeArgs {
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// A trace file, or a scenario id (every trace of it). With `--last`: a scenario id,
-    /// `scenario/case` or a trace path, to narrow the run's failures to that one.
-    #[arg(value_name = "TARGET", required_unless_present = "last")]
+    /// `scenario/case` or a trace path, to narrow the run's failures to that one. None given:
+    /// as `--last`.
+    #[arg(value_name = "TARGET")]
     pub target: Option<String>,
     /// Explain the failures recorded in the newest run folder: each one's headline and deciding
     /// oracle (everything with `--full`, or when a target names one).
     #[arg(long)]
     pub last: bool,
-    /// With `--last`: every oracle, the deciding events in context and drift, for each failure.
-    #[arg(long, requires = "last")]
+    /// With `--last` (or no target): every oracle, the deciding events in context and drift,
+    /// for each failure.
+    #[arg(long)]
     pub full: bool,
     /// Where run folders are (`--last`).
     #[arg(long, value_name = "DIR", default_value = ".tracereplay/runs")]

@@ -33,7 +33,7 @@ use clap::ArgMatches;
 use clap::ValueEnum;
 use clap::parser::ValueSource;
 
-use super::args::{Cli, Command, DriftArg, FailOnArg};
+use super::args::{DriftArg, FailOnArg};
 
 /// The file's name.
 pub(super) const FILE_NAME: &str = "tracereplay.toml";
@@ -155,9 +155,12 @@ impl Config {
             }
             None => {
                 let cwd = std::env::current_dir().context("cannot read the working directory")?;
+                // The first directory with an entry of that name decides: a file there that
+                // cannot be read (a directory, a FIFO, a dangling symlink) is an error, never
+                // a reason to use a parent directory's file instead.
                 cwd.ancestors()
                     .map(|d| d.join(FILE_NAME))
-                    .find(|f| f.is_file())
+                    .find(|f| f.symlink_metadata().is_ok())
                     .and_then(|f| Utf8PathBuf::from_path_buf(f).ok())
             }
         };
@@ -257,91 +260,95 @@ impl Config {
         format!("{} ({what})", file.unwrap_or_default())
     }
 
-    /// Puts the file's settings into the parsed command line, wherever the command line did not
-    /// give them itself.
-    pub(super) fn apply(&self, cli: &mut Cli, matches: &ArgMatches) {
-        let sub = match matches.subcommand() {
-            Some(("baseline", m)) => match m.subcommand() {
-                Some((_, m2)) => m2,
-                None => return,
-            },
-            Some((_, m)) => m,
-            None => return,
-        };
-        let given = |id: &str| {
-            sub.try_get_raw(id)
-                .ok()
-                .flatten()
-                .is_some_and(|_| sub.value_source(id) == Some(ValueSource::CommandLine))
-        };
+    /// The file's settings as command-line arguments, for whichever subcommand `matches` holds:
+    /// each setting goes to every subcommand that declares an argument of its id, unless the
+    /// command line gave that argument itself. Resolved once, the same way for every command
+    /// (a new subcommand that declares `--drift` reads the file's `drift` without being listed
+    /// anywhere). Returns the arguments to append to the command line.
+    pub(super) fn arguments(&self, cmd: &clap::Command, matches: &ArgMatches) -> Vec<String> {
+        // The innermost subcommand and its definition.
+        let (mut sub, mut def) = (matches, cmd);
+        while let Some((name, m)) = sub.subcommand() {
+            match def.find_subcommand(name) {
+                Some(d) => (sub, def) = (m, d),
+                None => return Vec::new(),
+            }
+        }
         let fail_on = self.setting(|p| p.fail_on).map(|v| v.0);
         let drift = self.setting(|p| p.drift).map(|v| v.0);
         let tolerance = self.setting(|p| p.usage_tolerance).map(|v| v.0);
         let sealed = self.setting(|p| p.require_sealed).map(|v| v.0);
-        // The file's value into a setting the command line did not give.
-        fn take<T: Clone>(slot: &mut T, from: Option<&T>, given: bool) {
-            if let (false, Some(v)) = (given, from) {
-                *slot = v.clone();
+        let name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
+            v().map(|p| p.get_name().to_owned())
+        };
+        let list = |v: &Option<Vec<Utf8PathBuf>>| {
+            v.as_ref()
+                .map(|l| l.iter().map(|p| p.to_string()).collect::<Vec<_>>())
+        };
+        let settings: [(&str, Option<Vec<String>>); 8] = [
+            ("paths", list(&self.paths)),
+            ("scenario_dirs", list(&self.scenarios)),
+            (
+                "cache_dir",
+                self.cache_dir.as_ref().map(|d| vec![d.to_string()]),
+            ),
+            (
+                "fail_on",
+                fail_on
+                    .and_then(|f| name(&|| f.to_possible_value()))
+                    .map(|v| vec![v]),
+            ),
+            (
+                "drift",
+                drift
+                    .and_then(|d| name(&|| d.to_possible_value()))
+                    .map(|v| vec![v]),
+            ),
+            ("usage_tolerance", tolerance.map(|t| vec![t.to_string()])),
+            // A flag: only `true` can be given.
+            ("require_sealed", sealed.filter(|s| *s).map(|_| Vec::new())),
+            (
+                "baselines",
+                self.baselines.as_ref().map(|d| vec![d.to_string()]),
+            ),
+        ];
+        let (mut out, mut positional) = (Vec::new(), Vec::new());
+        for (id, values) in settings {
+            let (Some(values), Some(arg)) =
+                (values, def.get_arguments().find(|a| a.get_id() == id))
+            else {
+                continue;
+            };
+            if sub.value_source(id) == Some(ValueSource::CommandLine) {
+                continue;
+            }
+            // `--baselines` given explicitly must exist; where it has no default (`check`,
+            // `diff`, `explain`), the file's directory is the default instead (below).
+            if id == "baselines" && arg.get_default_values().is_empty() {
+                continue;
+            }
+            match arg.get_long() {
+                Some(long) if values.is_empty() => out.push(format!("--{long}")),
+                Some(long) => out.extend(values.into_iter().map(|v| format!("--{long}={v}"))),
+                None => positional.extend(values),
             }
         }
-        let (paths, scenarios) = (self.paths.as_ref(), self.scenarios.as_ref());
-        match &mut cli.command {
-            Command::Check(a) => {
-                take(&mut a.paths, paths, given("paths"));
-                take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
-                take(
-                    &mut a.cache_dir,
-                    self.cache_dir.as_ref(),
-                    given("cache_dir"),
-                );
-                take(&mut a.fail_on, fail_on.as_ref(), given("fail_on"));
-                take(&mut a.drift.drift, drift.as_ref(), given("drift"));
-                take(
-                    &mut a.drift.usage_tolerance,
-                    tolerance.as_ref(),
-                    given("usage_tolerance"),
-                );
-                take(
-                    &mut a.judging.require_sealed,
-                    sealed.as_ref(),
-                    given("require_sealed"),
-                );
-            }
-            Command::Gates(a) => {
-                take(&mut a.paths, paths, given("paths"));
-                take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
-            }
-            Command::Diff(a) => {
-                take(&mut a.paths, paths, given("paths"));
-                take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
-                take(&mut a.drift.drift, drift.as_ref(), given("drift"));
-                take(
-                    &mut a.drift.usage_tolerance,
-                    tolerance.as_ref(),
-                    given("usage_tolerance"),
-                );
-            }
-            Command::Baseline(b) => {
-                use super::args::BaselineCommand as B;
-                let dir = self.baselines.as_ref();
-                match b {
-                    B::Approve(a) => {
-                        take(&mut a.paths, paths, given("paths"));
-                        take(&mut a.scenario_dirs, scenarios, given("scenario_dirs"));
-                        take(&mut a.dir.baselines, dir, given("baselines"));
-                    }
-                    B::Pending(d) => take(&mut d.baselines, dir, given("baselines")),
-                    B::Accept(a) => take(&mut a.filter.dir.baselines, dir, given("baselines")),
-                    B::Reject(f) => take(&mut f.dir.baselines, dir, given("baselines")),
-                }
-            }
-            _ => {}
+        // Positional values after `--`, so that no option taking an optional value
+        // (`--artifacts [DIR]`) swallows them.
+        if !positional.is_empty() {
+            out.push("--".to_owned());
+            out.extend(positional);
         }
+        out
+    }
+
+    /// Sets what the file says as process-wide defaults: the suite's roots, and the baselines
+    /// directory used when `--baselines` is not given.
+    pub(super) fn set_defaults(&self) {
         if let Some(p) = &self.paths {
             super::options::set_suite_roots(p.clone());
         }
         if let Some(b) = &self.baselines {
-            // `check`, `diff` and `explain` use it when `--baselines` is not given.
             super::options::set_default_baselines(b.clone());
         }
     }

@@ -20,7 +20,8 @@ use super::options::{self, ALLOW_FILE, use_color};
 
 /// Runs `explain`; `Err` means exit 2.
 pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    if args.last {
+    // With no target, `explain` explains the newest run's failures.
+    if args.last || args.target.is_none() {
         return last(args, out);
     }
     let target = args.target.as_deref().unwrap_or_default();
@@ -85,16 +86,19 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
         }
         paths
     };
+    let mut unknown = false;
     for (i, path) in traces.iter().enumerate() {
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
         let mut e = explain_trace(path, &judging, lookup, baselines.policy());
+        unknown |= e.unknown_scenario;
         // A secret in the trace or scenario is never shown in full.
         mask_explanation(&mut e, &waived);
         render(&e, use_color(), out)?;
     }
-    Ok(exit::OK)
+    // A trace whose scenario is unknown was not explained, only shown.
+    Ok(if unknown { exit::ERROR } else { exit::OK })
 }
 
 fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {

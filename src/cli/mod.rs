@@ -45,38 +45,41 @@ pub fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
     crate::fsutil::mark_run_start();
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().get_matches();
-    let mut parsed = match Cli::from_arg_matches(&matches) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = Cli::command().get_matches_from(&argv);
+    let first = match Cli::from_arg_matches(&matches) {
         Ok(p) => p,
         Err(e) => e.exit(),
     };
-    options::set_color(parsed.color);
-    // The project file, for the commands that read one.
-    let project = match &parsed.command {
-        Command::Check(_)
-        | Command::Gates(_)
-        | Command::Diff(_)
-        | Command::Baseline(_)
-        | Command::Config => {
-            let loaded = config::Config::load(parsed.config.as_deref()).and_then(|mut c| {
-                c.choose_profile(parsed.profile.as_deref(), ci::env_ci())?;
-                Ok(c)
-            });
-            match loaded {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    diag!("error: {e:#}");
-                    return exit::ERROR;
-                }
-            }
+    // The project file, read the same way for every command: its settings become arguments
+    // wherever the command line did not give them, and the command line is parsed again.
+    let project = config::Config::load(first.config.as_deref()).and_then(|mut c| {
+        c.choose_profile(first.profile.as_deref(), ci::env_ci())?;
+        Ok(c)
+    });
+    let project = match project {
+        Ok(c) => c,
+        Err(e) => {
+            diag!("error: {e:#}");
+            return exit::ERROR;
         }
-        _ => None,
     };
-    if let Some(c) = &project {
-        c.apply(&mut parsed, &matches);
-    }
+    let extra = project.arguments(&Cli::command(), &matches);
+    let parsed = if extra.is_empty() {
+        first
+    } else {
+        let mut full = argv;
+        full.extend(extra.into_iter().map(Into::into));
+        let matches = Cli::command().get_matches_from(&full);
+        match Cli::from_arg_matches(&matches) {
+            Ok(p) => p,
+            Err(e) => e.exit(),
+        }
+    };
+    options::set_color(parsed.color);
+    project.set_defaults();
     if matches!(parsed.command, Command::Config) {
-        let c = project.unwrap_or_default();
+        let c = project;
         return match c.print(&mut std::io::stdout().lock()) {
             Ok(()) => exit::OK,
             Err(_) => exit::OK,

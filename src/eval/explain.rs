@@ -37,6 +37,9 @@ pub struct Explanation {
     /// Events, in order (all of them, or the cited ones in an evidence file).
     #[serde(default)]
     pub events: Vec<Value>,
+    /// No loaded scenario has the id the trace names: nothing could be judged.
+    #[serde(skip)]
+    pub unknown_scenario: bool,
 }
 
 fn to_values(items: &[crate::trace::Event<'_>]) -> Vec<Value> {
@@ -62,6 +65,7 @@ pub fn explain_trace<'s>(
         oracles: Vec::new(),
         drift: Vec::new(),
         events: Vec::new(),
+        unknown_scenario: false,
     };
     let file = match TraceFile::open(path, judging.limits) {
         Ok(f) => f,
@@ -97,6 +101,7 @@ pub fn explain_trace<'s>(
             "no loaded scenario has id `{}`; pass its directory with `--scenarios`",
             header.scenario
         ));
+        e.unknown_scenario = true;
         return e;
     };
     e.scenario = Some(scenario.id.clone());

@@ -34,4 +34,3 @@ impl Signals {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
-

@@ -86,6 +86,10 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
         oracles: r.oracles.clone(),
         drift: r.drift.clone(),
         events: r.cited_events.clone(),
+        unknown_scenario: r
+            .error
+            .as_ref()
+            .is_some_and(|e| e.category == "unknown-scenario"),
     }
 }
 

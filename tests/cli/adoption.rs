@@ -61,7 +61,11 @@ fn no_selective_run_marks_the_baselines_of_what_it_did_not_select_obsolete() {
             "{args:?}: {}",
             report.stdout
         );
-        assert_eq!(deleted_files(&env), Vec::<String>::new(), "{args:?}: {out:?}");
+        assert_eq!(
+            deleted_files(&env),
+            Vec::<String>::new(),
+            "{args:?}: {out:?}"
+        );
     }
     // A whole-suite run still finds a baseline whose trace is gone.
     std::fs::remove_file(env.path("traces/beta/one.trace.ndjson.zst")).unwrap();
@@ -76,7 +80,11 @@ fn a_bulk_accept_never_removes_an_approved_baseline() {
     approved_suite(&env);
     std::fs::remove_file(env.path("traces/beta/one.trace.ndjson.zst")).unwrap();
     // A changed case too, so the bulk accept has something to apply.
-    let changed = trace_text("alpha", "one", &[&call("c1", "search"), &call("c2", "search"), END]);
+    let changed = trace_text(
+        "alpha",
+        "one",
+        &[&call("c1", "search"), &call("c2", "search"), END],
+    );
     env.write("traces/alpha/one.trace.ndjson.zst", sealed_zst(&changed));
     assert_eq!(env.run_with(&["check"], &[]).code, 1);
     let out = env.run_with(&["baseline", "accept"], &[]);
@@ -223,9 +231,19 @@ fn the_readme_replay_journey_works_and_fails_on_a_changed_tool_result() {
             .any(|d| d["category"] == "tool-results-changed" && d["fails"] == true),
         "{r:#}"
     );
-    let diff = env.run(&["diff", "--from", "traces/agent.replay.weather", "--to", "rainy/"]);
+    let diff = env.run(&[
+        "diff",
+        "--from",
+        "traces/agent.replay.weather",
+        "--to",
+        "rainy/",
+    ]);
     assert_eq!(diff.code, 1, "{}", diff.stdout);
-    assert!(diff.stdout.contains("tool-results-changed"), "{}", diff.stdout);
+    assert!(
+        diff.stdout.contains("tool-results-changed"),
+        "{}",
+        diff.stdout
+    );
 }
 
 #[test]
@@ -247,7 +265,10 @@ fn an_unknown_scenario_says_where_it_looked_and_what_was_meant() {
     let env = Env::new();
     one_trace_suite(&env, "example.search", "High", "search", "default");
     let typo = trace_text("example.serch", "x", &[&call("c1", "search"), END]);
-    env.write("traces/example.search/x.trace.ndjson.zst", sealed_zst(&typo));
+    env.write(
+        "traces/example.search/x.trace.ndjson.zst",
+        sealed_zst(&typo),
+    );
     let out = env.run(&["check", "--format", "json"]);
     assert_eq!(out.code, 1);
     let report = json(&out);
@@ -270,7 +291,12 @@ fn junit_agrees_with_the_exit_code() {
     let out = env.run(&["check", "--format", "junit"]);
     assert_eq!(out.code, 0, "an ignored failure: {}", out.stdout);
     let doc = roxmltree::Document::parse(&out.stdout).unwrap();
-    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("failure")).count(), 0);
+    assert_eq!(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("failure"))
+            .count(),
+        0
+    );
     let skipped = (doc.descendants())
         .find(|n| n.has_tag_name("skipped"))
         .expect("the ignored failure is skipped");
@@ -309,15 +335,127 @@ fn markdown_fits_a_pull_request_with_blocking_rows_first() {
     let out = env.run(&["check", "--format", "markdown"]);
     assert_eq!(out.code, 1);
     let md = &out.stdout;
-    assert!(md.chars().count() < 65_000, "{} characters", md.chars().count());
+    assert!(
+        md.chars().count() < 65_000,
+        "{} characters",
+        md.chars().count()
+    );
     let first_low = md.find("| aaa.low |").expect("some ignored failures shown");
     let last_high = md.rfind("| zzz.high |").expect("the blocking rows shown");
     assert!(last_high < first_low, "blocking rows first");
     assert_eq!(md.matches("| zzz.high |").count(), 30);
     assert!(
-        md.contains("0 blocking row(s), ") && md.contains("ignored failure(s) and 0 warning row(s) are left out"),
+        md.contains("0 blocking row(s), ")
+            && md.contains("ignored failure(s) and 0 warning row(s) are left out"),
         "{}",
         &md[md.len().saturating_sub(600)..]
     );
     assert!(md.contains("`--artifacts`"));
+}
+
+fn usage_trace(input_tokens: u64) -> String {
+    let inference = format!(
+        r#"{{"kind":"inference","usage":{{"input_tokens":{input_tokens},"output_tokens":10}}}}"#
+    );
+    trace_text("u", "default", &[&inference, &call("c1", "search"), END])
+}
+
+/// Every command that judges or compares reads `tracereplay.toml` the same way: `check` and
+/// `explain` agree on each setting given only through the file.
+#[test]
+fn check_and_explain_agree_on_every_setting_of_the_project_file() {
+    let env = Env::new();
+    env.write("suite/u/u.scenario.json", scenario("u", "High", "search"));
+    env.write(
+        "suite/u/default.trace.ndjson.zst",
+        sealed_zst(&usage_trace(100)),
+    );
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"suite\"]\nbaselines = \"approved\"\n",
+    );
+    let out = env.run_with(&["baseline", "approve"], &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(env.path("approved/u/default.baseline.json").exists());
+    // Usage moves by 30 %: outside the default tolerance, inside the file's 50 %.
+    env.write(
+        "suite/u/default.trace.ndjson.zst",
+        sealed_zst(&usage_trace(130)),
+    );
+    let trace = "suite/u/default.trace.ndjson.zst";
+    let drifts = |env: &Env| {
+        let check = env.run(&["check", "--format", "json", "--drift", "strict"]);
+        let report = json(&check);
+        let in_check = row(&report, "u/default.trace.ndjson.zst")["drift"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["category"] == "usage-outside-tolerance");
+        let explain = env.run(&["explain", trace, "--drift", "strict"]);
+        assert_eq!(explain.code, 0, "{}{}", explain.stdout, explain.stderr);
+        (in_check, explain.stdout.contains("usage-outside-tolerance"))
+    };
+    assert_eq!(drifts(&env), (true, true));
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"suite\"]\nbaselines = \"approved\"\n[profile.default]\nusage-tolerance = 50\n",
+    );
+    assert_eq!(drifts(&env), (false, false));
+    // `drift` through the file: `ignore` compares nothing, in both.
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"suite\"]\nbaselines = \"approved\"\n[profile.default]\ndrift = \"ignore\"\n",
+    );
+    let check = env.run(&["check", "--format", "json"]);
+    assert_eq!(json(&check)["summary"]["drifted"], 0, "{}", check.stdout);
+    let explain = env.run(&["explain", trace]);
+    assert!(
+        !explain.stdout.contains("usage-outside-tolerance"),
+        "{}",
+        explain.stdout
+    );
+    // `require-sealed` through the file: an unsealed trace is an error in both.
+    env.write(
+        "suite/u/raw.trace.ndjson",
+        usage_trace(100).replace("\"default\"", "\"raw\""),
+    );
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"suite\"]\nbaselines = \"approved\"\n[profile.default]\nrequire-sealed = true\n",
+    );
+    let check = env.run(&["check", "--format", "json"]);
+    assert_eq!(row(&json(&check), "raw.trace.ndjson")["verdict"], "error");
+    let explain = env.run(&["explain", "suite/u/raw.trace.ndjson"]);
+    assert!(explain.stdout.contains("not sealed"), "{}", explain.stdout);
+    // `scenarios` and `paths` through the file: `explain SCENARIO` finds it in the suite.
+    env.write("harness/h.json", scenario("h", "High", "search"));
+    env.write(
+        "suite/h/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("h", "default", &[&call("c1", "search"), END])),
+    );
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"suite\"]\nbaselines = \"approved\"\nscenarios = [\"harness\"]\n",
+    );
+    let check = env.run(&["check", "--format", "json"]);
+    assert_eq!(
+        row(&json(&check), "h/default.trace.ndjson.zst")["verdict"],
+        "pass"
+    );
+    let explain = env.run(&["explain", "h"]);
+    assert_eq!(explain.code, 0, "{}{}", explain.stdout, explain.stderr);
+}
+
+#[test]
+fn explain_without_a_target_explains_the_last_run_and_an_unknown_scenario_is_an_error() {
+    let env = Env::new();
+    one_trace_suite(&env, "bad", "High", "deploy", "default");
+    assert_eq!(env.run(&["check", "--artifacts"]).code, 1);
+    let out = env.run(&["explain"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.starts_with("run "), "{}", out.stdout);
+    let stray = trace_text("nowhere", "x", &[&call("c1", "search"), END]);
+    env.write("stray/x.trace.ndjson.zst", sealed_zst(&stray));
+    let out = env.run(&["explain", "stray/x.trace.ndjson.zst"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
 }

@@ -264,7 +264,11 @@ fn new_and_obsolete_baselines_with_scope() {
     // A scenario filter does not name the case: the removal is kept, and said so.
     let out = env.run_with(&["baseline", "accept", "agent.shell.approved"], &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stdout.contains("kept     agent.shell.approved/default"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("kept     agent.shell.approved/default"),
+        "{}",
+        out.stdout
+    );
     assert!(
         env.path("baselines/agent.shell.approved/default.baseline.json")
             .exists()
