@@ -296,12 +296,13 @@ pub struct IngestArgs {
     /// file's stem).
     #[arg(long, value_name = "ID")]
     pub scenario: Option<String>,
-    /// The case of every run (else named from the input: trial, trace id, the run's id, or the
-    /// file's stem).
+    /// The case of every run (else named from the input: a benchmark run's agent and trial,
+    /// trace id, the run's id, or the file's stem).
     #[arg(long, value_name = "NAME")]
     pub case: Option<String>,
-    /// Name runs by a template, `SCENARIO/CASE` with placeholders `{task}`, `{trial}`,
-    /// `{domain}`, `{agent}`, `{trace}`, `{id}`, `{source}`, `{file}`, `{n}`.
+    /// Name runs by a template, `SCENARIO/CASE` with placeholders in braces (`{task}/{trial}`):
+    /// task, trial, domain, agent, trace, id, source, file (the input's stem) and n (the run's
+    /// 1-based position in its input).
     #[arg(long, value_name = "TEMPLATE", conflicts_with_all = ["scenario", "case"])]
     pub name: Option<String>,
     /// Replace a trace that exists with different content (identical content is never

@@ -119,30 +119,80 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             diag!("error: `{input}`: no run found");
             tally.failed += 1;
         }
-        // Names are claimed in order (the first run to a name keeps it); the traces are then
-        // compared with what is on disk and written in parallel, and reported in order.
+        // Names are claimed in order; an input any of whose runs cannot be written as named
+        // (its name taken by an earlier run of this ingest, or a different trace on disk
+        // without `--force`) writes nothing, so fixing the names and ingesting again is safe.
         let mut claimed = Vec::new();
+        let mut refusals = Vec::new();
+        let mut mine: HashMap<Utf8PathBuf, &IngestedRun> = HashMap::new();
         for run in &outcome.runs {
             let dest = destination(args, run);
-            match written.get(&dest) {
-                Some(by) => {
-                    diag!(
-                        "error: `{input}`: scenario `{}` case `{}` was already written by `{by}` in this run (`{}`); name the runs apart with `--name` or `--case`",
-                        run.scenario,
-                        run.case,
-                        display_path(&dest)
-                    );
-                    tally.failed += 1;
-                }
-                None => {
-                    written.insert(dest.clone(), input.to_owned());
-                    claimed.push((run, dest));
-                }
+            if let Some(by) = written.get(&dest) {
+                refusals.push(format!(
+                    "scenario `{}` case `{}` was already written by `{by}` in this run (`{}`)",
+                    run.scenario,
+                    run.case,
+                    display_path(&dest)
+                ));
+            } else if let Some(first) = mine.get(&dest) {
+                refusals.push(format!(
+                    "scenario `{}` case `{}` names two of its runs (`{}`; the first is {}/{})",
+                    run.scenario,
+                    run.case,
+                    display_path(&dest),
+                    first.scenario,
+                    first.case
+                ));
+            } else {
+                mine.insert(dest.clone(), run);
+                claimed.push((run, dest));
             }
+        }
+        let on_disk: Vec<Option<Stored>> = claimed
+            .par_iter()
+            .map(|(run, dest)| blocked(run, dest, args.force))
+            .collect();
+        for ((run, dest), blocked) in claimed.iter().zip(&on_disk) {
+            if let Some(Stored::Refused(h)) = blocked {
+                let what = h.as_deref().map_or_else(
+                    || "something that is not a readable sealed trace".to_owned(),
+                    |h| {
+                        format!(
+                            "a different trace ({h}, the new one is {})",
+                            run.trace.content_hash
+                        )
+                    },
+                );
+                refusals.push(format!(
+                    "`{}` holds {what}; pass `--force` to replace it",
+                    display_path(dest)
+                ));
+            }
+        }
+        if !refusals.is_empty() {
+            for r in &refusals {
+                diag!("error: `{input}`: {r}");
+            }
+            diag!(
+                "error: `{input}`: nothing of it was written ({} of its {} run(s) could not be written as named); name the runs apart with `--name` or `--case`, then ingest it again",
+                refusals.len(),
+                outcome.runs.len()
+            );
+            tally.failed += refusals.len();
+            summarise(input, format, &tally, &outcome.skipped, out)?;
+            failed += tally.failed;
+            continue;
+        }
+        for (_, dest) in &claimed {
+            written.insert(dest.clone(), input.to_owned());
         }
         let stored: Vec<anyhow::Result<Stored>> = claimed
             .par_iter()
-            .map(|(run, dest)| store(run, dest, args.force, &confined))
+            .zip(on_disk)
+            .map(|((run, dest), blocked)| match blocked {
+                Some(done) => Ok(done),
+                None => store(run, dest, &confined),
+            })
             .collect();
         for ((run, dest), result) in claimed.iter().zip(stored) {
             report(run, dest, input, result?, &mut tally, out)?;
@@ -173,19 +223,23 @@ enum Stored {
     Refused(Option<String>),
 }
 
-/// Writes one run's trace, unless the same or (without `force`) a different one is there.
+/// What keeps one run's trace from being written: the same content is there already, or
+/// (without `force`) a different one is; `None` when it can be written.
+fn blocked(run: &IngestedRun, dest: &Utf8Path, force: bool) -> Option<Stored> {
+    match existing_hash(dest) {
+        Some(h) if h == run.trace.content_hash => Some(Stored::Unchanged),
+        Some(h) if !force => Some(Stored::Refused(Some(h))),
+        None if dest.exists() && !force => Some(Stored::Refused(None)),
+        _ => None,
+    }
+}
+
+/// Writes one run's trace.
 fn store(
     run: &IngestedRun,
     dest: &Utf8Path,
-    force: bool,
     confined: &crate::fsutil::Confined,
 ) -> anyhow::Result<Stored> {
-    match existing_hash(dest) {
-        Some(h) if h == run.trace.content_hash => return Ok(Stored::Unchanged),
-        Some(h) if !force => return Ok(Stored::Refused(Some(h))),
-        None if dest.exists() && !force => return Ok(Stored::Refused(None)),
-        _ => {}
-    }
     // Not synced one by one: the run syncs the output's filesystem once at its end.
     run.trace
         .write_in_with(confined, dest, false)

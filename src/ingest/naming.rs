@@ -9,7 +9,8 @@
 //!   `tau2.<domain>.task-<id>`); else the agent (an OTel trace's `invoke_agent` agent name, or
 //!   its root span's name); else the input file's stem.
 //! - **case**: `--case`; else the run's identifiers that the scenario does not already hold,
-//!   joined by `.` (`task-<id>` when the scenario came from elsewhere, `trial-<n>`, the OTel trace
+//!   joined by `.` (`task-<id>` when the scenario came from elsewhere, a benchmark run's agent
+//!   (tau2's `info.agent_info.llm`), `trial-<n>`, the OTel trace
 //!   id, the run's own `id`); else the importer's default (OpenClaw: `scripted`); else the input
 //!   file's stem, with `-<n>` (1-based position) when the file holds several runs that carry
 //!   no identifier.
@@ -141,6 +142,10 @@ fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bo
     let mut parts = Vec::new();
     if let (Some(t), false) = (&ids.task, scenario_from_task) {
         parts.push(format!("task-{t}"));
+    }
+    // A benchmark run's agent (its model), so runs of different agents never share a name.
+    if let (Some(a), Some(_)) = (&ids.agent, &ids.task) {
+        parts.push(a.clone());
     }
     if let Some(t) = &ids.trial {
         parts.push(format!("trial-{t}"));

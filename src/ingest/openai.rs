@@ -78,6 +78,8 @@ fn runs_of(
                     o.get("info")
                         .and_then(|i| i.pointer("/environment_info/domain_name")),
                 ),
+                // The agent's model, so two models' runs of one task are two cases.
+                agent: id_text(o.get("info").and_then(|i| i.pointer("/agent_info/llm"))),
                 ..inherited.clone()
             };
             if let Some(Value::Array(sims)) = o.remove("simulations") {

@@ -210,7 +210,12 @@ fn tau2_scenarios_from_ground_truth_agree_with_tau2s_own_action_checks() {
             simulations += 1;
             let key = (
                 format!("tau2.{domain}.task-{}", sim["task_id"].as_str().unwrap()),
-                format!("trial-{}", sim["trial"]),
+                // The agent's model names the case, so two models' runs stay apart (#26).
+                format!(
+                    "{}.trial-{}",
+                    doc["info"]["agent_info"]["llm"].as_str().unwrap(),
+                    sim["trial"]
+                ),
             );
             let theirs: Vec<bool> = (sim["reward_info"]["action_checks"].as_array())
                 .into_iter()
@@ -263,4 +268,70 @@ fn tau2_airline_then_retail_into_one_scenario_refuses_to_replace() {
     for (f, b) in before {
         assert_eq!(env.read(&format!("t/{f}")), b, "{f} was replaced");
     }
+}
+
+/// Two models' runs of the same tau2 tasks, ingested together, are kept apart by default; and
+/// an input some of whose runs cannot be written as named writes nothing, so a retry is safe.
+#[test]
+fn tau2_runs_of_two_agents_stay_apart_and_a_refused_input_writes_nothing() {
+    let Some(a) = corpus("tau2-bench/feature-gym-29510b1d") else {
+        return;
+    };
+    let Some(b) = corpus("tau2-bench/pr80-aide-platform-e8163a39") else {
+        return;
+    };
+    let gpt = a.join("gpt-4.1_airline_default_gpt-4.1_1trials.json");
+    let claude = b.join("claude-sonnet-4-5_airline_default_gpt4.1_1trials.json");
+    let env = Env::new();
+    let out = ingest(
+        &env,
+        &["-o", "t", gpt.to_str().unwrap(), claude.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = files_under(&env.path("t"));
+    // 20 simulations of gpt-4.1, 50 of claude-sonnet-4-5.
+    assert_eq!(written.len(), 70, "{written:?}");
+    assert!(
+        written
+            .iter()
+            .any(|f| f.ends_with("/gpt-4.1.trial-0.trace.ndjson.zst"))
+    );
+    assert!(
+        written
+            .iter()
+            .any(|f| f.ends_with("/claude-sonnet-4-5.trial-0.trace.ndjson.zst"))
+    );
+    // A template that drops the agent makes the second file collide: none of it is written.
+    let env = Env::new();
+    let out = ingest(
+        &env,
+        &[
+            "-o",
+            "t",
+            "--name",
+            "{task}/{trial}",
+            gpt.to_str().unwrap(),
+            claude.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("nothing of it was written"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(files_under(&env.path("t")).len(), 20);
+    // Named apart, the retry writes the refused file in full, and nothing twice.
+    let out = ingest(
+        &env,
+        &[
+            "-o",
+            "t",
+            "--name",
+            "{task}/{agent}",
+            claude.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(files_under(&env.path("t")).len(), 70);
 }
