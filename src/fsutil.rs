@@ -376,6 +376,12 @@ impl Confined {
 
     /// Removes `path` (absent is fine); refuses a symlink or a path through one.
     pub fn remove(&self, path: &Utf8Path) -> std::io::Result<()> {
+        // Nothing there (not even a dangling symlink), nothing to remove: not an error, even
+        // when its directory does not exist.
+        if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Ok(());
+        }
         self.check(path, false)?;
         match std::fs::remove_file(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

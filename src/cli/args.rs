@@ -660,6 +660,13 @@ pub struct PackArgs {
     /// Write the sealed traces here instead of beside the inputs.
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: Option<Utf8PathBuf>,
+    /// Seal an edited copy of a sealed trace again: its old footer is dropped, the rest is
+    /// validated and sealed (and the output says so).
+    #[arg(long)]
+    pub reseal: bool,
+    /// Replace a sealed trace that exists with different content.
+    #[arg(long)]
+    pub force: bool,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,

@@ -47,38 +47,92 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     Ok(if refused > 0 { exit::FAILURE } else { exit::OK })
 }
 
-fn pack_one(
-    input: &Utf8Path,
-    dest: &Utf8Path,
-    args: &PackArgs,
-) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
-    let file = TraceFile::open(input, args.limits.limits())?;
-    match pack(&file, args.limits.limits())? {
-        Packed::AlreadySealed { content_hash } => {
-            if file.compressed {
-                if dest != input {
-                    write_atomic(dest, &std::fs::read(input)?)?;
-                    return Ok(format!("already sealed  {input} -> {dest}  {content_hash}"));
-                }
-                return Ok(format!("already sealed  {input}  {content_hash}"));
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The trace without its last line, when that line is a footer.
+fn without_footer(bytes: &[u8]) -> Option<Vec<u8>> {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    crate::trace::is_footer_line(&body[start..]).then(|| bytes[..start].to_vec())
+}
+
+fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String, BoxError> {
+    let limits = args.limits.limits();
+    let mut file = TraceFile::open(input, limits)?;
+    let mut resealed = false;
+    if let Err(e) = file.verify_seal(false) {
+        let edited = without_footer(&file.bytes).filter(|_| e.category() == "integrity");
+        match (args.reseal, edited) {
+            // An edited copy: validated and sealed again, and said so.
+            (true, Some(body)) => {
+                file = TraceFile::from_bytes(file.path.clone(), body, file.compressed);
+                resealed = true;
             }
-            write_atomic(
-                dest,
-                &zstd::bulk::compress(&file.bytes, crate::trace::ZSTD_LEVEL)?,
-            )?;
-            Ok(format!("sealed  {input} -> {dest}  {content_hash}"))
+            (false, Some(_)) => {
+                return Err(format!(
+                    "{}; if the edit is meant, drop the last line (the footer) and pack it again, or `tracereplay pack --reseal` to validate and seal the edited copy",
+                    error_chain(&e)
+                )
+                .into());
+            }
+            _ => return Err(e.into()),
+        }
+    }
+    let (bytes, content_hash, verb) = match pack(&file, limits)? {
+        Packed::AlreadySealed { content_hash } if file.compressed && dest == input => {
+            return Ok(format!("already sealed  {input}  {content_hash}"));
+        }
+        Packed::AlreadySealed { content_hash } => {
+            (file.bytes.clone(), content_hash, "already sealed")
         }
         Packed::Sealed {
             bytes,
             content_hash,
-        } => {
-            write_atomic(
-                dest,
-                &zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL)?,
-            )?;
-            Ok(format!("sealed  {input} -> {dest}  {content_hash}"))
+        } => (
+            bytes,
+            content_hash,
+            if resealed { "resealed" } else { "sealed" },
+        ),
+    };
+    // A different trace at the destination is kept unless `--force`, as `ingest` keeps it.
+    if dest != input && std::fs::symlink_metadata(dest).is_ok() {
+        match existing_hash(dest, limits) {
+            Some(h) if h == content_hash => {
+                return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
+            }
+            Some(h) if !args.force => {
+                return Err(format!(
+                    "`{dest}` holds a different trace ({h}, the new one is {content_hash}); not replaced — pass `--force` to replace it"
+                )
+                .into());
+            }
+            None if !args.force => {
+                return Err(format!(
+                    "`{dest}` exists and is not a readable sealed trace; not replaced — pass `--force` to replace it"
+                )
+                .into());
+            }
+            _ => {}
         }
     }
+    let compressed = if file.compressed && verb == "already sealed" {
+        std::fs::read(input)?
+    } else {
+        zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL)?
+    };
+    write_atomic(dest, &compressed)?;
+    let note = if resealed {
+        " (the edited trace was validated and sealed again)"
+    } else {
+        ""
+    };
+    Ok(format!("{verb}  {input} -> {dest}  {content_hash}{note}"))
+}
+
+/// The verified content hash of the sealed trace at `path`, if it is one.
+fn existing_hash(path: &Utf8Path, limits: crate::trace::Limits) -> Option<String> {
+    let file = TraceFile::open(path, limits).ok()?;
+    file.verify_seal(true).ok().map(|s| s.content_hash)
 }
 
 #[cfg(test)]

@@ -176,18 +176,19 @@ impl Baselines {
         )
     }
 
-    /// What the report says about baselines, in a sentence.
-    fn describe(&self) -> String {
+    /// What the report says about baselines, in a sentence (with how many pending files the
+    /// run wrote).
+    fn describe(&self, written: usize) -> String {
         match self {
             Baselines::Ignored => "not compared (`--drift ignore`)".to_owned(),
             Baselines::Absent => "no `baselines/` directory, so no baseline comparison happened; create approved baselines with `tracereplay baseline approve`".to_owned(),
             Baselines::Compared { policy, write_pending } => format!(
                 "compared with `{}`; {}",
                 policy.store.dir,
-                if *write_pending {
-                    "pending files written beside the approved ones"
-                } else {
-                    "CI: no pending file written"
+                match (*write_pending, written) {
+                    (false, _) => "CI: no pending file written".to_owned(),
+                    (true, 0) => "no pending file needed".to_owned(),
+                    (true, n) => format!("{n} pending file(s) written beside the approved ones"),
                 }
             ),
         }
@@ -424,6 +425,7 @@ fn check_in_pool(
 
     // Compare, with the whole run in view.
     let mut obsolete = Vec::new();
+    let mut pending_written = 0;
     if let Some(policy) = opts.baselines.policy() {
         baselines::mark_ambiguous(&mut rows, policy, fail_on, &mut pending);
         if unattributed > 0 || !found.unreachable.is_empty() {
@@ -455,9 +457,10 @@ fn check_in_pool(
         }
         // Persist (the pending baseline files), never under CI.
         if opts.baselines.writes_pending() {
-            let (w, failed) = persist::write_pending(&policy.store, &pending);
+            let (w, failed, written) = persist::write_pending(&policy.store, &pending);
             warnings.extend(w);
             failed_writes.extend(failed);
+            pending_written = written;
         }
     }
 
@@ -503,7 +506,7 @@ fn check_in_pool(
         tool: ToolInfo::default(),
         partition,
         summary,
-        baselines: opts.baselines.describe(),
+        baselines: opts.baselines.describe(pending_written),
         results: rows,
         privacy,
         obsolete,

@@ -12,11 +12,11 @@ use crate::report::FailedWrite;
 /// Carries out `pending` in `store` (each file inside it, never through a symlink), in parallel.
 /// What cannot be done is a warning; a pending file that cannot be written is also a
 /// [`FailedWrite`], and an older pending file in its place is removed, so that `baseline accept`
-/// never promotes what an earlier run found.
+/// never promotes what an earlier run found. Also returns how many pending files were written.
 pub(crate) fn write_pending(
     store: &BaselineStore,
     pending: &[Pending],
-) -> (Vec<String>, Vec<FailedWrite>) {
+) -> (Vec<String>, Vec<FailedWrite>, usize) {
     let confined = store.confined();
     let remove = |path: &camino::Utf8Path, warnings: &mut Vec<String>| {
         if let Err(e) = confined.remove(path) {
@@ -26,10 +26,10 @@ pub(crate) fn write_pending(
             ));
         }
     };
-    let outcomes: Vec<(Vec<String>, Vec<FailedWrite>)> = pending
+    let outcomes: Vec<(Vec<String>, Vec<FailedWrite>, usize)> = pending
         .par_iter()
         .map(|p| {
-            let (mut warnings, mut failed) = (Vec::new(), Vec::new());
+            let (mut warnings, mut failed, mut wrote) = (Vec::new(), Vec::new(), 0);
             match p {
                 Pending::Write {
                     scenario,
@@ -38,7 +38,9 @@ pub(crate) fn write_pending(
                 } => {
                     remove(&store.deleted_path(scenario, case), &mut warnings);
                     let new = store.new_path(scenario, case);
+                    wrote += 1;
                     if let Err(e) = confined.write(&new, text.as_bytes(), true) {
+                        wrote -= 1;
                         let _ = confined.remove(&new);
                         failed.push(FailedWrite::new(
                             format!(
@@ -62,7 +64,9 @@ pub(crate) fn write_pending(
                     let limit = crate::baseline::MAX_BASELINE_BYTES;
                     match confined.read(approved, limit, "baseline") {
                         Ok(bytes) => {
+                            wrote += 1;
                             if let Err(e) = confined.write(&deleted, &bytes, true) {
+                                wrote -= 1;
                                 let _ = confined.remove(&deleted);
                                 failed.push(FailedWrite::new(
                                     format!(
@@ -79,16 +83,18 @@ pub(crate) fn write_pending(
                     }
                 }
             }
-            (warnings, failed)
+            (warnings, failed, wrote)
         })
         .collect();
-    let (mut warnings, mut failed): (Vec<String>, Vec<FailedWrite>) = (Vec::new(), Vec::new());
-    for (w, f) in outcomes {
+    let (mut warnings, mut failed, mut written): (Vec<String>, Vec<FailedWrite>, usize) =
+        (Vec::new(), Vec::new(), 0);
+    for (w, f, n) in outcomes {
         warnings.extend(w);
         failed.extend(f);
+        written += n;
     }
     warnings.extend(failed.iter().map(|f| f.message.clone()));
     warnings.sort();
     failed.sort_by(|a, b| a.message.cmp(&b.message));
-    (warnings, failed)
+    (warnings, failed, written)
 }

@@ -210,7 +210,7 @@ pub fn next_step(report: &Report) -> Option<String> {
     }
     let pending = s.new + s.drifted + s.obsolete;
     if pending > 0 {
-        return Some(if report.baselines.contains("pending files written") {
+        return Some(if report.baselines.contains("pending file(s) written") {
             format!(
                 "{pending} pending baseline(s): review with `tracereplay baseline pending`, then `tracereplay baseline accept`"
             )

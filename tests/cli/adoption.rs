@@ -459,3 +459,90 @@ fn explain_without_a_target_explains_the_last_run_and_an_unknown_scenario_is_an_
     let out = env.run(&["explain", "stray/x.trace.ndjson.zst"]);
     assert_ne!(out.code, 0, "{}", out.stdout);
 }
+
+#[test]
+fn a_passing_run_off_ci_writes_and_warns_about_nothing() {
+    let env = Env::new();
+    approved_suite(&env);
+    // A scenario with no approved baseline directory of its own yet, and a passing run.
+    let out = env.run_with(&["check", "--format", "json"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("cannot remove"), "{}", out.stderr);
+    let report = json(&out);
+    assert!(
+        report["baselines"]
+            .as_str()
+            .unwrap()
+            .ends_with("no pending file needed"),
+        "{}",
+        report["baselines"]
+    );
+    std::fs::remove_dir_all(env.path("baselines/beta")).unwrap();
+    let out = env.run_with(&["check", "--format", "json"], &[]);
+    assert!(!out.stderr.contains("cannot remove"), "{}", out.stderr);
+    assert!(
+        json(&out)["baselines"]
+            .as_str()
+            .unwrap()
+            .ends_with("2 pending file(s) written beside the approved ones"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn pack_says_how_to_seal_an_edited_trace_and_never_replaces_a_different_one() {
+    let env = Env::new();
+    let text = trace_text("p", "default", &[&call("c1", "search"), END]);
+    let sealed = String::from_utf8(sealed_bytes(&text)).unwrap();
+    env.write(
+        "edited.trace.ndjson",
+        sealed.replace("\"q\":\"x\"", "\"q\":\"y\""),
+    );
+    let out = env.run(&["pack", "edited.trace.ndjson", "-o", "out"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("content hash mismatch") && out.stderr.contains("pack --reseal"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["pack", "--reseal", "edited.trace.ndjson", "-o", "out"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("resealed  edited.trace.ndjson"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("validated and sealed again"),
+        "{}",
+        out.stdout
+    );
+    let verify = env.run(&["verify", "out/edited.trace.ndjson.zst"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    // `--reseal` still validates: a malformed edit is refused.
+    env.write(
+        "broken.trace.ndjson",
+        sealed.replace("\"call_id\":\"c1\",", ""),
+    );
+    assert_eq!(
+        env.run(&["pack", "--reseal", "broken.trace.ndjson"]).code,
+        1
+    );
+    // Another trace of the same name in `-o DIR` is not replaced without `--force`.
+    env.write("other/edited.trace.ndjson", &text);
+    let before = env.read("out/edited.trace.ndjson.zst");
+    let out = env.run(&["pack", "other/edited.trace.ndjson", "-o", "out"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("holds a different trace"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read("out/edited.trace.ndjson.zst"), before);
+    let out = env.run(&["pack", "--force", "other/edited.trace.ndjson", "-o", "out"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_ne!(env.read("out/edited.trace.ndjson.zst"), before);
+    let out = env.run(&["pack", "other/edited.trace.ndjson", "-o", "out"]);
+    assert!(out.stdout.starts_with("unchanged"), "{}", out.stdout);
+}
