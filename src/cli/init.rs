@@ -59,16 +59,27 @@ const GITIGNORE: &[&str] = &[
     "*.prompts.ndjson",
 ];
 
-/// The GitHub Actions workflow `init` writes.
+/// The GitHub Actions workflow `init` writes, with `{VERSION}` for the version that writes it
+/// ([`workflow`]). The gate needs only to read the repository; publishing the JUnit report as
+/// a check needs `checks: write`, which a fork's pull request never gets, so it is a job of its
+/// own that asks for it and is skipped where the token could not write.
 const CI: &str = r#"# Gate pull requests (and pushes to the default branch) on recorded agent runs.
 name: agent-traces
 on:
   pull_request:
   push:
     branches: [main]
+permissions:
+  contents: read
+env:
+  # The version that wrote this workflow: installed exactly, and part of the cache key, so a
+  # new release is never picked up unannounced. Raise it deliberately.
+  TRACEREPLAY_VERSION: "{VERSION}"
 jobs:
   tracereplay:
     runs-on: ubuntu-latest
+    permissions:
+      contents: read
     env:
       # Authenticates the result cache restored below (make one with `tracereplay key new`
       # and store it as a repository secret); without it, every trace is judged afresh.
@@ -80,17 +91,17 @@ jobs:
         uses: actions/cache@v4
         with:
           path: ~/.cargo/bin/tracereplay
-          key: tracereplay-bin-${{ runner.os }}-v1
+          key: tracereplay-bin-${{ runner.os }}-${{ env.TRACEREPLAY_VERSION }}
       - name: Install tracereplay
         if: steps.bin.outputs.cache-hit != 'true'
-        run: cargo install --locked tracereplay
+        run: cargo install --locked tracereplay --version "=$TRACEREPLAY_VERSION"
       - name: Restore the result cache
         uses: actions/cache@v4
         with:
           path: .tracereplay/cache
           # A fresh checkout changes every file's time; the cache still hits by content.
-          key: tracereplay-cache-${{ github.sha }}
-          restore-keys: tracereplay-cache-
+          key: tracereplay-cache-${{ env.TRACEREPLAY_VERSION }}-${{ github.sha }}
+          restore-keys: tracereplay-cache-${{ env.TRACEREPLAY_VERSION }}-
       - name: Quality gates
         run: tracereplay gates
       - name: Check
@@ -105,12 +116,31 @@ jobs:
           path: |
             .tracereplay/runs
             tracereplay-junit.xml
+  publish:
+    # Shows the JUnit report as a check. A pull request from a fork gets a read-only token,
+    # so it is skipped there (the reports are still uploaded above).
+    needs: tracereplay
+    if: >-
+      always() && (github.event_name != 'pull_request'
+      || github.event.pull_request.head.repo.full_name == github.repository)
+    runs-on: ubuntu-latest
+    permissions:
+      contents: read
+      checks: write
+    steps:
+      - uses: actions/download-artifact@v4
+        with:
+          name: tracereplay-reports
       - name: Publish JUnit
-        if: always()
         uses: mikepenz/action-junit-report@v4
         with:
           report_paths: tracereplay-junit.xml
 "#;
+
+/// The workflow for this version of tracereplay.
+pub(crate) fn workflow() -> String {
+    CI.replace("{VERSION}", env!("CARGO_PKG_VERSION"))
+}
 
 /// Appends the lines of [`GITIGNORE`] that `.gitignore` lacks; returns how many were added.
 fn update_gitignore(here: &Confined) -> anyhow::Result<usize> {
@@ -238,7 +268,7 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     );
     here.write(&baseline_path, baseline.to_text().as_bytes(), true)
         .with_context(|| format!("cannot write `{baseline_path}`"))?;
-    here.write(&ci_path, CI.as_bytes(), true)
+    here.write(&ci_path, workflow().as_bytes(), true)
         .with_context(|| format!("cannot write `{ci_path}`"))?;
     here.write(&project_path, PROJECT.as_bytes(), true)
         .with_context(|| format!("cannot write `{project_path}`"))?;

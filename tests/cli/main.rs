@@ -25,3 +25,4 @@ mod scores;
 mod seal;
 mod trust;
 mod util;
+mod workflows;
