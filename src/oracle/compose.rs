@@ -170,7 +170,7 @@ pub fn configure_any_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle,
 
 /// Applies a threshold below 1 to an oracle's result.
 pub fn apply_threshold(mut r: OracleResult, t: f64) -> OracleResult {
-    if r.misconfigured || r.verdict == Verdict::NotEvaluable {
+    if r.could_not_judge() {
         return r;
     }
     let passes = r.score >= t;
@@ -219,6 +219,7 @@ pub fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult
         );
     }
     let Some(i) = turns::resolve(n, ranges.len()) else {
+        // A failure, as the spec has it; and one no composition may invert.
         return OracleResult::fail(
             format!(
                 "turn {n} does not exist: the trace has {} turn(s)",
@@ -227,7 +228,8 @@ pub fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult
             Vec::new(),
             json!({ "turn": n }),
             json!({ "turns": ranges.len() }),
-        );
+        )
+        .unjudged();
     };
     let sub = turns::turn_trace(facts.trace, ranges[i].clone());
     let mut r = inner.judge(&Facts::new(&sub));
@@ -240,6 +242,16 @@ pub fn judge_not(inner: &Inner, facts: &Facts<'_, '_>) -> OracleResult {
     let r = inner.oracle.judge(facts);
     if r.misconfigured || r.verdict == Verdict::NotEvaluable {
         return r;
+    }
+    if r.unjudged {
+        // Its failure says nothing about the trace: `not` cannot pass on it.
+        return cannot_judge(
+            format!(
+                "`{}` could not judge, so `not` cannot either: {}",
+                inner.kind, r.message
+            ),
+            r.evidence,
+        );
     }
     let score = 1.0 - r.score;
     let kind = inner.kind;
@@ -267,10 +279,19 @@ fn describe(i: usize, inner: &Inner, r: &OracleResult) -> String {
     )
 }
 
-/// Judges `all-of` (`all` true) or `any-of`.
+/// A composition that could not judge because an inner oracle could not: `not-evaluable`.
+fn cannot_judge(message: String, evidence: Vec<u64>) -> OracleResult {
+    OracleResult::not_evaluable(message, evidence).unjudged()
+}
+
+/// Judges `all-of` (`all` true) or `any-of`, in three-valued logic: an inner oracle that could
+/// not judge decides nothing, so `all-of` fails only on an inner failure and `any-of` passes
+/// only on an inner pass; when the verdict would hang on an inner oracle that could not judge,
+/// the composition is `not-evaluable`, naming it.
 pub fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let results: Vec<OracleResult> = inners.iter().map(|i| i.oracle.judge(facts)).collect();
     let passed = |r: &OracleResult| r.verdict == Verdict::Pass;
+    let failed = |r: &OracleResult| !passed(r) && !r.could_not_judge();
     let scores = results.iter().map(|r| r.score);
     let score = if all {
         scores.fold(1.0, f64::min)
@@ -282,9 +303,20 @@ pub fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> Oracle
     } else {
         results.iter().any(passed)
     };
-    // Evidence and messages: the inner results that decided the verdict.
+    let decided = holds
+        || if all {
+            results.iter().any(failed)
+        } else {
+            results.iter().all(failed)
+        };
+    // Evidence and messages: the inner results that decided the verdict (or, undecided, the
+    // ones that could not judge).
     let deciding: Vec<usize> = (0..results.len())
-        .filter(|&i| passed(&results[i]) == holds)
+        .filter(|&i| match (decided, holds) {
+            (true, true) => passed(&results[i]),
+            (true, false) => failed(&results[i]),
+            (false, _) => results[i].could_not_judge(),
+        })
         .collect();
     let mut evidence: Vec<u64> = (deciding.iter())
         .flat_map(|&i| results[i].evidence.iter().copied())
@@ -297,8 +329,11 @@ pub fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> Oracle
     let name = if all { "all-of" } else { "any-of" };
     let out = if holds {
         OracleResult::pass(text.join("; "), evidence)
-    } else if results.iter().all(|r| r.verdict == Verdict::NotEvaluable) {
-        OracleResult::not_evaluable(text.join("; "), evidence)
+    } else if !decided {
+        let mut r = cannot_judge(format!("could not judge: {}", text.join("; ")), evidence);
+        // All inner oracles merely not evaluable: the composition is just that, too.
+        r.unjudged = results.iter().any(|r| r.unjudged || r.misconfigured);
+        r
     } else {
         let failing: Vec<Value> = (deciding.iter())
             .map(|&i| json!({"index": i, "type": inners[i].kind, "message": results[i].message}))

@@ -390,7 +390,8 @@ impl Program {
                 Vec::new(),
                 json!({"jq": self.jq}),
                 Value::Null,
-            );
+            )
+            .unjudged();
         }
         let (tx, rx) = mpsc::channel();
         let code = self.jq.clone();
@@ -406,7 +407,8 @@ impl Program {
                 Vec::new(),
                 json!({"jq": self.jq}),
                 Value::Null,
-            );
+            )
+            .unjudged();
         }
         let outcome = match rx.recv_timeout(TIME_BUDGET) {
             Ok(o) => o,
@@ -427,7 +429,9 @@ impl Program {
     fn verdict(&self, outcome: Outcome) -> OracleResult {
         let expected = json!({"jq": self.jq, "output": true});
         let outputs = match outcome {
-            Outcome::Error(e) => return OracleResult::fail(e, Vec::new(), expected, Value::Null),
+            Outcome::Error(e) => {
+                return OracleResult::fail(e, Vec::new(), expected, Value::Null).unjudged();
+            }
             Outcome::Outputs(o) => o,
         };
         let [only] = outputs.as_slice() else {
@@ -441,7 +445,8 @@ impl Program {
                 Vec::new(),
                 expected,
                 json!(outputs),
-            );
+            )
+            .unjudged();
         };
         let (pass, evidence) = match only {
             Value::Bool(b) => (*b, Vec::new()),
@@ -460,7 +465,8 @@ impl Program {
                     Vec::new(),
                     expected,
                     other.clone(),
-                );
+                )
+                .unjudged();
             }
         };
         if pass {

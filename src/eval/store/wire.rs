@@ -326,6 +326,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
                 expected: json_value(o.expected),
                 found: json_value(o.found),
                 misconfigured: o.misconfigured,
+                // Only compositions read it, while judging: a stored row is judged already.
+                unjudged: false,
             })
             .collect(),
         baseline: h.baseline.map(str::to_owned),

@@ -1,0 +1,87 @@
+//! Hostile input, third round (#27): false greens an attack found, a crash, and the limits of
+//! the newer surfaces. Each test reproduces the attack and fails on the code before the fix.
+
+use crate::util::*;
+
+const TURN: &str = r#"{"kind":"user_message","prompt":{"h":"b3:00000000000000000000000000000000000000000000000000000000000000a1","len":9}}"#;
+
+/// The verdict and message of each oracle of the only trace of `scenario`, checked on a trace
+/// that calls `deploy` in one turn.
+fn judged(env: &Env, oracles: &str) -> Vec<(String, String)> {
+    env.write(
+        "traces/s/s.scenario.json",
+        format!(r#"{{"id":"s","title":"t","risk":"High","oracles":{oracles}}}"#),
+    );
+    env.write(
+        "traces/s/default.trace.ndjson.zst",
+        sealed_zst(&trace_text(
+            "s",
+            "default",
+            &[TURN, &call("c1", "deploy"), END],
+        )),
+    );
+    let out = env.run(&["check", "--format", "json", "--no-cache"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let report = json(&out);
+    let r = row(&report, "s/default.trace.ndjson.zst");
+    assert_eq!(r["verdict"], "fail", "{r:#}");
+    (r["oracles"].as_array().unwrap().iter())
+        .filter(|o| o["type"] != "run-completed")
+        .map(|o| {
+            (
+                o["verdict"].as_str().unwrap().to_owned(),
+                o["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn no_composition_turns_could_not_judge_into_a_pass() {
+    let env = Env::new();
+    // `test()` on a number raises: `not` of it must not pass on a trace that calls `deploy`.
+    let raises = r#"{"type":"expr","jq":"if (.events | map(.seq) | .[0] | test(\"x\")) then false else any(.events[]; .tool == \"deploy\") | not end"}"#;
+    let cases = [
+        format!(r#"[{{"type":"not","oracle":{raises}}}]"#),
+        r#"[{"type":"not","oracle":{"type":"tool-called","tool":"deploy","turn":9}}]"#.to_owned(),
+        format!(
+            r#"[{{"type":"any-of","oracles":[{raises},{{"type":"tool-called","tool":"nothing"}}]}}]"#
+        ),
+        format!(
+            r#"[{{"type":"all-of","oracles":[{{"type":"tool-called","tool":"deploy"}},{raises}]}}]"#
+        ),
+        format!(r#"[{{"type":"not","oracle":{{"type":"any-of","oracles":[{raises}]}}}}]"#),
+    ];
+    for oracles in cases {
+        let results = judged(&env, &oracles);
+        let (verdict, message) = &results[0];
+        assert_eq!(verdict, "not-evaluable", "{oracles}: {message}");
+        assert!(
+            message.contains("jq error") || message.contains("turn 9 does not exist"),
+            "the message names the inner cause: {message}"
+        );
+    }
+    // Decided compositions stay decided: an inner failure fails `all-of`, an inner pass passes
+    // `any-of`, whatever the other inner oracle could not judge.
+    let results = judged(
+        &env,
+        &format!(
+            r#"[{{"type":"all-of","oracles":[{{"type":"tool-called","tool":"nothing"}},{raises}]}}]"#
+        ),
+    );
+    assert_eq!(results[0].0, "fail", "{results:?}");
+    let results = judged(
+        &env,
+        &format!(
+            r#"[{{"type":"any-of","oracles":[{raises},{{"type":"tool-called","tool":"deploy"}}]}},{{"type":"tool-called","tool":"nothing"}}]"#
+        ),
+    );
+    assert_eq!(results[0].0, "pass", "{results:?}");
+    // Alone, the raising program and the missing turn are failures, as the spec has it.
+    let results = judged(
+        &env,
+        &format!(r#"[{raises},{{"type":"tool-called","tool":"deploy","turn":9}}]"#),
+    );
+    assert_eq!(results[0].0, "fail", "{results:?}");
+    assert_eq!(results[1].0, "fail", "{results:?}");
+}
