@@ -25,6 +25,7 @@ mod plan;
 mod row;
 mod store;
 mod summary;
+pub(crate) use summary::summarise;
 
 use std::collections::HashSet;
 
@@ -60,6 +61,13 @@ pub enum FailOn {
 }
 
 impl FailOn {
+    /// Parses a `--fail-on` value.
+    pub fn parse(s: &str) -> Option<FailOn> {
+        [FailOn::Any, FailOn::High, FailOn::Critical, FailOn::None]
+            .into_iter()
+            .find(|f| f.as_str() == s)
+    }
+
     /// The `--fail-on` value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -388,6 +396,8 @@ fn check_in_pool(
             share,
             of,
             suite: plan::suite_fingerprint(found, &loaded, identities, opts),
+            fail_on: Some(opts.counting.fail_on.as_str().to_owned()),
+            rows: None,
         }
     });
     let mut warnings = found.warnings.clone();
@@ -501,6 +511,10 @@ fn check_in_pool(
         fail_on,
     );
     warnings.sort();
+    let mut partition = partition;
+    if let Some(p) = partition.as_mut() {
+        p.rows = Some(crate::report::shares::digest(p, &rows, &privacy, &obsolete));
+    }
     Ok(Report {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: ToolInfo::default(),

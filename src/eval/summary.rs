@@ -73,7 +73,7 @@ pub(super) fn other_rows(
 }
 
 /// The report's counts.
-pub(super) fn summarise(
+pub(crate) fn summarise(
     rows: &Rows,
     privacy: &[crate::privacy::lint::Finding],
     obsolete: &[crate::report::ObsoleteBaseline],

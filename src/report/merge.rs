@@ -1,6 +1,6 @@
 //! Combining the JSON reports of partitioned `check` runs into one report.
 
-use super::model::{Report, Summary};
+use super::model::Report;
 
 /// Why reports could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +84,7 @@ fn check_shares(reports: &[(String, Report)]) -> Result<(), MergeError> {
 
 /// Merges the reports of every share of one partitioned run (each given with the name it is
 /// known by, for messages): rows, findings and warnings are combined and re-sorted exactly as
-/// `check` sorts them; counts are summed. Refuses unless the reports are all N shares of one
+/// `check` sorts them; counts are computed again from the merged rows. Refuses unless the reports are all N shares of one
 /// suite, each exactly once, so a lost or repeated share can never merge into a green run.
 pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
     if reports.is_empty() {
@@ -100,11 +100,27 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         }
     }
     check_shares(&reports)?;
+    // Nothing a share says of itself is trusted: its counts must be its rows', its rows its
+    // share's, and rows and label what `check` wrote.
+    let problems: Vec<String> = (reports.iter())
+        .flat_map(|(name, r)| super::shares::problems(name, r))
+        .collect();
+    if !problems.is_empty() {
+        return Err(MergeError::Shares { problems });
+    }
+    let (traces, scenarios) =
+        super::shares::checked_totals(&reports).ok_or_else(|| MergeError::Shares {
+            problems: vec!["the shares' `traces` or `scenarios` counts overflow when added".into()],
+        })?;
+    let fail_on = (reports.first())
+        .and_then(|(_, r)| r.partition.as_ref())
+        .and_then(|p| p.fail_on.as_deref())
+        .and_then(crate::eval::FailOn::parse)
+        .unwrap_or_default();
     let mut iter = reports.into_iter().map(|(_, r)| r).enumerate();
     let (_, mut out) = iter.next().ok_or(MergeError::Empty)?;
     out.partition = None;
     for (_, r) in iter {
-        add(&mut out.summary, &r.summary);
         out.results.append(r.results);
         out.obsolete.extend(r.obsolete);
         out.privacy.extend(r.privacy);
@@ -115,19 +131,15 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
     out.privacy.sort();
     out.warnings.sort();
     out.warnings.dedup();
+    // The merged counts and exit code, from the merged rows.
+    out.summary = crate::eval::summarise(
+        &out.results,
+        &out.privacy,
+        &out.obsolete,
+        traces,
+        scenarios,
+        fail_on,
+    );
+    out.fail_on = Some(fail_on.as_str());
     Ok(out)
-}
-
-fn add(total: &mut Summary, s: &Summary) {
-    total.traces += s.traces;
-    total.scenarios += s.scenarios;
-    total.passed += s.passed;
-    total.failed += s.failed;
-    total.errors += s.errors;
-    total.ignored_failures += s.ignored_failures;
-    total.drifted += s.drifted;
-    total.new += s.new;
-    total.obsolete += s.obsolete;
-    total.privacy += s.privacy;
-    total.blocking += s.blocking;
 }

@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod merge;
 mod model;
 pub mod runfolder;
+pub mod shares;
 
 pub use crate::eval::{RowMeta, Rows};
 pub use escape::{escape_controls, markdown_cell};

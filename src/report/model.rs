@@ -75,6 +75,15 @@ pub struct Partition {
     /// The fingerprint of the whole suite the share was cut from (`b3:` + hex): the options
     /// that change judging, every scenario id, and every trace file by path and content hash.
     pub suite: String,
+    /// The `--fail-on` the share was judged under (part of `suite`), so that `merge` can
+    /// recompute which rows block.
+    #[serde(default)]
+    pub fail_on: Option<String>,
+    /// `b3:` over the suite, the label (share, of, fail-on) and every row and finding the share
+    /// holds ([`crate::report::shares::digest`]): a share whose rows, counts or label were
+    /// changed after it was written no longer matches it.
+    #[serde(default)]
+    pub rows: Option<String>,
 }
 
 /// An approved baseline with no trace in this run.

@@ -85,3 +85,91 @@ fn no_composition_turns_could_not_judge_into_a_pass() {
     assert_eq!(results[0].0, "fail", "{results:?}");
     assert_eq!(results[1].0, "fail", "{results:?}");
 }
+
+/// `merge` trusts nothing a share says about itself: counts are recomputed from the rows (with
+/// checked arithmetic), and a share whose counts, rows or label were edited is refused.
+#[test]
+fn merge_refuses_shares_whose_counts_rows_or_label_were_edited() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let mut failing_share = None;
+    for k in 1..=3 {
+        let file = format!("s{k}.json");
+        let out = env.run(&[
+            "check",
+            "--fail-on",
+            "any",
+            "--partition",
+            &format!("hash:{k}/3"),
+            "--json",
+            &file,
+            "--no-cache",
+        ]);
+        if out.code == 1 && failing_share.is_none() {
+            failing_share = Some(k);
+        }
+    }
+    let bad = failing_share.expect("the demo fails under --fail-on any");
+    let good = (1..=3).find(|k| *k != bad).unwrap();
+    let merge = |files: &[String]| {
+        let mut args = vec!["merge".to_owned()];
+        args.extend(files.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        env.run(&args)
+    };
+    let all: Vec<String> = (1..=3).map(|k| format!("s{k}.json")).collect();
+    assert_eq!(merge(&all).code, 1);
+    let read = |k: u64| -> serde_json::Value {
+        serde_json::from_slice(&env.read(&format!("s{k}.json"))).unwrap()
+    };
+    let edited = |k: u64, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut r = read(k);
+        edit(&mut r);
+        env.write(&format!("e{k}.json"), r.to_string());
+        (1..=3)
+            .map(|j| {
+                if j == k {
+                    format!("e{j}.json")
+                } else {
+                    format!("s{j}.json")
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    // The failing share says it blocks nothing.
+    let files = edited(bad, &|r| r["summary"]["blocking"] = 0.into());
+    let out = merge(&files);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("`summary.blocking` is 0, but its rows give"),
+        "{}",
+        out.stderr
+    );
+    // Another share's count wraps the sum to 0.
+    let files = edited(good, &|r| r["summary"]["blocking"] = u64::MAX.into());
+    let out = merge(&files);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    // The failing share's rows say they do not block.
+    let files = edited(bad, &|r| {
+        for row in r["results"].as_array_mut().unwrap() {
+            row["blocking"] = false.into();
+        }
+        r["summary"]["blocking"] = 0.into();
+    });
+    let out = merge(&files);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("not those `check` wrote"),
+        "{}",
+        out.stderr
+    );
+    // A passing share relabelled as the whole of a one-share run.
+    let mut r = read(good);
+    r["partition"]["share"] = 1.into();
+    r["partition"]["of"] = 1.into();
+    env.write("alone.json", r.to_string());
+    let out = merge(&["alone.json".to_owned()]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("label (share 1/1)"), "{}", out.stderr);
+}
