@@ -132,6 +132,9 @@ pub fn discover(
     Ok(walker.found)
 }
 
+/// How many entries of a hidden directory are looked at for traces and scenarios.
+const HIDDEN_PEEK: usize = 1000;
+
 /// The suite's own root, relative to the working directory: what every command searches when
 /// given no path.
 pub const DEFAULT_ROOT: &str = "traces";
@@ -432,6 +435,9 @@ impl Walker {
             if is_dir {
                 if !name.starts_with('.') {
                     self.dir(&path, suite)?;
+                } else if let Some(holds) = self.hidden_holds(&path, suite) {
+                    // Skipped, but never silently: what it holds could be a failure.
+                    self.unreachable(&path, format!("a hidden directory holding {holds}, which discovery skips; rename it, or pass it as a path to check it"));
                 }
             } else if is_file {
                 let id = id.or_else(|| id_of(&path));
@@ -439,6 +445,24 @@ impl Walker {
             }
         }
         Ok(())
+    }
+
+    /// What a skipped hidden directory holds that discovery would look at (a trace or a
+    /// scenario among its first entries), if anything. Looks one level deep, at most
+    /// [`HIDDEN_PEEK`] entries: a large hidden directory (`.git`) costs next to nothing.
+    fn hidden_holds(&self, dir: &Utf8Path, suite: bool) -> Option<&'static str> {
+        let entries = std::fs::read_dir(dir).ok()?;
+        for e in entries.take(HIDDEN_PEEK).flatten() {
+            let Some(name) = e.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            match self.kind_of(&dir.join(&name), suite, false) {
+                Some(Kind::Trace) => return Some("trace files"),
+                Some(Kind::Scenario | Kind::Suite) => return Some("scenario files"),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Records something under the paths that cannot be looked at.

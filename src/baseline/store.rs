@@ -182,6 +182,17 @@ fn pretty(v: &serde_json::Value, indent: usize, out: &mut String) {
     }
 }
 
+/// [`encode_segment`] for a directory or file under a suite's roots (where `ingest` and
+/// `replay --record` write traces): a leading `.` is written `%2E` too, so that no id makes a
+/// hidden directory, which discovery skips.
+pub fn encode_trace_segment(id: &str) -> String {
+    let s = encode_segment(id);
+    match s.strip_prefix('.') {
+        Some(rest) => format!("%2E{rest}"),
+        None => s,
+    }
+}
+
 /// Encodes one path segment: the id lowercased, every byte outside `[a-z0-9._-]` as `%XX`, and
 /// `.`/`..` as `%2E`/`%2E%2E`, so no id can name a path outside the baselines directory.
 ///

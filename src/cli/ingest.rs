@@ -10,7 +10,7 @@ use std::io::Write;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::baseline::encode_segment;
+use crate::baseline::encode_trace_segment;
 use crate::discover::display_path;
 use crate::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
 use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
@@ -210,8 +210,10 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
 
 /// Where a run's trace goes: `DIR/<scenario>/<case>.trace.ndjson.zst`.
 fn destination(args: &IngestArgs, run: &IngestedRun) -> Utf8PathBuf {
-    (args.out.join(encode_segment(&run.scenario)))
-        .join(format!("{}.trace.ndjson.zst", encode_segment(&run.case)))
+    (args.out.join(encode_trace_segment(&run.scenario))).join(format!(
+        "{}.trace.ndjson.zst",
+        encode_trace_segment(&run.case)
+    ))
 }
 
 /// What became of one run's trace.
@@ -356,8 +358,8 @@ fn emit_scenarios(
     for (id, text) in emitted {
         let dest = args
             .out
-            .join(encode_segment(&id))
-            .join(format!("{}.scenario.json", encode_segment(&id)));
+            .join(encode_trace_segment(&id))
+            .join(format!("{}.scenario.json", encode_trace_segment(&id)));
         let shown = display_path(&dest);
         match std::fs::read(&dest) {
             Ok(old) if old == text.as_bytes() => {

@@ -59,6 +59,24 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         ),
     };
     if let Some(dir) = &args.record {
+        // Recordings are written under lowercased path segments (as baselines are): two
+        // sessions whose names differ only in letter case would write one file, the last
+        // writer winning. Refused, as `ingest` refuses two runs of one name.
+        let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
+        for s in &scripts {
+            let path = format!(
+                "{}/{}",
+                crate::baseline::encode_trace_segment(&s.scenario),
+                crate::baseline::encode_trace_segment(&s.case)
+            );
+            if let Some(first) = by_path.insert(path.clone(), &s.path) {
+                anyhow::bail!(
+                    "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",
+                    s.path,
+                    dir.join(format!("{path}.trace.ndjson.zst"))
+                );
+            }
+        }
         std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create `{dir}`: {e}"))?;
     }
     let sessions: Vec<String> = scripts

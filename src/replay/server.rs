@@ -160,8 +160,8 @@ impl Session {
             .seal(&self.script, &self.hasher, options.limits)?;
         let rel = format!(
             "{}/{}.trace.ndjson.zst",
-            crate::baseline::encode_segment(&self.script.scenario),
-            crate::baseline::encode_segment(&self.script.case)
+            crate::baseline::encode_trace_segment(&self.script.scenario),
+            crate::baseline::encode_trace_segment(&self.script.case)
         );
         let path = dir.join(&rel);
         let compressed =
@@ -173,7 +173,7 @@ impl Session {
         if let Some(sidecar) = self.recording.sidecar().filter(|_| options.raw_prompts) {
             let side = path.with_file_name(format!(
                 "{}.prompts.ndjson",
-                crate::baseline::encode_segment(&self.script.case)
+                crate::baseline::encode_trace_segment(&self.script.case)
             ));
             confined
                 .write(&side, &sidecar, true)

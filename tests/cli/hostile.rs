@@ -173,3 +173,74 @@ fn merge_refuses_shares_whose_counts_rows_or_label_were_edited() {
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("label (share 1/1)"), "{}", out.stderr);
 }
+
+#[test]
+fn replay_refuses_to_record_two_sessions_into_one_file() {
+    let env = Env::new();
+    let inference = r#"{"kind":"inference","output":{"text":"hi"}}"#;
+    for (dir, case) in [("a", "Bad"), ("b", "bad")] {
+        env.write(
+            &format!("{dir}/x.trace.ndjson.zst"),
+            sealed_zst(&trace_text("w", case, &[inference, END])),
+        );
+    }
+    let out = env.run(&["replay", "serve", "a/", "b/", "--record", "out/"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("would both be recorded as `out/w/bad.trace.ndjson.zst`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.path("out/w").exists());
+}
+
+#[test]
+fn no_command_writes_where_discovery_does_not_look_and_hidden_traces_are_reported() {
+    let env = Env::new();
+    good_suite(&env);
+    env.write(
+        "log.json",
+        r#"[{"role":"user","content":"hi"},{"role":"assistant","content":"done"}]"#,
+    );
+    let out = env.run(&[
+        "ingest",
+        "--from",
+        "openai-messages",
+        "--unkeyed",
+        "--scenario",
+        ".agent.safety",
+        "--case",
+        "bad",
+        "-o",
+        "traces",
+        "log.json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        env.path("traces/%2Eagent.safety/bad.trace.ndjson.zst")
+            .exists(),
+        "{}",
+        out.stdout
+    );
+    // What ingest wrote is what check reads: the trace's scenario is unknown, an error row.
+    let out = env.run(&["check", "--format", "json"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(row(&json(&out), "bad.trace.ndjson.zst")["verdict"], "error");
+    // A hidden directory holding a trace is skipped, but never silently.
+    std::fs::rename(
+        env.path("traces/%2Eagent.safety"),
+        env.path("traces/.hidden"),
+    )
+    .unwrap();
+    for args in [&["check", "--format", "json"][..], &["verify"], &["lint"]] {
+        let out = env.run(args);
+        assert_ne!(out.code, 0, "{args:?}: {}{}", out.stdout, out.stderr);
+        assert!(
+            (out.stdout.clone() + &out.stderr).contains("a hidden directory holding trace files"),
+            "{args:?}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
