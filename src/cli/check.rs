@@ -24,12 +24,15 @@ use super::args::{CheckArgs, CheckFormatArg, StatusLevelArg};
 use super::ci::is_ci;
 use super::{exit, options};
 
+/// The largest `report.json` `--last-failed` reads.
+const MAX_LAST_REPORT_BYTES: u64 = 1 << 30;
+
 /// What `--last-failed` takes from the newest run folder.
 struct LastRun {
     /// The run's id (its folder's name).
     id: String,
-    /// Every trace path it judged, as shown.
-    judged: HashSet<String>,
+    /// Every trace path it judged, as shown, with the content hash it was judged with.
+    judged: std::collections::HashMap<String, Option<String>>,
     /// The paths of its rows that did not pass.
     failed: HashSet<String>,
     /// Scenarios (lowercase) whose every row passed.
@@ -45,13 +48,15 @@ impl LastRun {
             );
         };
         let path = run.join("report.json");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
-        let report: serde_json::Value = serde_json::from_str(&text)
+        // Read as any input is read: a regular file, within a bound.
+        let bytes =
+            crate::fsutil::read_regular(&path, MAX_LAST_REPORT_BYTES, "the last run's report")
+                .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
+        let report: serde_json::Value = serde_json::from_slice(&bytes)
             .with_context(|| format!("`--last-failed`: `{path}` is not a JSON report"))?;
         let mut last = LastRun {
             id: run.file_name().unwrap_or("").to_owned(),
-            judged: HashSet::new(),
+            judged: Default::default(),
             failed: HashSet::new(),
             passed_scenarios: HashSet::new(),
         };
@@ -61,7 +66,8 @@ impl LastRun {
             let path = row["path"].as_str().map(str::to_owned);
             let passed = row["verdict"] == "pass" && row["blocking"] != true;
             if let Some(p) = &path {
-                last.judged.insert(p.clone());
+                let hash = row["content_hash"].as_str().map(str::to_owned);
+                last.judged.insert(p.clone(), hash);
                 if !passed {
                     last.failed.insert(p.clone());
                 }
@@ -79,16 +85,32 @@ impl LastRun {
         Ok(last)
     }
 
-    /// Whether this run judges `path`: it did not pass last time, or was not judged then.
-    fn keeps(&self, path: &Utf8Path) -> bool {
+    /// Whether this run judges `path`: it did not pass last time, was not judged then, or is
+    /// not the trace it was then (its content hash differs, or cannot be read now).
+    fn keeps(&self, path: &Utf8Path, limits: crate::trace::Limits) -> bool {
         let shown = display_path(path);
-        self.failed.contains(&shown) || !self.judged.contains(&shown)
+        if self.failed.contains(&shown) {
+            return true;
+        }
+        let Some(Some(then)) = self.judged.get(&shown) else {
+            return true;
+        };
+        let now = crate::trace::TraceFile::open(path, limits)
+            .ok()
+            .and_then(|f| f.verify_seal(false).ok())
+            .map(|s| s.content_hash);
+        now.as_deref() != Some(then.as_str())
     }
 }
 
 /// Runs `check`; `Err` means exit 2.
 pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let under_ci = is_ci(&args.ci);
+    if args.last_failed && under_ci {
+        bail!(
+            "`--last-failed` re-judges only what failed in the last run folder, so it is no CI gate: under CI, run the whole `check` (or pass `--no-ci` if this is not CI)"
+        );
+    }
     let last_run = if args.last_failed {
         let runs = (args.artifacts.clone()).unwrap_or_else(|| ".tracereplay/runs".into());
         Some(LastRun::read(&runs)?)
@@ -118,7 +140,14 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         found.look_up_in(&options::suite_roots());
         if let Some(last) = &last_run {
             let before = found.trace_files.len();
-            found.trace_files.retain(|p| last.keeps(p));
+            let limits = args.judging.limits.limits();
+            // Hashing the candidates is parallel, as judging them would be.
+            use rayon::prelude::*;
+            let keep: Vec<bool> = (found.trace_files.par_iter())
+                .map(|p| last.keeps(p, limits))
+                .collect();
+            let mut keep = keep.into_iter();
+            found.trace_files.retain(|_| keep.next().unwrap_or(true));
             left_out = before - found.trace_files.len();
         }
         let discovered = started.elapsed();
@@ -250,7 +279,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     }
     if let Some(last) = &last_run {
         let note = format!(
-            "last-failed: judged {} trace(s) that failed, errored or were not judged in run {}; {left_out} that passed then were left out",
+            "last-failed: judged {} trace(s) that failed, errored, changed or were not judged in run {}; {left_out} that passed then, unchanged, were left out (a re-run for a person, not a CI gate)",
             report.summary.traces, last.id
         );
         if args.format == CheckFormatArg::Human {

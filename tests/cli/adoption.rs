@@ -54,7 +54,7 @@ fn no_selective_run_marks_the_baselines_of_what_it_did_not_select_obsolete() {
     ];
     for args in selectors {
         let out = env.run_with(args, &[]);
-        let report = env.run(&[args, &["--format", "json"]].concat());
+        let report = env.run_with(&[args, &["--format", "json"]].concat(), &[]);
         assert_eq!(
             json(&report)["summary"]["obsolete"],
             0,

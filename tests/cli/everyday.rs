@@ -143,7 +143,10 @@ fn last_failed_reruns_what_failed_and_what_is_new() {
     // A trace added since is judged too; the one that passed is left out, and its scenario's
     // lack of a trace is no error.
     one_trace_suite(&env, "later", "High", "search", "default");
-    let out = env.run(&["check", "traces", "--last-failed", "--format", "json"]);
+    let out = env.run_with(
+        &["check", "traces", "--last-failed", "--format", "json"],
+        &[],
+    );
     let report = json(&out);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let paths: Vec<&str> = report["results"]
@@ -161,12 +164,14 @@ fn last_failed_reruns_what_failed_and_what_is_new() {
     );
     assert!(
         out.stderr.contains("last-failed: judged 2 trace(s)")
-            && out.stderr.contains("1 that passed then were left out"),
+            && out
+                .stderr
+                .contains("1 that passed then, unchanged, were left out"),
         "{}",
         out.stderr
     );
     // Human output says so in its summary.
-    let human = env.run(&["check", "traces", "--last-failed"]);
+    let human = env.run_with(&["check", "traces", "--last-failed"], &[]);
     assert!(
         human.stdout.contains("last-failed: judged 2 trace(s)"),
         "{}",
@@ -175,7 +180,7 @@ fn last_failed_reruns_what_failed_and_what_is_new() {
     // Without a run folder, it says how to make one.
     let empty = Env::new();
     one_trace_suite(&empty, "good", "High", "search", "default");
-    let out = empty.run(&["check", "traces", "--last-failed"]);
+    let out = empty.run_with(&["check", "traces", "--last-failed"], &[]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("--artifacts"), "{}", out.stderr);
 }

@@ -244,3 +244,40 @@ fn no_command_writes_where_discovery_does_not_look_and_hidden_traces_are_reporte
         );
     }
 }
+
+#[test]
+fn last_failed_rejudges_a_changed_trace_reads_its_report_bounded_and_is_no_ci_gate() {
+    let env = Env::new();
+    good_suite(&env);
+    one_trace_suite(&env, "other", "High", "search", "default");
+    assert_eq!(env.run_with(&["check", "--artifacts"], &[]).code, 0);
+    // Edited to fail after the green run: judged again, not left out.
+    let bad = trace_text("good", "default", &[&call("c1", "fetch"), END]);
+    env.write("traces/good/default.trace.ndjson.zst", sealed_zst(&bad));
+    let out = env.run_with(&["check", "--last-failed"], &[]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("1 that passed then, unchanged, were left out"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("not a CI gate"), "{}", out.stdout);
+    // Under CI it refuses.
+    let out = env.run(&["check", "--last-failed"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no CI gate"), "{}", out.stderr);
+    // A report that is not a regular file is not read (no hang, no memory blow-up).
+    let runs = files_under(&env.path(".tracereplay/runs"));
+    let report = runs
+        .iter()
+        .find(|f| f.ends_with("report.json"))
+        .unwrap()
+        .clone();
+    let path = env.path(&format!(".tracereplay/runs/{report}"));
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let out = env.run_with(&["check", "--last-failed"], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
