@@ -35,6 +35,17 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     {
         writeln!(out, "warning: {}", escape_controls(w))?;
     }
+    for s in &loaded.scenarios {
+        for w in crate::gates::scenario_warnings(s) {
+            let file = crate::discover::display_path(&s.file);
+            writeln!(
+                out,
+                "warning: `{file}`: scenario `{}`: {}",
+                escape_controls(&s.id),
+                escape_controls(&w)
+            )?;
+        }
+    }
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
         file: crate::discover::display_path(p),

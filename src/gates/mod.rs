@@ -124,6 +124,52 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
     out
 }
 
+/// What `gates` warns about in a scenario without failing it: settings that can never apply,
+/// such as an `argsMatchOverrides` entry for a tool none of the oracle's expected calls names.
+pub fn scenario_warnings(s: &Scenario) -> Vec<String> {
+    use crate::oracle::Oracle;
+    use crate::oracle::sequence::{SeqConfig, Split};
+    fn sequences<'o>(o: &'o Oracle, out: &mut Vec<&'o SeqConfig>) {
+        match o {
+            Oracle::ToolSequence(cfg) => out.push(cfg),
+            Oracle::Not(i) => sequences(&i.oracle, out),
+            Oracle::AllOf(is) | Oracle::AnyOf(is) => {
+                is.iter().for_each(|i| sequences(&i.oracle, out))
+            }
+            Oracle::Threshold { inner, .. } | Oracle::Turn { inner, .. } => sequences(inner, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for spec in &s.oracles {
+        let Some(Ok(oracle)) = &spec.oracle else {
+            continue;
+        };
+        let mut found = Vec::new();
+        sequences(oracle, &mut found);
+        for cfg in found {
+            let lists: Vec<&crate::oracle::sequence::ExpectedCall> = match &cfg.split {
+                Split::Whole => cfg.expected.iter().collect(),
+                Split::Turns(l) | Split::Inferences(l) => l.iter().flatten().collect(),
+            };
+            for (tool, _) in &cfg.overrides {
+                let names = |e: &&crate::oracle::sequence::ExpectedCall| {
+                    crate::oracle::names::tool_matches(tool, &e.tool)
+                        || crate::oracle::names::tool_matches(&e.tool, tool)
+                };
+                if !lists.iter().any(names) {
+                    out.push(format!(
+                        "oracle {} (`{}`): `argsMatchOverrides.{tool}` names a tool no expected call has, so it never applies",
+                        spec.index,
+                        spec.type_name()
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every gate problem of a loaded suite, sorted; `searched` names where it was looked for.
 pub fn check_gates(loaded: &LoadedScenarios, searched: &str) -> Vec<GateProblem> {
     let mut out = Vec::new();

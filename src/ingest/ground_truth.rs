@@ -39,8 +39,18 @@ fn id_text(v: Option<&Value>) -> Option<String> {
 /// subset` (the actual call's keys compared); `[]` → `tool-args` with `ignore`; a list of keys →
 /// `tool-sequence` in `superset` mode with that one call and the keys as its tool's
 /// `argsMatchOverrides` paths (compared when present on either side).
+/// A ground-truth tool name as an oracle's `tool`: glob characters escaped, so the name matches
+/// that tool alone (a task action `refund*` must not match `refund_everything_to_attacker`).
+fn literal_tool(name: Option<&Value>) -> Value {
+    match name {
+        Some(Value::String(s)) => Value::String(crate::oracle::names::escape_glob(s)),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
 fn tau2_action(a: &Value) -> Value {
-    let tool = a.get("name").cloned().unwrap_or(Value::Null);
+    let tool = literal_tool(a.get("name"));
     let args = a.get("arguments").cloned().unwrap_or_else(|| json!({}));
     let metadata = json!({
         "action_id": a.get("action_id").cloned().unwrap_or(Value::Null),
@@ -112,7 +122,7 @@ fn tau_bench_tasks(runs: &[Value]) -> Vec<Task> {
                 .map(|a| {
                     json!({
                         "type": "tool-args",
-                        "tool": a.get("name").cloned().unwrap_or(Value::Null),
+                        "tool": literal_tool(a.get("name")),
                         "args": a.get("kwargs").cloned().unwrap_or_else(|| json!({})),
                         "argsMatch": "exact",
                     })

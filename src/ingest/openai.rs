@@ -124,8 +124,16 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
     let mut raw = Vec::new();
     let none = RunIds::default();
+    // A message with `role` (or any key) twice is refused, never resolved last-wins.
+    let duplicate = |text: &[u8]| crate::trace::json::no_duplicate_keys(text).err();
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => runs_of(v, "document".into(), &none, &mut raw, &mut outcome),
+        Ok(v) => match duplicate(bytes) {
+            Some(e) => outcome.reject(
+                format!("line {}, column {}", e.line(), e.column()),
+                crate::trace::json::message_without_position(&e),
+            ),
+            None => runs_of(v, "document".into(), &none, &mut raw, &mut outcome),
+        },
         Err(_) => {
             // JSON Lines: one run per line.
             for (i, line) in String::from_utf8_lossy(bytes).lines().enumerate() {
@@ -133,10 +141,15 @@ pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
                     continue;
                 }
                 match serde_json::from_str::<Value>(line) {
-                    Ok(v) => {
-                        let at = format!("line {}", i + 1);
-                        runs_of(v, at, &none, &mut raw, &mut outcome);
-                    }
+                    Ok(v) => match duplicate(line.as_bytes()) {
+                        Some(e) => outcome.reject(
+                            format!("line {}, column {}", i + 1, e.column()),
+                            crate::trace::json::message_without_position(&e),
+                        ),
+                        None => {
+                            runs_of(v, format!("line {}", i + 1), &none, &mut raw, &mut outcome)
+                        }
+                    },
                     Err(e) => outcome.reject(
                         format!("line {}, column {}", i + 1, e.column()),
                         format!(

@@ -126,6 +126,23 @@ fn one(tok: &Tok, c: char) -> bool {
     }
 }
 
+/// `name` as a pattern that matches exactly that name: each glob character (`*`, `?`, `[`)
+/// written as a one-character class (`[*]`), so a tool called `refund*` is never a pattern.
+pub fn escape_glob(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '*' | '?' | '[' => {
+                out.push('[');
+                out.push(c);
+                out.push(']');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Whole-name, case-insensitive glob match (linear-time backtracking over the last `*`).
 pub fn glob_match(pattern: &str, name: &str) -> bool {
     let toks = compile(pattern);
@@ -193,5 +210,23 @@ mod tests {
         let pattern = "*a".repeat(200);
         assert!(!glob_match(&pattern, &("a".repeat(199) + "b")));
         assert!(glob_match(&pattern, &"a".repeat(200)));
+    }
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+
+    #[test]
+    fn an_escaped_name_matches_itself_only() {
+        for name in ["refund*", "a?b", "x[1]", "[!y]", "plain"] {
+            let p = escape_glob(name);
+            assert!(tool_matches(&p, name), "{p} vs {name}");
+        }
+        assert!(!tool_matches(
+            &escape_glob("refund*"),
+            "refund_everything_to_attacker"
+        ));
+        assert!(!tool_matches(&escape_glob("a?b"), "axb"));
     }
 }

@@ -127,16 +127,24 @@ pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
             ));
         }
     }
-    if let (Some(recorded), Some(now_t)) = (&step.tools_offered, &now.tools) {
+    if let Some(recorded) = &step.tools_offered {
+        // A request that offers no tools (`tools` absent or `null`) where the recording offered
+        // some differs as much as one offering others.
+        let empty = Vec::new();
+        let now_t = now.tools.as_ref().unwrap_or(&empty);
         let (a, b): (BTreeSet<&str>, BTreeSet<&str>) = (
             recorded.iter().map(String::as_str).collect(),
             now_t.iter().map(String::as_str).collect(),
         );
         if a != b {
+            let list = |s: BTreeSet<&str>| match s.is_empty() {
+                true => "none".to_owned(),
+                false => s.into_iter().collect::<Vec<_>>().join(", "),
+            };
             out.push(format!(
                 "request {n}: tools offered differ: recorded {}, now {}",
-                a.into_iter().collect::<Vec<_>>().join(", "),
-                b.into_iter().collect::<Vec<_>>().join(", ")
+                list(a),
+                list(b)
             ));
         }
     }

@@ -239,7 +239,7 @@ pub(crate) fn parse_file(
     let value: Value = serde_json::from_slice(bytes).map_err(parse_error)?;
     // serde_json keeps the last of two equal keys without a word; a scenario must not (a second
     // `oracles` would silently replace the first).
-    serde_json::from_slice::<NoDuplicateKeys>(bytes).map_err(parse_error)?;
+    crate::trace::json::no_duplicate_keys(bytes).map_err(parse_error)?;
     let invalid = |detail: String| ScenarioError::Invalid {
         path: path.to_owned(),
         detail,
@@ -262,58 +262,6 @@ pub(crate) fn parse_file(
             ));
         }
     })
-}
-
-/// A JSON document read only to find an object holding one key twice (anywhere), which it
-/// reports as an error at that key's position.
-struct NoDuplicateKeys;
-
-impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, MapAccess, SeqAccess, Visitor};
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = NoDuplicateKeys;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut seen = HashSet::new();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    if !seen.insert(key.clone()) {
-                        return Err(A::Error::custom(format!(
-                            "duplicate key `{key}` (a JSON object may hold each key once; the second would silently replace the first)"
-                        )));
-                    }
-                    map.next_value::<NoDuplicateKeys>()?;
-                }
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(NoDuplicateKeys)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(NoDuplicateKeys)
-            }
-        }
-        d.deserialize_any(V)
-    }
 }
 
 /// The keys of a scenario object.
@@ -432,7 +380,7 @@ fn scenario_from(
         None | Some(Value::Null) => BTreeMap::new(),
         Some(Value::Object(m)) => m
             .iter()
-            .filter_map(|(k, v)| scalar_string(v).map(|v| (k.clone(), v)))
+            .filter_map(|(k, v)| metadata_string(v).map(|v| (k.clone(), v)))
             .collect(),
         Some(_) => return Err(invalid("`metadata` must be an object of strings".into())),
     };

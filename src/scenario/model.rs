@@ -124,7 +124,7 @@ impl OracleSpec {
         self.get("metadata")
             .and_then(Value::as_object)
             .and_then(|m| field(m, name))
-            .and_then(scalar_string)
+            .and_then(metadata_string)
     }
 }
 
@@ -204,6 +204,18 @@ pub fn field<'v>(obj: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v)
     })
+}
+
+/// A metadata value as text: a scalar, or a list of scalars joined with `,` (so
+/// `"unsafeTools": ["deploy", "shell"]` means what `"deploy,shell"` means).
+pub fn metadata_string(v: &Value) -> Option<String> {
+    match v {
+        Value::Array(items) => {
+            let parts: Option<Vec<String>> = items.iter().map(scalar_string).collect();
+            parts.map(|p| p.join(","))
+        }
+        other => scalar_string(other),
+    }
 }
 
 /// A string, or a number or bool written as its JSON text; `None` for other values.

@@ -51,7 +51,7 @@ impl Server {
     }
 
     /// POSTs `body` to `path`; returns the status and the body text.
-    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    pub(super) fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
