@@ -173,18 +173,26 @@ pub fn summary(raw: &str) -> serde_json::Value {
 /// costs memory in proportion to its text, however its values are shaped. Invalid JSON (never
 /// met: the text was validated when read or built) gives `null`.
 pub fn bounded_value(raw: &str) -> serde_json::Value {
+    bounded_value_at(raw, 0)
+}
+
+/// How many levels of large objects [`bounded_value`] opens before summarising: each level
+/// parses the text below it again, so the cost stays a small multiple of the text.
+const LARGE_OBJECT_LEVELS: usize = 4;
+
+fn bounded_value_at(raw: &str, level: usize) -> serde_json::Value {
     if raw.len() <= LARGE_VALUE_BYTES {
         return serde_json::from_str(raw).unwrap_or(serde_json::Value::Null);
     }
     let trimmed = raw.trim();
-    if trimmed.starts_with('{') {
+    if trimmed.starts_with('{') && level < LARGE_OBJECT_LEVELS {
         if let Ok(fields) =
             serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(trimmed)
         {
             return serde_json::Value::Object(
                 fields
                     .into_iter()
-                    .map(|(k, v)| (k, bounded_value(v.get())))
+                    .map(|(k, v)| (k, bounded_value_at(v.get(), level + 1)))
                     .collect(),
             );
         }
@@ -255,6 +263,48 @@ mod tests {
         assert!(contains_ci("Straße ÜBER", "über"));
         assert!(!contains_ci("demo", "demos"));
     }
+}
+
+/// How deep a trace line's values may nest (objects and arrays), as serde_json's own limit for
+/// parsed values: every walk over a value (canonical forms, hashing, diffing, matching) then
+/// stays within a small, fixed stack.
+pub const MAX_NESTING: usize = 128;
+
+/// Whether JSON `text` nests objects and arrays more than [`MAX_NESTING`] deep. Linear, and
+/// for almost every line a single vectorised count: a line with at most that many opening
+/// brackets cannot nest deeper.
+pub fn nests_too_deep(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if memchr::memchr2_iter(b'{', b'[', bytes)
+        .nth(MAX_NESTING)
+        .is_none()
+    {
+        return false;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Whether `bytes` (one JSON document) holds an object with a key twice anywhere: an error at

@@ -181,6 +181,15 @@ impl Parser<'_> {
                     "blank line (traces have one JSON object per line and no blank lines)",
                 ));
             }
+            if crate::trace::json::nests_too_deep(line) {
+                return Err(self.malformed(
+                    n,
+                    &format!(
+                        "values nest more than {} levels deep (objects and arrays); such a line is not read",
+                        crate::trace::json::MAX_NESTING
+                    ),
+                ));
+            }
             if n == 1 {
                 header = Some(self.header(line)?);
                 continue;

@@ -411,3 +411,63 @@ fn a_request_that_offers_no_tools_diverges_where_the_recording_offered_some() {
         );
     }
 }
+
+/// A 338-byte sealed trace whose `args` nest 50,000 deep used to overflow the stack.
+#[test]
+fn deeply_nested_values_are_an_error_row_not_a_crash() {
+    let env = Env::new();
+    env.write(
+        "traces/d/d.scenario.json",
+        r#"{"id":"d","title":"t","risk":"High","oracles":[{"type":"tool-args","tool":"x","args":{"a":1}},{"type":"tool-sequence","mode":"superset","calls":[{"tool":"x","args":{"a":1}}]}]}"#,
+    );
+    std::fs::create_dir_all(env.path("baselines")).unwrap();
+    let n = 50_000;
+    let args = format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n));
+    let deep = format!(r#"{{"kind":"tool_call","seq":1,"call_id":"c1","tool":"x","args":{args}}}"#);
+    let mut text = trace_text("d", "c", &[]);
+    text.push_str(&deep);
+    text.push_str("\n{\"kind\":\"run_end\",\"seq\":2,\"status\":\"completed\"}\n");
+    env.write("traces/d/c.trace.ndjson.zst", sealed_zst_unchecked(&text));
+    assert!(env.read("traces/d/c.trace.ndjson.zst").len() < 1000);
+    let started = std::time::Instant::now();
+    let out = env.run(&["check", "--format", "json", "--no-cache"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let report = json(&out);
+    let r = row(&report, "d/c.trace.ndjson.zst");
+    assert_eq!(r["verdict"], "error");
+    assert_eq!(r["error"]["line"], 2, "{r:#}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nest more than 128 levels")
+    );
+    for args in [
+        &["explain", "traces/d/c.trace.ndjson.zst"][..],
+        &["gates", "--strength"],
+        &["verify"],
+        &["lint"],
+    ] {
+        let out = env.run(args);
+        assert!(
+            out.code != 134 && out.code >= 0,
+            "{args:?} crashed: {}",
+            out.stderr
+        );
+    }
+    // Just inside the limit is judged as usual.
+    let args = format!("{}1{}", "{\"a\":".repeat(120), "}".repeat(120));
+    let ok = format!(r#"{{"kind":"tool_call","call_id":"c1","tool":"x","args":{args}}}"#);
+    env.write(
+        "traces/d/c.trace.ndjson.zst",
+        sealed_zst(&trace_text("d", "c", &[&ok, END])),
+    );
+    let out = env.run(&["check", "--format", "json", "--no-cache"]);
+    assert_ne!(
+        row(&json(&out), "d/c.trace.ndjson.zst")["verdict"],
+        "error",
+        "{}",
+        out.stdout
+    );
+    assert!(started.elapsed().as_secs() < 60);
+}
