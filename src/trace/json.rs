@@ -186,9 +186,9 @@ fn bounded_value_at(raw: &str, level: usize) -> serde_json::Value {
     }
     let trimmed = raw.trim();
     if trimmed.starts_with('{') && level < LARGE_OBJECT_LEVELS {
-        if let Ok(fields) =
-            serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(trimmed)
-        {
+        // A large object of a few large values is opened; one of very many keys is summarised
+        // whole, as a large array is (parsing stops at the key past the bound).
+        if let Ok(FewKeys(fields)) = serde_json::from_str::<FewKeys<'_>>(trimmed) {
             return serde_json::Value::Object(
                 fields
                     .into_iter()
@@ -198,6 +198,39 @@ fn bounded_value_at(raw: &str, level: usize) -> serde_json::Value {
         }
     }
     summary(trimmed)
+}
+
+/// The most keys of a large object [`bounded_value`] opens one by one.
+const MAX_OPENED_KEYS: usize = 1024;
+
+/// An object's entries, sorted by key, when it has at most [`MAX_OPENED_KEYS`] (a later
+/// duplicate key wins, as serde_json's own maps have it); an error past that.
+struct FewKeys<'a>(std::collections::BTreeMap<String, &'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FewKeys<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = FewKeys<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = std::collections::BTreeMap::new();
+                while let Some((k, v)) = map.next_entry::<String, &'a RawValue>()? {
+                    out.insert(k, v);
+                    if out.len() > MAX_OPENED_KEYS {
+                        return Err(serde::de::Error::custom("too many keys to open"));
+                    }
+                }
+                Ok(FewKeys(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
 }
 
 /// serde_json's message without the " at line L column C" it appends (callers name the position

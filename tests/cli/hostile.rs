@@ -471,3 +471,33 @@ fn deeply_nested_values_are_an_error_row_not_a_crash() {
     );
     assert!(started.elapsed().as_secs() < 60);
 }
+
+/// One `args` object of 200,000 keys is summarised whole (its hash and size), as a large array
+/// is: never built key by key into every canonical form, baseline and diff.
+#[test]
+fn a_very_wide_object_is_summarised_not_opened() {
+    let env = Env::new();
+    env.write(
+        "traces/d/d.scenario.json",
+        r#"{"id":"d","title":"t","risk":"High","oracles":[{"type":"tool-args","tool":"x","args":{"a":1}}]}"#,
+    );
+    std::fs::create_dir_all(env.path("baselines")).unwrap();
+    let keys: Vec<String> = (0..200_000).map(|i| format!("\"k{i}\":1")).collect();
+    let wide = format!(
+        r#"{{"kind":"tool_call","seq":1,"call_id":"c1","tool":"x","args":{{{}}}}}"#,
+        keys.join(",")
+    );
+    let mut text = trace_text("d", "c", &[]);
+    text.push_str(&wide);
+    text.push_str("\n{\"kind\":\"run_end\",\"seq\":2,\"status\":\"completed\"}\n");
+    env.write("traces/d/c.trace.ndjson.zst", sealed_zst_unchecked(&text));
+    let out = env.run_with(&["check", "--no-cache", "-j", "1"], &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let pending = String::from_utf8(env.read("baselines/d/c.baseline.json.new")).unwrap();
+    assert!(
+        pending.contains("\"bytes\": ") && pending.contains("\"b3\": \"b3:"),
+        "{}",
+        &pending[..pending.len().min(2000)]
+    );
+    assert!(!pending.contains("k199999"), "the object was opened");
+}
