@@ -501,3 +501,43 @@ fn a_very_wide_object_is_summarised_not_opened() {
     );
     assert!(!pending.contains("k199999"), "the object was opened");
 }
+
+/// A client that stalls mid-request (a partial request line, or a body that never comes) no
+/// longer holds `replay serve` open after SIGTERM: it stops accepting, waits a bounded grace
+/// period, records, and exits.
+#[test]
+fn a_stalled_client_never_holds_the_replay_server_open() {
+    use std::io::Write as _;
+    let env = Env::new();
+    copy_demo(&env, false);
+    let server =
+        super::replay::Server::start(&env, &["traces/agent.replay.weather", "--record", "out/"]);
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    // A request line cut short, and a request whose announced body never arrives.
+    let mut partial = std::net::TcpStream::connect(&addr).unwrap();
+    partial.write_all(b"POST /v1/chat/comp").unwrap();
+    let mut body = std::net::TcpStream::connect(&addr).unwrap();
+    body.write_all(b"POST /tracereplay/v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"kind\"").unwrap();
+    // One real event, so the session has something to record.
+    let (status, text) = server.post(
+        "/tracereplay/v1/events",
+        &[],
+        r#"{"kind":"run_end","status":"completed"}"#,
+    );
+    assert_eq!(status, 200, "{text}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let (code, rest) = server.finish(&[]);
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{rest}");
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "exit took {took:?}: {rest}"
+    );
+    assert!(
+        env.path("out/agent.replay.weather/paris.trace.ndjson.zst")
+            .exists(),
+        "{rest}"
+    );
+    drop((partial, body));
+}
