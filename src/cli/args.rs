@@ -150,6 +150,10 @@ pub struct ReplayServeArgs {
     /// `TRACEREPLAY_HASH_KEY` (required then, and its key id must match the recording's).
     #[arg(long)]
     pub unkeyed: bool,
+    /// Size limits: of the recordings read, and of each session's recording (reported events
+    /// and tool results past them are refused with 413).
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// `explain` flags.

@@ -27,7 +27,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             args.listen
         );
     }
-    let scripts = load_all(&args.traces, crate::trace::Limits::default())?;
+    let scripts = load_all(&args.traces, args.limits.limits())?;
     // Each session hashes request inputs as its recording's prompts were hashed (the trace's
     // header says how): unkeyed recordings need nothing; keyed ones need the key they used.
     let keyed: Vec<&crate::replay::Script> = (scripts.iter())
@@ -88,25 +88,25 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         record: args.record.clone(),
         strict: args.strict,
         raw_prompts: crate::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
-        limits: crate::trace::Limits::default(),
+        limits: args.limits.limits(),
     };
     if options.raw_prompts {
         diag!(
             "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
         );
     }
-    let running = server::spawn(scripts, args.listen, options)?;
+    let running = crate::replay::spawn(scripts, args.listen, options)?;
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {
         diag!("serving {s}");
     }
     let when = if args.exit_when_exhausted {
-        server::StopWhen::Exhausted
+        crate::replay::StopWhen::Exhausted
     } else if args.exit_when_finished {
-        server::StopWhen::Finished
+        crate::replay::StopWhen::Finished
     } else {
-        server::StopWhen::Signal
+        crate::replay::StopWhen::Signal
     };
     let (reports, problems) = running.wait(when);
     for p in &problems {

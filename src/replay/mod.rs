@@ -12,9 +12,11 @@
 
 pub mod openai;
 pub mod record;
+pub mod running;
 pub mod script;
 pub mod server;
 mod signals;
 
+pub use running::{Running, StopWhen, spawn};
 pub use script::{Script, Step, load, load_all};
-pub use server::{Options, Replay, Running, SessionReport, StopWhen, spawn};
+pub use server::{Options, Replay, SessionReport};

@@ -151,10 +151,40 @@ pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
     out
 }
 
-/// The run being recorded.
+/// Why the server refuses what a runtime sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// The event is not a valid trace line (HTTP 400).
+    Invalid(String),
+    /// The event is valid alone but would make the recording invalid (a second `run_end`, an
+    /// edit of a message never sent): HTTP 409.
+    Conflict(String),
+    /// The recording would outgrow the trace size limit (HTTP 413).
+    TooLarge(String),
+}
+
+impl Refused {
+    /// The reason, in a sentence.
+    pub fn message(&self) -> &str {
+        match self {
+            Refused::Invalid(m) | Refused::Conflict(m) | Refused::TooLarge(m) => m,
+        }
+    }
+}
+
+/// The run being recorded, bounded by the trace size limit (what `verify` would accept).
 #[derive(Debug, Default)]
 pub struct Recording {
     events: Vec<Value>,
+    /// Bytes the recording holds (its event lines and raw-prompt sidecar), and its limit
+    /// (0: not set yet, taken from the first check).
+    bytes: u64,
+    /// Whether a `final_answer` was reported.
+    final_answer: bool,
+    /// Message ids sent, so an edit or delete of another is refused.
+    sent: std::collections::HashSet<String>,
+    /// Divergences not recorded once the recording was full.
+    dropped: usize,
     /// Calls the served inferences planned: id → (tool, arguments).
     planned: HashMap<String, (String, Value)>,
     /// Results already recorded, by call id.
@@ -166,9 +196,36 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Records the tool results a request hands back for the first time.
-    pub fn results(&mut self, captured: &Captured) {
-        for (id, content) in &captured.results {
+    /// Room for `more` bytes within the trace size limit (a margin kept for the header, the
+    /// `run_end` and the footer), or why not.
+    fn room(&self, more: u64, limits: Limits) -> Result<(), Refused> {
+        const MARGIN: u64 = 64 << 10;
+        let cap = limits.max_trace_bytes.saturating_sub(MARGIN);
+        if self.bytes.saturating_add(more) > cap {
+            return Err(Refused::TooLarge(format!(
+                "the recording would outgrow the trace size limit of {} bytes (`--max-trace-bytes`); nothing of this request was recorded",
+                limits.max_trace_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, e: Value) {
+        self.bytes = self.bytes.saturating_add(e.to_string().len() as u64 + 16);
+        self.events.push(e);
+    }
+
+    /// Records the tool results a request hands back for the first time; refused whole when
+    /// they would outgrow the trace size limit.
+    pub fn results(&mut self, captured: &Captured, limits: Limits) -> Result<(), Refused> {
+        let fresh: Vec<&(String, Value)> = (captured.results.iter())
+            .filter(|(id, _)| !self.handed_back.contains(id))
+            .collect();
+        let size: u64 = (fresh.iter())
+            .map(|(id, content)| content.to_string().len() as u64 + 2 * id.len() as u64 + 200)
+            .sum();
+        self.room(size, limits)?;
+        for (id, content) in fresh {
             if !self.handed_back.insert(id.clone()) {
                 continue;
             }
@@ -177,11 +234,10 @@ impl Recording {
                 .get(id)
                 .cloned()
                 .unwrap_or_else(|| ("unknown".to_owned(), json!({})));
-            self.events
-                .push(json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}));
-            self.events
-                .push(json!({"kind": "tool_result", "call_id": id, "ok": true, "output": content}));
+            self.push(json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}));
+            self.push(json!({"kind": "tool_result", "call_id": id, "ok": true, "output": content}));
         }
+        Ok(())
     }
 
     /// Records a served inference.
@@ -210,6 +266,7 @@ impl Recording {
         if let Some(h) = &captured.input_h {
             e["input_h"] = json!(h);
             if let Some(text) = &captured.raw_input {
+                self.bytes = self.bytes.saturating_add(text.len() as u64);
                 self.raw.push((h.clone(), text.clone()));
             }
         }
@@ -222,40 +279,107 @@ impl Recording {
         if let Some(f) = step.finish {
             e["finish"] = json!(f.as_str());
         }
-        self.events.push(e);
+        self.push(e);
     }
 
-    /// Records a divergence as an `error` event.
-    pub fn divergence(&mut self, message: &str) {
-        self.events
-            .push(json!({"kind": "error", "message": message, "code": "replay-divergence"}));
+    /// Records a divergence as an `error` event; once the recording is full, divergences are
+    /// counted instead (the session still reports every one, and its exit code says so).
+    pub fn divergence(&mut self, message: &str, limits: Limits) {
+        if self.room(message.len() as u64 + 100, limits).is_err() {
+            self.dropped += 1;
+            return;
+        }
+        self.push(json!({"kind": "error", "message": message, "code": "replay-divergence"}));
     }
 
     /// Records an event the runtime reported, after checking it with the trace reader (so a
     /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
-    pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), String> {
+    pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), Refused> {
+        self.admit(&event, limits)?;
+        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
+        let id = || event.get("id").and_then(Value::as_str).map(str::to_owned);
+        match kind {
+            "run_end" => self.ended = true,
+            "final_answer" => self.final_answer = true,
+            "message" => self.sent.extend(id()),
+            _ => {}
+        }
+        self.push(event);
+        Ok(())
+    }
+
+    /// Records events the runtime reported, all or none: each is checked as [`Self::report`]
+    /// checks it, in order, before any is kept.
+    pub fn report_all(
+        &mut self,
+        events: Vec<Value>,
+        limits: Limits,
+    ) -> Result<(), (usize, Refused)> {
+        let (ended, final_answer, sent, bytes) =
+            (self.ended, self.final_answer, self.sent.clone(), self.bytes);
+        let before = self.events.len();
+        for (i, e) in events.into_iter().enumerate() {
+            if let Err(why) = self.report(e, limits) {
+                // Undo: the events already taken from this request leave no trace.
+                self.events.truncate(before);
+                (self.ended, self.final_answer, self.sent, self.bytes) =
+                    (ended, final_answer, sent, bytes);
+                return Err((i, why));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `event` may be recorded now: a reportable kind, a valid trace line, one that
+    /// keeps the recording valid (one `final_answer`, one `run_end`, edits of messages sent),
+    /// and room for it.
+    fn admit(&self, event: &Value, limits: Limits) -> Result<(), Refused> {
         let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
         if !reportable().any(|k| k == kind) {
-            return Err(format!(
+            return Err(Refused::Invalid(format!(
                 "an event of kind `{kind}` cannot be reported (reportable: {}); model requests and tool results are recorded by the server",
                 reportable().collect::<Vec<_>>().join(", ")
-            ));
+            )));
         }
         let mut probe = event.clone();
-        probe["seq"] = json!(1);
+        probe["seq"] = json!(2);
+        // An edit or delete is checked after a message of its id (whether that message was
+        // sent in this recording is the conflict check's question, below).
+        let sent = match (kind, event.get("id")) {
+            ("message_edit" | "message_delete", Some(Value::String(id))) => {
+                json!({"kind": "message", "seq": 1, "id": id, "phase": "preview", "text": ""})
+                    .to_string()
+                    + "\n"
+            }
+            _ => String::new(),
+        };
         let text = format!(
-            "{}\n{}\n",
+            "{}\n{sent}{probe}\n",
             json!({"kind": "header", "format": "tracereplay.trace", "version": 1, "scenario": "probe", "case": "probe"}),
-            probe
         );
+        let size = (probe.to_string().len() + 1) as u64;
         let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);
-        let seal = file.verify_seal(false).map_err(|e| e.to_string())?;
-        crate::trace::parse_trace(&file, &seal, limits).map_err(|e| e.to_string())?;
-        if kind == "run_end" {
-            self.ended = true;
+        let invalid = |e: crate::trace::TraceError| Refused::Invalid(e.to_string());
+        let seal = file.verify_seal(false).map_err(invalid)?;
+        crate::trace::parse_trace(&file, &seal, limits).map_err(invalid)?;
+        let id = event.get("id").and_then(Value::as_str).unwrap_or("");
+        let conflict = match kind {
+            "run_end" if self.ended => Some("the run's end was reported already".to_owned()),
+            "final_answer" if self.final_answer => {
+                Some("a final answer was reported already".to_owned())
+            }
+            "message_edit" | "message_delete" if !self.sent.contains(id) => Some(format!(
+                "it names message `{}`, which was never sent",
+                crate::report::escape_controls(id)
+            )),
+            _ => None,
+        };
+        if let Some(c) = conflict {
+            return Err(Refused::Conflict(format!(
+                "{c}: recording it would make the trace invalid"
+            )));
         }
-        self.events.push(event);
-        Ok(())
+        self.room(size, limits)
     }
 
     /// Whether the runtime reported the run's end.
@@ -300,6 +424,12 @@ impl Recording {
         let mut text = header.to_string();
         text.push('\n');
         let mut events = self.events.clone();
+        if self.dropped > 0 {
+            events.push(json!({
+                "kind": "error", "code": "replay-divergence",
+                "message": format!("{} more divergence(s), not recorded: the recording was full", self.dropped),
+            }));
+        }
         if !self.ended {
             events.push(json!({
                 "kind": "run_end", "status": "failed",

@@ -12,7 +12,6 @@
 //! bodies are bounded ([`BODY_LIMIT`]) and each request has [`REQUEST_TIMEOUT`].
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -349,6 +348,29 @@ impl Replay {
     }
 }
 
+/// The error type of a refusal.
+fn kind_of(why: &record::Refused) -> &'static str {
+    match why {
+        record::Refused::Invalid(_) => "invalid_event",
+        record::Refused::Conflict(_) => "event_conflict",
+        record::Refused::TooLarge(_) => "recording_too_large",
+    }
+}
+
+/// The status of a refusal: 400, 409 or 413.
+fn status_of(why: &record::Refused) -> StatusCode {
+    match why {
+        record::Refused::Invalid(_) => StatusCode::BAD_REQUEST,
+        record::Refused::Conflict(_) => StatusCode::CONFLICT,
+        record::Refused::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+    }
+}
+
+/// The response to a refusal, with its reason.
+fn refused(why: &record::Refused) -> Response {
+    error(status_of(why), why.message(), kind_of(why))
+}
+
 fn error(status: StatusCode, message: &str, kind: &str) -> Response {
     let mut r = (status, axum::Json(openai::error(message, kind))).into_response();
     // The OpenAI SDKs honour this: retrying would only ask past the end again.
@@ -407,6 +429,28 @@ fn next_response(
             );
         }
     };
+    // Only a request of the endpoint's shape gets the next recorded response.
+    // (Whatever it asks: a request without `messages` is still served.)
+    let shaped = request.is_object()
+        && match shape {
+            Shape::Chat => request.get("messages").is_none_or(Value::is_array),
+            Shape::Responses => {
+                (request.get("input")).is_none_or(|i| i.is_array() || i.is_string())
+            }
+        };
+    if !shaped {
+        let want = match shape {
+            Shape::Chat => "a Chat Completions request: an object, whose `messages` is a list",
+            Shape::Responses => {
+                "a Responses request: an object, whose `input` is a string or a list"
+            }
+        };
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("the request body is not {want}"),
+            "invalid_request",
+        );
+    }
     let mut guard = session.lock().unwrap_or_else(|e| e.into_inner());
     let s = &mut *guard;
     let total = s.script.steps.len();
@@ -416,19 +460,21 @@ fn next_response(
             "replay exhausted: {} of {total} recorded model responses served",
             s.served
         );
-        s.recording.divergence(&message);
+        s.recording.divergence(&message, replay.options.limits);
         return error(StatusCode::GONE, &message, "replay_exhausted");
     }
     let captured = match shape {
         Shape::Chat => record::capture_chat(&request, &s.hasher, replay.options.raw_prompts),
         Shape::Responses => record::capture_responses(&request),
     };
-    s.recording.results(&captured);
+    if let Err(why) = s.recording.results(&captured, replay.options.limits) {
+        return refused(&why);
+    }
     let n = s.served + 1;
     let step = &s.script.steps[n - 1];
     let diverging = record::divergences(n, step, &captured);
     for d in &diverging {
-        s.recording.divergence(d);
+        s.recording.divergence(d, replay.options.limits);
     }
     s.divergences.extend(diverging.iter().cloned());
     if replay.options.strict && !diverging.is_empty() {
@@ -532,135 +578,12 @@ async fn events(
             "session_finished",
         );
     }
-    for (i, e) in events.into_iter().enumerate() {
-        if let Err(why) = s.recording.report(e, replay.options.limits) {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("event {i} refused: {why}"),
-                "invalid_event",
-            );
-        }
+    if let Err((i, why)) = s.recording.report_all(events, replay.options.limits) {
+        let message = format!(
+            "event {i} refused (none of this request's events was recorded): {}",
+            why.message()
+        );
+        return error(status_of(&why), &message, kind_of(&why));
     }
     axum::Json(serde_json::json!({"recorded": true})).into_response()
-}
-
-/// Starts serving `scripts` on `addr` on a runtime of its own, in a background thread; returns
-/// the bound address and a handle that stops the server when dropped or `stop`ped.
-pub fn spawn(scripts: Vec<Script>, addr: SocketAddr, options: Options) -> std::io::Result<Running> {
-    let replay = Arc::new(Replay::new(scripts, options));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
-    let local = listener.local_addr()?;
-    // Signal handling is in place before the caller announces the address, so a SIGTERM sent
-    // right after `listening on` still records (#27).
-    let signals = runtime.block_on(async { super::signals::Signals::install() })?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = replay.clone();
-    let task = runtime.spawn(async move {
-        served
-            .run(listener, async {
-                let _ = stopped.await;
-            })
-            .await
-    });
-    Ok(Running {
-        addr: local,
-        replay,
-        signals: Some(signals),
-        stop: Some(stop),
-        task: Some(task),
-        runtime: Some(runtime),
-    })
-}
-
-/// A server running in the background.
-pub struct Running {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    replay: Arc<Replay>,
-    signals: Option<super::signals::Signals>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-/// When a server started with [`spawn`] stops by itself (besides SIGINT and SIGTERM).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopWhen {
-    /// Only on a signal.
-    Signal,
-    /// Once every session was finished.
-    Finished,
-    /// Once every session is done with its recording: finished, or every recorded response
-    /// served and then the run's end reported or a request made past the end.
-    Exhausted,
-}
-
-impl SessionReport {
-    fn done(&self, when: StopWhen) -> bool {
-        match when {
-            StopWhen::Signal => false,
-            StopWhen::Finished => self.finished,
-            StopWhen::Exhausted => {
-                self.finished
-                    || (self.served == self.recorded
-                        && (self.run_end_reported || self.exhausted > 0))
-            }
-        }
-    }
-}
-
-impl Running {
-    /// Every session's report so far.
-    pub fn reports(&self) -> Vec<SessionReport> {
-        self.replay.reports()
-    }
-
-    /// Waits for SIGINT or SIGTERM, or until `when` says every session is done, then stops and
-    /// records the sessions not recorded yet.
-    /// Returns every session's report and the recordings that could not be written.
-    pub fn wait(mut self, when: StopWhen) -> (Vec<SessionReport>, Vec<String>) {
-        if let (Some(rt), Some(mut signals)) = (&self.runtime, self.signals.take()) {
-            let replay = self.replay.clone();
-            rt.block_on(async move {
-                let finished = async {
-                    loop {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        if when != StopWhen::Signal && replay.reports().iter().all(|r| r.done(when))
-                        {
-                            break;
-                        }
-                    }
-                };
-                tokio::select! {
-                    _ = signals.recv() => {}
-                    _ = finished => {}
-                }
-            });
-        }
-        self.shutdown();
-        let problems = self.replay.record_all();
-        (self.replay.reports(), problems)
-    }
-
-    fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let (Some(rt), Some(task)) = (self.runtime.as_ref(), self.task.take()) {
-            let _ = rt.block_on(task);
-        }
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
 }

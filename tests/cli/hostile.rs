@@ -541,3 +541,82 @@ fn a_stalled_client_never_holds_the_replay_server_open() {
     );
     drop((partial, body));
 }
+
+/// An event that would make the recording invalid is refused when it is posted (409), an event
+/// batch is taken whole or not at all, a session's recording is bounded by the trace size
+/// limit (413), and a body of the wrong shape gets 400, not the next recorded response.
+#[test]
+fn the_replay_server_refuses_what_it_could_not_record() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let server =
+        super::replay::Server::start(&env, &["traces/agent.replay.weather", "--record", "out/"]);
+    let post = |body: &str| server.post("/tracereplay/v1/events", &[], body);
+    assert_eq!(post(r#"{"kind":"final_answer","text":"a"}"#).0, 200);
+    let (status, text) = post(r#"{"kind":"final_answer","text":"b"}"#);
+    assert_eq!(status, 409, "{text}");
+    assert!(
+        text.contains("a final answer was reported already"),
+        "{text}"
+    );
+    let (status, text) = post(r#"{"kind":"message_edit","id":"nope","text":"x"}"#);
+    assert_eq!(status, 409, "{text}");
+    // A batch whose second event is refused records neither.
+    let (status, _) = post(
+        r#"[{"kind":"message","id":"m1","phase":"final","text":"hi"},{"kind":"run_end","status":"bogus"}]"#,
+    );
+    assert_eq!(status, 400);
+    let (status, text) = post(r#"{"kind":"message_edit","id":"m1","text":"x"}"#);
+    assert_eq!(status, 409, "m1 was not recorded: {text}");
+    assert_eq!(post(r#"{"kind":"run_end","status":"completed"}"#).0, 200);
+    assert_eq!(post(r#"{"kind":"run_end","status":"failed"}"#).0, 409);
+    // Bodies that are not chat requests.
+    for body in ["[1,2]", r#"{"messages":"hi"}"#] {
+        let (status, text) = server.post("/v1/chat/completions", &[], body);
+        assert_eq!(status, 400, "{body}: {text}");
+    }
+    // The recording is always written, and valid.
+    let (code, rest) = server.finish(&[]);
+    assert_eq!(code, 0, "{rest}");
+    let verify = env.run(&["verify", "out/"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+
+    // Memory: events past the trace size limit are refused, and the recording still verifies.
+    let server = super::replay::Server::start(
+        &env,
+        &[
+            "traces/agent.replay.weather",
+            "--record",
+            "big/",
+            "--max-trace-bytes",
+            "4000000",
+        ],
+    );
+    let big = "x".repeat(1 << 20);
+    let mut refused = false;
+    for _ in 0..20 {
+        let body = format!(r#"{{"kind":"note","text":"{big}"}}"#);
+        let (status, text) = server.post("/tracereplay/v1/events", &[], &body);
+        if status == 413 {
+            assert!(text.contains("trace size limit"), "{text}");
+            refused = true;
+            break;
+        }
+        assert_eq!(status, 200, "{}", &text[..text.len().min(300)]);
+    }
+    assert!(refused, "past the limit, notes are refused");
+    assert_eq!(
+        server
+            .post(
+                "/tracereplay/v1/events",
+                &[],
+                r#"{"kind":"run_end","status":"completed"}"#
+            )
+            .0,
+        200
+    );
+    let (code, rest) = server.finish(&[]);
+    assert_eq!(code, 0, "{rest}");
+    let verify = env.run(&["verify", "big/"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
