@@ -194,7 +194,24 @@ impl Config {
                     c.scenarios = Some(list.iter().map(|p| resolve(&base, p)).collect());
                 }
                 "baselines" => c.baselines = Some(resolve(&base, &string(shown, k, v)?)),
-                "cache-dir" => c.cache_dir = Some(resolve(&base, &string(shown, k, v)?)),
+                "cache-dir" => {
+                    // The cache is written even under CI: a project file may only put it inside
+                    // the project. Elsewhere is the command line's choice (`--cache-dir`).
+                    let dir = string(shown, k, v)?;
+                    let inside = Utf8Path::new(&dir).components().all(|c| {
+                        matches!(
+                            c,
+                            camino::Utf8Component::Normal(_) | camino::Utf8Component::CurDir
+                        )
+                    });
+                    if !inside {
+                        bail!(
+                            "`{shown}`: `cache-dir` `{}` leaves the project (an absolute path, or `..`); give a directory inside it, or pass `--cache-dir DIR` on the command line",
+                            crate::report::escape_controls(&dir)
+                        );
+                    }
+                    c.cache_dir = Some(resolve(&base, &dir));
+                }
                 "profile" => {
                     let profiles = v
                         .as_table()

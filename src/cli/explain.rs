@@ -18,6 +18,10 @@ use super::args::ExplainArgs;
 use super::exit;
 use super::options::{self, ALLOW_FILE, use_color};
 
+/// The largest evidence file `explain --last` reads (one failing trace's results and cited
+/// events: far below a trace's own limit).
+const MAX_EVIDENCE_BYTES: u64 = 256 << 20;
+
 /// Runs `explain`; `Err` means exit 2.
 pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     // With no target, `explain` explains the newest run's failures.
@@ -117,8 +121,10 @@ fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     files.sort();
     let mut explained = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path)?;
-        let mut e: Explanation = serde_json::from_str(&text)
+        // Read as any input is read: a regular file, within a bound.
+        let bytes = crate::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
+            .map_err(|err| anyhow::anyhow!("cannot read `{path}`: {err}"))?;
+        let mut e: Explanation = serde_json::from_slice(&bytes)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;
         mask_explanation(&mut e, &waived);
         explained.push(e);

@@ -361,7 +361,17 @@ fn emit_scenarios(
             .join(encode_trace_segment(&id))
             .join(format!("{}.scenario.json", encode_trace_segment(&id)));
         let shown = display_path(&dest);
-        match std::fs::read(&dest) {
+        // Read as any input is read: a regular file, within a bound (a symlink to `/dev/zero`
+        // or a FIFO in the scenario's place is refused, never read).
+        let limit = crate::scenario::MAX_SCENARIO_BYTES;
+        match crate::fsutil::read_regular(&dest, limit, "existing scenario") {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound && !args.force => {
+                diag!(
+                    "error: `{input}`: `{shown}` is there and cannot be read ({e}); not replaced — pass `--force` to replace it"
+                );
+                refused += 1;
+                continue;
+            }
             Ok(old) if old == text.as_bytes() => {
                 writeln!(out, "unchanged {shown}  scenario {id}")?;
                 continue;

@@ -49,7 +49,13 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .scenario_files
         .iter()
         .chain(&found.suite_files)
-        .map(|f| (f, std::fs::read(f).unwrap_or_default()))
+        .map(|f| {
+            let limit = crate::scenario::MAX_SCENARIO_BYTES;
+            (
+                f,
+                crate::fsutil::read_regular(f, limit, "scenario file").unwrap_or_default(),
+            )
+        })
         .collect();
     let sources: Vec<(&Utf8Path, &[u8])> = scenario_bytes
         .iter()

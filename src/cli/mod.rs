@@ -80,7 +80,14 @@ pub fn main() -> i32 {
     project.set_defaults();
     if matches!(parsed.command, Command::Config) {
         let c = project;
-        return match c.print(&mut std::io::stdout().lock()) {
+        // Paths from the file and the working directory are shown with control characters
+        // escaped, line by line, as every report shows what an input controls.
+        let mut text = Vec::new();
+        let _ = c.print(&mut text);
+        let shown: String = (String::from_utf8_lossy(&text).lines())
+            .map(|l| crate::report::escape_controls(l) + "\n")
+            .collect();
+        return match std::io::stdout().lock().write_all(shown.as_bytes()) {
             Ok(()) => exit::OK,
             Err(_) => exit::OK,
         };

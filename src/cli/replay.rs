@@ -99,7 +99,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {
-        diag!("serving {s}");
+        diag!("serving {}", crate::report::escape_controls(s));
     }
     let when = if args.exit_when_exhausted {
         crate::replay::StopWhen::Exhausted
@@ -110,7 +110,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     };
     let (reports, problems) = running.wait(when);
     for p in &problems {
-        diag!("error: cannot record {p}");
+        diag!("error: cannot record {}", crate::report::escape_controls(p));
     }
     let mut diverged = false;
     for r in &reports {
@@ -118,7 +118,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         writeln!(
             out,
             "{}: {} of {} responses served{}{}",
-            r.session,
+            crate::report::escape_controls(&r.session),
             r.served,
             r.recorded,
             if r.exhausted > 0 {
@@ -129,10 +129,10 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             if r.diverged { " (diverged)" } else { "" }
         )?;
         for d in &r.divergences {
-            writeln!(out, "  divergence: {d}")?;
+            writeln!(out, "  divergence: {}", crate::report::escape_controls(d))?;
         }
         if let Some(p) = &r.recorded_to {
-            writeln!(out, "  recorded {p}")?;
+            writeln!(out, "  recorded {}", crate::report::escape_controls(p))?;
         }
         if let Some(why) = &r.not_recorded {
             diag!(

@@ -620,3 +620,99 @@ fn the_replay_server_refuses_what_it_could_not_record() {
     let verify = env.run(&["verify", "big/"]);
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
+
+/// Every read goes through the regular-file-with-a-limit rule: an evidence file or an existing
+/// scenario that is a `/dev/zero` symlink or a FIFO is refused, never read.
+#[test]
+fn evidence_and_emitted_scenarios_are_read_bounded() {
+    let env = Env::new();
+    one_trace_suite(&env, "bad", "High", "deploy", "default");
+    assert_eq!(env.run(&["check", "--artifacts"]).code, 1);
+    let evidence = (files_under(&env.path(".tracereplay/runs")).into_iter())
+        .find(|f| f.contains("/evidence/"))
+        .unwrap();
+    let path = env.path(&format!(".tracereplay/runs/{evidence}"));
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let out = env.run(&["explain", "--last"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+    std::fs::remove_file(&path).unwrap();
+    rustix_mkfifo(&path);
+    let out = env.run(&["explain", "--last"]);
+    assert_eq!(
+        out.code, 2,
+        "a FIFO is refused, not waited on: {}",
+        out.stderr
+    );
+
+    // `ingest --emit-scenarios` where the scenario it would write is a `/dev/zero` symlink.
+    let run = serde_json::json!([{
+        "task_id": 1, "trial": 0, "reward": 1.0,
+        "info": {"task": {"actions": [{"name": "lookup", "kwargs": {}}], "outputs": []}},
+        "traj": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]
+    }]);
+    env.write("tau.json", run.to_string());
+    std::fs::create_dir_all(env.path("t/tau-bench.task-1")).unwrap();
+    std::os::unix::fs::symlink(
+        "/dev/zero",
+        env.path("t/tau-bench.task-1/tau-bench.task-1.scenario.json"),
+    )
+    .unwrap();
+    let out = env.run(&[
+        "ingest",
+        "--unkeyed",
+        "--emit-scenarios",
+        "-o",
+        "t",
+        "tau.json",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("cannot be read"), "{}", out.stderr);
+}
+
+fn rustix_mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn low_ones() {
+    let env = Env::new();
+    good_suite(&env);
+    // `cache-dir` outside the project is refused from the project file.
+    for dir in ["../..", "/tmp/elsewhere"] {
+        env.write("tracereplay.toml", format!("cache-dir = \"{dir}\"\n"));
+        let out = env.run(&["check"]);
+        assert_eq!(out.code, 2, "{dir}: {}", out.stderr);
+        assert!(out.stderr.contains("leaves the project"), "{}", out.stderr);
+    }
+    // A project file that exists but cannot be read is an error, not a reason to use a parent
+    // directory's (here: one that would turn the run green).
+    env.write(
+        "tracereplay.toml",
+        "[profile.default]\nfail-on = \"none\"\n",
+    );
+    std::fs::create_dir_all(env.path("sub/tracereplay.toml")).unwrap();
+    env.write(
+        "sub/traces/bad/bad.scenario.json",
+        scenario("bad", "High", "deploy"),
+    );
+    let out = env
+        .command(&["check"], &[("CI", "true")])
+        .current_dir(env.path("sub"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("tracereplay.toml"), "{stderr}");
+    // Control characters from paths are escaped in `config`.
+    std::fs::remove_dir_all(env.path("sub")).unwrap();
+    env.write("tracereplay.toml", "paths = [\"trac\\u001b[31mes\"]\n");
+    let out = env.run(&["config"]);
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
+    assert!(out.stdout.contains("\\u001b"), "{}", out.stdout);
+}
