@@ -207,6 +207,10 @@ pub struct GatesArgs {
     /// Scenarios whose strength is below this fail the gate.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
     pub min_strength: f64,
+    /// With `--strength`: the time all `expr` programs of the run may take together (mutants
+    /// left without time are not counted).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub expr_budget: u64,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,

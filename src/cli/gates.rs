@@ -69,7 +69,13 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             .iter()
             .filter(|s| !flagged.contains(&s.id.as_str()))
             .collect();
-        for s in strengths(&found, args, &measurable)? {
+        // Mutants multiply the `expr` programs run: the whole measurement has a budget of its
+        // own, and a mutant left without time is not counted (it never raises a score).
+        let budget = std::time::Duration::from_secs(args.expr_budget);
+        crate::oracle::budget::set_run_budget(Some(budget));
+        let measured = strengths(&found, args, &measurable);
+        crate::oracle::budget::set_run_budget(None);
+        for s in measured? {
             match s.score() {
                 None => writeln!(
                     out,
@@ -102,6 +108,13 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             }
             for note in &s.weakened {
                 writeln!(out, "      weakened: {}", escape_controls(note))?;
+            }
+            if s.unjudged > 0 {
+                writeln!(
+                    out,
+                    "      not judged: {} mutant(s), an `expr` program out of time or budget; not counted",
+                    s.unjudged
+                )?;
             }
             for (trace, judged, all) in &s.sampled {
                 writeln!(

@@ -30,6 +30,9 @@ pub struct Strength {
     /// Oracles that pass below a full score, which lets partial mutants survive: one sentence
     /// each.
     pub weakened: Vec<String>,
+    /// Mutants some oracle could not judge (an `expr` program out of time or budget): counted
+    /// neither as caught nor as tried, so they never raise the score.
+    pub unjudged: usize,
 }
 
 impl Strength {
@@ -293,12 +296,15 @@ fn weakened(scenario: &Scenario) -> Vec<String> {
     out
 }
 
-/// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`.
-fn declared_pass(scenario: &Scenario, trace: &Trace<'_>) -> bool {
-    judge(scenario, trace)
-        .iter()
-        .filter(|r| r.index.is_some())
-        .all(|r| r.verdict == Verdict::Pass)
+/// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`; `None`
+/// when some oracle could not judge it.
+fn declared_pass(scenario: &Scenario, trace: &Trace<'_>) -> Option<bool> {
+    let results = judge(scenario, trace);
+    let declared = || results.iter().filter(|r| r.index.is_some());
+    if declared().any(|r| r.could_not_judge() && !r.misconfigured) {
+        return None;
+    }
+    Some(declared().all(|r| r.verdict == Verdict::Pass))
 }
 
 impl Strength {
@@ -312,6 +318,7 @@ impl Strength {
             survived: Vec::new(),
             sampled: Vec::new(),
             weakened: weakened(scenario),
+            unjudged: 0,
         }
     }
 
@@ -332,15 +339,20 @@ impl Strength {
         };
         for m in chosen {
             let (op, events) = mutant(&trace.events, m);
-            self.total += 1;
             let mutant = Trace {
                 header: trace.header.clone(),
                 events,
             };
-            if declared_pass(scenario, &mutant) {
-                self.survived.push(format!("{op} in `{name}`"));
-            } else {
-                self.caught += 1;
+            match declared_pass(scenario, &mutant) {
+                None => self.unjudged += 1,
+                Some(true) => {
+                    self.total += 1;
+                    self.survived.push(format!("{op} in `{name}`"));
+                }
+                Some(false) => {
+                    self.total += 1;
+                    self.caught += 1;
+                }
             }
         }
     }

@@ -284,7 +284,22 @@ thread_local! {
 }
 
 /// Evaluates in this thread's worker process, starting (or replacing) it as needed.
-fn in_worker(exe: &std::path::Path, code: &str, input: &[u8]) -> Outcome {
+/// Why a program that ran out of `allowed` failed.
+fn out_of_time(allowed: Duration) -> String {
+    if allowed >= TIME_BUDGET {
+        format!(
+            "the jq program did not finish within its time budget of {} s",
+            TIME_BUDGET.as_secs()
+        )
+    } else {
+        format!(
+            "the jq program did not finish within the {:.1} s left of this trace's `expr` budget",
+            allowed.as_secs_f64()
+        )
+    }
+}
+
+fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration) -> Outcome {
     use std::io::Write;
     WORKER.with(|slot| {
         let mut slot = slot.borrow_mut();
@@ -309,7 +324,7 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8]) -> Outcome {
             .write_all(&frame)
             .and_then(|()| worker.stdin.flush());
         let answer = if sent.is_ok() {
-            worker.answers.recv_timeout(TIME_BUDGET)
+            worker.answers.recv_timeout(allowed)
         } else {
             Ok(None)
         };
@@ -320,10 +335,7 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8]) -> Outcome {
                 if let Some(w) = slot.take() {
                     w.stop();
                 }
-                Outcome::Error(format!(
-                    "the jq program did not finish within its time budget of {} s",
-                    TIME_BUDGET.as_secs()
-                ))
+                Outcome::Error(out_of_time(allowed))
             }
             Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 if let Some(w) = slot.take() {
@@ -378,9 +390,24 @@ fn run(code: &str, input: &[u8]) -> Outcome {
 impl Program {
     /// Runs the program on the trace, within its budgets.
     pub fn judge(&self, facts: &Facts<'_, '_>) -> OracleResult {
+        let allowed = match super::budget::allowance(TIME_BUDGET) {
+            Ok(d) => d,
+            Err(why) => {
+                return OracleResult::fail(why, Vec::new(), json!({"jq": self.jq}), Value::Null)
+                    .unjudged();
+            }
+        };
+        let started = std::time::Instant::now();
+        let result = self.judge_within(facts, allowed);
+        super::budget::spend(started.elapsed());
+        result
+    }
+
+    /// Runs the program within `allowed` (its own budget, or what is left of the trace's).
+    fn judge_within(&self, facts: &Facts<'_, '_>, allowed: Duration) -> OracleResult {
         let input = facts.document();
         if let Some(exe) = WORKER_EXE.get() {
-            return self.verdict(in_worker(exe, &self.jq, input.as_bytes()));
+            return self.verdict(in_worker(exe, &self.jq, input.as_bytes(), allowed));
         }
         if RUNAWAYS.load(Ordering::Relaxed) >= MAX_RUNAWAYS {
             return OracleResult::fail(
@@ -410,14 +437,11 @@ impl Program {
             )
             .unjudged();
         }
-        let outcome = match rx.recv_timeout(TIME_BUDGET) {
+        let outcome = match rx.recv_timeout(allowed) {
             Ok(o) => o,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 RUNAWAYS.fetch_add(1, Ordering::Relaxed);
-                Outcome::Error(format!(
-                    "the jq program did not finish within its time budget of {} s",
-                    TIME_BUDGET.as_secs()
-                ))
+                Outcome::Error(out_of_time(allowed))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 Outcome::Error("the jq program stopped without a result".to_owned())

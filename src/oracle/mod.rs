@@ -2,6 +2,7 @@
 
 pub mod approval;
 pub mod artifacts;
+pub mod budget;
 pub mod calls;
 pub mod compose;
 pub mod contract;
@@ -96,6 +97,7 @@ pub fn judge(scenario: &Scenario, trace: &Trace<'_>) -> Vec<OracleResult> {
 /// [`judge`] over facts already derived (so a caller that also normalises the trace derives
 /// them once).
 pub fn judge_facts(scenario: &Scenario, facts: &Facts<'_, '_>) -> Vec<OracleResult> {
+    budget::begin_trace();
     let mut results: Vec<OracleResult> = scenario
         .oracles
         .iter()

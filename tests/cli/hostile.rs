@@ -512,7 +512,8 @@ fn a_stalled_client_never_holds_the_replay_server_open() {
     copy_demo(&env, false);
     let server =
         super::replay::Server::start(&env, &["traces/agent.replay.weather", "--record", "out/"]);
-    let addr = server.url.trim_start_matches("http://").to_owned();
+    // The address the server printed, without its scheme.
+    let addr = server.url.split("//").nth(1).unwrap().to_owned();
     // A request line cut short, and a request whose announced body never arrives.
     let mut partial = std::net::TcpStream::connect(&addr).unwrap();
     partial.write_all(b"POST /v1/chat/comp").unwrap();
@@ -715,4 +716,85 @@ fn low_ones() {
     let out = env.run(&["config"]);
     assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
     assert!(out.stdout.contains("\\u001b"), "{}", out.stdout);
+}
+
+/// Runaway `expr` programs have an overall cap: five on one trace stop once the trace's budget
+/// (6 s) is spent, and none of them passes.
+#[test]
+fn runaway_expr_programs_share_one_budget_per_trace() {
+    let env = Env::new();
+    let runaway = r#"{"type":"expr","jq":"def f: f; f"}"#;
+    env.write(
+        "traces/s/s.scenario.json",
+        format!(r#"{{"id":"s","title":"t","risk":"High","oracles":[{runaway},{runaway},{runaway},{runaway},{runaway}]}}"#),
+    );
+    env.write(
+        "traces/s/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("s", "default", &[&call("c1", "search"), END])),
+    );
+    let started = std::time::Instant::now();
+    let out = env.run(&["check", "--format", "json", "--no-cache", "-j", "1"]);
+    let took = started.elapsed();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let report = json(&out);
+    let oracles = row(&report, "default.trace.ndjson.zst")["oracles"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let messages: Vec<&str> = oracles
+        .iter()
+        .filter_map(|o| o["message"].as_str())
+        .collect();
+    assert!(
+        oracles
+            .iter()
+            .all(|o| o["verdict"] != "pass" || o["type"] == "run-completed")
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("already used its budget of 6 s")),
+        "{messages:?}"
+    );
+    // Five programs of 2 s each would take 10 s; the trace's budget stops them near 6 s.
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+}
+
+/// `gates --strength` with a program that runs away only on mutants ends within its run budget,
+/// and the mutants it could not judge are not counted as caught.
+#[test]
+fn strength_has_an_expr_budget_and_never_counts_unjudged_mutants() {
+    let env = Env::new();
+    // Passes at once on the recorded trace (one call of `search` with q = "x"); loops forever
+    // on any mutant that changes it.
+    let jq = r#"def f: f; if ([.events[] | select(.kind == \"tool_call\" and .tool == \"search\" and .args.q == \"x\")] | length) == 1 then true else f end"#;
+    env.write(
+        "traces/s/s.scenario.json",
+        format!(
+            r#"{{"id":"s","title":"t","risk":"High","oracles":[{{"type":"expr","jq":"{jq}"}}]}}"#
+        ),
+    );
+    let calls: Vec<String> = (1..=6)
+        .map(|i| call(&format!("c{i}"), if i == 1 { "search" } else { "other" }))
+        .collect();
+    let mut events: Vec<&str> = calls.iter().map(String::as_str).collect();
+    events.push(END);
+    env.write(
+        "traces/s/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("s", "default", &events)),
+    );
+    let started = std::time::Instant::now();
+    let out = env.run(&["gates", "--strength", "--expr-budget", "3"]);
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "took {took:?}: {}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("not judged:"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("strong"),
+        "unjudged mutants never count as caught: {}",
+        out.stdout
+    );
 }
