@@ -9,8 +9,13 @@
 //! to a fixed point; ingest output reads back and verifies. Not a stable API.
 
 mod generate;
+#[cfg(feature = "replay")]
+mod replay;
 #[cfg(test)]
 pub(crate) mod runs;
+
+#[cfg(feature = "replay")]
+pub use replay::replay_requests;
 
 use camino::Utf8Path;
 
@@ -363,6 +368,28 @@ pub fn report(bytes: &[u8]) {
         ("a.json".into(), report.clone()),
         ("b.json".into(), report),
     ]);
+}
+
+/// `merge` of up to four reports (the input split at `\0` bytes). Besides "no panic": a merge
+/// that succeeds says the run fails exactly when one of its rows or findings blocks, whatever
+/// the shares' own summaries said, and its counts are those of its rows.
+pub fn merge(data: &[u8]) {
+    let reports: Vec<(String, Report)> = (data.split(|b| *b == 0).take(4).enumerate())
+        .filter_map(|(i, part)| Some((format!("{i}.json"), serde_json::from_slice(part).ok()?)))
+        .collect();
+    if reports.is_empty() {
+        return;
+    }
+    let Ok(merged) = crate::report::merge::merge(reports) else {
+        return;
+    };
+    let blocks = merged.results.metas().any(|m| m.blocking)
+        || merged.privacy.iter().any(|f| f.fails)
+        || merged.obsolete.iter().any(|o| o.finding.fails);
+    assert_eq!(merged.is_failure(), blocks, "the exit code follows the rows");
+    let rows = merged.results.metas().count();
+    let s = &merged.summary;
+    assert_eq!(s.passed + s.failed + s.errors, rows, "the counts are the rows'");
 }
 
 /// An importer. Every run it builds reads back, sealed, with the content hash it was given.

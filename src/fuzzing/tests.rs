@@ -16,6 +16,8 @@ pub(super) fn check_of(target: &str) -> fn(&[u8]) {
         "baseline" => baseline,
         "cache" => cache,
         "report" => report,
+        "merge" => merge,
+        "replay_requests" => replay_requests,
         "ingest_openclaw" => |b| ingest(Format::OpenclawScenario, b),
         "ingest_openai" => |b| ingest(Format::OpenaiMessages, b),
         "ingest_otlp" => |b| ingest(Format::OtlpJson, b),
@@ -62,7 +64,7 @@ fn replay(dir: &str) -> usize {
 #[test]
 fn every_target_has_a_check_and_seeds() {
     let targets = targets();
-    assert_eq!(targets.len(), 12, "{targets:?}");
+    assert_eq!(targets.len(), 14, "{targets:?}");
     for t in &targets {
         check_of(t);
         let seeds = std::fs::read_dir(fuzz_dir().join("corpus").join(t))

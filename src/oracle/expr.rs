@@ -41,7 +41,7 @@ pub const OUTPUT_BYTES: usize = 1 << 20;
 /// new runs.
 pub const MAX_RUNAWAYS: usize = 4;
 /// The address-space cap of a worker process.
-pub const WORKER_MEMORY: u64 = 4 << 30;
+pub const WORKER_MEMORY: u64 = 512 << 20;
 /// The first argument that starts the binary as an `expr` worker.
 pub const WORKER_ARG: &str = "__expr-worker";
 

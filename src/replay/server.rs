@@ -35,10 +35,6 @@ use crate::trace::Limits;
 pub const BODY_LIMIT: usize = 16 << 20;
 /// How long one request may take, body included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a connection may take to send a request's head (its request line and headers).
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a shutdown waits for requests in flight before it records and exits.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// The header that names a session.
 pub const CASE_HEADER: &str = "x-tracereplay-case";
 
@@ -257,57 +253,6 @@ impl Replay {
             .with_state(self)
     }
 
-    /// Runs the server on `listener` until `shutdown` completes: then it stops accepting, lets
-    /// the requests in flight finish for at most [`SHUTDOWN_GRACE`], and drops the rest (a
-    /// stalled client never holds the server open). A connection that sends no complete
-    /// request head within [`HEADER_READ_TIMEOUT`] is closed.
-    pub async fn run(
-        self: Arc<Self>,
-        listener: tokio::net::TcpListener,
-        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let router = self.router();
-        let (close, closing) = tokio::sync::watch::channel(false);
-        let mut connections = tokio::task::JoinSet::new();
-        let shutdown = std::pin::pin!(shutdown);
-        let mut shutdown = shutdown;
-        loop {
-            let (stream, _) = tokio::select! {
-                _ = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    // Out of file descriptors, say: wait a moment rather than spin.
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                        continue;
-                    }
-                },
-            };
-            let service = hyper_util::service::TowerToHyperService::new(router.clone());
-            let mut closing = closing.clone();
-            connections.spawn(async move {
-                let mut builder = hyper::server::conn::http1::Builder::new();
-                builder
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT);
-                let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                let mut conn = std::pin::pin!(conn);
-                tokio::select! {
-                    _ = conn.as_mut() => return,
-                    _ = closing.wait_for(|c| *c) => conn.as_mut().graceful_shutdown(),
-                }
-                let _ = conn.await;
-            });
-        }
-        drop(listener);
-        let _ = close.send(true);
-        let drained = async { while connections.join_next().await.is_some() {} };
-        if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
-            connections.abort_all();
-        }
-        Ok(())
-    }
-
     fn session(
         &self,
         path: Option<(String, String)>,
@@ -340,6 +285,39 @@ impl Replay {
                 "session_not_named",
             ))),
         }
+    }
+
+    /// Answers one request as the HTTP routes do, without a server, and gives its status:
+    /// `route` is `chat`, `responses`, `events` or `finish` (anything else: 404). For the fuzz
+    /// target of the request and event surfaces, and for tests.
+    pub fn answer(&self, route: &str, body: &[u8]) -> u16 {
+        let (headers, body) = (HeaderMap::new(), Bytes::copy_from_slice(body));
+        let r = match route {
+            "chat" => next_response(self, None, &headers, &body, Shape::Chat),
+            "responses" => next_response(self, None, &headers, &body, Shape::Responses),
+            "events" => post_events(self, None, &headers, &body),
+            "finish" => match self.session(None, &headers) {
+                Ok(s) => {
+                    let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+                    s.finished = true;
+                    StatusCode::OK.into_response()
+                }
+                Err(r) => *r,
+            },
+            _ => StatusCode::NOT_FOUND.into_response(),
+        };
+        r.status().as_u16()
+    }
+
+    /// Each session's recording as it stands, sealed (what finishing would write), or why it
+    /// cannot be.
+    pub fn seal_all(&self) -> Vec<Result<Vec<u8>, String>> {
+        (self.sessions.values())
+            .map(|s| {
+                let s = s.lock().unwrap_or_else(|e| e.into_inner());
+                s.recording.seal(&s.script, &s.hasher, self.options.limits)
+            })
+            .collect()
     }
 
     fn keys(&self) -> String {
@@ -548,11 +526,21 @@ async fn events(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let session = match replay.session(named(path), &headers) {
+    post_events(&replay, named(path), &headers, &body)
+}
+
+/// What `POST /tracereplay/v1/events` answers, without HTTP.
+fn post_events(
+    replay: &Replay,
+    path: Option<(String, String)>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
+    let session = match replay.session(path, headers) {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    let events = match serde_json::from_slice::<Value>(&body) {
+    let events = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Array(items)) => items,
         Ok(one @ Value::Object(_)) => vec![one],
         Ok(_) => {

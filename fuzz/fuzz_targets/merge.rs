@@ -1,0 +1,6 @@
+//! `merge` of partitioned reports: up to four JSON reports, split at NUL bytes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tracereplay::fuzzing::merge(data));
