@@ -386,10 +386,18 @@ pub fn merge(data: &[u8]) {
     let blocks = merged.results.metas().any(|m| m.blocking)
         || merged.privacy.iter().any(|f| f.fails)
         || merged.obsolete.iter().any(|o| o.finding.fails);
-    assert_eq!(merged.is_failure(), blocks, "the exit code follows the rows");
+    assert_eq!(
+        merged.is_failure(),
+        blocks,
+        "the exit code follows the rows"
+    );
     let rows = merged.results.metas().count();
     let s = &merged.summary;
-    assert_eq!(s.passed + s.failed + s.errors, rows, "the counts are the rows'");
+    assert_eq!(
+        s.passed + s.failed + s.errors,
+        rows,
+        "the counts are the rows'"
+    );
 }
 
 /// An importer. Every run it builds reads back, sealed, with the content hash it was given.

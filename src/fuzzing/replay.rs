@@ -71,7 +71,11 @@ pub fn replay_requests(data: &[u8]) {
     }
     for sealed in replay.seal_all() {
         let bytes = sealed.expect("a session's recording always seals");
-        assert!(bytes.len() as u64 <= limits.max_trace_bytes, "{} bytes", bytes.len());
+        assert!(
+            bytes.len() as u64 <= limits.max_trace_bytes,
+            "{} bytes",
+            bytes.len()
+        );
         let file = TraceFile::from_bytes("fuzz/replayed.trace.ndjson", bytes, false);
         let seal = file.verify_seal(true).expect("the recording is sealed");
         parse_trace(&file, &seal, limits).expect("the recording reads back");

@@ -65,7 +65,6 @@ impl Replay {
         }
         Ok(())
     }
-
 }
 
 /// Starts serving `scripts` on `addr` on a runtime of its own, in a background thread; returns
