@@ -419,13 +419,7 @@ fn check_in_pool(
         .map(|(i, _)| i)
         .collect();
     let scenarios_in_scope = entries.values().filter(|e| e.in_run()).count();
-    for e in entries.values().filter(|e| e.lookup && e.in_run()) {
-        warnings.push(format!(
-            "scenario `{}` is defined under none of the checked paths; using `{}` from the suite's roots",
-            e.scenario.id,
-            display_path(&e.scenario.file)
-        ));
-    }
+    warnings.extend(plan::looked_up(&entries));
     let fail_on = opts.counting.fail_on;
     for (mut row, p) in summary::other_rows(found, &loaded, &entries, opts) {
         set_blocking(&mut row, fail_on);
@@ -474,24 +468,7 @@ fn check_in_pool(
         }
     }
 
-    // Where an unknown scenario was looked for (rare rows: decoded and re-encoded).
-    let looked_in: Vec<String> = (found.roots.iter()).map(|r| format!("`{r}`")).collect();
-    let error_rows: Vec<usize> = (rows.metas().enumerate())
-        .filter(|(_, m)| m.verdict == RowVerdict::Error && m.source == crate::report::Source::Trace)
-        .map(|(i, _)| i)
-        .collect();
-    for i in error_rows {
-        let mut row = rows.get(i);
-        if let Some(e) = row
-            .error
-            .as_mut()
-            .filter(|e| e.category == "unknown-scenario")
-        {
-            e.message
-                .push_str(&format!(" (looked in {})", looked_in.join(", ")));
-            rows.set(i, &row);
-        }
-    }
+    summary::name_where_unknown_scenarios_were_looked_for(&mut rows, &found.roots);
 
     // Summarise. Secrets found in traces move from their rows to the report's list (a rare
     // re-encode).

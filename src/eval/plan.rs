@@ -113,6 +113,20 @@ pub(crate) fn index_scenarios<'s>(
     entries
 }
 
+/// A note for each look-up scenario a trace named: where it was found.
+pub(crate) fn looked_up(entries: &Entries<'_>) -> Vec<String> {
+    (entries.values())
+        .filter(|e| e.lookup && e.in_run())
+        .map(|e| {
+            format!(
+                "scenario `{}` is defined under none of the checked paths; using `{}` from the suite's roots",
+                e.scenario.id,
+                display_path(&e.scenario.file)
+            )
+        })
+        .collect()
+}
+
 /// An explicit filter matching no scenario is a typo, not a green run (an empty partition
 /// share is fine).
 pub(crate) fn check_filters(

@@ -106,3 +106,24 @@ pub(crate) fn summarise(
     summary.blocking += obsolete.iter().filter(|o| o.finding.fails).count();
     summary
 }
+
+/// Appends where the run looked to every `unknown-scenario` error (rare rows: decoded and
+/// encoded again).
+pub(super) fn name_where_unknown_scenarios_were_looked_for(
+    rows: &mut Rows,
+    roots: &[camino::Utf8PathBuf],
+) {
+    let looked_in: Vec<String> = roots.iter().map(|r| format!("`{r}`")).collect();
+    let error_rows: Vec<usize> = (rows.metas().enumerate())
+        .filter(|(_, m)| m.verdict == RowVerdict::Error && m.source == Source::Trace)
+        .map(|(i, _)| i)
+        .collect();
+    for i in error_rows {
+        let mut row = rows.get(i);
+        if let Some(e) = (row.error.as_mut()).filter(|e| e.category == "unknown-scenario") {
+            e.message
+                .push_str(&format!(" (looked in {})", looked_in.join(", ")));
+            rows.set(i, &row);
+        }
+    }
+}

@@ -59,6 +59,21 @@ pub(crate) fn spend(took: Duration) {
     SPENT.with(|s| s.set(s.get().saturating_add(took)));
 }
 
+/// Why a program that ran out of `allowed` (at most its own `per_program` budget) failed.
+pub(crate) fn out_of_time(allowed: Duration, per_program: Duration) -> String {
+    if allowed >= per_program {
+        format!(
+            "the jq program did not finish within its time budget of {} s",
+            per_program.as_secs()
+        )
+    } else {
+        format!(
+            "the jq program did not finish within the {:.1} s left of this trace's `expr` budget",
+            allowed.as_secs_f64()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,21 +284,6 @@ thread_local! {
 }
 
 /// Evaluates in this thread's worker process, starting (or replacing) it as needed.
-/// Why a program that ran out of `allowed` failed.
-fn out_of_time(allowed: Duration) -> String {
-    if allowed >= TIME_BUDGET {
-        format!(
-            "the jq program did not finish within its time budget of {} s",
-            TIME_BUDGET.as_secs()
-        )
-    } else {
-        format!(
-            "the jq program did not finish within the {:.1} s left of this trace's `expr` budget",
-            allowed.as_secs_f64()
-        )
-    }
-}
-
 fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration) -> Outcome {
     use std::io::Write;
     WORKER.with(|slot| {
@@ -335,7 +320,7 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration)
                 if let Some(w) = slot.take() {
                     w.stop();
                 }
-                Outcome::Error(out_of_time(allowed))
+                Outcome::Error(super::budget::out_of_time(allowed, TIME_BUDGET))
             }
             Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 if let Some(w) = slot.take() {
@@ -441,7 +426,7 @@ impl Program {
             Ok(o) => o,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 RUNAWAYS.fetch_add(1, Ordering::Relaxed);
-                Outcome::Error(out_of_time(allowed))
+                Outcome::Error(super::budget::out_of_time(allowed, TIME_BUDGET))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 Outcome::Error("the jq program stopped without a result".to_owned())
