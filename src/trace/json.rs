@@ -271,33 +271,6 @@ pub fn contains_ci(haystack: &str, needle: &str) -> bool {
     lower(haystack).contains(&lower(needle))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn str_borrows_when_unescaped_and_owns_when_escaped() {
-        let plain: Str = serde_json::from_str("\"abc\"").unwrap();
-        assert!(matches!(plain.0, Cow::Borrowed("abc")));
-        let escaped: Str = serde_json::from_str("\"a\\nb\"").unwrap();
-        assert!(matches!(escaped.0, Cow::Owned(ref s) if s == "a\nb"));
-    }
-
-    #[test]
-    fn case_insensitive_helpers() {
-        for (a, b, eq) in [
-            ("Web_Search", "web_search", true),
-            ("ÄPFEL", "äpfel", true),
-            ("shell", "shel", false),
-        ] {
-            assert_eq!(eq_ci(a, b), eq, "{a} vs {b}");
-        }
-        assert!(contains_ci("Done: local Evidence", "LOCAL evidence"));
-        assert!(contains_ci("Straße ÜBER", "über"));
-        assert!(!contains_ci("demo", "demos"));
-    }
-}
-
 /// How deep a trace line's values may nest (objects and arrays), as serde_json's own limit for
 /// parsed values: every walk over a value (canonical forms, hashing, diffing, matching) then
 /// stays within a small, fixed stack.
@@ -395,5 +368,32 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str_borrows_when_unescaped_and_owns_when_escaped() {
+        let plain: Str = serde_json::from_str("\"abc\"").unwrap();
+        assert!(matches!(plain.0, Cow::Borrowed("abc")));
+        let escaped: Str = serde_json::from_str("\"a\\nb\"").unwrap();
+        assert!(matches!(escaped.0, Cow::Owned(ref s) if s == "a\nb"));
+    }
+
+    #[test]
+    fn case_insensitive_helpers() {
+        for (a, b, eq) in [
+            ("Web_Search", "web_search", true),
+            ("ÄPFEL", "äpfel", true),
+            ("shell", "shel", false),
+        ] {
+            assert_eq!(eq_ci(a, b), eq, "{a} vs {b}");
+        }
+        assert!(contains_ci("Done: local Evidence", "LOCAL evidence"));
+        assert!(contains_ci("Straße ÜBER", "über"));
+        assert!(!contains_ci("demo", "demos"));
     }
 }

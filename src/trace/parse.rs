@@ -184,7 +184,7 @@ impl Parser<'_> {
             if crate::trace::json::nests_too_deep(line) {
                 return Err(self.malformed(
                     n,
-                    &format!(
+                    format!(
                         "values nest more than {} levels deep (objects and arrays); such a line is not read",
                         crate::trace::json::MAX_NESTING
                     ),
