@@ -1,307 +1,7 @@
-//! `tool-sequence`: the actual tool calls against an expected trajectory, in five modes, with
-//! optimal (maximum bipartite) pairing, batch-aware ordering, and argument matching.
+//! Judging a configured `tool-sequence`: the actual calls (executed or planned, with their
+//! batches), the matching, the verdict and its score, whole or per turn or inference.
 
-use serde_json::{Value, json};
-
-use super::facts::Facts;
-use super::jsoneq::{
-    ArgsMatch, args_match, describe_differences, differences, differing_keys, override_for,
-};
-use super::result::OracleResult;
-use crate::scenario::OracleSpec;
-
-/// The five comparison modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SeqMode {
-    /// Same length, position by position.
-    Exact,
-    /// Expected is a subsequence of actual.
-    InOrder,
-    /// Same length, any order.
-    Unordered,
-    /// Every expected call pairs with a distinct actual call.
-    Superset,
-    /// Every actual call pairs with a distinct expected call.
-    Subset,
-}
-
-impl SeqMode {
-    fn parse(s: &str) -> Option<SeqMode> {
-        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
-            "exact" => Some(SeqMode::Exact),
-            "in-order" => Some(SeqMode::InOrder),
-            "unordered" => Some(SeqMode::Unordered),
-            "superset" => Some(SeqMode::Superset),
-            "subset" => Some(SeqMode::Subset),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            SeqMode::Exact => "exact",
-            SeqMode::InOrder => "in-order",
-            SeqMode::Unordered => "unordered",
-            SeqMode::Superset => "superset",
-            SeqMode::Subset => "subset",
-        }
-    }
-}
-
-/// Which calls an oracle reads: the executed `tool_call` events, or the calls `inference`
-/// events planned in `output.tool_calls`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Of {
-    /// `tool_call` events (the default).
-    #[default]
-    Executed,
-    /// The calls inferences planned, in order.
-    Planned,
-}
-
-impl Of {
-    /// Reads `of` (default `executed`).
-    pub fn read(spec: &OracleSpec) -> Result<Of, String> {
-        match spec.get("of") {
-            None | Some(Value::Null) => Ok(Of::Executed),
-            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
-                "executed" => Ok(Of::Executed),
-                "planned" => Ok(Of::Planned),
-                _ => Err(format!("`of` `{s}` is not `executed` or `planned`")),
-            },
-            Some(other) => Err(format!("`of` `{other}` is not `executed` or `planned`")),
-        }
-    }
-}
-
-/// How a `tool-sequence` splits the trace before comparing.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Split {
-    /// The whole trace against `calls`.
-    Whole,
-    /// Turn i's calls against the i-th list (`turns`).
-    Turns(Vec<Vec<ExpectedCall>>),
-    /// The i-th planning inference's calls against the i-th list (`inferences`).
-    Inferences(Vec<Vec<ExpectedCall>>),
-}
-
-/// One expected call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExpectedCall {
-    /// Tool name.
-    pub tool: String,
-    /// Arguments to match; `None` matches any.
-    pub args: Option<Value>,
-}
-
-/// A validated `tool-sequence` configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeqConfig {
-    /// The mode.
-    pub mode: SeqMode,
-    /// Expected calls.
-    pub expected: Vec<ExpectedCall>,
-    /// Default argument matching.
-    pub args_match: ArgsMatch,
-    /// Per-tool overrides.
-    pub overrides: Vec<(String, ArgsMatch)>,
-    /// `batchOrder: strict`: batches do not relax ordering.
-    pub strict_batches: bool,
-    /// Executed or planned calls.
-    pub of: Of,
-    /// Whole trace, per turn or per inference.
-    pub split: Split,
-}
-
-/// Reads one expected call: `{tool, args?}`, or (in `turns` and `inferences`) a bare tool
-/// name. `at` names it in messages.
-fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, String> {
-    if bare_names {
-        if let Some(t) = c.as_str().map(str::trim).filter(|t| !t.is_empty()) {
-            return Ok(ExpectedCall {
-                tool: t.to_owned(),
-                args: None,
-            });
-        }
-    }
-    let obj = c
-        .as_object()
-        .ok_or_else(|| format!("`{at}` is not an object"))?;
-    for key in obj.keys() {
-        if !["tool", "args"]
-            .iter()
-            .any(|k| super::registry::same_key(k, key))
-        {
-            let meant = super::registry::closest(key, ["tool", "args"])
-                .map(|m| format!("; did you mean `{m}`?"))
-                .unwrap_or_default();
-            return Err(format!("unknown key `{key}` in `{at}`{meant}"));
-        }
-    }
-    let tool = crate::scenario::field(obj, "tool")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| format!("`{at}` has no `tool`"))?;
-    let args = match crate::scenario::field(obj, "args") {
-        None => None,
-        Some(Value::Null) => {
-            return Err(format!(
-                "`{at}.args` is null; omit it to match any arguments"
-            ));
-        }
-        Some(v) => Some(v.clone()),
-    };
-    Ok(ExpectedCall {
-        tool: tool.to_owned(),
-        args,
-    })
-}
-
-/// Reads a list of lists of expected calls (`turns`, `inferences`).
-fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>>, String> {
-    let Some(Value::Array(lists)) = spec.get(name) else {
-        return Err(format!("`{name}` must be an array of arrays of calls"));
-    };
-    if lists.is_empty() {
-        return Err(format!(
-            "`{name}` is empty: give one list of calls per {}",
-            if name == "turns" { "turn" } else { "inference" }
-        ));
-    }
-    (lists.iter().enumerate())
-        .map(|(i, list)| {
-            let Value::Array(calls) = list else {
-                return Err(format!("`{name}[{i}]` must be an array of calls"));
-            };
-            (calls.iter().enumerate())
-                .map(|(j, c)| expected_call(c, &format!("{name}[{i}][{j}]"), true))
-                .collect()
-        })
-        .collect()
-}
-
-/// Reads `calls` (or the `tools` shorthand) into expected calls.
-pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
-    match (spec.get("calls"), spec.get("tools")) {
-        (Some(_), Some(_)) => Err("give exactly one of `calls` and `tools`, not both".into()),
-        (None, None) => {
-            Err("no expected calls: give `calls`, `tools`, `turns` or `inferences`".into())
-        }
-        (Some(Value::Array(calls)), None) => calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| expected_call(c, &format!("calls[{i}]"), false))
-            .collect(),
-        (None, Some(Value::Array(tools))) => tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                t.as_str()
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(|t| ExpectedCall {
-                        tool: t.to_owned(),
-                        args: None,
-                    })
-                    .ok_or_else(|| format!("`tools[{i}]` is not a tool name"))
-            })
-            .collect(),
-        (Some(_), None) => Err("`calls` must be an array".into()),
-        (None, Some(_)) => Err("`tools` must be an array of tool names".into()),
-    }
-}
-
-/// `argsMatch` (default `exact`).
-pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
-    match spec.get("argsMatch") {
-        None | Some(Value::Null) => Ok(ArgsMatch::Exact),
-        Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| {
-            format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset, partial")
-        }),
-        Some(other) => Err(format!("`argsMatch` `{other}` is not a mode name")),
-    }
-}
-
-/// Configures `tool-sequence`.
-pub fn configure_oracle(
-    spec: &OracleSpec,
-    _: &super::typed::Fallbacks<'_>,
-) -> Result<super::typed::Oracle, String> {
-    Ok(super::typed::Oracle::ToolSequence(Box::new(configure(
-        spec,
-    )?)))
-}
-
-/// Validates a `tool-sequence` oracle.
-pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
-    let mode = match spec.get("mode") {
-        None | Some(Value::Null) => {
-            return Err(
-                "`mode` is required (exact, in-order, unordered, superset or subset)".into(),
-            );
-        }
-        Some(Value::String(s)) => SeqMode::parse(s).ok_or_else(|| {
-            format!("`mode` `{s}` is not one of exact, in-order, unordered, superset, subset")
-        })?,
-        Some(other) => return Err(format!("`mode` `{other}` is not a mode name")),
-    };
-    let of = Of::read(spec)?;
-    let (expected, split) = match (spec.get("turns"), spec.get("inferences")) {
-        (Some(_), Some(_)) => return Err("give `turns` or `inferences`, not both".into()),
-        (Some(_), None) | (None, Some(_))
-            if spec.get("calls").is_some() || spec.get("tools").is_some() =>
-        {
-            return Err("give `calls`/`tools` or a per-turn/per-inference list, not both".into());
-        }
-        (Some(_), None) => (Vec::new(), Split::Turns(expected_lists(spec, "turns")?)),
-        (None, Some(_)) => {
-            if of != Of::Planned {
-                return Err("`inferences` judges planned calls: set `\"of\": \"planned\"`".into());
-            }
-            (
-                Vec::new(),
-                Split::Inferences(expected_lists(spec, "inferences")?),
-            )
-        }
-        (None, None) => (expected_calls(spec)?, Split::Whole),
-    };
-    let args_match = args_mode(spec)?;
-    let overrides = match spec.get("argsMatchOverrides") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(tool, v)| {
-                ArgsMatch::from_value(v)
-                    .map(|m| (tool.clone(), m))
-                    .map_err(|e| format!("`argsMatchOverrides.{tool}`: {e}"))
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(
-                "`argsMatchOverrides` must map tool names to a mode or a list of paths".into(),
-            );
-        }
-    };
-    let strict_batches = match spec.get("batchOrder") {
-        None | Some(Value::Null) => false,
-        Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
-            "strict" => true,
-            "any" => false,
-            _ => return Err(format!("`batchOrder` `{s}` is not `strict` or `any`")),
-        },
-        Some(other) => return Err(format!("`batchOrder` `{other}` is not `strict` or `any`")),
-    };
-    Ok(SeqConfig {
-        mode,
-        expected,
-        args_match,
-        overrides,
-        strict_batches,
-        of,
-        split,
-    })
-}
+use super::*;
 
 /// An actual call as the matcher sees it.
 #[derive(Debug, Clone)]
@@ -349,7 +49,7 @@ pub fn calls_of(of: Of, facts: &Facts<'_, '_>) -> Vec<ActualCall> {
 impl SeqConfig {
     /// Whether an actual call matches an expected one (tool and arguments).
     pub(crate) fn matches(&self, e: &ExpectedCall, a: &ActualCall) -> bool {
-        super::names::tool_matches(&e.tool, &a.tool)
+        crate::oracle::names::tool_matches(&e.tool, &a.tool)
             && e.args.as_ref().is_none_or(|ea| {
                 let mode = override_for(&self.overrides, &a.tool).unwrap_or(&self.args_match);
                 args_match(mode, ea, &a.args)
@@ -359,7 +59,7 @@ impl SeqConfig {
 
 /// Maximum bipartite matching preferring low indices (Kuhn's algorithm, left vertices in index
 /// order, candidates in index order). Returns, for each left vertex, its right partner.
-fn max_matching(
+pub(super) fn max_matching(
     left: usize,
     right: usize,
     ok: &dyn Fn(usize, usize) -> bool,
@@ -421,8 +121,9 @@ fn decide(cfg: &SeqConfig, actual: &[ActualCall]) -> Result<Vec<usize>, Unplaced
     let e = &cfg.expected;
     let ok = |i: usize, j: usize| cfg.matches(&e[i], &actual[j]);
     // The whole sequence at once: grouped, by maximum flow (see `matching`).
-    let whole =
-        |left_is_expected: bool| super::matching::group_matching(cfg, actual, left_is_expected);
+    let whole = |left_is_expected: bool| {
+        crate::oracle::matching::group_matching(cfg, actual, left_is_expected)
+    };
     match cfg.mode {
         SeqMode::Exact => {
             for (s, t) in blocks(actual, cfg.strict_batches) {
@@ -520,14 +221,14 @@ fn call_json(tool: &str, args: Option<&Value>) -> Value {
 pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
     match (&cfg.split, cfg.of) {
         (Split::Whole, Of::Executed) => {
-            let with_args = super::names::ToolSet::new(
+            let with_args = crate::oracle::names::ToolSet::new(
                 (cfg.expected.iter())
                     .filter(|e| e.args.is_some())
                     .map(|e| e.tool.as_str()),
             );
             let compared = |tool: &str| with_args.matches(tool);
             let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
-            if result.verdict == super::Verdict::Pass {
+            if result.verdict == crate::oracle::Verdict::Pass {
                 return result;
             }
             // A failure shows the actual arguments: parse them now (failures are rare).
@@ -558,13 +259,13 @@ fn mean_of_parts(what: &str, results: Vec<OracleResult>) -> OracleResult {
     let n = results.len();
     let passed = results
         .iter()
-        .filter(|r| r.verdict == super::Verdict::Pass)
+        .filter(|r| r.verdict == crate::oracle::Verdict::Pass)
         .count();
     let score = passed as f64 / n as f64;
     let mut evidence: Vec<u64> = Vec::new();
     let mut failing = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
-        if r.verdict == super::Verdict::Pass {
+        if r.verdict == crate::oracle::Verdict::Pass {
             evidence.extend(&r.evidence);
         } else {
             failing.push((i + 1, r));
@@ -602,7 +303,7 @@ fn per_turn(
     of: Of,
     facts: &Facts<'_, '_>,
 ) -> OracleResult {
-    let ranges = super::turns::turn_ranges(&facts.trace.events);
+    let ranges = crate::oracle::turns::turn_ranges(&facts.trace.events);
     if ranges.is_empty() {
         return OracleResult::not_evaluable(
             "`turns` needs turns, and the trace has no `user_message`",
@@ -682,7 +383,7 @@ fn fraction(cfg: &SeqConfig, actual: &[ActualCall]) -> f64 {
         return 0.0;
     }
     let matched = |expected_left: bool| {
-        (super::matching::group_matching(cfg, actual, expected_left).iter())
+        (crate::oracle::matching::group_matching(cfg, actual, expected_left).iter())
             .filter(|p| p.is_some())
             .count() as f64
     };
@@ -739,7 +440,7 @@ fn in_order_matched(cfg: &SeqConfig, actual: &[ActualCall]) -> usize {
 /// Judges configured expectations against actual calls.
 pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
     let result = judge_sequence_verdict(cfg, actual);
-    if result.verdict == super::Verdict::Pass {
+    if result.verdict == crate::oracle::Verdict::Pass {
         result
     } else {
         let score = fraction(cfg, actual);
@@ -767,7 +468,7 @@ fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResul
             let want = call_json(&e.tool, e.args.as_ref());
             let closest = actual
                 .iter()
-                .filter(|a| super::names::tool_matches(&e.tool, &a.tool))
+                .filter(|a| crate::oracle::names::tool_matches(&e.tool, &a.tool))
                 .map(|a| {
                     (
                         differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args),
@@ -817,7 +518,7 @@ fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResul
                 .expected
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| super::names::tool_matches(&e.tool, &a.tool))
+                .filter(|(_, e)| crate::oracle::names::tool_matches(&e.tool, &a.tool))
                 .map(|(i, e)| {
                     (
                         differing_keys(e.args.as_ref().unwrap_or(&a.args), &a.args),
@@ -833,7 +534,7 @@ fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResul
                         if diff.is_empty() {
                             String::new()
                         } else {
-                            format!(", differing in {}", super::harness::quoted(&diff))
+                            format!(", differing in {}", crate::oracle::harness::quoted(&diff))
                         }
                     ),
                     json!({"index": i, "call": call_json(&cfg.expected[i].tool, cfg.expected[i].args.as_ref()), "differs": diff}),
@@ -855,7 +556,3 @@ fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResul
         }
     }
 }
-
-#[cfg(test)]
-#[path = "sequence_tests.rs"]
-mod tests;
