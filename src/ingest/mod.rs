@@ -9,6 +9,7 @@
 
 mod detect;
 pub mod ground_truth;
+pub mod identity;
 pub mod naming;
 pub mod openai;
 pub mod openclaw;

@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 use serde_json::Value;
 
+use super::identity::{calls_of, canonical_message};
 use super::naming::{self, Position, RunIds};
 use super::{
     Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, content_text,
@@ -209,107 +210,6 @@ fn usage_of(m: &Value) -> Option<Usage> {
         cache_read_tokens: None,
         reasoning_tokens: None,
     })
-}
-
-struct Call {
-    id: String,
-    tool: String,
-    args: Value,
-}
-
-fn calls_of(m: &Value) -> Vec<Call> {
-    m.get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| Call {
-            id: c
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            tool: c
-                .pointer("/function/name")
-                .or_else(|| c.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            args: c
-                .pointer("/function/arguments")
-                .or_else(|| c.get("arguments"))
-                .cloned()
-                .unwrap_or(Value::Null),
-        })
-        .collect()
-}
-
-/// One message of a conversation in the canonical form that `input_h` hashes — the same for
-/// `ingest --from openai-messages` (a recorded message list) and `replay serve` (a live request),
-/// so that a replayed request and the recording it replays hash alike:
-///
-/// `{"role": …, "content"?: <text>, "tool_calls"?: [{"id", "name", "arguments"}], "tool_call_id"?: …}`
-///
-/// with keys in that order (compact JSON, no spaces). `content` is the message's text (parts
-/// joined with newlines, as everywhere in ingest), left out when empty or absent; `arguments`
-/// are parsed JSON when they parse (so `{"a":1}` and `{"a": 1}` hash alike), else the string;
-/// `tool_call_id` (or tau2's `id`) only on tool results. Everything else a client adds (`name`,
-/// `refusal`, `annotations`, `audio`, `null` fields…) is left out.
-pub fn canonical_message(m: &Value) -> String {
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-    let mut out = String::from("{\"role\":");
-    out.push_str(&Value::String(role.to_owned()).to_string());
-    if let Some(text) = m
-        .get("content")
-        .and_then(content_text)
-        .filter(|t| !t.is_empty())
-    {
-        out.push_str(",\"content\":");
-        out.push_str(&Value::String(text).to_string());
-    }
-    let calls = calls_of(m);
-    if !calls.is_empty() {
-        out.push_str(",\"tool_calls\":[");
-        for (i, c) in calls.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let arguments = match &c.args {
-                Value::String(s) => {
-                    serde_json::from_str::<Value>(s).unwrap_or_else(|_| c.args.clone())
-                }
-                other => other.clone(),
-            };
-            out.push_str(&format!(
-                "{{\"id\":{},\"name\":{},\"arguments\":{}}}",
-                Value::String(c.id.clone()),
-                Value::String(c.tool.clone()),
-                arguments
-            ));
-        }
-        out.push(']');
-    }
-    if matches!(role, "tool" | "function") {
-        if let Some(id) = (m.get("tool_call_id").or_else(|| m.get("id"))).and_then(Value::as_str) {
-            out.push_str(",\"tool_call_id\":");
-            out.push_str(&Value::String(id.to_owned()).to_string());
-        }
-    }
-    out.push('}');
-    out
-}
-
-/// The hash `input_h` of a conversation so far: [`canonical_message`] of each message, as a
-/// compact JSON array.
-pub fn input_hash(hasher: &crate::privacy::hash::PromptHasher, messages: &[Value]) -> String {
-    let mut g = hasher.growing();
-    g.push("[");
-    for (i, m) in messages.iter().enumerate() {
-        if i > 0 {
-            g.push(",");
-        }
-        g.push(&canonical_message(m));
-    }
-    g.prompt_with("]").h.to_string()
 }
 
 /// One model turn: an inference whose tool calls form a batch.
@@ -673,39 +573,4 @@ fn responses_run(
         i += 1;
     }
     Some(c.finish())
-}
-
-#[cfg(test)]
-mod canonical_tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn client_extras_spacing_and_nulls_do_not_change_the_input_hash() {
-        let hasher = crate::privacy::PromptHasher::unkeyed();
-        let recorded = [
-            json!({"role": "user", "content": "hi"}),
-            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}),
-            json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}),
-        ];
-        let live = [
-            json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "name": null}),
-            json!({"role": "assistant", "refusal": null, "annotations": [], "tool_calls": [{"id": "c1", "type": "function", "function": {"arguments": "{\"a\":1}", "name": "f"}}]}),
-            json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}),
-        ];
-        assert_eq!(input_hash(&hasher, &recorded), input_hash(&hasher, &live));
-        let changed = [
-            live[0].clone(),
-            live[1].clone(),
-            json!({"role": "tool", "tool_call_id": "c1", "content": "not ok"}),
-        ];
-        assert_ne!(
-            input_hash(&hasher, &recorded),
-            input_hash(&hasher, &changed)
-        );
-        assert_eq!(
-            canonical_message(&recorded[1]),
-            r#"{"role":"assistant","tool_calls":[{"id":"c1","name":"f","arguments":{"a":1}}]}"#
-        );
-    }
 }

@@ -59,12 +59,12 @@ pub fn capture_chat(request: &Value, hasher: &PromptHasher, raw: bool) -> Captur
         .collect();
     let raw_input = raw.then(|| {
         let parts: Vec<String> = (messages.iter())
-            .map(crate::ingest::openai::canonical_message)
+            .map(crate::ingest::identity::canonical_message)
             .collect();
         format!("[{}]", parts.join(","))
     });
     Captured {
-        input_h: Some(crate::ingest::openai::input_hash(hasher, &messages)),
+        input_h: Some(crate::ingest::identity::input_hash(hasher, &messages)),
         tools: tools_of(request),
         results,
         model: request
