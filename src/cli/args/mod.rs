@@ -3,6 +3,12 @@
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod baseline;
+mod replay;
+
+pub use baseline::{AcceptArgs, ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
+pub use replay::{ReplayCommand, ReplayServeArgs};
+
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
 #[derive(Debug, Parser)]
 #[command(name = "tracereplay", version, about, max_term_width = 100)]
@@ -106,54 +112,6 @@ pub enum Command {
     /// Serve recorded model outputs to a real agent loop (an OpenAI-compatible endpoint).
     #[command(subcommand)]
     Replay(ReplayCommand),
-}
-
-/// `replay` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum ReplayCommand {
-    /// Serve traces' recorded model responses, in order, over the OpenAI API (Chat Completions,
-    /// streamed or not, and Responses); the first line printed is `listening on http://HOST:PORT`.
-    Serve(ReplayServeArgs),
-}
-
-/// `replay serve` flags.
-#[derive(Debug, Args)]
-pub struct ReplayServeArgs {
-    /// Traces, or directories of traces, to serve (one session per scenario and case).
-    #[arg(value_name = "TRACE", required = true)]
-    pub traces: Vec<Utf8PathBuf>,
-    /// Where to listen (port 0 picks a free port).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    pub listen: std::net::SocketAddr,
-    /// Allow listening on an address other than loopback (anyone who reaches it is served).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Stop once every session was finished (`POST /tracereplay/v1/finish`).
-    #[arg(long)]
-    pub exit_when_finished: bool,
-    /// Stop once every session is done with its recording: finished, or every recorded response
-    /// served and then either the run's end reported or a request made past the end.
-    #[arg(long)]
-    pub exit_when_exhausted: bool,
-    /// Developer opt-in: also write the raw text of each hashed request input to a
-    /// `NAME.prompts.ndjson` sidecar beside the recording (never into the trace or a log).
-    #[arg(long)]
-    pub dev_raw_prompts: bool,
-    /// Record each replayed run as a sealed trace under DIR (`DIR/<scenario>/<case>.trace.ndjson.zst`).
-    #[arg(long, value_name = "DIR")]
-    pub record: Option<Utf8PathBuf>,
-    /// Answer a request that diverges from the recording with an error, not the recorded output.
-    #[arg(long)]
-    pub strict: bool,
-    /// Accepted for symmetry with `ingest --unkeyed`: each session hashes request inputs as its
-    /// recording's header says its prompts were hashed — unkeyed, or with the key in
-    /// `TRACEREPLAY_HASH_KEY` (required then, and its key id must match the recording's).
-    #[arg(long)]
-    pub unkeyed: bool,
-    /// Size limits: of the recordings read, and of each session's recording (reported events
-    /// and tool results past them are refused with 413).
-    #[command(flatten)]
-    pub limits: LimitArgs,
 }
 
 /// `explain` flags.
@@ -382,77 +340,6 @@ pub struct DiffArgs {
     /// How drift is judged (as `check` judges it).
     #[command(flatten)]
     pub drift: DriftArgs,
-}
-
-/// `baseline` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum BaselineCommand {
-    /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
-    Pending(BaselineDirArgs),
-    /// Promote pending baselines matching the filters (all `new` and `changed` ones when none
-    /// is given). A pending removal is applied only with `--removals`, or when a filter names
-    /// its `SCENARIO/CASE`: a bulk accept never deletes an approved baseline by itself.
-    Accept(AcceptArgs),
-    /// Delete pending baselines matching the filters (all when none given).
-    Reject(BaselineFilterArgs),
-    /// Write approved baselines straight from the current traces (first adoption).
-    Approve(ApproveArgs),
-}
-
-/// The baselines directory.
-#[derive(Debug, Args)]
-pub struct BaselineDirArgs {
-    /// Approved baselines directory.
-    #[arg(long, value_name = "DIR", default_value = "baselines")]
-    pub baselines: Utf8PathBuf,
-}
-
-/// `accept` / `reject` flags.
-#[derive(Debug, Args)]
-pub struct BaselineFilterArgs {
-    /// `SCENARIO` or `SCENARIO/CASE` (case-insensitive); none means every pending file.
-    #[arg(value_name = "FILTER")]
-    pub filters: Vec<String>,
-    /// The baselines directory.
-    #[command(flatten)]
-    pub dir: BaselineDirArgs,
-    /// CI detection.
-    #[command(flatten)]
-    pub ci: CiArgs,
-}
-
-/// `accept` flags.
-#[derive(Debug, Args)]
-pub struct AcceptArgs {
-    /// Which pending files, and where.
-    #[command(flatten)]
-    pub filter: BaselineFilterArgs,
-    /// Also apply the pending removals the filters match (deleting those approved baselines).
-    #[arg(long)]
-    pub removals: bool,
-}
-
-/// `approve` flags.
-#[derive(Debug, Args)]
-pub struct ApproveArgs {
-    /// Directories or files holding scenarios and traces.
-    #[arg(value_name = "PATH", default_value = "traces/")]
-    pub paths: Vec<Utf8PathBuf>,
-    /// A harness suite directory of scenarios (repeatable).
-    #[arg(long = "scenarios", value_name = "DIR")]
-    pub scenario_dirs: Vec<Utf8PathBuf>,
-    /// Approve only this scenario id (repeatable).
-    #[arg(long = "scenario", value_name = "ID")]
-    pub scenarios: Vec<String>,
-    /// The baselines directory.
-    #[command(flatten)]
-    pub dir: BaselineDirArgs,
-    /// CI detection.
-    #[command(flatten)]
-    pub ci: CiArgs,
-    /// Size limits.
-    #[command(flatten)]
-    pub limits: LimitArgs,
 }
 
 /// How traces are judged: shared by every command that judges (`check`, `diff`, `explain`), so

@@ -1,0 +1,77 @@
+//! `baseline` flags: the review of pending baselines and their first approval.
+
+use camino::Utf8PathBuf;
+use clap::{Args, Subcommand};
+
+use super::{CiArgs, LimitArgs};
+
+/// `baseline` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
+    Pending(BaselineDirArgs),
+    /// Promote pending baselines matching the filters (all `new` and `changed` ones when none
+    /// is given). A pending removal is applied only with `--removals`, or when a filter names
+    /// its `SCENARIO/CASE`: a bulk accept never deletes an approved baseline by itself.
+    Accept(AcceptArgs),
+    /// Delete pending baselines matching the filters (all when none given).
+    Reject(BaselineFilterArgs),
+    /// Write approved baselines straight from the current traces (first adoption).
+    Approve(ApproveArgs),
+}
+
+/// The baselines directory.
+#[derive(Debug, Args)]
+pub struct BaselineDirArgs {
+    /// Approved baselines directory.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baselines: Utf8PathBuf,
+}
+
+/// `accept` / `reject` flags.
+#[derive(Debug, Args)]
+pub struct BaselineFilterArgs {
+    /// `SCENARIO` or `SCENARIO/CASE` (case-insensitive); none means every pending file.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// The baselines directory.
+    #[command(flatten)]
+    pub dir: BaselineDirArgs,
+    /// CI detection.
+    #[command(flatten)]
+    pub ci: CiArgs,
+}
+
+/// `accept` flags.
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    /// Which pending files, and where.
+    #[command(flatten)]
+    pub filter: BaselineFilterArgs,
+    /// Also apply the pending removals the filters match (deleting those approved baselines).
+    #[arg(long)]
+    pub removals: bool,
+}
+
+/// `approve` flags.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// Directories or files holding scenarios and traces.
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// A harness suite directory of scenarios (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// Approve only this scenario id (repeatable).
+    #[arg(long = "scenario", value_name = "ID")]
+    pub scenarios: Vec<String>,
+    /// The baselines directory.
+    #[command(flatten)]
+    pub dir: BaselineDirArgs,
+    /// CI detection.
+    #[command(flatten)]
+    pub ci: CiArgs,
+    /// Size limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}

@@ -1,0 +1,54 @@
+//! `replay` flags.
+
+use camino::Utf8PathBuf;
+use clap::{Args, Subcommand};
+
+use super::LimitArgs;
+
+/// `replay` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ReplayCommand {
+    /// Serve traces' recorded model responses, in order, over the OpenAI API (Chat Completions,
+    /// streamed or not, and Responses); the first line printed is `listening on http://HOST:PORT`.
+    Serve(ReplayServeArgs),
+}
+
+/// `replay serve` flags.
+#[derive(Debug, Args)]
+pub struct ReplayServeArgs {
+    /// Traces, or directories of traces, to serve (one session per scenario and case).
+    #[arg(value_name = "TRACE", required = true)]
+    pub traces: Vec<Utf8PathBuf>,
+    /// Where to listen (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow listening on an address other than loopback (anyone who reaches it is served).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Stop once every session was finished (`POST /tracereplay/v1/finish`).
+    #[arg(long)]
+    pub exit_when_finished: bool,
+    /// Stop once every session is done with its recording: finished, or every recorded response
+    /// served and then either the run's end reported or a request made past the end.
+    #[arg(long)]
+    pub exit_when_exhausted: bool,
+    /// Developer opt-in: also write the raw text of each hashed request input to a
+    /// `NAME.prompts.ndjson` sidecar beside the recording (never into the trace or a log).
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
+    /// Record each replayed run as a sealed trace under DIR (`DIR/<scenario>/<case>.trace.ndjson.zst`).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<Utf8PathBuf>,
+    /// Answer a request that diverges from the recording with an error, not the recorded output.
+    #[arg(long)]
+    pub strict: bool,
+    /// Accepted for symmetry with `ingest --unkeyed`: each session hashes request inputs as its
+    /// recording's header says its prompts were hashed — unkeyed, or with the key in
+    /// `TRACEREPLAY_HASH_KEY` (required then, and its key id must match the recording's).
+    #[arg(long)]
+    pub unkeyed: bool,
+    /// Size limits: of the recordings read, and of each session's recording (reported events
+    /// and tool results past them are refused with 413).
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
