@@ -8,6 +8,7 @@
 //! id. Runs are ordered by their first span's start, then trace id.
 
 mod map;
+mod messages;
 pub mod otlp;
 pub mod sdk;
 
