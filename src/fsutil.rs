@@ -86,17 +86,29 @@ pub(crate) fn mark_run_start() {
     run_started();
 }
 
-/// Makes everything written to the filesystem holding `dir` durable, with one `syncfs` (on
-/// Unix; elsewhere nothing, each file having been written as it is).
+/// Makes `files` durable, and their directories' entries for them: each file is synced (in
+/// parallel), then each directory from the files' own up to `root` once. Only what was written
+/// is flushed — never the whole filesystem, other processes' dirty pages included.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
-pub(crate) fn sync_filesystem(dir: &Utf8Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let d = std::fs::File::open(dir)?;
-        rustix::fs::syncfs(&d)?;
+pub(crate) fn sync_written(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    files
+        .par_iter()
+        .try_for_each(|f| std::fs::File::open(f)?.sync_all())?;
+    let mut dirs: std::collections::BTreeSet<&Utf8Path> = Default::default();
+    for f in files {
+        let mut d = f.parent();
+        while let Some(dir) = d.filter(|d| !d.as_str().is_empty()) {
+            if !dirs.insert(dir) || dir == root {
+                break;
+            }
+            d = dir.parent();
+        }
     }
-    #[cfg(not(unix))]
-    let _ = dir;
+    // A directory is synced through a handle on it (Unix); elsewhere the files suffice.
+    #[cfg(unix)]
+    dirs.into_par_iter()
+        .try_for_each(|d| std::fs::File::open(d)?.sync_all())?;
     Ok(())
 }
 

@@ -76,6 +76,8 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     }
     // Traces written by this run: destination → the input that wrote it.
     let mut written: HashMap<Utf8PathBuf, Utf8PathBuf> = HashMap::new();
+    // Files this run wrote, made durable at its end.
+    let mut durable: Vec<Utf8PathBuf> = Vec::new();
     let mut failed = 0;
     for input in &args.inputs {
         let bytes = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
@@ -195,7 +197,14 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             })
             .collect();
         for ((run, dest), result) in claimed.iter().zip(stored) {
-            report(run, dest, input, result?, &mut tally, out)?;
+            let result = result?;
+            if matches!(result, Stored::Written) {
+                durable.push(dest.clone());
+                if run.trace.sidecar.is_some() {
+                    durable.push(crate::trace::sidecar_path(dest));
+                }
+            }
+            report(run, dest, input, result, &mut tally, out)?;
         }
         if args.emit_scenarios {
             tally.failed += emit_scenarios(format, &bytes, input, args, &opts, &confined, out)?;
@@ -203,7 +212,8 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         summarise(input, format, &tally, &outcome.skipped, out)?;
         failed += tally.failed;
     }
-    crate::fsutil::sync_filesystem(&args.out)
+    // Traces were written without a sync each: made durable here, together, and only them.
+    crate::fsutil::sync_written(&durable, &args.out)
         .with_context(|| format!("cannot sync what was written under `{}`", args.out))?;
     Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
 }

@@ -170,10 +170,7 @@ impl Session {
             .write(&path, &compressed, true)
             .map_err(|e| format!("cannot write `{path}`: {e}"))?;
         if let Some(sidecar) = self.recording.sidecar().filter(|_| options.raw_prompts) {
-            let side = path.with_file_name(format!(
-                "{}.prompts.ndjson",
-                crate::baseline::encode_trace_segment(&self.script.case)
-            ));
+            let side = crate::trace::sidecar_path(&path);
             confined
                 .write(&side, &sidecar, true)
                 .map_err(|e| format!("cannot write `{side}`: {e}"))?;

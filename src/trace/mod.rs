@@ -21,4 +21,4 @@ pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
 pub(crate) use shape::type_name as json_type_name;
-pub use write::{SealedTrace, TraceWriter, ZSTD_LEVEL};
+pub use write::{SealedTrace, TraceWriter, ZSTD_LEVEL, sidecar_path};

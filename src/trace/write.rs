@@ -263,16 +263,18 @@ impl SealedTrace {
     ) -> std::io::Result<()> {
         dir.write(path, &self.compress()?, durable)?;
         if let Some(sidecar) = &self.sidecar {
-            let name = path.file_name().unwrap_or("trace");
-            let stem = name.strip_suffix(".trace.ndjson.zst").unwrap_or(name);
-            dir.write(
-                &path.with_file_name(format!("{stem}.prompts.ndjson")),
-                sidecar,
-                durable,
-            )?;
+            dir.write(&sidecar_path(path), sidecar, durable)?;
         }
         Ok(())
     }
+}
+
+/// Where the raw-prompt sidecar of the trace at `path` is written: `<case>.prompts.ndjson`
+/// beside it.
+pub fn sidecar_path(path: &camino::Utf8Path) -> camino::Utf8PathBuf {
+    let name = path.file_name().unwrap_or("trace");
+    let stem = name.strip_suffix(".trace.ndjson.zst").unwrap_or(name);
+    path.with_file_name(format!("{stem}.prompts.ndjson"))
 }
 
 /// Builds a trace event by event, assigning increasing `seq` numbers.
