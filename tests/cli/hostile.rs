@@ -3,6 +3,13 @@
 
 use crate::util::*;
 
+/// `ingest --from openai-messages --unkeyed ARGS…` under CI.
+fn ingest_messages(env: &Env, args: &[&str]) -> Output {
+    let mut all = vec!["ingest", "--from", "openai-messages", "--unkeyed"];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
 const TURN: &str = r#"{"kind":"user_message","prompt":{"h":"b3:00000000000000000000000000000000000000000000000000000000000000a1","len":9}}"#;
 
 /// The verdict and message of each oracle of the only trace of `scenario`, checked on a trace
@@ -203,19 +210,18 @@ fn no_command_writes_where_discovery_does_not_look_and_hidden_traces_are_reporte
         "log.json",
         r#"[{"role":"user","content":"hi"},{"role":"assistant","content":"done"}]"#,
     );
-    let out = env.run(&[
-        "ingest",
-        "--from",
-        "openai-messages",
-        "--unkeyed",
-        "--scenario",
-        ".agent.safety",
-        "--case",
-        "bad",
-        "-o",
-        "traces",
-        "log.json",
-    ]);
+    let out = ingest_messages(
+        &env,
+        &[
+            "--scenario",
+            ".agent.safety",
+            "--case",
+            "bad",
+            "-o",
+            "traces",
+            "log.json",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         env.path("traces/%2Eagent.safety/bad.trace.ndjson.zst")
@@ -340,17 +346,7 @@ fn small_holes_stay_closed() {
         "dup.json",
         r#"[{"role":"user","content":"hi"},{"role":"user","role":"assistant","content":"done"}]"#,
     );
-    let out = env.run(&[
-        "ingest",
-        "--from",
-        "openai-messages",
-        "--unkeyed",
-        "--scenario",
-        "d",
-        "-o",
-        "out",
-        "dup.json",
-    ]);
+    let out = ingest_messages(&env, &["--scenario", "d", "-o", "out", "dup.json"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stderr.contains("duplicate key `role`"),
