@@ -552,8 +552,14 @@ pub(crate) fn verdict_blocks(
 
 /// Sets `row.blocking`: its verdict blocks, or one of its drift findings fails.
 pub(crate) fn set_blocking(row: &mut ResultRow, fail_on: FailOn) {
-    row.blocking = verdict_blocks(row.verdict, row.known_gap, row.risk, fail_on)
-        || row.drift.iter().any(|d| d.fails);
+    row.blocking = blocks(row, fail_on);
+}
+
+/// Whether a row makes the exit code 1 under `fail_on`: its verdict counts, or some drift
+/// finding fails (what `check` sets and `merge` checks).
+pub(crate) fn blocks(row: &ResultRow, fail_on: FailOn) -> bool {
+    verdict_blocks(row.verdict, row.known_gap, row.risk, fail_on)
+        || row.drift.iter().any(|d| d.fails)
 }
 
 /// The error and its sources, joined with `: `.

@@ -3,35 +3,40 @@
 //! are still what `check` wrote ([`digest`]). Nothing a share says about itself is taken on
 //! trust: the merged counts and exit code are computed from the rows.
 
-use super::model::{ObsoleteBaseline, Partition, Report, Summary};
+use super::model::{ObsoleteBaseline, Partition, Report, ResultRow, Summary};
 use crate::eval::{FailOn, Rows, partition_share};
 use crate::privacy::lint::Finding;
 
-/// `b3:` over a share's label (suite, share, of, fail-on), each row's identity and outcome, and
-/// its privacy and obsolete findings, in report order.
-pub fn digest(
-    p: &Partition,
-    rows: &Rows,
-    privacy: &[Finding],
-    obsolete: &[ObsoleteBaseline],
-) -> String {
-    let mut h = blake3::Hasher::new();
-    let label = format!(
-        "tracereplay.share v1\nsuite {}\nshare {}/{}\nfail-on {}\n",
-        p.suite,
-        p.share,
-        p.of,
-        p.fail_on.as_deref().unwrap_or("-")
-    );
-    h.update(label.as_bytes());
-    for r in rows.iter() {
+/// The running digest of a share: its label (suite, share, of, fail-on), then each row's
+/// identity and outcome and each privacy and obsolete finding, in report order.
+struct Digest(blake3::Hasher);
+
+impl Digest {
+    fn new(p: &Partition) -> Digest {
+        let mut h = blake3::Hasher::new();
+        let label = format!(
+            "tracereplay.share v1\nsuite {}\nshare {}/{}\nfail-on {}\n",
+            p.suite,
+            p.share,
+            p.of,
+            p.fail_on.as_deref().unwrap_or("-")
+        );
+        h.update(label.as_bytes());
+        Digest(h)
+    }
+
+    fn line(&mut self, v: serde_json::Value) {
+        self.0.update(v.to_string().as_bytes()).update(b"\n");
+    }
+
+    fn row(&mut self, r: &ResultRow) {
         let oracles: Vec<(&str, &str)> = (r.oracles.iter())
             .map(|o| (o.kind.as_ref(), o.verdict.as_str()))
             .collect();
         let drift: Vec<(&str, bool)> = (r.drift.iter())
             .map(|d| (d.category.as_str(), d.fails))
             .collect();
-        let line = serde_json::json!([
+        self.line(serde_json::json!([
             r.scenario,
             r.case,
             r.path,
@@ -43,22 +48,47 @@ pub fn digest(
             r.error.as_ref().map(|e| &e.category),
             oracles,
             drift,
-        ]);
-        h.update(line.to_string().as_bytes()).update(b"\n");
+        ]));
     }
-    for f in privacy {
-        let line = serde_json::json!(["privacy", f.file, f.line, f.kind, f.fingerprint, f.fails]);
-        h.update(line.to_string().as_bytes()).update(b"\n");
+
+    fn finish(mut self, privacy: &[Finding], obsolete: &[ObsoleteBaseline]) -> String {
+        for f in privacy {
+            self.line(serde_json::json!([
+                "privacy",
+                f.file,
+                f.line,
+                f.kind,
+                f.fingerprint,
+                f.fails
+            ]));
+        }
+        for o in obsolete {
+            self.line(serde_json::json!([
+                "obsolete",
+                o.scenario,
+                o.case,
+                o.path,
+                o.finding.fails
+            ]));
+        }
+        format!("b3:{}", self.0.finalize().to_hex())
     }
-    for o in obsolete {
-        let line = serde_json::json!(["obsolete", o.scenario, o.case, o.path, o.finding.fails]);
-        h.update(line.to_string().as_bytes()).update(b"\n");
-    }
-    format!("b3:{}", h.finalize().to_hex())
+}
+
+/// `b3:` over a share's label, rows and findings (what `check` writes as `partition.rows`).
+pub fn digest(
+    p: &Partition,
+    rows: &Rows,
+    privacy: &[Finding],
+    obsolete: &[ObsoleteBaseline],
+) -> String {
+    let mut d = Digest::new(p);
+    rows.iter().for_each(|r| d.row(&r));
+    d.finish(privacy, obsolete)
 }
 
 /// The problems of one share (`name` as the user knows it), each in a sentence; empty when it
-/// can be trusted.
+/// can be trusted. Its rows are decoded once, for the digest and the row checks together.
 pub fn problems(name: &str, r: &Report) -> Vec<String> {
     let Some(p) = &r.partition else {
         return Vec::new(); // reported by the share check
@@ -69,39 +99,36 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
             "`{name}` records no `partition.fail_on`: it was written by an older tracereplay, or edited; run the shares again"
         )];
     };
-    if p.rows.as_deref() != Some(digest(p, &r.results, &r.privacy, &r.obsolete).as_str()) {
+    let (mut digest, mut foreign, mut inconsistent) = (Digest::new(p), 0, 0);
+    for row in r.results.iter() {
+        digest.row(&row);
+        // Every row belongs to the share: by its scenario id, rows without one to share 1.
+        let ours = match &row.scenario {
+            Some(id) => p.of != 0 && partition_share(id, p.of) == p.share,
+            None => p.share == 1,
+        };
+        foreign += usize::from(!ours);
+        // Each row's blocking flag as `check` derives it.
+        inconsistent += usize::from(row.blocking != crate::eval::blocks(&row, fail_on));
+    }
+    if p.rows.as_deref() != Some(digest.finish(&r.privacy, &r.obsolete).as_str()) {
         out.push(format!(
             "`{name}`: its rows, findings or label (share {}/{}) are not those `check` wrote (`partition.rows` does not match them)",
             p.share, p.of
         ));
     }
-    // Every row belongs to the share: by its scenario id, rows without one to share 1.
-    let foreign = (r.results.iter())
-        .filter(|row| match &row.scenario {
-            Some(id) => p.of == 0 || partition_share(id, p.of) != p.share,
-            None => p.share != 1,
-        })
-        .count();
     if foreign > 0 {
         out.push(format!(
             "`{name}` holds {foreign} row(s) whose scenario is not in share {}/{}",
             p.share, p.of
         ));
     }
-    // Each row's blocking flag, and the counts, as `check` derives them.
-    let inconsistent = (r.results.iter())
-        .filter(|row| {
-            let drift_fails = row.drift.iter().any(|d| d.fails);
-            let blocks = drift_fails
-                || crate::eval::verdict_blocks(row.verdict, row.known_gap, row.risk, fail_on);
-            row.blocking != blocks
-        })
-        .count();
     if inconsistent > 0 {
         out.push(format!(
             "`{name}`: {inconsistent} row(s) say they block the run when they do not, or the other way round"
         ));
     }
+    // The counts, from the rows' heads (no decoding).
     let s = &r.summary;
     let counted = crate::eval::summarise(
         &r.results,
