@@ -24,8 +24,14 @@ use super::exit;
 pub(super) fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
         BaselineCommand::Pending(a) => pending(a, out),
-        BaselineCommand::Accept(a) => apply(&a.filter, Some(a.removals), out),
-        BaselineCommand::Reject(a) => apply(a, None, out),
+        BaselineCommand::Accept(a) => apply(
+            &a.filter,
+            Action::Accept {
+                removals: a.removals,
+            },
+            out,
+        ),
+        BaselineCommand::Reject(a) => apply(a, Action::Reject, out),
         BaselineCommand::Approve(a) => approve(a, out),
     }
 }
@@ -162,13 +168,20 @@ fn names_case(p: &Pending, filters: &[String]) -> bool {
     (filters.iter()).any(|f| eq_ci(f.trim(), &format!("{}/{}", p.scenario, p.case)))
 }
 
-/// `accept` (with whether `--removals` was given) or `reject` (`None`).
-fn apply(
-    args: &BaselineFilterArgs,
-    accept: Option<bool>,
-    out: &mut dyn Write,
-) -> anyhow::Result<i32> {
-    let verb = if accept.is_some() { "accept" } else { "reject" };
+/// What `apply` does with the pending files it chooses.
+#[derive(Clone, Copy)]
+enum Action {
+    /// Promote them; with `removals`, pending removals too, whatever the filters name.
+    Accept { removals: bool },
+    /// Delete them (a rejected removal keeps its approved baseline).
+    Reject,
+}
+
+fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let verb = match action {
+        Action::Accept { .. } => "accept",
+        Action::Reject => "reject",
+    };
     if let Some(code) = refuse_under_ci(&args.ci, verb) {
         return Ok(code);
     }
@@ -178,7 +191,10 @@ fn apply(
             continue;
         }
         // Removing an approved baseline is never a side effect of a bulk accept.
-        let removal_allowed = accept.is_none_or(|all| all || names_case(&p, &args.filters));
+        let removal_allowed = match action {
+            Action::Accept { removals } => removals || names_case(&p, &args.filters),
+            Action::Reject => true,
+        };
         if p.removal && !removal_allowed {
             held.push(p);
         } else {
@@ -213,7 +229,7 @@ fn apply(
     for p in &chosen {
         let pending = &p.stored.path;
         let approved = approved_of(pending);
-        match (accept.is_some(), p.removal) {
+        match (matches!(action, Action::Accept { .. }), p.removal) {
             (true, false) => {
                 // Validate before promoting: a corrupt pending file must not replace a good baseline.
                 BaselineFile::read(pending)

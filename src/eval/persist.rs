@@ -38,9 +38,7 @@ pub(crate) fn write_pending(
                 } => {
                     remove(&store.deleted_path(scenario, case), &mut warnings);
                     let new = store.new_path(scenario, case);
-                    wrote += 1;
                     if let Err(e) = confined.write(&new, text.as_bytes(), true) {
-                        wrote -= 1;
                         let _ = confined.remove(&new);
                         failed.push(FailedWrite::new(
                             format!(
@@ -49,6 +47,8 @@ pub(crate) fn write_pending(
                             ),
                             &e,
                         ));
+                    } else {
+                        wrote += 1;
                     }
                 }
                 Pending::Clear { scenario, case } => {
@@ -64,9 +64,7 @@ pub(crate) fn write_pending(
                     let limit = crate::baseline::MAX_BASELINE_BYTES;
                     match confined.read(approved, limit, "baseline") {
                         Ok(bytes) => {
-                            wrote += 1;
                             if let Err(e) = confined.write(&deleted, &bytes, true) {
-                                wrote -= 1;
                                 let _ = confined.remove(&deleted);
                                 failed.push(FailedWrite::new(
                                     format!(
@@ -75,6 +73,8 @@ pub(crate) fn write_pending(
                                     ),
                                     &e,
                                 ));
+                            } else {
+                                wrote += 1;
                             }
                         }
                         Err(e) => {
