@@ -14,7 +14,9 @@ use crate::baseline::encode_trace_segment;
 use crate::discover::display_path;
 use crate::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
 use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
-use crate::trace::{Limits, TraceFile};
+use crate::trace::Limits;
+
+use super::options::{AtDestination, at_destination, not_replaced};
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 
@@ -43,12 +45,6 @@ struct Tally {
     unchanged: usize,
     failed: usize,
     events: BTreeMap<&'static str, usize>,
-}
-
-/// The content hash of the sealed trace at `path`, if there is one that reads.
-fn existing_hash(path: &Utf8Path) -> Option<String> {
-    let file = TraceFile::open(path, Limits::default()).ok()?;
-    file.verify_seal(true).ok().map(|s| s.content_hash)
 }
 
 /// Runs `ingest`; `Err` means exit 2.
@@ -150,25 +146,13 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 claimed.push((run, dest));
             }
         }
-        let on_disk: Vec<Option<Stored>> = claimed
+        let on_disk: Vec<AtDestination> = claimed
             .par_iter()
-            .map(|(run, dest)| blocked(run, dest, args.force))
+            .map(|(run, dest)| at_destination(dest, &run.trace.content_hash, Limits::default()))
             .collect();
-        for ((run, dest), blocked) in claimed.iter().zip(&on_disk) {
-            if let Some(Stored::Refused(h)) = blocked {
-                let what = h.as_deref().map_or_else(
-                    || "something that is not a readable sealed trace".to_owned(),
-                    |h| {
-                        format!(
-                            "a different trace ({h}, the new one is {})",
-                            run.trace.content_hash
-                        )
-                    },
-                );
-                refusals.push(format!(
-                    "`{}` holds {what}; pass `--force` to replace it",
-                    display_path(dest)
-                ));
+        for ((run, dest), there) in claimed.iter().zip(&on_disk) {
+            if let (AtDestination::Different(h), false) = (there, args.force) {
+                refusals.push(not_replaced(dest, h.as_deref(), &run.trace.content_hash));
             }
         }
         if !refusals.is_empty() {
@@ -191,9 +175,9 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         let stored: Vec<anyhow::Result<Stored>> = claimed
             .par_iter()
             .zip(on_disk)
-            .map(|((run, dest), blocked)| match blocked {
-                Some(done) => Ok(done),
-                None => store(run, dest, &confined),
+            .map(|((run, dest), there)| match there {
+                AtDestination::Same => Ok(Stored::Unchanged),
+                _ => store(run, dest, &confined),
             })
             .collect();
         for ((run, dest), result) in claimed.iter().zip(stored) {
@@ -204,7 +188,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                     durable.push(crate::trace::sidecar_path(dest));
                 }
             }
-            report(run, dest, input, result, &mut tally, out)?;
+            report(run, dest, result, &mut tally, out)?;
         }
         if args.emit_scenarios {
             tally.failed += emit_scenarios(format, &bytes, input, args, &opts, &confined, out)?;
@@ -231,28 +215,14 @@ enum Stored {
     Written,
     /// The same content was there already.
     Unchanged,
-    /// A different trace is there (its content hash; `None`: not a readable sealed trace).
-    Refused(Option<String>),
 }
 
-/// What keeps one run's trace from being written: the same content is there already, or
-/// (without `force`) a different one is; `None` when it can be written.
-fn blocked(run: &IngestedRun, dest: &Utf8Path, force: bool) -> Option<Stored> {
-    match existing_hash(dest) {
-        Some(h) if h == run.trace.content_hash => Some(Stored::Unchanged),
-        Some(h) if !force => Some(Stored::Refused(Some(h))),
-        None if dest.exists() && !force => Some(Stored::Refused(None)),
-        _ => None,
-    }
-}
-
-/// Writes one run's trace.
+/// Writes one run's trace (not synced: the run syncs what it wrote at its end).
 fn store(
     run: &IngestedRun,
     dest: &Utf8Path,
     confined: &crate::fsutil::Confined,
 ) -> anyhow::Result<Stored> {
-    // Not synced one by one: the run syncs the output's filesystem once at its end.
     run.trace
         .write_in_with(confined, dest, false)
         .with_context(|| format!("cannot write `{dest}`"))?;
@@ -263,7 +233,6 @@ fn store(
 fn report(
     run: &IngestedRun,
     dest: &Utf8Path,
-    input: &Utf8Path,
     stored: Stored,
     tally: &mut Tally,
     out: &mut dyn Write,
@@ -281,18 +250,6 @@ fn report(
         Stored::Unchanged => {
             tally.unchanged += 1;
             writeln!(out, "unchanged {shown}  {scenario}/{case}  {hash}")?;
-        }
-        Stored::Refused(Some(h)) => {
-            tally.failed += 1;
-            diag!(
-                "error: `{input}`: `{shown}` holds a different trace ({h}, the new one is {hash}); not replaced — pass `--force` to replace it, or name the runs apart with `--name`"
-            );
-        }
-        Stored::Refused(None) => {
-            tally.failed += 1;
-            diag!(
-                "error: `{input}`: `{shown}` exists and is not a readable sealed trace; not replaced — pass `--force` to replace it"
-            );
         }
     }
     Ok(())

@@ -95,22 +95,14 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
         ),
     };
     // A different trace at the destination is kept unless `--force`, as `ingest` keeps it.
-    if dest != input && std::fs::symlink_metadata(dest).is_ok() {
-        match existing_hash(dest, limits) {
-            Some(h) if h == content_hash => {
+    if dest != input {
+        use super::options::{AtDestination, at_destination};
+        match at_destination(dest, &content_hash, limits) {
+            AtDestination::Same => {
                 return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
             }
-            Some(h) if !args.force => {
-                return Err(format!(
-                    "`{dest}` holds a different trace ({h}, the new one is {content_hash}); not replaced — pass `--force` to replace it"
-                )
-                .into());
-            }
-            None if !args.force => {
-                return Err(format!(
-                    "`{dest}` exists and is not a readable sealed trace; not replaced — pass `--force` to replace it"
-                )
-                .into());
+            AtDestination::Different(h) if !args.force => {
+                return Err(super::options::not_replaced(dest, h.as_deref(), &content_hash).into());
             }
             _ => {}
         }
@@ -127,12 +119,6 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
         ""
     };
     Ok(format!("{verb}  {input} -> {dest}  {content_hash}{note}"))
-}
-
-/// The verified content hash of the sealed trace at `path`, if it is one.
-fn existing_hash(path: &Utf8Path, limits: crate::trace::Limits) -> Option<String> {
-    let file = TraceFile::open(path, limits).ok()?;
-    file.verify_seal(true).ok().map(|s| s.content_hash)
 }
 
 #[cfg(test)]
