@@ -14,29 +14,34 @@ pub(crate) struct Call {
 }
 
 pub(crate) fn calls_of(m: &Value) -> Vec<Call> {
-    m.get("tool_calls")
+    (m.get("tool_calls")
         .and_then(Value::as_array)
         .into_iter()
-        .flatten()
-        .map(|c| Call {
-            id: c
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            tool: c
-                .pointer("/function/name")
-                .or_else(|| c.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            args: c
-                .pointer("/function/arguments")
-                .or_else(|| c.get("arguments"))
-                .cloned()
-                .unwrap_or(Value::Null),
-        })
-        .collect()
+        .flatten())
+    .map(|c| {
+        let (id, tool, args) = call_parts(c);
+        Call {
+            id: id.unwrap_or_default().to_owned(),
+            tool: tool.to_owned(),
+            args: args.clone(),
+        }
+    })
+    .collect()
+}
+
+/// A tool call object's id, tool name and arguments, in OpenAI's shape (`function.name`,
+/// `function.arguments`) or the flat one (`name`, `arguments`); absent arguments are `null`.
+pub(crate) fn call_parts(c: &Value) -> (Option<&str>, &str, &Value) {
+    const NULL: &Value = &Value::Null;
+    let id = c.get("id").and_then(Value::as_str);
+    let tool = (c.pointer("/function/name").or_else(|| c.get("name")))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let args = (c
+        .pointer("/function/arguments")
+        .or_else(|| c.get("arguments")))
+    .unwrap_or(NULL);
+    (id, tool, args)
 }
 
 /// One message of a conversation in the canonical form that `input_h` hashes — the same for

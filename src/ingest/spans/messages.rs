@@ -54,6 +54,12 @@ pub(super) struct Message {
     pub(super) calls: Vec<(Option<String>, String, Value)>,
 }
 
+/// A planned call of a message, as a [`Message`] holds it.
+fn planned(c: &Value) -> (Option<String>, String, Value) {
+    let (id, tool, args) = crate::ingest::identity::call_parts(c);
+    (id.map(str::to_owned), tool.to_owned(), args.clone())
+}
+
 /// Messages in the conventions' `{role, parts}` or OpenAI's `{role, content, tool_calls}`.
 fn messages_of(v: &Value) -> Vec<Message> {
     (v.as_array().into_iter().flatten())
@@ -79,16 +85,7 @@ fn messages_of(v: &Value) -> Vec<Message> {
                 texts.extend(content_text(&m["content"]));
             }
             for c in m["tool_calls"].as_array().into_iter().flatten() {
-                msg.calls.push((
-                    c["id"].as_str().map(str::to_owned),
-                    (c.pointer("/function/name").or(c.get("name")))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    (c.pointer("/function/arguments").or(c.get("arguments")))
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                ));
+                msg.calls.push(planned(c));
             }
             msg.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
             msg
@@ -106,19 +103,7 @@ fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
             .map(|m| {
                 let m = m.get("message").unwrap_or(m);
                 let calls = (m.get("tool_calls").map(indexed).into_iter().flatten())
-                    .map(|c| {
-                        let c = c.get("tool_call").unwrap_or(c);
-                        (
-                            c["id"].as_str().map(str::to_owned),
-                            (c.pointer("/function/name").or(c.get("name")))
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                            (c.pointer("/function/arguments").or(c.get("arguments")))
-                                .cloned()
-                                .unwrap_or(Value::Null),
-                        )
-                    })
+                    .map(|c| planned(c.get("tool_call").unwrap_or(c)))
                     .collect();
                 let text = m["content"].as_str().map(str::to_owned).or_else(|| {
                     let parts: Vec<&str> = (m.get("contents").map(indexed).into_iter().flatten())
