@@ -635,7 +635,7 @@ fn evidence_and_emitted_scenarios_are_read_bounded() {
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
     std::fs::remove_file(&path).unwrap();
-    rustix_mkfifo(&path);
+    mkfifo(&path);
     let out = env.run(&["explain", "--last"]);
     assert_eq!(
         out.code, 2,
@@ -668,7 +668,7 @@ fn evidence_and_emitted_scenarios_are_read_bounded() {
     assert!(out.stderr.contains("cannot be read"), "{}", out.stderr);
 }
 
-fn rustix_mkfifo(path: &std::path::Path) {
+fn mkfifo(path: &std::path::Path) {
     let ok = std::process::Command::new("mkfifo")
         .arg(path)
         .status()
