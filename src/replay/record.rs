@@ -210,23 +210,27 @@ impl Recording {
         Ok(())
     }
 
-    fn push(&mut self, e: Value) {
-        self.bytes = self.bytes.saturating_add(e.to_string().len() as u64 + 16);
+    /// Keeps an event whose line is `len` bytes (its `seq` counted in a small margin).
+    fn push_sized(&mut self, e: Value, len: u64) {
+        self.bytes = self.bytes.saturating_add(len + 16);
         self.events.push(e);
+    }
+
+    /// Keeps a small event the server built.
+    fn push(&mut self, e: Value) {
+        let len = e.to_string().len() as u64;
+        self.push_sized(e, len);
     }
 
     /// Records the tool results a request hands back for the first time; refused whole when
     /// they would outgrow the trace size limit.
     pub fn results(&mut self, captured: &Captured, limits: Limits) -> Result<(), Refused> {
-        let fresh: Vec<&(String, Value)> = (captured.results.iter())
-            .filter(|(id, _)| !self.handed_back.contains(id))
-            .collect();
-        let size: u64 = (fresh.iter())
-            .map(|(id, content)| content.to_string().len() as u64 + 2 * id.len() as u64 + 200)
-            .sum();
-        self.room(size, limits)?;
-        for (id, content) in fresh {
-            if !self.handed_back.insert(id.clone()) {
+        // The events first, each serialised once: sized, checked against the limit together,
+        // then kept (or none of them).
+        let mut fresh: Vec<(Value, u64)> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (id, content) in &captured.results {
+            if self.handed_back.contains(id) || !seen.insert(id) {
                 continue;
             }
             let (tool, args) = self
@@ -234,8 +238,18 @@ impl Recording {
                 .get(id)
                 .cloned()
                 .unwrap_or_else(|| ("unknown".to_owned(), json!({})));
-            self.push(json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}));
-            self.push(json!({"kind": "tool_result", "call_id": id, "ok": true, "output": content}));
+            for e in [
+                json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}),
+                json!({"kind": "tool_result", "call_id": id, "ok": true, "output": content}),
+            ] {
+                let len = e.to_string().len() as u64;
+                fresh.push((e, len));
+            }
+        }
+        self.room(fresh.iter().map(|(_, len)| len).sum(), limits)?;
+        self.handed_back.extend(seen.into_iter().cloned());
+        for (e, len) in fresh {
+            self.push_sized(e, len);
         }
         Ok(())
     }
@@ -295,7 +309,7 @@ impl Recording {
     /// Records an event the runtime reported, after checking it with the trace reader (so a
     /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
     pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), Refused> {
-        self.admit(&event, limits)?;
+        let size = self.admit(&event, limits)?;
         let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
         let id = || event.get("id").and_then(Value::as_str).map(str::to_owned);
         match kind {
@@ -304,7 +318,7 @@ impl Recording {
             "message" => self.sent.extend(id()),
             _ => {}
         }
-        self.push(event);
+        self.push_sized(event, size);
         Ok(())
     }
 
@@ -333,7 +347,8 @@ impl Recording {
     /// Whether `event` may be recorded now: a reportable kind, a valid trace line, one that
     /// keeps the recording valid (one `final_answer`, one `run_end`, edits of messages sent),
     /// and room for it.
-    fn admit(&self, event: &Value, limits: Limits) -> Result<(), Refused> {
+    /// Returns the size of its line.
+    fn admit(&self, event: &Value, limits: Limits) -> Result<u64, Refused> {
         let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
         if !reportable().any(|k| k == kind) {
             return Err(Refused::Invalid(format!(
@@ -379,7 +394,8 @@ impl Recording {
                 "{c}: recording it would make the trace invalid"
             )));
         }
-        self.room(size, limits)
+        self.room(size, limits)?;
+        Ok(size)
     }
 
     /// Whether the runtime reported the run's end.
