@@ -3,6 +3,16 @@
 
 use crate::util::*;
 
+/// `ingest` of `tau.json` (a tau-bench file) into `t/`, with its scenarios.
+const EMIT_TAU: &[&str] = &[
+    "ingest",
+    "--unkeyed",
+    "--emit-scenarios",
+    "-o",
+    "t",
+    "tau.json",
+];
+
 /// `ingest --from openai-messages --unkeyed ARGS…` under CI.
 fn ingest_messages(env: &Env, args: &[&str]) -> Output {
     let mut all = vec!["ingest", "--from", "openai-messages", "--unkeyed"];
@@ -371,14 +381,7 @@ fn ground_truth_tool_names_are_never_patterns() {
         ]
     }]);
     env.write("tau.json", run.to_string());
-    let out = env.run(&[
-        "ingest",
-        "--unkeyed",
-        "--emit-scenarios",
-        "-o",
-        "t",
-        "tau.json",
-    ]);
+    let out = env.run(EMIT_TAU);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let check = env.run(&["check", "t", "--format", "json", "--fail-on", "any"]);
     let report = json(&check);
@@ -656,14 +659,7 @@ fn evidence_and_emitted_scenarios_are_read_bounded() {
         env.path("t/tau-bench.task-1/tau-bench.task-1.scenario.json"),
     )
     .unwrap();
-    let out = env.run(&[
-        "ingest",
-        "--unkeyed",
-        "--emit-scenarios",
-        "-o",
-        "t",
-        "tau.json",
-    ]);
+    let out = env.run(EMIT_TAU);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("cannot be read"), "{}", out.stderr);
 }
