@@ -258,6 +258,25 @@ fn a_replay_session_that_never_ran_records_nothing() {
         rest.contains("agent.replay.weather/paris: not recorded: no request was made"),
         "{rest}"
     );
+    // Asked something, but never told how the run ended: recorded as `failed`, never
+    // `completed`.
+    let server = Server::start(&env, &["traces/agent.replay.weather", "--record", "out/"]);
+    let (status, _) = server.post(
+        "/v1/chat/completions",
+        &[],
+        r#"{"model":"m","messages":[{"role":"system","content":"You answer weather questions."},{"role":"user","content":"What is the weather in Paris?"}]}"#,
+    );
+    assert_eq!(status, 200);
+    let (_, rest) = server.finish(&[]);
+    assert!(!rest.contains("diverged"), "{rest}");
+    let text = env
+        .run(&["cat", "out/agent.replay.weather/paris.trace.ndjson.zst"])
+        .stdout;
+    let end = text
+        .lines()
+        .find(|l| l.contains(r#""kind":"run_end""#))
+        .unwrap_or_default();
+    assert!(end.contains(r#""status":"failed""#), "{rest}{text}");
 }
 
 #[test]
