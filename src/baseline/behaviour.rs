@@ -146,10 +146,31 @@ pub fn canonical(v: &Value) -> Value {
 }
 
 /// The hash a tool result's content is compared by: `b3:` of its canonical JSON (sorted keys,
-/// canonical numbers; a large part is already its own `b3:` summary).
+/// canonical numbers; a large part is already its own `b3:` summary), written straight into
+/// the hasher.
 pub fn result_hash(output: &Value) -> String {
-    let text = canonical(output).to_string();
-    format!("b3:{}", blake3::hash(text.as_bytes()).to_hex())
+    let mut h = blake3::Hasher::new();
+    // Writing JSON into a hasher cannot fail.
+    let _ = serde_json::to_writer(&mut h, &canonical(output));
+    format!("b3:{}", h.finalize().to_hex())
+}
+
+/// [`result_hash`] of a recorded result, parsing no more of it than it must: a small JSON
+/// string (the common tool output) is its own canonical form when it has no escape, and is
+/// otherwise only decoded and written again; anything else is parsed and made canonical.
+pub fn recorded_result_hash(output: &crate::trace::Json<'_>) -> String {
+    let raw = output.raw();
+    if raw.len() <= crate::trace::json::LARGE_VALUE_BYTES && raw.starts_with('"') {
+        if !raw.contains('\\') {
+            return format!("b3:{}", blake3::hash(raw.as_bytes()).to_hex());
+        }
+        if let Ok(text) = serde_json::from_str::<String>(raw) {
+            let mut h = blake3::Hasher::new();
+            let _ = serde_json::to_writer(&mut h, &text);
+            return format!("b3:{}", h.finalize().to_hex());
+        }
+    }
+    result_hash(&output.value())
 }
 
 /// Paths compare after stripping `./` and turning `\` into `/`.
@@ -224,7 +245,7 @@ impl Behaviour {
                     ids.name(call_id);
                     outcomes.entry(call_id.to_string()).or_insert_with(|| {
                         let result = match (output, output_h) {
-                            (Some(o), _) => Some(result_hash(&o.value())),
+                            (Some(o), _) => Some(recorded_result_hash(o)),
                             (None, Some(h)) => Some(h.to_string()),
                             (None, None) => None,
                         };
@@ -361,6 +382,29 @@ mod tests {
             canonical(&json!({"a": 6.0, "b": [-0.0, 1.5], "c": 7})),
             json!({"a": 6, "b": [0, 1.5], "c": 7})
         );
+    }
+
+    #[test]
+    fn a_recorded_result_hashes_as_its_canonical_value_whatever_the_path() {
+        let big = format!(
+            "\"{}\"",
+            "x".repeat(crate::trace::json::LARGE_VALUE_BYTES + 1)
+        );
+        let escaped = r#" "caf\u00e9 \"quoted\"" "#.trim().to_owned();
+        for raw in [
+            r#""sunny, 21 C""#,
+            escaped.as_str(),
+            r#"{"b": 1.0, "a": [2, "x"]}"#,
+            "6.0",
+            big.as_str(),
+        ] {
+            let as_written = crate::trace::Json::Owned(
+                serde_json::value::RawValue::from_string(raw.to_owned()).unwrap(),
+            );
+            let slow = result_hash(&as_written.value());
+            let shown = &raw[..raw.len().min(40)];
+            assert_eq!(recorded_result_hash(&as_written), slow, "{shown}");
+        }
     }
 
     #[test]
