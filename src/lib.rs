@@ -47,6 +47,7 @@ pub mod report;
 pub mod scenario;
 mod suite;
 pub mod trace;
+pub mod trials;
 
 pub use eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Runtime, Selection,
