@@ -44,6 +44,14 @@ pub enum DriftCategory {
     Ambiguous,
     /// The approved baseline could not be read.
     BaselineInvalid,
+    /// A tool was called in a different share of the trials (sets of trials).
+    ToolUsageChanged,
+    /// A usage number's distribution moved (sets of trials).
+    UsageChanged,
+    /// The current trials did something no approved trial did (sets, `--drift strict`).
+    UnseenBehaviour,
+    /// A case is a single trace on one side and a set of trials on the other.
+    TrialsChanged,
 }
 
 /// `--drift`: which categories fail the run.
@@ -80,6 +88,10 @@ impl DriftCategory {
             DriftCategory::Obsolete => "obsolete",
             DriftCategory::Ambiguous => "ambiguous",
             DriftCategory::BaselineInvalid => "baseline-invalid",
+            DriftCategory::ToolUsageChanged => "tool-usage-changed",
+            DriftCategory::UsageChanged => "usage-changed",
+            DriftCategory::UnseenBehaviour => "unseen-behaviour",
+            DriftCategory::TrialsChanged => "trials-changed",
         }
     }
 
@@ -88,6 +100,8 @@ impl DriftCategory {
     pub fn fails(self, mode: DriftMode) -> bool {
         match self {
             DriftCategory::Ambiguous | DriftCategory::BaselineInvalid => true,
+            // Informational: a stochastic agent may always do something new.
+            DriftCategory::UnseenBehaviour => false,
             _ => match mode {
                 DriftMode::Strict => true,
                 DriftMode::Warn | DriftMode::Ignore => false,
@@ -103,8 +117,12 @@ impl DriftCategory {
                     | DriftCategory::New
                     | DriftCategory::Obsolete
                     | DriftCategory::Ambiguous
-                    | DriftCategory::BaselineInvalid => true,
+                    | DriftCategory::BaselineInvalid
+                    | DriftCategory::ToolUsageChanged
+                    | DriftCategory::TrialsChanged => true,
                     DriftCategory::Improvement
+                    | DriftCategory::UsageChanged
+                    | DriftCategory::UnseenBehaviour
                     | DriftCategory::FinalAnswerChanged
                     | DriftCategory::MessagesChanged
                     | DriftCategory::UsageOutsideTolerance => false,

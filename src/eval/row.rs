@@ -100,6 +100,7 @@ pub(crate) fn judge_opened(
         (header.scenario.to_string(), header.case.to_string()),
         policy,
     );
+    row.trial = header.trial.as_ref().map(|t| t.as_str().to_owned());
     row.content_hash = Some(seal.content_hash.clone());
     row.sealed = Some(seal.sealed);
     row.warnings = parsed.warnings.clone();

@@ -55,6 +55,7 @@ fn family_names(family: Family) -> String {
 /// The gate problems of one scenario on its own (duplicates are a suite-level rule).
 pub fn scenario_problems(s: &Scenario) -> Vec<String> {
     let mut out = s.unknown_keys.clone();
+    out.extend(s.trials_problem.clone());
     if !s.risk_set {
         out.push(
             "risk not set: failures of this scenario never fail the run under the default --fail-on high; set `risk` to Low, Medium, High or Critical".to_owned(),

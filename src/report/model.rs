@@ -26,7 +26,7 @@ pub struct Report {
     /// How baselines were handled in this run, in a sentence.
     pub baselines: String,
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
-    /// file that failed to load; sorted by scenario id, case, then path (bytewise).
+    /// file that failed to load; sorted by scenario id, case, trial (in trial order), then path (bytewise).
     pub results: crate::eval::Rows,
     /// Privacy and secret findings, sorted by file and line.
     pub privacy: Vec<crate::privacy::lint::Finding>,
@@ -200,6 +200,8 @@ pub struct RowSummary {
     pub scenario: Option<String>,
     /// Case.
     pub case: Option<String>,
+    /// The trial.
+    pub trial: Option<String>,
     /// The trace (or scenario) file.
     pub path: Option<String>,
     /// The approved baseline compared with.
@@ -234,6 +236,9 @@ pub struct ResultRow {
     pub scenario: Option<String>,
     /// Case (`null` when not known).
     pub case: Option<String>,
+    /// The trial of the case this trace records (absent when its header names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<String>,
     /// The trace file, or the scenario file for rows without a trace.
     pub path: Option<String>,
     /// The file defining the scenario (`null` when unknown).
@@ -278,6 +283,7 @@ impl ResultRow {
         ResultRow {
             scenario: None,
             case: None,
+            trial: None,
             path,
             scenario_file: None,
             content_hash: None,

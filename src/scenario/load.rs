@@ -280,6 +280,7 @@ const SCENARIO_KEYS: &[&str] = &[
     "contract",
     "knownGap",
     "metadata",
+    "trials",
     "$schema",
 ];
 
@@ -390,6 +391,11 @@ fn scenario_from(
         Some(_) => return Err(invalid("`knownGap` must be true or false".into())),
     };
     let contract = string("contract")?.filter(|c| !c.trim().is_empty());
+    let (trials, trials_problem) =
+        match crate::trials::policy::TrialsPolicy::from_json(field(obj, "trials")) {
+            Ok(p) => (p, None),
+            Err(e) => (Default::default(), Some(e)),
+        };
     let mut unknown_keys = key_problems(obj, SCENARIO_KEYS, "");
     if let Some(Value::Object(e)) = field(obj, "expected") {
         unknown_keys.extend(key_problems(e, EXPECTED_KEYS, "expected."));
@@ -416,6 +422,8 @@ fn scenario_from(
         file: path.to_owned(),
         risk_set,
         unknown_keys,
+        trials,
+        trials_problem,
     };
     scenario.configure_oracles();
     Ok(scenario)

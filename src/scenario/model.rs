@@ -166,6 +166,11 @@ pub struct Scenario {
     /// Keys outside the scenario format (top level and `expected`), worded as problems with a
     /// suggestion where one is close: `gates` errors.
     pub unknown_keys: Vec<String>,
+    /// How a case with several trials is judged (`trials`; the default when absent or
+    /// malformed).
+    pub trials: crate::trials::policy::TrialsPolicy,
+    /// Why `trials` is malformed (a `gates` error).
+    pub trials_problem: Option<String>,
 }
 
 impl Scenario {

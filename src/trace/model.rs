@@ -19,6 +19,9 @@ pub struct Header<'a> {
     pub scenario: Str<'a>,
     /// Which recorded run of the scenario this is (`default` when absent).
     pub case: Str<'a>,
+    /// Which trial of the case this recording is, when the case was recorded several times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<crate::trials::TrialId>,
     /// The agent runtime that produced the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime<'a>>,

@@ -280,6 +280,12 @@ impl Parser<'_> {
             Some(c) => c,
             None => Str::from("default"),
         };
+        let trial = match raw.trial {
+            None => None,
+            Some(t) => Some(
+                crate::trials::TrialId::from_json(t.get()).map_err(|e| self.malformed(1, e))?,
+            ),
+        };
         let privacy = match raw.privacy {
             None => Privacy::default(),
             Some(p) => {
@@ -305,6 +311,7 @@ impl Parser<'_> {
         Ok(Header {
             scenario,
             case,
+            trial,
             runtime: raw.runtime.map(|r| Runtime {
                 name: r.name,
                 version: r.version,

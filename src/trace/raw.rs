@@ -21,6 +21,8 @@ pub(super) struct RawHeader<'a> {
     #[serde(borrow)]
     pub(super) case: Option<Str<'a>>,
     #[serde(borrow)]
+    pub(super) trial: Option<&'a RawValue>,
+    #[serde(borrow)]
     pub(super) runtime: Option<RawRuntime<'a>>,
     #[serde(borrow)]
     pub(super) model: Option<Str<'a>>,

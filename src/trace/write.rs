@@ -407,6 +407,7 @@ impl<'a> Header<'a> {
         Header {
             scenario: scenario.into(),
             case: case.into(),
+            trial: None,
             runtime: None,
             model: None,
             privacy: Privacy::default(),

@@ -4,6 +4,8 @@
 //! A case with one trace is judged exactly as a trace is.
 
 pub mod id;
+pub mod policy;
+pub mod drift;
 pub mod stats;
 
 pub use id::TrialId;

@@ -160,8 +160,9 @@ impl Rows {
     pub fn key_widths(&self) -> (usize, usize) {
         let mut widths = (1, 1);
         for r in &self.0 {
-            let [scenario, case, _] = sort_key(&r.bytes.load()).map(<[u8]>::len);
-            widths = (widths.0.max(scenario), widths.1.max(case));
+            let bytes = r.bytes.load();
+            let [scenario, case, ..] = sort_key(&bytes);
+            widths = (widths.0.max(scenario.len()), widths.1.max(case.len()));
         }
         widths
     }
@@ -195,7 +196,7 @@ impl Rows {
         self.0.iter().map(Row::decode)
     }
 
-    /// Sorts by scenario id, case, then path (bytewise); stable.
+    /// Sorts by scenario id, case, trial (in trial order), then path (bytewise); stable.
     pub fn sort(&mut self) {
         // Only the three leading strings are read, as bytes (their order is `str`'s order), and
         // the rows usually arrive in order already (a suite laid out as `SCENARIO/CASE.trace…`
@@ -207,10 +208,10 @@ impl Rows {
         if in_order {
             return;
         }
-        let keys: Vec<[Cow<'_, [u8]>; 3]> = (self.0.par_iter())
+        let keys: Vec<[Cow<'_, [u8]>; 4]> = (self.0.par_iter())
             .map(|r| match r.bytes.load() {
-                Cow::Borrowed(bytes) => sort_key(bytes).map(Cow::Borrowed),
-                Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.to_vec())),
+                Cow::Borrowed(bytes) => sort_key(bytes),
+                Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.into_owned())),
             })
             .collect();
         let mut order: Vec<usize> = (0..self.0.len()).collect();
@@ -272,6 +273,7 @@ impl From<RowHead<'_>> for RowSummary {
         RowSummary {
             scenario: h.scenario.map(str::to_owned),
             case: h.case.map(str::to_owned),
+            trial: h.trial.map(str::to_owned),
             path: h.path.map(str::to_owned),
             baseline: h.baseline.map(str::to_owned),
             content_hash: h.content_hash.map(str::to_owned),

@@ -22,6 +22,7 @@ fn full_row() -> ResultRow {
     ResultRow {
         scenario: Some("s.one".into()),
         case: Some("c1".into()),
+        trial: Some("2".into()),
         path: Some("traces/a.trace.ndjson.zst".into()),
         scenario_file: Some("traces/s.scenario.json".into()),
         content_hash: Some("b3:00".into()),
@@ -88,7 +89,8 @@ fn a_row_survives_encoding_whole() {
 fn a_blank_row_survives_too() {
     let row = ResultRow::blank(None, Source::Trace);
     assert_eq!(decode(&encode(&row)).unwrap(), row);
-    assert_eq!(sort_key(&encode(&row)), [b"", b"", b""]);
+    let key = sort_key(&encode(&row)).map(|k| k.into_owned());
+    assert_eq!(key, [Vec::<u8>::new(), vec![], vec![], vec![]]);
 }
 
 /// Every variant of the enums a row carries, each list made by a chain of exhaustive
@@ -141,7 +143,11 @@ fn every_variant_round_trips() {
         D::New => Some(D::Obsolete),
         D::Obsolete => Some(D::Ambiguous),
         D::Ambiguous => Some(D::BaselineInvalid),
-        D::BaselineInvalid => None,
+        D::BaselineInvalid => Some(D::ToolUsageChanged),
+        D::ToolUsageChanged => Some(D::UsageChanged),
+        D::UsageChanged => Some(D::UnseenBehaviour),
+        D::UnseenBehaviour => Some(D::TrialsChanged),
+        D::TrialsChanged => None,
     });
     let n = [
         verdicts.len(),
@@ -206,10 +212,11 @@ fn the_head_decoder_agrees_with_serde() {
         assert_eq!(by_serde, head_of(row));
         let field = |f: Option<&str>| f.unwrap_or("").as_bytes().to_vec();
         assert_eq!(
-            sort_key(&bytes).map(<[u8]>::to_vec),
+            sort_key(&bytes).map(|k| k.into_owned()),
             [
                 field(by_serde.scenario),
                 field(by_serde.case),
+                crate::trials::id::sort_key(by_serde.trial.map(str::as_bytes)),
                 field(by_serde.path)
             ]
         );

@@ -15,7 +15,7 @@ use crate::report::{ResultRow, RowError, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub(crate) const WIRE_VERSION: u32 = 4;
+pub(crate) const WIRE_VERSION: u32 = 5;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,6 +26,9 @@ pub struct RowHead<'a> {
     /// Case.
     #[serde(borrow)]
     pub case: Option<&'a str>,
+    /// The trial.
+    #[serde(borrow)]
+    pub trial: Option<&'a str>,
     /// The trace (or scenario) file.
     #[serde(borrow)]
     pub path: Option<&'a str>,
@@ -117,6 +120,7 @@ pub(crate) fn head_of(row: &ResultRow) -> RowHead<'_> {
     RowHead {
         scenario: row.scenario.as_deref(),
         case: row.case.as_deref(),
+        trial: row.trial.as_deref(),
         path: row.path.as_deref(),
         baseline: row.baseline.as_deref(),
         content_hash: row.content_hash.as_deref(),
@@ -208,6 +212,7 @@ fn head_by_hand<'a>(c: &mut Cursor<'a>) -> Option<RowHead<'a>> {
     Some(RowHead {
         scenario: c.option(Cursor::str)?,
         case: c.option(Cursor::str)?,
+        trial: c.option(Cursor::str)?,
         path: c.option(Cursor::str)?,
         baseline: c.option(Cursor::str)?,
         content_hash: c.option(Cursor::str)?,
@@ -303,6 +308,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
     Ok(ResultRow {
         scenario: h.scenario.map(str::to_owned),
         case: h.case.map(str::to_owned),
+        trial: h.trial.map(str::to_owned),
         path: h.path.map(str::to_owned),
         scenario_file: wire.scenario_file.map(str::to_owned),
         content_hash: h.content_hash.map(str::to_owned),
@@ -356,18 +362,20 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
     })
 }
 
-/// A row's place in the report: scenario id, case, then path, bytewise (absent ones empty, so
-/// first), read without decoding the rest. Every row's head decodes (see `head_unchecked`); one
-/// that did not would sort first, as its empty head does.
-pub(super) fn sort_key(bytes: &[u8]) -> [&[u8]; 3] {
-    const NONE: [&[u8]; 3] = [b"", b"", b""];
+/// A row's place in the report: scenario id, case, trial, then path, bytewise (absent ones
+/// empty, so first), read without decoding the rest; the trial as its
+/// [`crate::trials::id::sort_key`] when the row has one. Every row's head decodes (see
+/// `head_unchecked`); one that did not would sort first, as its empty head does.
+pub(super) fn sort_key(bytes: &[u8]) -> [Cow<'_, [u8]>; 4] {
+    let none = || std::array::from_fn(|_| Cow::Borrowed(&b""[..]));
     let mut c = Cursor { bytes, at: 0 };
-    let mut key = NONE;
-    for k in &mut key {
+    let mut key: [Cow<'_, [u8]>; 4] = none();
+    for (i, k) in key.iter_mut().enumerate() {
         match c.option(Cursor::bytes) {
-            Some(Some(s)) => *k = s,
+            Some(Some(s)) if i == 2 => *k = Cow::Owned(crate::trials::id::sort_key(Some(s))),
+            Some(Some(s)) => *k = Cow::Borrowed(s),
             Some(None) => {}
-            None => return NONE,
+            None => return none(),
         }
     }
     key
@@ -380,6 +388,7 @@ pub(super) fn head_unchecked(bytes: &[u8]) -> RowHead<'_> {
     decode_head(bytes).unwrap_or(RowHead {
         scenario: None,
         case: None,
+        trial: None,
         path: None,
         baseline: None,
         content_hash: None,
@@ -402,6 +411,7 @@ pub(super) fn decode_unchecked(bytes: &[u8]) -> ResultRow {
         ResultRow {
             scenario: head.scenario.map(str::to_owned),
             case: head.case.map(str::to_owned),
+            trial: head.trial.map(str::to_owned),
             risk: head.risk,
             blocking: true,
             error: Some(RowError {

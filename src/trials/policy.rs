@@ -1,0 +1,278 @@
+//! A scenario's `trials` policy: how many trials a case needs and which of them must pass.
+//!
+//! ```json
+//! "trials": {"min": 4, "pass": "all"}
+//! "trials": {"min": 8, "pass": {"at-least": 6}}
+//! "trials": {"min": 8, "pass": {"rate": 0.70, "confidence": 0.95}}
+//! ```
+//!
+//! Parameters are strict: an unknown key, a wrong type or a value out of range is a problem
+//! (a `gates` error, so the scenario is not judged).
+
+use serde_json::{Map, Value};
+
+use super::stats;
+
+/// Which trials of a case must pass.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PassRule {
+    /// Every trial (the default).
+    #[default]
+    All,
+    /// At least `n` trials pass and at most `min − n` fail.
+    AtLeast(u64),
+    /// The one-sided lower Wilson bound of the pass rate at `confidence` is at least `rate`.
+    Rate {
+        /// R, in (0, 1].
+        rate: f64,
+        /// C, in [0.5, 1).
+        confidence: f64,
+    },
+}
+
+/// The `trials` policy of a scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrialsPolicy {
+    /// The fewest trials a case may have (at least 1).
+    pub min: u64,
+    /// Which must pass.
+    pub pass: PassRule,
+}
+
+impl Default for TrialsPolicy {
+    fn default() -> Self {
+        TrialsPolicy {
+            min: 1,
+            pass: PassRule::All,
+        }
+    }
+}
+
+/// How a case's pass/fail trials measure up to the policy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The policy is met.
+    Pass,
+    /// It is not: why, in a sentence.
+    Fail(String),
+    /// Too few trials to judge (the case is `error`).
+    TooFew(String),
+}
+
+impl TrialsPolicy {
+    /// Reads `trials` from a scenario object (`None` or `null`: the default).
+    pub fn from_json(value: Option<&Value>) -> Result<TrialsPolicy, String> {
+        let obj = match value {
+            None | Some(Value::Null) => return Ok(TrialsPolicy::default()),
+            Some(Value::Object(o)) => o,
+            Some(_) => return Err("`trials` must be an object".to_owned()),
+        };
+        only_keys(obj, &["min", "pass"], "trials")?;
+        let min = match obj.get("min") {
+            None => 1,
+            Some(v) => v
+                .as_u64()
+                .filter(|m| *m >= 1)
+                .ok_or("`trials.min` must be an integer of at least 1")?,
+        };
+        let pass = match obj.get("pass") {
+            None => PassRule::All,
+            Some(Value::String(s)) if s == "all" => PassRule::All,
+            Some(Value::String(s)) => {
+                return Err(format!(
+                    "`trials.pass` is `{s}`; give \"all\", {{\"at-least\": N}} or {{\"rate\": R, \"confidence\": C}}"
+                ));
+            }
+            Some(Value::Object(p)) if p.contains_key("at-least") => {
+                only_keys(p, &["at-least"], "trials.pass")?;
+                let n = p["at-least"]
+                    .as_u64()
+                    .filter(|n| (1..=min).contains(n))
+                    .ok_or(format!(
+                        "`trials.pass.at-least` must be an integer from 1 to `trials.min` ({min})"
+                    ))?;
+                PassRule::AtLeast(n)
+            }
+            Some(Value::Object(p)) if p.contains_key("rate") => {
+                only_keys(p, &["rate", "confidence"], "trials.pass")?;
+                let rate = p["rate"]
+                    .as_f64()
+                    .filter(|r| *r > 0.0 && *r <= 1.0)
+                    .ok_or("`trials.pass.rate` must be a number above 0 and at most 1")?;
+                let confidence = match p.get("confidence") {
+                    None => 0.95,
+                    Some(c) => c
+                        .as_f64()
+                        .filter(|c| (0.5..1.0).contains(c))
+                        .ok_or("`trials.pass.confidence` must be a number from 0.5 up to 1 (not 1 itself)")?,
+                };
+                PassRule::Rate { rate, confidence }
+            }
+            Some(_) => {
+                return Err(
+                    "`trials.pass` must be \"all\", {\"at-least\": N} or {\"rate\": R, \"confidence\": C}"
+                        .to_owned(),
+                );
+            }
+        };
+        Ok(TrialsPolicy { min, pass })
+    }
+
+    /// Whether the policy is the default one (a single trial suffices and must pass).
+    pub fn is_default(&self) -> bool {
+        *self == TrialsPolicy::default()
+    }
+
+    /// Judges `passed` passing trials of `n` pass/fail ones.
+    pub fn judge(&self, passed: u64, n: u64) -> Outcome {
+        if n < self.min {
+            return Outcome::TooFew(format!(
+                "{n} trial(s) recorded, the scenario needs {}",
+                self.min
+            ));
+        }
+        let failed = n - passed;
+        match self.pass {
+            PassRule::All if failed == 0 => Outcome::Pass,
+            PassRule::All => Outcome::Fail(format!(
+                "{passed}/{n} trials pass; the scenario's `trials.pass` is \"all\""
+            )),
+            PassRule::AtLeast(k) if passed >= k && failed <= self.min - k => Outcome::Pass,
+            PassRule::AtLeast(k) => Outcome::Fail(format!(
+                "{passed}/{n} trials pass; the scenario needs at least {k} passing and at most {} failing",
+                self.min - k
+            )),
+            PassRule::Rate { rate, confidence } => {
+                let lower = stats::wilson_lower(passed, n, confidence);
+                if lower >= rate {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail(format!(
+                        "{passed}/{n} trials pass; the lower {}% Wilson bound of the pass rate is {lower:.6}, below the scenario's {rate}",
+                        confidence * 100.0
+                    ))
+                }
+            }
+        }
+    }
+
+    /// What `gates` warns about (the exit code unchanged): a `rate` that even `min` passing
+    /// trials of `min` cannot meet, and a `min` too small to ever show a regression at `alpha`.
+    pub fn warnings(&self, alpha: f64) -> Vec<String> {
+        let mut out = Vec::new();
+        if let PassRule::Rate { rate, confidence } = self.pass {
+            let best = stats::wilson_lower(self.min, self.min, confidence);
+            if best < rate {
+                out.push(format!(
+                    "`trials`: even {m}/{m} passing trials give a lower Wilson bound of {best:.6} at confidence {confidence}, below `rate` {rate}; raise `min` or lower `rate`",
+                    m = self.min
+                ));
+            }
+        }
+        let smallest = 1.0 / stats::choose(2 * self.min, self.min);
+        if self.min >= 2 || !self.is_default() {
+            if !stats::at_most(smallest, alpha) {
+                out.push(format!(
+                    "`trials.min` {m}: {m} and {m} trials cannot show a regression at α = {alpha} (the smallest possible p is {smallest:.6}); {}",
+                    smallest_power(alpha),
+                    m = self.min
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// "k and k trials can show k/k → 0/k at p = …", for the smallest k that can at `alpha`.
+pub fn smallest_power(alpha: f64) -> String {
+    let k = (1..=64u64)
+        .find(|&k| stats::at_most(stats::fisher_lower(k, k, 0, k), alpha))
+        .unwrap_or(64);
+    format!(
+        "{k} and {k} can show {k}/{k} → 0/{k} at p = {:.3}",
+        stats::fisher_lower(k, k, 0, k)
+    )
+}
+
+fn only_keys(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), String> {
+    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(format!(
+            "unknown key `{at}.{k}`; `{at}` takes {}",
+            allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(v: Value) -> Result<TrialsPolicy, String> {
+        TrialsPolicy::from_json(Some(&v))
+    }
+
+    #[test]
+    fn the_three_shapes_read_and_judge() {
+        let all = policy(json!({"min": 4, "pass": "all"})).unwrap();
+        assert_eq!(all.judge(4, 4), Outcome::Pass);
+        assert!(matches!(all.judge(3, 4), Outcome::Fail(_)));
+        assert_eq!(
+            all.judge(3, 3),
+            Outcome::TooFew("3 trial(s) recorded, the scenario needs 4".into())
+        );
+        let at_least = policy(json!({"min": 8, "pass": {"at-least": 6}})).unwrap();
+        assert_eq!(at_least.judge(6, 8), Outcome::Pass);
+        assert!(matches!(at_least.judge(5, 8), Outcome::Fail(_)));
+        // More trials than `min`: at most min − N may fail.
+        assert!(matches!(at_least.judge(7, 10), Outcome::Fail(_)));
+        assert_eq!(at_least.judge(8, 10), Outcome::Pass);
+        let rate = policy(json!({"min": 8, "pass": {"rate": 0.70, "confidence": 0.95}})).unwrap();
+        assert_eq!(rate.judge(8, 8), Outcome::Pass);
+        assert!(matches!(rate.judge(7, 8), Outcome::Fail(_)));
+        let strict = policy(json!({"min": 8, "pass": {"rate": 0.75}})).unwrap();
+        assert!(matches!(strict.judge(8, 8), Outcome::Fail(_)), "0.747276 misses 0.75");
+        assert_eq!(TrialsPolicy::from_json(None).unwrap(), TrialsPolicy::default());
+    }
+
+    #[test]
+    fn strict_parameters_refuse_what_is_not_the_format() {
+        for bad in [
+            json!("all"),
+            json!({"min": 0}),
+            json!({"min": 2.5}),
+            json!({"min": "4"}),
+            json!({"mni": 4}),
+            json!({"pass": "most"}),
+            json!({"min": 4, "pass": {"at-least": 5}}),
+            json!({"min": 4, "pass": {"at-least": 0}}),
+            json!({"pass": {"rate": 0}}),
+            json!({"pass": {"rate": 1.5}}),
+            json!({"pass": {"rate": 0.7, "confidence": 1}}),
+            json!({"pass": {"rate": 0.7, "confidence": 0.4}}),
+            json!({"pass": {"rate": 0.7, "extra": 1}}),
+            json!({"pass": {"at-least": 1, "rate": 0.5}}),
+            json!({"pass": {}}),
+        ] {
+            assert!(policy(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn gates_warns_about_unreachable_rates_and_powerless_minimums() {
+        let unreachable = policy(json!({"min": 8, "pass": {"rate": 0.75}})).unwrap();
+        assert!(unreachable.warnings(0.05)[0].contains("0.747276"));
+        let weak = policy(json!({"min": 2})).unwrap();
+        let w = weak.warnings(0.05);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("3 and 3 can show 3/3 → 0/3 at p = 0.050"), "{w:?}");
+        assert!(policy(json!({"min": 3})).unwrap().warnings(0.05).is_empty());
+        assert_eq!(policy(json!({"min": 3})).unwrap().warnings(0.01).len(), 1);
+        assert!(TrialsPolicy::default().warnings(0.05).is_empty());
+    }
+}
