@@ -1,9 +1,11 @@
 //! Approved baselines: the normalised behaviour of a run and its files on disk.
 
 mod behaviour;
+mod set;
 mod store;
 
 pub use behaviour::*;
+pub use set::*;
 pub use store::*;
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ impl BaselineFile {
 }
 
 /// Writes `v` as pretty JSON at `indent` levels of two spaces (see [`BaselineFile::to_text`]).
-fn pretty(v: &serde_json::Value, indent: usize, out: &mut String) {
+pub(crate) fn pretty(v: &serde_json::Value, indent: usize, out: &mut String) {
     use serde_json::Value;
     let pad = |n: usize, out: &mut String| out.extend(std::iter::repeat_n(' ', 2 * n));
     match v {

@@ -304,6 +304,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 mode: DriftMode::Default,
                 tolerance: 0.2,
                 refresh: true,
+                alpha: crate::eval::pipeline::DEFAULT_ALPHA,
             },
             write_pending: true,
         },

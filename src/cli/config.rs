@@ -39,7 +39,13 @@ use super::args::{DriftArg, FailOnArg};
 pub(super) const FILE_NAME: &str = "tracereplay.toml";
 
 const TOP_KEYS: &[&str] = &["paths", "baselines", "scenarios", "cache-dir", "profile"];
-const PROFILE_KEYS: &[&str] = &["fail-on", "drift", "usage-tolerance", "require-sealed"];
+const PROFILE_KEYS: &[&str] = &[
+    "fail-on",
+    "drift",
+    "usage-tolerance",
+    "alpha",
+    "require-sealed",
+];
 
 /// One profile's settings (`None`: not set).
 #[derive(Debug, Clone, Default)]
@@ -47,6 +53,7 @@ struct Profile {
     fail_on: Option<FailOnArg>,
     drift: Option<DriftArg>,
     usage_tolerance: Option<f64>,
+    alpha: Option<f64>,
     require_sealed: Option<bool>,
 }
 
@@ -129,6 +136,15 @@ fn profile_of(file: &Utf8Path, name: &str, t: &toml::Table) -> anyhow::Result<Pr
                     .filter(|n| *n >= 0.0)
                     .with_context(|| format!("`{file}`: `{key}` must be a number of percent"))?;
                 p.usage_tolerance = Some(n);
+            }
+            "alpha" => {
+                let n = v
+                    .as_float()
+                    .filter(|n| *n > 0.0 && *n < 1.0)
+                    .with_context(|| {
+                        format!("`{file}`: `{key}` must be a number between 0 and 1")
+                    })?;
+                p.alpha = Some(n);
             }
             "require-sealed" => {
                 p.require_sealed = Some(
@@ -294,6 +310,7 @@ impl Config {
         let fail_on = self.setting(|p| p.fail_on).map(|v| v.0);
         let drift = self.setting(|p| p.drift).map(|v| v.0);
         let tolerance = self.setting(|p| p.usage_tolerance).map(|v| v.0);
+        let alpha = self.setting(|p| p.alpha).map(|v| v.0);
         let sealed = self.setting(|p| p.require_sealed).map(|v| v.0);
         let name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
             v().map(|p| p.get_name().to_owned())
@@ -302,7 +319,7 @@ impl Config {
             v.as_ref()
                 .map(|l| l.iter().map(|p| p.to_string()).collect::<Vec<_>>())
         };
-        let settings: [(&str, Option<Vec<String>>); 8] = [
+        let settings: [(&str, Option<Vec<String>>); 9] = [
             ("paths", list(&self.paths)),
             ("scenario_dirs", list(&self.scenarios)),
             (
@@ -322,6 +339,7 @@ impl Config {
                     .map(|v| vec![v]),
             ),
             ("usage_tolerance", tolerance.map(|t| vec![t.to_string()])),
+            ("alpha", alpha.map(|a| vec![a.to_string()])),
             // A flag: only `true` can be given.
             ("require_sealed", sealed.filter(|s| *s).map(|_| Vec::new())),
             (
@@ -441,6 +459,12 @@ impl Config {
             "usage-tolerance",
             tol.as_ref().map_or("20".into(), |(t, _)| t.to_string()),
             from(tol.map(|v| v.1)),
+        )?;
+        let alpha = self.setting(|p| p.alpha);
+        line(
+            "alpha",
+            alpha.as_ref().map_or("0.05".into(), |(a, _)| a.to_string()),
+            from(alpha.map(|v| v.1)),
         )?;
         let sealed = self.setting(|p| p.require_sealed);
         line(

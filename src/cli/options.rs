@@ -93,6 +93,7 @@ pub(super) fn baselines(
             mode,
             tolerance: tolerance(drift.usage_tolerance)?,
             refresh: false,
+            alpha: alpha(drift.alpha)?,
         },
         write_pending,
     })
@@ -104,6 +105,14 @@ pub(super) fn tolerance(pct: f64) -> anyhow::Result<f64> {
         bail!("`--usage-tolerance` must be a non-negative percentage, got {pct}");
     }
     Ok(pct / 100.0)
+}
+
+/// `--alpha`, checked.
+pub(super) fn alpha(alpha: f64) -> anyhow::Result<f64> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        bail!("`--alpha` must be a number between 0 and 1, got {alpha}");
+    }
+    Ok(alpha)
 }
 
 /// `--fail-on`.

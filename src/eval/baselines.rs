@@ -61,9 +61,14 @@ pub(crate) fn mark_ambiguous(
     policy: &BaselinePolicy,
     fail_on: super::FailOn,
     pending: &mut [Pending],
+    grouped: &[bool],
 ) {
     let mut of_row: Vec<(usize, String)> = Vec::new();
-    rows.for_each_head(|i, h| of_row.extend(h.baseline.map(|b| (i, b.to_owned()))));
+    rows.for_each_head(|i, h| {
+        if !grouped.get(i).copied().unwrap_or(false) {
+            of_row.extend(h.baseline.map(|b| (i, b.to_owned())));
+        }
+    });
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
     for (_, b) in &of_row {
         *count.entry(b).or_default() += 1;

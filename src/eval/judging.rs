@@ -43,6 +43,8 @@ pub(crate) struct Judgements {
     pub(crate) pending: Vec<Pending>,
     /// Each trace's content hash where its seal holds (only for a partitioned run).
     pub(crate) identities: Option<Vec<std::sync::OnceLock<String>>>,
+    /// The behaviours of the trial traces judged, by display path.
+    pub(crate) behaviours: super::trials::TrialBehaviours,
 }
 
 /// Judges (or recalls) every trace file of `files`.
@@ -59,6 +61,7 @@ pub(crate) fn judge_all(
     let mut rows_found: Vec<Option<Row>> = Vec::new();
     let mut provenance: Vec<Option<Provenance>> = Vec::new();
     let pending: Mutex<Vec<Pending>> = Mutex::default();
+    let behaviours: Mutex<super::trials::TrialBehaviours> = Mutex::default();
     // A share of a partitioned run records the identity of every trace of the suite, judged by
     // this share or not, so that `merge` can tell shares of one suite from others.
     let identities: Option<Vec<std::sync::OnceLock<String>>> =
@@ -72,6 +75,10 @@ pub(crate) fn judge_all(
             }
             if let Some(p) = out.pending {
                 pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+            }
+            if let Some(b) = out.behaviour {
+                let shown = crate::discover::display_path(path);
+                behaviours.lock().unwrap_or_else(|e| e.into_inner()).insert(shown, b);
             }
             if let Some(p) = &opts.runtime.progress {
                 (p.0)();
@@ -90,6 +97,7 @@ pub(crate) fn judge_all(
         provenance,
         pending,
         identities,
+        behaviours: behaviours.into_inner().unwrap_or_else(|e| e.into_inner()),
     }
 }
 
@@ -100,6 +108,8 @@ pub(crate) struct Outputs {
     pub(crate) identity: Option<String>,
     /// The pending baseline file its comparison calls for.
     pub(crate) pending: Option<Pending>,
+    /// A trial trace's behaviour, left for the case stage to compare.
+    pub(crate) behaviour: Option<crate::baseline::Behaviour>,
 }
 
 /// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
@@ -214,7 +224,8 @@ fn judge_fresh(
         row: spill.row(&row),
         how: Provenance {
             keys,
-            cacheable: row.drift.is_empty(),
+            // A trial's row is judged with its case: its set comparison needs its behaviour.
+            cacheable: row.drift.is_empty() && row.trial.is_none(),
             recalled: false,
             entry_current: false,
         },

@@ -25,6 +25,7 @@ mod plan;
 mod row;
 mod store;
 mod summary;
+mod trials;
 pub(crate) use summary::summarise;
 
 use std::collections::HashSet;
@@ -414,10 +415,6 @@ fn check_in_pool(
     // Traces in scope: every row read from a trace file (filtered-out traces have no row).
     let traces = rows.len();
     let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
-    let with_privacy: Vec<usize> = (rows.metas().enumerate())
-        .filter(|(_, m)| m.has_privacy)
-        .map(|(i, _)| i)
-        .collect();
     let scenarios_in_scope = entries.values().filter(|e| e.in_run()).count();
     warnings.extend(plan::looked_up(&entries));
     let fail_on = opts.counting.fail_on;
@@ -426,12 +423,16 @@ fn check_in_pool(
         rows.push(&row);
         pending.extend(p);
     }
+    rows.sort();
+    // Cases: the trials of each (scenario, case) judged together.
+    let mut behaviours = judged.behaviours;
+    let cases = trials::judge_cases(&mut rows, &entries, opts, &mut behaviours, &mut pending);
 
     // Compare, with the whole run in view.
     let mut obsolete = Vec::new();
     let mut pending_written = 0;
     if let Some(policy) = opts.baselines.policy() {
-        baselines::mark_ambiguous(&mut rows, policy, fail_on, &mut pending);
+        baselines::mark_ambiguous(&mut rows, policy, fail_on, &mut pending, &cases.grouped);
         if unattributed > 0 || !found.unreachable.is_empty() {
             warnings.push(format!(
                 "{} trace(s) or path(s) could not be read or attributed to a scenario, so obsolete baselines were not looked for in this run",
@@ -472,14 +473,17 @@ fn check_in_pool(
 
     // Summarise. Secrets found in traces move from their rows to the report's list (a rare
     // re-encode).
+    let with_privacy: Vec<usize> = (rows.metas().enumerate())
+        .filter(|(_, m)| m.has_privacy)
+        .map(|(i, _)| i)
+        .collect();
     for i in with_privacy {
         let mut row = rows.get(i);
         privacy.append(&mut row.privacy);
         rows.set(i, &row);
     }
     privacy.sort();
-    rows.sort();
-    let summary = summary::summarise(
+    let mut summary = summary::summarise(
         &rows,
         &privacy,
         &obsolete,
@@ -487,6 +491,10 @@ fn check_in_pool(
         scenarios_in_scope,
         fail_on,
     );
+    summary::count_cases(&mut summary, &rows, &cases, fail_on);
+    let trials::Cases {
+        cases, thresholds, ..
+    } = cases;
     warnings.sort();
     let mut partition = partition;
     if let Some(p) = partition.as_mut() {
@@ -499,6 +507,8 @@ fn check_in_pool(
         summary,
         baselines: opts.baselines.describe(pending_written),
         results: rows,
+        cases,
+        thresholds,
         privacy,
         obsolete,
         warnings,

@@ -37,7 +37,13 @@ pub struct BaselinePolicy {
     /// holds less than this run would write (tool result hashes it predates), so that
     /// `baseline approve` brings it up to date. `check` leaves such files alone.
     pub refresh: bool,
+    /// The false discovery rate the drift tests of trial sets are held to (`--alpha`,
+    /// default [`DEFAULT_ALPHA`]).
+    pub alpha: f64,
 }
+
+/// The default `--alpha`.
+pub const DEFAULT_ALPHA: f64 = 0.05;
 
 /// Verifies a trace file's seal and parses it.
 pub fn verify_and_parse<'f>(
@@ -114,8 +120,16 @@ pub fn compare(
     let finding =
         |category, detail: String| vec![DriftFinding::new(category, detail, None, policy.mode)];
     let mut stale = false;
-    let findings = match BaselineFile::read(&approved_path) {
-        Ok(approved) => {
+    let findings = match crate::baseline::Approved::read(&approved_path) {
+        Ok(crate::baseline::Approved::Set(set)) => finding(
+            DriftCategory::TrialsChanged,
+            format!(
+                "the approved baseline `{}` is a set of {} trials and this run has one trace of the case; record the case's trials again, or review and accept the single trace with `tracereplay baseline accept`",
+                display_path(&approved_path),
+                set.trials.len()
+            ),
+        ),
+        Ok(crate::baseline::Approved::Single(approved)) => {
             let findings = compare_behaviour(
                 &approved.behaviour,
                 &current.behaviour,

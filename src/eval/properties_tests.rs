@@ -56,6 +56,7 @@ fn options(root: &Utf8Path, threads: usize, write_pending: bool) -> CheckOptions
                 mode: DriftMode::Default,
                 tolerance: 0.2,
                 refresh: false,
+                alpha: 0.05,
             },
             write_pending,
         },

@@ -127,14 +127,18 @@ pub(crate) fn judge_opened(
         set_error(&mut row, "scenario-invalid", message, None);
         return Some(row);
     }
-    out.pending = judge_into(
+    let trial = header.trial.is_some();
+    let (pending, behaviour) = judge_into(
         &mut row,
         entry.scenario,
         &parsed.trace,
         &header.case,
         &seal.content_hash,
         opts,
+        trial,
     );
+    out.pending = pending;
+    out.behaviour = behaviour;
     // A secret the scan found is never shown in full, wherever the row is rendered.
     if !row.privacy.is_empty() || entry.secrets {
         crate::privacy::mask::mask_row(&mut row, waived);
@@ -210,13 +214,14 @@ pub(crate) fn judge_scripted(
         );
         return Some((row, None));
     }
-    let pending = judge_into(
+    let (pending, _) = judge_into(
         &mut row,
         scenario,
         &parsed.trace,
         "scripted",
         &seal.content_hash,
         opts,
+        false,
     );
     if entry.secrets {
         crate::privacy::mask::mask_row(&mut row, &opts.counting.waived);
@@ -226,7 +231,9 @@ pub(crate) fn judge_scripted(
 
 /// Judges a parsed trace into `row` through the pipeline: oracle results and verdict, the
 /// cited events of a failure, and drift from the approved baseline of (scenario, `case`).
-/// Returns the pending baseline file the comparison calls for (off CI).
+/// Returns the pending baseline file the comparison calls for (off CI). A `trial` trace is not
+/// compared: its behaviour is returned for the case stage, which knows whether the case is a
+/// set.
 fn judge_into(
     row: &mut ResultRow,
     scenario: &Scenario,
@@ -234,19 +241,39 @@ fn judge_into(
     case: &str,
     content_hash: &str,
     opts: &CheckOptions,
-) -> Option<Pending> {
+    trial: bool,
+) -> (Option<Pending>, Option<crate::baseline::Behaviour>) {
     let policy = opts.baselines.policy();
     let judged = pipeline::judge(scenario, trace, policy.is_some());
     row.oracles = judged.results;
     row.verdict = judged.verdict;
     keep_cited_events(row, trace);
-    let (policy, behaviour) = (policy?, judged.behaviour?);
+    let (Some(policy), Some(behaviour)) = (policy, judged.behaviour) else {
+        return (None, None);
+    };
+    if trial {
+        return (None, Some(behaviour));
+    }
     let compared = pipeline::compare(policy, &scenario.id, case, content_hash, behaviour);
-    // Over an approved baseline that does not read, nothing is written: it is left to be fixed.
+    let pending = pending_of(&compared, policy, opts, &scenario.id, case);
+    row.drift = compared.findings;
+    (pending, None)
+}
+
+/// The pending baseline file a comparison calls for (off CI): its `.new` when it found drift
+/// (or, refreshing, a stale file), else the clearing of stale pending files. Over an approved
+/// baseline that does not read, nothing is written: it is left to be fixed.
+pub(crate) fn pending_of(
+    compared: &pipeline::Comparison,
+    policy: &BaselinePolicy,
+    opts: &CheckOptions,
+    scenario: &str,
+    case: &str,
+) -> Option<Pending> {
     let invalid = (compared.findings.iter())
         .any(|f| f.category == crate::diff::DriftCategory::BaselineInvalid);
-    let pending = (opts.baselines.writes_pending() && !invalid).then(|| {
-        let (scenario, case) = (scenario.id.clone(), case.to_owned());
+    (opts.baselines.writes_pending() && !invalid).then(|| {
+        let (scenario, case) = (scenario.to_owned(), case.to_owned());
         if compared.findings.is_empty() && !(policy.refresh && compared.stale) {
             Pending::Clear { scenario, case }
         } else {
@@ -257,9 +284,7 @@ fn judge_into(
                 text,
             }
         }
-    });
-    row.drift = compared.findings;
-    pending
+    })
 }
 
 /// An event as a JSON value, large values summarised ([`crate::trace::json::bounded_value`]).

@@ -107,6 +107,51 @@ pub(crate) fn summarise(
     summary
 }
 
+/// With case lines listed, `passed`, `failed`, `errors`, `ignored_failures`, `new`, `drifted`
+/// and `blocking` count cases: each row of a listed case is taken out and its case put in.
+pub(super) fn count_cases(
+    summary: &mut Summary,
+    rows: &Rows,
+    cases: &super::trials::Cases,
+    fail_on: FailOn,
+) {
+    if cases.cases.is_empty() {
+        return;
+    }
+    for (m, _) in rows.metas().zip(&cases.in_case).filter(|(_, c)| **c) {
+        match m.verdict {
+            RowVerdict::Pass => summary.passed -= 1,
+            RowVerdict::Fail => summary.failed -= 1,
+            RowVerdict::Error => summary.errors -= 1,
+        }
+        if m.verdict == RowVerdict::Fail && !verdict_blocks(m.verdict, m.known_gap, m.risk, fail_on)
+        {
+            summary.ignored_failures -= 1;
+        }
+        summary.new -= usize::from(m.drift_new);
+        summary.drifted -= usize::from(m.drift_other);
+        summary.blocking -= usize::from(m.blocking);
+    }
+    use crate::diff::DriftCategory;
+    for c in &cases.cases {
+        match c.verdict {
+            RowVerdict::Pass => summary.passed += 1,
+            RowVerdict::Fail => summary.failed += 1,
+            RowVerdict::Error => summary.errors += 1,
+        }
+        if c.verdict == RowVerdict::Fail && !verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)
+        {
+            summary.ignored_failures += 1;
+        }
+        summary.new += usize::from(c.drift.iter().any(|d| d.category == DriftCategory::New));
+        summary.drifted += usize::from(c.drift.iter().any(|d| d.category != DriftCategory::New));
+        summary.blocking += usize::from(c.blocking);
+    }
+    summary.cases = Some(cases.cases.len());
+    summary.flaky = Some(cases.cases.iter().filter(|c| c.flaky).count());
+    summary.underpowered = Some(cases.cases.iter().filter(|c| c.underpowered).count());
+}
+
 /// Appends where the run looked to every `unknown-scenario` error (rare rows: decoded and
 /// encoded again).
 pub(super) fn name_where_unknown_scenarios_were_looked_for(

@@ -1,5 +1,6 @@
 //! Reports: one pure-data model and one renderer per format.
 
+pub mod cases;
 mod escape;
 pub mod explain;
 pub mod github;

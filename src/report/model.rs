@@ -28,6 +28,14 @@ pub struct Report {
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
     /// file that failed to load; sorted by scenario id, case, trial (in trial order), then path (bytewise).
     pub results: crate::eval::Rows,
+    /// One line per (scenario, case), in (scenario, case) order: present only when some case of
+    /// the run has several trials or was judged under a `trials` policy (a suite of single
+    /// traces reports as it always did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<super::cases::CaseRow>,
+    /// The thresholds of the set drift tests, when trial sets were compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<super::cases::Thresholds>,
     /// Privacy and secret findings, sorted by file and line.
     pub privacy: Vec<crate::privacy::lint::Finding>,
     /// Approved baselines without a trace, sorted by path.
@@ -142,6 +150,16 @@ pub struct Summary {
     pub privacy: usize,
     /// Rows (and findings) that make the exit code 1.
     pub blocking: usize,
+    /// Cases (present with the `cases` list; `passed`, `failed` and `errors` then count
+    /// cases, `traces` trace files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases: Option<usize>,
+    /// Cases marked flaky.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flaky: Option<usize>,
+    /// Cases whose set comparison is underpowered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underpowered: Option<usize>,
 }
 
 /// A row's verdict.

@@ -354,22 +354,27 @@ fn a_bad_baseline_is_an_error_naming_it_and_the_rest_is_still_compared() {
 }
 
 #[test]
-fn two_traces_for_one_case_are_ambiguous_but_both_judged() {
+fn two_traces_for_one_case_without_distinct_trials_are_error_rows_naming_both() {
     let env = Env::new();
     copy_demo(&env, true);
-    std::fs::copy(
-        env.path(BASIC),
-        env.path("traces/agent.tool.basic/copy.trace.ndjson.zst"),
-    )
-    .unwrap();
+    let copy = "traces/agent.tool.basic/copy.trace.ndjson.zst";
+    std::fs::copy(env.path(BASIC), env.path(copy)).unwrap();
     let out = env.run_with(&["check", "traces/", "--format", "json"], &[]);
     assert_eq!(out.code, 1);
     let r = json(&out);
-    for path in [BASIC, "traces/agent.tool.basic/copy.trace.ndjson.zst"] {
+    for path in [BASIC, copy] {
         let row = row(&r, path);
-        assert_eq!(row["verdict"], "pass", "still judged");
-        assert_eq!(drift_categories(row), vec!["ambiguous"]);
+        assert_eq!(row["verdict"], "error");
+        assert_eq!(row["error"]["category"], "duplicate-trial");
+        let message = row["error"]["message"].as_str().unwrap();
+        assert!(message.contains(BASIC) && message.contains(copy), "{message}");
+        assert!(drift_categories(row).is_empty());
     }
+    let case = (r["cases"].as_array().unwrap().iter())
+        .find(|c| c["scenario"] == "agent.tool.basic")
+        .unwrap();
+    assert_eq!(case["verdict"], "error");
+    assert_eq!(case["trials"], 2);
     assert!(
         !env.path("baselines/agent.tool.basic/default.baseline.json.new")
             .exists()

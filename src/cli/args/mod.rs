@@ -169,6 +169,9 @@ pub struct GatesArgs {
     /// left without time are not counted).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub expr_budget: u64,
+    /// The α the `trials` warnings are judged at (as `check --alpha`).
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -367,6 +370,10 @@ pub struct DriftArgs {
     /// Allowed move of a usage total, in percent of the approved value (at least 1).
     #[arg(long, value_name = "PCT", default_value_t = 20.0)]
     pub usage_tolerance: f64,
+    /// The false discovery rate the drift tests of trial sets are held to, over the cases of
+    /// the run (Benjamini–Hochberg).
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
 }
 
 /// Size limits shared by every command that reads traces.

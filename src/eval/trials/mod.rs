@@ -1,0 +1,323 @@
+//! The case stage, after judging: the traces of one (scenario, case) are its trials. A case with
+//! one trace is that trace (judged and compared as always); a case with several gets one verdict
+//! under its scenario's `trials` policy, the flaky mark, estimates, and — when baselines are
+//! compared — the statistical drift of its set ([`sets`]). Two traces of one case without
+//! distinct trials are `error` rows.
+
+mod sets;
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::baselines::Pending;
+use super::plan::{Entries, entry_of};
+use super::row::set_error;
+use super::{CheckOptions, blocks, verdict_blocks};
+use crate::baseline::{Behaviour, oracle_key};
+use crate::report::cases::{CaseRow, FlakyOracle, Thresholds};
+use crate::report::{ResultRow, RowVerdict, Rows, Source};
+use crate::trials::policy::{Outcome, TrialsPolicy};
+use crate::trials::stats;
+
+/// What the judge stage kept of each trial trace it judged while baselines are compared: its
+/// normalised behaviour, by the row's path (the set comparison and pending files need it).
+pub(crate) type TrialBehaviours = HashMap<String, Behaviour>;
+
+/// What the case stage gives the report.
+pub(crate) struct Cases {
+    /// Every case, in (scenario, case) order; empty when no case is more than its one trace.
+    pub(crate) cases: Vec<CaseRow>,
+    /// The set tests' thresholds, when sets were compared.
+    pub(crate) thresholds: Option<Thresholds>,
+    /// Row indexes that belong to a listed case (counted through it).
+    pub(crate) in_case: Vec<bool>,
+    /// Row indexes that belong to a case of several traces (never ambiguous: trials, or error
+    /// rows already).
+    pub(crate) grouped: Vec<bool>,
+}
+
+/// One group of rows of one (scenario, case), in report order.
+struct Group {
+    scenario: String,
+    case: String,
+    rows: Vec<usize>,
+    trials: Vec<Option<String>>,
+    paths: Vec<String>,
+}
+
+/// Groups the sorted rows by (scenario, case): rows judged from a trace (or a scripted one)
+/// that name both.
+fn groups(rows: &Rows) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    rows.for_each_head(|i, h| {
+        let (Some(scenario), Some(case)) = (h.scenario, h.case) else {
+            return;
+        };
+        if !matches!(h.source, Source::Trace | Source::Scripted) {
+            return;
+        }
+        match out.last_mut() {
+            Some(g) if g.scenario == scenario && g.case == case => {
+                g.rows.push(i);
+                g.trials.push(h.trial.map(str::to_owned));
+                g.paths.push(h.path.unwrap_or_default().to_owned());
+            }
+            _ => out.push(Group {
+                scenario: scenario.to_owned(),
+                case: case.to_owned(),
+                rows: vec![i],
+                trials: vec![h.trial.map(str::to_owned)],
+                paths: vec![h.path.unwrap_or_default().to_owned()],
+            }),
+        }
+    });
+    out
+}
+
+/// Whether the group's traces have distinct trials.
+fn distinct(g: &Group) -> bool {
+    let mut ids: Vec<&str> = Vec::with_capacity(g.trials.len());
+    for t in &g.trials {
+        match t {
+            Some(t) => ids.push(t),
+            None => return false,
+        }
+    }
+    ids.sort_unstable();
+    ids.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Runs the case stage over the sorted rows: verdicts of cases, error rows of traces without
+/// distinct trials, single-trial comparisons the judge stage left to it, and set comparisons.
+pub(crate) fn judge_cases(
+    rows: &mut Rows,
+    entries: &Entries<'_>,
+    opts: &CheckOptions,
+    behaviours: &mut TrialBehaviours,
+    pending: &mut Vec<Pending>,
+) -> Cases {
+    let fail_on = opts.counting.fail_on;
+    let policy_of = |scenario: &str| {
+        entry_of(entries, scenario).map_or(TrialsPolicy::default(), |e| e.scenario.trials)
+    };
+    let groups = groups(rows);
+    let listed = groups
+        .iter()
+        .any(|g| g.rows.len() >= 2 || !policy_of(&g.scenario).is_default());
+    let mut in_case = vec![false; rows.len()];
+    let mut grouped = vec![false; rows.len()];
+    let mut cases = Vec::new();
+    let mut compared = sets::Comparisons::default();
+    for g in &groups {
+        let policy = policy_of(&g.scenario);
+        let multi = g.rows.len() >= 2;
+        if !multi {
+            // One trace: it is the case. A trial trace's comparison was left to this stage.
+            let i = g.rows[0];
+            let mut row = None;
+            if let Some(b) = behaviours.remove(&g.paths[0]) {
+                let mut r = rows.get(i);
+                sets::compare_single(&mut r, b, opts, pending);
+                super::set_blocking(&mut r, fail_on);
+                row = Some(r);
+            }
+            if listed {
+                let r = row.take().unwrap_or_else(|| rows.get(i));
+                let (case, r) = single_case(r, &policy, opts);
+                in_case[i] = true;
+                cases.push(case);
+                rows.set(i, &r);
+            } else if let Some(r) = row {
+                rows.set(i, &r);
+            }
+            continue;
+        }
+        let mut trial_rows: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
+        for &i in &g.rows {
+            in_case[i] = true;
+            grouped[i] = true;
+        }
+        if !distinct(g) {
+            duplicate_trials(g, &mut trial_rows, opts, pending);
+            let mut case = case_of(g, &trial_rows, &policy);
+            case.blocking = true;
+            for (r, &i) in trial_rows.iter().zip(&g.rows) {
+                rows.set(i, r);
+            }
+            cases.push(case);
+            continue;
+        }
+        let mut case = case_of(g, &trial_rows, &policy);
+        for (r, &i) in trial_rows.iter_mut().zip(&g.rows) {
+            // The case carries the verdict and the drift; a trial only its own judgement.
+            r.drift.clear();
+            r.blocking = false;
+            rows.set(i, r);
+        }
+        if let Some(bp) = opts.baselines.policy() {
+            case.baseline = trial_rows[0].baseline.clone();
+            if case.verdict != RowVerdict::Error {
+                let current: Vec<(&ResultRow, Option<Behaviour>)> = (trial_rows.iter())
+                    .zip(&g.paths)
+                    .map(|(r, p)| (r, behaviours.remove(p)))
+                    .collect();
+                compared.add(cases.len(), &g.scenario, &g.case, current, bp);
+            }
+        }
+        cases.push(case);
+    }
+    let thresholds = compared.finish(&mut cases, opts, pending);
+    for c in &mut cases {
+        if c.is_set() {
+            c.blocking = c.blocking
+                || verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)
+                || c.drift.iter().any(|d| d.fails);
+        }
+    }
+    if !listed {
+        cases.clear();
+    }
+    Cases {
+        cases,
+        thresholds,
+        in_case,
+        grouped,
+    }
+}
+
+/// Marks every trace of a case without distinct trials an `error` row naming every path; no
+/// comparison is possible, so no pending file is left for the case.
+fn duplicate_trials(
+    g: &Group,
+    rows: &mut [ResultRow],
+    opts: &CheckOptions,
+    pending: &mut Vec<Pending>,
+) {
+    let paths: Vec<String> = g.paths.iter().map(|p| format!("`{p}`")).collect();
+    let message = format!(
+        "{} traces of scenario `{}` case `{}` lack distinct trials ({}); give each recording its own `trial` in its header (or its own `case`)",
+        g.rows.len(),
+        g.scenario,
+        g.case,
+        paths.join(", ")
+    );
+    for r in rows.iter_mut() {
+        set_error(r, "duplicate-trial", message.clone(), Some(1));
+        r.drift.clear();
+        r.blocking = blocks(r, opts.counting.fail_on);
+    }
+    sets::clear_pending(pending, &g.scenario, &g.case);
+    if opts.baselines.writes_pending() {
+        pending.push(Pending::Clear {
+            scenario: g.scenario.clone(),
+            case: g.case.clone(),
+        });
+    }
+}
+
+/// The case line of a single trace: the trace's own verdict, or the policy's when the
+/// scenario has one (then the case, not the row, blocks).
+fn single_case(
+    mut row: ResultRow,
+    policy: &TrialsPolicy,
+    opts: &CheckOptions,
+) -> (CaseRow, ResultRow) {
+    let g = Group {
+        scenario: row.scenario.clone().unwrap_or_default(),
+        case: row.case.clone().unwrap_or_default(),
+        rows: vec![0],
+        trials: vec![row.trial.clone()],
+        paths: vec![row.path.clone().unwrap_or_default()],
+    };
+    let mut case = case_of(&g, std::slice::from_ref(&row), policy);
+    case.baseline = row.baseline.clone();
+    case.drift = (row.drift.iter())
+        .map(|d| crate::report::cases::CaseFinding {
+            category: d.category,
+            detail: d.detail.clone(),
+            p: None,
+            p_adjusted: None,
+            approved: None,
+            current: None,
+            fails: d.fails,
+        })
+        .collect();
+    if policy.is_default() {
+        case.blocking = row.blocking;
+    } else {
+        row.blocking = false;
+        case.blocking = verdict_blocks(case.verdict, case.known_gap, case.risk, opts.counting.fail_on)
+            || row.drift.iter().any(|d| d.fails);
+    }
+    (case, row)
+}
+
+/// A case's verdict, flaky mark and estimates from its trials' rows.
+fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
+    let judged: Vec<&ResultRow> = rows.iter().filter(|r| r.verdict != RowVerdict::Error).collect();
+    let n = judged.len();
+    let passed = judged.iter().filter(|r| r.verdict == RowVerdict::Pass).count();
+    let first = &rows[0];
+    let errors: Vec<String> = (rows.iter().zip(&g.trials))
+        .filter(|(r, _)| r.verdict == RowVerdict::Error)
+        .map(|(r, t)| match t {
+            Some(t) => format!("trial {t}"),
+            None => format!("`{}`", r.path.as_deref().unwrap_or("")),
+        })
+        .collect();
+    let (verdict, reason) = if !errors.is_empty() {
+        let why = format!("{} could not be judged", errors.join(", "));
+        (RowVerdict::Error, (rows.len() > 1).then_some(why))
+    } else {
+        match policy.judge(passed as u64, n as u64) {
+            Outcome::Pass => (RowVerdict::Pass, None),
+            Outcome::Fail(why) => (RowVerdict::Fail, (!policy.is_default() || n > 1).then_some(why)),
+            Outcome::TooFew(why) => (RowVerdict::Error, Some(why)),
+        }
+    };
+    let mut flaky_oracles = Vec::new();
+    let flaky = n >= 2 && passed > 0 && passed < n;
+    if flaky {
+        let mut outcomes: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+        for r in &judged {
+            for (at, o) in r.oracles.iter().enumerate() {
+                let e = outcomes.entry(oracle_key(o)).or_insert((at, 0, 0));
+                e.1 += usize::from(o.verdict == crate::oracle::Verdict::Pass);
+                e.2 += 1;
+            }
+        }
+        let mut listed: Vec<(usize, FlakyOracle)> = (outcomes.into_iter())
+            .filter(|(_, (_, p, of))| *p > 0 && p < of)
+            .map(|(oracle, (at, passed, of))| (at, FlakyOracle { oracle, passed, of }))
+            .collect();
+        listed.sort_by_key(|(at, _)| *at);
+        flaky_oracles = listed.into_iter().map(|(_, f)| f).collect();
+    }
+    let estimates = n >= 2;
+    let (c, nn) = (passed as u64, n as u64);
+    CaseRow {
+        scenario: g.scenario.clone(),
+        case: g.case.clone(),
+        risk: first.risk,
+        trials: rows.len(),
+        passed,
+        verdict,
+        reason,
+        known_gap: first.known_gap,
+        blocking: false,
+        flaky,
+        flaky_oracles,
+        pass_rate: estimates.then(|| passed as f64 / n as f64),
+        wilson: estimates.then(|| {
+            let (lo, hi) = stats::wilson_95(c, nn);
+            [lo, hi]
+        }),
+        pass_hat_k: estimates.then(|| stats::pass_hat_k(c, nn)),
+        pass_at_k: estimates.then(|| stats::pass_at_k(c, nn)),
+        underpowered: false,
+        underpowered_detail: None,
+        family_p: BTreeMap::new(),
+        drift: Vec::new(),
+        tests: Vec::new(),
+        baseline: None,
+    }
+}

@@ -1,0 +1,236 @@
+//! Comparing a case's trials with its approved baseline: a set with an approved set by the
+//! statistical tests of [`crate::trials::drift`], a set with a single baseline (or a single
+//! trace with a set) as `trials-changed`; and the pending set file each comparison calls for.
+
+use std::collections::BTreeMap;
+
+use super::super::baselines::Pending;
+use super::super::pipeline::{self, BaselinePolicy};
+use super::super::{CheckOptions, error_chain};
+use crate::baseline::{Approved, BaselineError, BaselineSet, Behaviour, SetTrial};
+use crate::diff::{DriftCategory, DriftMode};
+use crate::discover::display_path;
+use crate::report::ResultRow;
+use crate::report::cases::{CaseFinding, CaseRow, Family, Thresholds};
+use crate::trials::TrialId;
+use crate::trials::drift::{self, SetComparison, TrialFacts};
+use crate::trials::stats::at_most;
+
+/// Compares one trace's behaviour with its approved baseline, as the judge stage does for a
+/// trace without a trial (it left trial traces to this stage, which knows the case has one).
+pub(super) fn compare_single(
+    row: &mut ResultRow,
+    behaviour: Behaviour,
+    opts: &CheckOptions,
+    pending: &mut Vec<Pending>,
+) {
+    let (Some(policy), Some(scenario), Some(case), Some(hash)) = (
+        opts.baselines.policy(),
+        row.scenario.clone(),
+        row.case.clone(),
+        row.content_hash.clone(),
+    ) else {
+        return;
+    };
+    let compared = pipeline::compare(policy, &scenario, &case, &hash, behaviour);
+    pending.extend(super::super::row::pending_of(&compared, policy, opts, &scenario, &case));
+    row.drift = compared.findings;
+}
+
+/// Removes the pending decisions the judge stage made for (scenario, case).
+pub(super) fn clear_pending(pending: &mut Vec<Pending>, scenario: &str, case: &str) {
+    pending.retain(|p| match p {
+        Pending::Write { scenario: s, case: c, .. } | Pending::Clear { scenario: s, case: c } => {
+            !(s == scenario && c == case)
+        }
+        Pending::Remove { .. } => true,
+    });
+}
+
+/// One case's set comparison, waiting for the run's thresholds.
+struct Item {
+    /// Its place in the case list.
+    at: usize,
+    scenario: String,
+    case: String,
+    /// The set this run would approve.
+    current: BaselineSet,
+    /// What the approved baseline said, as findings and tests.
+    outcome: Result<SetComparison, CaseFinding>,
+    /// Trials on each side, for `underpowered`.
+    sides: Option<(u64, u64)>,
+}
+
+/// The set comparisons of a run.
+#[derive(Default)]
+pub(super) struct Comparisons(Vec<Item>);
+
+fn finding(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFinding {
+    CaseFinding {
+        category,
+        detail,
+        p: None,
+        p_adjusted: None,
+        approved: None,
+        current: None,
+        fails: category.fails(mode),
+    }
+}
+
+impl Comparisons {
+    /// Compares the trials `current` (each row with its behaviour) of case `at` with the
+    /// approved baseline of (scenario, case).
+    pub(super) fn add(
+        &mut self,
+        at: usize,
+        scenario: &str,
+        case: &str,
+        current: Vec<(&ResultRow, Option<Behaviour>)>,
+        policy: &BaselinePolicy,
+    ) {
+        let mut trials = Vec::with_capacity(current.len());
+        for (row, b) in current {
+            let (Some(b), Some(t), Some(hash)) = (b, &row.trial, &row.content_hash) else {
+                return; // not judged afresh: nothing to compare
+            };
+            let Ok(trial) = TrialId::parse(t) else { return };
+            trials.push(SetTrial {
+                trial,
+                content_hash: hash.clone(),
+                behaviour: b,
+            });
+        }
+        let current = BaselineSet::new(scenario, case, trials);
+        let path = policy.store.approved_path(scenario, case);
+        let shown = display_path(&path);
+        let mode = policy.mode;
+        let mut sides = None;
+        let outcome = match Approved::read(&path) {
+            Ok(Approved::Set(approved)) => {
+                let facts = |s: &BaselineSet| -> Vec<TrialFacts> {
+                    s.trials.iter().map(|t| TrialFacts::of(&t.behaviour)).collect()
+                };
+                let (a, c) = (facts(&approved), facts(&current));
+                sides = Some((a.len() as u64, c.len() as u64));
+                let strict = mode == DriftMode::Strict;
+                Ok(drift::compare_sets(&a, &c, policy.tolerance, strict))
+            }
+            Ok(Approved::Single(_)) => Err(finding(
+                DriftCategory::TrialsChanged,
+                format!(
+                    "the approved baseline `{shown}` is a single trace and this run has {} trials of the case; review and accept the set with `tracereplay baseline accept`",
+                    current.trials.len()
+                ),
+                mode,
+            )),
+            Err(BaselineError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Err(finding(
+                    DriftCategory::New,
+                    format!(
+                        "no approved baseline at `{shown}`; review and accept the set of {} trials with `tracereplay baseline accept`",
+                        current.trials.len()
+                    ),
+                    mode,
+                ))
+            }
+            Err(e) => Err(finding(DriftCategory::BaselineInvalid, error_chain(&e), mode)),
+        };
+        self.0.push(Item {
+            at,
+            scenario: scenario.to_owned(),
+            case: case.to_owned(),
+            current,
+            outcome,
+            sides,
+        });
+    }
+
+    /// With every case's tests in view: the run's thresholds, each case's findings, its
+    /// `underpowered` mark, and the pending set files.
+    pub(super) fn finish(
+        self,
+        cases: &mut [CaseRow],
+        opts: &CheckOptions,
+        pending: &mut Vec<Pending>,
+    ) -> Option<Thresholds> {
+        let policy = opts.baselines.policy()?;
+        if self.0.is_empty() {
+            return None;
+        }
+        for item in &self.0 {
+            if let Ok(c) = &item.outcome {
+                let case = &mut cases[item.at];
+                case.tests = c.tests.clone();
+                case.family_p = Family::ALL
+                    .iter()
+                    .filter_map(|&f| c.family_p(f).map(|p| (f, p)))
+                    .collect();
+            }
+        }
+        let thresholds = Thresholds {
+            alpha: policy.alpha,
+            families: drift::thresholds(cases.iter().map(|c| &c.family_p), policy.alpha),
+        };
+        for item in self.0 {
+            let case = &mut cases[item.at];
+            match &item.outcome {
+                Ok(c) => {
+                    case.drift = findings(c, &thresholds.families, policy.mode);
+                }
+                Err(f) => case.drift = vec![f.clone()],
+            }
+            if let Some((na, nc)) = item.sides {
+                case.underpowered_detail = drift::underpowered(na, nc, policy.alpha);
+                case.underpowered = case.underpowered_detail.is_some();
+            }
+            let invalid = case.drift.iter().any(|d| d.category == DriftCategory::BaselineInvalid);
+            clear_pending(pending, &item.scenario, &item.case);
+            if opts.baselines.writes_pending() && !invalid {
+                pending.push(if case.drift.is_empty() {
+                    Pending::Clear {
+                        scenario: item.scenario,
+                        case: item.case,
+                    }
+                } else {
+                    Pending::Write {
+                        text: item.current.to_text(),
+                        scenario: item.scenario,
+                        case: item.case,
+                    }
+                });
+            }
+        }
+        Some(thresholds)
+    }
+}
+
+/// The reported findings of a case: its structural findings, then each counted test whose
+/// adjusted p is at most its family's threshold.
+fn findings(
+    c: &SetComparison,
+    thresholds: &BTreeMap<Family, Option<f64>>,
+    mode: DriftMode,
+) -> Vec<CaseFinding> {
+    let mut out: Vec<CaseFinding> = (c.structural.iter())
+        .map(|s| finding(s.category, s.detail.clone(), mode))
+        .collect();
+    for t in &c.tests {
+        let Some(Some(threshold)) = thresholds.get(&t.family) else {
+            continue;
+        };
+        if at_most(t.p_adjusted, *threshold) {
+            out.push(CaseFinding {
+                category: t.category,
+                detail: t.detail.clone(),
+                p: Some(t.p),
+                p_adjusted: Some(t.p_adjusted),
+                approved: Some(t.approved),
+                current: Some(t.current),
+                fails: t.category.fails(mode),
+            });
+        }
+    }
+    out
+}

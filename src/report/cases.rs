@@ -1,0 +1,144 @@
+//! The case lines of a report: one per (scenario, case), listed when some case of the run was
+//! recorded as several trials (or judged under a `trials` policy). A case with one trace is its
+//! trace; a case with several gets one verdict from its trials, its estimates, the flaky mark and
+//! the statistical drift of its set.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::RowVerdict;
+use crate::diff::DriftCategory;
+use crate::scenario::Risk;
+pub use crate::trials::drift::{Family, SetTest, Side};
+
+/// One case of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseRow {
+    /// Scenario id.
+    pub scenario: String,
+    /// Case.
+    pub case: String,
+    /// The scenario's risk (`null` when it is unknown).
+    pub risk: Option<Risk>,
+    /// Trace files of the case (its trials).
+    pub trials: usize,
+    /// Trials whose verdict is `pass`.
+    pub passed: usize,
+    /// The case's verdict under the scenario's `trials` policy.
+    pub verdict: RowVerdict,
+    /// Why the verdict is not `pass`, when the policy (not one trial) decided it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether the scenario is a known gap.
+    pub known_gap: bool,
+    /// Whether the case makes the exit code 1.
+    pub blocking: bool,
+    /// At least two pass/fail trials disagree (a mark: never changes the exit code).
+    pub flaky: bool,
+    /// The oracles whose outcome differs across trials.
+    pub flaky_oracles: Vec<FlakyOracle>,
+    /// passed / pass-or-fail trials (`null` below two pass/fail trials).
+    pub pass_rate: Option<f64>,
+    /// The two-sided 95 % Wilson interval of the pass rate.
+    pub wilson: Option<[f64; 2]>,
+    /// pass^k for k = 1…n.
+    pub pass_hat_k: Option<Vec<f64>>,
+    /// pass@k for k = 1…n.
+    pub pass_at_k: Option<Vec<f64>>,
+    /// The trial-verdict regression test of this comparison cannot reach α.
+    pub underpowered: bool,
+    /// Why, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underpowered_detail: Option<String>,
+    /// The case's p-value of each family with a counted test (the smallest adjusted p).
+    pub family_p: BTreeMap<Family, f64>,
+    /// The findings of the set comparison (or of the one trace's, for a single-trial case).
+    pub drift: Vec<CaseFinding>,
+    /// Every counted test of the set comparison, reported or not: what `merge` recomputes the
+    /// findings from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<SetTest>,
+    /// The approved baseline compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+}
+
+/// An oracle that passed in some trials and not in others.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlakyOracle {
+    /// Its baseline key (`<index>:<type>`).
+    pub oracle: String,
+    /// Trials it passed.
+    pub passed: usize,
+    /// Trials that ran it.
+    pub of: usize,
+}
+
+/// A drift finding of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseFinding {
+    /// Category id.
+    pub category: DriftCategory,
+    /// What moved.
+    pub detail: String,
+    /// The test's p-value (`null` for findings without a test).
+    pub p: Option<f64>,
+    /// Its within-case adjusted p.
+    pub p_adjusted: Option<f64>,
+    /// The approved set.
+    pub approved: Option<Side>,
+    /// The current set.
+    pub current: Option<Side>,
+    /// Whether it fails the run under the `--drift` mode in force.
+    pub fails: bool,
+}
+
+/// The run's threshold of each family of set tests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    /// `--alpha`.
+    pub alpha: f64,
+    /// Each family's Benjamini–Hochberg threshold (`null`: no case reaches it).
+    pub families: BTreeMap<Family, Option<f64>>,
+}
+
+impl CaseRow {
+    /// Whether this case is more than its one trace: several trials, or a policy judged it.
+    pub fn is_set(&self) -> bool {
+        self.trials >= 2 || self.reason.is_some()
+    }
+
+    /// The case line of the human-facing reports: `FLAKY … 2/4 trials pass …`.
+    pub fn line(&self) -> String {
+        let mark = match (self.verdict, self.flaky) {
+            (RowVerdict::Pass, true) => "FLAKY",
+            (RowVerdict::Pass, false) => "PASS",
+            (RowVerdict::Fail, _) => "FAIL",
+            (RowVerdict::Error, _) => "ERROR",
+        };
+        let mut s = format!(
+            "{mark} {}/{}: {}/{} trials pass",
+            self.scenario, self.case, self.passed, self.trials
+        );
+        if self.flaky && self.verdict != RowVerdict::Pass {
+            s.push_str(" (flaky)");
+        }
+        if let (Some(rate), Some([lo, hi])) = (self.pass_rate, self.wilson) {
+            s.push_str(&format!(", pass rate {rate:.2} (95% {lo:.2}–{hi:.2})"));
+        }
+        if let Some(r) = &self.reason {
+            s.push_str(&format!("; {r}"));
+        }
+        for f in &self.flaky_oracles {
+            s.push_str(&format!(
+                "; `{}` passed {} of {} trials",
+                f.oracle, f.passed, f.of
+            ));
+        }
+        if self.underpowered {
+            s.push_str("; underpowered");
+        }
+        s
+    }
+}
