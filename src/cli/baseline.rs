@@ -4,7 +4,8 @@
 use std::io::Write;
 
 use crate::baseline::{
-    BaselineFile, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase, decode_segment,
+    Approved, BaselineFile, BaselineSet, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase,
+    decode_segment,
 };
 use crate::diff::{DriftCategory, DriftMode, compare};
 use crate::discover::{discover, display_path};
@@ -59,8 +60,11 @@ fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
     let mut all = Vec::new();
     for (suffix, removal) in [(NEW_SUFFIX, false), (DELETED_SUFFIX, true)] {
         for stored in store.list(suffix) {
-            let (scenario, case) = match BaselineFile::read(&stored.path) {
-                Ok(b) => (b.scenario, b.case),
+            let (scenario, case) = match Approved::read(&stored.path) {
+                Ok(b) => {
+                    let (s, c) = b.names();
+                    (s.to_owned(), c.to_owned())
+                }
                 Err(_) => (
                     decode_segment(&stored.scenario_segment),
                     decode_segment(&stored.case_segment),
@@ -76,6 +80,39 @@ fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
     }
     all.sort_by(|a, b| a.stored.path.cmp(&b.stored.path));
     all
+}
+
+/// The status line of a pending trial set: its pass count, and the approved one's.
+fn set_summary_line(p: &Pending, set: &BaselineSet, approved: &Utf8Path) -> String {
+    let passing = |s: &BaselineSet| {
+        (s.trials.iter())
+            .filter(|t| t.behaviour.oracles.values().all(|v| v == "pass"))
+            .count()
+    };
+    let now = format!("{}/{} trials pass", passing(set), set.trials.len());
+    match Approved::read(approved) {
+        Ok(Approved::Set(old)) => format!(
+            "changed  {}/{}  {}  (set: {now}; approved {}/{})",
+            p.scenario,
+            p.case,
+            display_path(approved),
+            passing(&old),
+            old.trials.len()
+        ),
+        Ok(Approved::Single(_)) => format!(
+            "changed  {}/{}  {}  (trials-changed: a set of {} replaces a single trace; {now})",
+            p.scenario,
+            p.case,
+            display_path(approved),
+            set.trials.len()
+        ),
+        Err(_) => format!(
+            "new      {}/{}  {}  (set: {now})",
+            p.scenario,
+            p.case,
+            display_path(approved)
+        ),
+    }
 }
 
 /// The approved baseline a pending file would replace or remove.
@@ -97,8 +134,9 @@ fn summary_line(p: &Pending) -> String {
             display_path(&approved)
         );
     }
-    let new = match BaselineFile::read(&p.stored.path) {
-        Ok(b) => b,
+    let new = match Approved::read(&p.stored.path) {
+        Ok(Approved::Single(b)) => b,
+        Ok(Approved::Set(set)) => return set_summary_line(p, &set, &approved),
         Err(e) => {
             return format!(
                 "invalid  {}/{}  {}",
@@ -232,7 +270,7 @@ fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyh
         match (matches!(action, Action::Accept { .. }), p.removal) {
             (true, false) => {
                 // Validate before promoting: a corrupt pending file must not replace a good baseline.
-                BaselineFile::read(pending)
+                Approved::read(pending)
                     .with_context(|| format!("refusing to accept `{pending}`"))?;
                 confined
                     .rename(pending, &approved)
@@ -322,10 +360,44 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let store = BaselineStore::new(dir.clone());
     let (mut written, mut unchanged, mut skipped) = (0, 0, 0);
+    // A case of several trials is approved whole, from its case line.
+    let sets: std::collections::HashSet<(&str, &str)> = (report.cases.iter())
+        .filter(|c| c.trials >= 2)
+        .map(|c| (c.scenario.as_str(), c.case.as_str()))
+        .collect();
+    for c in report.cases.iter().filter(|c| c.trials >= 2) {
+        let what = format!("{}/{}", c.scenario, c.case);
+        if c.verdict == RowVerdict::Error {
+            skipped += 1;
+            let why = c.reason.as_deref().unwrap_or("a trial could not be judged");
+            diag!("skipped  {what}: {why}");
+            continue;
+        }
+        if let Some(d) = (c.drift.iter()).find(|d| d.category == DriftCategory::BaselineInvalid) {
+            skipped += 1;
+            diag!("skipped  {what}: {}", d.detail);
+            continue;
+        }
+        let pending = store.new_path(&c.scenario, &c.case);
+        let approved = store.approved_path(&c.scenario, &c.case);
+        if c.drift.is_empty() && !pending.is_file() {
+            unchanged += 1;
+            continue;
+        }
+        store
+            .confined()
+            .rename(&pending, &approved)
+            .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
+        written += 1;
+        writeln!(out, "approved {what} ({} trials) -> {}", c.trials, display_path(&approved))?;
+    }
     for row in report.results.iter() {
         let (Some(scenario), Some(case)) = (&row.scenario, &row.case) else {
             continue;
         };
+        if sets.contains(&(scenario.as_str(), case.as_str())) {
+            continue;
+        }
         let what = format!("{scenario}/{case}");
         if row.verdict == RowVerdict::Error {
             if let Some(e) = &row.error {

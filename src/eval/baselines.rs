@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use camino::Utf8PathBuf;
 
 use super::pipeline::BaselinePolicy;
-use crate::baseline::{BaselineFile, decode_segment};
+use crate::baseline::decode_segment;
 use crate::diff::{DriftCategory, DriftFinding};
 use crate::discover::display_path;
 use crate::report::{ObsoleteBaseline, Rows};
@@ -126,8 +126,11 @@ pub(crate) fn find_obsolete(
         if used.contains(shown.as_str()) || !in_scope(&stored.scenario_segment) {
             continue;
         }
-        let (scenario, case) = match BaselineFile::read(&stored.path) {
-            Ok(b) => (b.scenario, b.case),
+        let (scenario, case) = match crate::baseline::Approved::read(&stored.path) {
+            Ok(b) => {
+                let (s, c) = b.names();
+                (s.to_owned(), c.to_owned())
+            }
             Err(_) => (
                 decode_segment(&stored.scenario_segment),
                 decode_segment(&stored.case_segment),

@@ -24,6 +24,7 @@ mod reports;
 mod scale;
 mod scores;
 mod seal;
+mod trials;
 mod trust;
 mod util;
 mod workflows;

@@ -59,6 +59,9 @@ struct Item {
     outcome: Result<SetComparison, CaseFinding>,
     /// Trials on each side, for `underpowered`.
     sides: Option<(u64, u64)>,
+    /// The approved set records other trials or traces than this run's (what `baseline
+    /// approve` refreshes even without drift).
+    stale: bool,
 }
 
 /// The set comparisons of a run.
@@ -105,8 +108,15 @@ impl Comparisons {
         let shown = display_path(&path);
         let mode = policy.mode;
         let mut sides = None;
+        let mut stale = false;
         let outcome = match Approved::read(&path) {
             Ok(Approved::Set(approved)) => {
+                let ids = |s: &BaselineSet| -> Vec<(String, String)> {
+                    (s.trials.iter())
+                        .map(|t| (t.trial.to_string(), t.content_hash.clone()))
+                        .collect()
+                };
+                stale = ids(&approved) != ids(&current) || approved.trials != current.trials;
                 let facts = |s: &BaselineSet| -> Vec<TrialFacts> {
                     s.trials.iter().map(|t| TrialFacts::of(&t.behaviour)).collect()
                 };
@@ -144,6 +154,7 @@ impl Comparisons {
             current,
             outcome,
             sides,
+            stale,
         });
     }
 
@@ -188,7 +199,7 @@ impl Comparisons {
             let invalid = case.drift.iter().any(|d| d.category == DriftCategory::BaselineInvalid);
             clear_pending(pending, &item.scenario, &item.case);
             if opts.baselines.writes_pending() && !invalid {
-                pending.push(if case.drift.is_empty() {
+                pending.push(if case.drift.is_empty() && !(policy.refresh && item.stale) {
                     Pending::Clear {
                         scenario: item.scenario,
                         case: item.case,

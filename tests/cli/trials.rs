@@ -1,0 +1,253 @@
+//! Trials: several recordings of one case judged as a set (case verdicts, flaky marks,
+//! estimates, trial-set baselines and their statistical drift).
+
+use crate::util::*;
+use serde_json::Value;
+
+/// A trace of trial `trial` of `scenario`/`case` that calls `tool` and completes.
+fn trial_trace(scenario: &str, case: &str, trial: &str, tool: &str) -> Vec<u8> {
+    let text = trace_text(scenario, case, &[&call("c1", tool), END]);
+    let text = text.replacen(
+        &format!("\"case\":\"{case}\""),
+        &format!("\"case\":\"{case}\",\"trial\":{trial}"),
+        1,
+    );
+    sealed_zst(&text)
+}
+
+/// Scenario `s` (risk `risk`, extra JSON members `extra`) expecting a call of `search`, and
+/// one trace per entry of `tools`: trial i calls `tools[i]`.
+fn suite(env: &Env, risk: &str, extra: &str, tools: &[&str]) {
+    env.write(
+        "traces/s/s.scenario.json",
+        format!(
+            r#"{{"id":"s","title":"t","risk":"{risk}"{extra},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
+        ),
+    );
+    write_trials(env, "traces/s/c", tools);
+}
+
+fn write_trials(env: &Env, dir: &str, tools: &[&str]) {
+    let _ = std::fs::remove_dir_all(env.path(dir));
+    for (i, tool) in tools.iter().enumerate() {
+        env.write(
+            &format!("{dir}/{i}.trace.ndjson.zst"),
+            trial_trace("s", "c", &i.to_string(), tool),
+        );
+    }
+}
+
+fn check_json(env: &Env, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["check", "traces/", "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = env.run_with(&args, &[("CI", "true")]);
+    assert!(out.code <= 1, "{}", out.stderr);
+    (out.code, json(&out))
+}
+
+fn the_case(r: &Value) -> &Value {
+    let cases = r["cases"].as_array().expect("a cases list");
+    assert_eq!(cases.len(), 1, "{cases:?}");
+    &cases[0]
+}
+
+fn close(v: &Value, want: f64) {
+    let got = v.as_f64().unwrap_or_else(|| panic!("{v} is not a number"));
+    assert!((got - want).abs() < 5e-7, "{got} is not {want}");
+}
+
+#[test]
+fn a_case_of_four_trials_gets_one_verdict_estimates_and_a_flaky_mark() {
+    let env = Env::new();
+    suite(&env, "High", "", &["search", "search", "other", "search"]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 1, "3/4 under the default \"all\" fails a High case");
+    let c = the_case(&r);
+    assert_eq!(c["verdict"], "fail");
+    assert_eq!((c["trials"].as_u64(), c["passed"].as_u64()), (Some(4), Some(3)));
+    assert_eq!(c["flaky"], true);
+    assert_eq!(
+        c["flaky_oracles"],
+        serde_json::json!([{"oracle": "0:tool-called", "passed": 3, "of": 4}])
+    );
+    close(&c["pass_rate"], 0.75);
+    for (v, want) in c["pass_hat_k"].as_array().unwrap().iter().zip([0.75, 0.5, 0.25, 0.0]) {
+        close(v, want);
+    }
+    for (v, want) in c["pass_at_k"].as_array().unwrap().iter().zip([0.75, 1.0, 1.0, 1.0]) {
+        close(v, want);
+    }
+    let [lo, hi] = [&c["wilson"][0], &c["wilson"][1]].map(|v| v.as_f64().unwrap());
+    assert!(lo < 0.75 && 0.75 < hi);
+    // Counts are of cases; traces of files.
+    let s = &r["summary"];
+    assert_eq!((s["traces"].as_u64(), s["cases"].as_u64()), (Some(4), Some(1)));
+    assert_eq!((s["failed"].as_u64(), s["passed"].as_u64()), (Some(1), Some(0)));
+    assert_eq!((s["flaky"].as_u64(), s["blocking"].as_u64()), (Some(1), Some(1)));
+    // Each trial keeps its row, in trial order, and no row blocks by itself.
+    let rows = r["results"].as_array().unwrap();
+    let trials: Vec<&str> = rows.iter().map(|r| r["trial"].as_str().unwrap()).collect();
+    assert_eq!(trials, ["0", "1", "2", "3"]);
+    assert!(rows.iter().all(|r| r["blocking"] == false));
+    assert_eq!(rows[2]["verdict"], "fail");
+}
+
+#[test]
+fn a_policy_decides_the_verdict_and_flaky_never_changes_the_exit_code() {
+    let env = Env::new();
+    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
+    suite(&env, "High", policy, &["search", "search", "other", "search"]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 0, "{r}");
+    let c = the_case(&r);
+    assert_eq!((c["verdict"].as_str(), c["flaky"].as_bool()), (Some("pass"), Some(true)));
+    let human = env.run_with(&["check", "traces/"], &[("CI", "true")]);
+    assert!(human.stdout.contains("FLAKY s/c: 3/4 trials pass"), "{}", human.stdout);
+}
+
+#[test]
+fn too_few_trials_make_the_case_an_error_never_a_pass() {
+    let env = Env::new();
+    suite(&env, "Low", r#","trials":{"min":5}"#, &["search"; 4]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 1);
+    let c = the_case(&r);
+    assert_eq!(c["verdict"], "error");
+    assert_eq!(c["reason"], "4 trial(s) recorded, the scenario needs 5");
+    assert_eq!(r["summary"]["errors"], 1);
+}
+
+#[test]
+fn a_rate_policy_uses_the_lower_wilson_bound() {
+    let env = Env::new();
+    suite(&env, "High", r#","trials":{"min":8,"pass":{"rate":0.70}}"#, &["search"; 8]);
+    assert_eq!(check_json(&env, &[]).0, 0, "8/8: 0.747276 meets 0.70");
+    suite(&env, "High", r#","trials":{"min":8,"pass":{"rate":0.75}}"#, &["search"; 8]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 1, "8/8: 0.747276 misses 0.75");
+    assert!(the_case(&r)["reason"].as_str().unwrap().contains("0.747276"));
+}
+
+#[test]
+fn a_malformed_policy_or_trial_is_refused_with_a_clear_error() {
+    let env = Env::new();
+    suite(&env, "High", r#","trials":{"min":4,"pass":"most"}"#, &["search"; 4]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 1);
+    let row = &r["results"][0];
+    assert_eq!(row["error"]["category"], "scenario-invalid");
+    assert!(row["error"]["message"].as_str().unwrap().contains("`trials.pass` is `most`"));
+    let gates = env.run_with(&["gates", "traces/"], &[("CI", "true")]);
+    assert_eq!(gates.code, 1, "{}", gates.stdout);
+
+    let env = Env::new();
+    suite(&env, "High", "", &["search"]);
+    let text = trace_text("s", "c", &[&call("c1", "search"), END])
+        .replacen("\"case\":\"c\"", "\"case\":\"c\",\"trial\":1.5", 1);
+    env.write("traces/s/c/0.trace.ndjson.zst", sealed_zst_unchecked(&text));
+    let (_, r) = check_json(&env, &[]);
+    let row = &r["results"][0];
+    assert_eq!(row["error"]["category"], "malformed");
+    assert_eq!(row["error"]["line"], 1);
+    assert!(row["error"]["message"].as_str().unwrap().contains("header `trial`"));
+}
+
+#[test]
+fn single_trial_suites_list_no_cases() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let (_, r) = check_json(&env, &[]);
+    assert!(r.get("cases").is_none());
+    assert!(r["summary"].get("cases").is_none());
+    assert!(r.get("thresholds").is_none());
+}
+
+/// Approves the current trials off CI.
+fn approve(env: &Env) {
+    let out = env.run_with(&["baseline", "approve"], &[("CI", "0")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn trial_sets_are_approved_whole_and_a_regression_between_sets_is_found() {
+    let env = Env::new();
+    suite(&env, "High", r#","trials":{"min":8,"pass":{"at-least":1}}"#, &["search"; 8]);
+    approve(&env);
+    let approved = String::from_utf8(env.read("baselines/s/c.baseline.json")).unwrap();
+    let set: Value = serde_json::from_str(&approved).unwrap();
+    assert_eq!(set["format"], "tracereplay.baseline-set");
+    let ids: Vec<u64> = (set["trials"].as_array().unwrap().iter())
+        .map(|t| t["trial"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5, 6, 7]);
+    // The same agent recorded again (same behaviour): no drift.
+    write_trials(&env, "traces/s/c", &["search"; 8]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(the_case(&r)["drift"], serde_json::json!([]));
+    assert!(r["thresholds"]["alpha"].as_f64() == Some(0.05));
+    // 8/8 → 2/8 passing: the verdict regression (one-sided Fisher, 45/12870).
+    let mut now = ["other"; 8];
+    now[1] = "search";
+    now[5] = "search";
+    write_trials(&env, "traces/s/c", &now);
+    let out = env.run_with(&["check", "traces/", "--format", "json"], &[("CI", "0")]);
+    assert_eq!(out.code, 1);
+    let r = json(&out);
+    let c = the_case(&r);
+    assert_eq!(c["verdict"], "pass", "at least 1 passes");
+    let drift = c["drift"].as_array().unwrap();
+    let cats: Vec<&str> = drift.iter().map(|d| d["category"].as_str().unwrap()).collect();
+    assert!(cats.contains(&"regression"), "{cats:?}");
+    let regression = drift.iter().find(|d| d["category"] == "regression").unwrap();
+    close(&regression["p"], 45.0 / 12870.0);
+    assert_eq!(regression["approved"], serde_json::json!({"n": 8, "passed": 8}));
+    assert_eq!(regression["current"], serde_json::json!({"n": 8, "passed": 2}));
+    assert!(c["family_p"]["verdict"].as_f64().is_some());
+    assert_eq!(c["blocking"], true);
+    // The pending file is the new set; accepting it makes the run pass again.
+    let pending: Value =
+        serde_json::from_slice(&env.read("baselines/s/c.baseline.json.new")).unwrap();
+    assert_eq!(pending["format"], "tracereplay.baseline-set");
+    let out = env.run_with(&["baseline", "accept"], &[("CI", "0")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(check_json(&env, &[]).0, 0);
+}
+
+#[test]
+fn a_single_trace_against_an_approved_set_is_trials_changed() {
+    let env = Env::new();
+    suite(&env, "Low", "", &["search"; 4]);
+    approve(&env);
+    write_trials(&env, "traces/s/c", &["search"]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 1);
+    let row = &r["results"][0];
+    assert_eq!(row["drift"][0]["category"], "trials-changed");
+    // And the other way round.
+    let env = Env::new();
+    suite(&env, "Low", "", &["search"]);
+    approve(&env);
+    write_trials(&env, "traces/s/c", &["search"; 3]);
+    let (code, r) = check_json(&env, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(the_case(&r)["drift"][0]["category"], "trials-changed");
+}
+
+#[test]
+fn two_and_two_trials_are_underpowered_and_say_what_would_do() {
+    let env = Env::new();
+    suite(&env, "Low", "", &["search"; 2]);
+    approve(&env);
+    write_trials(&env, "traces/s/c", &["other"; 2]);
+    let (_, r) = check_json(&env, &["--fail-on", "none"]);
+    let c = the_case(&r);
+    assert_eq!(c["underpowered"], true);
+    let why = c["underpowered_detail"].as_str().unwrap();
+    assert!(why.starts_with("2 and 2 trials cannot show a regression at α = 0.05"), "{why}");
+    assert_eq!(r["summary"]["underpowered"], 1);
+    assert!(
+        !c["drift"].as_array().unwrap().iter().any(|d| d["category"] == "regression"),
+        "2/2 → 0/2 cannot reach α"
+    );
+}
