@@ -186,7 +186,9 @@ mod tests {
         assert!(text.contains("\"trial\": 2\n"), "{text}");
         assert!(text.contains("\"trial\": \"x\""), "{text}");
         let back = Approved::parse("b.json".into(), text.as_bytes()).unwrap();
-        let Approved::Set(back) = back else { panic!("a set") };
+        let Approved::Set(back) = back else {
+            panic!("a set")
+        };
         let ids: Vec<&str> = back.trials.iter().map(|t| t.trial.as_str()).collect();
         assert_eq!(ids, ["2", "10", "x"]);
         assert_eq!(back, set);
@@ -202,7 +204,10 @@ mod tests {
         let one = serde_json::json!({"trial": 1, "content_hash": "b3:1", "behaviour": behaviour()});
         let twice = format!("[{one},{one}]");
         for bad in [text("[]"), text(&twice), text("[{\"trial\": 1.5}]")] {
-            assert!(Approved::parse("b.json".into(), bad.as_bytes()).is_err(), "{bad}");
+            assert!(
+                Approved::parse("b.json".into(), bad.as_bytes()).is_err(),
+                "{bad}"
+            );
         }
     }
 }

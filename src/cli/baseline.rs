@@ -389,7 +389,12 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             .rename(&pending, &approved)
             .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
         written += 1;
-        writeln!(out, "approved {what} ({} trials) -> {}", c.trials, display_path(&approved))?;
+        writeln!(
+            out,
+            "approved {what} ({} trials) -> {}",
+            c.trials,
+            display_path(&approved)
+        )?;
     }
     for row in report.results.iter() {
         let (Some(scenario), Some(case)) = (&row.scenario, &row.case) else {

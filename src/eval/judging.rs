@@ -78,7 +78,10 @@ pub(crate) fn judge_all(
             }
             if let Some(b) = out.behaviour {
                 let shown = crate::discover::display_path(path);
-                behaviours.lock().unwrap_or_else(|e| e.into_inner()).insert(shown, b);
+                behaviours
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(shown, b);
             }
             if let Some(p) = &opts.runtime.progress {
                 (p.0)();

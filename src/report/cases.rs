@@ -142,3 +142,29 @@ impl CaseRow {
         s
     }
 }
+
+/// The set cases of a report by (scenario, case), for renderers that list rows and put each
+/// case's line before its trials.
+pub struct CaseIndex<'r>(std::collections::HashMap<(&'r str, &'r str), &'r CaseRow>);
+
+impl<'r> CaseIndex<'r> {
+    /// The cases of `report` that are more than their one trace.
+    pub fn of(report: &'r super::Report) -> CaseIndex<'r> {
+        CaseIndex(
+            (report.cases.iter())
+                .filter(|c| c.is_set())
+                .map(|c| ((c.scenario.as_str(), c.case.as_str()), c))
+                .collect(),
+        )
+    }
+
+    /// The set case a row belongs to.
+    pub fn get(&self, scenario: Option<&str>, case: Option<&str>) -> Option<&'r CaseRow> {
+        self.0.get(&(scenario?, case?)).copied()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}

@@ -82,6 +82,26 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 fn collect(report: &Report, a: &mut Annotations) {
+    // Case lines first: a case of several trials is judged as a whole.
+    for c in report.cases.iter().filter(|c| c.is_set()) {
+        if c.verdict == RowVerdict::Pass && !c.blocking && !c.flaky && c.drift.is_empty() {
+            continue;
+        }
+        let mut msg = c.line();
+        for d in &c.drift {
+            msg.push_str(&format!("\ndrift {}: {}", d.category.as_str(), d.detail));
+            if let Some(p) = d.p_adjusted {
+                msg.push_str(&format!(" (adjusted p = {p:.6})"));
+            }
+        }
+        a.command(
+            rank(c.risk),
+            if c.blocking { "error" } else { "warning" },
+            None,
+            &format!("case {} / {} ({} trials)", c.scenario, c.case, c.trials),
+            &msg,
+        );
+    }
     for r in report.results.iter() {
         let k = rank(r.risk);
         let file = r.scenario_file.as_deref().or(r.path.as_deref());

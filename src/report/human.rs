@@ -65,7 +65,19 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
     let (w_scenario, w_case) = report.results.key_widths();
     let mut line = String::new();
     let mut shown = 0;
+    let cases = super::cases::CaseIndex::of(report);
+    let mut last_case: Option<(String, String)> = None;
     for (i, row) in report.results.summaries().enumerate() {
+        let case = cases.get(row.scenario.as_deref(), row.case.as_deref());
+        if let Some(c) = case {
+            let key = (c.scenario.clone(), c.case.clone());
+            if last_case.as_ref() != Some(&key) {
+                last_case = Some(key);
+                if case_level(c) <= opts.rows {
+                    case_line(c, opts, out)?;
+                }
+            }
+        }
         let level = if row.verdict != RowVerdict::Pass || row.blocking {
             StatusLevel::Fail
         } else if row.drift_new || row.drift_other {
@@ -83,14 +95,18 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
             RowVerdict::Error => ("ERROR", "1;31"),
         };
         let risk = row.risk.map_or("-", |r| r.as_str());
-        let mut notes = Vec::new();
+        let mut notes: Vec<&str> = Vec::new();
+        let line_trial: String;
         if row.sealed == Some(false) {
             notes.push("unsealed");
         }
         if row.verdict == RowVerdict::Pass && row.blocking {
             notes.push("blocked by drift");
         }
-        if row.verdict != RowVerdict::Pass && !row.blocking {
+        if let (Some(t), Some(_)) = (&row.trial, case) {
+            line_trial = format!("trial {}", esc(t));
+            notes.push(&line_trial);
+        } else if row.verdict != RowVerdict::Pass && !row.blocking {
             notes.push(if row.known_gap {
                 "known gap, not blocking"
             } else {
@@ -160,6 +176,60 @@ pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::
     summary(report, opts, out)
 }
 
+/// How much a case line needs showing (as rows do).
+fn case_level(c: &super::cases::CaseRow) -> StatusLevel {
+    if c.verdict != RowVerdict::Pass || c.blocking {
+        StatusLevel::Fail
+    } else if c.flaky || !c.drift.is_empty() {
+        StatusLevel::Drift
+    } else {
+        StatusLevel::Pass
+    }
+}
+
+/// A case line (`FLAKY s/c: 2/4 trials pass …`) and its set drift.
+fn case_line(
+    c: &super::cases::CaseRow,
+    opts: HumanOptions,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let code = match (c.verdict, c.flaky) {
+        (RowVerdict::Pass, false) => "32",
+        (RowVerdict::Pass, true) => "33",
+        (RowVerdict::Fail, _) => "31",
+        (RowVerdict::Error, _) => "1;31",
+    };
+    let mut text = esc(&c.line()).into_owned();
+    if c.verdict != RowVerdict::Pass && !c.blocking {
+        text.push_str(if c.known_gap {
+            " (known gap, not blocking)"
+        } else {
+            " (not blocking under --fail-on)"
+        });
+    } else if c.verdict == RowVerdict::Pass && c.blocking {
+        text.push_str(" (blocked by drift)");
+    }
+    writeln!(out, "{}", paint(opts.color, code, &text))?;
+    for d in &c.drift {
+        let mark = if d.fails { "drift" } else { "warn" };
+        let p = match (d.p, d.p_adjusted) {
+            (Some(p), Some(a)) => format!(" (p = {p:.6}, adjusted {a:.6})"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "      {} {}: {}{p}",
+            paint(opts.color, if d.fails { "31" } else { "33" }, mark),
+            d.category.as_str(),
+            esc(&d.detail)
+        )?;
+    }
+    if let Some(u) = &c.underpowered_detail {
+        writeln!(out, "      underpowered: {}", esc(u))?;
+    }
+    Ok(())
+}
+
 /// The summary lines and the next step.
 fn summary(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let s = &report.summary;
@@ -177,6 +247,14 @@ fn summary(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io:
         s.blocking,
         s.ignored_failures
     )?;
+    if let Some(cases) = s.cases {
+        writeln!(
+            out,
+            "cases: {cases} ({} flaky, {} underpowered); passed, failed and errors count cases",
+            s.flaky.unwrap_or(0),
+            s.underpowered.unwrap_or(0)
+        )?;
+    }
     if s.privacy > 0 {
         writeln!(out, "privacy: {} finding(s)", s.privacy)?;
     }
@@ -206,6 +284,12 @@ pub fn next_step(report: &Report) -> Option<String> {
         return Some(format!(
             "{} blocking: `tracereplay explain {p}` shows the first in full",
             s.blocking
+        ));
+    }
+    if let Some(c) = report.cases.iter().find(|c| c.blocking && c.is_set()) {
+        return Some(format!(
+            "{} blocking: case `{}/{}` ({}/{} trials pass) is the first; its trials are listed under its line",
+            s.blocking, c.scenario, c.case, c.passed, c.trials
         ));
     }
     let pending = s.new + s.drifted + s.obsolete;

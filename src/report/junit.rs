@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use quick_junit::{NonSuccessKind, Report as JunitReport, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{
+    NonSuccessKind, Report as JunitReport, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
 
+use super::cases::CaseRow;
 use super::model::{Report, ResultRow, RowVerdict};
 use crate::diff::DriftCategory;
 use crate::oracle::Verdict;
@@ -129,10 +132,109 @@ fn test_name(row: &ResultRow) -> String {
     )
 }
 
+/// One test case for a case of several trials, in nextest's shapes: a passing case with a
+/// `<flakyFailure>` per failing trial, a failing one with a `<failure>` (its first failing
+/// trial) and a `<rerunFailure>` per further failing trial.
+fn set_case(c: &CaseRow, trials: &[ResultRow], fail_on: Option<&str>) -> TestCase {
+    let failing: Vec<&ResultRow> = trials
+        .iter()
+        .filter(|r| r.verdict != RowVerdict::Pass)
+        .collect();
+    let rerun = |r: &ResultRow| {
+        let kind = match r.verdict {
+            RowVerdict::Error => NonSuccessKind::Error,
+            _ => NonSuccessKind::Failure,
+        };
+        let mut run = TestRerun::new(kind);
+        run.set_message(format!("trial {}", r.trial.as_deref().unwrap_or("-")))
+            .set_description(evidence_text(r));
+        run
+    };
+    let mut drift = String::new();
+    for d in &c.drift {
+        drift.push_str(&format!("drift {}: {}", d.category.as_str(), d.detail));
+        if let (Some(p), Some(a)) = (d.p, d.p_adjusted) {
+            drift.push_str(&format!(" (p = {p}, adjusted {a})"));
+        }
+        drift.push('\n');
+    }
+    let status = match c.verdict {
+        RowVerdict::Pass if !c.blocking => {
+            let mut s = TestCaseStatus::success();
+            s.add_reruns(failing.iter().map(|r| rerun(r)));
+            s
+        }
+        RowVerdict::Pass => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(c.line())
+                .set_type("drift")
+                .set_description(drift.clone());
+            s
+        }
+        RowVerdict::Fail if !c.blocking => {
+            let mut s = TestCaseStatus::skipped();
+            let why = if c.known_gap {
+                "ignored failure: a known gap".to_owned()
+            } else {
+                let risk = c.risk.map_or("unrated", |r| r.as_str());
+                format!(
+                    "ignored failure: {risk} risk under --fail-on {}",
+                    fail_on.unwrap_or("-")
+                )
+            };
+            s.set_message(why).set_type("ignored-failure");
+            s
+        }
+        RowVerdict::Fail | RowVerdict::Error => {
+            let kind = match c.verdict {
+                RowVerdict::Error => NonSuccessKind::Error,
+                _ => NonSuccessKind::Failure,
+            };
+            let mut s = TestCaseStatus::non_success(kind);
+            let first = failing
+                .first()
+                .map(|r| evidence_text(r))
+                .unwrap_or_default();
+            s.set_message(c.line())
+                .set_type(if kind == NonSuccessKind::Error {
+                    "error"
+                } else {
+                    "trials"
+                })
+                .set_description(format!("{drift}{first}"));
+            s.add_reruns(failing.iter().skip(1).map(|r| rerun(r)));
+            s
+        }
+    };
+    let mut case = TestCase::new(format!("{} ({} trials)", c.case, c.trials), status);
+    case.set_classname(c.scenario.as_str());
+    case
+}
+
 /// Writes the report as JUnit XML.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let mut suites: BTreeMap<String, Vec<TestCase>> = BTreeMap::new();
+    let index = super::cases::CaseIndex::of(report);
+    let mut held: Option<(&CaseRow, Vec<ResultRow>)> = None;
+    let flush = |held: &mut Option<(&CaseRow, Vec<ResultRow>)>,
+                 suites: &mut BTreeMap<String, Vec<TestCase>>| {
+        if let Some((c, trials)) = held.take() {
+            let case = set_case(c, &trials, report.fail_on);
+            suites.entry(c.scenario.clone()).or_default().push(case);
+        }
+    };
     for row in report.results.iter() {
+        if let Some(c) = index.get(row.scenario.as_deref(), row.case.as_deref()) {
+            match &mut held {
+                Some((h, trials)) if std::ptr::eq(*h, c) => trials.push(row),
+                _ => {
+                    flush(&mut held, &mut suites);
+                    held = Some((c, vec![row]));
+                }
+            }
+            continue;
+        }
+        flush(&mut held, &mut suites);
         let suite = row
             .scenario
             .clone()
@@ -155,6 +257,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             cases.push(case);
         }
     }
+    flush(&mut held, &mut suites);
     for o in &report.obsolete {
         let status = if o.finding.fails {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);

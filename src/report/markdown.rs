@@ -38,12 +38,28 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         s.blocking
     )?;
     writeln!(out, "Baselines: {}\n", cell(&report.baselines))?;
+    if let Some(cases) = s.cases {
+        writeln!(
+            out,
+            "Cases: {cases} ({} flaky, {} underpowered); passed, failed and errors count cases.\n",
+            s.flaky.unwrap_or(0),
+            s.underpowered.unwrap_or(0)
+        )?;
+    }
     let attention: Vec<_> = report
         .results
         .iter()
         .filter(|r| r.verdict != RowVerdict::Pass || !r.drift.is_empty())
         .collect();
-    if attention.is_empty() && report.obsolete.is_empty() && report.privacy.is_empty() {
+    let cases: Vec<&super::cases::CaseRow> = (report.cases.iter())
+        .filter(|c| c.is_set())
+        .filter(|c| c.verdict != RowVerdict::Pass || c.blocking || c.flaky || !c.drift.is_empty())
+        .collect();
+    if attention.is_empty()
+        && cases.is_empty()
+        && report.obsolete.is_empty()
+        && report.privacy.is_empty()
+    {
         writeln!(out, "Every trace passed with no drift.")?;
         return Ok(());
     }
@@ -51,6 +67,31 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     // then warnings; each group in report order. The whole stays under GitHub's comment and
     // step-summary limit (65,536 characters): what does not fit is counted, not cut mid-row.
     let mut groups: [Vec<String>; 3] = Default::default();
+    // Case lines first, each in its group.
+    for c in &cases {
+        let group = if c.blocking {
+            0
+        } else if c.verdict == RowVerdict::Fail {
+            1
+        } else {
+            2
+        };
+        let mut what = cell(&c.line());
+        for d in &c.drift {
+            what.push_str(&format!("<br>{}: {}", d.category.as_str(), cell(&d.detail)));
+            if let Some(p) = d.p_adjusted {
+                what.push_str(&format!(" (adjusted p = {p:.6})"));
+            }
+        }
+        groups[group].push(format!(
+            "| case | {} | {} | {} | {} | {} trials | {what} |",
+            cell(&c.scenario),
+            cell(&c.case),
+            c.risk.map_or("-", |r| r.as_str()),
+            if c.blocking { "yes" } else { "no" },
+            c.trials
+        ));
+    }
     for r in &attention {
         let group = if r.blocking {
             0

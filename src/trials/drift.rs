@@ -99,13 +99,19 @@ pub struct TrialFacts {
     pub calls: BTreeSet<(String, String)>,
 }
 
-const NUMBER_NAMES: [&str; 4] = ["tool calls", "inference requests", "input tokens", "output tokens"];
+const NUMBER_NAMES: [&str; 4] = [
+    "tool calls",
+    "inference requests",
+    "input tokens",
+    "output tokens",
+];
 
 impl TrialFacts {
     /// The facts of one normalised behaviour.
     pub fn of(b: &Behaviour) -> TrialFacts {
-        let oracles: BTreeMap<String, bool> =
-            (b.oracles.iter()).map(|(k, v)| (k.clone(), v == "pass")).collect();
+        let oracles: BTreeMap<String, bool> = (b.oracles.iter())
+            .map(|(k, v)| (k.clone(), v == "pass"))
+            .collect();
         TrialFacts {
             passed: oracles.values().all(|p| *p),
             oracles,
@@ -162,39 +168,47 @@ fn counts(n: usize, passed: usize) -> Side {
 
 /// Compares the approved trials `a` with the current trials `c` (each at least one).
 /// `tolerance` is the usage tolerance (0.2 = 20 %); `strict` adds `unseen-behaviour`.
-pub fn compare_sets(a: &[TrialFacts], c: &[TrialFacts], tolerance: f64, strict: bool) -> SetComparison {
+pub fn compare_sets(
+    a: &[TrialFacts],
+    c: &[TrialFacts],
+    tolerance: f64,
+    strict: bool,
+) -> SetComparison {
     let mut raw: Vec<(Family, DriftCategory, String, f64, Side, Side)> = Vec::new();
     let mut structural = Vec::new();
     let (na, nc) = (a.len(), c.len());
     // A pass-rate test pair (regression, improvement) over a property of each trial.
-    let rate_tests = |raw: &mut Vec<_>, what: &str, family: Family, of: &dyn Fn(&TrialFacts) -> bool| {
-        let pa = a.iter().filter(|t| of(t)).count();
-        let pc = c.iter().filter(|t| of(t)).count();
-        // The same outcome in every trial of both sides: not counted.
-        if (pa == na && pc == nc) || (pa == 0 && pc == 0) {
-            return;
-        }
-        let (sa, sc) = (counts(na, pa), counts(nc, pc));
-        let (pa, pc, na, nc) = (pa as u64, pc as u64, na as u64, nc as u64);
-        raw.push((
-            family,
-            DriftCategory::Regression,
-            format!("{what}: passed {pa}/{na} approved trials, {pc}/{nc} current"),
-            stats::fisher_lower(pa, na, pc, nc),
-            sa,
-            sc,
-        ));
-        raw.push((
-            Family::Warnings,
-            DriftCategory::Improvement,
-            format!("{what}: passed {pa}/{na} approved trials, {pc}/{nc} current"),
-            stats::fisher_higher(pa, na, pc, nc),
-            sa,
-            sc,
-        ));
-    };
+    let rate_tests =
+        |raw: &mut Vec<_>, what: &str, family: Family, of: &dyn Fn(&TrialFacts) -> bool| {
+            let pa = a.iter().filter(|t| of(t)).count();
+            let pc = c.iter().filter(|t| of(t)).count();
+            // The same outcome in every trial of both sides: not counted.
+            if (pa == na && pc == nc) || (pa == 0 && pc == 0) {
+                return;
+            }
+            let (sa, sc) = (counts(na, pa), counts(nc, pc));
+            let (pa, pc, na, nc) = (pa as u64, pc as u64, na as u64, nc as u64);
+            raw.push((
+                family,
+                DriftCategory::Regression,
+                format!("{what}: passed {pa}/{na} approved trials, {pc}/{nc} current"),
+                stats::fisher_lower(pa, na, pc, nc),
+                sa,
+                sc,
+            ));
+            raw.push((
+                Family::Warnings,
+                DriftCategory::Improvement,
+                format!("{what}: passed {pa}/{na} approved trials, {pc}/{nc} current"),
+                stats::fisher_higher(pa, na, pc, nc),
+                sa,
+                sc,
+            ));
+        };
     let keys = |side: &[TrialFacts]| -> BTreeSet<String> {
-        side.iter().flat_map(|t| t.oracles.keys().cloned()).collect()
+        side.iter()
+            .flat_map(|t| t.oracles.keys().cloned())
+            .collect()
     };
     let (keys_a, keys_c) = (keys(a), keys(c));
     if keys_a != keys_c {
@@ -208,7 +222,9 @@ pub fn compare_sets(a: &[TrialFacts], c: &[TrialFacts], tolerance: f64, strict: 
             ),
         });
     } else {
-        rate_tests(&mut raw, "the trial verdict", Family::Verdict, &|t| t.passed);
+        rate_tests(&mut raw, "the trial verdict", Family::Verdict, &|t| {
+            t.passed
+        });
         for key in keys_a.iter().filter(|k| k.as_str() != "run-completed") {
             let what = format!("oracle `{key}`");
             rate_tests(&mut raw, &what, Family::Blocking, &|t| {
@@ -223,12 +239,21 @@ pub fn compare_sets(a: &[TrialFacts], c: &[TrialFacts], tolerance: f64, strict: 
             return;
         }
         let p = stats::fisher_two_sided(pa as u64, na as u64, pc as u64, nc as u64);
-        raw.push((Family::Blocking, category, what, p, counts(na, pa), counts(nc, pc)));
+        raw.push((
+            Family::Blocking,
+            category,
+            what,
+            p,
+            counts(na, pa),
+            counts(nc, pc),
+        ));
     };
     let tools: BTreeSet<&String> = a.iter().chain(c).flat_map(|t| &t.tools).collect();
     for tool in tools {
         let what = format!("tool `{tool}` called");
-        two_sided(&mut raw, DriftCategory::ToolUsageChanged, what, &|t| t.tools.contains(tool));
+        two_sided(&mut raw, DriftCategory::ToolUsageChanged, what, &|t| {
+            t.tools.contains(tool)
+        });
     }
     two_sided(
         &mut raw,
@@ -251,16 +276,26 @@ pub fn compare_sets(a: &[TrialFacts], c: &[TrialFacts], tolerance: f64, strict: 
             DriftCategory::UsageChanged,
             format!("median {name}: {ma} approved, {mc} current"),
             p,
-            Side::Median { n: na as u64, median: ma },
-            Side::Median { n: nc as u64, median: mc },
+            Side::Median {
+                n: na as u64,
+                median: ma,
+            },
+            Side::Median {
+                n: nc as u64,
+                median: mc,
+            },
         ));
     }
     if strict {
         let seen_sequences: BTreeSet<&Vec<String>> = a.iter().map(|t| &t.sequence).collect();
         let seen_calls: BTreeSet<&(String, String)> = a.iter().flat_map(|t| &t.calls).collect();
-        let new_sequences = c.iter().filter(|t| !seen_sequences.contains(&t.sequence)).count();
-        let new_calls: BTreeSet<&(String, String)> =
-            (c.iter().flat_map(|t| &t.calls)).filter(|k| !seen_calls.contains(k)).collect();
+        let new_sequences = c
+            .iter()
+            .filter(|t| !seen_sequences.contains(&t.sequence))
+            .count();
+        let new_calls: BTreeSet<&(String, String)> = (c.iter().flat_map(|t| &t.calls))
+            .filter(|k| !seen_calls.contains(k))
+            .collect();
         if new_sequences > 0 || !new_calls.is_empty() {
             let mut detail = format!(
                 "{new_sequences} of {nc} current trials follow a tool sequence no approved trial followed"
@@ -312,7 +347,10 @@ pub fn thresholds<'a>(
     Family::ALL
         .iter()
         .map(|&f| {
-            let ps: Vec<f64> = family_ps.clone().filter_map(|m| m.get(&f).copied()).collect();
+            let ps: Vec<f64> = family_ps
+                .clone()
+                .filter_map(|m| m.get(&f).copied())
+                .collect();
             (f, stats::benjamini_hochberg(&ps, alpha))
         })
         .collect()

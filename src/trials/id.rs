@@ -52,8 +52,7 @@ impl TrialId {
     /// A trial id given as text (`--trial ID`, a string in a header).
     pub fn parse(s: &str) -> Result<TrialId, String> {
         let valid = (1..=64).contains(&s.len())
-            && s
-                .bytes()
+            && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         if valid {
             Ok(TrialId(s.to_owned()))
@@ -133,9 +132,15 @@ mod tests {
 
     #[test]
     fn integers_equal_their_decimal_strings_and_bad_values_are_refused() {
-        assert_eq!(TrialId::from_json("1").unwrap(), TrialId::from_json("\"1\"").unwrap());
+        assert_eq!(
+            TrialId::from_json("1").unwrap(),
+            TrialId::from_json("\"1\"").unwrap()
+        );
         assert_eq!(TrialId::from_json("0").unwrap().as_str(), "0");
-        assert_eq!(TrialId::from_json("9007199254740991").unwrap().as_str(), "9007199254740991");
+        assert_eq!(
+            TrialId::from_json("9007199254740991").unwrap().as_str(),
+            "9007199254740991"
+        );
         for bad in [
             "9007199254740992",
             "-1",

@@ -3,9 +3,9 @@
 //! set is a matter of statistics ([`stats`], [`drift`]), never of comparing trials one to one.
 //! A case with one trace is judged exactly as a trace is.
 
+pub mod drift;
 pub mod id;
 pub mod policy;
-pub mod drift;
 pub mod stats;
 
 pub use id::TrialId;

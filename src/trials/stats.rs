@@ -235,7 +235,11 @@ pub fn wilson_95(c: u64, n: u64) -> (f64, f64) {
 /// all pass (tau-bench's estimator).
 pub fn pass_hat_k(c: u64, n: u64) -> Vec<f64> {
     (1..=n)
-        .map(|k| (0..k).map(|i| (c as f64 - i as f64).max(0.0) / (n - i) as f64).product())
+        .map(|k| {
+            (0..k)
+                .map(|i| (c as f64 - i as f64).max(0.0) / (n - i) as f64)
+                .product()
+        })
         .collect()
 }
 

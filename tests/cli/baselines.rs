@@ -367,7 +367,10 @@ fn two_traces_for_one_case_without_distinct_trials_are_error_rows_naming_both() 
         assert_eq!(row["verdict"], "error");
         assert_eq!(row["error"]["category"], "duplicate-trial");
         let message = row["error"]["message"].as_str().unwrap();
-        assert!(message.contains(BASIC) && message.contains(copy), "{message}");
+        assert!(
+            message.contains(BASIC) && message.contains(copy),
+            "{message}"
+        );
         assert!(drift_categories(row).is_empty());
     }
     let case = (r["cases"].as_array().unwrap().iter())

@@ -392,3 +392,42 @@ fn drift_shows_side_by_side_with_the_changed_key_on_one_line() {
     assert!(app.contains("<td class=\"del\">    \"insurance\": \"no\",</td><td class=\"add\">    \"insurance\": \"yes\",</td>"), "{app}");
     assert_eq!(app.matches("class=\"del\"").count(), 1, "{app}");
 }
+
+#[test]
+fn a_case_of_several_trials_shows_its_pass_rate_with_its_trials_one_click_away() {
+    let env = Env::new();
+    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
+    crate::trials::suite(
+        &env,
+        "High",
+        policy,
+        &["search", "search", "other", "search"],
+    );
+    let out = env.run_with(
+        &["check", "traces/", "--html", "report.html"],
+        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let file = env.path("report.html");
+    let (dom, console) = render_dom(&file, "");
+    ready(&dom, &console);
+    let app = app(&dom);
+    assert!(
+        app.contains("FLAKY s/c: 3/4 trials pass, pass rate 0.75 (95% 0.30–0.95)"),
+        "{app}"
+    );
+    assert!(app.contains("0:tool-called passed 3 of 4 trials"), "{app}");
+    let cases = &app[app.find("id=\"cases\"").expect("a cases section")..];
+    assert_eq!(
+        cases
+            .matches("<button type=\"button\" class=\"link\">trial ")
+            .count(),
+        4
+    );
+    assert!(cases.contains("trial 2: fail"), "{cases}");
+    // One click: the trace view of trial 2.
+    let (dom, console) = render_dom(&file, "#trace=2");
+    ready(&dom, &console);
+    let view = self::app(&dom);
+    assert!(view.contains("traces/s/c/2.trace.ndjson.zst"), "{view}");
+}

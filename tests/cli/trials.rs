@@ -17,7 +17,7 @@ fn trial_trace(scenario: &str, case: &str, trial: &str, tool: &str) -> Vec<u8> {
 
 /// Scenario `s` (risk `risk`, extra JSON members `extra`) expecting a call of `search`, and
 /// one trace per entry of `tools`: trial i calls `tools[i]`.
-fn suite(env: &Env, risk: &str, extra: &str, tools: &[&str]) {
+pub(crate) fn suite(env: &Env, risk: &str, extra: &str, tools: &[&str]) {
     env.write(
         "traces/s/s.scenario.json",
         format!(
@@ -64,26 +64,48 @@ fn a_case_of_four_trials_gets_one_verdict_estimates_and_a_flaky_mark() {
     assert_eq!(code, 1, "3/4 under the default \"all\" fails a High case");
     let c = the_case(&r);
     assert_eq!(c["verdict"], "fail");
-    assert_eq!((c["trials"].as_u64(), c["passed"].as_u64()), (Some(4), Some(3)));
+    assert_eq!(
+        (c["trials"].as_u64(), c["passed"].as_u64()),
+        (Some(4), Some(3))
+    );
     assert_eq!(c["flaky"], true);
     assert_eq!(
         c["flaky_oracles"],
         serde_json::json!([{"oracle": "0:tool-called", "passed": 3, "of": 4}])
     );
     close(&c["pass_rate"], 0.75);
-    for (v, want) in c["pass_hat_k"].as_array().unwrap().iter().zip([0.75, 0.5, 0.25, 0.0]) {
+    for (v, want) in c["pass_hat_k"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([0.75, 0.5, 0.25, 0.0])
+    {
         close(v, want);
     }
-    for (v, want) in c["pass_at_k"].as_array().unwrap().iter().zip([0.75, 1.0, 1.0, 1.0]) {
+    for (v, want) in c["pass_at_k"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([0.75, 1.0, 1.0, 1.0])
+    {
         close(v, want);
     }
     let [lo, hi] = [&c["wilson"][0], &c["wilson"][1]].map(|v| v.as_f64().unwrap());
     assert!(lo < 0.75 && 0.75 < hi);
     // Counts are of cases; traces of files.
     let s = &r["summary"];
-    assert_eq!((s["traces"].as_u64(), s["cases"].as_u64()), (Some(4), Some(1)));
-    assert_eq!((s["failed"].as_u64(), s["passed"].as_u64()), (Some(1), Some(0)));
-    assert_eq!((s["flaky"].as_u64(), s["blocking"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (s["traces"].as_u64(), s["cases"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert_eq!(
+        (s["failed"].as_u64(), s["passed"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(
+        (s["flaky"].as_u64(), s["blocking"].as_u64()),
+        (Some(1), Some(1))
+    );
     // Each trial keeps its row, in trial order, and no row blocks by itself.
     let rows = r["results"].as_array().unwrap();
     let trials: Vec<&str> = rows.iter().map(|r| r["trial"].as_str().unwrap()).collect();
@@ -96,13 +118,25 @@ fn a_case_of_four_trials_gets_one_verdict_estimates_and_a_flaky_mark() {
 fn a_policy_decides_the_verdict_and_flaky_never_changes_the_exit_code() {
     let env = Env::new();
     let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
-    suite(&env, "High", policy, &["search", "search", "other", "search"]);
+    suite(
+        &env,
+        "High",
+        policy,
+        &["search", "search", "other", "search"],
+    );
     let (code, r) = check_json(&env, &[]);
     assert_eq!(code, 0, "{r}");
     let c = the_case(&r);
-    assert_eq!((c["verdict"].as_str(), c["flaky"].as_bool()), (Some("pass"), Some(true)));
+    assert_eq!(
+        (c["verdict"].as_str(), c["flaky"].as_bool()),
+        (Some("pass"), Some(true))
+    );
     let human = env.run_with(&["check", "traces/"], &[("CI", "true")]);
-    assert!(human.stdout.contains("FLAKY s/c: 3/4 trials pass"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("FLAKY s/c: 3/4 trials pass"),
+        "{}",
+        human.stdout
+    );
 }
 
 #[test]
@@ -120,36 +154,69 @@ fn too_few_trials_make_the_case_an_error_never_a_pass() {
 #[test]
 fn a_rate_policy_uses_the_lower_wilson_bound() {
     let env = Env::new();
-    suite(&env, "High", r#","trials":{"min":8,"pass":{"rate":0.70}}"#, &["search"; 8]);
+    suite(
+        &env,
+        "High",
+        r#","trials":{"min":8,"pass":{"rate":0.70}}"#,
+        &["search"; 8],
+    );
     assert_eq!(check_json(&env, &[]).0, 0, "8/8: 0.747276 meets 0.70");
-    suite(&env, "High", r#","trials":{"min":8,"pass":{"rate":0.75}}"#, &["search"; 8]);
+    suite(
+        &env,
+        "High",
+        r#","trials":{"min":8,"pass":{"rate":0.75}}"#,
+        &["search"; 8],
+    );
     let (code, r) = check_json(&env, &[]);
     assert_eq!(code, 1, "8/8: 0.747276 misses 0.75");
-    assert!(the_case(&r)["reason"].as_str().unwrap().contains("0.747276"));
+    assert!(
+        the_case(&r)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("0.747276")
+    );
 }
 
 #[test]
 fn a_malformed_policy_or_trial_is_refused_with_a_clear_error() {
     let env = Env::new();
-    suite(&env, "High", r#","trials":{"min":4,"pass":"most"}"#, &["search"; 4]);
+    suite(
+        &env,
+        "High",
+        r#","trials":{"min":4,"pass":"most"}"#,
+        &["search"; 4],
+    );
     let (code, r) = check_json(&env, &[]);
     assert_eq!(code, 1);
     let row = &r["results"][0];
     assert_eq!(row["error"]["category"], "scenario-invalid");
-    assert!(row["error"]["message"].as_str().unwrap().contains("`trials.pass` is `most`"));
+    assert!(
+        row["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`trials.pass` is `most`")
+    );
     let gates = env.run_with(&["gates", "traces/"], &[("CI", "true")]);
     assert_eq!(gates.code, 1, "{}", gates.stdout);
 
     let env = Env::new();
     suite(&env, "High", "", &["search"]);
-    let text = trace_text("s", "c", &[&call("c1", "search"), END])
-        .replacen("\"case\":\"c\"", "\"case\":\"c\",\"trial\":1.5", 1);
+    let text = trace_text("s", "c", &[&call("c1", "search"), END]).replacen(
+        "\"case\":\"c\"",
+        "\"case\":\"c\",\"trial\":1.5",
+        1,
+    );
     env.write("traces/s/c/0.trace.ndjson.zst", sealed_zst_unchecked(&text));
     let (_, r) = check_json(&env, &[]);
     let row = &r["results"][0];
     assert_eq!(row["error"]["category"], "malformed");
     assert_eq!(row["error"]["line"], 1);
-    assert!(row["error"]["message"].as_str().unwrap().contains("header `trial`"));
+    assert!(
+        row["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("header `trial`")
+    );
 }
 
 #[test]
@@ -171,7 +238,12 @@ fn approve(env: &Env) {
 #[test]
 fn trial_sets_are_approved_whole_and_a_regression_between_sets_is_found() {
     let env = Env::new();
-    suite(&env, "High", r#","trials":{"min":8,"pass":{"at-least":1}}"#, &["search"; 8]);
+    suite(
+        &env,
+        "High",
+        r#","trials":{"min":8,"pass":{"at-least":1}}"#,
+        &["search"; 8],
+    );
     approve(&env);
     let approved = String::from_utf8(env.read("baselines/s/c.baseline.json")).unwrap();
     let set: Value = serde_json::from_str(&approved).unwrap();
@@ -197,12 +269,24 @@ fn trial_sets_are_approved_whole_and_a_regression_between_sets_is_found() {
     let c = the_case(&r);
     assert_eq!(c["verdict"], "pass", "at least 1 passes");
     let drift = c["drift"].as_array().unwrap();
-    let cats: Vec<&str> = drift.iter().map(|d| d["category"].as_str().unwrap()).collect();
+    let cats: Vec<&str> = drift
+        .iter()
+        .map(|d| d["category"].as_str().unwrap())
+        .collect();
     assert!(cats.contains(&"regression"), "{cats:?}");
-    let regression = drift.iter().find(|d| d["category"] == "regression").unwrap();
+    let regression = drift
+        .iter()
+        .find(|d| d["category"] == "regression")
+        .unwrap();
     close(&regression["p"], 45.0 / 12870.0);
-    assert_eq!(regression["approved"], serde_json::json!({"n": 8, "passed": 8}));
-    assert_eq!(regression["current"], serde_json::json!({"n": 8, "passed": 2}));
+    assert_eq!(
+        regression["approved"],
+        serde_json::json!({"n": 8, "passed": 8})
+    );
+    assert_eq!(
+        regression["current"],
+        serde_json::json!({"n": 8, "passed": 2})
+    );
     assert!(c["family_p"]["verdict"].as_f64().is_some());
     assert_eq!(c["blocking"], true);
     // The pending file is the new set; accepting it makes the run pass again.
@@ -244,10 +328,119 @@ fn two_and_two_trials_are_underpowered_and_say_what_would_do() {
     let c = the_case(&r);
     assert_eq!(c["underpowered"], true);
     let why = c["underpowered_detail"].as_str().unwrap();
-    assert!(why.starts_with("2 and 2 trials cannot show a regression at α = 0.05"), "{why}");
+    assert!(
+        why.starts_with("2 and 2 trials cannot show a regression at α = 0.05"),
+        "{why}"
+    );
     assert_eq!(r["summary"]["underpowered"], 1);
     assert!(
-        !c["drift"].as_array().unwrap().iter().any(|d| d["category"] == "regression"),
+        !c["drift"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["category"] == "regression"),
         "2/2 → 0/2 cannot reach α"
     );
+}
+
+fn junit_case(env: &Env) -> (String, Vec<String>) {
+    let out = env.run_with(
+        &["check", "traces/", "--format", "junit"],
+        &[("CI", "true")],
+    );
+    let doc = roxmltree::Document::parse(&out.stdout).unwrap();
+    let cases: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 1, "one testcase per case: {}", out.stdout);
+    let name = cases[0].attribute("name").unwrap().to_owned();
+    let children = (cases[0].children())
+        .filter(|n| n.is_element())
+        .map(|n| n.tag_name().name().to_owned())
+        .collect();
+    (name, children)
+}
+
+#[test]
+fn junit_marks_flaky_and_rerun_failures_as_nextest_does() {
+    let env = Env::new();
+    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
+    suite(
+        &env,
+        "High",
+        policy,
+        &["search", "search", "other", "search"],
+    );
+    assert_eq!(
+        junit_case(&env),
+        ("c (4 trials)".into(), vec!["flakyFailure".into()])
+    );
+    suite(&env, "High", "", &["search", "other", "other", "search"]);
+    assert_eq!(
+        junit_case(&env),
+        (
+            "c (4 trials)".into(),
+            vec!["failure".into(), "rerunFailure".into()]
+        )
+    );
+}
+
+#[test]
+fn markdown_and_github_output_put_the_case_line_first() {
+    let env = Env::new();
+    suite(&env, "High", "", &["search", "other", "search", "search"]);
+    let md = env.run_with(
+        &["check", "traces/", "--format", "markdown"],
+        &[("CI", "true")],
+    );
+    let case = md.stdout.find("| case | s | c |").expect(&md.stdout);
+    let trial = md
+        .stdout
+        .find("traces/s/c/1.trace.ndjson.zst")
+        .expect(&md.stdout);
+    assert!(case < trial, "{}", md.stdout);
+    assert!(
+        md.stdout.contains("FAIL s/c: 3/4 trials pass (flaky)"),
+        "{}",
+        md.stdout
+    );
+    let gh = env.run_with(
+        &["check", "traces/", "--format", "github"],
+        &[("CI", "true")],
+    );
+    let first = gh.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("::error title=case s / c (4 trials)::FAIL s/c"),
+        "{}",
+        gh.stdout
+    );
+}
+
+#[test]
+fn reports_are_byte_identical_at_any_thread_count() {
+    let env = Env::new();
+    suite(
+        &env,
+        "High",
+        "",
+        &["search", "other", "search", "search", "other", "search"],
+    );
+    approve(&env);
+    write_trials(
+        &env,
+        "traces/s/c",
+        &["other", "other", "search", "other", "other", "other"],
+    );
+    let run = |j: &str| {
+        env.run_with(
+            &["check", "traces/", "--format", "json", "-j", j],
+            &[("CI", "true")],
+        )
+        .stdout
+    };
+    let one = run("1");
+    assert!(one.contains("\"cases\""));
+    assert_eq!(one, run("2"));
+    assert_eq!(one, run("4"));
 }

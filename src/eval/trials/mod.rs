@@ -245,17 +245,27 @@ fn single_case(
         case.blocking = row.blocking;
     } else {
         row.blocking = false;
-        case.blocking = verdict_blocks(case.verdict, case.known_gap, case.risk, opts.counting.fail_on)
-            || row.drift.iter().any(|d| d.fails);
+        case.blocking = verdict_blocks(
+            case.verdict,
+            case.known_gap,
+            case.risk,
+            opts.counting.fail_on,
+        ) || row.drift.iter().any(|d| d.fails);
     }
     (case, row)
 }
 
 /// A case's verdict, flaky mark and estimates from its trials' rows.
 fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
-    let judged: Vec<&ResultRow> = rows.iter().filter(|r| r.verdict != RowVerdict::Error).collect();
+    let judged: Vec<&ResultRow> = rows
+        .iter()
+        .filter(|r| r.verdict != RowVerdict::Error)
+        .collect();
     let n = judged.len();
-    let passed = judged.iter().filter(|r| r.verdict == RowVerdict::Pass).count();
+    let passed = judged
+        .iter()
+        .filter(|r| r.verdict == RowVerdict::Pass)
+        .count();
     let first = &rows[0];
     let errors: Vec<String> = (rows.iter().zip(&g.trials))
         .filter(|(r, _)| r.verdict == RowVerdict::Error)
@@ -270,7 +280,10 @@ fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
     } else {
         match policy.judge(passed as u64, n as u64) {
             Outcome::Pass => (RowVerdict::Pass, None),
-            Outcome::Fail(why) => (RowVerdict::Fail, (!policy.is_default() || n > 1).then_some(why)),
+            Outcome::Fail(why) => (
+                RowVerdict::Fail,
+                (!policy.is_default() || n > 1).then_some(why),
+            ),
             Outcome::TooFew(why) => (RowVerdict::Error, Some(why)),
         }
     };

@@ -33,16 +33,24 @@ pub(super) fn compare_single(
         return;
     };
     let compared = pipeline::compare(policy, &scenario, &case, &hash, behaviour);
-    pending.extend(super::super::row::pending_of(&compared, policy, opts, &scenario, &case));
+    pending.extend(super::super::row::pending_of(
+        &compared, policy, opts, &scenario, &case,
+    ));
     row.drift = compared.findings;
 }
 
 /// Removes the pending decisions the judge stage made for (scenario, case).
 pub(super) fn clear_pending(pending: &mut Vec<Pending>, scenario: &str, case: &str) {
     pending.retain(|p| match p {
-        Pending::Write { scenario: s, case: c, .. } | Pending::Clear { scenario: s, case: c } => {
-            !(s == scenario && c == case)
+        Pending::Write {
+            scenario: s,
+            case: c,
+            ..
         }
+        | Pending::Clear {
+            scenario: s,
+            case: c,
+        } => !(s == scenario && c == case),
         Pending::Remove { .. } => true,
     });
 }
@@ -118,7 +126,10 @@ impl Comparisons {
                 };
                 stale = ids(&approved) != ids(&current) || approved.trials != current.trials;
                 let facts = |s: &BaselineSet| -> Vec<TrialFacts> {
-                    s.trials.iter().map(|t| TrialFacts::of(&t.behaviour)).collect()
+                    s.trials
+                        .iter()
+                        .map(|t| TrialFacts::of(&t.behaviour))
+                        .collect()
                 };
                 let (a, c) = (facts(&approved), facts(&current));
                 sides = Some((a.len() as u64, c.len() as u64));
@@ -145,7 +156,11 @@ impl Comparisons {
                     mode,
                 ))
             }
-            Err(e) => Err(finding(DriftCategory::BaselineInvalid, error_chain(&e), mode)),
+            Err(e) => Err(finding(
+                DriftCategory::BaselineInvalid,
+                error_chain(&e),
+                mode,
+            )),
         };
         self.0.push(Item {
             at,
@@ -196,21 +211,26 @@ impl Comparisons {
                 case.underpowered_detail = drift::underpowered(na, nc, policy.alpha);
                 case.underpowered = case.underpowered_detail.is_some();
             }
-            let invalid = case.drift.iter().any(|d| d.category == DriftCategory::BaselineInvalid);
+            let invalid = case
+                .drift
+                .iter()
+                .any(|d| d.category == DriftCategory::BaselineInvalid);
             clear_pending(pending, &item.scenario, &item.case);
             if opts.baselines.writes_pending() && !invalid {
-                pending.push(if case.drift.is_empty() && !(policy.refresh && item.stale) {
-                    Pending::Clear {
-                        scenario: item.scenario,
-                        case: item.case,
-                    }
-                } else {
-                    Pending::Write {
-                        text: item.current.to_text(),
-                        scenario: item.scenario,
-                        case: item.case,
-                    }
-                });
+                pending.push(
+                    if case.drift.is_empty() && !(policy.refresh && item.stale) {
+                        Pending::Clear {
+                            scenario: item.scenario,
+                            case: item.case,
+                        }
+                    } else {
+                        Pending::Write {
+                            text: item.current.to_text(),
+                            scenario: item.scenario,
+                            case: item.case,
+                        }
+                    },
+                );
             }
         }
         Some(thresholds)

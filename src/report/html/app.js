@@ -169,6 +169,43 @@
     ]);
   }
 
+  // ---- cases of several trials ----------------------------------------------------------------
+  function casesView() {
+    var sets = (report.cases || []).filter(function (c) { return c.trials >= 2 || c.reason; });
+    if (!sets.length) return null;
+    var items = sets.map(function (c) {
+      var mark = c.verdict === "pass" ? (c.flaky ? "FLAKY" : "PASS") : c.verdict.toUpperCase();
+      var rate = c.pass_rate === null || c.pass_rate === undefined ? "" :
+        ", pass rate " + c.pass_rate.toFixed(2) + " (95% " + c.wilson[0].toFixed(2) + "–" + c.wilson[1].toFixed(2) + ")";
+      var trials = [];
+      rows.forEach(function (r, i) {
+        if (r.scenario !== c.scenario || r.case !== c.case) return;
+        trials.push(el("li", null, [
+          el("button", { type: "button", class: "link", onclick: function () { writeHash({ trace: String(i) }); } },
+            ["trial " + text(r.trial) + ": " + r.verdict]),
+          " " + text(r.path),
+        ]));
+      });
+      var notes = [];
+      if (c.reason) notes.push(el("p", { text: c.reason }));
+      (c.flaky_oracles || []).forEach(function (f) {
+        notes.push(el("p", { text: f.oracle + " passed " + f.passed + " of " + f.of + " trials" }));
+      });
+      (c.drift || []).forEach(function (d) {
+        var p = d.p_adjusted === null || d.p_adjusted === undefined ? "" : " (adjusted p = " + d.p_adjusted.toPrecision(4) + ")";
+        notes.push(el("p", { class: d.fails ? "error" : "muted", text: d.category + ": " + d.detail + p }));
+      });
+      if (c.underpowered_detail) notes.push(el("p", { class: "muted", text: "underpowered: " + c.underpowered_detail }));
+      return el("details", { class: "case verdict-" + c.verdict, "data-case": c.scenario + "/" + c.case }, [
+        el("summary", { text: mark + " " + c.scenario + "/" + c.case + ": " + c.passed + "/" + c.trials + " trials pass" + rate }),
+      ].concat(notes).concat([el("ol", { class: "trials" }, trials)]));
+    });
+    var s = report.summary;
+    return el("section", { id: "cases", "aria-label": "Cases" }, [
+      el("h2", { text: "Cases (" + s.cases + ", " + s.flaky + " flaky, " + s.underpowered + " underpowered)" }),
+    ].concat(items));
+  }
+
   // ---- the table ----------------------------------------------------------------------------
   function option(value, label, current) {
     return el("option", { value: value, text: label, selected: value === current });
@@ -387,6 +424,8 @@
     } else {
       document.body.classList.remove("viewing");
       app.appendChild(overview());
+      var cases = casesView();
+      if (cases) app.appendChild(cases);
       app.appendChild(table());
     }
     document.body.setAttribute("data-ready", "1");

@@ -88,8 +88,15 @@ fn pass_k_estimators_match_the_reference_values() {
 #[test]
 fn benjamini_hochberg_takes_the_largest_rank_under_its_line() {
     // m = 4, α = 0.05: lines 0.0125, 0.025, 0.0375, 0.05.
-    assert_eq!(benjamini_hochberg(&[0.04, 0.001, 0.03, 0.2], 0.05), Some(0.0125));
-    close(benjamini_hochberg(&[0.03, 0.01, 0.02, 0.2], 0.05).unwrap(), 0.0375, 12);
+    assert_eq!(
+        benjamini_hochberg(&[0.04, 0.001, 0.03, 0.2], 0.05),
+        Some(0.0125)
+    );
+    close(
+        benjamini_hochberg(&[0.03, 0.01, 0.02, 0.2], 0.05).unwrap(),
+        0.0375,
+        12,
+    );
     assert_eq!(benjamini_hochberg(&[0.5, 0.2], 0.05), None);
     assert_eq!(benjamini_hochberg(&[], 0.05), None);
     assert_eq!(benjamini_hochberg(&[0.05], 0.05), Some(0.05));
