@@ -14,6 +14,35 @@ use crate::trace::{TraceFile, parse_trace};
 use super::args::GatesArgs;
 use super::exit;
 
+/// How many traces each (scenario, case) of a scenario with a `trials.min` above 1 has, by
+/// lowercased scenario id and case (read from each trace's first line).
+fn recorded_trials(
+    found: &crate::discover::Discovered,
+    loaded: &crate::scenario::LoadedScenarios,
+    args: &GatesArgs,
+) -> BTreeMap<(String, String), usize> {
+    let mut out = BTreeMap::new();
+    let wanted: std::collections::HashSet<String> = (loaded.scenarios.iter())
+        .filter(|s| s.trials.min > 1)
+        .map(|s| s.id.to_lowercase())
+        .collect();
+    if wanted.is_empty() {
+        return out;
+    }
+    for path in &found.trace_files {
+        let Ok(file) = TraceFile::open(path, args.limits.limits()) else {
+            continue;
+        };
+        if let Some((scenario, case)) = crate::trace::probe_header(&file.bytes) {
+            let id = scenario.to_lowercase();
+            if wanted.contains(&id) {
+                *out.entry((id, case)).or_default() += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Runs `gates`; `Err` means exit 2.
 pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if !(0.0..=1.0).contains(&args.min_strength) {
@@ -35,8 +64,23 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     {
         writeln!(out, "warning: {}", escape_controls(w))?;
     }
+    let alpha = super::options::alpha(args.alpha)?;
+    let recorded = recorded_trials(&found, &loaded, args);
     for s in &loaded.scenarios {
-        for w in crate::gates::scenario_warnings(s) {
+        let mut warnings = crate::gates::scenario_warnings(s);
+        warnings.extend(s.trials.warnings(alpha));
+        for ((id, case), n) in recorded.range((s.id.to_lowercase(), String::new())..) {
+            if *id != s.id.to_lowercase() {
+                break;
+            }
+            if (*n as u64) < s.trials.min {
+                warnings.push(format!(
+                    "case `{case}` has {n} recorded trial(s), fewer than `trials.min` {}; check will judge it `error`",
+                    s.trials.min
+                ));
+            }
+        }
+        for w in warnings {
             let file = crate::discover::display_path(&s.file);
             writeln!(
                 out,

@@ -202,12 +202,18 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
 }
 
-/// Where a run's trace goes: `DIR/<scenario>/<case>.trace.ndjson.zst`.
+/// Where a run's trace goes: `DIR/<scenario>/<case>.trace.ndjson.zst`, or for a trial of a
+/// case `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst`.
 fn destination(args: &IngestArgs, run: &IngestedRun) -> Utf8PathBuf {
-    (args.out.join(encode_trace_segment(&run.scenario))).join(format!(
-        "{}.trace.ndjson.zst",
-        encode_trace_segment(&run.case)
-    ))
+    let dir = args.out.join(encode_trace_segment(&run.scenario));
+    match &run.trial {
+        None => dir.join(format!(
+            "{}.trace.ndjson.zst",
+            encode_trace_segment(&run.case)
+        )),
+        Some(t) => (dir.join(encode_trace_segment(&run.case)))
+            .join(format!("{}.trace.ndjson.zst", encode_trace_segment(t))),
+    }
 }
 
 /// What became of one run's trace.

@@ -86,6 +86,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let options = server::Options {
         hasher,
         record: args.record.clone(),
+        trial: args.trial.clone(),
         strict: args.strict,
         raw_prompts: crate::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
         limits: args.limits.limits(),

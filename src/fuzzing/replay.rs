@@ -50,6 +50,7 @@ pub fn replay_requests(data: &[u8]) {
     let options = Options {
         hasher: PromptHasher::unkeyed(),
         record: None,
+        trial: None,
         strict: data.first().is_some_and(|b| b & 1 == 1),
         raw_prompts: false,
         limits,

@@ -73,9 +73,24 @@ impl IngestedRun {
     /// A run of `scenario`/`case`, its events counted by kind.
     pub fn new(scenario: String, case: String, trace: SealedTrace) -> IngestedRun {
         let events = events_of(&trace.bytes);
+        // The trial as the writer put it in the header.
+        #[derive(serde::Deserialize)]
+        struct Trial {
+            trial: Option<serde_json::Value>,
+        }
+        let first = trace
+            .bytes
+            .split(|b| *b == b'\n')
+            .next()
+            .unwrap_or_default();
+        let trial = (serde_json::from_slice::<Trial>(first).ok())
+            .and_then(|t| t.trial)
+            .and_then(|t| crate::trials::TrialId::from_json(&t.to_string()).ok())
+            .map(|t| t.as_str().to_owned());
         IngestedRun {
             scenario,
             case,
+            trial,
             trace,
             events,
         }
@@ -107,6 +122,8 @@ pub struct IngestedRun {
     pub scenario: String,
     /// Case.
     pub case: String,
+    /// The trial of the case (the header's `trial`), when the input numbers its trials.
+    pub trial: Option<String>,
     /// The sealed trace (and sidecar, when opted in).
     pub trace: SealedTrace,
     /// Its events by kind.
@@ -209,15 +226,16 @@ pub struct RunBuilder {
 }
 
 impl RunBuilder {
-    /// Starts a run of `scenario`/`case` recorded from `format`.
+    /// Starts a run of `scenario`/`case` recorded from `format`, as trial `trial` of the case
+    /// when the input numbers its trials (a value that is no trial id is left out).
     pub fn new(
         format: Format,
-        scenario: &str,
-        case: &str,
+        (scenario, case, trial): (&str, &str, Option<&str>),
         model: Option<&str>,
         opts: &IngestOptions,
     ) -> RunBuilder {
         let mut header = Header::new(scenario.to_owned(), case.to_owned());
+        header.trial = trial.and_then(|t| crate::trials::TrialId::parse(t).ok());
         header.source = Some(Str::from(format.name()));
         header.model = model.map(Str::from);
         RunBuilder {

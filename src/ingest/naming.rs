@@ -10,10 +10,13 @@
 //!   its root span's name); else the input file's stem.
 //! - **case**: `--case`; else the run's identifiers that the scenario does not already hold,
 //!   joined by `.` (`task-<id>` when the scenario came from elsewhere, a benchmark run's agent
-//!   (tau2's `info.agent_info.llm`), `trial-<n>`, the OTel trace
-//!   id, the run's own `id`); else the importer's default (OpenClaw: `scripted`); else the input
-//!   file's stem, with `-<n>` (1-based position) when the file holds several runs that carry
-//!   no identifier.
+//!   (tau2's `info.agent_info.llm`; for a benchmark run that names none, the input file's stem),
+//!   the OTel trace id, the run's own `id`); else the importer's default (OpenClaw:
+//!   `scripted`); else the input file's stem, with `-<n>` (1-based position) when the file
+//!   holds several runs that carry no identifier.
+//! - **trial**: a benchmark run's trial number is the header's `trial`, never part of the name,
+//!   so a case's trials are one case (one that is not a valid trial id stays in the case as
+//!   `trial-<n>`).
 //!
 //! With `--name TEMPLATE` (`{task}/{trial}`, `{agent}/{trace}`…): the text before the last `/`
 //! is the scenario, after it the case (no `/`: the scenario, with the case as above). The
@@ -143,11 +146,26 @@ fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bo
     if let (Some(t), false) = (&ids.task, scenario_from_task) {
         parts.push(format!("task-{t}"));
     }
-    // A benchmark run's agent (its model), so runs of different agents never share a name.
+    // A benchmark run's agent (its model), so runs of different agents never share a name;
+    // where the input does not name it, the file it came in (`gpt-4o-airline`).
     if let (Some(a), Some(_)) = (&ids.agent, &ids.task) {
         parts.push(a.clone());
+    } else if let (Some(t), Some(_)) = (&ids.trial, &ids.task) {
+        if crate::trials::TrialId::parse(t).is_ok() {
+            parts.push(
+                opts.file_stem
+                    .clone()
+                    .unwrap_or_else(|| "default".to_owned()),
+            );
+        }
     }
-    if let Some(t) = &ids.trial {
+    // The trial is the header's `trial`, not part of the name: a case's trials share it. One
+    // that is no valid trial id stays in the name.
+    if let Some(t) = ids
+        .trial
+        .as_ref()
+        .filter(|t| crate::trials::TrialId::parse(t).is_err())
+    {
         parts.push(format!("trial-{t}"));
     }
     parts.extend(ids.trace.clone());
@@ -230,15 +248,29 @@ mod tests {
     }
 
     #[test]
-    fn benchmark_runs_are_named_by_task_and_trial_wherever_they_are() {
+    fn benchmark_runs_are_named_by_task_and_agent_wherever_they_are() {
         let one = Position { n: 1, of: 1 };
         let many = Position { n: 37, of: 200 };
         for at in [one, many] {
+            // No agent in the input: the file's stem stands for it; the trial is no name.
             assert_eq!(
                 name(&tau("12", "3"), at, &opts()).unwrap(),
-                ("tau2.airline.task-12".into(), "trial-3".into())
+                ("tau2.airline.task-12".into(), "runs".into())
             );
         }
+        let agent = RunIds {
+            agent: Some("gpt-4.1".into()),
+            ..tau("12", "3")
+        };
+        assert_eq!(
+            name(&agent, one, &opts()).unwrap(),
+            ("tau2.airline.task-12".into(), "gpt-4.1".into())
+        );
+        // A trial that is no trial id stays in the name.
+        assert_eq!(
+            name(&tau("12", "a b"), one, &opts()).unwrap(),
+            ("tau2.airline.task-12".into(), "trial-a b".into())
+        );
         // One scenario for all: the task moves into the case.
         let o = IngestOptions {
             scenario: Some("all".into()),
@@ -246,7 +278,7 @@ mod tests {
         };
         assert_eq!(
             name(&tau("12", "3"), many, &o).unwrap(),
-            ("all".into(), "task-12.trial-3".into())
+            ("all".into(), "task-12.runs".into())
         );
     }
 
@@ -315,7 +347,7 @@ mod tests {
         );
         assert_eq!(
             name(&tau("7", "0"), at, &with("{file}-{n}")).unwrap(),
-            ("runs-4".into(), "task-7.trial-0".into())
+            ("runs-4".into(), "task-7.runs".into())
         );
         let e = name(&tau("7", "0"), at, &with("{agent}/{trial}")).unwrap_err();
         assert!(e.contains("no `{agent}`"), "{e}");

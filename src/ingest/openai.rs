@@ -120,6 +120,11 @@ fn runs_of(
     }
 }
 
+/// Whether `--name` puts the trial in the name (then it is not the header's `trial`).
+fn names_trial(opts: &IngestOptions) -> bool {
+    opts.name.as_deref().is_some_and(|n| n.contains("{trial}"))
+}
+
 /// Imports Chat Completions or Responses API recordings; runs are built in parallel.
 pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
@@ -291,8 +296,12 @@ impl<'o> Conversation<'o> {
         Conversation {
             b: RunBuilder::new(
                 Format::OpenaiMessages,
-                scenario,
-                case,
+                // A `--name` that spells the trial out makes each trial its own case.
+                (
+                    scenario,
+                    case,
+                    run.ids.trial.as_deref().filter(|_| !names_trial(opts)),
+                ),
                 run.model.as_deref(),
                 opts,
             ),

@@ -106,7 +106,7 @@ pub fn scripted_trace(
     script: &serde_json::Map<String, Value>,
     opts: &IngestOptions,
 ) -> Result<crate::trace::SealedTrace, (usize, String)> {
-    let mut b = RunBuilder::new(Format::OpenclawScenario, scenario, case, None, opts);
+    let mut b = RunBuilder::new(Format::OpenclawScenario, (scenario, case, None), None, opts);
     if let Some(text) = user_message {
         let prompt = b.prompt(text);
         b.push(None, EventBody::UserMessage { prompt, id: None });

@@ -425,6 +425,7 @@ impl Recording {
         script: &Script,
         hasher: &PromptHasher,
         limits: Limits,
+        trial: Option<&crate::trials::TrialId>,
     ) -> Result<Vec<u8>, String> {
         let mut privacy = json!({"prompts": "hashed", "hash": hasher.scheme()});
         if let Some(kid) = hasher.kid() {
@@ -434,6 +435,9 @@ impl Recording {
             "kind": "header", "format": "tracereplay.trace", "version": 1,
             "scenario": script.scenario, "case": script.case, "source": "replay", "privacy": privacy,
         });
+        if let Some(t) = trial {
+            header["trial"] = json!(t);
+        }
         if let Some(m) = &script.model {
             header["model"] = json!(m);
         }

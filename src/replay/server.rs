@@ -73,6 +73,9 @@ pub struct Options {
     pub hasher: PromptHasher,
     /// Where replayed runs are recorded (`DIR/<scenario>/<case>.trace.ndjson.zst`), if anywhere.
     pub record: Option<camino::Utf8PathBuf>,
+    /// The trial each recorded run is (`--trial`): its header's `trial`, and its file
+    /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst`.
+    pub trial: Option<crate::trials::TrialId>,
     /// Answer a diverging request with an error instead of the recorded output.
     pub strict: bool,
     /// Developer opt-in: the raw text of each hashed input goes to a `NAME.prompts.ndjson`
@@ -100,6 +103,7 @@ impl Default for Options {
         Options {
             hasher: PromptHasher::unkeyed(),
             record: None,
+            trial: None,
             strict: false,
             raw_prompts: false,
             limits: Limits::default(),
@@ -154,14 +158,26 @@ impl Session {
             return Ok(());
         }
         self.not_recorded = None;
-        let bytes = self
-            .recording
-            .seal(&self.script, &self.hasher, options.limits)?;
-        let rel = format!(
-            "{}/{}.trace.ndjson.zst",
-            crate::baseline::encode_trace_segment(&self.script.scenario),
-            crate::baseline::encode_trace_segment(&self.script.case)
-        );
+        let bytes = self.recording.seal(
+            &self.script,
+            &self.hasher,
+            options.limits,
+            options.trial.as_ref(),
+        )?;
+        let segment = crate::baseline::encode_trace_segment;
+        let rel = match &options.trial {
+            None => format!(
+                "{}/{}.trace.ndjson.zst",
+                segment(&self.script.scenario),
+                segment(&self.script.case)
+            ),
+            Some(t) => format!(
+                "{}/{}/{}.trace.ndjson.zst",
+                segment(&self.script.scenario),
+                segment(&self.script.case),
+                segment(t.as_str())
+            ),
+        };
         let path = dir.join(&rel);
         let compressed =
             zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL).map_err(|e| e.to_string())?;
@@ -312,7 +328,12 @@ impl Replay {
         (self.sessions.values())
             .map(|s| {
                 let s = s.lock().unwrap_or_else(|e| e.into_inner());
-                s.recording.seal(&s.script, &s.hasher, self.options.limits)
+                s.recording.seal(
+                    &s.script,
+                    &s.hasher,
+                    self.options.limits,
+                    self.options.trial.as_ref(),
+                )
             })
             .collect()
     }

@@ -385,7 +385,7 @@ fn ground_truth_tool_names_are_never_patterns() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let check = env.run(&["check", "t", "--format", "json", "--fail-on", "any"]);
     let report = json(&check);
-    let r = row(&report, "trial-0.trace.ndjson.zst");
+    let r = row(&report, "tau/0.trace.ndjson.zst");
     assert_eq!(r["verdict"], "fail", "{r:#}");
 }
 

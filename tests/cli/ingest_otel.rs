@@ -261,11 +261,11 @@ fn benchmark_runs_are_named_by_task_and_trial_and_scenarios_come_from_ground_tru
     assert_eq!(
         files,
         [
+            "tau2.shop.task-1/results/0.trace.ndjson.zst",
+            "tau2.shop.task-1/results/1.trace.ndjson.zst",
             "tau2.shop.task-1/tau2.shop.task-1.scenario.json",
-            "tau2.shop.task-1/trial-0.trace.ndjson.zst",
-            "tau2.shop.task-1/trial-1.trace.ndjson.zst",
+            "tau2.shop.task-2/results/0.trace.ndjson.zst",
             "tau2.shop.task-2/tau2.shop.task-2.scenario.json",
-            "tau2.shop.task-2/trial-0.trace.ndjson.zst",
         ]
     );
     // The generated scenarios pass the quality gates, and reproduce tau2's action check:
@@ -283,11 +283,11 @@ fn benchmark_runs_are_named_by_task_and_trial_and_scenarios_come_from_ground_tru
             .collect()
     };
     assert_eq!(
-        verdicts("task-1/trial-0.trace.ndjson.zst"),
+        verdicts("task-1/results/0.trace.ndjson.zst"),
         ["pass", "pass", "pass"]
     );
     assert_eq!(
-        verdicts("task-1/trial-1.trace.ndjson.zst"),
+        verdicts("task-1/results/1.trace.ndjson.zst"),
         ["fail", "fail", "fail"]
     );
     // Emitting again changes nothing; a reviewed (edited) scenario is never overwritten.
@@ -303,23 +303,24 @@ fn benchmark_runs_are_named_by_task_and_trial_and_scenarios_come_from_ground_tru
 #[test]
 fn one_scenario_for_two_result_files_refuses_to_replace() {
     let env = Env::new();
-    env.write("shop.json", TAU2);
-    env.write("other.json", TAU2.replace("Refunded.", "Refunded twice."));
-    let out = ingest(&env, &["-o", "t", "--scenario", "all", "shop.json"]);
+    // Two result files of one name (their stem is the runs' agent) in two directories.
+    env.write("a/shop.json", TAU2);
+    env.write("b/shop.json", TAU2.replace("Refunded.", "Refunded twice."));
+    let out = ingest(&env, &["-o", "t", "--scenario", "all", "a/shop.json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let before = env.read("t/all/task-1.trial-0.trace.ndjson.zst");
-    let out = ingest(&env, &["-o", "t", "--scenario", "all", "other.json"]);
+    let before = env.read("t/all/task-1.shop/0.trace.ndjson.zst");
+    let out = ingest(&env, &["-o", "t", "--scenario", "all", "b/shop.json"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr.contains("holds a different trace"),
         "{}",
         out.stderr
     );
-    assert_eq!(env.read("t/all/task-1.trial-0.trace.ndjson.zst"), before);
-    // A naming template tells them apart.
+    assert_eq!(env.read("t/all/task-1.shop/0.trace.ndjson.zst"), before);
+    // A naming template tells them apart (and, naming the trial, makes each trial a case).
     let out = ingest(
         &env,
-        &["-o", "t", "--name", "{file}/{task}-{trial}", "other.json"],
+        &["-o", "t", "--name", "other/{task}-{trial}", "b/shop.json"],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(env.path("t/other/1-0.trace.ndjson.zst").exists());

@@ -149,7 +149,8 @@ fn tau_bench_gives_200_traces_over_50_scenarios_and_again_no_change() {
         .map(|f| f.split('/').next().unwrap())
         .collect();
     assert_eq!(scenarios.len(), 50);
-    assert!(written.contains(&"tau-bench.task-0/trial-3.trace.ndjson.zst".to_owned()));
+    // One case per agent (the file names it), the four trials inside it.
+    assert!(written.contains(&"tau-bench.task-0/gpt-4o-airline/3.trace.ndjson.zst".to_owned()));
     let before: Vec<Vec<u8>> = written
         .iter()
         .map(|f| env.read(&format!("t/{f}")))
@@ -170,7 +171,10 @@ fn tau_bench_gives_200_traces_over_50_scenarios_and_again_no_change() {
 
 /// The oracle verdicts (in declaration order, `run-completed` left out) of each trace, by
 /// (scenario, case).
-fn verdicts(report: &serde_json::Value) -> std::collections::HashMap<(String, String), Vec<bool>> {
+type RunKey = (String, String, String);
+
+/// Each row's oracle outcomes by (scenario, case, trial).
+fn verdicts(report: &serde_json::Value) -> std::collections::HashMap<RunKey, Vec<bool>> {
     (report["results"].as_array().unwrap().iter())
         .map(|r| {
             let v = (r["oracles"].as_array().unwrap().iter())
@@ -178,7 +182,7 @@ fn verdicts(report: &serde_json::Value) -> std::collections::HashMap<(String, St
                 .map(|o| o["verdict"] == "pass")
                 .collect();
             let key = |k: &str| r[k].as_str().unwrap_or("").to_owned();
-            ((key("scenario"), key("case")), v)
+            ((key("scenario"), key("case"), key("trial")), v)
         })
         .collect()
 }
@@ -210,12 +214,13 @@ fn tau2_scenarios_from_ground_truth_agree_with_tau2s_own_action_checks() {
             simulations += 1;
             let key = (
                 format!("tau2.{domain}.task-{}", sim["task_id"].as_str().unwrap()),
-                // The agent's model names the case, so two models' runs stay apart (#26).
-                format!(
-                    "{}.trial-{}",
-                    doc["info"]["agent_info"]["llm"].as_str().unwrap(),
-                    sim["trial"]
-                ),
+                // The agent's model names the case, so two models' runs stay apart (#26); the
+                // trial is the header's.
+                doc["info"]["agent_info"]["llm"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                sim["trial"].to_string(),
             );
             let theirs: Vec<bool> = (sim["reward_info"]["action_checks"].as_array())
                 .into_iter()
@@ -294,12 +299,12 @@ fn tau2_runs_of_two_agents_stay_apart_and_a_refused_input_writes_nothing() {
     assert!(
         written
             .iter()
-            .any(|f| f.ends_with("/gpt-4.1.trial-0.trace.ndjson.zst"))
+            .any(|f| f.ends_with("/gpt-4.1/0.trace.ndjson.zst"))
     );
     assert!(
         written
             .iter()
-            .any(|f| f.ends_with("/claude-sonnet-4-5.trial-0.trace.ndjson.zst"))
+            .any(|f| f.ends_with("/claude-sonnet-4-5/0.trace.ndjson.zst"))
     );
     // A template that drops the agent makes the second file collide: none of it is written.
     let env = Env::new();

@@ -527,6 +527,64 @@ fn the_same_loop_replays_without_divergence_and_records_the_same_behaviour() {
 }
 
 #[test]
+fn a_recorded_replay_can_be_a_trial_of_its_case() {
+    let env = Env::new();
+    ingested(&env);
+    for trial in ["0", "1"] {
+        let server = Server::start(
+            &env,
+            &[
+                "traces/",
+                "--record",
+                "replayed",
+                "--trial",
+                trial,
+                "--exit-when-finished",
+            ],
+        );
+        agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+        let (code, rest) = server.finish(&["weather/paris"]);
+        assert_eq!(code, 0, "{rest}");
+        assert!(
+            rest.contains(&format!(
+                "recorded replayed/weather/paris/{trial}.trace.ndjson.zst"
+            )),
+            "{rest}"
+        );
+    }
+    let text = env
+        .run(&["cat", "replayed/weather/paris/1.trace.ndjson.zst"])
+        .stdout;
+    assert!(
+        text.lines().next().unwrap().contains("\"trial\":1"),
+        "{text}"
+    );
+    // The two recordings are two trials of one case.
+    env.write(
+        "scenarios/weather.scenario.json",
+        r#"{"id":"weather","title":"t","risk":"High","oracles":[{"type":"tool-called","tool":"weather"}]}"#,
+    );
+    let report = json(&env.run(&[
+        "check",
+        "replayed/",
+        "--scenarios",
+        "scenarios/",
+        "--format",
+        "json",
+    ]));
+    let cases = report["cases"].as_array().expect("a case of two trials");
+    assert_eq!(
+        (cases[0]["trials"].as_u64(), cases[0]["passed"].as_u64()),
+        (Some(2), Some(2))
+    );
+    // A trial id must be one.
+    let bad = env.run(&[
+        "replay", "serve", "traces/", "--record", "r", "--trial", "a b",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+}
+
+#[test]
 fn a_tool_returning_something_else_diverges_at_the_next_request() {
     let env = Env::new();
     ingested(&env);

@@ -444,3 +444,38 @@ fn reports_are_byte_identical_at_any_thread_count() {
     assert_eq!(one, run("2"));
     assert_eq!(one, run("4"));
 }
+
+#[test]
+fn gates_warns_of_powerless_minimums_unreachable_rates_and_missing_trials() {
+    let env = Env::new();
+    suite(&env, "High", r#","trials":{"min":2}"#, &["search"]);
+    let out = env.run_with(&["gates", "traces/"], &[("CI", "true")]);
+    assert_eq!(out.code, 0, "warnings only: {}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("`trials.min` 2: 2 and 2 trials cannot show a regression at α = 0.05"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("case `c` has 1 recorded trial(s), fewer than `trials.min` 2"),
+        "{}",
+        out.stdout
+    );
+    suite(
+        &env,
+        "High",
+        r#","trials":{"min":8,"pass":{"rate":0.75}}"#,
+        &["search"; 8],
+    );
+    let out = env.run_with(&["gates", "traces/", "--alpha", "0.01"], &[("CI", "true")]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("even 8/8 passing trials give a lower Wilson bound of 0.747276"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("recorded trial(s)"), "{}", out.stdout);
+}

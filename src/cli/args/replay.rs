@@ -39,6 +39,10 @@ pub struct ReplayServeArgs {
     /// Record each replayed run as a sealed trace under DIR (`DIR/<scenario>/<case>.trace.ndjson.zst`).
     #[arg(long, value_name = "DIR")]
     pub record: Option<Utf8PathBuf>,
+    /// Record each run as this trial of its case (`DIR/<scenario>/<case>/<ID>.trace.ndjson.zst`,
+    /// `trial` in its header): an integer or 1-64 characters of [A-Za-z0-9._-].
+    #[arg(long, value_name = "ID", requires = "record", value_parser = parse_trial)]
+    pub trial: Option<crate::trials::TrialId>,
     /// Answer a request that diverges from the recording with an error, not the recorded output.
     #[arg(long)]
     pub strict: bool,
@@ -51,4 +55,8 @@ pub struct ReplayServeArgs {
     /// and tool results past them are refused with 413).
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+fn parse_trial(s: &str) -> Result<crate::trials::TrialId, String> {
+    crate::trials::TrialId::parse(s)
 }

@@ -154,7 +154,7 @@ pub(super) fn build_run(
         }
     };
     let model = spans.iter().find_map(|s| s.str_attr(MODEL_KEYS));
-    let mut b = RunBuilder::new(format, &scenario, &case, model, opts);
+    let mut b = RunBuilder::new(format, (&scenario, &case, None), model, opts);
     // Planned calls not yet executed: id → (tool, arguments).
     let mut planned: Vec<(String, String, Value)> = Vec::new();
     let mut results: Vec<String> = Vec::new();
