@@ -103,6 +103,19 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
             drift: row.drift,
         });
     }
+    // A case of several trials carries its drift on its case line.
+    for c in checked.cases.iter().filter(|c| c.trials >= 2) {
+        if c.drift.is_empty() {
+            continue;
+        }
+        report.entries.push(DiffEntry {
+            scenario: c.scenario.clone(),
+            case: c.case.clone(),
+            old: c.baseline.clone(),
+            new: Some(format!("{} trials", c.trials)),
+            drift: c.drift.iter().map(|d| d.to_drift()).collect(),
+        });
+    }
     for o in checked.obsolete {
         report.entries.push(DiffEntry {
             scenario: o.scenario,
@@ -167,6 +180,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         DriftArg::Warn => DriftMode::Warn,
     };
     let mut compared = 0;
+    let mut sets = Vec::new();
     for (key, olds) in &old_side {
         let Some(news) = new_side.get(key) else {
             report.only_old.extend(olds.iter().map(|(p, j)| Unpaired {
@@ -179,9 +193,25 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         compared += 1;
         let (op, oj) = &olds[0];
         let (np, nj) = &news[0];
-        let drift = if olds.len() > 1 || news.len() > 1 {
+        let distinct = |side: &[(String, JudgedTrace)]| {
+            let mut ids: Vec<Option<&str>> = side.iter().map(|(_, j)| j.trial.as_deref()).collect();
+            ids.sort_unstable();
+            ids.iter().all(Option::is_some) && ids.windows(2).all(|w| w[0] != w[1])
+        };
+        let several = olds.len() > 1 || news.len() > 1;
+        if several && distinct(olds) && distinct(news) {
+            // Trials: compared as sets, with the run's thresholds, below.
+            sets.push(crate::diff::sets::SetInput {
+                scenario: nj.scenario.clone(),
+                case: nj.case.clone(),
+                old: olds.iter().map(|(_, j)| j.behaviour.clone()).collect(),
+                new: news.iter().map(|(_, j)| j.behaviour.clone()).collect(),
+            });
+            continue;
+        }
+        let drift = if several {
             let detail = format!(
-                "{} old and {} new traces share this (scenario, case); give each run its own `case`",
+                "{} old and {} new traces share this (scenario, case) without distinct trials; give each run its own `trial` (or `case`)",
                 olds.len(),
                 news.len()
             );
@@ -202,6 +232,20 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
             drift,
         });
     }
+    if !sets.is_empty() {
+        let alpha = options::alpha(args.drift.alpha)?;
+        let summary = crate::diff::sets::compare_sets(sets, tol, mode, alpha);
+        for e in &summary.cases_by_effect {
+            report.entries.push(DiffEntry {
+                scenario: e.scenario.clone(),
+                case: e.case.clone(),
+                old: Some(format!("{} trials", side_n(&e.old))),
+                new: Some(format!("{} trials", side_n(&e.new))),
+                drift: e.drift(),
+            });
+        }
+        report.sets = Some(summary);
+    }
     for (key, news) in &new_side {
         if !old_side.contains_key(key) {
             report.only_new.extend(news.iter().map(|(p, j)| Unpaired {
@@ -212,4 +256,11 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         }
     }
     Ok(report.finish(compared))
+}
+
+fn side_n(s: &crate::trials::drift::Side) -> u64 {
+    match s {
+        crate::trials::drift::Side::Counts { n, .. }
+        | crate::trials::drift::Side::Median { n, .. } => *n,
+    }
 }

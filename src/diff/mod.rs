@@ -3,6 +3,7 @@
 
 pub mod render;
 pub mod report;
+pub mod sets;
 
 use serde::{Deserialize, Serialize};
 

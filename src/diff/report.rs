@@ -92,6 +92,10 @@ pub struct DiffReport {
     pub only_new: Vec<Unpaired>,
     /// Inputs that could not be read, each naming its file.
     pub errors: Vec<String>,
+    /// The cases compared as sets of trials (`diff --from --to` where a side has several
+    /// trials of a case): absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sets: Option<super::sets::SetSummary>,
 }
 
 impl DiffReport {
@@ -156,6 +160,39 @@ impl DiffReport {
         }
         for e in &self.errors {
             writeln!(out, "{} {e}", paint("31", "error:"))?;
+        }
+        if let Some(sets) = &self.sets {
+            writeln!(
+                out,
+                "trial sets: {} case(s), mean pass rate {:.3} -> {:.3} ({:+.3}); {} drifted, {} underpowered at α = {}",
+                sets.cases,
+                sets.mean_pass_rate_old,
+                sets.mean_pass_rate_new,
+                sets.change,
+                sets.drifted,
+                sets.underpowered,
+                sets.alpha
+            )?;
+            for e in &sets.cases_by_effect {
+                let counts = |s: &crate::trials::drift::Side| match s {
+                    crate::trials::drift::Side::Counts { n, passed } => format!("{passed}/{n}"),
+                    crate::trials::drift::Side::Median { n, median } => format!("{median} of {n}"),
+                };
+                writeln!(
+                    out,
+                    "  {:+.3}  {}/{}  {} -> {}{}",
+                    e.delta,
+                    e.scenario,
+                    e.case,
+                    counts(&e.old),
+                    counts(&e.new),
+                    if e.underpowered.is_some() {
+                        "  (underpowered)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
         }
         let s = &self.summary;
         writeln!(

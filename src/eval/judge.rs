@@ -17,6 +17,8 @@ pub struct JudgedTrace {
     pub scenario: String,
     /// Case from the header.
     pub case: String,
+    /// Trial from the header.
+    pub trial: Option<String>,
     /// Verified content hash.
     pub content_hash: String,
     /// Oracle results (empty when no scenario was given).
@@ -50,6 +52,7 @@ pub fn judge_trace_file<'s>(
     Ok(JudgedTrace {
         scenario: scenario.map_or_else(|| header.scenario.to_string(), |s| s.id.clone()),
         case: header.case.to_string(),
+        trial: header.trial.as_ref().map(|t| t.as_str().to_owned()),
         content_hash: seal.content_hash.clone(),
         behaviour,
         results,

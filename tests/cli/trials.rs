@@ -479,3 +479,83 @@ fn gates_warns_of_powerless_minimums_unreachable_rates_and_missing_trials() {
     );
     assert!(!out.stdout.contains("recorded trial(s)"), "{}", out.stdout);
 }
+
+#[test]
+fn diff_from_to_compares_trial_sets_and_summarises_the_suite() {
+    let env = Env::new();
+    suite(&env, "High", "", &["search"; 8]);
+    write_trials(&env, "old/s/c", &["search"; 8]);
+    let mut now = ["other"; 8];
+    now[0] = "search";
+    write_trials(&env, "new/s/c", &now);
+    // A second case that did not change.
+    for (i, dir) in ["old/s/d", "new/s/d"].iter().enumerate() {
+        for t in 0..4 {
+            env.write(
+                &format!("{dir}/{t}.trace.ndjson.zst"),
+                trial_trace("s", "d", &(t + 10 * i).to_string(), "search"),
+            );
+        }
+    }
+    let run = |args: &[&str]| env.run_with(args, &[("CI", "true")]);
+    let out = run(&[
+        "diff",
+        "--from",
+        "old/",
+        "--to",
+        "new/",
+        "--scenarios",
+        "traces/",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = json(&out);
+    let sets = &r["sets"];
+    assert_eq!(sets["cases"], 2);
+    close(&sets["mean_pass_rate_old"], 1.0);
+    close(&sets["mean_pass_rate_new"], (1.0 / 8.0 + 1.0) / 2.0);
+    close(&sets["change"], (1.0 / 8.0 + 1.0) / 2.0 - 1.0);
+    let order: Vec<&str> = (sets["cases_by_effect"].as_array().unwrap().iter())
+        .map(|e| e["case"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["c", "d"], "largest drop first");
+    let c = &sets["cases_by_effect"][0];
+    let regression = (c["findings"].as_array().unwrap().iter())
+        .find(|f| f["category"] == "regression")
+        .expect("the regression is found");
+    close(&regression["p"], 9.0 / 12870.0); // 8/8 → 1/8, one-sided Fisher
+    let entries = r["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.len(),
+        1,
+        "only the changed case drifted: {entries:?}"
+    );
+    let human = run(&[
+        "diff",
+        "--from",
+        "old/",
+        "--to",
+        "new/",
+        "--scenarios",
+        "traces/",
+    ]);
+    assert!(
+        human
+            .stdout
+            .contains("trial sets: 2 case(s), mean pass rate 1.000 -> 0.562 (-0.438)"),
+        "{}",
+        human.stdout
+    );
+    // The same trials on both sides: nothing.
+    let same = run(&[
+        "diff",
+        "--from",
+        "old/",
+        "--to",
+        "old/",
+        "--scenarios",
+        "traces/",
+    ]);
+    assert_eq!(same.code, 0, "{}", same.stdout);
+}
