@@ -26,7 +26,8 @@ mod row;
 mod store;
 mod summary;
 mod trials;
-pub(crate) use summary::summarise;
+pub(crate) use summary::{count_cases, summarise};
+pub(crate) use trials::single_trace_case;
 
 use std::collections::HashSet;
 
@@ -491,14 +492,16 @@ fn check_in_pool(
         scenarios_in_scope,
         fail_on,
     );
-    summary::count_cases(&mut summary, &rows, &cases, fail_on);
     let trials::Cases {
         cases, thresholds, ..
     } = cases;
+    summary::count_cases(&mut summary, &rows, &cases, fail_on);
     warnings.sort();
     let mut partition = partition;
     if let Some(p) = partition.as_mut() {
-        p.rows = Some(crate::report::shares::digest(p, &rows, &privacy, &obsolete));
+        p.rows = Some(crate::report::shares::digest(
+            p, &rows, &privacy, &obsolete, &cases,
+        ));
     }
     Ok(Report {
         schema_version: crate::report::SCHEMA_VERSION,

@@ -179,7 +179,7 @@ fn judging_options(opts: &CheckOptions) -> String {
         )),
         Baselines::Absent | Baselines::Ignored => None,
     };
-    format!(
+    let mut text = format!(
         "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",
         opts.judging.require_sealed,
         opts.judging.allow_raw_prompts,
@@ -187,7 +187,15 @@ fn judging_options(opts: &CheckOptions) -> String {
         opts.counting.secrets,
         opts.selection.scripted,
         baselines,
-    )
+    );
+    // `--alpha` changes which set drift is reported. Named only when it is not the default, so
+    // the fingerprints of runs at the default are those of versions without it.
+    if let Some(p) = opts.baselines.policy() {
+        if p.alpha != super::pipeline::DEFAULT_ALPHA {
+            text.push_str(&format!(" alpha={}", p.alpha));
+        }
+    }
+    text
 }
 
 /// The identity of the whole suite a partitioned run was cut from: the options that change

@@ -109,16 +109,26 @@ pub(crate) fn summarise(
 
 /// With case lines listed, `passed`, `failed`, `errors`, `ignored_failures`, `new`, `drifted`
 /// and `blocking` count cases: each row of a listed case is taken out and its case put in.
-pub(super) fn count_cases(
+pub(crate) fn count_cases(
     summary: &mut Summary,
     rows: &Rows,
-    cases: &super::trials::Cases,
+    cases: &[crate::report::cases::CaseRow],
     fail_on: FailOn,
 ) {
-    if cases.cases.is_empty() {
+    if cases.is_empty() {
         return;
     }
-    for (m, _) in rows.metas().zip(&cases.in_case).filter(|(_, c)| **c) {
+    // A listed case counts its rows: every judged row of its (scenario, case).
+    let listed: std::collections::HashSet<(&str, &str)> = (cases.iter())
+        .map(|c| (c.scenario.as_str(), c.case.as_str()))
+        .collect();
+    let mut in_case = Vec::with_capacity(rows.len());
+    rows.for_each_head(|_, h| {
+        let judged = matches!(h.source, Source::Trace | Source::Scripted);
+        let key = h.scenario.zip(h.case);
+        in_case.push(judged && key.is_some_and(|k| listed.contains(&k)));
+    });
+    for (m, _) in rows.metas().zip(&in_case).filter(|(_, c)| **c) {
         match m.verdict {
             RowVerdict::Pass => summary.passed -= 1,
             RowVerdict::Fail => summary.failed -= 1,
@@ -133,7 +143,7 @@ pub(super) fn count_cases(
         summary.blocking -= usize::from(m.blocking);
     }
     use crate::diff::DriftCategory;
-    for c in &cases.cases {
+    for c in cases {
         match c.verdict {
             RowVerdict::Pass => summary.passed += 1,
             RowVerdict::Fail => summary.failed += 1,
@@ -147,9 +157,9 @@ pub(super) fn count_cases(
         summary.drifted += usize::from(c.drift.iter().any(|d| d.category != DriftCategory::New));
         summary.blocking += usize::from(c.blocking);
     }
-    summary.cases = Some(cases.cases.len());
-    summary.flaky = Some(cases.cases.iter().filter(|c| c.flaky).count());
-    summary.underpowered = Some(cases.cases.iter().filter(|c| c.underpowered).count());
+    summary.cases = Some(cases.len());
+    summary.flaky = Some(cases.iter().filter(|c| c.flaky).count());
+    summary.underpowered = Some(cases.iter().filter(|c| c.underpowered).count());
 }
 
 /// Appends where the run looked to every `unknown-scenario` error (rare rows: decoded and

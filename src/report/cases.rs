@@ -30,6 +30,9 @@ pub struct CaseRow {
     /// Why the verdict is not `pass`, when the policy (not one trial) decided it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The scenario states a `trials` policy (so even a single trace is judged as a case).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub policy: bool,
     /// Whether the scenario is a known gap.
     pub known_gap: bool,
     /// Whether the case makes the exit code 1.
@@ -99,6 +102,9 @@ pub struct CaseFinding {
 pub struct Thresholds {
     /// `--alpha`.
     pub alpha: f64,
+    /// The `--drift` mode the findings were judged under (`default`, `strict`, `warn`), so
+    /// that `merge` can decide them again.
+    pub mode: String,
     /// Each family's Benjamini–Hochberg threshold (`null`: no case reaches it).
     pub families: BTreeMap<Family, Option<f64>>,
 }
@@ -106,7 +112,7 @@ pub struct Thresholds {
 impl CaseRow {
     /// Whether this case is more than its one trace: several trials, or a policy judged it.
     pub fn is_set(&self) -> bool {
-        self.trials >= 2 || self.reason.is_some()
+        self.trials >= 2 || self.policy
     }
 
     /// The case line of the human-facing reports: `FLAKY … 2/4 trials pass …`.
@@ -192,5 +198,46 @@ impl CaseFinding {
             diff: None,
             fails: self.fails,
         }
+    }
+}
+
+/// Decides again, with every case of a merged run in view, each family's threshold and each set
+/// case's test findings from its counted tests (structural findings, which need no test, are
+/// kept); then whether each set case blocks. What `check` decided for the whole run, shares
+/// recombined.
+pub fn decide_again(
+    cases: &mut [CaseRow],
+    thresholds: &mut Thresholds,
+    fail_on: crate::eval::FailOn,
+) {
+    use crate::trials::drift;
+    let mode = match thresholds.mode.as_str() {
+        "strict" => crate::diff::DriftMode::Strict,
+        "warn" => crate::diff::DriftMode::Warn,
+        _ => crate::diff::DriftMode::Default,
+    };
+    thresholds.families = drift::thresholds(cases.iter().map(|c| &c.family_p), thresholds.alpha);
+    for c in cases.iter_mut().filter(|c| !c.tests.is_empty()) {
+        c.drift.retain(|d| d.p.is_none());
+        for t in &c.tests {
+            let Some(Some(threshold)) = thresholds.families.get(&t.family) else {
+                continue;
+            };
+            if crate::trials::stats::at_most(t.p_adjusted, *threshold) {
+                c.drift.push(CaseFinding {
+                    category: t.category,
+                    detail: t.detail.clone(),
+                    p: Some(t.p),
+                    p_adjusted: Some(t.p_adjusted),
+                    approved: Some(t.approved),
+                    current: Some(t.current),
+                    fails: t.category.fails(mode),
+                });
+            }
+        }
+    }
+    for c in cases.iter_mut().filter(|c| c.is_set()) {
+        c.blocking = crate::eval::verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)
+            || c.drift.iter().any(|d| d.fails);
     }
 }

@@ -121,6 +121,8 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
     let (_, mut out) = iter.next().ok_or(MergeError::Empty)?;
     out.partition = None;
     for (_, r) in iter {
+        out.cases.extend(r.cases);
+        out.thresholds = out.thresholds.or(r.thresholds);
         out.results.append(r.results);
         out.obsolete.extend(r.obsolete);
         out.privacy.extend(r.privacy);
@@ -131,7 +133,40 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
     out.privacy.sort();
     out.warnings.sort();
     out.warnings.dedup();
-    // The merged counts and exit code, from the merged rows.
+    // A share that listed no case holds single traces only: their case lines, as the whole run
+    // would have listed them.
+    if !out.cases.is_empty() {
+        let listed: std::collections::HashSet<(String, String)> = (out.cases.iter())
+            .map(|c| (c.scenario.clone(), c.case.clone()))
+            .collect();
+        let opts = crate::eval::CheckOptions {
+            counting: crate::eval::Counting {
+                fail_on,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let judged = |r: &super::ResultRow| {
+            matches!(r.source, super::Source::Trace | super::Source::Scripted)
+        };
+        let missing: Vec<super::cases::CaseRow> = (out.results.iter())
+            .filter(|r| judged(r))
+            .filter(|r| match (&r.scenario, &r.case) {
+                (Some(s), Some(c)) => !listed.contains(&(s.clone(), c.clone())),
+                _ => false,
+            })
+            .map(|r| crate::eval::single_trace_case(&r, &opts))
+            .collect();
+        out.cases.extend(missing);
+    }
+    // Cases in report order; their set findings decided again over every case of the run.
+    out.cases.sort_by(|a, b| {
+        (a.scenario.as_bytes(), a.case.as_bytes()).cmp(&(b.scenario.as_bytes(), b.case.as_bytes()))
+    });
+    if let Some(t) = out.thresholds.as_mut() {
+        super::cases::decide_again(&mut out.cases, t, fail_on);
+    }
+    // The merged counts and exit code, from the merged rows and cases.
     out.summary = crate::eval::summarise(
         &out.results,
         &out.privacy,
@@ -140,6 +175,7 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         scenarios,
         fail_on,
     );
+    crate::eval::count_cases(&mut out.summary, &out.results, &out.cases, fail_on);
     out.fail_on = Some(fail_on.as_str());
     Ok(out)
 }

@@ -36,7 +36,7 @@ impl Digest {
         let drift: Vec<(&str, bool)> = (r.drift.iter())
             .map(|d| (d.category.as_str(), d.fails))
             .collect();
-        self.line(serde_json::json!([
+        let mut line = serde_json::json!([
             r.scenario,
             r.case,
             r.path,
@@ -48,10 +48,23 @@ impl Digest {
             r.error.as_ref().map(|e| &e.category),
             oracles,
             drift,
-        ]));
+        ]);
+        // A trial's id, only where there is one (digests of single traces are unchanged).
+        if let (Some(t), Some(items)) = (&r.trial, line.as_array_mut()) {
+            items.push(serde_json::json!(t));
+        }
+        self.line(line);
     }
 
-    fn finish(mut self, privacy: &[Finding], obsolete: &[ObsoleteBaseline]) -> String {
+    fn finish(
+        mut self,
+        privacy: &[Finding],
+        obsolete: &[ObsoleteBaseline],
+        cases: &[super::cases::CaseRow],
+    ) -> String {
+        for c in cases {
+            self.line(serde_json::json!(["case", c]));
+        }
         for f in privacy {
             self.line(serde_json::json!([
                 "privacy",
@@ -81,10 +94,11 @@ pub fn digest(
     rows: &Rows,
     privacy: &[Finding],
     obsolete: &[ObsoleteBaseline],
+    cases: &[super::cases::CaseRow],
 ) -> String {
     let mut d = Digest::new(p);
     rows.iter().for_each(|r| d.row(&r));
-    d.finish(privacy, obsolete)
+    d.finish(privacy, obsolete, cases)
 }
 
 /// The problems of one share (`name` as the user knows it), each in a sentence; empty when it
@@ -100,6 +114,11 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
         )];
     };
     let (mut digest, mut foreign, mut inconsistent) = (Digest::new(p), 0, 0);
+    // The trials of a case judged as a set never block by themselves: their case does.
+    let sets: std::collections::HashSet<(&str, &str)> = (r.cases.iter())
+        .filter(|c| c.is_set())
+        .map(|c| (c.scenario.as_str(), c.case.as_str()))
+        .collect();
     for row in r.results.iter() {
         digest.row(&row);
         // Every row belongs to the share: by its scenario id, rows without one to share 1.
@@ -109,9 +128,12 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
         };
         foreign += usize::from(!ours);
         // Each row's blocking flag as `check` derives it.
-        inconsistent += usize::from(row.blocking != crate::eval::blocks(&row, fail_on));
+        let in_set =
+            (row.scenario.as_deref().zip(row.case.as_deref())).is_some_and(|k| sets.contains(&k));
+        let expected = !in_set && crate::eval::blocks(&row, fail_on);
+        inconsistent += usize::from(row.blocking != expected);
     }
-    if p.rows.as_deref() != Some(digest.finish(&r.privacy, &r.obsolete).as_str()) {
+    if p.rows.as_deref() != Some(digest.finish(&r.privacy, &r.obsolete, &r.cases).as_str()) {
         out.push(format!(
             "`{name}`: its rows, findings or label (share {}/{}) are not those `check` wrote (`partition.rows` does not match them)",
             p.share, p.of
@@ -130,7 +152,7 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
     }
     // The counts, from the rows' heads (no decoding).
     let s = &r.summary;
-    let counted = crate::eval::summarise(
+    let mut counted = crate::eval::summarise(
         &r.results,
         &r.privacy,
         &r.obsolete,
@@ -138,6 +160,7 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
         s.scenarios,
         fail_on,
     );
+    crate::eval::count_cases(&mut counted, &r.results, &r.cases, fail_on);
     for (field, said, found) in differences(s, &counted) {
         out.push(format!(
             "`{name}`: `summary.{field}` is {said}, but its rows give {found}"

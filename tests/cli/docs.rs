@@ -74,6 +74,15 @@ fn reports_validate_against_the_published_schema() {
         "--partition",
         "hash:1/2",
     ]));
+    // Cases of several trials: flaky, compared as sets with drift and thresholds.
+    let trials = Env::new();
+    crate::trials::suite(&trials, "High", "", &["search"; 8]);
+    let approved = trials.run_with(&["baseline", "approve"], &[("CI", "0")]);
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    let mut now = ["other"; 8];
+    now[3] = "search";
+    crate::trials::write_trials(&trials, "traces/s/c", &now);
+    reports.push(trials.run(&["check", "traces", "--format", "json"]));
     for (i, out) in reports.iter().enumerate() {
         let report = json(out);
         let errors: Vec<String> = validator
@@ -91,6 +100,10 @@ fn reports_validate_against_the_published_schema() {
     }
     assert!(json(&reports[2])["summary"]["obsolete"].as_u64() > Some(0));
     assert!(json(&reports[3]).get("partition").is_some());
+    let sets = json(&reports[4]);
+    assert_eq!(sets["cases"][0]["flaky"], true);
+    assert!(!sets["cases"][0]["drift"].as_array().unwrap().is_empty());
+    assert!(sets["thresholds"]["families"]["verdict"].is_number());
 }
 
 /// Every `[text](target)` in `text` whose target is a relative path.

@@ -27,7 +27,7 @@ pub(crate) fn suite(env: &Env, risk: &str, extra: &str, tools: &[&str]) {
     write_trials(env, "traces/s/c", tools);
 }
 
-fn write_trials(env: &Env, dir: &str, tools: &[&str]) {
+pub(crate) fn write_trials(env: &Env, dir: &str, tools: &[&str]) {
     let _ = std::fs::remove_dir_all(env.path(dir));
     for (i, tool) in tools.iter().enumerate() {
         env.write(
@@ -558,4 +558,87 @@ fn diff_from_to_compares_trial_sets_and_summarises_the_suite() {
         "traces/",
     ]);
     assert_eq!(same.code, 0, "{}", same.stdout);
+}
+
+#[test]
+fn merged_shares_equal_the_whole_run_with_thresholds_decided_again() {
+    let env = Env::new();
+    // Six scenarios: four recorded as 8 trials, two as single traces.
+    let ids = ["a", "b", "c", "d", "e", "f"];
+    let lay_out = |regressed: bool| {
+        for (k, id) in ids.iter().enumerate() {
+            // The single traces' scenarios state no policy: a share may list no case at all.
+            let policy = if k < 4 {
+                r#","trials":{"min":1,"pass":{"at-least":1}}"#
+            } else {
+                ""
+            };
+            env.write(
+                &format!("traces/{id}/{id}.scenario.json"),
+                format!(
+                    r#"{{"id":"{id}","title":"t","risk":"High"{policy},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
+                ),
+            );
+            let n = if k < 4 { 8 } else { 1 };
+            let _ = std::fs::remove_dir_all(env.path(&format!("traces/{id}/c")));
+            for t in 0..n {
+                let tool = if regressed && k % 2 == 0 && t > 1 {
+                    "other"
+                } else {
+                    "search"
+                };
+                env.write(
+                    &format!("traces/{id}/c/{t}.trace.ndjson.zst"),
+                    trial_trace(id, "c", &t.to_string(), tool),
+                );
+            }
+        }
+    };
+    lay_out(false);
+    approve(&env);
+    lay_out(true);
+    let run = |args: &[&str]| env.run_with(args, &[("CI", "true")]);
+    let whole = run(&["check", "traces/", "--format", "json", "--no-cache"]);
+    assert_eq!(whole.code, 1, "{}", whole.stdout);
+    let mut shares = Vec::new();
+    for k in 1..=2 {
+        let file = format!("share{k}.json");
+        let part = format!("hash:{k}/2");
+        let out = run(&[
+            "check",
+            "traces/",
+            "--partition",
+            &part,
+            "--json",
+            &file,
+            "--no-cache",
+        ]);
+        assert!(out.code <= 1, "{}", out.stderr);
+        shares.push(file);
+    }
+    let one: Value = serde_json::from_slice(&env.read("share1.json")).unwrap();
+    let two: Value = serde_json::from_slice(&env.read("share2.json")).unwrap();
+    assert!(
+        !one["results"].as_array().unwrap().is_empty()
+            && !two["results"].as_array().unwrap().is_empty(),
+        "both shares hold rows"
+    );
+    let merged = run(&["merge", "--format", "json", &shares[0], &shares[1]]);
+    assert_eq!(merged.code, whole.code, "{}", merged.stderr);
+    assert_eq!(
+        merged.stdout, whole.stdout,
+        "merged shares equal the whole run"
+    );
+    let r = json(&whole);
+    let regressed: Vec<&str> = (r["cases"].as_array().unwrap().iter())
+        .filter(|c| {
+            c["drift"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["category"] == "regression")
+        })
+        .map(|c| c["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(regressed, ["a", "c"], "8/8 → 2/8 on a and c only");
 }

@@ -28,8 +28,6 @@ pub(crate) struct Cases {
     pub(crate) cases: Vec<CaseRow>,
     /// The set tests' thresholds, when sets were compared.
     pub(crate) thresholds: Option<Thresholds>,
-    /// Row indexes that belong to a listed case (counted through it).
-    pub(crate) in_case: Vec<bool>,
     /// Row indexes that belong to a case of several traces (never ambiguous: trials, or error
     /// rows already).
     pub(crate) grouped: Vec<bool>,
@@ -103,7 +101,6 @@ pub(crate) fn judge_cases(
     let listed = groups
         .iter()
         .any(|g| g.rows.len() >= 2 || !policy_of(&g.scenario).is_default());
-    let mut in_case = vec![false; rows.len()];
     let mut grouped = vec![false; rows.len()];
     let mut cases = Vec::new();
     let mut compared = sets::Comparisons::default();
@@ -123,7 +120,6 @@ pub(crate) fn judge_cases(
             if listed {
                 let r = row.take().unwrap_or_else(|| rows.get(i));
                 let (case, r) = single_case(r, &policy, opts);
-                in_case[i] = true;
                 cases.push(case);
                 rows.set(i, &r);
             } else if let Some(r) = row {
@@ -133,7 +129,6 @@ pub(crate) fn judge_cases(
         }
         let mut trial_rows: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
         for &i in &g.rows {
-            in_case[i] = true;
             grouped[i] = true;
         }
         if !distinct(g) {
@@ -179,7 +174,6 @@ pub(crate) fn judge_cases(
     Cases {
         cases,
         thresholds,
-        in_case,
         grouped,
     }
 }
@@ -255,6 +249,12 @@ fn single_case(
     (case, row)
 }
 
+/// The case line of a single trace under the default policy (what a share that listed no case
+/// would have listed for it): for `merge`.
+pub(crate) fn single_trace_case(row: &ResultRow, opts: &CheckOptions) -> CaseRow {
+    single_case(row.clone(), &TrialsPolicy::default(), opts).0
+}
+
 /// A case's verdict, flaky mark and estimates from its trials' rows.
 fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
     let judged: Vec<&ResultRow> = rows
@@ -315,6 +315,7 @@ fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
         passed,
         verdict,
         reason,
+        policy: !policy.is_default(),
         known_gap: first.known_gap,
         blocking: false,
         flaky,

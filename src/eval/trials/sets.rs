@@ -197,6 +197,12 @@ impl Comparisons {
         }
         let thresholds = Thresholds {
             alpha: policy.alpha,
+            mode: match policy.mode {
+                DriftMode::Strict => "strict",
+                DriftMode::Warn => "warn",
+                DriftMode::Default | DriftMode::Ignore => "default",
+            }
+            .to_owned(),
             families: drift::thresholds(cases.iter().map(|c| &c.family_p), policy.alpha),
         };
         for item in self.0 {
