@@ -18,6 +18,7 @@ mod ingest_otel;
 mod privacy;
 mod project;
 mod real_corpora;
+mod real_trials;
 mod replay;
 mod replay_python;
 mod reports;
