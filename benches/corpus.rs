@@ -108,11 +108,16 @@ pub(crate) fn scenario_json(i: usize) -> String {
 
 /// The decompressed bytes of trace `n`.
 pub(crate) fn trace_bytes(spec: &Spec, n: usize) -> Vec<u8> {
+    let header = Header::new(scenario_id(n % spec.scenarios), format!("run-{n:06}"));
+    trace_bytes_with(spec, n, header)
+}
+
+/// The decompressed bytes of trace `n` under `header` (its content is trace `n`'s whatever
+/// the header names).
+pub(crate) fn trace_bytes_with(spec: &Spec, n: usize, header: Header<'static>) -> Vec<u8> {
     let mut rng = Rng::new(spec.seed ^ (n as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
     let hasher = PromptHasher::keyed(b"corpus-key");
-    let scenario = scenario_id(n % spec.scenarios);
-    let mut w =
-        TraceWriter::with_prompts(Header::new(scenario, format!("run-{n:06}")), hasher, false);
+    let mut w = TraceWriter::with_prompts(header, hasher, false);
     let t0 = 1_764_417_600_000 + n as i64 * 60_000;
     w.user_message(
         Some(t0),

@@ -42,6 +42,11 @@ pub(crate) enum Pending {
 }
 
 impl Pending {
+    /// The (scenario, case) it is about, owned, when it names one.
+    pub(crate) fn case_key(&self) -> Option<(String, String)> {
+        self.case().map(|(s, c)| (s.to_owned(), c.to_owned()))
+    }
+
     /// The (scenario, case) it is about, when it names one.
     fn case(&self) -> Option<(&str, &str)> {
         match self {

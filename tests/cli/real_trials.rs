@@ -27,7 +27,7 @@ fn recordings() -> Option<PathBuf> {
 }
 
 /// Ingests the recordings with their scenarios under `t/`.
-fn ingested(env: &Env, input: &PathBuf) {
+fn ingested(env: &Env, input: &std::path::Path) {
     let out = env.run_with(
         &[
             "ingest",
@@ -196,7 +196,7 @@ fn resample(
 /// with the call its regression will lose: one every approved trial makes, an expected write
 /// action where the task has one (else an expected action, else a write, else any tool).
 fn regression_targets(
-    input: &PathBuf,
+    input: &std::path::Path,
     approved: &Value,
     picks: &BTreeMap<String, Vec<usize>>,
 ) -> BTreeMap<String, String> {

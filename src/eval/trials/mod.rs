@@ -15,7 +15,7 @@ use super::{CheckOptions, blocks, verdict_blocks};
 use crate::baseline::{Behaviour, oracle_key};
 use crate::report::cases::{CaseRow, FlakyOracle, Thresholds};
 use crate::report::{ResultRow, RowVerdict, Rows, Source};
-use crate::trials::policy::{Outcome, TrialsPolicy};
+use crate::trials::policy::{self, TrialsPolicy};
 use crate::trials::stats;
 
 /// What the judge stage kept of each trial trace it judged while baselines are compared: its
@@ -84,8 +84,24 @@ fn distinct(g: &Group) -> bool {
     ids.windows(2).all(|w| w[0] != w[1])
 }
 
+/// What one group comes to, decided in parallel and applied in report order.
+#[derive(Default)]
+struct Outcome {
+    /// Its case line (single traces only when cases are listed).
+    case: Option<CaseRow>,
+    /// Rows to store again: (index, row).
+    rows: Vec<(usize, ResultRow)>,
+    /// Pending baseline files the group calls for.
+    pending: Vec<Pending>,
+    /// The judge stage's pending decisions for the case are dropped (its own replace them).
+    clear: Option<(String, String)>,
+    /// A set comparison waiting for the run's thresholds.
+    compared: Option<sets::Item>,
+}
+
 /// Runs the case stage over the sorted rows: verdicts of cases, error rows of traces without
 /// distinct trials, single-trial comparisons the judge stage left to it, and set comparisons.
+/// Each (scenario, case) is worked out in parallel; the results are applied in report order.
 pub(crate) fn judge_cases(
     rows: &mut Rows,
     entries: &Entries<'_>,
@@ -93,6 +109,7 @@ pub(crate) fn judge_cases(
     behaviours: &mut TrialBehaviours,
     pending: &mut Vec<Pending>,
 ) -> Cases {
+    use rayon::prelude::*;
     let fail_on = opts.counting.fail_on;
     let policy_of = |scenario: &str| {
         entry_of(entries, scenario).map_or(TrialsPolicy::default(), |e| e.scenario.trials)
@@ -102,65 +119,38 @@ pub(crate) fn judge_cases(
         .iter()
         .any(|g| g.rows.len() >= 2 || !policy_of(&g.scenario).is_default());
     let mut grouped = vec![false; rows.len()];
-    let mut cases = Vec::new();
-    let mut compared = sets::Comparisons::default();
-    for g in &groups {
-        let policy = policy_of(&g.scenario);
-        let multi = g.rows.len() >= 2;
-        if !multi {
-            // One trace: it is the case. A trial trace's comparison was left to this stage.
-            let i = g.rows[0];
-            let mut row = None;
-            if let Some(b) = behaviours.remove(&g.paths[0]) {
-                let mut r = rows.get(i);
-                sets::compare_single(&mut r, b, opts, pending);
-                super::set_blocking(&mut r, fail_on);
-                row = Some(r);
-            }
-            if listed {
-                let r = row.take().unwrap_or_else(|| rows.get(i));
-                let (case, r) = single_case(r, &policy, opts);
-                cases.push(case);
-                rows.set(i, &r);
-            } else if let Some(r) = row {
-                rows.set(i, &r);
-            }
-            continue;
-        }
-        let mut trial_rows: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
-        for &i in &g.rows {
-            grouped[i] = true;
-        }
-        if !distinct(g) {
-            duplicate_trials(g, &mut trial_rows, opts, pending);
-            let mut case = case_of(g, &trial_rows, &policy);
-            case.blocking = true;
-            for (r, &i) in trial_rows.iter().zip(&g.rows) {
-                rows.set(i, r);
-            }
-            cases.push(case);
-            continue;
-        }
-        let mut case = case_of(g, &trial_rows, &policy);
-        for (r, &i) in trial_rows.iter_mut().zip(&g.rows) {
-            // The case carries the verdict and the drift; a trial only its own judgement.
-            r.drift.clear();
-            r.blocking = false;
-            rows.set(i, r);
-        }
-        if let Some(bp) = opts.baselines.policy() {
-            case.baseline = trial_rows[0].baseline.clone();
-            if case.verdict != RowVerdict::Error {
-                let current: Vec<(&ResultRow, Option<Behaviour>)> = (trial_rows.iter())
-                    .zip(&g.paths)
-                    .map(|(r, p)| (r, behaviours.remove(p)))
-                    .collect();
-                compared.add(cases.len(), &g.scenario, &g.case, current, bp);
-            }
-        }
-        cases.push(case);
+    for g in groups.iter().filter(|g| g.rows.len() >= 2) {
+        g.rows.iter().for_each(|&i| grouped[i] = true);
     }
-    let thresholds = compared.finish(&mut cases, opts, pending);
+    // Each group takes its trials' behaviours with it.
+    let taken: Vec<Vec<Option<Behaviour>>> = (groups.iter())
+        .map(|g| g.paths.iter().map(|p| behaviours.remove(p)).collect())
+        .collect();
+    let shared: &Rows = rows;
+    let outcomes: Vec<Outcome> = (groups.par_iter().zip(taken))
+        .map(|(g, b)| group_outcome(g, b, shared, &policy_of(&g.scenario), listed, opts))
+        .collect();
+    let mut cases = Vec::new();
+    let mut compared = Vec::new();
+    let mut cleared: std::collections::HashSet<(String, String)> = Default::default();
+    let mut own_pending = Vec::new();
+    for o in outcomes {
+        for (i, r) in &o.rows {
+            rows.set(*i, r);
+        }
+        if let Some(mut item) = o.compared {
+            item.at = cases.len();
+            compared.push(item);
+        }
+        cases.extend(o.case);
+        cleared.extend(o.clear);
+        own_pending.extend(o.pending);
+    }
+    if !cleared.is_empty() {
+        pending.retain(|p| !p.case_key().is_some_and(|k| cleared.contains(&k)));
+    }
+    pending.extend(own_pending);
+    let thresholds = sets::Comparisons(compared).finish(&mut cases, opts, pending);
     for c in &mut cases {
         if c.is_set() {
             c.blocking = c.blocking
@@ -176,6 +166,70 @@ pub(crate) fn judge_cases(
         thresholds,
         grouped,
     }
+}
+
+/// Works out one group: a single trace (compared here when it is a trial), or a case of
+/// several traces (error rows without distinct trials; else a set, compared when baselines
+/// are).
+fn group_outcome(
+    g: &Group,
+    mut behaviours: Vec<Option<Behaviour>>,
+    rows: &Rows,
+    policy: &TrialsPolicy,
+    listed: bool,
+    opts: &CheckOptions,
+) -> Outcome {
+    let fail_on = opts.counting.fail_on;
+    let mut out = Outcome::default();
+    if g.rows.len() < 2 {
+        // One trace: it is the case. A trial trace's comparison was left to this stage.
+        let i = g.rows[0];
+        let mut row = None;
+        if let Some(b) = behaviours[0].take() {
+            let mut r = rows.get(i);
+            out.pending.extend(sets::compare_single(&mut r, b, opts));
+            super::set_blocking(&mut r, fail_on);
+            row = Some(r);
+        }
+        if listed {
+            let r = row.take().unwrap_or_else(|| rows.get(i));
+            let (case, r) = single_case(r, policy, opts);
+            out.case = Some(case);
+            out.rows.push((i, r));
+        } else if let Some(r) = row {
+            out.rows.push((i, r));
+        }
+        return out;
+    }
+    let mut trial_rows: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
+    out.clear = Some((g.scenario.clone(), g.case.clone()));
+    if !distinct(g) {
+        duplicate_trials(g, &mut trial_rows, opts, &mut out.pending);
+        let mut case = case_of(g, &trial_rows, policy);
+        case.blocking = true;
+        out.rows = g.rows.iter().copied().zip(trial_rows).collect();
+        out.case = Some(case);
+        return out;
+    }
+    let mut case = case_of(g, &trial_rows, policy);
+    for (r, &i) in trial_rows.iter_mut().zip(&g.rows) {
+        // The case carries the verdict and the drift; a trial only its own judgement.
+        if r.blocking || !r.drift.is_empty() {
+            r.drift.clear();
+            r.blocking = false;
+            out.rows.push((i, r.clone()));
+        }
+    }
+    if let Some(bp) = opts.baselines.policy() {
+        case.baseline = trial_rows[0].baseline.clone();
+        if case.verdict != RowVerdict::Error {
+            let current: Vec<(&ResultRow, Option<Behaviour>)> =
+                trial_rows.iter().zip(behaviours).collect();
+            out.compared = sets::compare(&g.scenario, &g.case, current, bp);
+        }
+    }
+    out.case = Some(case);
+    out
 }
 
 /// Marks every trace of a case without distinct trials an `error` row naming every path; no
@@ -199,7 +253,6 @@ fn duplicate_trials(
         r.drift.clear();
         r.blocking = blocks(r, opts.counting.fail_on);
     }
-    sets::clear_pending(pending, &g.scenario, &g.case);
     if opts.baselines.writes_pending() {
         pending.push(Pending::Clear {
             scenario: g.scenario.clone(),
@@ -279,12 +332,12 @@ fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
         (RowVerdict::Error, (rows.len() > 1).then_some(why))
     } else {
         match policy.judge(passed as u64, n as u64) {
-            Outcome::Pass => (RowVerdict::Pass, None),
-            Outcome::Fail(why) => (
+            policy::Outcome::Pass => (RowVerdict::Pass, None),
+            policy::Outcome::Fail(why) => (
                 RowVerdict::Fail,
                 (!policy.is_default() || n > 1).then_some(why),
             ),
-            Outcome::TooFew(why) => (RowVerdict::Error, Some(why)),
+            policy::Outcome::TooFew(why) => (RowVerdict::Error, Some(why)),
         }
     };
     let mut flaky_oracles = Vec::new();

@@ -22,43 +22,25 @@ pub(super) fn compare_single(
     row: &mut ResultRow,
     behaviour: Behaviour,
     opts: &CheckOptions,
-    pending: &mut Vec<Pending>,
-) {
+) -> Option<Pending> {
     let (Some(policy), Some(scenario), Some(case), Some(hash)) = (
         opts.baselines.policy(),
         row.scenario.clone(),
         row.case.clone(),
         row.content_hash.clone(),
     ) else {
-        return;
+        return None;
     };
     let compared = pipeline::compare(policy, &scenario, &case, &hash, behaviour);
-    pending.extend(super::super::row::pending_of(
-        &compared, policy, opts, &scenario, &case,
-    ));
+    let pending = super::super::row::pending_of(&compared, policy, opts, &scenario, &case);
     row.drift = compared.findings;
-}
-
-/// Removes the pending decisions the judge stage made for (scenario, case).
-pub(super) fn clear_pending(pending: &mut Vec<Pending>, scenario: &str, case: &str) {
-    pending.retain(|p| match p {
-        Pending::Write {
-            scenario: s,
-            case: c,
-            ..
-        }
-        | Pending::Clear {
-            scenario: s,
-            case: c,
-        } => !(s == scenario && c == case),
-        Pending::Remove { .. } => true,
-    });
+    pending
 }
 
 /// One case's set comparison, waiting for the run's thresholds.
-struct Item {
+pub(super) struct Item {
     /// Its place in the case list.
-    at: usize,
+    pub(super) at: usize,
     scenario: String,
     case: String,
     /// The set this run would approve.
@@ -73,8 +55,7 @@ struct Item {
 }
 
 /// The set comparisons of a run.
-#[derive(Default)]
-pub(super) struct Comparisons(Vec<Item>);
+pub(super) struct Comparisons(pub(super) Vec<Item>);
 
 fn finding(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFinding {
     CaseFinding {
@@ -88,23 +69,21 @@ fn finding(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFind
     }
 }
 
-impl Comparisons {
-    /// Compares the trials `current` (each row with its behaviour) of case `at` with the
-    /// approved baseline of (scenario, case).
-    pub(super) fn add(
-        &mut self,
-        at: usize,
-        scenario: &str,
-        case: &str,
-        current: Vec<(&ResultRow, Option<Behaviour>)>,
-        policy: &BaselinePolicy,
-    ) {
+/// Compares the trials `current` (each row with its behaviour) of (scenario, case) with its
+/// approved baseline; `None` when a trial was not judged afresh (nothing to compare).
+pub(super) fn compare(
+    scenario: &str,
+    case: &str,
+    current: Vec<(&ResultRow, Option<Behaviour>)>,
+    policy: &BaselinePolicy,
+) -> Option<Item> {
+    {
         let mut trials = Vec::with_capacity(current.len());
         for (row, b) in current {
             let (Some(b), Some(t), Some(hash)) = (b, &row.trial, &row.content_hash) else {
-                return; // not judged afresh: nothing to compare
+                return None;
             };
-            let Ok(trial) = TrialId::parse(t) else { return };
+            let trial = TrialId::parse(t).ok()?;
             trials.push(SetTrial {
                 trial,
                 content_hash: hash.clone(),
@@ -162,17 +141,19 @@ impl Comparisons {
                 mode,
             )),
         };
-        self.0.push(Item {
-            at,
+        Some(Item {
+            at: 0,
             scenario: scenario.to_owned(),
             case: case.to_owned(),
             current,
             outcome,
             sides,
             stale,
-        });
+        })
     }
+}
 
+impl Comparisons {
     /// With every case's tests in view: the run's thresholds, each case's findings, its
     /// `underpowered` mark, and the pending set files.
     pub(super) fn finish(
@@ -221,7 +202,6 @@ impl Comparisons {
                 .drift
                 .iter()
                 .any(|d| d.category == DriftCategory::BaselineInvalid);
-            clear_pending(pending, &item.scenario, &item.case);
             if opts.baselines.writes_pending() && !invalid {
                 pending.push(
                     if case.drift.is_empty() && !(policy.refresh && item.stale) {
