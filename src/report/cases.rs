@@ -176,21 +176,13 @@ impl<'r> CaseIndex<'r> {
 }
 
 impl CaseFinding {
-    /// The finding as a per-trace drift finding (for `diff`'s list): its p-values and sides in
-    /// the detail.
+    /// The finding as a per-trace drift finding (for `diff`'s list): its p-values in the
+    /// detail.
     pub fn to_drift(&self) -> crate::diff::DriftFinding {
-        let side = |s: &Option<Side>| match s {
-            Some(Side::Counts { n, passed }) => format!("{passed}/{n}"),
-            Some(Side::Median { n, median }) => format!("median {median} of {n}"),
-            None => "-".to_owned(),
-        };
+        // The detail names both sides' counts or medians already.
         let mut detail = self.detail.clone();
         if let (Some(p), Some(a)) = (self.p, self.p_adjusted) {
-            detail.push_str(&format!(
-                " (approved {}, current {}; p = {p:.6}, adjusted {a:.6})",
-                side(&self.approved),
-                side(&self.current)
-            ));
+            detail.push_str(&format!(" (p = {p:.6}, adjusted {a:.6})"));
         }
         crate::diff::DriftFinding {
             category: self.category,

@@ -40,6 +40,34 @@ struct Group {
     rows: Vec<usize>,
     trials: Vec<Option<String>>,
     paths: Vec<String>,
+    /// What the rows' heads say, so that a set whose rows need no change is decided without
+    /// decoding them.
+    heads: Vec<Head>,
+}
+
+/// The leading fields of a trial's row.
+struct Head {
+    verdict: RowVerdict,
+    blocking: bool,
+    drifted: bool,
+    content_hash: Option<String>,
+    baseline: Option<String>,
+    risk: Option<crate::scenario::Risk>,
+    known_gap: bool,
+}
+
+impl Head {
+    fn of(h: &super::store::RowHead<'_>) -> Head {
+        Head {
+            verdict: h.verdict,
+            blocking: h.blocking,
+            drifted: h.drift_new || h.drift_other,
+            content_hash: h.content_hash.map(str::to_owned),
+            baseline: h.baseline.map(str::to_owned),
+            risk: h.risk,
+            known_gap: h.known_gap,
+        }
+    }
 }
 
 /// Groups the sorted rows by (scenario, case): rows judged from a trace (or a scripted one)
@@ -58,6 +86,7 @@ fn groups(rows: &Rows) -> Vec<Group> {
                 g.rows.push(i);
                 g.trials.push(h.trial.map(str::to_owned));
                 g.paths.push(h.path.unwrap_or_default().to_owned());
+                g.heads.push(Head::of(&h));
             }
             _ => out.push(Group {
                 scenario: scenario.to_owned(),
@@ -65,6 +94,7 @@ fn groups(rows: &Rows) -> Vec<Group> {
                 rows: vec![i],
                 trials: vec![h.trial.map(str::to_owned)],
                 paths: vec![h.path.unwrap_or_default().to_owned()],
+                heads: vec![Head::of(&h)],
             }),
         }
     });
@@ -201,30 +231,34 @@ fn group_outcome(
         }
         return out;
     }
-    let mut trial_rows: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
     out.clear = Some((g.scenario.clone(), g.case.clone()));
     if !distinct(g) {
+        let mut trial_rows: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
         duplicate_trials(g, &mut trial_rows, opts, &mut out.pending);
-        let mut case = case_of(g, &trial_rows, policy);
+        let mut case = case_of_rows(g, &trial_rows, policy);
         case.blocking = true;
         out.rows = g.rows.iter().copied().zip(trial_rows).collect();
         out.case = Some(case);
         return out;
     }
-    let mut case = case_of(g, &trial_rows, policy);
-    for (r, &i) in trial_rows.iter_mut().zip(&g.rows) {
-        // The case carries the verdict and the drift; a trial only its own judgement.
-        if r.blocking || !r.drift.is_empty() {
+    let mut case = case_of(g, policy, rows);
+    for (h, &i) in g.heads.iter().zip(&g.rows) {
+        // The case carries the verdict and the drift; a trial only its own judgement. Only
+        // rows that block or drifted by themselves are decoded and stored again.
+        if h.blocking || h.drifted {
+            let mut r = rows.get(i);
             r.drift.clear();
             r.blocking = false;
-            out.rows.push((i, r.clone()));
+            out.rows.push((i, r));
         }
     }
     if let Some(bp) = opts.baselines.policy() {
-        case.baseline = trial_rows[0].baseline.clone();
+        case.baseline = g.heads[0].baseline.clone();
         if case.verdict != RowVerdict::Error {
-            let current: Vec<(&ResultRow, Option<Behaviour>)> =
-                trial_rows.iter().zip(behaviours).collect();
+            let current: Vec<sets::Current<'_>> = (g.trials.iter().zip(&g.heads))
+                .zip(behaviours)
+                .map(|((t, h), b)| (t.as_deref(), h.content_hash.as_deref(), b))
+                .collect();
             out.compared = sets::compare(&g.scenario, &g.case, current, bp);
         }
     }
@@ -274,8 +308,9 @@ fn single_case(
         rows: vec![0],
         trials: vec![row.trial.clone()],
         paths: vec![row.path.clone().unwrap_or_default()],
+        heads: Vec::new(),
     };
-    let mut case = case_of(&g, std::slice::from_ref(&row), policy);
+    let mut case = case_of_rows(&g, std::slice::from_ref(&row), policy);
     case.baseline = row.baseline.clone();
     case.drift = (row.drift.iter())
         .map(|d| crate::report::cases::CaseFinding {
@@ -309,27 +344,58 @@ pub(crate) fn single_trace_case(row: &ResultRow, opts: &CheckOptions) -> CaseRow
 }
 
 /// A case's verdict, flaky mark and estimates from its trials' rows.
-fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
-    let judged: Vec<&ResultRow> = rows
-        .iter()
-        .filter(|r| r.verdict != RowVerdict::Error)
-        .collect();
-    let n = judged.len();
-    let passed = judged
-        .iter()
-        .filter(|r| r.verdict == RowVerdict::Pass)
-        .count();
-    let first = &rows[0];
-    let errors: Vec<String> = (rows.iter().zip(&g.trials))
-        .filter(|(r, _)| r.verdict == RowVerdict::Error)
-        .map(|(r, t)| match t {
+fn case_of(g: &Group, policy: &TrialsPolicy, rows: &Rows) -> CaseRow {
+    let verdicts: Vec<RowVerdict> = g.heads.iter().map(|h| h.verdict).collect();
+    // The rows are decoded only to name the oracles of a flaky case.
+    let decode = || -> Vec<ResultRow> {
+        (g.rows.iter().zip(&verdicts))
+            .filter(|(_, v)| **v != RowVerdict::Error)
+            .map(|(&i, _)| rows.get(i))
+            .collect()
+    };
+    let (risk, known_gap) = (g.heads[0].risk, g.heads[0].known_gap);
+    decided(g, policy, &verdicts, (risk, known_gap), decode)
+}
+
+/// [`case_of`] from decoded rows (a single trace's case).
+fn case_of_rows(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
+    let verdicts: Vec<RowVerdict> = rows.iter().map(|r| r.verdict).collect();
+    let decode = || -> Vec<ResultRow> {
+        (rows.iter())
+            .filter(|r| r.verdict != RowVerdict::Error)
+            .cloned()
+            .collect()
+    };
+    decided(
+        g,
+        policy,
+        &verdicts,
+        (rows[0].risk, rows[0].known_gap),
+        decode,
+    )
+}
+
+/// A case's verdict, flaky mark and estimates from its trials' verdicts; `judged_rows` gives
+/// the rows of its pass/fail trials when a flaky case's oracles must be named.
+fn decided(
+    g: &Group,
+    policy: &TrialsPolicy,
+    verdicts: &[RowVerdict],
+    (risk, known_gap): (Option<crate::scenario::Risk>, bool),
+    judged_rows: impl FnOnce() -> Vec<ResultRow>,
+) -> CaseRow {
+    let n = verdicts.iter().filter(|v| **v != RowVerdict::Error).count();
+    let passed = verdicts.iter().filter(|v| **v == RowVerdict::Pass).count();
+    let errors: Vec<String> = (verdicts.iter().zip(&g.trials).zip(&g.paths))
+        .filter(|((v, _), _)| **v == RowVerdict::Error)
+        .map(|((_, t), p)| match t {
             Some(t) => format!("trial {t}"),
-            None => format!("`{}`", r.path.as_deref().unwrap_or("")),
+            None => format!("`{p}`"),
         })
         .collect();
     let (verdict, reason) = if !errors.is_empty() {
         let why = format!("{} could not be judged", errors.join(", "));
-        (RowVerdict::Error, (rows.len() > 1).then_some(why))
+        (RowVerdict::Error, (verdicts.len() > 1).then_some(why))
     } else {
         match policy.judge(passed as u64, n as u64) {
             policy::Outcome::Pass => (RowVerdict::Pass, None),
@@ -344,7 +410,7 @@ fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
     let flaky = n >= 2 && passed > 0 && passed < n;
     if flaky {
         let mut outcomes: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
-        for r in &judged {
+        for r in &judged_rows() {
             for (at, o) in r.oracles.iter().enumerate() {
                 let e = outcomes.entry(oracle_key(o)).or_insert((at, 0, 0));
                 e.1 += usize::from(o.verdict == crate::oracle::Verdict::Pass);
@@ -363,13 +429,13 @@ fn case_of(g: &Group, rows: &[ResultRow], policy: &TrialsPolicy) -> CaseRow {
     CaseRow {
         scenario: g.scenario.clone(),
         case: g.case.clone(),
-        risk: first.risk,
-        trials: rows.len(),
+        risk,
+        trials: verdicts.len(),
         passed,
         verdict,
         reason,
         policy: !policy.is_default(),
-        known_gap: first.known_gap,
+        known_gap,
         blocking: false,
         flaky,
         flaky_oracles,

@@ -69,24 +69,26 @@ fn finding(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFind
     }
 }
 
+/// A current trial: its id, content hash and behaviour.
+pub(super) type Current<'a> = (Option<&'a str>, Option<&'a str>, Option<Behaviour>);
+
 /// Compares the trials `current` (each row with its behaviour) of (scenario, case) with its
 /// approved baseline; `None` when a trial was not judged afresh (nothing to compare).
 pub(super) fn compare(
     scenario: &str,
     case: &str,
-    current: Vec<(&ResultRow, Option<Behaviour>)>,
+    current: Vec<Current<'_>>,
     policy: &BaselinePolicy,
 ) -> Option<Item> {
     {
         let mut trials = Vec::with_capacity(current.len());
-        for (row, b) in current {
-            let (Some(b), Some(t), Some(hash)) = (b, &row.trial, &row.content_hash) else {
+        for (trial, hash, b) in current {
+            let (Some(b), Some(t), Some(hash)) = (b, trial, hash) else {
                 return None;
             };
-            let trial = TrialId::parse(t).ok()?;
             trials.push(SetTrial {
-                trial,
-                content_hash: hash.clone(),
+                trial: TrialId::parse(t).ok()?,
+                content_hash: hash.to_owned(),
                 behaviour: b,
             });
         }
