@@ -259,7 +259,8 @@ fn group_outcome(
                 .zip(behaviours)
                 .map(|((t, h), b)| (t.as_deref(), h.content_hash.as_deref(), b))
                 .collect();
-            out.compared = sets::compare(&g.scenario, &g.case, current, bp);
+            let writes = opts.baselines.writes_pending();
+            out.compared = sets::compare(&g.scenario, &g.case, current, bp, writes);
         }
     }
     out.case = Some(case);

@@ -43,8 +43,8 @@ pub(super) struct Item {
     pub(super) at: usize,
     scenario: String,
     case: String,
-    /// The set this run would approve.
-    current: BaselineSet,
+    /// The text of the set this run would approve (made only when pending files are written).
+    current: Option<String>,
     /// What the approved baseline said, as findings and tests.
     outcome: Result<SetComparison, CaseFinding>,
     /// Trials on each side, for `underpowered`.
@@ -79,6 +79,7 @@ pub(super) fn compare(
     case: &str,
     current: Vec<Current<'_>>,
     policy: &BaselinePolicy,
+    writes_pending: bool,
 ) -> Option<Item> {
     {
         let mut trials = Vec::with_capacity(current.len());
@@ -143,6 +144,8 @@ pub(super) fn compare(
                 mode,
             )),
         };
+        // The behaviours are dropped here, in parallel, unless a pending file needs their text.
+        let current = writes_pending.then(|| current.to_text());
         Some(Item {
             at: 0,
             scenario: scenario.to_owned(),
@@ -204,21 +207,20 @@ impl Comparisons {
                 .drift
                 .iter()
                 .any(|d| d.category == DriftCategory::BaselineInvalid);
-            if opts.baselines.writes_pending() && !invalid {
-                pending.push(
-                    if case.drift.is_empty() && !(policy.refresh && item.stale) {
-                        Pending::Clear {
-                            scenario: item.scenario,
-                            case: item.case,
-                        }
-                    } else {
-                        Pending::Write {
-                            text: item.current.to_text(),
-                            scenario: item.scenario,
-                            case: item.case,
-                        }
-                    },
-                );
+            if let (Some(text), false) = (item.current, invalid) {
+                let matches = case.drift.is_empty() && !(policy.refresh && item.stale);
+                pending.push(if matches {
+                    Pending::Clear {
+                        scenario: item.scenario,
+                        case: item.case,
+                    }
+                } else {
+                    Pending::Write {
+                        text,
+                        scenario: item.scenario,
+                        case: item.case,
+                    }
+                });
             }
         }
         Some(thresholds)
