@@ -1,5 +1,5 @@
 //! The run folder (`--artifacts`): `<dir>/<run-id>/` with `report.json`, `junit.xml`,
-//! `report.md`, and `evidence/<scenario>/<case>.json` for each failing trace — enough to audit a
+//! `report.md`, and `evidence/<scenario>/<case>.json` (a trial's `evidence/<scenario>/<case>/<trial>.json`) for each failing trace — enough to audit a
 //! failure without the trace. Run ids sort by time: `YYYYMMDDTHHMMSSZ-<8 hex>`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -133,12 +133,20 @@ pub fn write(
     for r in report.results.iter().filter(needs_evidence) {
         let scenario = encode_segment(r.scenario.as_deref().unwrap_or("_unattributed"));
         let case = encode_segment(r.case.as_deref().unwrap_or("_unknown"));
-        let folder = run.join("evidence").join(scenario);
-        // Two traces of one (scenario, case) get numbered files rather than overwrite each other.
-        let mut path = folder.join(format!("{case}.json"));
+        let mut folder = run.join("evidence").join(scenario);
+        // A trial's evidence goes under its case: `evidence/<scenario>/<case>/<trial>.json`.
+        let name = match &r.trial {
+            Some(t) => {
+                folder = folder.join(&case);
+                crate::baseline::encode_trace_segment(t)
+            }
+            None => case,
+        };
+        // Two traces of one name get numbered files rather than overwrite each other.
+        let mut path = folder.join(format!("{name}.json"));
         let mut n = 2;
         while path.exists() {
-            path = folder.join(format!("{case}.{n}.json"));
+            path = folder.join(format!("{name}.{n}.json"));
             n += 1;
         }
         let written = serde_json::to_string_pretty(&evidence_of(&r))

@@ -642,3 +642,17 @@ fn merged_shares_equal_the_whole_run_with_thresholds_decided_again() {
         .collect();
     assert_eq!(regressed, ["a", "c"], "8/8 → 2/8 on a and c only");
 }
+
+#[test]
+fn a_failing_trial_leaves_its_evidence_under_its_case() {
+    let env = Env::new();
+    suite(&env, "High", "", &["search", "other", "search", "other"]);
+    let out = env.run_with(&["check", "traces/", "--artifacts"], &[("CI", "true")]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let runs: Vec<String> = std::fs::read_dir(env.path(".tracereplay/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let files = files_under(&env.path(&format!(".tracereplay/runs/{}/evidence", runs[0])));
+    assert_eq!(files, ["s/c/1.json", "s/c/3.json"]);
+}
