@@ -17,6 +17,7 @@ mod baselines;
 mod cache;
 mod cache_key;
 pub mod explain;
+mod fail_on;
 mod judge;
 mod judging;
 mod persist;
@@ -26,6 +27,7 @@ mod row;
 mod store;
 mod summary;
 mod trials;
+pub use fail_on::FailOn;
 pub(crate) use summary::{count_cases, summarise};
 pub(crate) use trials::single_trace_case;
 
@@ -47,49 +49,6 @@ use crate::discover::{Discovered, display_path};
 use crate::report::{Report, ResultRow, RowVerdict, ToolInfo};
 use crate::scenario::{Risk, load_scenarios};
 use store::Spill;
-
-/// Which failing traces make the exit code 1, by their scenario's risk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FailOn {
-    /// Every failure.
-    Any,
-    /// High and Critical (the harness's default).
-    #[default]
-    High,
-    /// Critical only.
-    Critical,
-    /// No failure (errors still count).
-    None,
-}
-
-impl FailOn {
-    /// Parses a `--fail-on` value.
-    pub fn parse(s: &str) -> Option<FailOn> {
-        [FailOn::Any, FailOn::High, FailOn::Critical, FailOn::None]
-            .into_iter()
-            .find(|f| f.as_str() == s)
-    }
-
-    /// The `--fail-on` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailOn::Any => "any",
-            FailOn::High => "high",
-            FailOn::Critical => "critical",
-            FailOn::None => "none",
-        }
-    }
-
-    /// Whether a failure at `risk` counts.
-    pub fn counts(self, risk: Risk) -> bool {
-        match self {
-            FailOn::Any => true,
-            FailOn::High => risk >= Risk::High,
-            FailOn::Critical => risk >= Risk::Critical,
-            FailOn::None => false,
-        }
-    }
-}
 
 /// Called once per trace file judged, from the worker threads (a progress bar's tick).
 #[derive(Clone)]

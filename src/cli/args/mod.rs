@@ -4,9 +4,11 @@ use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod baseline;
+mod gates;
 mod replay;
 
 pub use baseline::{AcceptArgs, ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
+pub use gates::GatesArgs;
 pub use replay::{ReplayCommand, ReplayServeArgs};
 
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
@@ -148,33 +150,6 @@ pub struct ExplainArgs {
     /// How drift is judged (as `check` judges it).
     #[command(flatten)]
     pub drift: DriftArgs,
-}
-
-/// `gates` flags.
-#[derive(Debug, Args)]
-pub struct GatesArgs {
-    /// Directories or files holding scenarios (and, for `--strength`, their traces).
-    #[arg(value_name = "PATH", default_value = "traces/")]
-    pub paths: Vec<Utf8PathBuf>,
-    /// A harness suite directory of scenarios (repeatable).
-    #[arg(long = "scenarios", value_name = "DIR")]
-    pub scenario_dirs: Vec<Utf8PathBuf>,
-    /// Also measure oracle strength by mutating each passing trace.
-    #[arg(long)]
-    pub strength: bool,
-    /// Scenarios whose strength is below this fail the gate.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
-    pub min_strength: f64,
-    /// With `--strength`: the time all `expr` programs of the run may take together (mutants
-    /// left without time are not counted).
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub expr_budget: u64,
-    /// The α the `trials` warnings are judged at (as `check --alpha`).
-    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Size limits.
-    #[command(flatten)]
-    pub limits: LimitArgs,
 }
 
 /// `--ci` / `--no-ci`.
