@@ -80,6 +80,34 @@ impl LastRun {
                 }
             }
         }
+        // A case of several trials is judged whole: one failing trial, or a case that did not
+        // pass, brings every trial of it back.
+        let key = |v: &serde_json::Value| {
+            Some((
+                v["scenario"].as_str()?.to_owned(),
+                v["case"].as_str()?.to_owned(),
+            ))
+        };
+        let mut rejudged: HashSet<(String, String)> = (report["cases"].as_array().into_iter())
+            .flatten()
+            .filter(|c| c["verdict"] != "pass" || c["blocking"] == true)
+            .filter_map(key)
+            .collect();
+        let rows = report["results"].as_array().into_iter().flatten();
+        let trials: Vec<&serde_json::Value> = rows.filter(|r| r.get("trial").is_some()).collect();
+        for r in &trials {
+            if r["path"].as_str().is_some_and(|p| last.failed.contains(p)) {
+                rejudged.extend(key(r));
+            }
+        }
+        for r in trials {
+            if let (Some(k), Some(p)) = (key(r), r["path"].as_str()) {
+                if rejudged.contains(&k) {
+                    last.failed.insert(p.to_owned());
+                    failing_scenarios.insert(k.0.to_lowercase());
+                }
+            }
+        }
         last.passed_scenarios
             .retain(|s| !failing_scenarios.contains(s));
         Ok(last)

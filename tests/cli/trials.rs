@@ -656,3 +656,44 @@ fn a_failing_trial_leaves_its_evidence_under_its_case() {
     let files = files_under(&env.path(&format!(".tracereplay/runs/{}/evidence", runs[0])));
     assert_eq!(files, ["s/c/1.json", "s/c/3.json"]);
 }
+
+#[test]
+fn last_failed_brings_back_every_trial_of_a_failing_case() {
+    let env = Env::new();
+    suite(&env, "High", "", &["search", "other", "search", "search"]);
+    env.write(
+        "traces/t/t.scenario.json",
+        r#"{"id":"t","title":"t","risk":"High","oracles":[{"type":"tool-called","tool":"search"}]}"#,
+    );
+    env.write(
+        "traces/t/ok.trace.ndjson.zst",
+        sealed_zst(&trace_text("t", "ok", &[&call("c1", "search"), END])),
+    );
+    let off = [("CI", "0")];
+    let first = env.run_with(
+        &["check", "traces/", "--artifacts", "--drift", "ignore"],
+        &off,
+    );
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    let again = env.run_with(
+        &[
+            "check",
+            "traces/",
+            "--last-failed",
+            "--drift",
+            "ignore",
+            "--format",
+            "json",
+        ],
+        &off,
+    );
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    let r = json(&again);
+    // All four trials are judged again (one failed), the passing scenario is left out.
+    let c = the_case(&r);
+    assert_eq!(
+        (c["trials"].as_u64(), c["passed"].as_u64()),
+        (Some(4), Some(3))
+    );
+    assert_eq!(r["results"].as_array().unwrap().len(), 4);
+}
