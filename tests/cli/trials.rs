@@ -697,3 +697,66 @@ fn last_failed_brings_back_every_trial_of_a_failing_case() {
     );
     assert_eq!(r["results"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn strict_drift_reports_unseen_behaviour_without_failing_on_it() {
+    let env = Env::new();
+    suite(
+        &env,
+        "High",
+        r#","trials":{"min":4,"pass":{"at-least":1}}"#,
+        &["search"; 4],
+    );
+    approve(&env);
+    // Every current trial also calls a tool no approved trial called, once: not enough for a
+    // significant change at 4 and 4 (p = 0.029 · 2 tests), but new behaviour.
+    for i in 0..4 {
+        let text = trace_text(
+            "s",
+            "c",
+            &[&call("c1", "search"), &call("c2", "lookup"), END],
+        );
+        let text = text.replacen(
+            "\"case\":\"c\"",
+            &format!("\"case\":\"c\",\"trial\":{i}"),
+            1,
+        );
+        env.write(
+            &format!("traces/s/c/{i}.trace.ndjson.zst"),
+            sealed_zst(&text),
+        );
+    }
+    let (_, r) = check_json(&env, &["--drift", "strict"]);
+    let drift = the_case(&r)["drift"].as_array().unwrap().clone();
+    let unseen = drift
+        .iter()
+        .find(|d| d["category"] == "unseen-behaviour")
+        .expect("reported");
+    assert_eq!(unseen["fails"], false, "never blocks");
+    assert!(
+        unseen["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("4 of 4 current trials follow a tool sequence")
+    );
+    let (_, plain) = check_json(&env, &[]);
+    assert!(
+        !the_case(&plain)["drift"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["category"] == "unseen-behaviour"),
+        "only under --drift strict"
+    );
+    // Off CI the changed set is pending; its status line counts the trials.
+    let off = env.run_with(&["check", "traces/", "--drift", "strict"], &[("CI", "0")]);
+    assert!(off.code <= 1, "{}", off.stderr);
+    let pending = env.run_with(&["baseline", "pending"], &[("CI", "0")]);
+    assert!(
+        pending.stdout.contains(
+            "changed  s/c  baselines/s/c.baseline.json  (set: 4/4 trials pass; approved 4/4)"
+        ),
+        "{}",
+        pending.stdout
+    );
+}
