@@ -10,6 +10,11 @@ use super::json::Str;
 use super::model::Usage;
 use super::seal::is_hash;
 
+/// A field that is present, whatever its value (`null` is kept as the raw `null`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
 #[derive(Deserialize)]
 pub(super) struct RawHeader<'a> {
     #[serde(borrow)]
@@ -20,7 +25,8 @@ pub(super) struct RawHeader<'a> {
     pub(super) scenario: Option<Str<'a>>,
     #[serde(borrow)]
     pub(super) case: Option<Str<'a>>,
-    #[serde(borrow)]
+    /// Any value, `null` included (a `null` trial is malformed, not absent).
+    #[serde(borrow, default, deserialize_with = "present")]
     pub(super) trial: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(super) runtime: Option<RawRuntime<'a>>,

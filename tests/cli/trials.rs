@@ -760,3 +760,19 @@ fn strict_drift_reports_unseen_behaviour_without_failing_on_it() {
         pending.stdout
     );
 }
+
+#[test]
+fn a_null_trial_is_malformed_not_absent() {
+    let env = Env::new();
+    suite(&env, "High", "", &["search"]);
+    let text = trace_text("s", "c", &[&call("c1", "search"), END]).replacen(
+        "\"case\":\"c\"",
+        "\"case\":\"c\",\"trial\":null",
+        1,
+    );
+    env.write("traces/s/c/0.trace.ndjson.zst", sealed_zst_unchecked(&text));
+    let (_, r) = check_json(&env, &[]);
+    let e = &r["results"][0]["error"];
+    assert_eq!(e["category"], "malformed");
+    assert!(e["message"].as_str().unwrap().contains("found null"), "{e}");
+}
