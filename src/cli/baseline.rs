@@ -406,7 +406,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let what = format!("{scenario}/{case}");
         if row.verdict == RowVerdict::Error {
             if let Some(e) = &row.error {
-                if e.category != "no-trace" {
+                if e.category != crate::report::RowErrorKind::NoTrace {
                     skipped += 1;
                     diag!("skipped  {what}: {}", e.message);
                 }

@@ -10,14 +10,19 @@ use super::pipeline::{self, BaselinePolicy};
 use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
 use super::{CheckOptions, error_chain};
 use crate::discover::display_path;
-use crate::report::{ResultRow, RowError, RowVerdict, Source};
+use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Scenario;
 use crate::trace::{TraceError, TraceFile, probe_header};
 
-pub(crate) fn set_error(row: &mut ResultRow, category: &str, message: String, line: Option<usize>) {
+pub(crate) fn set_error(
+    row: &mut ResultRow,
+    category: RowErrorKind,
+    message: String,
+    line: Option<usize>,
+) {
     row.verdict = RowVerdict::Error;
     row.error = Some(RowError {
-        category: category.into(),
+        category,
         message,
         line,
     });
@@ -53,7 +58,7 @@ pub(crate) fn judge_opened(
     let shown = display_path(path);
     let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
     let fail = |mut row: ResultRow, e: &TraceError| {
-        set_error(&mut row, e.category(), error_chain(e), e.line());
+        set_error(&mut row, e.kind(), error_chain(e), e.line());
         row
     };
     let file = match opened {
@@ -115,7 +120,7 @@ pub(crate) fn judge_opened(
             "`{shown}` names scenario `{}`, which no loaded scenario file defines; {hint} the directory holding its scenario file with `--scenarios DIR`",
             header.scenario
         );
-        set_error(&mut row, "unknown-scenario", message, Some(1));
+        set_error(&mut row, RowErrorKind::UnknownScenario, message, Some(1));
         return Some(row);
     };
     if !entry.problems.is_empty() {
@@ -124,7 +129,7 @@ pub(crate) fn judge_opened(
             display_path(&entry.scenario.file),
             entry.problems.join("; ")
         );
-        set_error(&mut row, "scenario-invalid", message, None);
+        set_error(&mut row, RowErrorKind::ScenarioInvalid, message, None);
         return Some(row);
     }
     let trial = header.trial.is_some();
@@ -183,7 +188,7 @@ pub(crate) fn judge_scripted(
         Err((step, message)) => {
             set_error(
                 &mut row,
-                "scripted-invalid",
+                RowErrorKind::ScriptedInvalid,
                 format!("`{shown}`: `scriptedTrace` step {step}: {message}"),
                 None,
             );
@@ -199,7 +204,7 @@ pub(crate) fn judge_scripted(
     let (seal, parsed) = match pipeline::verify_and_parse(&file, &judging) {
         Ok(x) => x,
         Err(e) => {
-            set_error(&mut row, e.category(), error_chain(&e), e.line());
+            set_error(&mut row, e.kind(), error_chain(&e), e.line());
             return Some((row, None));
         }
     };
@@ -208,7 +213,7 @@ pub(crate) fn judge_scripted(
     if !entry.problems.is_empty() {
         set_error(
             &mut row,
-            "scenario-invalid",
+            RowErrorKind::ScenarioInvalid,
             format!("`{shown}`: {}", entry.problems.join("; ")),
             None,
         );

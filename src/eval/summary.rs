@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::row::{self, set_error};
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
 use crate::discover::{Discovered, display_path};
-use crate::report::{ResultRow, RowVerdict, Rows, Source, Summary};
+use crate::report::{ResultRow, RowErrorKind, RowVerdict, Rows, Source, Summary};
 
 /// Rows that are not judged traces: a scenario in scope without a trace (its scripted trace
 /// judged instead, with `--scripted`), each thing discovery could not look at, each scenario
@@ -42,10 +42,10 @@ pub(super) fn other_rows(
         let (category, message) = if e.problems.is_empty() {
             let id = &e.scenario.id;
             let why = format!("no trace found for scenario `{id}` (defined in `{file}`)");
-            ("no-trace", why)
+            (RowErrorKind::NoTrace, why)
         } else {
             (
-                "scenario-invalid",
+                RowErrorKind::ScenarioInvalid,
                 format!("`{file}`: {}", e.problems.join("; ")),
             )
         };
@@ -60,13 +60,23 @@ pub(super) fn other_rows(
     for (path, why) in &found.unreachable {
         let shown = display_path(path);
         let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
-        set_error(&mut row, "unreachable", format!("`{shown}`: {why}"), None);
+        set_error(
+            &mut row,
+            RowErrorKind::Unreachable,
+            format!("`{shown}`: {why}"),
+            None,
+        );
         out.push((row, None));
     }
     for err in &loaded.errors {
         let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
         row.scenario_file = Some(display_path(err.path()));
-        set_error(&mut row, "scenario-invalid", error_chain(err), err.line());
+        set_error(
+            &mut row,
+            RowErrorKind::ScenarioInvalid,
+            error_chain(err),
+            err.line(),
+        );
         out.push((row, None));
     }
     out
@@ -175,7 +185,9 @@ pub(super) fn name_where_unknown_scenarios_were_looked_for(
         .collect();
     for i in error_rows {
         let mut row = rows.get(i);
-        if let Some(e) = (row.error.as_mut()).filter(|e| e.category == "unknown-scenario") {
+        if let Some(e) =
+            (row.error.as_mut()).filter(|e| e.category == RowErrorKind::UnknownScenario)
+        {
             e.message
                 .push_str(&format!(" (looked in {})", looked_in.join(", ")));
             rows.set(i, &row);

@@ -322,7 +322,7 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
         writeln!(
             out,
             "      {}: {}",
-            paint(opts.color, "31", &esc(&e.category)),
+            paint(opts.color, "31", e.category.as_str()),
             esc(&e.message)
         )?;
     }

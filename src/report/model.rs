@@ -197,12 +197,92 @@ pub enum Source {
     Scripted,
 }
 
+/// What kind of problem kept a row from being judged (its JSON `category`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowErrorKind {
+    /// The file could not be read.
+    Unreadable,
+    /// A line or the whole trace is over a size limit.
+    TooLarge,
+    /// The seal does not hold (or is missing where one is required).
+    Integrity,
+    /// A trace format version this tool does not read.
+    UnsupportedVersion,
+    /// Not a valid trace.
+    Malformed,
+    /// Prompt-side text where only hashes may be.
+    Privacy,
+    /// The trace names a scenario no loaded file defines.
+    UnknownScenario,
+    /// The scenario fails the quality gates, or its file does not load.
+    ScenarioInvalid,
+    /// A scenario in scope has no trace.
+    NoTrace,
+    /// A path discovery could not look at.
+    Unreachable,
+    /// A scenario's `scriptedTrace` is not a valid script.
+    ScriptedInvalid,
+    /// Traces of one case without distinct trials.
+    DuplicateTrial,
+    /// A stored row that does not decode (a corrupt result cache).
+    Internal,
+}
+
+impl RowErrorKind {
+    /// Every kind.
+    pub const ALL: [RowErrorKind; 13] = [
+        RowErrorKind::Unreadable,
+        RowErrorKind::TooLarge,
+        RowErrorKind::Integrity,
+        RowErrorKind::UnsupportedVersion,
+        RowErrorKind::Malformed,
+        RowErrorKind::Privacy,
+        RowErrorKind::UnknownScenario,
+        RowErrorKind::ScenarioInvalid,
+        RowErrorKind::NoTrace,
+        RowErrorKind::Unreachable,
+        RowErrorKind::ScriptedInvalid,
+        RowErrorKind::DuplicateTrial,
+        RowErrorKind::Internal,
+    ];
+
+    /// The category id (`unknown-scenario`…).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowErrorKind::Unreadable => "unreadable",
+            RowErrorKind::TooLarge => "too-large",
+            RowErrorKind::Integrity => "integrity",
+            RowErrorKind::UnsupportedVersion => "unsupported-version",
+            RowErrorKind::Malformed => "malformed",
+            RowErrorKind::Privacy => "privacy",
+            RowErrorKind::UnknownScenario => "unknown-scenario",
+            RowErrorKind::ScenarioInvalid => "scenario-invalid",
+            RowErrorKind::NoTrace => "no-trace",
+            RowErrorKind::Unreachable => "unreachable",
+            RowErrorKind::ScriptedInvalid => "scripted-invalid",
+            RowErrorKind::DuplicateTrial => "duplicate-trial",
+            RowErrorKind::Internal => "internal",
+        }
+    }
+
+    /// The kind of a category id.
+    pub fn parse(s: &str) -> Option<RowErrorKind> {
+        RowErrorKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for RowErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a row could not be judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowError {
-    /// `unreadable`, `too-large`, `integrity`, `unsupported-version`, `malformed`, `privacy`,
-    /// `unknown-scenario`, `scenario-invalid`, `no-trace`.
-    pub category: String,
+    /// What kind of problem.
+    pub category: RowErrorKind,
     /// A plain message naming the file (and line).
     pub message: String,
     /// The line, where there is one.

@@ -89,7 +89,7 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
         unknown_scenario: r
             .error
             .as_ref()
-            .is_some_and(|e| e.category == "unknown-scenario"),
+            .is_some_and(|e| e.category == super::RowErrorKind::UnknownScenario),
     }
 }
 

@@ -86,13 +86,19 @@ impl TraceError {
     /// A stable category id for reports: `unreadable`, `too-large`, `integrity`,
     /// `unsupported-version`, `malformed`, `privacy`.
     pub fn category(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The report's kind of this problem.
+    pub fn kind(&self) -> crate::report::RowErrorKind {
+        use crate::report::RowErrorKind as K;
         match self {
-            TraceError::Io { .. } | TraceError::Unreadable { .. } => "unreadable",
-            TraceError::TooLarge { .. } => "too-large",
-            TraceError::Integrity { .. } => "integrity",
-            TraceError::UnsupportedVersion { .. } => "unsupported-version",
-            TraceError::Malformed { .. } => "malformed",
-            TraceError::Privacy { .. } => "privacy",
+            TraceError::Io { .. } | TraceError::Unreadable { .. } => K::Unreadable,
+            TraceError::TooLarge { .. } => K::TooLarge,
+            TraceError::Integrity { .. } => K::Integrity,
+            TraceError::UnsupportedVersion { .. } => K::UnsupportedVersion,
+            TraceError::Malformed { .. } => K::Malformed,
+            TraceError::Privacy { .. } => K::Privacy,
         }
     }
 

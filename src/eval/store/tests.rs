@@ -53,7 +53,7 @@ fn full_row() -> ResultRow {
             },
         ],
         error: Some(RowError {
-            category: "malformed".into(),
+            category: crate::report::RowErrorKind::Malformed,
             message: "line 3".into(),
             line: Some(3),
         }),
@@ -245,7 +245,10 @@ fn truncated_or_foreign_bytes_are_refused() {
     let row = rows.get(0);
     assert_eq!(row.verdict, RowVerdict::Error);
     assert_eq!(row.scenario.as_deref(), Some("s.one"));
-    assert_eq!(row.error.unwrap().category, "internal");
+    assert_eq!(
+        row.error.unwrap().category,
+        crate::report::RowErrorKind::Internal
+    );
 }
 
 /// Past the budget, rows go to the spill file, and read back (heads, sort, whole) exactly
@@ -340,4 +343,35 @@ fn rows_sort_by_scenario_case_path_and_serialize_as_a_list() {
     let back: Rows = serde_json::from_value(json).unwrap();
     assert_eq!(back.len(), 5);
     assert_eq!(back.get(1).case.as_deref(), Some("y"));
+}
+
+/// Every row error kind is listed in `ALL` (the match is exhaustive), serialises as its id, and
+/// comes back from it through the row encoding.
+#[test]
+fn every_row_error_kind_round_trips_by_its_id() {
+    use crate::report::RowErrorKind as K;
+    // Adding a kind breaks this match until it is given its place in `ALL`.
+    let place = |k: K| match k {
+        K::Unreadable => 0,
+        K::TooLarge => 1,
+        K::Integrity => 2,
+        K::UnsupportedVersion => 3,
+        K::Malformed => 4,
+        K::Privacy => 5,
+        K::UnknownScenario => 6,
+        K::ScenarioInvalid => 7,
+        K::NoTrace => 8,
+        K::Unreachable => 9,
+        K::ScriptedInvalid => 10,
+        K::DuplicateTrial => 11,
+        K::Internal => 12,
+    };
+    for (i, k) in K::ALL.into_iter().enumerate() {
+        assert_eq!(place(k), i);
+        assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        assert_eq!(K::parse(k.as_str()), Some(k));
+        let mut row = ResultRow::blank(Some("t".into()), Source::Trace);
+        crate::eval::row::set_error(&mut row, k, "why".into(), None);
+        assert_eq!(decode(&encode(&row)).unwrap().error.unwrap().category, k);
+    }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::diff::{DriftCategory, DriftFinding};
 use crate::oracle::{OracleResult, Verdict};
 use crate::privacy::lint::Finding;
-use crate::report::{ResultRow, RowError, RowVerdict, Source};
+use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
@@ -169,7 +169,7 @@ pub(crate) fn encode(row: &ResultRow) -> Box<[u8]> {
             })
             .collect(),
         error: row.error.as_ref().map(|e| ErrorWire {
-            category: &e.category,
+            category: e.category.as_str(),
             message: &e.message,
             line: e.line.map(|l| l as u64),
         }),
@@ -348,7 +348,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
             })
             .collect(),
         error: wire.error.map(|e| RowError {
-            category: e.category.to_owned(),
+            // A kind this build does not know (a newer cache) reads as an internal error.
+            category: RowErrorKind::parse(e.category).unwrap_or(RowErrorKind::Internal),
             message: e.message.to_owned(),
             line: e.line.map(|l| l as usize),
         }),
@@ -415,7 +416,7 @@ pub(super) fn decode_unchecked(bytes: &[u8]) -> ResultRow {
             risk: head.risk,
             blocking: true,
             error: Some(RowError {
-                category: "internal".into(),
+                category: RowErrorKind::Internal,
                 message: format!(
                     "{e}; delete the result cache (`.tracereplay/cache`) and run again"
                 ),

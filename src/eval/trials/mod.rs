@@ -284,7 +284,12 @@ fn duplicate_trials(
         paths.join(", ")
     );
     for r in rows.iter_mut() {
-        set_error(r, "duplicate-trial", message.clone(), Some(1));
+        set_error(
+            r,
+            crate::report::RowErrorKind::DuplicateTrial,
+            message.clone(),
+            Some(1),
+        );
         r.drift.clear();
         r.blocking = blocks(r, opts.counting.fail_on);
     }
