@@ -2,7 +2,7 @@
 //! 3,000 expected against 3,000 actual calls, and `gates --strength` on one 2,000-call trace.
 //!
 //! `cargo bench --bench adversarial`. CI only compiles it (clippy `--all-targets`). Peak memory
-//! is measured on the command line (see the README's Performance section).
+//! is measured on the command line (see docs/performance.md).
 
 use divan::Bencher;
 use serde_json::json;

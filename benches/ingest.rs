@@ -4,7 +4,7 @@
 //!
 //! `cargo bench --bench ingest`. CI only compiles it (clippy `--all-targets`). The end-to-end
 //! figure (ingest of the real tau-bench file against `check` of what it wrote) is measured on
-//! the command line (see the README's Performance section).
+//! the command line (see docs/performance.md).
 
 use serde_json::{Value, json};
 use tracereplay::ingest::{Format, IngestOptions, ingest};

@@ -137,7 +137,7 @@ impl GrowingPrompt {
 mod tests {
     use super::*;
 
-    /// Test vectors published in the README so other recorders can check their implementation.
+    /// Test vectors published in `docs/privacy.md` so other recorders can check their implementation.
     #[test]
     fn spec_test_vectors() {
         let unkeyed = PromptHasher::unkeyed();

@@ -1,6 +1,6 @@
 //! What adopting tracereplay on real recordings broke (#26): approved baselines lost by a
 //! selective run and a bulk accept, a diverged replay passing, a recording of a run that never
-//! happened, the README's replay workflow failing at its last step, and reports that disagree
+//! happened, the replay workflow (docs/replay.md) failing at its last step, and reports that disagree
 //! with the exit code or do not fit a pull request.
 
 use super::replay::{Server, agent_loop};
@@ -172,7 +172,7 @@ fn a_recording_that_holds_a_replay_divergence_fails_check() {
     );
 }
 
-/// The README's replay workflow, as written, ending with `check` and `diff`; both fail when a
+/// The replay workflow of docs/replay.md, as written, ending with `check` and `diff`; both fail when a
 /// tool's result changed.
 #[test]
 fn the_readme_replay_journey_works_and_fails_on_a_changed_tool_result() {

@@ -237,7 +237,7 @@ fn tau2_scenarios_from_ground_truth_agree_with_tau2s_own_action_checks() {
         }
     }
     assert_eq!(simulations, 170);
-    // The README states this figure.
+    // docs/ingest.md states this figure.
     assert_eq!((agree, checks), (597, 597));
 }
 

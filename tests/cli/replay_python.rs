@@ -169,9 +169,12 @@ fn asking_once_more_than_recorded_gets_the_exhaustion_error_with_the_count() {
 #[test]
 fn the_readme_example_runs_as_written_against_the_demo_recording() {
     let readme =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/replay.md"))
             .unwrap();
-    let start = readme.find("```python\n").expect("the README's example") + "```python\n".len();
+    let start = readme
+        .find("```python\n")
+        .expect("the replay doc's example")
+        + "```python\n".len();
     let example = &readme[start..start + readme[start..].find("```").unwrap()];
     let env = Env::new();
     copy_demo(&env, true);

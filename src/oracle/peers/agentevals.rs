@@ -1,5 +1,5 @@
 //! agentevals trajectory match evaluators (`strict`, `unordered`, `subset`, `superset`), on the
-//! README's weather example.
+//! replay example's weather trajectory (`docs/replay.md`).
 
 use serde_json::json;
 
