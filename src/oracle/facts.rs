@@ -4,6 +4,20 @@
 use crate::trace::json::eq_ci;
 use crate::trace::{EventBody, Phase, ToolCallRef, Trace};
 
+/// An actual call as the matchers see it (the base of `tool-sequence` and the argument
+/// matching): its `seq`, tool, arguments and the inference that planned it with others.
+#[derive(Debug, Clone)]
+pub struct ActualCall {
+    /// Its `seq`.
+    pub seq: u64,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as JSON.
+    pub args: serde_json::Value,
+    /// The inference that planned it together with others, if any.
+    pub batch: Option<u64>,
+}
+
 /// A message as it stands after every edit and delete.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageState {
@@ -66,7 +80,7 @@ pub struct Facts<'t, 'a> {
     /// The batch of each call (derived on first use).
     batches: std::cell::OnceCell<Vec<Option<u64>>>,
     /// The calls inferences planned (derived on first use: only `"of": "planned"` needs them).
-    planned: std::cell::OnceCell<Vec<super::sequence::ActualCall>>,
+    planned: std::cell::OnceCell<Vec<ActualCall>>,
     /// `{"header", "events"}` as JSON text (built on first use: only `expr` reads it).
     document: std::cell::OnceCell<String>,
 }
@@ -146,13 +160,13 @@ impl<'t, 'a> Facts<'t, 'a> {
 
     /// The calls the inferences planned, in order: each with the `seq` of its inference, which
     /// is also its batch. Derived once per trace, whichever oracles read them.
-    pub fn planned(&self) -> &[super::sequence::ActualCall] {
+    pub fn planned(&self) -> &[ActualCall] {
         self.planned.get_or_init(|| {
             let mut out = Vec::new();
             for e in &self.trace.events {
                 if let EventBody::Inference(i) = &e.body {
                     for c in i.output.iter().flat_map(|o| o.tool_calls.iter().flatten()) {
-                        out.push(super::sequence::ActualCall {
+                        out.push(ActualCall {
                             seq: e.seq,
                             tool: c.tool.to_string(),
                             args: c.args.value(),

@@ -16,8 +16,9 @@
 use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 
+use super::facts::ActualCall;
 use super::jsoneq::{ArgsMatch, override_for};
-use super::sequence::{ActualCall, SeqConfig};
+use super::sequence::SeqConfig;
 use crate::trace::json::lower;
 
 /// A key equal for any two values that JSON equality holds equal (numbers by their `f64`

@@ -15,6 +15,7 @@ mod hostile;
 mod html;
 mod ingest;
 mod ingest_otel;
+mod layering;
 mod privacy;
 mod project;
 mod real_corpora;

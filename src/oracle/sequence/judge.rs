@@ -3,18 +3,7 @@
 
 use super::*;
 
-/// An actual call as the matcher sees it.
-#[derive(Debug, Clone)]
-pub struct ActualCall {
-    /// Its `seq`.
-    pub seq: u64,
-    /// Tool name.
-    pub tool: String,
-    /// Arguments as JSON.
-    pub args: Value,
-    /// The inference that planned it together with others, if any.
-    pub batch: Option<u64>,
-}
+pub use crate::oracle::facts::ActualCall;
 
 /// The actual calls of a trace with their batches (the `seq` of the planning inference).
 pub fn actual_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {

@@ -1,0 +1,75 @@
+//! The import rules of the library's layers, checked over the `use` lines: the base of the
+//! oracles (`oracle/facts.rs`) knows no oracle family, and the statistics of trials know
+//! nothing of judging, reports or the command line.
+
+use std::path::PathBuf;
+
+fn source(rel: &str) -> String {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+}
+
+/// The paths a file's `use` lines (and `super::`/`crate::` paths anywhere) name.
+fn named_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim_start) {
+        if line.starts_with("//") {
+            continue;
+        }
+        for prefix in ["super::", "crate::"] {
+            let mut rest = line;
+            while let Some(at) = rest.find(prefix) {
+                let path: String = rest[at..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
+                out.push(path);
+                rest = &rest[at + prefix.len()..];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_oracles_base_knows_no_oracle_family() {
+    let families = [
+        "sequence",
+        "counts",
+        "calls",
+        "replies",
+        "artifacts",
+        "harness",
+        "contract",
+        "similarity",
+        "compose",
+        "expr",
+    ];
+    for path in named_paths(&source("src/oracle/facts.rs")) {
+        for f in families {
+            assert!(
+                !path.starts_with(&format!("super::{f}"))
+                    && !path.starts_with(&format!("crate::oracle::{f}")),
+                "oracle/facts.rs reaches into the `{f}` family: {path}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_statistics_of_trials_know_nothing_of_judging_reports_or_the_cli() {
+    for file in [
+        "src/trials/stats.rs",
+        "src/trials/id.rs",
+        "src/trials/policy.rs",
+        "src/trials/drift.rs",
+    ] {
+        for path in named_paths(&source(file)) {
+            for layer in ["crate::eval", "crate::report", "crate::cli"] {
+                assert!(
+                    !path.starts_with(layer),
+                    "{file} depends on `{layer}`: {path}"
+                );
+            }
+        }
+    }
+}
