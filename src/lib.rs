@@ -40,6 +40,7 @@ pub mod fuzzing;
 pub mod gates;
 pub mod ingest;
 pub mod oracle;
+pub mod paths;
 pub mod privacy;
 #[cfg(feature = "replay")]
 pub mod replay;

@@ -8,10 +8,11 @@ use crate::baseline::{
     decode_segment,
 };
 use crate::diff::{DriftCategory, DriftMode, compare};
-use crate::discover::{discover, display_path};
+use crate::discover::discover;
 use crate::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Selection, check,
 };
+use crate::paths::display_path;
 use crate::report::{RowVerdict, escape_controls};
 use crate::trace::json::eq_ci;
 use anyhow::{Context, bail};

@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::discover::{discover, display_path};
+use crate::discover::discover;
 use crate::eval::{
     CacheFile, CacheKey, CheckOptions, CheckStats, Counting, Progress, Runtime, Selection,
     check_with_cache_file, in_pool,
 };
 use crate::fsutil::write_atomic_streaming;
+use crate::paths::display_path;
 use crate::report::{
     self,
     human::{HumanOptions, StatusLevel},

@@ -193,7 +193,7 @@ impl Config {
             .ok()
             .and_then(|f| f.parent().map(Utf8Path::to_owned))
             .unwrap_or_else(|| ".".into());
-        let shown = crate::discover::display_path(&file);
+        let shown = crate::paths::display_path(&file);
         let shown = Utf8Path::new(&shown);
         let mut c = Config {
             file: Some(file.clone()),
@@ -289,7 +289,7 @@ impl Config {
     }
 
     fn source_in_file(&self, what: &str) -> String {
-        let file = self.file.as_deref().map(crate::discover::display_path);
+        let file = self.file.as_deref().map(crate::paths::display_path);
         format!("{} ({what})", file.unwrap_or_default())
     }
 
@@ -391,7 +391,7 @@ impl Config {
     /// `tracereplay config`: the settings `check` runs with, and where each came from.
     pub(super) fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
         match &self.file {
-            Some(f) => writeln!(out, "file: {}", crate::discover::display_path(f))?,
+            Some(f) => writeln!(out, "file: {}", crate::paths::display_path(f))?,
             None => writeln!(
                 out,
                 "file: none (no `{FILE_NAME}` in the working directory or its parents)"

@@ -5,11 +5,12 @@ use std::io::Write;
 
 use crate::diff::report::{DiffEntry, DiffReport, Unpaired};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
-use crate::discover::{discover, display_path};
+use crate::discover::discover;
 use crate::eval::{
     Baselines, CheckOptions, Counting, FailOn, JudgedTrace, Selection, check, error_chain,
     judge_trace_file,
 };
+use crate::paths::display_path;
 use crate::privacy::mask::mask_drift;
 use crate::report::{RowVerdict, Source};
 use crate::scenario::{Scenario, load_scenarios};

@@ -54,7 +54,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     let found = discover(&args.paths, &args.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let searched: Vec<String> = (args.paths.iter().chain(&args.scenario_dirs))
-        .map(|p| crate::discover::display_path(p))
+        .map(|p| crate::paths::display_path(p))
         .collect();
     let mut problems = check_gates(&loaded, &searched.join("`, `"));
     for w in found
@@ -81,7 +81,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             }
         }
         for w in warnings {
-            let file = crate::discover::display_path(&s.file);
+            let file = crate::paths::display_path(&s.file);
             writeln!(
                 out,
                 "warning: `{file}`: scenario `{}`: {}",
@@ -92,7 +92,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     }
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
-        file: crate::discover::display_path(p),
+        file: crate::paths::display_path(p),
         scenario: None,
         line: None,
         column: None,

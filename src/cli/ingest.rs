@@ -11,8 +11,8 @@ use std::io::Write;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::baseline::encode_trace_segment;
-use crate::discover::display_path;
 use crate::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
+use crate::paths::display_path;
 use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use crate::trace::Limits;
 

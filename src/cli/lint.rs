@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
-use crate::discover::{discover, display_path};
+use crate::discover::discover;
 use crate::eval::error_chain;
+use crate::paths::display_path;
 use crate::privacy::lint::{Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets};
 use crate::report::escape_controls;
 use crate::trace::{Seal, TraceError, TraceFile, parse_trace_with};

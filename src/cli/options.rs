@@ -206,6 +206,6 @@ pub(super) fn not_replaced(dest: &Utf8Path, existing: Option<&str>, new: &str) -
     );
     format!(
         "`{}` holds {what}; not replaced — pass `--force` to replace it",
-        crate::discover::display_path(dest)
+        crate::paths::display_path(dest)
     )
 }

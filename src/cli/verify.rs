@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
-use crate::discover::{discover, display_path};
+use crate::discover::discover;
 use crate::eval::error_chain;
+use crate::paths::display_path;
 use crate::report::escape_controls;
 use crate::trace::TraceFile;
 use rayon::prelude::*;

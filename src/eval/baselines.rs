@@ -9,7 +9,7 @@ use camino::Utf8PathBuf;
 use super::pipeline::BaselinePolicy;
 use crate::baseline::decode_segment;
 use crate::diff::{DriftCategory, DriftFinding};
-use crate::discover::display_path;
+use crate::paths::display_path;
 use crate::report::{ObsoleteBaseline, Rows};
 
 /// A pending baseline file for one (scenario, case), decided by a comparison and carried out by

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::pipeline::{self, BaselinePolicy, JudgeOptions};
 use crate::diff::DriftFinding;
-use crate::discover::display_path;
 use crate::oracle::OracleResult;
+use crate::paths::display_path;
 use crate::scenario::Scenario;
 use crate::trace::TraceFile;
 

@@ -77,7 +77,7 @@ pub(crate) fn judge_all(
                 pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
             }
             if let Some(b) = out.behaviour {
-                let shown = crate::discover::display_path(path);
+                let shown = crate::paths::display_path(path);
                 behaviours
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

@@ -45,7 +45,8 @@ pub use pipeline::{BaselinePolicy, JudgeOptions};
 pub(crate) use row::event_value;
 pub use store::{RowMeta, Rows};
 
-use crate::discover::{Discovered, display_path};
+use crate::discover::Discovered;
+use crate::paths::display_path;
 use crate::report::{Report, ResultRow, RowVerdict, ToolInfo};
 use crate::scenario::{Risk, load_scenarios};
 use store::Spill;

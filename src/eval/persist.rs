@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::baselines::Pending;
 use crate::baseline::BaselineStore;
-use crate::discover::display_path;
+use crate::paths::display_path;
 use crate::report::FailedWrite;
 
 /// Carries out `pending` in `store` (each file inside it, never through a symlink), in parallel.

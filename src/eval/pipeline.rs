@@ -5,8 +5,8 @@
 
 use crate::baseline::{BaselineFile, BaselineStore, Behaviour};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare as compare_behaviour};
-use crate::discover::display_path;
 use crate::oracle::{self, OracleResult, Verdict};
+use crate::paths::display_path;
 use crate::report::RowVerdict;
 use crate::scenario::Scenario;
 use crate::trace::{Limits, ParsedTrace, Seal, Trace, TraceError, TraceFile, parse_trace_with};

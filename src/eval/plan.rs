@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use camino::Utf8PathBuf;
 
 use super::{Baselines, CheckError, CheckOptions, Selection, cache};
-use crate::discover::{Discovered, display_path};
+use crate::discover::Discovered;
+use crate::paths::display_path;
 use crate::scenario::{LoadedScenarios, Scenario};
 
 /// Scenarios by lowercased id (looked up once or twice per trace: foldhash, not SipHash; never

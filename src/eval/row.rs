@@ -9,7 +9,7 @@ use super::judging::Outputs;
 use super::pipeline::{self, BaselinePolicy};
 use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
 use super::{CheckOptions, error_chain};
-use crate::discover::display_path;
+use crate::paths::display_path;
 use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Scenario;
 use crate::trace::{TraceError, TraceFile, probe_header};

@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::row::{self, set_error};
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
-use crate::discover::{Discovered, display_path};
+use crate::discover::Discovered;
+use crate::paths::display_path;
 use crate::report::{ResultRow, RowErrorKind, RowVerdict, Rows, Source, Summary};
 
 /// Rows that are not judged traces: a scenario in scope without a trace (its scripted trace

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::discover::display_path;
 use crate::oracle::registry::{self, Family};
 use crate::oracle::{canonical_type, misconfigurations};
+use crate::paths::display_path;
 use crate::scenario::{LoadedScenarios, Scenario};
 
 /// One gate problem.

@@ -248,7 +248,7 @@ pub fn scan_scenarios_and_sidecars(
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
     use rayon::prelude::*;
-    let shown = crate::discover::display_path;
+    let shown = crate::paths::display_path;
     let mut out: Vec<Finding> = scenarios
         .par_iter()
         .flat_map_iter(|(path, bytes)| scan_secrets(&shown(path), bytes, mode, waived))

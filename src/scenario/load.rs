@@ -458,9 +458,7 @@ fn contract_within(
         if !resolved.starts_with(root) {
             return Err(format!(
                 "contract path `{c}` leads outside the suite root `{}`; keep contracts inside the suite",
-                crate::discover::display_path(
-                    Utf8Path::from_path(root).unwrap_or(Utf8Path::new("?"))
-                )
+                crate::paths::display_path(Utf8Path::from_path(root).unwrap_or(Utf8Path::new("?")))
             ));
         }
     }

@@ -73,3 +73,32 @@ fn the_statistics_of_trials_know_nothing_of_judging_reports_or_the_cli() {
         }
     }
 }
+
+#[test]
+fn reports_and_baselines_name_files_without_discovery() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src/report", "src/baseline", "src/trials"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    assert!(files.len() > 10);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let paths = named_paths(&text);
+        assert!(
+            !paths.iter().any(|p| p.starts_with("crate::discover")),
+            "{} depends on discovery (use `crate::paths::display_path`)",
+            f.display()
+        );
+    }
+}

@@ -9,7 +9,7 @@ use super::super::pipeline::{self, BaselinePolicy};
 use super::super::{CheckOptions, error_chain};
 use crate::baseline::{Approved, BaselineError, BaselineSet, Behaviour, SetTrial};
 use crate::diff::{DriftCategory, DriftMode};
-use crate::discover::display_path;
+use crate::paths::display_path;
 use crate::report::ResultRow;
 use crate::report::cases::{CaseFinding, CaseRow, Family, Thresholds};
 use crate::trials::TrialId;
