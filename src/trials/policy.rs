@@ -13,6 +13,10 @@ use serde_json::{Map, Value};
 
 use super::stats;
 
+/// The largest `trials.min` (far beyond any recorded set; keeps the power computations of
+/// `gates` bounded whatever a scenario says).
+pub const MAX_MIN: u64 = 10_000;
+
 /// Which trials of a case must pass.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum PassRule {
@@ -72,8 +76,8 @@ impl TrialsPolicy {
             None => 1,
             Some(v) => v
                 .as_u64()
-                .filter(|m| *m >= 1)
-                .ok_or("`trials.min` must be an integer of at least 1")?,
+                .filter(|m| (1..=MAX_MIN).contains(m))
+                .ok_or("`trials.min` must be an integer from 1 to 10000")?,
         };
         let pass = match obj.get("pass") {
             None => PassRule::All,
@@ -249,6 +253,7 @@ mod tests {
         for bad in [
             json!("all"),
             json!({"min": 0}),
+            json!({"min": 9223372036854775807u64}),
             json!({"min": 2.5}),
             json!({"min": "4"}),
             json!({"mni": 4}),
