@@ -222,10 +222,14 @@ fn group_outcome(
             row = Some(r);
         }
         if listed {
+            // Stored again only when it changed: compared here, or unblocked by a policy.
+            let changed = row.is_some() || !policy.is_default();
             let r = row.take().unwrap_or_else(|| rows.get(i));
             let (case, r) = single_case(r, policy, opts);
             out.case = Some(case);
-            out.rows.push((i, r));
+            if changed {
+                out.rows.push((i, r));
+            }
         } else if let Some(r) = row {
             out.rows.push((i, r));
         }
