@@ -174,7 +174,7 @@ pub fn step_count(kind: &str, known: &str, range: Range, facts: &Facts<'_, '_>) 
 
 /// Configures `message-count`.
 pub fn configure_message_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
-    let phase = phase_param(spec)?.unwrap_or(Phase::Final);
+    let phase = params::phase(spec)?.unwrap_or(Phase::Final);
     let range = range(spec)?;
     let value = params::text(spec);
     Ok(Oracle::MessageCount {
@@ -201,18 +201,6 @@ pub fn message_count(
         None => format!("standing `{phase}` message(s)"),
     };
     counted(&what, range, standing.iter().map(|m| m.seq).collect())
-}
-
-/// The optional `phase` parameter.
-pub fn phase_param(spec: &OracleSpec) -> Result<Option<Phase>, String> {
-    match spec.get("phase") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => Phase::parse(&s.trim().to_ascii_lowercase())
-            .map(Some)
-            .ok_or_else(|| format!("`phase` `{s}` is not `preview` or `final`")),
-        Some(other) => Err(format!("`phase` `{other}` is not `preview` or `final`")),
-    }
 }
 
 /// Configures `max-tokens`.

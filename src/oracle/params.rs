@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::scenario::{OracleSpec, scalar_string};
+use crate::trace::Phase;
 
 fn configured(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
@@ -95,6 +96,18 @@ pub fn string_list(spec: &OracleSpec, name: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The optional `phase` parameter (`preview` or `final`; blank counts as not configured).
+pub fn phase(spec: &OracleSpec) -> Result<Option<Phase>, String> {
+    match spec.get("phase") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Phase::parse(&s.trim().to_ascii_lowercase())
+            .map(Some)
+            .ok_or_else(|| format!("`phase` `{s}` is not `preview` or `final`")),
+        Some(other) => Err(format!("`phase` `{other}` is not `preview` or `final`")),
+    }
 }
 
 #[cfg(test)]

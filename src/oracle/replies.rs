@@ -3,7 +3,6 @@
 
 use serde_json::{Value, json};
 
-use super::counts::phase_param;
 use super::facts::Facts;
 use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
@@ -84,7 +83,7 @@ pub fn no_preview_left(require: bool, facts: &Facts<'_, '_>) -> OracleResult {
 /// Configures `final-after-tool`.
 pub fn configure_final_after_tool(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let tool = params::string(spec, "tool").ok_or("no `tool`")?;
-    let phase = phase_param(spec)?;
+    let phase = super::params::phase(spec)?;
     let value = params::text(spec);
     Ok(Oracle::FinalAfterTool { tool, phase, value })
 }

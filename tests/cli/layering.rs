@@ -56,6 +56,16 @@ fn the_oracles_base_knows_no_oracle_family() {
 }
 
 #[test]
+fn shared_parameters_come_from_params_not_from_another_family() {
+    for path in named_paths(&source("src/oracle/replies.rs")) {
+        assert!(
+            !path.starts_with("super::counts"),
+            "replies.rs takes `{path}` from counts"
+        );
+    }
+}
+
+#[test]
 fn the_statistics_of_trials_know_nothing_of_judging_reports_or_the_cli() {
     for file in [
         "src/trials/stats.rs",
