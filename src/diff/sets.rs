@@ -9,9 +9,7 @@ use serde::Serialize;
 
 use super::{DriftFinding, DriftMode};
 use crate::baseline::Behaviour;
-use crate::report::cases::{CaseFinding, Family};
-use crate::trials::drift::{self, SetComparison, Side, TrialFacts};
-use crate::trials::stats::at_most;
+use crate::trials::drift::{self, CaseFinding, Family, SetComparison, Side, TrialFacts};
 
 /// One case compared as a set.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,32 +98,7 @@ pub fn compare_sets(
         let passed = |s: &[TrialFacts]| s.iter().filter(|t| t.passed).count() as u64;
         let (pa, pc) = (passed(&a), passed(&c));
         let (na, nc) = (a.len() as u64, c.len() as u64);
-        let mut findings: Vec<CaseFinding> = (cmp.structural.iter())
-            .map(|s| CaseFinding {
-                category: s.category,
-                detail: s.detail.clone(),
-                p: None,
-                p_adjusted: None,
-                approved: None,
-                current: None,
-                fails: s.category.fails(mode),
-            })
-            .collect();
-        for t in &cmp.tests {
-            if let Some(Some(th)) = thresholds.get(&t.family) {
-                if at_most(t.p_adjusted, *th) {
-                    findings.push(CaseFinding {
-                        category: t.category,
-                        detail: t.detail.clone(),
-                        p: Some(t.p),
-                        p_adjusted: Some(t.p_adjusted),
-                        approved: Some(t.approved),
-                        current: Some(t.current),
-                        fails: t.category.fails(mode),
-                    });
-                }
-            }
-        }
+        let findings = drift::reported(&cmp.structural, &cmp.tests, &thresholds, mode);
         entries.push(SetEntry {
             scenario: input.scenario,
             case: input.case,

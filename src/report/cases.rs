@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::RowVerdict;
-use crate::diff::DriftCategory;
 use crate::scenario::Risk;
-pub use crate::trials::drift::{Family, SetTest, Side};
+pub use crate::trials::drift::{CaseFinding, Family, SetTest, Side};
 
 /// One case of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,25 +75,6 @@ pub struct FlakyOracle {
     pub passed: usize,
     /// Trials that ran it.
     pub of: usize,
-}
-
-/// A drift finding of a case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaseFinding {
-    /// Category id.
-    pub category: DriftCategory,
-    /// What moved.
-    pub detail: String,
-    /// The test's p-value (`null` for findings without a test).
-    pub p: Option<f64>,
-    /// Its within-case adjusted p.
-    pub p_adjusted: Option<f64>,
-    /// The approved set.
-    pub approved: Option<Side>,
-    /// The current set.
-    pub current: Option<Side>,
-    /// Whether it fails the run under the `--drift` mode in force.
-    pub fails: bool,
 }
 
 /// The run's threshold of each family of set tests.
@@ -168,29 +148,6 @@ impl<'r> CaseIndex<'r> {
     pub fn get(&self, scenario: Option<&str>, case: Option<&str>) -> Option<&'r CaseRow> {
         self.0.get(&(scenario?, case?)).copied()
     }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl CaseFinding {
-    /// The finding as a per-trace drift finding (for `diff`'s list): its p-values in the
-    /// detail.
-    pub fn to_drift(&self) -> crate::diff::DriftFinding {
-        // The detail names both sides' counts or medians already.
-        let mut detail = self.detail.clone();
-        if let (Some(p), Some(a)) = (self.p, self.p_adjusted) {
-            detail.push_str(&format!(" (p = {p:.6}, adjusted {a:.6})"));
-        }
-        crate::diff::DriftFinding {
-            category: self.category,
-            detail,
-            diff: None,
-            fails: self.fails,
-        }
-    }
 }
 
 /// Decides again, with every case of a merged run in view, each family's threshold and each set
@@ -211,22 +168,8 @@ pub fn decide_again(
     thresholds.families = drift::thresholds(cases.iter().map(|c| &c.family_p), thresholds.alpha);
     for c in cases.iter_mut().filter(|c| !c.tests.is_empty()) {
         c.drift.retain(|d| d.p.is_none());
-        for t in &c.tests {
-            let Some(Some(threshold)) = thresholds.families.get(&t.family) else {
-                continue;
-            };
-            if crate::trials::stats::at_most(t.p_adjusted, *threshold) {
-                c.drift.push(CaseFinding {
-                    category: t.category,
-                    detail: t.detail.clone(),
-                    p: Some(t.p),
-                    p_adjusted: Some(t.p_adjusted),
-                    approved: Some(t.approved),
-                    current: Some(t.current),
-                    fails: t.category.fails(mode),
-                });
-            }
-        }
+        c.drift
+            .extend(drift::reported(&[], &c.tests, &thresholds.families, mode));
     }
     for c in cases.iter_mut().filter(|c| c.is_set()) {
         c.blocking = crate::eval::verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats;
 use crate::baseline::Behaviour;
-use crate::diff::DriftCategory;
+use crate::diff::{DriftCategory, DriftFinding, DriftMode};
 
 /// The family a test belongs to, for multiple comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -30,15 +30,6 @@ pub enum Family {
 impl Family {
     /// Every family, in order.
     pub const ALL: [Family; 3] = [Family::Verdict, Family::Blocking, Family::Warnings];
-
-    /// The family's id (`verdict`, `blocking`, `warnings`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Family::Verdict => "verdict",
-            Family::Blocking => "blocking",
-            Family::Warnings => "warnings",
-        }
-    }
 }
 
 /// What one side of a test saw.
@@ -336,6 +327,104 @@ fn short(s: &str) -> String {
         None => s.to_owned(),
         Some((at, _)) => format!("{}…", &s[..at]),
     }
+}
+
+/// A drift finding of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseFinding {
+    /// Category id.
+    pub category: DriftCategory,
+    /// What moved.
+    pub detail: String,
+    /// The test's p-value (`null` for findings without a test).
+    pub p: Option<f64>,
+    /// Its within-case adjusted p.
+    pub p_adjusted: Option<f64>,
+    /// The approved set.
+    pub approved: Option<Side>,
+    /// The current set.
+    pub current: Option<Side>,
+    /// Whether it fails the run under the `--drift` mode in force.
+    pub fails: bool,
+}
+
+impl CaseFinding {
+    /// A finding without a test (`new`, `trials-changed`, `oracles-changed`…), its `fails` set
+    /// from `mode`.
+    pub fn plain(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFinding {
+        CaseFinding {
+            category,
+            detail,
+            p: None,
+            p_adjusted: None,
+            approved: None,
+            current: None,
+            fails: category.fails(mode),
+        }
+    }
+
+    /// A single trace's per-trace finding, as its case line shows it.
+    pub fn of_trace(d: &DriftFinding) -> CaseFinding {
+        CaseFinding {
+            category: d.category,
+            detail: d.detail.clone(),
+            p: None,
+            p_adjusted: None,
+            approved: None,
+            current: None,
+            fails: d.fails,
+        }
+    }
+
+    /// The finding as a per-trace drift finding (for `diff`'s list): its p-values in the
+    /// detail.
+    pub fn to_drift(&self) -> DriftFinding {
+        // The detail names both sides' counts or medians already.
+        let mut detail = self.detail.clone();
+        if let (Some(p), Some(a)) = (self.p, self.p_adjusted) {
+            detail.push_str(&format!(" (p = {p:.6}, adjusted {a:.6})"));
+        }
+        DriftFinding {
+            category: self.category,
+            detail,
+            diff: None,
+            fails: self.fails,
+        }
+    }
+
+    /// A significant test.
+    fn of_test(t: &SetTest, mode: DriftMode) -> CaseFinding {
+        CaseFinding {
+            category: t.category,
+            detail: t.detail.clone(),
+            p: Some(t.p),
+            p_adjusted: Some(t.p_adjusted),
+            approved: Some(t.approved),
+            current: Some(t.current),
+            fails: t.category.fails(mode),
+        }
+    }
+}
+
+/// The findings a comparison reports at the run's `thresholds`: its structural findings, then
+/// each counted test whose adjusted p is at most its family's threshold (what `check`, `diff
+/// --from --to` and `merge` all report).
+pub fn reported(
+    structural: &[Structural],
+    tests: &[SetTest],
+    thresholds: &BTreeMap<Family, Option<f64>>,
+    mode: DriftMode,
+) -> Vec<CaseFinding> {
+    let significant = |t: &&SetTest| matches!(thresholds.get(&t.family), Some(Some(th)) if stats::at_most(t.p_adjusted, *th));
+    (structural.iter())
+        .map(|s| CaseFinding::plain(s.category, s.detail.clone(), mode))
+        .chain(
+            tests
+                .iter()
+                .filter(significant)
+                .map(|t| CaseFinding::of_test(t, mode)),
+        )
+        .collect()
 }
 
 /// The run's threshold of each family: Benjamini–Hochberg at `alpha` over the family p-values

@@ -285,10 +285,5 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Rounds to 6 decimals, as reports print p-values and estimates (stable across platforms).
-pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
 #[cfg(test)]
 mod tests;

@@ -323,15 +323,7 @@ fn single_case(
     let mut case = case_of_rows(&g, std::slice::from_ref(&row), policy);
     case.baseline = row.baseline.clone();
     case.drift = (row.drift.iter())
-        .map(|d| crate::report::cases::CaseFinding {
-            category: d.category,
-            detail: d.detail.clone(),
-            p: None,
-            p_adjusted: None,
-            approved: None,
-            current: None,
-            fails: d.fails,
-        })
+        .map(crate::report::cases::CaseFinding::of_trace)
         .collect();
     if policy.is_default() {
         case.blocking = row.blocking;

@@ -2,8 +2,6 @@
 //! statistical tests of [`crate::trials::drift`], a set with a single baseline (or a single
 //! trace with a set) as `trials-changed`; and the pending set file each comparison calls for.
 
-use std::collections::BTreeMap;
-
 use super::super::baselines::Pending;
 use super::super::pipeline::{self, BaselinePolicy};
 use super::super::{CheckOptions, error_chain};
@@ -14,7 +12,6 @@ use crate::report::ResultRow;
 use crate::report::cases::{CaseFinding, CaseRow, Family, Thresholds};
 use crate::trials::TrialId;
 use crate::trials::drift::{self, SetComparison, TrialFacts};
-use crate::trials::stats::at_most;
 
 /// Compares one trace's behaviour with its approved baseline, as the judge stage does for a
 /// trace without a trial (it left trial traces to this stage, which knows the case has one).
@@ -58,15 +55,7 @@ pub(super) struct Item {
 pub(super) struct Comparisons(pub(super) Vec<Item>);
 
 fn finding(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFinding {
-    CaseFinding {
-        category,
-        detail,
-        p: None,
-        p_adjusted: None,
-        approved: None,
-        current: None,
-        fails: category.fails(mode),
-    }
+    CaseFinding::plain(category, detail, mode)
 }
 
 /// A current trial: its id, content hash and behaviour.
@@ -195,7 +184,8 @@ impl Comparisons {
             let case = &mut cases[item.at];
             match &item.outcome {
                 Ok(c) => {
-                    case.drift = findings(c, &thresholds.families, policy.mode);
+                    case.drift =
+                        drift::reported(&c.structural, &c.tests, &thresholds.families, policy.mode);
                 }
                 Err(f) => case.drift = vec![f.clone()],
             }
@@ -225,33 +215,4 @@ impl Comparisons {
         }
         Some(thresholds)
     }
-}
-
-/// The reported findings of a case: its structural findings, then each counted test whose
-/// adjusted p is at most its family's threshold.
-fn findings(
-    c: &SetComparison,
-    thresholds: &BTreeMap<Family, Option<f64>>,
-    mode: DriftMode,
-) -> Vec<CaseFinding> {
-    let mut out: Vec<CaseFinding> = (c.structural.iter())
-        .map(|s| finding(s.category, s.detail.clone(), mode))
-        .collect();
-    for t in &c.tests {
-        let Some(Some(threshold)) = thresholds.get(&t.family) else {
-            continue;
-        };
-        if at_most(t.p_adjusted, *threshold) {
-            out.push(CaseFinding {
-                category: t.category,
-                detail: t.detail.clone(),
-                p: Some(t.p),
-                p_adjusted: Some(t.p_adjusted),
-                approved: Some(t.approved),
-                current: Some(t.current),
-                fails: t.category.fails(mode),
-            });
-        }
-    }
-    out
 }
