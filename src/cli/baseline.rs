@@ -316,6 +316,27 @@ fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyh
     Ok(exit::OK)
 }
 
+/// Promotes the pending file this run wrote for (scenario, case) to its approved baseline;
+/// `None` when there is nothing to approve (no drift, and no pending file written to bring the
+/// approved one up to date). Returns the approved file, as shown.
+fn promote(
+    store: &BaselineStore,
+    scenario: &str,
+    case: &str,
+    drifted: bool,
+) -> anyhow::Result<Option<String>> {
+    let pending = store.new_path(scenario, case);
+    let approved = store.approved_path(scenario, case);
+    if !drifted && !pending.is_file() {
+        return Ok(None);
+    }
+    store
+        .confined()
+        .rename(&pending, &approved)
+        .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
+    Ok(Some(display_path(&approved)))
+}
+
 fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(code) = refuse_under_ci(&args.ci, "approve") {
         return Ok(code);
@@ -379,23 +400,14 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             diag!("skipped  {what}: {}", d.detail);
             continue;
         }
-        let pending = store.new_path(&c.scenario, &c.case);
-        let approved = store.approved_path(&c.scenario, &c.case);
-        if c.drift.is_empty() && !pending.is_file() {
-            unchanged += 1;
-            continue;
+        match promote(&store, &c.scenario, &c.case, !c.drift.is_empty())? {
+            None => unchanged += 1,
+            Some(approved) => {
+                written += 1;
+                let trials = c.trials;
+                writeln!(out, "approved {what} ({trials} trials) -> {approved}")?;
+            }
         }
-        store
-            .confined()
-            .rename(&pending, &approved)
-            .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
-        written += 1;
-        writeln!(
-            out,
-            "approved {what} ({} trials) -> {}",
-            c.trials,
-            display_path(&approved)
-        )?;
     }
     for row in report.results.iter() {
         let (Some(scenario), Some(case)) = (&row.scenario, &row.case) else {
@@ -424,19 +436,13 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             diag!("skipped  {what}: {}", d.detail);
             continue;
         }
-        let pending = store.new_path(scenario, case);
-        let approved = store.approved_path(scenario, case);
-        // No drift, and no pending file this run wrote to bring the approved one up to date.
-        if row.drift.is_empty() && !pending.is_file() {
-            unchanged += 1;
-            continue;
+        match promote(&store, scenario, case, !row.drift.is_empty())? {
+            None => unchanged += 1,
+            Some(approved) => {
+                written += 1;
+                writeln!(out, "approved {what} -> {approved}")?;
+            }
         }
-        store
-            .confined()
-            .rename(&pending, &approved)
-            .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
-        written += 1;
-        writeln!(out, "approved {what} -> {}", display_path(&approved))?;
     }
     writeln!(
         out,
