@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
-fn corpus(sub: &str) -> Option<PathBuf> {
+pub(crate) fn corpus(sub: &str) -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/real");
     let path = dir.join(sub);
     if path.exists() {

@@ -13,17 +13,8 @@ use crate::util::*;
 const AGENT: &str = "gpt-4o-airline";
 
 fn recordings() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpora/real/tau-bench/historical_trajectories/gpt-4o-airline.json");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!(
-            "note: `{}` is absent; this corpus test checks nothing",
-            path.display()
-        );
-        None
-    }
+    let dir = crate::real_corpora::corpus("tau-bench/historical_trajectories")?;
+    Some(dir.join("gpt-4o-airline.json"))
 }
 
 /// Ingests the recordings with their scenarios under `t/`.
