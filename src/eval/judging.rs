@@ -76,8 +76,7 @@ pub(crate) fn judge_all(
             if let Some(p) = out.pending {
                 pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
             }
-            if let Some(b) = out.behaviour {
-                let shown = crate::paths::display_path(path);
+            if let Some((shown, b)) = out.behaviour {
                 behaviours
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -111,8 +110,8 @@ pub(crate) struct Outputs {
     pub(crate) identity: Option<String>,
     /// The pending baseline file its comparison calls for.
     pub(crate) pending: Option<Pending>,
-    /// A trial trace's behaviour, left for the case stage to compare.
-    pub(crate) behaviour: Option<crate::baseline::Behaviour>,
+    /// A trial trace's behaviour by its shown path, left for the case stage to compare.
+    pub(crate) behaviour: Option<(String, crate::baseline::Behaviour)>,
 }
 
 /// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside

@@ -143,7 +143,7 @@ pub(crate) fn judge_opened(
         trial,
     );
     out.pending = pending;
-    out.behaviour = behaviour;
+    out.behaviour = behaviour.map(|b| (shown.clone(), b));
     // A secret the scan found is never shown in full, wherever the row is rendered.
     if !row.privacy.is_empty() || entry.secrets {
         crate::privacy::mask::mask_row(&mut row, waived);
