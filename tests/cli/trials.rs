@@ -776,3 +776,20 @@ fn a_null_trial_is_malformed_not_absent() {
     assert_eq!(e["category"], "malformed");
     assert!(e["message"].as_str().unwrap().contains("found null"), "{e}");
 }
+
+#[test]
+fn trials_are_listed_integers_first_numerically_then_bytewise() {
+    let env = Env::new();
+    suite(&env, "Low", "", &[]);
+    for (file, trial) in [("x", "\"b\""), ("y", "10"), ("z", "2"), ("w", "\"A\"")] {
+        env.write(
+            &format!("traces/s/c/{file}.trace.ndjson.zst"),
+            trial_trace("s", "c", trial, "search"),
+        );
+    }
+    let (_, r) = check_json(&env, &[]);
+    let trials: Vec<&str> = (r["results"].as_array().unwrap().iter())
+        .map(|r| r["trial"].as_str().unwrap())
+        .collect();
+    assert_eq!(trials, ["2", "10", "A", "b"]);
+}

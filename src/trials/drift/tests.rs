@@ -178,3 +178,20 @@ fn thresholds_are_benjamini_hochberg_per_family_and_power_is_judged() {
     );
     assert_eq!(underpowered(4, 4, 0.05), None);
 }
+
+#[test]
+fn a_run_status_that_changes_in_every_trial_is_tested_two_sided() {
+    let a = side(4, 4, &["a"]);
+    let mut c = side(4, 4, &["a"]);
+    for t in &mut c {
+        t.completed = false;
+    }
+    let got = compare_sets(&a, &c, 0.2, false);
+    let t = got
+        .tests
+        .iter()
+        .find(|t| t.category == DriftCategory::StatusChanged)
+        .unwrap();
+    assert_eq!(t.family, Family::Blocking);
+    assert!((t.p - 0.028571).abs() < 1e-6);
+}
