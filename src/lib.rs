@@ -46,6 +46,7 @@ pub mod privacy;
 pub mod replay;
 pub mod report;
 pub mod scenario;
+pub mod sign;
 mod suite;
 pub mod trace;
 pub mod trials;

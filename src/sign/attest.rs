@@ -1,0 +1,275 @@
+//! A signed record of a run (`check --attest FILE`): an in-toto Statement whose subjects are the
+//! trace files judged (by SHA-256 of their bytes) and whose predicate says how they were judged
+//! and what each verdict was, in a DSSE envelope signed with the signing key. Its fields are
+//! documented in `docs/signing.md`.
+
+use std::collections::BTreeMap;
+
+use camino::Utf8Path;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use super::dsse::{self, IN_TOTO_PAYLOAD_TYPE};
+use super::keys::{SigningKey, TrustedKeys};
+use crate::report::{Report, RowVerdict, Summary, ToolInfo};
+
+/// The in-toto Statement type.
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+/// The predicate type of a `check` run's record.
+pub const PREDICATE_TYPE: &str = "https://tracereplay.dev/attestation/check/v1";
+
+/// An in-toto Statement of a `check` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Statement {
+    /// [`STATEMENT_TYPE`].
+    #[serde(rename = "_type")]
+    pub statement_type: String,
+    /// The trace files judged whose seal held, by path and SHA-256.
+    pub subject: Vec<Subject>,
+    /// [`PREDICATE_TYPE`].
+    #[serde(rename = "predicateType")]
+    pub predicate_type: String,
+    /// The run.
+    pub predicate: Predicate,
+}
+
+/// A file the Statement is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subject {
+    /// Its path, as the report shows it.
+    pub name: String,
+    /// Its digests (`sha256`: of the file's bytes as stored).
+    pub digest: BTreeMap<String, String>,
+}
+
+/// What a run judged, how, and with what outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Predicate {
+    /// The tool and its version.
+    pub tool: ToolInfo,
+    /// The options that change judging, as flags (`--fail-on any`, `--drift fail`, …).
+    pub options: Vec<String>,
+    /// The scenario files the run loaded, by path, with the BLAKE3 hash of their bytes.
+    pub scenarios: Vec<ScenarioFile>,
+    /// One entry per report row, in report order.
+    pub results: Vec<AttestedResult>,
+    /// The report's counts.
+    pub summary: Summary,
+    /// The exit code the run ended with (0 or 1).
+    pub exit_code: i32,
+}
+
+/// A scenario file the run loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioFile {
+    /// Its path, as the report shows it.
+    pub path: String,
+    /// `b3:` and the BLAKE3 hash of its bytes (`null` when it could not be read again).
+    pub blake3: Option<String>,
+}
+
+/// One row of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttestedResult {
+    /// The trace's path (absent for a scenario without a trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its seal's content hash, when the seal held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
+    /// The scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    /// The case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+    /// The trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<String>,
+    /// `pass`, `fail` or `error`.
+    pub verdict: RowVerdict,
+    /// Whether it counted against the exit code.
+    pub blocking: bool,
+}
+
+/// The BLAKE3 hash of a file's bytes, as `b3:HEX`.
+fn blake3_of(path: &Utf8Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(format!("b3:{}", blake3::hash(&bytes).to_hex()))
+}
+
+/// The SHA-256 of a file's bytes, in hex.
+pub fn sha256_of(bytes: &[u8]) -> String {
+    let digest = sha2::Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The Statement of a run: `options` are the flags that changed judging, `exit_code` the one
+/// the run ends with. Subjects are read again (in parallel) to take their digests.
+pub fn statement(report: &Report, options: Vec<String>, exit_code: i32) -> Statement {
+    let mut results = Vec::with_capacity(report.results.len());
+    let mut scenario_files: Vec<String> = Vec::new();
+    for row in report.results.iter() {
+        if let Some(f) = &row.scenario_file {
+            scenario_files.push(f.clone());
+        }
+        results.push(AttestedResult {
+            path: row.path.clone(),
+            seal: row.content_hash.clone(),
+            scenario: row.scenario.clone(),
+            case: row.case.clone(),
+            trial: row.trial.clone(),
+            verdict: row.verdict,
+            blocking: row.blocking,
+        });
+    }
+    scenario_files.sort();
+    scenario_files.dedup();
+    let scenarios = (scenario_files.into_par_iter())
+        .map(|path| ScenarioFile {
+            blake3: blake3_of(Utf8Path::new(&path)),
+            path,
+        })
+        .collect();
+    let mut subject: Vec<Subject> = (results.par_iter())
+        .filter(|r| r.seal.is_some())
+        .filter_map(|r| {
+            let name = r.path.clone()?;
+            let bytes = std::fs::read(&name).ok()?;
+            let digest = BTreeMap::from([("sha256".to_owned(), sha256_of(&bytes))]);
+            Some(Subject { name, digest })
+        })
+        .collect();
+    subject.sort_by(|a, b| a.name.cmp(&b.name));
+    subject.dedup_by(|a, b| a.name == b.name);
+    Statement {
+        statement_type: STATEMENT_TYPE.to_owned(),
+        subject,
+        predicate_type: PREDICATE_TYPE.to_owned(),
+        predicate: Predicate {
+            tool: report.tool.clone(),
+            options,
+            scenarios,
+            results,
+            summary: report.summary.clone(),
+            exit_code,
+        },
+    }
+}
+
+/// The signed envelope of a Statement, as the text `--attest` writes.
+pub fn sign(statement: &Statement, key: &SigningKey) -> String {
+    let payload = serde_json::to_vec(statement).expect("a statement serialises");
+    let envelope = dsse::sign(key, IN_TOTO_PAYLOAD_TYPE, &payload);
+    let mut text = serde_json::to_string_pretty(&envelope).expect("an envelope serialises");
+    text.push('\n');
+    text
+}
+
+/// Why an attestation does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttestationError {
+    /// Its envelope does not verify.
+    #[error(transparent)]
+    Envelope(#[from] dsse::DsseError),
+    /// Its payload is not a Statement of a `check` run.
+    #[error("holds no Statement of a tracereplay check run: {0}")]
+    NotAStatement(String),
+}
+
+/// An attestation that verified.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verified {
+    /// Its Statement.
+    pub statement: Statement,
+    /// The trusted key that signed it.
+    pub key_id: String,
+}
+
+/// Verifies an attestation's text: the envelope's signature by a trusted key, then that its
+/// payload is a Statement of a `check` run.
+pub fn verify(text: &str, trusted: &TrustedKeys) -> Result<Verified, AttestationError> {
+    let opened = dsse::open(text, IN_TOTO_PAYLOAD_TYPE, trusted)?;
+    let statement: Statement = serde_json::from_slice(&opened.payload)
+        .map_err(|e| AttestationError::NotAStatement(e.to_string()))?;
+    if statement.statement_type != STATEMENT_TYPE {
+        return Err(AttestationError::NotAStatement(format!(
+            "its `_type` is `{}`, not `{STATEMENT_TYPE}`",
+            statement.statement_type
+        )));
+    }
+    if statement.predicate_type != PREDICATE_TYPE {
+        return Err(AttestationError::NotAStatement(format!(
+            "its `predicateType` is `{}`, not `{PREDICATE_TYPE}`",
+            statement.predicate_type
+        )));
+    }
+    Ok(Verified {
+        statement,
+        key_id: opened.key_id,
+    })
+}
+
+/// What a trace file given to `verify-attestation` is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceNow {
+    /// Its path, as reports show it.
+    pub path: String,
+    /// The SHA-256 of its bytes.
+    pub sha256: String,
+    /// Its seal's content hash, or why the seal does not hold.
+    pub seal: Result<String, String>,
+}
+
+/// How the given traces compare with an attestation: one line per problem, empty when every
+/// attested trace was given and matches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceCheck {
+    /// Attested traces found with the same seal and bytes.
+    pub matched: usize,
+    /// Attested traces that differ, or were not given, in words.
+    pub problems: Vec<String>,
+    /// Given traces the attestation does not name.
+    pub unattested: Vec<String>,
+}
+
+/// Compares the traces as they are now with what `statement` attests of them.
+pub fn check_traces(statement: &Statement, now: &[TraceNow]) -> TraceCheck {
+    let by_path: BTreeMap<&str, &TraceNow> = now.iter().map(|t| (t.path.as_str(), t)).collect();
+    let digests: BTreeMap<&str, &str> = (statement.subject.iter())
+        .filter_map(|s| Some((s.name.as_str(), s.digest.get("sha256")?.as_str())))
+        .collect();
+    let mut check = TraceCheck::default();
+    let mut attested: std::collections::BTreeSet<&str> = Default::default();
+    for r in &statement.predicate.results {
+        let (Some(path), Some(seal)) = (&r.path, &r.seal) else {
+            continue;
+        };
+        attested.insert(path);
+        let Some(found) = by_path.get(path.as_str()) else {
+            check
+                .problems
+                .push(format!("`{path}` is attested but was not given"));
+            continue;
+        };
+        match &found.seal {
+            Err(why) => check.problems.push(format!("`{path}`: {why}")),
+            Ok(s) if s != seal => check.problems.push(format!(
+                "`{path}` has seal {s}, but the attestation names {seal}"
+            )),
+            Ok(_) => match digests.get(path.as_str()) {
+                Some(d) if *d != found.sha256 => check.problems.push(format!(
+                    "`{path}` has the attested seal, but its bytes differ from the attested file (SHA-256 {}, attested {d})",
+                    found.sha256
+                )),
+                _ => check.matched += 1,
+            },
+        }
+    }
+    check.unattested = (now.iter())
+        .filter(|t| !attested.contains(t.path.as_str()))
+        .map(|t| t.path.clone())
+        .collect();
+    check
+}

@@ -1,0 +1,179 @@
+//! Signed evidence: detached minisign signatures of trace files, the keys that make and check
+//! them, and signed in-toto attestations of a run (see `docs/signing.md`).
+//!
+//! What judging needs is here and has no dependencies: the [`SignatureCheck`] a run is given
+//! (`check --require-signed`), the [`TraceSigner`] the recorders are given, where a trace's
+//! signature lives, and the trusted comment a tracereplay signature carries. The keys, the
+//! minisign formats and the DSSE envelopes are the `signing` feature's ([`keys`], [`dsse`],
+//! [`attest`]).
+
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "signing")]
+pub mod attest;
+#[cfg(feature = "signing")]
+pub mod dsse;
+#[cfg(feature = "signing")]
+pub mod keys;
+#[cfg(all(test, feature = "signing"))]
+mod tests;
+
+/// The environment variable that holds a signing key: the content of a `tracereplay.key` file
+/// (a CI secret), never its path.
+pub const SIGNING_KEY_ENV: &str = "TRACEREPLAY_SIGNING_KEY";
+
+/// Where the detached signature of the trace at `path` is: `NAME.trace.ndjson.zst.minisig`.
+pub fn signature_path(path: &Utf8Path) -> Utf8PathBuf {
+    Utf8PathBuf::from(format!("{path}.minisig"))
+}
+
+/// What a tracereplay signature says of the trace it signs, in its trusted comment (which the
+/// signature covers too): the trace's seal, scenario, case and trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Always `tracereplay`: tells these comments from minisign's default one.
+    pub tool: String,
+    /// The seal's content hash.
+    pub seal: String,
+    /// The header's scenario id.
+    pub scenario: String,
+    /// The header's case id.
+    pub case: String,
+    /// The header's trial, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<String>,
+    /// The file name signed.
+    pub file: String,
+    /// When it was signed (seconds since the Unix epoch).
+    pub timestamp: u64,
+}
+
+impl Claims {
+    /// The claims of a trace, signed now.
+    pub fn new(seal: &str, scenario: &str, case: &str, trial: Option<&str>, file: &str) -> Claims {
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Claims {
+            tool: "tracereplay".to_owned(),
+            seal: seal.to_owned(),
+            scenario: scenario.to_owned(),
+            case: case.to_owned(),
+            trial: trial.map(str::to_owned),
+            file: file.to_owned(),
+            timestamp,
+        }
+    }
+
+    /// The trusted comment: one line of JSON (controls and line breaks escaped).
+    pub fn comment(&self) -> String {
+        serde_json::to_string(self).expect("claims serialise")
+    }
+
+    /// The claims a trusted comment makes: `None` for a comment of another tool (minisign's
+    /// default `timestamp:… file:…` says nothing of the trace, and is accepted as such).
+    pub fn of_comment(comment: &str) -> Option<Claims> {
+        let claims: Claims = serde_json::from_str(comment).ok()?;
+        (claims.tool == "tracereplay").then_some(claims)
+    }
+
+    /// Where these claims and the trace they sign disagree, in words (`None`: they agree).
+    pub fn mismatch(
+        &self,
+        seal: &str,
+        scenario: &str,
+        case: &str,
+        trial: Option<&str>,
+    ) -> Option<String> {
+        let pairs = [
+            ("seal", Some(self.seal.as_str()), Some(seal)),
+            ("scenario", Some(self.scenario.as_str()), Some(scenario)),
+            ("case", Some(self.case.as_str()), Some(case)),
+            ("trial", self.trial.as_deref(), trial),
+        ];
+        let show = |v: Option<&str>| v.map_or_else(|| "none".to_owned(), |v| format!("`{v}`"));
+        let wrong: Vec<String> = (pairs.iter())
+            .filter(|(_, claimed, found)| claimed != found)
+            .map(|(what, claimed, found)| {
+                format!("{what} {} (the trace has {})", show(*claimed), show(*found))
+            })
+            .collect();
+        (!wrong.is_empty()).then(|| format!("its trusted comment names {}", wrong.join(", ")))
+    }
+}
+
+/// A signature that holds: who made it and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// The key id of the trusted key that made it (16 hex digits, as minisign shows it).
+    pub key_id: String,
+    /// Its trusted comment.
+    pub comment: String,
+}
+
+/// Why a trace's signature does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureProblem {
+    /// There is no signature file.
+    #[error(
+        "is not signed: there is no `{sig}`; sign it with `tracereplay sign` (or record it with TRACEREPLAY_SIGNING_KEY set)"
+    )]
+    Unsigned {
+        /// The signature file looked for.
+        sig: Utf8PathBuf,
+    },
+    /// The signature file cannot be read or is not a minisign signature.
+    #[error("has an unreadable signature `{sig}`: {detail}")]
+    Malformed {
+        /// The signature file.
+        sig: Utf8PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// It was made by a key that is not trusted.
+    #[error(
+        "is signed by key {key_id}, which is not among the trusted keys ({trusted}); add its public key to the trusted keys if it is one of yours"
+    )]
+    UntrustedKey {
+        /// The signing key's id.
+        key_id: String,
+        /// The ids of the trusted keys.
+        trusted: String,
+    },
+    /// A trusted key's signature that does not verify: the trace, or the trusted comment,
+    /// changed since it was signed.
+    #[error(
+        "has a bad signature by key {key_id}: {detail}; the trace or its signature changed since it was signed"
+    )]
+    Bad {
+        /// The signing key's id.
+        key_id: String,
+        /// What failed.
+        detail: String,
+    },
+    /// A good signature whose trusted comment names another trace.
+    #[error("is signed by key {key_id}, but {detail}")]
+    OtherTrace {
+        /// The signing key's id.
+        key_id: String,
+        /// Where the comment and the trace disagree.
+        detail: String,
+    },
+}
+
+/// Checks trace files' detached signatures (`check --require-signed`): given to a run in
+/// [`crate::eval::CheckOptions::signatures`]. [`keys::TrustedKeys`] is the one tracereplay has.
+pub trait SignatureCheck: Send + Sync + std::fmt::Debug {
+    /// Checks the signature of the trace file at `path`, whose stored bytes are `stored`.
+    fn check(&self, path: &Utf8Path, stored: &[u8]) -> Result<Signed, SignatureProblem>;
+}
+
+/// Signs the trace files a recorder writes (`pack`, `ingest`, `replay serve --record`).
+/// [`keys::SigningKey`] is the one tracereplay has.
+pub trait TraceSigner: Send + Sync + std::fmt::Debug {
+    /// The signature file's text for a trace file's stored bytes and what it claims.
+    fn sign(&self, stored: &[u8], claims: &Claims) -> Result<String, String>;
+    /// The signing key's id.
+    fn key_id(&self) -> String;
+}
