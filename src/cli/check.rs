@@ -148,6 +148,22 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     };
     let mut left_out = 0;
     let baselines = options::baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
+    let signing = &args.signing;
+    let trusted = (signing.require_signed)
+        .then(|| super::sign::trusted(signing.trusted_keys.as_deref(), "`--require-signed`"))
+        .transpose()?;
+    let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
+    let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn crate::sign::SignatureCheck>);
+    // The key is read before judging: a run asked to attest never ends without its record.
+    let attest_key = match &signing.attest {
+        Some(_) => Some(super::sign::signer(&signing.signing)?.with_context(|| {
+            format!(
+                "`--attest` signs the record with the signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE`",
+                crate::sign::SIGNING_KEY_ENV
+            )
+        })?),
+        None => None,
+    };
     let started = Instant::now();
     let threads = args.jobs.map(usize::from);
     let row_memory = (args.row_memory as usize) << 20;
@@ -205,6 +221,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                 stats: Some(stats.clone()),
                 row_memory: Some(row_memory),
             },
+            signatures: signatures.clone(),
         };
         let mut searched = args.paths.clone();
         searched.extend(args.scenario_dirs.iter().cloned());
@@ -342,9 +359,23 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         );
     }
     let failed = report.is_failure();
+    let code = if failed { exit::FAILURE } else { exit::OK };
+    if let (Some(path), Some(key)) = (&signing.attest, &attest_key) {
+        let facts = crate::sign::attest::RunFacts {
+            options: judging_flags(args),
+            trusted_keys: trusted_ids,
+            exit_code: code,
+        };
+        let statement = crate::sign::attest::statement(&report, facts);
+        let text = crate::sign::attest::sign(&statement, key);
+        out.flush()?;
+        write_atomic_streaming(path, &mut |w| w.write_all(text.as_bytes()))
+            .with_context(|| format!("cannot write the attestation to `{path}`"))?;
+        diag!("attestation: {path} (signed by key {})", key.key_id());
+    }
     // The process ends right after: freeing tens of thousands of rows one by one is wasted time.
     std::mem::forget(report);
-    Ok(if failed { exit::FAILURE } else { exit::OK })
+    Ok(code)
 }
 
 /// The options of this run that change how traces are judged or what fails the run, as flags
@@ -361,6 +392,7 @@ fn judging_flags(args: &CheckArgs) -> Vec<String> {
     ];
     for (on, flag) in [
         (args.judging.require_sealed, "--require-sealed"),
+        (args.signing.require_signed, "--require-signed"),
         (args.judging.allow_raw_prompts, "--allow-raw-prompts"),
         (args.scripted, "--scripted"),
         (args.last_failed, "--last-failed"),

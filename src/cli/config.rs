@@ -7,6 +7,7 @@
 //! baselines = "baselines"         # approved baselines
 //! scenarios = ["harness/suite"]   # `--scenarios` directories
 //! cache-dir = ".tracereplay/cache"
+//! trusted-keys = "keys"          # public keys signatures are checked against
 //!
 //! [profile.default]
 //! fail-on = "high"                # any | high | critical | none
@@ -16,6 +17,7 @@
 //!
 //! [profile.ci]                    # chosen automatically under CI; inherits `default`
 //! require-sealed = true
+//! require-signed = true           # every trace signed by a trusted key
 //! ```
 //!
 //! Paths are relative to the file, so a command behaves the same from any subdirectory. A flag
@@ -38,13 +40,21 @@ use super::args::{DriftArg, FailOnArg};
 /// The file's name.
 pub(super) const FILE_NAME: &str = "tracereplay.toml";
 
-const TOP_KEYS: &[&str] = &["paths", "baselines", "scenarios", "cache-dir", "profile"];
+const TOP_KEYS: &[&str] = &[
+    "paths",
+    "baselines",
+    "scenarios",
+    "cache-dir",
+    "trusted-keys",
+    "profile",
+];
 const PROFILE_KEYS: &[&str] = &[
     "fail-on",
     "drift",
     "usage-tolerance",
     "alpha",
     "require-sealed",
+    "require-signed",
 ];
 
 /// One profile's settings (`None`: not set).
@@ -55,6 +65,7 @@ struct Profile {
     usage_tolerance: Option<f64>,
     alpha: Option<f64>,
     require_sealed: Option<bool>,
+    require_signed: Option<bool>,
 }
 
 /// A loaded project file.
@@ -66,6 +77,7 @@ pub(super) struct Config {
     baselines: Option<Utf8PathBuf>,
     scenarios: Option<Vec<Utf8PathBuf>>,
     cache_dir: Option<Utf8PathBuf>,
+    trusted_keys: Option<Utf8PathBuf>,
     profiles: BTreeMap<String, Profile>,
     /// The profile in use, and why.
     profile: (String, &'static str),
@@ -146,11 +158,15 @@ fn profile_of(file: &Utf8Path, name: &str, t: &toml::Table) -> anyhow::Result<Pr
                     })?;
                 p.alpha = Some(n);
             }
-            "require-sealed" => {
-                p.require_sealed = Some(
-                    v.as_bool()
-                        .with_context(|| format!("`{file}`: `{key}` must be true or false"))?,
-                );
+            "require-sealed" | "require-signed" => {
+                let on = v
+                    .as_bool()
+                    .with_context(|| format!("`{file}`: `{key}` must be true or false"))?;
+                if k == "require-sealed" {
+                    p.require_sealed = Some(on);
+                } else {
+                    p.require_signed = Some(on);
+                }
             }
             other => return Err(unknown(file, &at, other, PROFILE_KEYS)),
         }
@@ -210,6 +226,7 @@ impl Config {
                     c.scenarios = Some(list.iter().map(|p| resolve(&base, p)).collect());
                 }
                 "baselines" => c.baselines = Some(resolve(&base, &string(shown, k, v)?)),
+                "trusted-keys" => c.trusted_keys = Some(resolve(&base, &string(shown, k, v)?)),
                 "cache-dir" => {
                     // The cache is written even under CI: a project file may only put it inside
                     // the project. Elsewhere is the command line's choice (`--cache-dir`).
@@ -312,6 +329,7 @@ impl Config {
         let tolerance = self.setting(|p| p.usage_tolerance).map(|v| v.0);
         let alpha = self.setting(|p| p.alpha).map(|v| v.0);
         let sealed = self.setting(|p| p.require_sealed).map(|v| v.0);
+        let signed = self.setting(|p| p.require_signed).map(|v| v.0);
         let name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
             v().map(|p| p.get_name().to_owned())
         };
@@ -319,7 +337,7 @@ impl Config {
             v.as_ref()
                 .map(|l| l.iter().map(|p| p.to_string()).collect::<Vec<_>>())
         };
-        let settings: [(&str, Option<Vec<String>>); 9] = [
+        let settings: [(&str, Option<Vec<String>>); 11] = [
             ("paths", list(&self.paths)),
             ("scenario_dirs", list(&self.scenarios)),
             (
@@ -342,6 +360,11 @@ impl Config {
             ("alpha", alpha.map(|a| vec![a.to_string()])),
             // A flag: only `true` can be given.
             ("require_sealed", sealed.filter(|s| *s).map(|_| Vec::new())),
+            ("require_signed", signed.filter(|s| *s).map(|_| Vec::new())),
+            (
+                "trusted_keys",
+                self.trusted_keys.as_ref().map(|d| vec![d.to_string()]),
+            ),
             (
                 "baselines",
                 self.baselines.as_ref().map(|d| vec![d.to_string()]),
@@ -473,6 +496,23 @@ impl Config {
                 .as_ref()
                 .map_or("false".into(), |(s, _)| s.to_string()),
             from(sealed.map(|v| v.1)),
+        )?;
+        let signed = self.setting(|p| p.require_signed);
+        line(
+            "require-signed",
+            signed
+                .as_ref()
+                .map_or("false".into(), |(s, _)| s.to_string()),
+            from(signed.map(|v| v.1)),
+        )?;
+        line(
+            "trusted-keys",
+            self.trusted_keys
+                .as_ref()
+                .map_or("(none)".into(), |d| d.to_string()),
+            self.trusted_keys
+                .as_ref()
+                .map_or_else(default, |_| self.source_in_file("trusted-keys")),
         )?;
         writeln!(out, "(a flag on the command line wins over these)")
     }

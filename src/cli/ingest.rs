@@ -62,6 +62,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         }
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
+    let signer = super::sign::signer(&args.signing)?;
     // Every trace written stays inside `-o DIR`, never through a symlink under it.
     let confined = crate::fsutil::Confined::new(args.out.clone());
     let raw_opt_in = raw_prompts_opted_in(args.dev_raw_prompts);
@@ -175,13 +176,23 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         let stored: Vec<anyhow::Result<Stored>> = claimed
             .par_iter()
             .zip(on_disk)
-            .map(|((run, dest), there)| match there {
-                AtDestination::Same => Ok(Stored::Unchanged),
-                _ => store(run, dest, &confined),
+            .map(|((run, dest), there)| {
+                let stored = match there {
+                    AtDestination::Same => Stored::Unchanged,
+                    _ => store(run, dest, &confined)?,
+                };
+                // What is sealed is signed, whether written now or before.
+                if let Some(key) = &signer {
+                    sign_stored(key, dest, &confined)?;
+                }
+                Ok(stored)
             })
             .collect();
         for ((run, dest), result) in claimed.iter().zip(stored) {
             let result = result?;
+            if signer.is_some() {
+                durable.push(crate::sign::signature_path(dest));
+            }
             if matches!(result, Stored::Written) {
                 durable.push(dest.clone());
                 if run.trace.sidecar.is_some() {
@@ -233,6 +244,18 @@ fn store(
         .write_in_with(confined, dest, false)
         .with_context(|| format!("cannot write `{dest}`"))?;
     Ok(Stored::Written)
+}
+
+/// Signs the trace at `dest` (not synced: the run syncs what it wrote at its end).
+fn sign_stored(
+    key: &crate::sign::keys::SigningKey,
+    dest: &Utf8Path,
+    confined: &crate::fsutil::Confined,
+) -> anyhow::Result<()> {
+    let stored = std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?;
+    crate::sign::sign_trace(key, confined, (dest, &stored), Limits::default(), false)
+        .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;
+    Ok(())
 }
 
 /// Reports one run's outcome, in input order.

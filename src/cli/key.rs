@@ -1,4 +1,5 @@
-//! `tracereplay key new|id`: make a prompt-hashing key; show the id of the one in use.
+//! `tracereplay key new|id`: make a prompt-hashing key (or, with `--sign`, a signing key pair);
+//! show the id of the prompt-hashing key in use.
 
 use std::io::Write;
 
@@ -10,7 +11,11 @@ use super::exit;
 /// Runs a `key` subcommand; `Err` means exit 2.
 pub(super) fn run(cmd: &KeyCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
-        KeyCommand::New => {
+        KeyCommand::New {
+            sign: true,
+            out: Some(dir),
+        } => super::sign::new_key_pair(dir, out),
+        KeyCommand::New { .. } => {
             let mut bytes = [0u8; 32];
             getrandom::fill(&mut bytes)
                 .map_err(|e| anyhow::anyhow!("cannot read the system's random source: {e}"))?;

@@ -33,6 +33,7 @@ mod merge;
 mod options;
 mod pack;
 mod replay;
+mod sign;
 mod verify;
 
 use std::io::Write;
@@ -120,6 +121,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Pack(a) => pack::run(a, out),
         Command::Cat(a) => cat::run(a, out),
         Command::Verify(a) => verify::run(a, out),
+        Command::Sign(a) => sign::run_sign(a, out),
+        Command::VerifyAttestation(a) => sign::run_verify_attestation(a, out),
         Command::Diff(a) => diff::run(a, out),
         Command::Explain(a) => explain::run(a, out),
         Command::Gates(a) => gates::run(a, out),

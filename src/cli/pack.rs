@@ -30,13 +30,21 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
     }
+    let signer = super::sign::signer(&args.signing)?;
     let mut refused = 0;
     for input in &args.inputs {
         let dest: Utf8PathBuf = match &args.out {
             Some(dir) => dir.join(sealed_name(input)),
             None => input.with_file_name(sealed_name(input)),
         };
-        match pack_one(input, &dest, args) {
+        let packed = pack_one(input, &dest, args).and_then(|line| match &signer {
+            // What is sealed is signed, whether just now or before.
+            Some(key) => super::sign::sign_written(key, &dest, args.limits.limits(), true)
+                .map(|_| format!("{line}  signed by {}", key.key_id()))
+                .map_err(|e| format!("sealed `{dest}`, but cannot sign it: {e}").into()),
+            None => Ok(line),
+        });
+        match packed {
             Ok(line) => writeln!(out, "{line}")?,
             Err(e) => {
                 refused += 1;

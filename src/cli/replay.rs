@@ -90,6 +90,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         strict: args.strict,
         raw_prompts: crate::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
         limits: args.limits.limits(),
+        signer: super::sign::signer(&args.signing)?.map(|k| k as _),
     };
     if options.raw_prompts {
         diag!(

@@ -6,6 +6,7 @@ use crate::discover::discover;
 use crate::eval::error_chain;
 use crate::paths::display_path;
 use crate::report::escape_controls;
+use crate::sign::SignatureCheck;
 use crate::trace::TraceFile;
 use rayon::prelude::*;
 
@@ -19,20 +20,36 @@ pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");
     }
     let limits = args.limits.limits();
+    let trusted = (args.trusted_keys.as_deref())
+        .map(|p| super::sign::trusted(Some(p), "`verify --trusted-keys`"))
+        .transpose()?;
     let mut lines: Vec<(String, bool, String)> = found
         .trace_files
         .par_iter()
         .map(|path| {
             let shown = display_path(path);
-            let outcome = TraceFile::open(path, limits).and_then(|f| f.verify_seal(false));
-            match outcome {
-                Ok(seal) if seal.sealed => (shown, true, seal.content_hash),
-                Ok(_) => (
+            let mut signature = None;
+            let outcome = TraceFile::open_with(path, limits, &mut |stored| {
+                if let Some(keys) = &trusted {
+                    signature = Some(keys.check(path, stored));
+                }
+                false
+            });
+            let outcome = outcome
+                .map(|f| f.expect("read to the end when `inspect` says so"))
+                .and_then(|f| f.verify_seal(false));
+            match (outcome, signature) {
+                (Ok(seal), Some(signature)) if seal.sealed => match signed(signature, &seal) {
+                    Ok(key_id) => (shown, true, format!("{}  signed by {key_id}", seal.content_hash)),
+                    Err(why) => (shown, false, why),
+                },
+                (Ok(seal), _) if seal.sealed => (shown, true, seal.content_hash),
+                (Ok(_), _) => (
                     shown,
                     false,
                     "not sealed; seal it with `tracereplay pack`".to_owned(),
                 ),
-                Err(e) => (shown, false, error_chain(&e)),
+                (Err(e), _) => (shown, false, error_chain(&e)),
             }
         })
         .collect();
@@ -56,4 +73,20 @@ pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         lines.len() - bad
     )?;
     Ok(if bad > 0 { exit::FAILURE } else { exit::OK })
+}
+
+/// The key id of a signature that holds and names this trace's seal (when it names one), or
+/// what is wrong with it.
+fn signed(
+    signature: Result<crate::sign::Signed, crate::sign::SignatureProblem>,
+    seal: &crate::trace::Seal,
+) -> Result<String, String> {
+    let signed = signature.map_err(|p| p.to_string())?;
+    match crate::sign::Claims::of_comment(&signed.comment) {
+        Some(claims) if claims.seal != seal.content_hash => Err(format!(
+            "is signed by key {}, but its trusted comment names seal `{}` (the trace has `{}`)",
+            signed.key_id, claims.seal, seal.content_hash
+        )),
+        _ => Ok(signed.key_id),
+    }
 }

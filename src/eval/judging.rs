@@ -112,6 +112,8 @@ pub(crate) struct Outputs {
     pub(crate) pending: Option<Pending>,
     /// A trial trace's behaviour by its shown path, left for the case stage to compare.
     pub(crate) behaviour: Option<(String, crate::baseline::Behaviour)>,
+    /// How the trace's signature was checked (`--require-signed`), before judging.
+    pub(crate) signature: Option<Result<crate::sign::Signed, crate::sign::SignatureProblem>>,
 }
 
 /// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside
@@ -128,6 +130,17 @@ fn judge_or_recall(
     let fresh = |opened, keys, out: &mut Outputs| {
         judge_fresh(path, opened, keys, entries, opts, spill, out)
     };
+    if let Some(signatures) = &opts.signatures {
+        // The signature covers the stored bytes, which are read once: checked, then
+        // decompressed and judged afresh whatever the signature's outcome (a bad one still
+        // gets a row that names its scenario and case).
+        let opened = TraceFile::open_with(path, limits, &mut |stored| {
+            out.signature = Some(signatures.check(path, stored));
+            false
+        });
+        let opened = opened.map(|f| f.expect("read to the end when `inspect` says so"));
+        return fresh(opened, None, out);
+    }
     let Some(c) = cache else {
         return fresh(TraceFile::open(path, limits), None, out);
     };
@@ -227,7 +240,7 @@ fn judge_fresh(
         how: Provenance {
             keys,
             // A trial's row is judged with its case: its set comparison needs its behaviour.
-            cacheable: row.drift.is_empty() && row.trial.is_none(),
+            cacheable: row.drift.is_empty() && row.trial.is_none() && opts.signatures.is_none(),
             recalled: false,
             entry_current: false,
         },

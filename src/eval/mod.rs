@@ -195,6 +195,10 @@ pub struct CheckOptions {
     pub baselines: Baselines,
     /// How the run is carried out.
     pub runtime: Runtime,
+    /// Check every trace file's detached signature (`--require-signed`): an unsigned trace, a
+    /// bad signature or an untrusted key makes an `error` row. With it, the result cache is
+    /// neither read nor written (it holds verdicts, not signatures).
+    pub signatures: Option<std::sync::Arc<dyn crate::sign::SignatureCheck>>,
 }
 
 /// The default budget of result rows held in memory (16 MiB): the rows of ~25,000 passing

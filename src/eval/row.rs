@@ -109,6 +109,11 @@ pub(crate) fn judge_opened(
     row.content_hash = Some(seal.content_hash.clone());
     row.sealed = Some(seal.sealed);
     row.warnings = parsed.warnings.clone();
+    if let Some(problem) = out.signature.take().and_then(|s| signature_problem(s, &row)) {
+        let message = format!("`{shown}` {problem}");
+        set_error(&mut row, RowErrorKind::Signature, message, None);
+        return Some(row);
+    }
     let Some(entry) = entry else {
         let mut known: Vec<&str> = entries.values().map(|e| e.scenario.id.as_str()).collect();
         known.sort_unstable();
@@ -149,6 +154,30 @@ pub(crate) fn judge_opened(
         crate::privacy::mask::mask_row(&mut row, waived);
     }
     Some(row)
+}
+
+/// What is wrong with a judged trace's signature, if anything: the check's own finding, or a
+/// trusted comment that names another trace than the row's.
+fn signature_problem(
+    checked: Result<crate::sign::Signed, crate::sign::SignatureProblem>,
+    row: &ResultRow,
+) -> Option<crate::sign::SignatureProblem> {
+    let signed = match checked {
+        Ok(signed) => signed,
+        Err(problem) => return Some(problem),
+    };
+    let claims = crate::sign::Claims::of_comment(&signed.comment)?;
+    let field = |f: &Option<String>| f.clone().unwrap_or_default();
+    let detail = claims.mismatch(
+        &field(&row.content_hash),
+        &field(&row.scenario),
+        &field(&row.case),
+        row.trial.as_deref(),
+    )?;
+    Some(crate::sign::SignatureProblem::OtherTrace {
+        key_id: signed.key_id,
+        detail,
+    })
 }
 
 /// Judges a scenario's `scriptedTrace` directly (`check --scripted`), as case `scripted`, with

@@ -83,6 +83,8 @@ pub struct Options {
     pub raw_prompts: bool,
     /// Limits for checking reported events and the recording.
     pub limits: Limits,
+    /// Signs each recording (a detached signature beside it), when set.
+    pub signer: Option<std::sync::Arc<dyn crate::sign::TraceSigner>>,
 }
 
 impl Options {
@@ -107,6 +109,7 @@ impl Default for Options {
             strict: false,
             raw_prompts: false,
             limits: Limits::default(),
+            signer: None,
         }
     }
 }
@@ -190,6 +193,11 @@ impl Session {
             confined
                 .write(&side, &sidecar, true)
                 .map_err(|e| format!("cannot write `{side}`: {e}"))?;
+        }
+        if let Some(signer) = &options.signer {
+            let what = (path.as_path(), compressed.as_slice());
+            crate::sign::sign_trace(signer.as_ref(), &confined, what, options.limits, true)
+                .map_err(|e| format!("cannot sign `{path}`: {e}"))?;
         }
         self.recorded = Some(path.to_string());
         Ok(())

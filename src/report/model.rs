@@ -225,13 +225,16 @@ pub enum RowErrorKind {
     ScriptedInvalid,
     /// Traces of one case without distinct trials.
     DuplicateTrial,
+    /// A signature is required (`--require-signed`) and the trace is unsigned, its signature
+    /// does not verify, or the key that made it is not trusted.
+    Signature,
     /// A stored row that does not decode (a corrupt result cache).
     Internal,
 }
 
 impl RowErrorKind {
     /// Every kind.
-    pub const ALL: [RowErrorKind; 13] = [
+    pub const ALL: [RowErrorKind; 14] = [
         RowErrorKind::Unreadable,
         RowErrorKind::TooLarge,
         RowErrorKind::Integrity,
@@ -244,6 +247,7 @@ impl RowErrorKind {
         RowErrorKind::Unreachable,
         RowErrorKind::ScriptedInvalid,
         RowErrorKind::DuplicateTrial,
+        RowErrorKind::Signature,
         RowErrorKind::Internal,
     ];
 
@@ -262,6 +266,7 @@ impl RowErrorKind {
             RowErrorKind::Unreachable => "unreachable",
             RowErrorKind::ScriptedInvalid => "scripted-invalid",
             RowErrorKind::DuplicateTrial => "duplicate-trial",
+            RowErrorKind::Signature => "signature",
             RowErrorKind::Internal => "internal",
         }
     }

@@ -50,6 +50,9 @@ pub struct Predicate {
     pub tool: ToolInfo,
     /// The options that change judging, as flags (`--fail-on any`, `--drift fail`, …).
     pub options: Vec<String>,
+    /// The key ids every trace's signature was checked against (`--require-signed`); empty
+    /// when signatures were not required.
+    pub trusted_keys: Vec<String>,
     /// The scenario files the run loaded, by path, with the BLAKE3 hash of their bytes.
     pub scenarios: Vec<ScenarioFile>,
     /// One entry per report row, in report order.
@@ -105,9 +108,19 @@ pub fn sha256_of(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The Statement of a run: `options` are the flags that changed judging, `exit_code` the one
-/// the run ends with. Subjects are read again (in parallel) to take their digests.
-pub fn statement(report: &Report, options: Vec<String>, exit_code: i32) -> Statement {
+/// What a run's Statement says besides its report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFacts {
+    /// The flags that changed judging.
+    pub options: Vec<String>,
+    /// The trusted keys' ids, when signatures were required.
+    pub trusted_keys: Vec<String>,
+    /// The exit code the run ends with.
+    pub exit_code: i32,
+}
+
+/// The Statement of a run. Subjects are read again (in parallel) to take their digests.
+pub fn statement(report: &Report, facts: RunFacts) -> Statement {
     let mut results = Vec::with_capacity(report.results.len());
     let mut scenario_files: Vec<String> = Vec::new();
     for row in report.results.iter() {
@@ -149,11 +162,12 @@ pub fn statement(report: &Report, options: Vec<String>, exit_code: i32) -> State
         predicate_type: PREDICATE_TYPE.to_owned(),
         predicate: Predicate {
             tool: report.tool.clone(),
-            options,
+            options: facts.options,
+            trusted_keys: facts.trusted_keys,
             scenarios,
             results,
             summary: report.summary.clone(),
-            exit_code,
+            exit_code: facts.exit_code,
         },
     }
 }

@@ -288,8 +288,12 @@ impl TrustedKeys {
 
     /// The trusted keys' ids, comma-separated.
     pub fn ids(&self) -> String {
-        let ids: Vec<&str> = self.keys.iter().map(|k| k.key_id.as_str()).collect();
-        ids.join(", ")
+        self.id_list().join(", ")
+    }
+
+    /// The trusted keys' ids, in the order they were read.
+    pub fn id_list(&self) -> Vec<String> {
+        self.keys.iter().map(|k| k.key_id.clone()).collect()
     }
 
     /// Checks a minisign signature's text against `data`.

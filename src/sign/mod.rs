@@ -177,3 +177,39 @@ pub trait TraceSigner: Send + Sync + std::fmt::Debug {
     /// The signing key's id.
     fn key_id(&self) -> String;
 }
+
+/// Signs the sealed trace file at `path`, whose stored bytes are `stored`: a detached signature
+/// whose trusted comment names its seal, scenario, case and trial, written beside it (under
+/// `dir`, never through a symlink; synced to disk unless the caller syncs it later, with
+/// `durable: false`). A trace that is not sealed and valid is not signed.
+pub fn sign_trace(
+    signer: &dyn TraceSigner,
+    dir: &crate::fsutil::Confined,
+    (path, stored): (&Utf8Path, &[u8]),
+    limits: crate::trace::Limits,
+    durable: bool,
+) -> Result<Utf8PathBuf, String> {
+    let compressed = path.as_str().ends_with(".zst");
+    let file = crate::trace::TraceFile::from_stored(path, stored, compressed, limits)
+        .map_err(|e| crate::eval::error_chain(&e))?;
+    let opts = crate::eval::JudgeOptions {
+        limits,
+        require_sealed: true,
+        allow_raw_prompts: true,
+    };
+    let (seal, parsed) = crate::eval::pipeline::verify_and_parse(&file, &opts)
+        .map_err(|e| crate::eval::error_chain(&e))?;
+    let header = &parsed.trace.header;
+    let claims = Claims::new(
+        &seal.content_hash,
+        &header.scenario,
+        &header.case,
+        header.trial.as_ref().map(|t| t.as_str()),
+        path.file_name().unwrap_or_default(),
+    );
+    let text = signer.sign(stored, &claims)?;
+    let sig = signature_path(path);
+    dir.write(&sig, text.as_bytes(), durable)
+        .map_err(|e| format!("cannot write `{sig}`: {e}"))?;
+    Ok(sig)
+}

@@ -6,7 +6,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod baseline;
 mod gates;
 mod replay;
+mod sign;
 
+pub use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
 pub use baseline::{AcceptArgs, ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
 pub use gates::GatesArgs;
 pub use replay::{ReplayCommand, ReplayServeArgs};
@@ -77,8 +79,13 @@ pub enum Command {
     Pack(PackArgs),
     /// Print a decompressed trace verbatim, footer included.
     Cat(CatArgs),
-    /// Check seals without judging; unsealed traces count as failures here.
+    /// Check seals without judging; unsealed traces count as failures here. With
+    /// `--trusted-keys`, signatures too.
     Verify(VerifyArgs),
+    /// Sign sealed traces: a detached minisign signature beside each one.
+    Sign(SignArgs),
+    /// Check a signed record of a run (`check --attest`) and, given the traces, their seals.
+    VerifyAttestation(VerifyAttestationArgs),
     /// Show how traces drifted from their approved baselines, or between two recordings.
     Diff(DiffArgs),
     /// Quality gates over scenario files; with `--strength`, mutation-tested oracle strength.
@@ -92,7 +99,7 @@ pub enum Command {
     Ingest(IngestArgs),
     /// Privacy and secret lint over traces and scenarios.
     Lint(LintArgs),
-    /// Make a prompt-hashing key, or show the key id of the one in use.
+    /// Make a prompt-hashing key or a signing key pair, or show the key id of the one in use.
     #[command(subcommand)]
     Key(KeyCommand),
     /// Explain every oracle's verdict for a trace, a scenario's traces, or the last run's failures.
@@ -267,13 +274,27 @@ pub struct IngestArgs {
     /// Developer opt-in: also write raw prompt text to `NAME.prompts.ndjson` sidecars.
     #[arg(long)]
     pub dev_raw_prompts: bool,
+    /// Signing.
+    #[command(flatten)]
+    pub signing: SigningArgs,
 }
 
 /// `key` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
-    /// Print a fresh random key, to store as the `TRACEREPLAY_HASH_KEY` secret.
-    New,
+    /// Print a fresh random key, to store as the `TRACEREPLAY_HASH_KEY` secret; with `--sign`,
+    /// write a signing key pair instead.
+    New {
+        /// Write a new Ed25519 signing key pair in minisign's formats: `DIR/tracereplay.key`
+        /// (the secret key, unencrypted, mode 0600: store its content as the
+        /// `TRACEREPLAY_SIGNING_KEY` secret) and `DIR/tracereplay.pub` (to commit); print its
+        /// key id.
+        #[arg(long, requires = "out")]
+        sign: bool,
+        /// Where `--sign` writes the key pair.
+        #[arg(short = 'o', long = "out", value_name = "DIR", requires = "sign")]
+        out: Option<Utf8PathBuf>,
+    },
     /// Print the key id of `TRACEREPLAY_HASH_KEY` (never the key).
     Id,
 }
@@ -450,6 +471,9 @@ pub struct CheckArgs {
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Signatures and attestation.
+    #[command(flatten)]
+    pub signing: CheckSigningArgs,
 }
 
 /// Parses `hash:K/N` with 1 ≤ K ≤ N.
@@ -547,6 +571,9 @@ pub struct PackArgs {
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Signing.
+    #[command(flatten)]
+    pub signing: SigningArgs,
 }
 
 /// `cat` flags.
@@ -566,6 +593,11 @@ pub struct VerifyArgs {
     /// Directories or trace files.
     #[arg(value_name = "PATH", default_value = "traces/")]
     pub paths: Vec<Utf8PathBuf>,
+    /// Also check each trace's signature against these public keys (a file of one minisign
+    /// public key per line, or a directory of `*.pub` files): an unsigned trace, a bad
+    /// signature or an untrusted key fails.
+    #[arg(long, value_name = "PATH")]
+    pub trusted_keys: Option<Utf8PathBuf>,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
