@@ -54,6 +54,7 @@ pub fn replay_requests(data: &[u8]) {
         strict: data.first().is_some_and(|b| b & 1 == 1),
         raw_prompts: false,
         limits,
+        signer: None,
     };
     let replay = Replay::new(vec![script()], options);
     for part in data.split(|b| *b == 0).take(64) {

@@ -9,7 +9,8 @@ use std::io::Cursor;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use ed25519_dalek::{Signer, Verifier};
-use minisign::{PublicKey, SecretKey, SecretKeyBox, SignatureBox};
+use ct_codecs::Decoder;
+use minisign::{PublicKey, SecretKey, SignatureBox};
 
 use super::{Claims, SignatureCheck, SignatureProblem, Signed, TraceSigner};
 
@@ -69,6 +70,8 @@ pub fn generate() -> Result<NewKeyPair, KeyError> {
 /// The offsets of the Ed25519 key pair (seed, then public key) in minisign's secret key bytes:
 /// algorithm, KDF and checksum ids (2 bytes each), KDF salt (32), limits (8 + 8), key number (8).
 const SK_KEYPAIR_AT: usize = 2 + 2 + 2 + 32 + 8 + 8 + 8;
+/// The length of minisign's secret key bytes: the above, the key pair (64) and a checksum (32).
+const SK_BYTES: usize = SK_KEYPAIR_AT + 64 + 32;
 
 /// A secret key to sign with. Its `Debug` shows only the key id.
 pub struct SigningKey {
@@ -96,14 +99,21 @@ impl SigningKey {
         if !text.trim_start().starts_with("untrusted comment:") {
             return Err(not_a_key("it does not start with `untrusted comment:`"));
         }
-        let minisign = SecretKeyBox::from_string(text)
-            .and_then(SecretKeyBox::into_unencrypted_secret_key)
-            .map_err(|_| not_a_key("its key line does not decode"))?;
-        if minisign.is_encrypted() {
+        // Decoded without the crate's checksum test: `minisign -G -W` (0.11) leaves the
+        // checksum of an unencrypted key zero. The key is checked below instead: its public
+        // half must be the one its secret half makes.
+        let line = text.lines().nth(1).unwrap_or_default().trim();
+        let raw = ct_codecs::Base64::decode_to_vec(line, None)
+            .map_err(|_| not_a_key("its key line is not Base64"))?;
+        if raw.get(2..4) != Some(&[0, 0][..]) {
             return Err(not_a_key(
                 "it is encrypted with a password; a CI secret must be unencrypted (`minisign -G -W`)",
             ));
         }
+        let minisign = SecretKey::from_bytes(&raw)
+            .ok()
+            .filter(|k| !k.is_encrypted() && raw.len() == SK_BYTES)
+            .ok_or_else(|| not_a_key("its key line does not decode to a secret key"))?;
         let public = PublicKey::from_secret_key(&minisign)
             .map_err(|_| not_a_key("it holds no public key"))?;
         let bytes = minisign.to_bytes();

@@ -26,6 +26,7 @@ mod reports;
 mod scale;
 mod scores;
 mod seal;
+mod signing;
 mod trials;
 mod trust;
 mod util;

@@ -364,7 +364,8 @@ fn every_row_error_kind_round_trips_by_its_id() {
         K::Unreachable => 9,
         K::ScriptedInvalid => 10,
         K::DuplicateTrial => 11,
-        K::Internal => 12,
+        K::Signature => 12,
+        K::Internal => 13,
     };
     for (i, k) in K::ALL.into_iter().enumerate() {
         assert_eq!(place(k), i);
