@@ -124,7 +124,12 @@ pub(super) fn run_sign(args: &SignArgs, out: &mut dyn Write) -> anyhow::Result<i
             )?,
             Err(why) => {
                 failed += 1;
-                writeln!(out, "FAIL    {}  {}", escape_controls(path), escape_controls(why))?;
+                writeln!(
+                    out,
+                    "FAIL    {}  {}",
+                    escape_controls(path),
+                    escape_controls(why)
+                )?;
             }
         }
     }

@@ -40,7 +40,11 @@ pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 .and_then(|f| f.verify_seal(false));
             match (outcome, signature) {
                 (Ok(seal), Some(signature)) if seal.sealed => match signed(signature, &seal) {
-                    Ok(key_id) => (shown, true, format!("{}  signed by {key_id}", seal.content_hash)),
+                    Ok(key_id) => (
+                        shown,
+                        true,
+                        format!("{}  signed by {key_id}", seal.content_hash),
+                    ),
                     Err(why) => (shown, false, why),
                 },
                 (Ok(seal), _) if seal.sealed => (shown, true, seal.content_hash),

@@ -109,7 +109,11 @@ pub(crate) fn judge_opened(
     row.content_hash = Some(seal.content_hash.clone());
     row.sealed = Some(seal.sealed);
     row.warnings = parsed.warnings.clone();
-    if let Some(problem) = out.signature.take().and_then(|s| signature_problem(s, &row)) {
+    if let Some(problem) = out
+        .signature
+        .take()
+        .and_then(|s| signature_problem(s, &row))
+    {
         let message = format!("`{shown}` {problem}");
         set_error(&mut row, RowErrorKind::Signature, message, None);
         return Some(row);

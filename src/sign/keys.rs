@@ -8,8 +8,8 @@
 use std::io::Cursor;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use ed25519_dalek::{Signer, Verifier};
 use ct_codecs::Decoder;
+use ed25519_dalek::{Signer, Verifier};
 use minisign::{PublicKey, SecretKey, SignatureBox};
 
 use super::{Claims, SignatureCheck, SignatureProblem, Signed, TraceSigner};

@@ -9,9 +9,8 @@ use crate::util::{Env, copy_demo, json};
 fn statement(env: &Env, file: &str) -> serde_json::Value {
     let envelope: serde_json::Value = serde_json::from_slice(&env.read(file)).unwrap();
     let payload = envelope["payload"].as_str().unwrap();
-    let script = format!(
-        "import base64,sys; sys.stdout.write(base64.b64decode('{payload}').decode())"
-    );
+    let script =
+        format!("import base64,sys; sys.stdout.write(base64.b64decode('{payload}').decode())");
     let out = std::process::Command::new("python3")
         .args(["-c", &script])
         .output()
@@ -45,7 +44,10 @@ fn check_attest_records_every_verdict_and_seal_signed_and_verify_attestation_che
         "--format",
         "json",
     ];
-    let out = env.run_with(&args, &[("CI", "true"), ("TRACEREPLAY_SIGNING_KEY", &secret)]);
+    let out = env.run_with(
+        &args,
+        &[("CI", "true"), ("TRACEREPLAY_SIGNING_KEY", &secret)],
+    );
     assert!(out.code == 0 || out.code == 1, "{out:?}");
     assert!(!out.stderr.contains(secret.lines().nth(1).unwrap()));
     let report = json(&out);
@@ -54,11 +56,20 @@ fn check_attest_records_every_verdict_and_seal_signed_and_verify_attestation_che
     assert_eq!(envelope["signatures"][0]["keyid"], id.as_str());
     let s = statement(&env, "run.intoto.json");
     assert_eq!(s["_type"], "https://in-toto.io/Statement/v1");
-    assert_eq!(s["predicateType"], "https://tracereplay.dev/attestation/check/v1");
+    assert_eq!(
+        s["predicateType"],
+        "https://tracereplay.dev/attestation/check/v1"
+    );
     let p = &s["predicate"];
     assert_eq!(p["exit_code"].as_i64(), Some(out.code as i64));
     assert_eq!(p["trusted_keys"][0], id.as_str());
-    assert!(p["options"].as_array().unwrap().iter().any(|o| o == "--require-signed"));
+    assert!(
+        p["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "--require-signed")
+    );
     assert_eq!(p["summary"], report["summary"]);
     // Each row of the report, with its seal and verdict, in report order.
     let rows = report["results"].as_array().unwrap();
@@ -71,19 +82,38 @@ fn check_attest_records_every_verdict_and_seal_signed_and_verify_attestation_che
     }
     // Every sealed trace is a subject with the SHA-256 of its bytes; every scenario file hashed.
     let subjects = s["subject"].as_array().unwrap();
-    assert_eq!(subjects.len(), rows.iter().filter(|r| r["content_hash"].is_string()).count());
+    assert_eq!(
+        subjects.len(),
+        rows.iter()
+            .filter(|r| r["content_hash"].is_string())
+            .count()
+    );
     let scenarios = p["scenarios"].as_array().unwrap();
     assert!(!scenarios.is_empty() && scenarios.iter().all(|f| f["blake3"].is_string()));
 
     let verify = |extra: &[&str]| {
-        let mut a = vec!["verify-attestation", "run.intoto.json", "--trusted-keys", "keys"];
+        let mut a = vec![
+            "verify-attestation",
+            "run.intoto.json",
+            "--trusted-keys",
+            "keys",
+        ];
         a.extend_from_slice(extra);
         env.run(&a)
     };
     let ok = verify(&["--traces", "traces/"]);
     assert_eq!(ok.code, 0, "{ok:?}");
-    assert!(ok.stdout.contains(&format!("signed by trusted key {id}")), "{ok:?}");
-    assert!(ok.stdout.contains(&format!("{0} attested traces: {0} match, 0 do not", subjects.len())), "{ok:?}");
+    assert!(
+        ok.stdout.contains(&format!("signed by trusted key {id}")),
+        "{ok:?}"
+    );
+    assert!(
+        ok.stdout.contains(&format!(
+            "{0} attested traces: {0} match, 0 do not",
+            subjects.len()
+        )),
+        "{ok:?}"
+    );
 
     // A trace changed since: named, exit 1.
     let trace = subjects[0]["name"].as_str().unwrap().to_owned();
@@ -93,12 +123,18 @@ fn check_attest_records_every_verdict_and_seal_signed_and_verify_attestation_che
     env.write(&trace, &bytes);
     let changed = verify(&["--traces", "traces/"]);
     assert_eq!(changed.code, 1, "{changed:?}");
-    assert!(changed.stdout.contains(&format!("FAIL  `{trace}`")), "{changed:?}");
+    assert!(
+        changed.stdout.contains(&format!("FAIL  `{trace}`")),
+        "{changed:?}"
+    );
     // A trace missing.
     std::fs::remove_file(env.path(&trace)).unwrap();
     let missing = verify(&["--traces", "traces/"]);
     assert_eq!(missing.code, 1, "{missing:?}");
-    assert!(missing.stdout.contains("is attested but was not given"), "{missing:?}");
+    assert!(
+        missing.stdout.contains("is attested but was not given"),
+        "{missing:?}"
+    );
 }
 
 #[test]
@@ -111,7 +147,12 @@ fn an_attestation_altered_by_one_byte_or_signed_by_another_key_fails() {
     );
     assert!(out.code == 0 || out.code == 1, "{out:?}");
     let original = env.read("run.intoto.json");
-    let ok = env.run(&["verify-attestation", "run.intoto.json", "--trusted-keys", "keys"]);
+    let ok = env.run(&[
+        "verify-attestation",
+        "run.intoto.json",
+        "--trusted-keys",
+        "keys",
+    ]);
     assert_eq!(ok.code, 0, "{ok:?}");
     // One byte of the payload (a Base64 character changed keeps it Base64), then of the
     // signature.
@@ -121,15 +162,28 @@ fn an_attestation_altered_by_one_byte_or_signed_by_another_key_fails() {
         let mut bytes = original.clone();
         bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
         env.write("altered.json", &bytes);
-        let bad = env.run(&["verify-attestation", "altered.json", "--trusted-keys", "keys"]);
+        let bad = env.run(&[
+            "verify-attestation",
+            "altered.json",
+            "--trusted-keys",
+            "keys",
+        ]);
         assert_eq!(bad.code, 1, "{field}: {bad:?}");
         assert!(bad.stdout.starts_with("FAIL  attestation"), "{bad:?}");
     }
     // Another key: the signature's key id is named.
     let (other, _) = key_pair(&env, "other");
-    let untrusted = env.run(&["verify-attestation", "run.intoto.json", "--trusted-keys", "other"]);
+    let untrusted = env.run(&[
+        "verify-attestation",
+        "run.intoto.json",
+        "--trusted-keys",
+        "other",
+    ]);
     assert_eq!(untrusted.code, 1, "{untrusted:?}");
-    assert!(untrusted.stdout.contains("not by a trusted key"), "{untrusted:?}");
+    assert!(
+        untrusted.stdout.contains("not by a trusted key"),
+        "{untrusted:?}"
+    );
     assert!(untrusted.stdout.contains(&other), "{untrusted:?}");
     // `--attest` without a signing key is refused before anything is judged.
     let refused = env.run_with(
@@ -137,7 +191,10 @@ fn an_attestation_altered_by_one_byte_or_signed_by_another_key_fails() {
         &[("CI", "true"), ("TRACEREPLAY_SIGNING_KEY", "")],
     );
     assert_eq!(refused.code, 2, "{refused:?}");
-    assert!(refused.stderr.contains("`--attest` signs the record"), "{refused:?}");
+    assert!(
+        refused.stderr.contains("`--attest` signs the record"),
+        "{refused:?}"
+    );
     assert!(!env.path("again.json").exists());
 }
 

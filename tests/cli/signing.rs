@@ -48,15 +48,25 @@ fn secret_line(secret: &str) -> String {
 
 fn assert_no_secret(out: &Output, secret: &str) {
     let line = secret_line(secret);
-    assert!(!out.stdout.contains(&line), "the secret key in stdout: {out:?}");
-    assert!(!out.stderr.contains(&line), "the secret key in stderr: {out:?}");
+    assert!(
+        !out.stdout.contains(&line),
+        "the secret key in stdout: {out:?}"
+    );
+    assert!(
+        !out.stderr.contains(&line),
+        "the secret key in stderr: {out:?}"
+    );
 }
 
 /// Runs tracereplay off CI with the signing key in the environment.
 fn run_signing(env: &Env, args: &[&str], secret: &str) -> Output {
     let out = env.run_with(
         args,
-        &[("CI", ""), ("TRACEREPLAY_SIGNING_KEY", secret), ("TRACEREPLAY_HASH_KEY", "")],
+        &[
+            ("CI", ""),
+            ("TRACEREPLAY_SIGNING_KEY", secret),
+            ("TRACEREPLAY_HASH_KEY", ""),
+        ],
     );
     assert_no_secret(&out, secret);
     out
@@ -106,12 +116,15 @@ fn what_tracereplay_signs_minisign_verifies_and_the_other_way_round() {
     assert!(v.status.success(), "{v:?}");
     // The trusted comment names the seal, scenario and case.
     let said = String::from_utf8_lossy(&v.stdout).to_string() + &String::from_utf8_lossy(&v.stderr);
-    let seal = json(&env.run(&["check", "--format", "json", "--no-cache"]))["results"][0]
-        ["content_hash"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(said.contains(&seal) && said.contains("\"scenario\":\"good\""), "{said}");
+    let seal =
+        json(&env.run(&["check", "--format", "json", "--no-cache"]))["results"][0]["content_hash"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    assert!(
+        said.contains(&seal) && said.contains("\"scenario\":\"good\""),
+        "{said}"
+    );
     let ours = env.run(&["verify", "traces", "--trusted-keys", "keys/tracereplay.pub"]);
     assert_eq!(ours.code, 0, "{ours:?}");
     assert!(ours.stdout.contains(&format!("signed by {id}")), "{ours:?}");
@@ -180,18 +193,34 @@ fn require_signed_makes_an_error_row_of_each_unsigned_bad_or_untrusted_trace() {
             crate::util::sealed_zst(&crate::util::trace_text("good", case, &[&c, END])),
         );
     }
-    env.write("traces/good/good.scenario.json", crate::util::scenario("good", "High", "search"));
+    env.write(
+        "traces/good/good.scenario.json",
+        crate::util::scenario("good", "High", "search"),
+    );
     let (id, secret) = key_pair(&env, "keys");
     let (other_id, other) = key_pair(&env, "other");
     let path = |case: &str| format!("traces/good/{case}.trace.ndjson.zst");
     for case in ["signed", "wrong"] {
         assert_eq!(run_signing(&env, &["sign", &path(case)], &secret).code, 0);
     }
-    assert_eq!(run_signing(&env, &["sign", &path("untrusted")], &other).code, 0);
+    assert_eq!(
+        run_signing(&env, &["sign", &path("untrusted")], &other).code,
+        0
+    );
     // "wrong": a good signature of another trace's bytes.
-    env.write(&format!("{}.minisig", path("wrong")), env.read(&format!("{}.minisig", path("signed"))));
+    env.write(
+        &format!("{}.minisig", path("wrong")),
+        env.read(&format!("{}.minisig", path("signed"))),
+    );
 
-    let args = ["check", "--format", "json", "--require-signed", "--trusted-keys", "keys/tracereplay.pub"];
+    let args = [
+        "check",
+        "--format",
+        "json",
+        "--require-signed",
+        "--trusted-keys",
+        "keys/tracereplay.pub",
+    ];
     let out = env.run(&args);
     assert_eq!(out.code, 1, "{out:?}");
     let report = json(&out);
@@ -199,7 +228,10 @@ fn require_signed_makes_an_error_row_of_each_unsigned_bad_or_untrusted_trace() {
     for (case, words) in [
         ("unsigned", "is not signed".to_owned()),
         ("wrong", format!("has a bad signature by key {id}")),
-        ("untrusted", format!("is signed by key {other_id}, which is not among the trusted keys ({id})")),
+        (
+            "untrusted",
+            format!("is signed by key {other_id}, which is not among the trusted keys ({id})"),
+        ),
     ] {
         let r = row(&report, &format!("/{case}.trace.ndjson.zst"));
         assert_eq!(r["verdict"], "error", "{r:#}");
@@ -207,7 +239,10 @@ fn require_signed_makes_an_error_row_of_each_unsigned_bad_or_untrusted_trace() {
         assert_eq!(r["scenario"], "good", "{r:#}");
         assert_eq!(r["case"], case, "{r:#}");
         let message = r["error"]["message"].as_str().unwrap();
-        assert!(message.starts_with(&format!("`{}`", path(case))), "{message}");
+        assert!(
+            message.starts_with(&format!("`{}`", path(case))),
+            "{message}"
+        );
         assert!(message.contains(&words), "{message}");
     }
     assert_eq!(report["summary"]["errors"], 3, "{report:#}");
@@ -216,9 +251,20 @@ fn require_signed_makes_an_error_row_of_each_unsigned_bad_or_untrusted_trace() {
     std::fs::create_dir_all(env.path("trusted")).unwrap();
     std::fs::copy(env.path("keys/tracereplay.pub"), env.path("trusted/a.pub")).unwrap();
     std::fs::copy(env.path("other/tracereplay.pub"), env.path("trusted/b.pub")).unwrap();
-    let out = env.run(&["check", "--format", "json", "--require-signed", "--trusted-keys", "trusted"]);
+    let out = env.run(&[
+        "check",
+        "--format",
+        "json",
+        "--require-signed",
+        "--trusted-keys",
+        "trusted",
+    ]);
     let report = json(&out);
-    assert_eq!(row(&report, "/untrusted.trace.ndjson.zst")["verdict"], "pass", "{report:#}");
+    assert_eq!(
+        row(&report, "/untrusted.trace.ndjson.zst")["verdict"],
+        "pass",
+        "{report:#}"
+    );
     assert_eq!(report["summary"]["errors"], 2, "{report:#}");
 
     // Without `--require-signed`, signatures are not looked at.
@@ -239,15 +285,34 @@ fn a_good_signature_whose_trusted_comment_names_another_trace_is_refused() {
     key_pair(&env, "keys");
     // minisign signs the trace's bytes with tracereplay's key and a comment of another trace.
     let comment = r#"{"tool":"tracereplay","seal":"b3:00","scenario":"good","case":"b","file":"b.trace.ndjson.zst","timestamp":1}"#;
-    let s = run_minisign(&env, &["-S", "-s", "keys/tracereplay.key", "-m", trace, "-t", comment]);
+    let s = run_minisign(
+        &env,
+        &[
+            "-S",
+            "-s",
+            "keys/tracereplay.key",
+            "-m",
+            trace,
+            "-t",
+            comment,
+        ],
+    );
     assert!(s.status.success(), "{s:?}");
-    let args = ["check", "--format", "json", "--require-signed", "--trusted-keys", "keys"];
+    let args = [
+        "check",
+        "--format",
+        "json",
+        "--require-signed",
+        "--trusted-keys",
+        "keys",
+    ];
     let out = env.run(&args);
     assert_eq!(out.code, 1, "{out:?}");
     let report = json(&out);
     let message = report["results"][0]["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("its trusted comment names seal `b3:00`") && message.contains("case `b` (the trace has `a`)"),
+        message.contains("its trusted comment names seal `b3:00`")
+            && message.contains("case `b` (the trace has `a`)"),
         "{message}"
     );
     let v = env.run(&["verify", trace, "--trusted-keys", "keys"]);
@@ -272,8 +337,14 @@ fn a_profile_can_require_signatures_against_the_projects_trusted_keys() {
     let out = env.run_with(&["check", "--format", "json"], &[("CI", "")]);
     assert_eq!(out.code, 0, "{out:?}");
     let config = env.run(&["config"]);
-    assert!(config.stdout.contains("require-signed   true"), "{config:?}");
-    assert!(config.stdout.contains("trusted-keys     keys"), "{config:?}");
+    assert!(
+        config.stdout.contains("require-signed   true"),
+        "{config:?}"
+    );
+    assert!(
+        config.stdout.contains("trusted-keys     keys"),
+        "{config:?}"
+    );
 }
 
 #[test]
@@ -282,11 +353,27 @@ fn pack_and_ingest_sign_what_they_seal_and_no_file_but_the_key_holds_the_secret(
     minisign();
     let (id, secret) = key_pair(&env, "keys");
     let c = call("c1", "search");
-    env.write("raw/run.trace.ndjson", crate::util::trace_text("s", "c", &[&c, END]));
-    let out = run_signing(&env, &["pack", "raw/run.trace.ndjson", "-o", "packed"], &secret);
+    env.write(
+        "raw/run.trace.ndjson",
+        crate::util::trace_text("s", "c", &[&c, END]),
+    );
+    let out = run_signing(
+        &env,
+        &["pack", "raw/run.trace.ndjson", "-o", "packed"],
+        &secret,
+    );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains(&format!("signed by {id}")), "{out:?}");
-    let v = run_minisign(&env, &["-V", "-m", "packed/run.trace.ndjson.zst", "-p", "keys/tracereplay.pub"]);
+    let v = run_minisign(
+        &env,
+        &[
+            "-V",
+            "-m",
+            "packed/run.trace.ndjson.zst",
+            "-p",
+            "keys/tracereplay.pub",
+        ],
+    );
     assert!(v.status.success(), "{v:?}");
 
     // An ingested run, signed as it is written.
@@ -294,7 +381,15 @@ fn pack_and_ingest_sign_what_they_seal_and_no_file_but_the_key_holds_the_secret(
     env.write("in/run.json", messages);
     let out = run_signing(
         &env,
-        &["ingest", "in/run.json", "--from", "openai-messages", "-o", "ingested", "--unkeyed"],
+        &[
+            "ingest",
+            "in/run.json",
+            "--from",
+            "openai-messages",
+            "-o",
+            "ingested",
+            "--unkeyed",
+        ],
         &secret,
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -328,26 +423,42 @@ fn pack_and_ingest_sign_what_they_seal_and_no_file_but_the_key_holds_the_secret(
 fn a_signing_key_that_does_not_read_stops_the_command_without_showing_it() {
     let env = Env::new();
     let c = call("c1", "search");
-    env.write("raw/run.trace.ndjson", crate::util::trace_text("s", "c", &[&c, END]));
+    env.write(
+        "raw/run.trace.ndjson",
+        crate::util::trace_text("s", "c", &[&c, END]),
+    );
     let bogus = "untrusted comment: x\nRWQAAEIyTOPSECRETbutbroken\n";
     let out = env.run_with(
         &["pack", "raw/run.trace.ndjson", "-o", "packed"],
         &[("CI", ""), ("TRACEREPLAY_SIGNING_KEY", bogus)],
     );
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("`TRACEREPLAY_SIGNING_KEY` is not an unencrypted minisign secret key"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("`TRACEREPLAY_SIGNING_KEY` is not an unencrypted minisign secret key"),
+        "{out:?}"
+    );
     assert!(!out.stderr.contains("TOPSECRET"), "{out:?}");
-    assert!(!env.path("packed/run.trace.ndjson.zst").exists(), "written unsigned");
+    assert!(
+        !env.path("packed/run.trace.ndjson.zst").exists(),
+        "written unsigned"
+    );
     // A path where the content belongs is named as such.
     let (_, _) = key_pair(&env, "keys");
     let out = env.run_with(
         &["pack", "raw/run.trace.ndjson", "-o", "packed"],
-        &[("CI", ""), ("TRACEREPLAY_SIGNING_KEY", "keys/tracereplay.key")],
+        &[
+            ("CI", ""),
+            ("TRACEREPLAY_SIGNING_KEY", "keys/tracereplay.key"),
+        ],
     );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("names a file"), "{out:?}");
     // `sign` without any key says how to get one.
-    let out = env.run_with(&["sign", "raw"], &[("CI", ""), ("TRACEREPLAY_SIGNING_KEY", "")]);
+    let out = env.run_with(
+        &["sign", "raw"],
+        &[("CI", ""), ("TRACEREPLAY_SIGNING_KEY", "")],
+    );
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("key new --sign"), "{out:?}");
 }

@@ -8,10 +8,10 @@ mod gates;
 mod replay;
 mod sign;
 
-pub use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
 pub use baseline::{AcceptArgs, ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
 pub use gates::GatesArgs;
 pub use replay::{ReplayCommand, ReplayServeArgs};
+pub use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
 
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
 #[derive(Debug, Parser)]

@@ -54,7 +54,8 @@ pub struct ReplayServeArgs {
     /// Size limits: of the recordings read, and of each session's recording (reported events
     /// and tool results past them are refused with 413).
     #[command(flatten)]
-    pub limits: LimitArgs,    /// Signing of the recordings.
+    pub limits: LimitArgs,
+    /// Signing of the recordings.
     #[command(flatten)]
     pub signing: super::SigningArgs,
 }
