@@ -64,16 +64,12 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         // writer winning. Refused, as `ingest` refuses two runs of one name.
         let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
         for s in &scripts {
-            let path = format!(
-                "{}/{}",
-                crate::baseline::encode_trace_segment(&s.scenario),
-                crate::baseline::encode_trace_segment(&s.case)
-            );
+            let path = crate::replay::record::recording_path(s, args.trial.as_ref());
             if let Some(first) = by_path.insert(path.clone(), &s.path) {
                 anyhow::bail!(
                     "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",
                     s.path,
-                    dir.join(format!("{path}.trace.ndjson.zst"))
+                    dir.join(path)
                 );
             }
         }

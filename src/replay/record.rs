@@ -468,3 +468,15 @@ impl Recording {
         }
     }
 }
+
+/// Where a session's recording goes under the record directory: `<scenario>/<case>.trace.ndjson.zst`,
+/// or `<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial (lowercased path segments, as
+/// baselines have them).
+pub fn recording_path(script: &super::Script, trial: Option<&crate::trials::TrialId>) -> String {
+    let segment = crate::baseline::encode_trace_segment;
+    let (scenario, case) = (segment(&script.scenario), segment(&script.case));
+    match trial {
+        None => format!("{scenario}/{case}.trace.ndjson.zst"),
+        Some(t) => format!("{scenario}/{case}/{}.trace.ndjson.zst", segment(t.as_str())),
+    }
+}

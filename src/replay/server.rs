@@ -167,21 +167,10 @@ impl Session {
             options.limits,
             options.trial.as_ref(),
         )?;
-        let segment = crate::baseline::encode_trace_segment;
-        let rel = match &options.trial {
-            None => format!(
-                "{}/{}.trace.ndjson.zst",
-                segment(&self.script.scenario),
-                segment(&self.script.case)
-            ),
-            Some(t) => format!(
-                "{}/{}/{}.trace.ndjson.zst",
-                segment(&self.script.scenario),
-                segment(&self.script.case),
-                segment(t.as_str())
-            ),
-        };
-        let path = dir.join(&rel);
+        let path = dir.join(super::record::recording_path(
+            &self.script,
+            options.trial.as_ref(),
+        ));
         let compressed =
             zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL).map_err(|e| e.to_string())?;
         let confined = crate::fsutil::Confined::new(dir.clone());

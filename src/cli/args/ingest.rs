@@ -1,0 +1,69 @@
+//! `ingest` flags.
+
+use camino::Utf8PathBuf;
+use clap::{Args, ValueEnum};
+
+use super::SigningArgs;
+
+/// `--from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IngestFormatArg {
+    /// OpenClaw.NET scenario files with a `scriptedTrace`.
+    OpenclawScenario,
+    /// OpenAI Chat Completions messages (also tau-bench and tau2-bench results) or Responses API
+    /// items.
+    OpenaiMessages,
+    /// OTLP/JSON trace exports (one document per file or per line).
+    OtlpJson,
+    /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`: a span, a list, `{"spans": …}`).
+    OtelSpans,
+}
+
+/// `ingest` flags.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// The input format (detected from each file's content when not given; the choice is
+    /// printed).
+    #[arg(long, value_enum)]
+    pub from: Option<IngestFormatArg>,
+    /// Input files.
+    #[arg(value_name = "IN", required = true)]
+    pub inputs: Vec<Utf8PathBuf>,
+    /// Output directory: traces go to `DIR/<scenario>/<case>.trace.ndjson.zst`.
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Utf8PathBuf,
+    /// The scenario of every run (else named from the input: its scenario, task, agent, or the
+    /// file's stem).
+    #[arg(long, value_name = "ID")]
+    pub scenario: Option<String>,
+    /// The case of every run (else named from the input: a benchmark run's agent and trial,
+    /// trace id, the run's id, or the file's stem).
+    #[arg(long, value_name = "NAME")]
+    pub case: Option<String>,
+    /// Name runs by a template, `SCENARIO/CASE` with placeholders in braces (`{task}/{trial}`):
+    /// task, trial, domain, agent, trace, id, source, file (the input's stem) and n (the run's
+    /// 1-based position in its input).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with_all = ["scenario", "case"])]
+    pub name: Option<String>,
+    /// Replace a trace that exists with different content (identical content is never
+    /// rewritten).
+    #[arg(long)]
+    pub force: bool,
+    /// Write runs that hold no agent event (no user message, inference, tool call or final
+    /// answer).
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Also write one scenario per benchmark task (tau-bench, tau2-bench) from the benchmark's
+    /// own expectations, for a person to review.
+    #[arg(long)]
+    pub emit_scenarios: bool,
+    /// Write unkeyed `b3:` prompt hashes instead of requiring `TRACEREPLAY_HASH_KEY`.
+    #[arg(long)]
+    pub unkeyed: bool,
+    /// Developer opt-in: also write raw prompt text to `NAME.prompts.ndjson` sidecars.
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
+    /// Signing.
+    #[command(flatten)]
+    pub signing: SigningArgs,
+}
