@@ -133,7 +133,7 @@ fn judge_or_recall(
     if let Some(signatures) = &opts.signatures {
         // The signature covers the stored bytes, which are read once: checked, then
         // decompressed and judged afresh whatever the signature's outcome (a bad one still
-        // gets a row that names its scenario and case).
+        // gets a row that names its scenario and case). Such a run has no cache.
         let opened = TraceFile::open_with(path, limits, &mut |stored| {
             out.signature = Some(signatures.check(path, stored));
             false
@@ -240,7 +240,7 @@ fn judge_fresh(
         how: Provenance {
             keys,
             // A trial's row is judged with its case: its set comparison needs its behaviour.
-            cacheable: row.drift.is_empty() && row.trial.is_none() && opts.signatures.is_none(),
+            cacheable: row.drift.is_empty() && row.trial.is_none(),
             recalled: false,
             entry_current: false,
         },

@@ -345,13 +345,18 @@ fn check_in_pool(
     );
     plan::check_filters(&opts.selection, &entries)?;
     let row_memory = opts.runtime.row_memory.unwrap_or(ROW_MEMORY);
-    // No key, no cache: an unauthenticated cache is never trusted.
-    let cache = opts.runtime.cache_dir.as_deref().and_then(|dir| {
-        let key = CacheKey::resolve()?;
-        let context = plan::cache_context(&loaded.sources, &loaded.scenarios, opts);
-        let file = cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
-        Some(cache::ResultCache::from_file(dir, file, context, key))
-    });
+    // No key, no cache: an unauthenticated cache is never trusted. A run that checks
+    // signatures neither reads nor writes it: it holds verdicts, not signatures.
+    let cache_dir = opts.runtime.cache_dir.as_deref();
+    let cache = cache_dir
+        .filter(|_| opts.signatures.is_none())
+        .and_then(|dir| {
+            let key = CacheKey::resolve()?;
+            let context = plan::cache_context(&loaded.sources, &loaded.scenarios, opts);
+            let file =
+                cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
+            Some(cache::ResultCache::from_file(dir, file, context, key))
+        });
 
     // Judge.
     let spill = Spill::new(row_memory);

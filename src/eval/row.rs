@@ -109,10 +109,7 @@ pub(crate) fn judge_opened(
     row.content_hash = Some(seal.content_hash.clone());
     row.sealed = Some(seal.sealed);
     row.warnings = parsed.warnings.clone();
-    if let Some(problem) = out
-        .signature
-        .take()
-        .and_then(|s| signature_problem(s, &row))
+    if let Some(problem) = (out.signature.take()).and_then(|s| signature_problem(s, header, &seal))
     {
         let message = format!("`{shown}` {problem}");
         set_error(&mut row, RowErrorKind::Signature, message, None);
@@ -164,19 +161,19 @@ pub(crate) fn judge_opened(
 /// trusted comment that names another trace than the row's.
 fn signature_problem(
     checked: Result<crate::sign::Signed, crate::sign::SignatureProblem>,
-    row: &ResultRow,
+    header: &crate::trace::Header<'_>,
+    seal: &crate::trace::Seal,
 ) -> Option<crate::sign::SignatureProblem> {
     let signed = match checked {
         Ok(signed) => signed,
         Err(problem) => return Some(problem),
     };
     let claims = crate::sign::Claims::of_comment(&signed.comment)?;
-    let field = |f: &Option<String>| f.clone().unwrap_or_default();
     let detail = claims.mismatch(
-        &field(&row.content_hash),
-        &field(&row.scenario),
-        &field(&row.case),
-        row.trial.as_deref(),
+        &seal.content_hash,
+        &header.scenario,
+        &header.case,
+        header.trial.as_ref().map(|t| t.as_str()),
     )?;
     Some(crate::sign::SignatureProblem::OtherTrace {
         key_id: signed.key_id,

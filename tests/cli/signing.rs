@@ -267,9 +267,24 @@ fn require_signed_makes_an_error_row_of_each_unsigned_bad_or_untrusted_trace() {
     );
     assert_eq!(report["summary"]["errors"], 2, "{report:#}");
 
-    // Without `--require-signed`, signatures are not looked at.
-    let out = env.run(&["check", "--format", "json"]);
+    // Without `--require-signed`, signatures are not looked at, and the result cache is
+    // written; a run that requires them neither reads nor rewrites it.
+    let out = env.run_with(&["check", "--format", "json"], &[("CI", "")]);
     assert_eq!(json(&out)["summary"]["errors"], 0, "{out:?}");
+    let cache = files_under(&env.path(".tracereplay/cache"));
+    assert!(!cache.is_empty(), "no result cache was written");
+    let before: Vec<Vec<u8>> = cache
+        .iter()
+        .map(|f| env.read(&format!(".tracereplay/cache/{f}")))
+        .collect();
+    let out = env.run_with(&args, &[("CI", "")]);
+    assert_eq!(json(&out)["summary"]["errors"], 3, "{out:?}");
+    let after: Vec<Vec<u8>> = cache
+        .iter()
+        .map(|f| env.read(&format!(".tracereplay/cache/{f}")))
+        .collect();
+    assert_eq!(files_under(&env.path(".tracereplay/cache")), cache);
+    assert!(before == after, "the result cache changed");
     // Asked for, but with no key to trust: a usage error, before anything is judged.
     let out = env.run(&["check", "--require-signed"]);
     assert_eq!(out.code, 2, "{out:?}");
