@@ -183,7 +183,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 };
                 // What is sealed is signed, whether written now or before.
                 if let Some(key) = &signer {
-                    sign_stored(key, dest, &confined)?;
+                    sign_stored(key, dest, &args.out)?;
                 }
                 Ok(stored)
             })
@@ -250,10 +250,10 @@ fn store(
 fn sign_stored(
     key: &crate::sign::keys::SigningKey,
     dest: &Utf8Path,
-    confined: &crate::fsutil::Confined,
+    root: &Utf8Path,
 ) -> anyhow::Result<()> {
     let stored = std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?;
-    crate::sign::sign_trace(key, confined, (dest, &stored), Limits::default(), false)
+    crate::sign::sign_trace(key, root, (dest, &stored), Limits::default(), false)
         .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;
     Ok(())
 }

@@ -47,8 +47,8 @@ pub(super) fn sign_written(
 ) -> Result<Utf8PathBuf, String> {
     let stored = std::fs::read(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
     let dir = path.parent().filter(|d| !d.as_str().is_empty());
-    let confined = crate::fsutil::Confined::new(dir.unwrap_or(".".into()).to_owned());
-    crate::sign::sign_trace(signer, &confined, (path, &stored), limits, durable)
+    let dir = dir.unwrap_or(".".into());
+    crate::sign::sign_trace(signer, dir, (path, &stored), limits, durable)
 }
 
 /// `key new --sign -o DIR`: a new key pair, the secret key written with mode 0600; never over

@@ -185,7 +185,7 @@ impl Session {
         }
         if let Some(signer) = &options.signer {
             let what = (path.as_path(), compressed.as_slice());
-            crate::sign::sign_trace(signer.as_ref(), &confined, what, options.limits, true)
+            crate::sign::sign_trace(signer.as_ref(), dir, what, options.limits, true)
                 .map_err(|e| format!("cannot sign `{path}`: {e}"))?;
         }
         self.recorded = Some(path.to_string());

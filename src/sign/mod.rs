@@ -179,12 +179,12 @@ pub trait TraceSigner: Send + Sync + std::fmt::Debug {
 }
 
 /// Signs the sealed trace file at `path`, whose stored bytes are `stored`: a detached signature
-/// whose trusted comment names its seal, scenario, case and trial, written beside it (under
-/// `dir`, never through a symlink; synced to disk unless the caller syncs it later, with
-/// `durable: false`). A trace that is not sealed and valid is not signed.
+/// whose trusted comment names its seal, scenario, case and trial, written beside it (inside
+/// `root`, never through a symlink under it; synced to disk unless the caller syncs it later,
+/// with `durable: false`). A trace that is not sealed and valid is not signed.
 pub fn sign_trace(
     signer: &dyn TraceSigner,
-    dir: &crate::fsutil::Confined,
+    root: &Utf8Path,
     (path, stored): (&Utf8Path, &[u8]),
     limits: crate::trace::Limits,
     durable: bool,
@@ -209,7 +209,8 @@ pub fn sign_trace(
     );
     let text = signer.sign(stored, &claims)?;
     let sig = signature_path(path);
-    dir.write(&sig, text.as_bytes(), durable)
+    crate::fsutil::Confined::new(root)
+        .write(&sig, text.as_bytes(), durable)
         .map_err(|e| format!("cannot write `{sig}`: {e}"))?;
     Ok(sig)
 }
