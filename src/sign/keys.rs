@@ -9,7 +9,7 @@ use std::io::Cursor;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use ct_codecs::Decoder;
-use ed25519_dalek::{Signer, Verifier};
+use ed25519_dalek::Signer;
 use minisign::{PublicKey, SecretKey, SignatureBox};
 
 use super::{Claims, SignatureCheck, SignatureProblem, Signed, TraceSigner};
@@ -150,7 +150,6 @@ impl SigningKey {
     pub fn trusted(&self) -> TrustedKey {
         TrustedKey {
             key_id: self.key_id.clone(),
-            minisign: self.public.clone(),
             dalek: self.dalek.verifying_key(),
         }
     }
@@ -191,7 +190,6 @@ impl TraceSigner for SigningKey {
 pub struct TrustedKey {
     /// Its key id.
     pub key_id: String,
-    minisign: PublicKey,
     dalek: ed25519_dalek::VerifyingKey,
 }
 
@@ -207,17 +205,17 @@ impl TrustedKey {
             .map_err(|_| "not a valid Ed25519 public key".to_owned())?;
         Ok(TrustedKey {
             key_id: key_id_of(minisign.keynum()),
-            minisign,
             dalek,
         })
     }
 
-    /// Whether `sig` is this key's Ed25519 signature of `message`.
+    /// Whether `sig` is this key's Ed25519 signature of `message` (checked strictly: no
+    /// weak keys, no malleable signatures, as libsodium, which minisign uses, checks them).
     pub fn verifies_ed25519(&self, message: &[u8], sig: &[u8]) -> bool {
         let Ok(sig) = ed25519_dalek::Signature::from_slice(sig) else {
             return false;
         };
-        self.dalek.verify(message, &sig).is_ok()
+        self.dalek.verify_strict(message, &sig).is_ok()
     }
 }
 
@@ -314,22 +312,46 @@ impl TrustedKeys {
         let Some(key) = self.get(&key_id) else {
             return Err(MinisigError::UntrustedKey { key_id });
         };
-        if !sig.is_prehashed() {
-            let detail = "a legacy (not prehashed) signature, which is not accepted; sign again with a current minisign or `tracereplay sign`".to_owned();
-            return Err(MinisigError::Bad { key_id, detail });
-        }
-        minisign::verify(&key.minisign, &sig, Cursor::new(data), true, false, false).map_err(
-            |e| MinisigError::Bad {
-                key_id: key_id.clone(),
-                detail: e.to_string(),
-            },
-        )?;
-        let comment = sig.trusted_comment().map_err(|e| MinisigError::Bad {
+        let bad = |detail: &str| MinisigError::Bad {
             key_id: key_id.clone(),
-            detail: e.to_string(),
-        })?;
+            detail: detail.to_owned(),
+        };
+        if !sig.is_prehashed() {
+            return Err(bad(
+                "a legacy (not prehashed) signature, which is not accepted; sign again with a current minisign or `tracereplay sign`",
+            ));
+        }
+        // The crate read the format; the two Ed25519 signatures it holds are checked with
+        // ed25519-dalek, as minisign checks them: the first over the BLAKE2b-512 of the data,
+        // the second over the first and the trusted comment.
+        let (signature, global) = raw_signatures(sig_text)
+            .ok_or_else(|| MinisigError::Malformed("its signature lines do not decode".into()))?;
+        let prehash = <blake2::Blake2b512 as blake2::Digest>::digest(data);
+        if !key.verifies_ed25519(&prehash, &signature) {
+            return Err(bad("the signature does not match the file"));
+        }
+        let comment = sig
+            .trusted_comment()
+            .map_err(|_| bad("its trusted comment is not UTF-8"))?;
+        let mut commented = signature.to_vec();
+        commented.extend_from_slice(comment.as_bytes());
+        if !key.verifies_ed25519(&commented, &global) {
+            return Err(bad("the trusted comment's signature does not match it"));
+        }
         Ok(Signed { key_id, comment })
     }
+}
+
+/// The Ed25519 signature of the data and the global signature (over it and the trusted
+/// comment) of a minisign signature's text, whose format the crate has checked: the second line
+/// is the algorithm (2 bytes), key number (8) and signature (64); the fourth the global
+/// signature (64).
+fn raw_signatures(text: &str) -> Option<([u8; 64], [u8; 64])> {
+    let mut lines = text.lines();
+    let decode = |line: Option<&str>| ct_codecs::Base64::decode_to_vec(line?.trim(), None).ok();
+    let first = decode(lines.nth(1))?;
+    let global = decode(lines.nth(1))?;
+    Some((first.get(10..74)?.try_into().ok()?, global.try_into().ok()?))
 }
 
 /// Why a minisign signature does not hold.
