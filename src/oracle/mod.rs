@@ -2,6 +2,7 @@
 
 pub mod approval;
 pub mod artifacts;
+pub mod behaviour;
 pub mod budget;
 pub mod calls;
 pub mod compose;
@@ -18,6 +19,7 @@ pub mod registry;
 pub mod replies;
 mod result;
 pub mod sequence;
+mod shape;
 pub mod similarity;
 pub mod turns;
 pub mod typed;
@@ -127,6 +129,8 @@ pub fn overall(results: &[OracleResult]) -> Verdict {
 
 #[cfg(test)]
 mod artifacts_tests;
+#[cfg(test)]
+mod behaviour_tests;
 #[cfg(test)]
 mod calls_tests;
 #[cfg(test)]

@@ -78,6 +78,21 @@ pub fn limit(spec: &OracleSpec) -> Limit {
     Limit::Missing
 }
 
+/// A count parameter (`max`, `max_errors`…): `None` when not given, an error naming it when it
+/// is not a non-negative integer.
+pub fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
+    match spec.get(name).and_then(integer) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(bad)) => Err(format!("`{name}` is `{bad}`, not a non-negative integer")),
+    }
+}
+
+/// A `true`/`false` parameter; not given is `false`.
+pub fn flag(spec: &OracleSpec, name: &str) -> bool {
+    spec.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
 /// A string parameter (`tool`, `path`, `kind`…), trimmed; blank counts as not configured.
 pub fn string(spec: &OracleSpec, name: &str) -> Option<String> {
     configured(spec.get(name).and_then(Value::as_str).map(str::to_owned))

@@ -11,7 +11,7 @@ use super::facts::Facts;
 use super::jsoneq::ArgsMatch;
 use super::result::OracleResult;
 use super::sequence::{Of, SeqConfig};
-use super::{artifacts, calls, contract, counts, harness, replies, sequence};
+use super::{artifacts, behaviour, calls, contract, counts, harness, replies, sequence};
 use crate::scenario::{Expected, OracleSpec, Scenario};
 use crate::trace::Phase;
 
@@ -166,6 +166,23 @@ pub enum Oracle {
         tools: Vec<String>,
         subset: bool,
     },
+    NoRepeatedCall {
+        max: u64,
+        consecutive: bool,
+        tools: Vec<String>,
+    },
+    NoRetrySpiral {
+        max: u64,
+        tools: Vec<String>,
+    },
+    ToolErrorsHandled {
+        success: Vec<String>,
+        tools: Vec<String>,
+    },
+    StepStatus {
+        tools: Vec<String>,
+        max_errors: u64,
+    },
     ContractConformant(Box<crate::scenario::contract::Contract>),
     ToolCallCount {
         tool: String,
@@ -241,6 +258,18 @@ impl Oracle {
             }
             Oracle::MaxTokens { limit, kind } => counts::max_tokens(*limit, *kind, facts),
             Oracle::ToolsOffered { tools, subset } => counts::tools_offered(tools, *subset, facts),
+            Oracle::NoRepeatedCall {
+                max,
+                consecutive,
+                tools,
+            } => behaviour::no_repeated_call(*max, *consecutive, tools, facts),
+            Oracle::NoRetrySpiral { max, tools } => behaviour::no_retry_spiral(*max, tools, facts),
+            Oracle::ToolErrorsHandled { success, tools } => {
+                behaviour::tool_errors_handled(success, tools, facts)
+            }
+            Oracle::StepStatus { tools, max_errors } => {
+                behaviour::step_status(tools, *max_errors, facts)
+            }
             Oracle::ContractConformant(c) => contract::contract_conformant(c, facts),
             Oracle::ToolCallCount { tool, range, of } => {
                 counts::tool_call_count(tool, *range, *of, facts)

@@ -1,0 +1,435 @@
+//! Oracles of how an agent behaves, which no scenario author has to foresee: `no-repeated-call`,
+//! `no-retry-spiral`, `tool-errors-handled` and `step-status`.
+//!
+//! They read the run as a list of steps: each executed call with its canonical arguments, its
+//! result (the first `tool_result` after it with its call id), and what the agent did next.
+
+use serde_json::{Value, json};
+
+use super::facts::Facts;
+use super::names::ToolSet;
+use super::params;
+use super::result::OracleResult;
+use super::typed::{Fallbacks, Oracle};
+use crate::scenario::OracleSpec;
+use crate::trace::json::contains_ci;
+use crate::trace::{EventBody, Phase};
+
+/// One executed call.
+struct Step<'t> {
+    seq: u64,
+    tool: &'t str,
+    /// The tool (lowercased) and the arguments' canonical JSON: equal for the same call.
+    key: String,
+    /// The `seq` of its result and whether that result failed (`ok: false` or an error).
+    result: Option<(u64, bool)>,
+}
+
+impl Step<'_> {
+    fn failed(&self) -> bool {
+        self.result.is_some_and(|(_, failed)| failed)
+    }
+}
+
+/// JSON with object keys sorted at every level and integral floats written as integers: the
+/// same text for the same arguments, however they were written.
+fn canonical_text(v: &Value, out: &mut String) {
+    match crate::baseline::canonical(v) {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical_text(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_text(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn steps<'t>(facts: &'t Facts<'t, '_>) -> Vec<Step<'t>> {
+    let mut steps: Vec<Step<'t>> = (facts.calls.iter())
+        .map(|c| {
+            let mut key = c.tool.to_lowercase();
+            key.push('\u{0}');
+            canonical_text(&c.args.value(), &mut key);
+            Step {
+                seq: c.event.seq,
+                tool: c.tool.as_str(),
+                key,
+                result: None,
+            }
+        })
+        .collect();
+    // Each result belongs to the latest earlier call with its id that has none yet.
+    let mut open: foldhash::HashMap<&str, Vec<usize>> = Default::default();
+    let mut next = 0;
+    for e in &facts.trace.events {
+        while next < steps.len() && steps[next].seq <= e.seq {
+            open.entry(facts.calls[next].call_id.as_str())
+                .or_default()
+                .push(next);
+            next += 1;
+        }
+        if let EventBody::ToolResult {
+            call_id, ok, error, ..
+        } = &e.body
+        {
+            if let Some(i) = open.get_mut(call_id.as_str()).and_then(Vec::pop) {
+                let failed = !*ok || error.as_deref().is_some_and(|e| !e.is_empty());
+                steps[i].result = Some((e.seq, failed));
+            }
+        }
+    }
+    steps
+}
+
+/// Configures `no-repeated-call`.
+pub fn configure_no_repeated_call(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let max = params::count(spec, "max")?.unwrap_or(2);
+    if max == 0 {
+        return Err("`max` is 0, which no call can meet; give at least 1".into());
+    }
+    Ok(Oracle::NoRepeatedCall {
+        max,
+        consecutive: params::flag(spec, "consecutive"),
+        tools: tools_of(spec),
+    })
+}
+
+fn tools_of(spec: &OracleSpec) -> Vec<String> {
+    let mut tools = params::string_list(spec, "tools");
+    tools.extend(params::tool(spec));
+    tools
+}
+
+fn in_scope(tools: &[String]) -> impl Fn(&str) -> bool + '_ {
+    let set = ToolSet::new(tools.iter().map(String::as_str));
+    move |tool| tools.is_empty() || set.matches(tool)
+}
+
+/// `no-repeated-call`: no call (the same tool with the same canonical arguments) is made more
+/// than `max` times in the run (with `consecutive`, in a row). Scores the share of calls that
+/// are not over the limit.
+pub fn no_repeated_call(
+    max: u64,
+    consecutive: bool,
+    tools: &[String],
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
+    let scope = in_scope(tools);
+    let all = steps(facts);
+    let steps: Vec<&Step> = all.iter().filter(|s| scope(s.tool)).collect();
+    // Groups of the same call: all of them, or each run of them in a row.
+    let mut groups: Vec<Vec<&Step>> = Vec::new();
+    if consecutive {
+        for s in &steps {
+            match groups.last_mut() {
+                Some(g) if g[0].key == s.key => g.push(s),
+                _ => groups.push(vec![s]),
+            }
+        }
+    } else {
+        let mut index: foldhash::HashMap<&str, usize> = Default::default();
+        for s in &steps {
+            let at = *index.entry(s.key.as_str()).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[at].push(s);
+        }
+    }
+    let over: Vec<&Vec<&Step>> = groups.iter().filter(|g| g.len() as u64 > max).collect();
+    let how = if consecutive { " in a row" } else { "" };
+    let Some(worst) = over.iter().max_by_key(|g| g.len()) else {
+        return OracleResult::pass(
+            format!(
+                "no call was made more than {max} time(s){how} ({} call(s))",
+                steps.len()
+            ),
+            Vec::new(),
+        );
+    };
+    let excess: u64 = over.iter().map(|g| g.len() as u64 - max).sum();
+    let score = 1.0 - excess as f64 / steps.len() as f64;
+    OracleResult::fail(
+        format!(
+            "`{}` was called with the same arguments {} times{how} (at most {max} allowed), at seq {}",
+            worst[0].tool,
+            worst.len(),
+            seqs(worst.iter().map(|s| s.seq))
+        ),
+        worst.iter().map(|s| s.seq).collect(),
+        json!({"max": max, "consecutive": consecutive}),
+        json!({"tool": worst[0].tool, "times": worst.len(), "repeated_calls": over.len()}),
+    )
+    .with_score(score)
+}
+
+fn seqs(seqs: impl Iterator<Item = u64>) -> String {
+    let all: Vec<String> = seqs.map(|s| s.to_string()).collect();
+    all.join(", ")
+}
+
+/// Configures `no-retry-spiral`.
+pub fn configure_no_retry_spiral(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    Ok(Oracle::NoRetrySpiral {
+        max: params::count(spec, "max")?.unwrap_or(2),
+        tools: tools_of(spec),
+    })
+}
+
+/// `no-retry-spiral`: after a call failed, the agent does not make the same call again (same
+/// tool, same canonical arguments) more than `max` times in a row while it keeps failing. A
+/// call with other arguments, another tool, or a user turn in between ends the streak.
+pub fn no_retry_spiral(max: u64, tools: &[String], facts: &Facts<'_, '_>) -> OracleResult {
+    let scope = in_scope(tools);
+    let all = steps(facts);
+    let user_turns: Vec<u64> = (facts.trace.events.iter())
+        .filter(|e| matches!(e.body, EventBody::UserMessage { .. }))
+        .map(|e| e.seq)
+        .collect();
+    let turn_between = |a: u64, b: u64| user_turns.iter().any(|&u| a < u && u < b);
+    // The longest streak: a failed call and the identical calls after it, each after a
+    // failure, with nothing else in between.
+    let mut worst: Vec<&Step> = Vec::new();
+    let mut streak: Vec<&Step> = Vec::new();
+    for s in all.iter().filter(|s| scope(s.tool)) {
+        let continues = streak.last().is_some_and(|last: &&Step| {
+            last.failed() && last.key == s.key && !turn_between(last.seq, s.seq)
+        });
+        if !continues {
+            streak.clear();
+        }
+        streak.push(s);
+        if streak.len() > worst.len() {
+            worst = streak.clone();
+        }
+    }
+    let retries = worst.len().saturating_sub(1) as u64;
+    if retries <= max {
+        return OracleResult::pass(
+            format!("no failed call was retried unchanged more than {max} time(s)"),
+            Vec::new(),
+        );
+    }
+    OracleResult::fail(
+        format!(
+            "`{}` failed and was retried with the same arguments {retries} times (at most {max} allowed), at seq {}",
+            worst[0].tool,
+            seqs(worst.iter().map(|s| s.seq))
+        ),
+        worst.iter().map(|s| s.seq).collect(),
+        json!({"max_retries": max}),
+        json!({"tool": worst[0].tool, "retries": retries}),
+    )
+}
+
+/// Configures `tool-errors-handled`.
+pub fn configure_tool_errors_handled(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
+    let written = spec.get("success").and_then(Value::as_array);
+    if written.is_some_and(|w| {
+        w.iter()
+            .any(|p| p.as_str().is_some_and(|p| p.trim().is_empty()))
+    }) {
+        return Err("an empty `success` phrase would be found in every answer".into());
+    }
+    let success = params::string_list(spec, "success");
+    Ok(Oracle::ToolErrorsHandled {
+        success,
+        tools: tools_of(spec),
+    })
+}
+
+/// What the agent did after a failed call.
+enum After {
+    /// Called a tool: the index of the step.
+    Call(usize),
+    /// Answered or sent a final message: its `seq` and text.
+    Answer(u64, String),
+    /// Nothing: the run ended.
+    Nothing,
+}
+
+/// What came first after step `i`'s result (calls of the same batch made before it do not
+/// count): the next call, or an answer before it.
+fn after(steps: &[Step<'_>], i: usize, facts: &Facts<'_, '_>) -> After {
+    let from = steps[i].result.map_or(steps[i].seq, |(seq, _)| seq);
+    let next = (i + 1..steps.len()).find(|&j| steps[j].seq > from);
+    let until = next.map_or(u64::MAX, |j| steps[j].seq);
+    let answer = (facts.trace.events.iter())
+        .filter(|e| e.seq > from && e.seq < until)
+        .find_map(|e| match &e.body {
+            EventBody::FinalAnswer { text } => Some((e.seq, text.to_string())),
+            EventBody::Message {
+                phase: Phase::Final,
+                text,
+                ..
+            } => Some((e.seq, text.to_string())),
+            _ => None,
+        });
+    match (answer, next) {
+        (Some((seq, text)), _) => After::Answer(seq, text),
+        (None, Some(j)) => After::Call(j),
+        (None, None) => After::Nothing,
+    }
+}
+
+/// `tool-errors-handled`: every failed call is followed by a retry with other arguments, a call
+/// of another tool, or an answer (a final answer or final message) — and, with `success`
+/// phrases, never by an answer that claims success with one. An unchanged retry hands the
+/// question on to the retry: handled when it succeeds, else as its own failure is. Scores the
+/// share of failed calls handled.
+pub fn tool_errors_handled(
+    success: &[String],
+    tools: &[String],
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
+    let scope = in_scope(tools);
+    let all = steps(facts);
+    let failed: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].failed() && scope(all[i].tool))
+        .collect();
+    if failed.is_empty() {
+        return OracleResult::pass("no tool call failed", Vec::new());
+    }
+    // Whether the failure of call `i` was handled, and the evidence when it was not.
+    let handled = |mut i: usize| -> Result<(), (Vec<u64>, String)> {
+        loop {
+            let s = &all[i];
+            let error_seq = s.result.map_or(s.seq, |(seq, _)| seq);
+            match after(&all, i, facts) {
+                After::Call(j) if all[j].key == s.key => {
+                    if !all[j].failed() {
+                        return Ok(());
+                    }
+                    i = j;
+                }
+                After::Call(_) => return Ok(()),
+                After::Answer(seq, text) => {
+                    return match success.iter().find(|p| contains_ci(&text, p)) {
+                        Some(p) => Err((
+                            vec![error_seq, seq],
+                            format!("the answer at seq {seq} claims success (`{p}`)"),
+                        )),
+                        None => Ok(()),
+                    };
+                }
+                After::Nothing => {
+                    return Err((vec![error_seq], "nothing followed it".to_owned()));
+                }
+            }
+        }
+    };
+    let verdicts: Vec<(usize, Result<(), (Vec<u64>, String)>)> =
+        failed.iter().map(|&i| (i, handled(i))).collect();
+    let unhandled: Vec<&(usize, Result<(), (Vec<u64>, String)>)> =
+        verdicts.iter().filter(|(_, v)| v.is_err()).collect();
+    let score = 1.0 - unhandled.len() as f64 / failed.len() as f64;
+    let Some((i, Err((evidence, why)))) = unhandled.first() else {
+        return OracleResult::pass(
+            format!("each of the {} failed call(s) was handled", failed.len()),
+            failed
+                .iter()
+                .filter_map(|&i| all[i].result.map(|r| r.0))
+                .collect(),
+        );
+    };
+    OracleResult::fail(
+        format!(
+            "{} of {} failed call(s) went unhandled; the first, `{}` at seq {}: {why}",
+            unhandled.len(),
+            failed.len(),
+            all[*i].tool,
+            all[*i].seq
+        ),
+        evidence.clone(),
+        json!(
+            "a retry with other arguments, another tool, or an answer that does not claim success"
+        ),
+        json!({"tool": all[*i].tool, "unhandled": unhandled.len(), "failed": failed.len()}),
+    )
+    .with_score(score)
+}
+
+/// Configures `step-status`.
+pub fn configure_step_status(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+    let tools = tools_of(spec);
+    if tools.is_empty() {
+        return Err("no `tool` or `tools` whose calls to check".into());
+    }
+    Ok(Oracle::StepStatus {
+        tools,
+        max_errors: params::count(spec, "max_errors")?.unwrap_or(0),
+    })
+}
+
+/// `step-status`: every call of `tools` (globs) ended with a result that is ok — or at most
+/// `max_errors` did not. A call without a result did not end ok. Scores the share that did.
+pub fn step_status(tools: &[String], max_errors: u64, facts: &Facts<'_, '_>) -> OracleResult {
+    let scope = in_scope(tools);
+    let all = steps(facts);
+    let calls: Vec<&Step> = all.iter().filter(|s| scope(s.tool)).collect();
+    let names = tools.join("`, `");
+    if calls.is_empty() {
+        return OracleResult::pass(format!("no call of `{names}` was made"), Vec::new());
+    }
+    let bad: Vec<&&Step> = calls
+        .iter()
+        .filter(|s| s.result.is_none_or(|(_, failed)| failed))
+        .collect();
+    let score = 1.0 - bad.len() as f64 / calls.len() as f64;
+    let evidence: Vec<u64> = bad
+        .iter()
+        .map(|s| s.result.map_or(s.seq, |(seq, _)| seq))
+        .collect();
+    if bad.len() as u64 <= max_errors {
+        return OracleResult::pass(
+            format!(
+                "{} of {} call(s) of `{names}` ended ok ({} error(s), at most {max_errors} allowed)",
+                calls.len() - bad.len(),
+                calls.len(),
+                bad.len()
+            ),
+            evidence,
+        );
+    }
+    let first = bad[0];
+    let how = if first.result.is_some() {
+        "failed"
+    } else {
+        "has no result"
+    };
+    OracleResult::fail(
+        format!(
+            "{} of {} call(s) of `{names}` did not end ok (at most {max_errors} allowed); the first, `{}` at seq {}, {how}",
+            bad.len(),
+            calls.len(),
+            first.tool,
+            first.seq
+        ),
+        evidence,
+        json!({"max_errors": max_errors}),
+        json!({"errors": bad.len(), "calls": calls.len()}),
+    )
+    .with_score(score)
+}
