@@ -43,6 +43,55 @@ fn recorded_trials(
     out
 }
 
+/// What the default behaviour oracles find in the traces under the paths: by lowercased
+/// scenario id, for each oracle, the number of traces it fails on and its first message.
+type BehaviourSeen = BTreeMap<String, BTreeMap<&'static str, (usize, String)>>;
+
+fn behaviour_seen(found: &crate::discover::Discovered, args: &GatesArgs) -> BehaviourSeen {
+    use rayon::prelude::*;
+    let limits = args.limits.limits();
+    let per_trace: Vec<(String, Vec<(&'static str, String)>)> = (found.trace_files.par_iter())
+        .filter_map(|path| {
+            let file = TraceFile::open(path, limits).ok()?;
+            let seal = file.verify_seal(false).ok()?;
+            let parsed = parse_trace(&file, &seal, limits).ok()?;
+            let found = crate::oracle::behaviour::lint(&parsed.trace);
+            let id = parsed.trace.header.scenario.to_lowercase();
+            Some((id, found.into_iter().map(|(o, r)| (o, r.message)).collect()))
+        })
+        .collect();
+    let mut seen = BehaviourSeen::new();
+    for (id, findings) in per_trace {
+        for (oracle, message) in findings {
+            let entry = seen.entry(id.clone()).or_default().entry(oracle);
+            let (n, _) = entry.or_insert((0, message));
+            *n += 1;
+        }
+    }
+    seen
+}
+
+/// `gates` suggestions: the behaviour oracles a scenario does not declare whose defaults fail
+/// on some of its traces.
+fn behaviour_suggestions(s: &Scenario, seen: &BehaviourSeen) -> Vec<String> {
+    let declared = |name: &str| {
+        s.oracles
+            .iter()
+            .any(|o| o.type_name().eq_ignore_ascii_case(name))
+    };
+    let Some(found) = seen.get(&s.id.to_lowercase()) else {
+        return Vec::new();
+    };
+    (found.iter())
+        .filter(|(oracle, _)| !declared(oracle))
+        .map(|(oracle, (n, message))| {
+            format!(
+                "suggestion: `{oracle}` would fail on {n} of its trace(s) ({message}); consider adding {{\"type\": \"{oracle}\"}} to its oracles"
+            )
+        })
+        .collect()
+}
+
 /// Runs `gates`; `Err` means exit 2.
 pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if !(0.0..=1.0).contains(&args.min_strength) {
@@ -66,8 +115,10 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     }
     let alpha = super::options::alpha(args.alpha)?;
     let recorded = recorded_trials(&found, &loaded, args);
+    let seen = behaviour_seen(&found, args);
     for s in &loaded.scenarios {
         let mut warnings = crate::gates::scenario_warnings(s);
+        warnings.extend(behaviour_suggestions(s, &seen));
         warnings.extend(s.trials.warnings(alpha));
         for ((id, case), n) in recorded.range((s.id.to_lowercase(), String::new())..) {
             if *id != s.id.to_lowercase() {

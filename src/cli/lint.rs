@@ -32,7 +32,13 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut findings: Vec<Finding> = found
         .trace_files
         .par_iter()
-        .flat_map_iter(|path| lint_trace(path, limits, mode, &waived, args.allow_raw_prompts))
+        .flat_map_iter(|path| {
+            let mut found = lint_trace(path, limits, mode, &waived, args.allow_raw_prompts);
+            if args.behaviour {
+                found.extend(behaviour_findings(path, limits, args.allow_raw_prompts));
+            }
+            found
+        })
         .collect();
     // What discovery could not look at could hold anything.
     findings.extend(found.unreachable.iter().map(|(p, why)| Finding {
@@ -95,6 +101,38 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     } else {
         exit::OK
     })
+}
+
+/// What the default behaviour oracles find in one trace file, as warnings. A trace that does
+/// not verify or parse has none here (the privacy lint reports it).
+fn behaviour_findings(
+    path: &camino::Utf8PathBuf,
+    limits: crate::trace::Limits,
+    allow_raw_prompts: bool,
+) -> Vec<Finding> {
+    let opts = crate::eval::JudgeOptions {
+        limits,
+        require_sealed: false,
+        allow_raw_prompts,
+    };
+    let Ok(file) = TraceFile::open(path, limits) else {
+        return Vec::new();
+    };
+    let Ok((_, parsed)) = crate::eval::pipeline::verify_and_parse(&file, &opts) else {
+        return Vec::new();
+    };
+    let shown = display_path(path);
+    (crate::oracle::behaviour::lint(&parsed.trace).into_iter())
+        .map(|(oracle, r)| Finding {
+            file: shown.clone(),
+            line: None,
+            kind: oracle.into(),
+            fingerprint: None,
+            prefix: None,
+            message: format!("{oracle}: {}", r.message),
+            fails: false,
+        })
+        .collect()
 }
 
 /// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size

@@ -8,7 +8,7 @@
 //! | `user` content | `user_message` with the hashed prompt (tool calls a simulated user makes become `tool_call`s) |
 //! | assistant message | `inference`: `input_h` = hash of the conversation so far, `output.text`, `output.tool_calls` (a batch), `usage`, `finish` |
 //! | assistant `tool_calls` with a result | `tool_call` right after the inference, `tool_result` where the result appears |
-//! | `tool` message (`tool_call_id`, or tau2's `id`) | `tool_result` (`ok: false` when it says `"error": true`) |
+//! | `tool` message (`tool_call_id`, or tau2's `id`) | `tool_result` (`ok: false` when it says `"error": true`, or for a tau-bench run when its content starts `Error: `) |
 //! | last assistant text | `final_answer` |
 //! | Responses `function_call` / `function_call_output` | the same, joined by `call_id` |
 //! | Responses `reasoning` | a `note` holding only its hash |
@@ -417,6 +417,7 @@ fn chat_run(
     outcome: &mut IngestOutcome,
 ) -> Option<crate::trace::SealedTrace> {
     let items = &run.items;
+    let tau_bench = run.ids.source.as_deref() == Some("tau-bench");
     // Which calls get a result (tau2 links results by `id`, OpenAI by `tool_call_id`).
     let result_id = |m: &Value| {
         m.get("tool_call_id")
@@ -489,8 +490,12 @@ fn chat_run(
                         .reject(&at, "a tool result without `tool_call_id`");
                     return None;
                 };
-                let failed = m.get("error").and_then(Value::as_bool).unwrap_or(false);
                 let output = m.get("content").cloned().unwrap_or(Value::Null);
+                // tau-bench's environment answers a tool that raised with `Error: <message>`
+                // as the tool's content, and marks nothing else.
+                let tau_error =
+                    tau_bench && (output.as_str()).is_some_and(|t| t.starts_with("Error: "));
+                let failed = tau_error || m.get("error").and_then(Value::as_bool).unwrap_or(false);
                 let error = failed.then(|| content_text(&output).unwrap_or_default());
                 if !c.result((&at, "a tool result"), id, !failed, &output, error) {
                     return None;

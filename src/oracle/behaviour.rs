@@ -433,3 +433,31 @@ pub fn step_status(tools: &[String], max_errors: u64, facts: &Facts<'_, '_>) -> 
     )
     .with_score(score)
 }
+
+/// The behaviour oracles `lint --behaviour` runs over a suite, with their defaults.
+pub const LINTED: [&str; 3] = ["no-repeated-call", "no-retry-spiral", "tool-errors-handled"];
+
+/// What the oracles of [`LINTED`], with their defaults, find wrong in a trace: each failing one
+/// with its result.
+pub fn lint(trace: &crate::trace::Trace<'_>) -> Vec<(&'static str, OracleResult)> {
+    let facts = Facts::new(trace);
+    let oracles = [
+        Oracle::NoRepeatedCall {
+            max: 2,
+            consecutive: false,
+            tools: Vec::new(),
+        },
+        Oracle::NoRetrySpiral {
+            max: 2,
+            tools: Vec::new(),
+        },
+        Oracle::ToolErrorsHandled {
+            success: Vec::new(),
+            tools: Vec::new(),
+        },
+    ];
+    (LINTED.into_iter().zip(oracles))
+        .map(|(name, o)| (name, o.judge(&facts)))
+        .filter(|(_, r)| r.verdict == super::Verdict::Fail)
+        .collect()
+}

@@ -4,6 +4,7 @@ mod adoption;
 mod attest;
 mod bad_input;
 mod baselines;
+mod behaviour;
 mod check;
 mod contained;
 mod docs;

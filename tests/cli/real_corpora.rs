@@ -38,7 +38,7 @@ fn ingest(env: &Env, args: &[&str]) -> Output {
 }
 
 /// Every trace under `dir` in `env`: its events.
-fn traces(env: &Env, dir: &str) -> Vec<Vec<serde_json::Value>> {
+pub(crate) fn traces(env: &Env, dir: &str) -> Vec<Vec<serde_json::Value>> {
     files_under(&env.path(dir))
         .into_iter()
         .filter(|f| f.ends_with(".trace.ndjson.zst"))

@@ -207,6 +207,11 @@ pub struct LintArgs {
     /// Admit raw-prompt sidecars.
     #[arg(long)]
     pub allow_raw_prompts: bool,
+    /// Also run the behaviour oracles `no-repeated-call`, `no-retry-spiral` and
+    /// `tool-errors-handled` with their defaults over every trace, and list what they find
+    /// (as warnings: they never fail the lint).
+    #[arg(long)]
+    pub behaviour: bool,
     /// How secrets count.
     #[arg(long, value_enum, default_value_t = SecretsArg::Fail)]
     pub secrets: SecretsArg,
