@@ -294,6 +294,9 @@ fn after(steps: &[Step<'_>], i: usize, facts: &Facts<'_, '_>) -> After {
     }
 }
 
+/// Whether a failed call was handled; when not, the evidence and why.
+type Handled = Result<(), (Vec<u64>, String)>;
+
 /// `tool-errors-handled`: every failed call is followed by a retry with other arguments, a call
 /// of another tool, or an answer (a final answer or final message) — and, with `success`
 /// phrases, never by an answer that claims success with one. An unchanged retry hands the
@@ -313,7 +316,7 @@ pub fn tool_errors_handled(
         return OracleResult::pass("no tool call failed", Vec::new());
     }
     // Whether the failure of call `i` was handled, and the evidence when it was not.
-    let handled = |mut i: usize| -> Result<(), (Vec<u64>, String)> {
+    let handled = |mut i: usize| -> Handled {
         loop {
             let s = &all[i];
             let error_seq = s.result.map_or(s.seq, |(seq, _)| seq);
@@ -340,10 +343,8 @@ pub fn tool_errors_handled(
             }
         }
     };
-    let verdicts: Vec<(usize, Result<(), (Vec<u64>, String)>)> =
-        failed.iter().map(|&i| (i, handled(i))).collect();
-    let unhandled: Vec<&(usize, Result<(), (Vec<u64>, String)>)> =
-        verdicts.iter().filter(|(_, v)| v.is_err()).collect();
+    let verdicts: Vec<(usize, Handled)> = failed.iter().map(|&i| (i, handled(i))).collect();
+    let unhandled: Vec<&(usize, Handled)> = verdicts.iter().filter(|(_, v)| v.is_err()).collect();
     let score = 1.0 - unhandled.len() as f64 / failed.len() as f64;
     let Some((i, Err((evidence, why)))) = unhandled.first() else {
         return OracleResult::pass(
