@@ -93,6 +93,58 @@ enum Mutation {
     ReplaceFinalAnswer,
     MarkFailed,
     ChangeArgument(usize),
+    /// Three more copies of a call and its result right after its result; with `failing`,
+    /// every one of them (the original's included) failed: a loop, or a retry spiral.
+    LoopCall {
+        at: usize,
+        failing: bool,
+    },
+    /// A call's result (the event at this position) turned into a failure.
+    FailResult(usize),
+}
+
+/// The result of the call at `i`: the first `tool_result` after it with its call id.
+fn result_of(events: &[Event<'_>], i: usize) -> Option<usize> {
+    let id = call_id_of(&events[i])?;
+    (i + 1..events.len()).find(|&j| {
+        matches!(&events[j].body, EventBody::ToolResult { call_id, .. } if call_id.as_str() == id)
+    })
+}
+
+/// The mutations the behaviour oracles catch, made only for scenarios that declare one (so
+/// other scenarios' strength is measured as it always was): for each call with a result, a
+/// loop of it, a retry spiral of it, and its result failed.
+fn behaviour_mutations(events: &[Event<'_>]) -> Vec<Mutation> {
+    let mut out = Vec::new();
+    for i in call_positions(events) {
+        if let Some(r) = result_of(events, i) {
+            out.push(Mutation::LoopCall {
+                at: i,
+                failing: false,
+            });
+            out.push(Mutation::LoopCall {
+                at: i,
+                failing: true,
+            });
+            out.push(Mutation::FailResult(r));
+        }
+    }
+    out
+}
+
+/// A result turned into a failure.
+fn failed_result<'a>(e: &Event<'a>) -> Event<'a> {
+    let mut e = e.clone();
+    if let EventBody::ToolResult { call_id, .. } = &e.body {
+        e.body = EventBody::ToolResult {
+            call_id: call_id.clone(),
+            ok: false,
+            output: None,
+            output_h: None,
+            error: Some(Str::from("mutant: the tool failed")),
+        };
+    }
+    e
 }
 
 /// Every mutation of `events` that gives a trace different from the original, in operator
@@ -260,6 +312,25 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
             }
             format!("change-argument (seq {}, `{first}`)", events[i].seq)
         }
+        Mutation::LoopCall { at, failing } => {
+            let r = result_of(events, at).expect("listed with a result");
+            let result = if failing {
+                failed_result(&events[r])
+            } else {
+                events[r].clone()
+            };
+            if failing {
+                out[r] = result.clone();
+            }
+            let copies = (0..3).flat_map(|_| [events[at].clone(), result.clone()]);
+            out.splice(r + 1..r + 1, copies);
+            let what = if failing { "retry-spiral" } else { "loop-call" };
+            format!("{what} (seq {})", events[at].seq)
+        }
+        Mutation::FailResult(r) => {
+            out[r] = failed_result(&events[r]);
+            format!("fail-result (seq {})", events[r].seq)
+        }
     };
     (name, renumber(out))
 }
@@ -327,7 +398,16 @@ impl Strength {
     /// them (sampled evenly beyond that, and recorded in `sampled`).
     pub fn add_trace(&mut self, scenario: &Scenario, name: &str, trace: &Trace<'_>) {
         self.traces += 1;
-        let all = mutations(&trace.events);
+        let mut all = mutations(&trace.events);
+        let declares = |o: &crate::scenario::OracleSpec| {
+            let t = o.type_name();
+            crate::oracle::behaviour::ORACLES
+                .iter()
+                .any(|b| t.eq_ignore_ascii_case(b))
+        };
+        if scenario.oracles.iter().any(declares) {
+            all.extend(behaviour_mutations(&trace.events));
+        }
         let chosen: Vec<Mutation> = if all.len() > MUTANTS_PER_TRACE {
             self.sampled
                 .push((name.to_owned(), MUTANTS_PER_TRACE, all.len()));

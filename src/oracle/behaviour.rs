@@ -435,6 +435,14 @@ pub fn step_status(tools: &[String], max_errors: u64, facts: &Facts<'_, '_>) -> 
     .with_score(score)
 }
 
+/// Every behaviour oracle.
+pub const ORACLES: [&str; 4] = [
+    "no-repeated-call",
+    "no-retry-spiral",
+    "tool-errors-handled",
+    "step-status",
+];
+
 /// The behaviour oracles `lint --behaviour` runs over a suite, with their defaults.
 pub const LINTED: [&str; 3] = ["no-repeated-call", "no-retry-spiral", "tool-errors-handled"];
 

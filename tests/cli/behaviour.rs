@@ -236,3 +236,50 @@ fn on_tau_bench_the_lint_finds_what_an_independent_count_finds() {
         .count();
     assert_eq!((failed, errors), (73, 73));
 }
+
+#[test]
+fn gates_strength_measures_behaviour_oracles_with_loops_spirals_and_failed_results() {
+    let env = Env::new();
+    let ok = [
+        call("c1", "pay", r#"{"id":7}"#),
+        r#"{"kind":"tool_result","call_id":"c1","ok":true,"output":"paid"}"#.to_owned(),
+        r#"{"kind":"final_answer","text":"Paid."}"#.to_owned(),
+        END.to_owned(),
+    ];
+    let lines: Vec<&str> = ok.iter().map(String::as_str).collect();
+    env.write(
+        "traces/pay/ok.trace.ndjson.zst",
+        sealed_zst(&trace_text("pay", "ok", &lines)),
+    );
+    let scenario = |oracles: &str| {
+        env.write(
+            "traces/pay/pay.scenario.json",
+            format!(r#"{{"id":"pay","title":"t","risk":"High","oracles":{oracles}}}"#),
+        );
+    };
+    // Without a behaviour oracle, strength is measured as before: no behaviour mutant.
+    scenario(r#"[{"type":"tool-called","tool":"pay"}]"#);
+    let before = env.run(&["gates", "--strength"]);
+    assert!(before.stdout.contains("1/6 mutants caught"), "{before:?}");
+    assert!(!before.stdout.contains("loop-call"), "{before:?}");
+    // With them, the loop, the retry spiral and the failed result are made, and caught.
+    scenario(
+        r#"[{"type":"tool-called","tool":"pay"},{"type":"no-repeated-call"},{"type":"no-retry-spiral"},{"type":"step-status","tool":"pay"}]"#,
+    );
+    let after = env.run(&["gates", "--strength"]);
+    assert_eq!(after.code, 0, "{after:?}");
+    assert!(after.stdout.contains("mutants caught"), "{after:?}");
+    for op in ["loop-call", "retry-spiral", "fail-result"] {
+        assert!(
+            !after.stdout.contains(&format!("survived: {op}")),
+            "{op}: {after:?}"
+        );
+    }
+    // A scenario with only `tool-errors-handled` lets the loop survive, and says so.
+    scenario(r#"[{"type":"tool-called","tool":"pay"},{"type":"tool-errors-handled"}]"#);
+    let weak = env.run(&["gates", "--strength"]);
+    assert!(
+        weak.stdout.contains("survived: loop-call (seq 1)"),
+        "{weak:?}"
+    );
+}
