@@ -49,12 +49,12 @@ fn junit_parses_as_xml_with_a_suite_per_scenario() {
         .descendants()
         .filter(|n| n.has_tag_name("testsuite"))
         .collect();
-    assert_eq!(suites.len(), 13, "one suite per scenario");
+    assert_eq!(suites.len(), 14, "one suite per scenario");
     let cases = doc
         .descendants()
         .filter(|n| n.has_tag_name("testcase"))
         .count();
-    assert_eq!(cases, 16, "one case per row");
+    assert_eq!(cases, 18, "one case per row");
     let errors: Vec<_> = doc
         .descendants()
         .filter(|n| n.has_tag_name("error"))
@@ -72,13 +72,13 @@ fn junit_parses_as_xml_with_a_suite_per_scenario() {
         .count();
     assert_eq!(
         failures, 1,
-        "one failure that counts (the drifted one); the six ignored failures are skipped"
+        "one failure that counts (the drifted one); the seven ignored failures are skipped"
     );
     let skipped = doc
         .descendants()
         .filter(|n| n.has_tag_name("skipped"))
         .count();
-    assert_eq!(skipped, 6);
+    assert_eq!(skipped, 7);
 
     // New and obsolete baselines are test cases of their own.
     std::fs::remove_file(env.path("baselines/agent.tool.basic/default.baseline.json")).unwrap();
@@ -152,6 +152,7 @@ fn run_folder_holds_enough_to_audit_without_the_trace() {
             "agent.progress.regressed/default.json",
             "agent.search.budget/default.json",
             "agent.shell.approved/default.json",
+            "agent.tool.retry/spirals.json",
             "agent.tool.timeout/default.json",
             "agent.unsafe.write/default.json",
         ]
@@ -375,7 +376,7 @@ fn timings_only_when_asked() {
     assert!(!out.stderr.contains("timings:"), "{}", out.stderr);
     let out = env.run(&["check", "traces/", "--timings"]);
     assert!(
-        out.stderr.contains("timings: discover ") && out.stderr.contains("(16 traces, "),
+        out.stderr.contains("timings: discover ") && out.stderr.contains("(18 traces, "),
         "{}",
         out.stderr
     );
