@@ -230,11 +230,24 @@ impl RunBuilder {
     /// when the input numbers its trials (a value that is no trial id is left out).
     pub fn new(
         format: Format,
-        (scenario, case, trial): (&str, &str, Option<&str>),
+        ids: (&str, &str, Option<&str>),
         model: Option<&str>,
         opts: &IngestOptions,
     ) -> RunBuilder {
+        RunBuilder::with_labels(format, ids, model, Default::default(), opts)
+    }
+
+    /// [`RunBuilder::new`], with header `labels` (an OpenTelemetry run's `otel.trace_id` and
+    /// `otel.span_id`, so that verdicts can be attached to the run they judge).
+    pub fn with_labels(
+        format: Format,
+        (scenario, case, trial): (&str, &str, Option<&str>),
+        model: Option<&str>,
+        labels: std::collections::BTreeMap<String, String>,
+        opts: &IngestOptions,
+    ) -> RunBuilder {
         let mut header = Header::new(scenario.to_owned(), case.to_owned());
+        header.labels = labels;
         header.trial = trial.and_then(|t| crate::trials::TrialId::parse(t).ok());
         header.source = Some(Str::from(format.name()));
         header.model = model.map(Str::from);

@@ -11,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub mod merge;
 mod model;
+pub mod otlp;
 pub mod runfolder;
 pub mod shares;
 

@@ -18,6 +18,7 @@ mod html;
 mod ingest;
 mod ingest_otel;
 mod layering;
+mod otlp;
 mod privacy;
 mod project;
 mod real_corpora;

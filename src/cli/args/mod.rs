@@ -386,6 +386,11 @@ pub struct CheckArgs {
     /// Also write the self-contained HTML report (overview, table, trace views) to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<Utf8PathBuf>,
+    /// Also write the verdicts as OpenTelemetry logs to this file (OTLP/JSON): one
+    /// `gen_ai.evaluation.result` event per oracle result, carrying an ingested OpenTelemetry
+    /// run's trace and span ids.
+    #[arg(long, value_name = "FILE")]
+    pub otlp: Option<Utf8PathBuf>,
     /// Write a run folder (report.json, junit.xml, report.md, report.html, evidence/) under DIR.
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".tracereplay/runs")]
     pub artifacts: Option<Utf8PathBuf>,
