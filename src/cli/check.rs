@@ -278,12 +278,10 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             not_written.push(format!("cannot write the HTML report to `{path}`: {e}"));
         }
     }
-    if let Some(path) = &args.otlp {
-        if let Err(e) = write_otlp(path, &report, options::judging(&args.judging).limits) {
-            not_written.push(format!(
-                "cannot write the OpenTelemetry logs to `{path}`: {e}"
-            ));
-        }
+    if args.otlp.is_some() || args.otlp_endpoint.is_some() {
+        let limits = options::judging(&args.judging).limits;
+        let (file, endpoint) = (args.otlp.as_deref(), args.otlp_endpoint.as_deref());
+        not_written.extend(super::otlp::export(&report, limits, file, endpoint));
     }
     if let Some(dir) = &args.artifacts {
         match report::runfolder::write(dir, &report, html.as_ref()) {
@@ -383,35 +381,6 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     // The process ends right after: freeing tens of thousands of rows one by one is wasted time.
     std::mem::forget(report);
     Ok(code)
-}
-
-/// Writes the OTLP/JSON logs of `report`, with the OpenTelemetry ids of the traces that hold
-/// them, timed at `SOURCE_DATE_EPOCH` when set (for byte-identical files), else now.
-fn write_otlp(
-    path: &Utf8Path,
-    report: &crate::report::Report,
-    limits: crate::trace::Limits,
-) -> std::io::Result<()> {
-    use rayon::prelude::*;
-    let paths: Vec<String> = report.results.summaries().filter_map(|r| r.path).collect();
-    let ids: std::collections::BTreeMap<String, report::otlp::OtelIds> = (paths.into_par_iter())
-        .filter_map(|p| {
-            let ids = report::otlp::otel_ids_of(Utf8Path::new(&p), limits)?;
-            Some((p, ids))
-        })
-        .collect();
-    let nanos = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .map(|s| s.saturating_mul(1_000_000_000))
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    write_atomic_streaming(path, &mut |out| {
-        report::otlp::render(report, &ids, nanos, out)
-    })
 }
 
 /// The options of this run that change how traces are judged or what fails the run, as flags

@@ -31,6 +31,7 @@ mod key;
 mod lint;
 mod merge;
 mod options;
+mod otlp;
 mod pack;
 mod replay;
 mod sign;

@@ -144,3 +144,89 @@ fn a_row_that_cannot_be_judged_is_an_error_event() {
     assert_eq!(text(error, "error.type"), "unreadable");
     assert!(text(error, "gen_ai.evaluation.explanation").contains("broken.trace.ndjson.zst"));
 }
+
+/// A one-request OTLP/HTTP receiver on loopback: answers `status` and hands back the request's
+/// head (lowercased) and body.
+fn receiver(status: u16) -> (String, std::thread::JoinHandle<(String, Vec<u8>)>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line.to_lowercase());
+        }
+        let length: usize = (head.lines())
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let reason = if status == 200 {
+            "OK"
+        } else {
+            "Internal Server Error"
+        };
+        let answer = format!(
+            "HTTP/1.1 {status} {reason}\r\ncontent-length: 6\r\nconnection: close\r\n\r\nbroken"
+        );
+        (&stream).write_all(answer.as_bytes()).unwrap();
+        (head, body)
+    });
+    (url, handle)
+}
+
+#[test]
+fn otlp_endpoint_posts_the_same_logs_with_the_configured_headers() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let (url, received) = receiver(200);
+    let vars = [
+        ("CI", "true"),
+        ("SOURCE_DATE_EPOCH", "1764547200"),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Basic%20c2VjcmV0LXRva2Vu,x-tenant=ci",
+        ),
+    ];
+    let out = env.run_with(
+        &["check", "--otlp", "file.json", "--otlp-endpoint", &url],
+        &vars,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (head, body) = received.join().unwrap();
+    assert!(head.starts_with("post /v1/logs "), "{head}");
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert!(
+        head.contains("authorization: basic c2vjcmv0lxrva2vu"),
+        "{head}"
+    );
+    assert!(head.contains("x-tenant: ci"), "{head}");
+    assert_eq!(body, env.read("file.json"), "the same bytes as the file");
+    assert!(!out.stdout.contains("c2VjcmV0") && !out.stderr.contains("c2VjcmV0"));
+
+    // An endpoint that refuses: the reports are written, the run ends with exit 2, and the
+    // message names the endpoint and its answer, not the headers.
+    let (url, received) = receiver(500);
+    let out = env.run_with(
+        &["check", "--json", "r.json", "--otlp-endpoint", &url],
+        &vars,
+    );
+    received.join().unwrap();
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(env.path("r.json").exists());
+    assert!(
+        out.stderr.contains(&format!(
+            "cannot send the OpenTelemetry logs to `{url}/v1/logs`: the endpoint answered 500"
+        )) && out.stderr.contains("broken"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("c2VjcmV0"), "{}", out.stderr);
+}

@@ -391,6 +391,10 @@ pub struct CheckArgs {
     /// run's trace and span ids.
     #[arg(long, value_name = "FILE")]
     pub otlp: Option<Utf8PathBuf>,
+    /// Also send those logs over OTLP/HTTP (JSON) to this endpoint: a URL without a path gets
+    /// `/v1/logs`. Headers come from `OTEL_EXPORTER_OTLP_HEADERS` (`key=value,…`), never shown.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Write a run folder (report.json, junit.xml, report.md, report.html, evidence/) under DIR.
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".tracereplay/runs")]
     pub artifacts: Option<Utf8PathBuf>,

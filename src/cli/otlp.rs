@@ -1,0 +1,180 @@
+//! `check --otlp FILE` and `--otlp-endpoint URL`: the verdicts as OTLP/JSON logs, written to a
+//! file and/or sent over OTLP/HTTP.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use camino::Utf8Path;
+use rayon::prelude::*;
+
+use crate::fsutil::write_atomic_streaming;
+use crate::report::{self, Report};
+
+/// The environment variable of OTLP exporters that holds the headers to send.
+const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+
+/// Writes and/or sends the OTLP/JSON logs of `report`; what could not be done, in words (the
+/// run then ends with exit 2, after every report is written).
+pub(super) fn export(
+    report: &Report,
+    limits: crate::trace::Limits,
+    file: Option<&Utf8Path>,
+    endpoint: Option<&str>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut body = Vec::new();
+    if let Err(e) = report::otlp::render(report, &ids(report, limits), time_unix_nano(), &mut body)
+    {
+        return vec![format!("cannot render the OpenTelemetry logs: {e}")];
+    }
+    if let Some(path) = file {
+        if let Err(e) = write_atomic_streaming(path, &mut |out| out.write_all(&body)) {
+            problems.push(format!(
+                "cannot write the OpenTelemetry logs to `{path}`: {e}"
+            ));
+        }
+    }
+    if let Some(url) = endpoint {
+        if let Err(e) = send(url, &body) {
+            problems.push(format!(
+                "cannot send the OpenTelemetry logs to `{}`: {e}",
+                logs_url(url)
+            ));
+        }
+    }
+    problems
+}
+
+/// The OpenTelemetry ids of the report's traces that hold them, by shown path.
+fn ids(report: &Report, limits: crate::trace::Limits) -> BTreeMap<String, report::otlp::OtelIds> {
+    let paths: Vec<String> = report.results.summaries().filter_map(|r| r.path).collect();
+    (paths.into_par_iter())
+        .filter_map(|p| {
+            let ids = report::otlp::otel_ids_of(Utf8Path::new(&p), limits)?;
+            Some((p, ids))
+        })
+        .collect()
+}
+
+/// `SOURCE_DATE_EPOCH` when set (the same run, the same bytes), else now.
+fn time_unix_nano() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|s| s.saturating_mul(1_000_000_000))
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        })
+}
+
+/// The logs endpoint: a URL without a path gets `/v1/logs`, as OTLP exporters do with a base
+/// endpoint.
+fn logs_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let after_scheme = trimmed.split_once("://").map_or(trimmed, |(_, rest)| rest);
+    if after_scheme.contains('/') {
+        url.to_owned()
+    } else {
+        format!("{trimmed}/v1/logs")
+    }
+}
+
+/// `key=value,key2=value2`, percent-decoded values, as OTLP exporters read the variable.
+fn headers() -> Result<Vec<(String, String)>, String> {
+    let Ok(raw) = std::env::var(HEADERS_ENV) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for pair in raw.split(',').filter(|p| !p.trim().is_empty()) {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(format!(
+                "`{HEADERS_ENV}` holds an entry without `=` (entries are `key=value`, comma-separated)"
+            ));
+        };
+        out.push((k.trim().to_owned(), percent_decode(v.trim())));
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// POSTs the logs; the error says what failed (a status and the start of the answer, or the
+/// connection's error), never a header's value.
+fn send(url: &str, body: &[u8]) -> Result<(), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent
+        .post(&logs_url(url))
+        .header("Content-Type", "application/json");
+    for (k, v) in headers()? {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    let mut answer = request.send(body).map_err(|e| e.to_string())?;
+    let status = answer.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let text = answer
+        .body_mut()
+        .with_config()
+        .limit(4096)
+        .read_to_string()
+        .unwrap_or_default();
+    let text: String = text.chars().take(200).collect();
+    Err(format!(
+        "the endpoint answered {status}: {}",
+        report::escape_controls(text.trim())
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_endpoint_gets_the_logs_path() {
+        assert_eq!(
+            logs_url("http://127.0.0.1:4318"),
+            "http://127.0.0.1:4318/v1/logs"
+        );
+        assert_eq!(
+            logs_url("http://127.0.0.1:4318/"),
+            "http://127.0.0.1:4318/v1/logs"
+        );
+        assert_eq!(
+            logs_url("https://h/api/otel/v1/logs"),
+            "https://h/api/otel/v1/logs"
+        );
+    }
+
+    #[test]
+    fn header_values_are_percent_decoded() {
+        assert_eq!(percent_decode("Basic%20abc%3D"), "Basic abc=");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+}
