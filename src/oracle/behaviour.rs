@@ -205,7 +205,11 @@ pub fn no_retry_spiral(max: u64, tools: &[String], facts: &Facts<'_, '_>) -> Ora
         .filter(|e| matches!(e.body, EventBody::UserMessage { .. }))
         .map(|e| e.seq)
         .collect();
-    let turn_between = |a: u64, b: u64| user_turns.iter().any(|&u| a < u && u < b);
+    // Turns are in `seq` order: the first after `a` tells.
+    let turn_between = |a: u64, b: u64| {
+        let k = user_turns.partition_point(|&u| u <= a);
+        user_turns.get(k).is_some_and(|&u| u < b)
+    };
     // The longest streak: a failed call and the identical calls after it, each after a
     // failure, with nothing else in between.
     let mut worst: Vec<&Step> = Vec::new();
@@ -271,27 +275,51 @@ enum After {
 }
 
 /// What came first after step `i`'s result (calls of the same batch made before it do not
-/// count): the next call, or an answer before it.
-fn after(steps: &[Step<'_>], i: usize, facts: &Facts<'_, '_>) -> After {
+/// count): the next call, or an answer before it. `answers[k]` is the index of the first answer
+/// event at or after event `k` (see [`answers_from`]); both lookups are binary searches, so a
+/// hostile trace of many failed calls stays linear.
+fn after(steps: &[Step<'_>], i: usize, facts: &Facts<'_, '_>, answers: &[usize]) -> After {
+    let events = &facts.trace.events;
     let from = steps[i].result.map_or(steps[i].seq, |(seq, _)| seq);
-    let next = (i + 1..steps.len()).find(|&j| steps[j].seq > from);
+    let next = i + 1 + steps[i + 1..].partition_point(|s| s.seq <= from);
+    let next = (next < steps.len()).then_some(next);
     let until = next.map_or(u64::MAX, |j| steps[j].seq);
-    let answer = (facts.trace.events.iter())
-        .filter(|e| e.seq > from && e.seq < until)
-        .find_map(|e| match &e.body {
-            EventBody::FinalAnswer { text } => Some((e.seq, text.to_string())),
-            EventBody::Message {
-                phase: Phase::Final,
-                text,
-                ..
-            } => Some((e.seq, text.to_string())),
-            _ => None,
-        });
+    let start = events.partition_point(|e| e.seq <= from);
+    let answer = (answers.get(start).copied())
+        .filter(|&k| k < events.len() && events[k].seq < until)
+        .and_then(|k| answer_text(&events[k].body).map(|t| (events[k].seq, t)));
     match (answer, next) {
         (Some((seq, text)), _) => After::Answer(seq, text),
         (None, Some(j)) => After::Call(j),
         (None, None) => After::Nothing,
     }
+}
+
+/// An answer's text: a final answer's, or a final message's.
+fn answer_text(body: &EventBody<'_>) -> Option<String> {
+    match body {
+        EventBody::FinalAnswer { text } => Some(text.to_string()),
+        EventBody::Message {
+            phase: Phase::Final,
+            text,
+            ..
+        } => Some(text.to_string()),
+        _ => None,
+    }
+}
+
+/// For each event index, the index of the first answer at or after it (`len` when none).
+fn answers_from(facts: &Facts<'_, '_>) -> Vec<usize> {
+    let events = &facts.trace.events;
+    let mut out = vec![events.len(); events.len() + 1];
+    for k in (0..events.len()).rev() {
+        out[k] = if answer_text(&events[k].body).is_some() {
+            k
+        } else {
+            out[k + 1]
+        };
+    }
+    out
 }
 
 /// Whether a failed call was handled; when not, the evidence and why.
@@ -315,35 +343,33 @@ pub fn tool_errors_handled(
     if failed.is_empty() {
         return OracleResult::pass("no tool call failed", Vec::new());
     }
-    // Whether the failure of call `i` was handled, and the evidence when it was not.
-    let handled = |mut i: usize| -> Handled {
-        loop {
-            let s = &all[i];
-            let error_seq = s.result.map_or(s.seq, |(seq, _)| seq);
-            match after(&all, i, facts) {
-                After::Call(j) if all[j].key == s.key => {
-                    if !all[j].failed() {
-                        return Ok(());
-                    }
-                    i = j;
-                }
-                After::Call(_) => return Ok(()),
-                After::Answer(seq, text) => {
-                    return match success.iter().find(|p| contains_ci(&text, p)) {
-                        Some(p) => Err((
-                            vec![error_seq, seq],
-                            format!("the answer at seq {seq} claims success (`{p}`)"),
-                        )),
-                        None => Ok(()),
-                    };
-                }
-                After::Nothing => {
-                    return Err((vec![error_seq], "nothing followed it".to_owned()));
-                }
+    // Whether the failure of each failed call was handled, and the evidence when it was not:
+    // worked out from the last one back, so an unchanged retry's verdict is there when its
+    // predecessor hands the question on to it.
+    let answers = answers_from(facts);
+    let mut memo: foldhash::HashMap<usize, Handled> = Default::default();
+    for &i in failed.iter().rev() {
+        let s = &all[i];
+        let error_seq = s.result.map_or(s.seq, |(seq, _)| seq);
+        let verdict = match after(&all, i, facts, &answers) {
+            After::Call(j) if all[j].key == s.key && all[j].failed() => {
+                memo.get(&j).cloned().unwrap_or(Ok(()))
             }
-        }
-    };
-    let verdicts: Vec<(usize, Handled)> = failed.iter().map(|&i| (i, handled(i))).collect();
+            After::Call(_) => Ok(()),
+            After::Answer(seq, text) => match success.iter().find(|p| contains_ci(&text, p)) {
+                Some(p) => Err((
+                    vec![error_seq, seq],
+                    format!("the answer at seq {seq} claims success (`{p}`)"),
+                )),
+                None => Ok(()),
+            },
+            After::Nothing => Err((vec![error_seq], "nothing followed it".to_owned())),
+        };
+        memo.insert(i, verdict);
+    }
+    let verdicts: Vec<(usize, Handled)> = (failed.iter())
+        .map(|&i| (i, memo.remove(&i).unwrap_or(Ok(()))))
+        .collect();
     let unhandled: Vec<&(usize, Handled)> = verdicts.iter().filter(|(_, v)| v.is_err()).collect();
     let score = 1.0 - unhandled.len() as f64 / failed.len() as f64;
     let Some((i, Err((evidence, why)))) = unhandled.first() else {

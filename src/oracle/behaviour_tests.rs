@@ -283,3 +283,28 @@ fn behaviour_oracles_compose() {
     ]});
     assert_eq!(one(any, &run(&lines)).verdict, Verdict::Pass);
 }
+
+/// A hostile run: 30,000 identical calls in one batch, then their 30,000 failed results and an
+/// answer. Every oracle looks each call up by binary search and works the retry chains out once,
+/// so this is linear work (it was quadratic: minutes, not milliseconds).
+#[test]
+fn many_failed_calls_stay_linear() {
+    let n = 30_000;
+    let mut lines: Vec<String> = (0..n)
+        .map(|i| call(&format!("c{i}"), "pay", "{}"))
+        .collect();
+    lines.extend((0..n).map(|i| result(&format!("c{i}"), false)));
+    lines.push(answer("All done."));
+    let events = run(&lines);
+    let started = std::time::Instant::now();
+    for o in [
+        json!({"type":"no-repeated-call"}),
+        json!({"type":"no-retry-spiral"}),
+        json!({"type":"tool-errors-handled","success":["done"]}),
+        json!({"type":"step-status","tool":"pay"}),
+    ] {
+        assert_eq!(one(o, &events).verdict, Verdict::Fail);
+    }
+    // Not a timing assertion: a generous bound that only a quadratic walk would break.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
