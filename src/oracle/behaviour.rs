@@ -182,9 +182,14 @@ pub fn no_repeated_call(
     .with_score(score)
 }
 
-fn seqs(seqs: impl Iterator<Item = u64>) -> String {
-    let all: Vec<String> = seqs.map(|s| s.to_string()).collect();
-    all.join(", ")
+/// The `seq`s of a message: at most ten, then how many more.
+fn seqs(seqs: impl ExactSizeIterator<Item = u64>) -> String {
+    let n = seqs.len();
+    let shown: Vec<String> = seqs.take(10).map(|s| s.to_string()).collect();
+    match n.saturating_sub(10) {
+        0 => shown.join(", "),
+        more => format!("{}, and {more} more", shown.join(", ")),
+    }
 }
 
 /// Configures `no-retry-spiral`.
@@ -212,20 +217,22 @@ pub fn no_retry_spiral(max: u64, tools: &[String], facts: &Facts<'_, '_>) -> Ora
     };
     // The longest streak: a failed call and the identical calls after it, each after a
     // failure, with nothing else in between.
-    let mut worst: Vec<&Step> = Vec::new();
-    let mut streak: Vec<&Step> = Vec::new();
-    for s in all.iter().filter(|s| scope(s.tool)) {
-        let continues = streak.last().is_some_and(|last: &&Step| {
+    // Streaks are runs of the calls in scope: kept as (start, length) in that list.
+    let in_scope: Vec<&Step> = all.iter().filter(|s| scope(s.tool)).collect();
+    let (mut worst, mut start) = ((0, 0), 0);
+    for (k, s) in in_scope.iter().enumerate() {
+        let continues = k > 0 && {
+            let last = in_scope[k - 1];
             last.failed() && last.key == s.key && !turn_between(last.seq, s.seq)
-        });
+        };
         if !continues {
-            streak.clear();
+            start = k;
         }
-        streak.push(s);
-        if streak.len() > worst.len() {
-            worst = streak.clone();
+        if k + 1 - start > worst.1 {
+            worst = (start, k + 1 - start);
         }
     }
+    let worst = &in_scope[worst.0..worst.0 + worst.1];
     let retries = worst.len().saturating_sub(1) as u64;
     if retries <= max {
         return OracleResult::pass(
