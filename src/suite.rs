@@ -30,19 +30,37 @@ pub struct Suite {
     found: Discovered,
 }
 
+fn utf8_paths<P: AsRef<Path>>(
+    paths: impl IntoIterator<Item = P>,
+) -> Result<Vec<Utf8PathBuf>, Error> {
+    (paths.into_iter())
+        .map(|p| {
+            let p = p.as_ref();
+            Utf8PathBuf::from_path_buf(p.to_owned())
+                .map_err(|p| Error::NonUtf8(p.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
 impl Suite {
     /// Finds the scenarios (`*.scenario.json`) and traces (`*.trace.ndjson.zst`,
     /// `*.trace.ndjson`) under `paths`, as the command line does.
     pub fn discover<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Suite, Error> {
-        let paths = (paths.into_iter())
-            .map(|p| {
-                let p = p.as_ref();
-                Utf8PathBuf::from_path_buf(p.to_owned())
-                    .map_err(|p| Error::NonUtf8(p.to_string_lossy().into_owned()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let paths = utf8_paths(paths)?;
         let found = discover(&paths, &[])?;
         Ok(Suite { paths, found })
+    }
+
+    /// Also loads harness suite directories, where every `*.json` is a scenario, as `check
+    /// --scenarios DIR` does: `Suite::discover(["traces"])?.with_scenarios(["harness/suite"])?`.
+    pub fn with_scenarios<P: AsRef<Path>>(
+        mut self,
+        dirs: impl IntoIterator<Item = P>,
+    ) -> Result<Suite, Error> {
+        let dirs = utf8_paths(dirs)?;
+        self.found = discover(&self.paths, &dirs)?;
+        self.paths.extend(dirs);
+        Ok(self)
     }
 
     /// How many trace files were found.
@@ -114,5 +132,50 @@ impl Report {
                 self.failures()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A harness suite directory's scenario judges a trace found elsewhere, through the front
+    /// door as through `check --scenarios`.
+    #[test]
+    fn with_scenarios_loads_a_harness_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("harness")).unwrap();
+        std::fs::create_dir_all(root.join("traces")).unwrap();
+        std::fs::write(
+            root.join("harness/search.json"),
+            r#"{"id":"search","title":"t","risk":"High","oracles":[{"type":"tool-called","tool":"search"}]}"#,
+        )
+        .unwrap();
+        let mut w = crate::trace::TraceWriter::new(crate::trace::Header::new("search", "default"));
+        w.push(
+            None,
+            crate::trace::EventBody::RunEnd {
+                status: crate::trace::RunStatus::Completed,
+                error: None,
+            },
+        );
+        let trace = root.join("traces/default.trace.ndjson.zst");
+        let trace = Utf8PathBuf::from_path_buf(trace).unwrap();
+        w.finish().write(&trace).unwrap();
+        let alone = Suite::discover([root.join("traces")]).unwrap();
+        let report = alone.check(&CheckOptions::default()).unwrap();
+        assert_eq!(
+            report.results.get(0).error.unwrap().category.as_str(),
+            "unknown-scenario"
+        );
+        let suite = Suite::discover([root.join("traces")])
+            .unwrap()
+            .with_scenarios([root.join("harness")])
+            .unwrap();
+        let report = suite.check(&CheckOptions::default()).unwrap();
+        let row = report.results.get(0);
+        assert_eq!(row.scenario.as_deref(), Some("search"));
+        assert_eq!(row.verdict.as_str(), "fail", "the run called no search");
     }
 }
