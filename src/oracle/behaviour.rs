@@ -19,7 +19,8 @@ use crate::trace::{EventBody, Phase};
 struct Step<'t> {
     seq: u64,
     tool: &'t str,
-    /// The tool (lowercased) and the arguments' canonical JSON: equal for the same call.
+    /// The tool (lowercased) and the hash of the arguments' canonical JSON: equal for the
+    /// same call.
     key: String,
     /// The `seq` of its result and whether that result failed (`ok: false` or an error).
     result: Option<(u64, bool)>,
@@ -31,44 +32,15 @@ impl Step<'_> {
     }
 }
 
-/// JSON with object keys sorted at every level and integral floats written as integers: the
-/// same text for the same arguments, however they were written.
-fn canonical_text(v: &Value, out: &mut String) {
-    match crate::baseline::canonical(v) {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical_text(&m[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical_text(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
 fn steps<'t>(facts: &'t Facts<'t, '_>) -> Vec<Step<'t>> {
     let mut steps: Vec<Step<'t>> = (facts.calls.iter())
         .map(|c| {
-            let mut key = c.tool.to_lowercase();
-            key.push('\u{0}');
-            canonical_text(&c.args.value(), &mut key);
+            // The arguments' canonical JSON, hashed as baselines hash tool results.
+            let key = format!(
+                "{}\u{0}{}",
+                c.tool.to_lowercase(),
+                crate::baseline::result_hash(&c.args.value())
+            );
             Step {
                 seq: c.event.seq,
                 tool: c.tool.as_str(),
