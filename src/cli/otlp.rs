@@ -23,8 +23,12 @@ pub(super) fn export(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let mut body = Vec::new();
-    if let Err(e) = report::otlp::render(report, &ids(report, limits), time_unix_nano(), &mut body)
-    {
+    if let Err(e) = report::otlp::render(
+        report,
+        &ids(report, limits),
+        report::html::report_time_nanos(),
+        &mut body,
+    ) {
         return vec![format!("cannot render the OpenTelemetry logs: {e}")];
     }
     if let Some(path) = file {
@@ -54,19 +58,6 @@ fn ids(report: &Report, limits: crate::trace::Limits) -> BTreeMap<String, report
             Some((p, ids))
         })
         .collect()
-}
-
-/// `SOURCE_DATE_EPOCH` when set (the same run, the same bytes), else now.
-fn time_unix_nano() -> u64 {
-    std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .map(|s| s.saturating_mul(1_000_000_000))
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        })
 }
 
 /// The logs endpoint: a URL without a path gets `/v1/logs`, as OTLP exporters do with a base

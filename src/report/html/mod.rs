@@ -45,17 +45,23 @@ pub struct HtmlContext {
     pub waived: HashSet<String>,
 }
 
-/// The time to print as the report's: `SOURCE_DATE_EPOCH` when set (reproducible builds'
-/// convention, so that a report can be byte-identical), else now.
-pub fn generated_now() -> String {
-    let secs = std::env::var("SOURCE_DATE_EPOCH")
+/// A report's time in nanoseconds since the Unix epoch: `SOURCE_DATE_EPOCH` (seconds) when
+/// set (reproducible builds' convention, so that a report can be byte-identical), else now.
+pub fn report_time_nanos() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|s| s.saturating_mul(1_000_000_000))
         .unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-        });
+                .map_or(0, |d| d.as_nanos() as u64)
+        })
+}
+
+/// The time to print as the report's ([`report_time_nanos`]), to the second.
+pub fn generated_now() -> String {
+    let secs = report_time_nanos() / 1_000_000_000;
     let stamp = super::runfolder::utc_stamp(secs);
     // `20261201T181500Z` → `2026-12-01T18:15:00Z`
     format!(
