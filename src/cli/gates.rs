@@ -14,61 +14,46 @@ use crate::trace::{TraceFile, parse_trace};
 use super::args::GatesArgs;
 use super::exit;
 
-/// How many traces each (scenario, case) of a scenario with a `trials.min` above 1 has, by
-/// lowercased scenario id and case (read from each trace's first line).
-fn recorded_trials(
-    found: &crate::discover::Discovered,
-    loaded: &crate::scenario::LoadedScenarios,
-    args: &GatesArgs,
-) -> BTreeMap<(String, String), usize> {
-    let mut out = BTreeMap::new();
-    let wanted: std::collections::HashSet<String> = (loaded.scenarios.iter())
-        .filter(|s| s.trials.min > 1)
-        .map(|s| s.id.to_lowercase())
-        .collect();
-    if wanted.is_empty() {
-        return out;
-    }
-    for path in &found.trace_files {
-        let Ok(file) = TraceFile::open(path, args.limits.limits()) else {
-            continue;
-        };
-        if let Some((scenario, case)) = crate::trace::probe_header(&file.bytes) {
-            let id = scenario.to_lowercase();
-            if wanted.contains(&id) {
-                *out.entry((id, case)).or_default() += 1;
-            }
-        }
-    }
-    out
-}
-
 /// What the default behaviour oracles find in the traces under the paths: by lowercased
 /// scenario id, for each oracle, the number of traces it fails on and its first message.
 type BehaviourSeen = BTreeMap<String, BTreeMap<&'static str, (usize, String)>>;
 
-fn behaviour_seen(found: &crate::discover::Discovered, args: &GatesArgs) -> BehaviourSeen {
+/// What `gates` reads of the traces under its paths, each trace read once: how many traces
+/// each (lowercased scenario id, case) has (from each trace's first line), and what the default
+/// behaviour oracles find in those that verify and parse.
+fn read_traces(
+    found: &crate::discover::Discovered,
+    args: &GatesArgs,
+) -> (BTreeMap<(String, String), usize>, BehaviourSeen) {
     use rayon::prelude::*;
     let limits = args.limits.limits();
-    let per_trace: Vec<(String, Vec<(&'static str, String)>)> = (found.trace_files.par_iter())
+    type Read = (Option<(String, String)>, Vec<(&'static str, String)>);
+    let per_trace: Vec<Read> = (found.trace_files.par_iter())
         .filter_map(|path| {
             let file = TraceFile::open(path, limits).ok()?;
-            let seal = file.verify_seal(false).ok()?;
-            let parsed = parse_trace(&file, &seal, limits).ok()?;
-            let found = crate::oracle::behaviour::lint(&parsed.trace);
-            let id = parsed.trace.header.scenario.to_lowercase();
-            Some((id, found.into_iter().map(|(o, r)| (o, r.message)).collect()))
+            let claimed = crate::trace::probe_header(&file.bytes)
+                .map(|(scenario, case)| (scenario.to_lowercase(), case));
+            let parsed = (file.verify_seal(false).ok())
+                .and_then(|seal| parse_trace(&file, &seal, limits).ok());
+            let findings = parsed.map_or_else(Vec::new, |p| {
+                let found = crate::oracle::behaviour::lint(&p.trace);
+                found.into_iter().map(|(o, r)| (o, r.message)).collect()
+            });
+            Some((claimed, findings))
         })
         .collect();
-    let mut seen = BehaviourSeen::new();
-    for (id, findings) in per_trace {
+    let (mut recorded, mut seen) = (BTreeMap::new(), BehaviourSeen::new());
+    for (claimed, findings) in per_trace {
+        let Some((id, case)) = claimed else {
+            continue;
+        };
         for (oracle, message) in findings {
             let entry = seen.entry(id.clone()).or_default().entry(oracle);
-            let (n, _) = entry.or_insert((0, message));
-            *n += 1;
+            entry.or_insert((0, message)).0 += 1;
         }
+        *recorded.entry((id, case)).or_default() += 1;
     }
-    seen
+    (recorded, seen)
 }
 
 /// `gates` suggestions: the behaviour oracles a scenario does not declare whose defaults fail
@@ -114,8 +99,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         writeln!(out, "warning: {}", escape_controls(w))?;
     }
     let alpha = super::options::alpha(args.alpha)?;
-    let recorded = recorded_trials(&found, &loaded, args);
-    let seen = behaviour_seen(&found, args);
+    let (recorded, seen) = read_traces(&found, args);
     for s in &loaded.scenarios {
         let mut warnings = crate::gates::scenario_warnings(s);
         warnings.extend(behaviour_suggestions(s, &seen));
