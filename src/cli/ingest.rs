@@ -177,13 +177,13 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             .par_iter()
             .zip(on_disk)
             .map(|((run, dest), there)| {
-                let stored = match there {
-                    AtDestination::Same => Stored::Unchanged,
-                    _ => store(run, dest, &confined)?,
+                let (stored, bytes) = match there {
+                    AtDestination::Same => (Stored::Unchanged, None),
+                    _ => (Stored::Written, Some(store(run, dest, &confined)?)),
                 };
                 // What is sealed is signed, whether written now or before.
                 if let Some(key) = &signer {
-                    sign_stored(key, dest, &args.out)?;
+                    sign_stored(key, run, dest, bytes, &args.out)?;
                 }
                 Ok(stored)
             })
@@ -234,26 +234,47 @@ enum Stored {
     Unchanged,
 }
 
-/// Writes one run's trace (not synced: the run syncs what it wrote at its end).
+/// Writes one run's trace and its sidecar (not synced: the run syncs what it wrote at its end);
+/// the trace's stored bytes.
 fn store(
     run: &IngestedRun,
     dest: &Utf8Path,
     confined: &crate::fsutil::Confined,
-) -> anyhow::Result<Stored> {
-    run.trace
-        .write_in_with(confined, dest, false)
+) -> anyhow::Result<Vec<u8>> {
+    let bytes = (run.trace.compress())
+        .and_then(|bytes| confined.write(dest, &bytes, false).map(|()| bytes))
         .with_context(|| format!("cannot write `{dest}`"))?;
-    Ok(Stored::Written)
+    if let Some(sidecar) = &run.trace.sidecar {
+        let side = crate::trace::sidecar_path(dest);
+        (confined.write(&side, sidecar, false))
+            .with_context(|| format!("cannot write `{side}`"))?;
+    }
+    Ok(bytes)
 }
 
-/// Signs the trace at `dest` (not synced: the run syncs what it wrote at its end).
+/// Signs the trace of `run` at `dest` with what the run already says of it (not synced: the run
+/// syncs what it wrote at its end). `stored` are the bytes just written; a trace that was there
+/// already is read.
 fn sign_stored(
     key: &crate::sign::keys::SigningKey,
+    run: &IngestedRun,
     dest: &Utf8Path,
+    stored: Option<Vec<u8>>,
     root: &Utf8Path,
 ) -> anyhow::Result<()> {
-    let stored = std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?;
-    crate::sign::sign_trace(key, root, (dest, &stored), Limits::default(), false)
+    let stored = match stored {
+        Some(bytes) => bytes,
+        None => std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?,
+    };
+    let file = dest.file_name().unwrap_or_default();
+    let claims = crate::sign::Claims::new(
+        &run.trace.content_hash,
+        &run.scenario,
+        &run.case,
+        run.trial.as_deref(),
+        file,
+    );
+    crate::sign::write_signature(key, root, (dest, &stored), &claims, false)
         .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;
     Ok(())
 }

@@ -207,7 +207,20 @@ pub fn sign_trace(
         header.trial.as_ref().map(|t| t.as_str()),
         path.file_name().unwrap_or_default(),
     );
-    let text = signer.sign(stored, &claims)?;
+    write_signature(signer, root, (path, stored), &claims, durable)
+}
+
+/// Signs the trace file at `path`, whose stored bytes are `stored`, with `claims` a caller that
+/// built the trace already knows (so nothing is parsed again), writing its signature as
+/// [`sign_trace`] does.
+pub fn write_signature(
+    signer: &dyn TraceSigner,
+    root: &Utf8Path,
+    (path, stored): (&Utf8Path, &[u8]),
+    claims: &Claims,
+    durable: bool,
+) -> Result<Utf8PathBuf, String> {
+    let text = signer.sign(stored, claims)?;
     let sig = signature_path(path);
     crate::fsutil::Confined::new(root)
         .write(&sig, text.as_bytes(), durable)

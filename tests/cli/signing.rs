@@ -419,6 +419,21 @@ fn pack_and_ingest_sign_what_they_seal_and_no_file_but_the_key_holds_the_secret(
     }
     let checked = env.run(&["verify", "ingested", "--trusted-keys", "keys"]);
     assert_eq!(checked.code, 0, "{checked:?}");
+    // The trusted comment names what the header says: `check` finds the signature good (its
+    // only complaint is that no scenario defines the run).
+    let args = [
+        "check",
+        "ingested",
+        "--format",
+        "json",
+        "--require-signed",
+        "--trusted-keys",
+        "keys",
+    ];
+    let report = json(&env.run(&args));
+    for r in report["results"].as_array().unwrap() {
+        assert_eq!(r["error"]["category"], "unknown-scenario", "{r:#}");
+    }
 
     // No file but the key file holds the secret key.
     let line = secret_line(&secret);
