@@ -146,8 +146,7 @@ pub(crate) fn trace_bytes_with(spec: &Spec, n: usize, header: Header<'static>) -
                 usage: Some(Usage {
                     input_tokens: 800 + rng.below(400),
                     output_tokens: 20 + rng.below(80),
-                    cache_read_tokens: None,
-                    reasoning_tokens: None,
+                    ..Usage::default()
                 }),
                 finish: Some(tracereplay::trace::Finish::ToolCall),
                 ..Inference::default()

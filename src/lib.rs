@@ -41,6 +41,7 @@ pub mod gates;
 pub mod ingest;
 pub mod oracle;
 pub mod paths;
+pub mod prices;
 pub mod privacy;
 #[cfg(feature = "replay")]
 pub mod replay;

@@ -69,7 +69,7 @@ pub struct ArtifactRecord {
 }
 
 /// Token usage totals and request count.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageRecord {
     /// Sum of `input_tokens`.
     pub input_tokens: u64,
@@ -77,6 +77,10 @@ pub struct UsageRecord {
     pub output_tokens: u64,
     /// Number of `inference` events.
     pub requests: u64,
+    /// The run's cost in US dollars, when every inference's is known (recorded, or priced with
+    /// the run's price table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// The normalised behaviour of one run.
@@ -214,6 +218,8 @@ impl Behaviour {
         let mut ids = CallIds(HashMap::new());
         let mut outcomes: HashMap<String, (bool, Option<String>, Option<String>)> = HashMap::new();
         let mut usage = UsageRecord::default();
+        // In whole nano-dollars, as the reports sum them; `None` once a cost is unknown.
+        let mut cost_nanos = Some(0u64);
         let mut artifacts: BTreeMap<String, String> = BTreeMap::new();
         // First pass: name call ids in order of first appearance anywhere.
         for e in &trace.events {
@@ -225,6 +231,10 @@ impl Behaviour {
                         usage.input_tokens = usage.input_tokens.saturating_add(u.input_tokens);
                         usage.output_tokens = usage.output_tokens.saturating_add(u.output_tokens);
                     }
+                    let cost = i.usage.and_then(|u| u.cost_usd);
+                    cost_nanos = cost_nanos
+                        .zip(cost)
+                        .map(|(sum, c)| sum.saturating_add(crate::report::usage::nanos(c)));
                     for c in i.consumes.iter().flatten() {
                         ids.name(c);
                     }
@@ -362,7 +372,11 @@ impl Behaviour {
                 .into_iter()
                 .map(|(path, h)| ArtifactRecord { path, h })
                 .collect(),
-            usage,
+            usage: UsageRecord {
+                cost_usd: (cost_nanos.filter(|_| usage.requests > 0))
+                    .map(crate::report::usage::usd),
+                ..usage
+            },
             oracles: results
                 .iter()
                 .map(|r| (oracle_key(r), r.verdict.as_str().to_owned()))

@@ -207,11 +207,15 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                 scripted: args.scripted,
                 rerun: last_run.as_ref().map(|l| l.passed_scenarios.clone()),
             },
-            judging: options::judging(&args.judging),
+            judging: options::judging(&args.judging)?,
             counting: Counting {
                 fail_on: options::fail_on(args.fail_on),
                 secrets: args.secrets.mode(),
                 waived: options::waived(),
+                budget: crate::report::usage::Budget {
+                    tokens: args.budget.budget_tokens,
+                    cost: args.budget.budget_cost,
+                },
             },
             baselines,
             runtime: Runtime {
@@ -268,7 +272,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             },
             flags: judging_flags(args),
             generated: Some(report::html::generated_now()),
-            limits: options::judging(&args.judging).limits,
+            limits: args.judging.limits.limits(),
             waived: crate::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
         });
     if let (Some(path), Some(ctx)) = (&args.html, &html) {
@@ -279,7 +283,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         }
     }
     if args.otlp.is_some() || args.otlp_endpoint.is_some() {
-        let limits = options::judging(&args.judging).limits;
+        let limits = args.judging.limits.limits();
         let (file, endpoint) = (args.otlp.as_deref(), args.otlp_endpoint.as_deref());
         not_written.extend(super::otlp::export(&report, limits, file, endpoint));
     }

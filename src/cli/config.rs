@@ -9,6 +9,10 @@
 //! cache-dir = ".tracereplay/cache"
 //! trusted-keys = "keys"          # public keys signatures are checked against
 //!
+//! [budget]                      # the suite's totals `check` holds the run to
+//! tokens = 2_000_000              # input + output tokens over every trace
+//! cost = 5.00                     # US dollars (priced with `prices.toml`)
+//!
 //! [profile.default]
 //! fail-on = "high"                # any | high | critical | none
 //! drift = "default"               # default | strict | warn | ignore
@@ -20,7 +24,8 @@
 //! require-signed = true           # every trace signed by a trusted key
 //! ```
 //!
-//! Paths are relative to the file, so a command behaves the same from any subdirectory. A flag
+//! A `prices.toml` beside the file (or, without one, in the working directory) is the price
+//! table `--prices` defaults to. Paths are relative to the file, so a command behaves the same from any subdirectory. A flag
 //! given on the command line wins over the file; the file wins over the built-in defaults.
 //! `--profile NAME` picks a profile; under CI, `ci` is picked when the file defines it. An
 //! unknown key is an error naming the closest known one. `tracereplay config` prints the
@@ -46,6 +51,7 @@ const TOP_KEYS: &[&str] = &[
     "scenarios",
     "cache-dir",
     "trusted-keys",
+    "budget",
     "profile",
 ];
 const PROFILE_KEYS: &[&str] = &[
@@ -78,6 +84,10 @@ pub(super) struct Config {
     scenarios: Option<Vec<Utf8PathBuf>>,
     cache_dir: Option<Utf8PathBuf>,
     trusted_keys: Option<Utf8PathBuf>,
+    /// `prices.toml` at the project's root, when there is one.
+    prices: Option<Utf8PathBuf>,
+    /// `[budget]`: tokens and US dollars.
+    budget: (Option<u64>, Option<f64>),
     profiles: BTreeMap<String, Profile>,
     /// The profile in use, and why.
     profile: (String, &'static str),
@@ -197,7 +207,11 @@ impl Config {
             }
         };
         let Some(file) = file else {
-            return Ok(Config::default());
+            let prices = Utf8Path::new(super::prices::FILE_NAME);
+            return Ok(Config {
+                prices: prices.is_file().then(|| prices.to_owned()),
+                ..Config::default()
+            });
         };
         let text = crate::fsutil::read_regular(&file, 1 << 20, "project file")
             .with_context(|| format!("cannot read `{file}`"))?;
@@ -211,8 +225,12 @@ impl Config {
             .unwrap_or_else(|| ".".into());
         let shown = crate::paths::display_path(&file);
         let shown = Utf8Path::new(&shown);
+        let prices = base.join(super::prices::FILE_NAME);
         let mut c = Config {
             file: Some(file.clone()),
+            prices: prices
+                .is_file()
+                .then(|| resolve(&base, super::prices::FILE_NAME)),
             ..Config::default()
         };
         for (k, v) in &table {
@@ -245,6 +263,7 @@ impl Config {
                     }
                     c.cache_dir = Some(resolve(&base, &dir));
                 }
+                "budget" => c.budget = budget_of(shown, v)?,
                 "profile" => {
                     let profiles = v
                         .as_table()
@@ -337,7 +356,11 @@ impl Config {
             v.as_ref()
                 .map(|l| l.iter().map(|p| p.to_string()).collect::<Vec<_>>())
         };
-        let settings: [(&str, Option<Vec<String>>); 11] = [
+        let one = |v: Option<String>| v.map(|v| vec![v]);
+        let settings: [(&str, Option<Vec<String>>); 14] = [
+            ("prices", one(self.prices.as_ref().map(|p| p.to_string()))),
+            ("budget_tokens", one(self.budget.0.map(|t| t.to_string()))),
+            ("budget_cost", one(self.budget.1.map(|c| c.to_string()))),
             ("paths", list(&self.paths)),
             ("scenario_dirs", list(&self.scenarios)),
             (
@@ -514,8 +537,46 @@ impl Config {
                 .as_ref()
                 .map_or_else(default, |_| self.source_in_file("trusted-keys")),
         )?;
+        line(
+            "prices",
+            self.prices
+                .as_ref()
+                .map_or("(none)".into(), |d| d.to_string()),
+            if self.prices.is_some() {
+                "the project's root".to_owned()
+            } else {
+                default()
+            },
+        )?;
+        let budget = |v: Option<String>| {
+            let source = v.is_some().then(|| self.source_in_file("[budget]"));
+            (v.unwrap_or_else(|| "(none)".into()), source.unwrap_or_else(default))
+        };
+        let (tokens, source) = budget(self.budget.0.map(|t| t.to_string()));
+        line("budget.tokens", tokens, source)?;
+        let (cost, source) = budget(self.budget.1.map(|c| format!("${c}")));
+        line("budget.cost", cost, source)?;
         writeln!(out, "(a flag on the command line wins over these)")
     }
+}
+
+/// `[budget]`: `tokens` (a non-negative integer) and `cost` (non-negative US dollars).
+fn budget_of(file: &Utf8Path, v: &toml::Value) -> anyhow::Result<(Option<u64>, Option<f64>)> {
+    let t = v
+        .as_table()
+        .with_context(|| format!("`{file}`: `budget` must be a table"))?;
+    let mut out = (None, None);
+    for (k, v) in t {
+        match (k.as_str(), v) {
+            ("tokens", toml::Value::Integer(n)) if *n >= 0 => out.0 = Some(*n as u64),
+            ("tokens", _) => bail!("`{file}`: `budget.tokens` must be a non-negative integer"),
+            ("cost", toml::Value::Integer(n)) if *n >= 0 => out.1 = Some(*n as f64),
+            ("cost", toml::Value::Float(c)) if *c >= 0.0 && c.is_finite() => out.1 = Some(*c),
+            ("cost", _) => bail!("`{file}`: `budget.cost` must be a non-negative number of US dollars"),
+            (other, _) => return Err(unknown(file, "budget.", other, &["tokens", "cost"])),
+        }
+    }
+    Ok(out)
 }
 
 /// A value's command-line spelling.

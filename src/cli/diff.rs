@@ -74,7 +74,7 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
             whole_suite: crate::discover::covers_suite_roots(&args.paths),
             ..Selection::default()
         },
-        judging: options::judging(&args.judging),
+        judging: options::judging(&args.judging)?,
         counting: Counting {
             fail_on: FailOn::None,
             ..Counting::default()
@@ -144,7 +144,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     for s in &loaded.scenarios {
         by_id.entry(s.id.to_lowercase()).or_insert(s);
     }
-    let judging = options::judging(&args.judging);
+    let judging = options::judging(&args.judging)?;
     let mut report = DiffReport::default();
     let mut read_side = |found: &crate::discover::Discovered| -> Side {
         let judged: Vec<_> = found

@@ -51,7 +51,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
     };
     // The same judging and drift options as `check`, so both say the same of a trace.
     let baselines = options::baselines(&args.drift, args.baselines.as_deref(), false)?;
-    let judging = options::judging(&args.judging);
+    let judging = options::judging(&args.judging)?;
     let limits = judging.limits;
     let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
     let traces: Vec<Utf8PathBuf> = if as_path.is_file() {

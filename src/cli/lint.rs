@@ -114,6 +114,8 @@ fn behaviour_findings(
         limits,
         require_sealed: false,
         allow_raw_prompts,
+
+        prices: None,
     };
     let Ok(file) = TraceFile::open(path, limits) else {
         return Vec::new();

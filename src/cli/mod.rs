@@ -33,6 +33,7 @@ mod merge;
 mod options;
 mod otlp;
 mod pack;
+mod prices;
 mod replay;
 mod sign;
 mod verify;

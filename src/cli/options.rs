@@ -20,13 +20,18 @@ pub(super) fn waived() -> std::collections::HashSet<String> {
     crate::privacy::lint::read_allow_file(Utf8Path::new(ALLOW_FILE))
 }
 
-/// How traces are judged.
-pub(super) fn judging(args: &JudgingArgs) -> JudgeOptions {
-    JudgeOptions {
+/// How traces are judged (reading the price table, when one is given).
+pub(super) fn judging(args: &JudgingArgs) -> anyhow::Result<JudgeOptions> {
+    let prices = match &args.prices {
+        Some(file) => Some(std::sync::Arc::new(super::prices::read(file)?)),
+        None => None,
+    };
+    Ok(JudgeOptions {
         limits: args.limits.limits(),
         require_sealed: args.require_sealed,
         allow_raw_prompts: args.allow_raw_prompts,
-    }
+        prices,
+    })
 }
 
 /// The baselines directory in force: an explicit `--baselines DIR` must exist; the default

@@ -423,6 +423,23 @@ pub fn compare(
             );
         }
     }
+    // The cost, when both runs know theirs (allowed: the tolerance, at least a micro-dollar).
+    if let (Some(old), Some(new)) = (approved.usage.cost_usd, current.usage.cost_usd) {
+        let allowed = (tolerance * old).max(1e-6);
+        if (new - old).abs() > allowed {
+            push(
+                DriftCategory::UsageOutsideTolerance,
+                format!(
+                    "cost_usd {} → {} (allowed ±{} at {:.0} %)",
+                    crate::report::usage::dollars(old),
+                    crate::report::usage::dollars(new),
+                    crate::report::usage::dollars(allowed),
+                    tolerance * 100.0
+                ),
+                None,
+            );
+        }
+    }
     out
 }
 
@@ -451,6 +468,7 @@ mod tests {
                 input_tokens: 100,
                 output_tokens: 10,
                 requests: 2,
+                cost_usd: None,
             },
             oracles: BTreeMap::from([
                 ("0:tool-called".to_owned(), "pass".to_owned()),

@@ -28,7 +28,7 @@ mod store;
 mod summary;
 mod trials;
 pub use fail_on::FailOn;
-pub(crate) use summary::{count_cases, summarise};
+pub(crate) use summary::{apply_budget, count_cases, summarise};
 pub(crate) use trials::single_trace_case;
 
 use std::collections::HashSet;
@@ -107,6 +107,9 @@ pub struct Counting {
     pub secrets: crate::privacy::lint::SecretsMode,
     /// Secret fingerprints waived by `.tracereplay-allow`.
     pub waived: HashSet<String>,
+    /// The suite budgets (`[budget]`, `--budget-tokens`, `--budget-cost`): each one exceeded
+    /// blocks the run.
+    pub budget: crate::report::usage::Budget,
 }
 
 /// Whether and how approved baselines take part in a run.
@@ -465,6 +468,7 @@ fn check_in_pool(
         cases, thresholds, ..
     } = cases;
     summary::count_cases(&mut summary, &rows, &cases, fail_on);
+    summary::apply_budget(&mut summary, &opts.counting.budget);
     warnings.sort();
     let mut partition = partition;
     if let Some(p) = partition.as_mut() {

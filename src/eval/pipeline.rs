@@ -13,7 +13,7 @@ use crate::trace::{Limits, ParsedTrace, Seal, Trace, TraceError, TraceFile, pars
 
 /// What judging a trace depends on besides the trace and its scenario: the same for every
 /// command, so `check`, `diff` and `explain` judge a trace alike.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct JudgeOptions {
     /// Size limits.
     pub limits: Limits,
@@ -22,6 +22,9 @@ pub struct JudgeOptions {
     /// The developer's raw-prompt opt-in (`--allow-raw-prompts`): admits prompt-side text in
     /// fields the trace format does not define (and raw-prompt sidecars).
     pub allow_raw_prompts: bool,
+    /// What model requests cost (`prices.toml`, `--prices`): fills in the cost of every
+    /// inference that records usage but no cost, before any oracle sees the trace.
+    pub prices: Option<std::sync::Arc<crate::prices::PriceTable>>,
 }
 
 /// How a judged trace is compared with its approved baseline.
@@ -55,13 +58,18 @@ pub fn verify_and_parse<'f>(
     Ok((seal, parsed))
 }
 
-/// Parses a trace file whose seal was verified.
+/// Parses a trace file whose seal was verified, and prices its inferences (with a price
+/// table).
 pub fn parse<'f>(
     file: &'f TraceFile,
     seal: &Seal,
     opts: &JudgeOptions,
 ) -> Result<ParsedTrace<'f>, TraceError> {
-    parse_trace_with(file, seal, opts.limits, opts.allow_raw_prompts)
+    let mut parsed = parse_trace_with(file, seal, opts.limits, opts.allow_raw_prompts)?;
+    if let Some(prices) = &opts.prices {
+        prices.apply(&mut parsed.trace);
+    }
+    Ok(parsed)
 }
 
 /// A trace judged against its scenario.
@@ -104,6 +112,8 @@ pub struct Comparison {
     /// No drift, but the approved behaviour differs from the current one (it predates
     /// something a baseline now records, such as tool result hashes).
     pub stale: bool,
+    /// What the approved baseline's run used (when it is a single trace's and reads).
+    pub approved_usage: Option<crate::baseline::UsageRecord>,
 }
 
 /// Compares `behaviour` of (scenario, case) with its approved baseline under `policy`. Reads
@@ -120,6 +130,7 @@ pub fn compare(
     let finding =
         |category, detail: String| vec![DriftFinding::new(category, detail, None, policy.mode)];
     let mut stale = false;
+    let mut approved_usage = None;
     let findings = match crate::baseline::Approved::read(&approved_path) {
         Ok(crate::baseline::Approved::Set(set)) => finding(
             DriftCategory::TrialsChanged,
@@ -137,6 +148,7 @@ pub fn compare(
                 policy.mode,
             );
             stale = findings.is_empty() && approved.behaviour != current.behaviour;
+            approved_usage = Some(approved.behaviour.usage);
             findings
         }
         Err(crate::baseline::BaselineError::Io { source, .. })
@@ -156,5 +168,6 @@ pub fn compare(
         findings,
         current,
         stale,
+        approved_usage,
     }
 }

@@ -196,6 +196,10 @@ fn judging_options(opts: &CheckOptions) -> String {
             text.push_str(&format!(" alpha={}", p.alpha));
         }
     }
+    // The price table sets costs the rows' oracles and totals hold.
+    if let Some(prices) = &opts.judging.prices {
+        text.push_str(&format!(" prices={}", prices.fingerprint()));
+    }
     text
 }
 

@@ -229,7 +229,7 @@ pub(crate) fn judge_scripted(
     // The script was sealed just now: judged like any sealed trace.
     let judging = pipeline::JudgeOptions {
         require_sealed: true,
-        ..opts.judging
+        ..opts.judging.clone()
     };
     let (seal, parsed) = match pipeline::verify_and_parse(&file, &judging) {
         Ok(x) => x,
@@ -282,6 +282,7 @@ fn judge_into(
     let judged = pipeline::judge(scenario, trace, policy.is_some());
     row.oracles = judged.results;
     row.verdict = judged.verdict;
+    row.usage = Some(crate::report::usage::RunUsage::of(trace));
     keep_cited_events(row, trace);
     let (Some(policy), Some(behaviour)) = (policy, judged.behaviour) else {
         return (None, None);
@@ -291,6 +292,7 @@ fn judge_into(
     }
     let compared = pipeline::compare(policy, &scenario.id, case, content_hash, behaviour);
     let pending = pending_of(&compared, policy, opts, &scenario.id, case);
+    row.approved_usage = compared.approved_usage;
     row.drift = compared.findings;
     (pending, None)
 }

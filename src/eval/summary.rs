@@ -7,6 +7,8 @@ use super::row::{self, set_error};
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
 use crate::discover::Discovered;
 use crate::paths::display_path;
+use crate::baseline::UsageRecord;
+use crate::report::usage::{Budget, RunUsage, SuiteUsage, UsageChange};
 use crate::report::{ResultRow, RowErrorKind, RowVerdict, Rows, Source, Summary};
 
 /// Rows that are not judged traces: a scenario in scope without a trace (its scripted trace
@@ -97,7 +99,15 @@ pub(crate) fn summarise(
         scenarios,
         ..Summary::default()
     };
+    let mut usage: Option<SuiteUsage> = None;
+    let mut change = UsageChange::default();
     for m in rows.metas() {
+        if let Some(u) = &m.usage {
+            usage.get_or_insert_with(SuiteUsage::default).totals.add(u);
+            if let Some(a) = &m.approved_usage {
+                change.add(a, &record_of(u));
+            }
+        }
         match m.verdict {
             RowVerdict::Pass => summary.passed += 1,
             RowVerdict::Fail => summary.failed += 1,
@@ -115,7 +125,31 @@ pub(crate) fn summarise(
     summary.privacy = privacy.len();
     summary.blocking += privacy.iter().filter(|f| f.fails).count();
     summary.blocking += obsolete.iter().filter(|o| o.finding.fails).count();
+    if let Some(u) = usage.as_mut() {
+        u.against_approved = (change.traces > 0).then_some(change);
+    }
+    summary.usage = usage;
     summary
+}
+
+/// A run's totals as a baseline records them.
+fn record_of(u: &RunUsage) -> UsageRecord {
+    UsageRecord {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        requests: u.requests,
+        cost_usd: u.cost_usd().filter(|_| u.requests > 0),
+    }
+}
+
+/// Holds the suite's totals to `budget`: each budget exceeded (or that cannot be checked)
+/// blocks the run. Without totals (no trace judged) a budget is not checked.
+pub(crate) fn apply_budget(summary: &mut Summary, budget: &Budget) {
+    let Some(u) = summary.usage.as_mut() else {
+        return;
+    };
+    u.budgets = budget.check(&u.totals);
+    summary.blocking += u.budgets.iter().filter(|b| b.exceeded).count();
 }
 
 /// With case lines listed, `passed`, `failed`, `errors`, `ignored_failures`, `new`, `drifted`

@@ -132,6 +132,12 @@ fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, St
         }
         return Err(msg);
     };
+    if map.keys().any(|k| k.eq_ignore_ascii_case("trials")) {
+        return Err(format!(
+            "{at} (`{}`): `trials` holds a case's trials to a limit, so it belongs on a top-level oracle only",
+            t.name
+        ));
+    }
     let oracle = registry::configure(t, &spec, fallbacks)
         .map_err(|e| format!("{at} (`{}`): {e}", t.name))?;
     Ok(Inner {

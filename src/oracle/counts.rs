@@ -223,6 +223,7 @@ pub fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Orac
         Some("output") => TokenKind::Output,
         Some(k) => return Err(format!("`kind` `{k}` is not input, output or total")),
     };
+    super::cost::over_trials(spec, true)?;
     Ok(Oracle::MaxTokens { limit, kind })
 }
 
@@ -256,6 +257,7 @@ pub fn max_tokens(limit: u64, kind: TokenKind, facts: &Facts<'_, '_>) -> OracleR
     }
     if total <= limit {
         OracleResult::pass(format!("{total} {kind_name} tokens, limit {limit}"), seqs)
+            .found(json!({"tokens": total}))
     } else {
         OracleResult::fail(
             format!("{total} {kind_name} tokens exceed the limit of {limit}"),

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod calls;
 pub mod compose;
 pub mod contract;
+pub mod cost;
 pub mod counts;
 pub mod expr;
 pub mod facts;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::typed::{Configure, Fallbacks, Oracle};
 use super::{
-    artifacts, behaviour, calls, compose, contract, counts, expr, harness, params, replies,
+    artifacts, behaviour, calls, compose, contract, cost, counts, expr, harness, params, replies,
     sequence, similarity,
 };
 use crate::scenario::OracleSpec;
@@ -225,9 +225,20 @@ pub static TYPES: &[OracleType] = &[
     },
     OracleType {
         name: "max-tokens",
-        params: &[("limit", Count), ("value", Scalar), ("kind", Str)],
+        params: &[
+            ("limit", Count),
+            ("value", Scalar),
+            ("kind", Str),
+            ("trials", Object),
+        ],
         family: Family::Other,
         configure: counts::configure_max_tokens,
+    },
+    OracleType {
+        name: "max-cost",
+        params: &[("limit", Number), ("trials", Object)],
+        family: Family::Other,
+        configure: cost::configure_max_cost,
     },
     OracleType {
         name: "tools-offered",

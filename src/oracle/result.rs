@@ -152,6 +152,13 @@ impl OracleResult {
         }
     }
 
+    /// The same result recording what it measured (`max-tokens` and `max-cost` record their
+    /// totals even when they pass: the case stage holds a case's trials to them).
+    pub fn found(mut self, found: serde_json::Value) -> Self {
+        self.found = Some(Box::new(found));
+        self
+    }
+
     /// The same result with its natural fraction as score (clamped to [0, 1]; a non-finite
     /// fraction counts as 0).
     pub fn with_score(mut self, score: f64) -> Self {

@@ -11,7 +11,7 @@ use super::facts::Facts;
 use super::jsoneq::ArgsMatch;
 use super::result::OracleResult;
 use super::sequence::{Of, SeqConfig};
-use super::{artifacts, behaviour, calls, contract, counts, harness, replies, sequence};
+use super::{artifacts, behaviour, calls, contract, cost, counts, harness, replies, sequence};
 use crate::scenario::{Expected, OracleSpec, Scenario};
 use crate::trace::Phase;
 
@@ -162,6 +162,9 @@ pub enum Oracle {
         limit: u64,
         kind: TokenKind,
     },
+    MaxCost {
+        limit_nanos: u64,
+    },
     ToolsOffered {
         tools: Vec<String>,
         subset: bool,
@@ -257,6 +260,7 @@ impl Oracle {
                 replies::final_answer_matches(&pattern.0, facts)
             }
             Oracle::MaxTokens { limit, kind } => counts::max_tokens(*limit, *kind, facts),
+            Oracle::MaxCost { limit_nanos } => cost::max_cost(*limit_nanos, facts),
             Oracle::ToolsOffered { tools, subset } => counts::tools_offered(tools, *subset, facts),
             Oracle::NoRepeatedCall {
                 max,

@@ -186,6 +186,11 @@ fn collect(report: &Report, a: &mut Annotations) {
             ),
         });
     }
+    for b in report.summary.usage.iter().flat_map(|u| &u.budgets) {
+        if b.exceeded {
+            a.command(0, "error", None, &format!("budget {}", b.budget), &b.detail);
+        }
+    }
     for w in &report.warnings {
         a.command(4, "warning", None, "tracereplay", w);
     }

@@ -258,6 +258,12 @@ fn summary(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io:
     if s.privacy > 0 {
         writeln!(out, "privacy: {} finding(s)", s.privacy)?;
     }
+    // Quiet keeps only what decides the exit code: the budgets.
+    for line in s.usage.iter().flat_map(|u| u.lines()) {
+        if !opts.quiet || line.starts_with("budget: ") {
+            writeln!(out, "{line}")?;
+        }
+    }
     if !opts.quiet {
         writeln!(out, "baselines: {}", esc(&report.baselines))?;
     }

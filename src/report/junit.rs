@@ -273,10 +273,41 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         case.set_classname(o.scenario.as_str());
         suites.entry(o.scenario.clone()).or_default().push(case);
     }
+    // Each suite budget is a test case of its own, failing when exceeded.
+    for b in report.summary.usage.iter().flat_map(|u| &u.budgets) {
+        let status = if b.exceeded {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(b.detail.clone()).set_type("budget");
+            s
+        } else {
+            TestCaseStatus::success()
+        };
+        let mut case = TestCase::new(format!("budget {}", b.budget), status);
+        case.set_classname("(suite)");
+        suites.entry("(suite budgets)".into()).or_default().push(case);
+    }
     let mut junit = JunitReport::new("tracereplay");
+    let usage = report.summary.usage.as_ref();
     for (name, cases) in suites {
         let mut suite = TestSuite::new(name);
         suite.add_test_cases(cases);
+        junit.add_test_suite(suite);
+    }
+    // The suite's totals, as properties of a suite of their own (with the budgets' cases).
+    if let Some(u) = usage {
+        let mut suite = TestSuite::new("(suite usage)");
+        let t = &u.totals;
+        let mut props = vec![
+            ("requests", t.requests.to_string()),
+            ("input_tokens", t.input_tokens.to_string()),
+            ("output_tokens", t.output_tokens.to_string()),
+        ];
+        if let Some(c) = t.known_cost_usd() {
+            props.push(("cost_usd", c.to_string()));
+        }
+        for (k, v) in props {
+            suite.add_property(quick_junit::Property::new(k, v));
+        }
         junit.add_test_suite(suite);
     }
     junit.serialize(&mut *out).map_err(std::io::Error::other)?;

@@ -38,6 +38,15 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         s.blocking
     )?;
     writeln!(out, "Baselines: {}\n", cell(&report.baselines))?;
+    if let Some(u) = &s.usage {
+        for line in u.lines() {
+            let (head, rest) = line.split_once(": ").unwrap_or(("", &line));
+            let mut head = head.to_owned();
+            head[..1].make_ascii_uppercase();
+            writeln!(out, "{head}: {}  ", cell(rest))?;
+        }
+        writeln!(out)?;
+    }
     if let Some(cases) = s.cases {
         writeln!(
             out,

@@ -117,6 +117,11 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         .and_then(|p| p.fail_on.as_deref())
         .and_then(crate::eval::FailOn::parse)
         .unwrap_or_default();
+    // Every share held its own totals to the run's budgets: the merged run holds the suite's.
+    let budget = (reports.iter())
+        .map(|(_, r)| super::usage::Budget::of(r.summary.usage.as_ref()))
+        .find(|b| b.tokens.is_some() || b.cost.is_some())
+        .unwrap_or_default();
     let mut iter = reports.into_iter().map(|(_, r)| r).enumerate();
     let (_, mut out) = iter.next().ok_or(MergeError::Empty)?;
     out.partition = None;
@@ -176,6 +181,7 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         fail_on,
     );
     crate::eval::count_cases(&mut out.summary, &out.results, &out.cases, fail_on);
+    crate::eval::apply_budget(&mut out.summary, &budget);
     out.fail_on = Some(fail_on.as_str());
     Ok(out)
 }

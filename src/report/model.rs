@@ -126,7 +126,7 @@ impl Default for ToolInfo {
 }
 
 /// Counts over the rows.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Trace files in scope (judged or not).
     pub traces: usize,
@@ -160,6 +160,10 @@ pub struct Summary {
     /// Cases whose set comparison is underpowered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub underpowered: Option<usize>,
+    /// What the judged traces used and cost, the budgets, and the change against the approved
+    /// baselines (present when some trace was judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::report::usage::SuiteUsage>,
 }
 
 /// A row's verdict.
@@ -366,6 +370,12 @@ pub struct ResultRow {
     pub baseline: Option<String>,
     /// Drift findings.
     pub drift: Vec<DriftFinding>,
+    /// What the run's inferences used and cost (rows judged from a trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::report::usage::RunUsage>,
+    /// What its approved baseline's run used (rows compared with one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_usage: Option<crate::baseline::UsageRecord>,
     /// Why the row could not be judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RowError>,
@@ -399,6 +409,8 @@ impl ResultRow {
             oracles: Vec::new(),
             baseline: None,
             drift: Vec::new(),
+            usage: None,
+            approved_usage: None,
             error: None,
             warnings: Vec::new(),
             cited_events: Vec::new(),

@@ -161,6 +161,8 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
         fail_on,
     );
     crate::eval::count_cases(&mut counted, &r.results, &r.cases, fail_on);
+    let budget = super::usage::Budget::of(s.usage.as_ref());
+    crate::eval::apply_budget(&mut counted, &budget);
     for (field, said, found) in differences(s, &counted) {
         out.push(format!(
             "`{name}`: `summary.{field}` is {said}, but its rows give {found}"

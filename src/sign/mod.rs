@@ -196,6 +196,8 @@ pub fn sign_trace(
         limits,
         require_sealed: true,
         allow_raw_prompts: true,
+
+        prices: None,
     };
     let (seal, parsed) = crate::eval::pipeline::verify_and_parse(&file, &opts)
         .map_err(|e| crate::eval::error_chain(&e))?;

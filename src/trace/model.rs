@@ -220,7 +220,12 @@ pub struct PlannedCall<'a> {
 }
 
 /// Token usage of one inference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+///
+/// `input_tokens` includes the cache reads `cache_read_tokens` counts and `output_tokens` the
+/// reasoning `reasoning_tokens` counts (as OpenAI and the OpenTelemetry GenAI conventions count
+/// them). `cost_usd` is what the request cost in US dollars when the recorder knew it (an
+/// extension of format v1: readers that do not know it ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, serde::Deserialize)]
 #[allow(missing_docs)]
 pub struct Usage {
     pub input_tokens: u64,
@@ -229,6 +234,11 @@ pub struct Usage {
     pub cache_read_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Whether `cost_usd` was computed from a price table rather than recorded (never written).
+    #[serde(skip)]
+    pub priced: bool,
 }
 
 /// Tool-call arguments: a JSON object, or a string that did not hold one.

@@ -87,6 +87,14 @@ impl Parser<'_> {
                             .ok_or_else(|| self.bad_enum(n, "finish", &f, Finish::ALL))?,
                     ),
                 };
+                if let Some(c) = raw.usage.and_then(|u| u.cost_usd) {
+                    if !(c >= 0.0 && c.is_finite()) {
+                        return Err(self.malformed(
+                            n,
+                            "`usage.cost_usd` must be a non-negative number",
+                        ));
+                    }
+                }
                 EventBody::Inference(Box::new(Inference {
                     request_id: raw.request_id,
                     model: raw.model,

@@ -16,6 +16,8 @@ pub(crate) enum Want {
     UInt,
     /// An integer.
     Int,
+    /// A non-negative number.
+    Number,
     /// `true` or `false`.
     Bool,
     /// An array of strings.
@@ -36,6 +38,7 @@ impl Want {
             Want::Str => "a string",
             Want::UInt => "a non-negative integer",
             Want::Int => "an integer",
+            Want::Number => "a non-negative number",
             Want::Bool => "true or false",
             Want::StrList => "an array of strings",
             Want::StrMap => "an object of strings",
@@ -52,6 +55,7 @@ const USAGE: &[(&str, Want)] = &[
     ("output_tokens", Want::UInt),
     ("cache_read_tokens", Want::UInt),
     ("reasoning_tokens", Want::UInt),
+    ("cost_usd", Want::Number),
 ];
 const PLANNED: &[(&str, Want)] = &[
     ("call_id", Want::Str),
@@ -147,6 +151,7 @@ fn fits(v: &Value, want: Want) -> bool {
         (Want::Str, Value::String(_)) | (Want::Bool, Value::Bool(_)) => true,
         (Want::UInt, Value::Number(n)) => n.is_u64(),
         (Want::Int, Value::Number(n)) => n.is_i64() || n.is_u64(),
+        (Want::Number, Value::Number(n)) => n.as_f64().is_some_and(|f| f >= 0.0),
         (Want::StrList, Value::Array(items)) => items.iter().all(Value::is_string),
         (Want::StrMap, Value::Object(m)) => m.values().all(Value::is_string),
         (Want::Object(_), Value::Object(_)) | (Want::ObjectList(_), Value::Array(_)) => true,

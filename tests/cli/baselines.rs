@@ -394,7 +394,7 @@ fn approve_adopts_current_traces_and_refuses_under_ci() {
     let out = env.run_with(&["baseline", "approve"], &[("CI", "0")]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stdout.ends_with("18 written, 0 unchanged, 0 skipped\n"),
+        out.stdout.ends_with("20 written, 0 unchanged, 0 skipped\n"),
         "{}",
         out.stdout
     );
@@ -407,7 +407,7 @@ fn approve_adopts_current_traces_and_refuses_under_ci() {
     );
     let out = env.run_with(&["baseline", "approve"], &[]);
     assert!(
-        out.stdout.ends_with("0 written, 18 unchanged, 0 skipped\n"),
+        out.stdout.ends_with("0 written, 20 unchanged, 0 skipped\n"),
         "{}",
         out.stdout
     );
@@ -477,7 +477,7 @@ fn diff_against_baselines_and_between_recordings() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
         out.stdout
-            .ends_with("18 compared: 0 drifted, 0 only in old, 0 only in new, 0 errors\n"),
+            .ends_with("20 compared: 0 drifted, 0 only in old, 0 only in new, 0 errors\n"),
         "{}",
         out.stdout
     );

@@ -117,14 +117,15 @@ fn the_demo_report_shows_its_counts_and_exit_code_with_no_console_error() {
     let app = app(&dom);
     assert!(app.contains("exit code 0: the run passes"), "{app}");
     assert!(
-        app.contains("<div data-count=\"traces\"><dt>traces</dt><dd>18</dd></div>"),
+        app.contains("<div data-count=\"traces\"><dt>traces</dt><dd>20</dd></div>"),
         "{app}"
     );
     assert!(
-        app.contains("<div data-count=\"failed\"><dt>failed</dt><dd>8</dd></div>"),
+        app.contains("<div data-count=\"failed\"><dt>failed</dt><dd>9</dd></div>"),
         "{app}"
     );
-    assert!(app.contains("rows 1–18 of 18"), "{app}");
+    assert!(app.contains("rows 1–20 of 20"), "{app}");
+    assert!(app.contains("<ul class=\"usage\" id=\"usage\"><li>usage: 49 request(s)"), "{app}");
     // Failures first by default.
     let first = app.find("data-verdict=").unwrap();
     assert!(
@@ -141,9 +142,9 @@ fn a_filter_hides_passing_rows() {
     let (dom, console) = render_dom(&file, "#verdict=failing");
     ready(&dom, &console);
     let app = app(&dom);
-    assert_eq!(app.matches("data-verdict=\"fail\"").count(), 8, "{app}");
+    assert_eq!(app.matches("data-verdict=\"fail\"").count(), 9, "{app}");
     assert_eq!(app.matches("data-verdict=\"pass\"").count(), 0, "{app}");
-    assert!(app.contains("rows 1–8 of 8"), "{app}");
+    assert!(app.contains("rows 1–9 of 9"), "{app}");
     let (high, _) = render_dom(&file, "#risk=High");
     assert_eq!(app_rows(&high), 1, "{high}");
 }
@@ -322,8 +323,8 @@ fn the_report_is_deterministic_and_written_by_run_folders_and_merge() {
     assert_eq!(data["report"], report);
     assert_eq!(
         data["timelines"].as_object().unwrap().len(),
-        8,
-        "events for the eight failures only"
+        9,
+        "events for the nine failures only"
     );
 
     let out = env.run_with(&["check", "traces/", "--artifacts"], &epoch);

@@ -49,12 +49,23 @@ fn junit_parses_as_xml_with_a_suite_per_scenario() {
         .descendants()
         .filter(|n| n.has_tag_name("testsuite"))
         .collect();
-    assert_eq!(suites.len(), 14, "one suite per scenario");
+    assert_eq!(suites.len(), 16, "one suite per scenario, and the suite's usage");
+    let usage = suites.last().unwrap();
+    assert_eq!(usage.attribute("name"), Some("(suite usage)"));
+    let property = |name: &str| {
+        (usage.descendants())
+            .find(|n| n.has_tag_name("property") && n.attribute("name") == Some(name))
+            .and_then(|n| n.attribute("value"))
+            .map(str::to_owned)
+    };
+    // One trace fails its seal here: its requests are not counted.
+    assert_eq!(property("requests").as_deref(), Some("47"));
+    assert_eq!(property("cost_usd").as_deref(), Some("0.106056"));
     let cases = doc
         .descendants()
         .filter(|n| n.has_tag_name("testcase"))
         .count();
-    assert_eq!(cases, 18, "one case per row");
+    assert_eq!(cases, 20, "one case per row");
     let errors: Vec<_> = doc
         .descendants()
         .filter(|n| n.has_tag_name("error"))
@@ -148,6 +159,7 @@ fn run_folder_holds_enough_to_audit_without_the_trace() {
         vec![
             "agent.approval.denied/ignores-denial.json",
             "agent.contract.release-notes/off-plan.json",
+            "agent.cost.budget/lavish.json",
             "agent.migrated.checks/off-target.json",
             "agent.progress.regressed/default.json",
             "agent.search.budget/default.json",
@@ -376,7 +388,7 @@ fn timings_only_when_asked() {
     assert!(!out.stderr.contains("timings:"), "{}", out.stderr);
     let out = env.run(&["check", "traces/", "--timings"]);
     assert!(
-        out.stderr.contains("timings: discover ") && out.stderr.contains("(18 traces, "),
+        out.stderr.contains("timings: discover ") && out.stderr.contains("(20 traces, "),
         "{}",
         out.stderr
     );

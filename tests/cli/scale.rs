@@ -159,18 +159,18 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
     let args = json_check(&["--timings"]);
     let first = env.run(&args);
     assert!(
-        first.stderr.contains("(18 traces, 0 from the cache)"),
+        first.stderr.contains("(20 traces, 0 from the cache)"),
         "{}",
         first.stderr
     );
     let warm = env.run(&args);
     assert!(
-        warm.stderr.contains("(18 traces, 18 from the cache)"),
+        warm.stderr.contains("(20 traces, 20 from the cache)"),
         "{}",
         warm.stderr
     );
     let traces = traces_under(&env.path("traces"));
-    assert_eq!(traces.len(), 18);
+    assert_eq!(traces.len(), 20);
     for t in &traces {
         let bytes = std::fs::read(t).unwrap();
         std::fs::remove_file(t).unwrap();
@@ -183,7 +183,7 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
         (first.code, &first.stdout)
     );
     assert!(
-        checkout.stderr.contains("(18 traces, 18 from the cache)"),
+        checkout.stderr.contains("(20 traces, 20 from the cache)"),
         "{}",
         checkout.stderr
     );
@@ -199,7 +199,7 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
     reseal(&env, t, &text);
     let edited = env.run(&args);
     assert!(
-        edited.stderr.contains("(18 traces, 17 from the cache)"),
+        edited.stderr.contains("(20 traces, 19 from the cache)"),
         "{}",
         edited.stderr
     );

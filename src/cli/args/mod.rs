@@ -4,12 +4,14 @@ use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod baseline;
+mod cost;
 mod gates;
 mod ingest;
 mod replay;
 mod sign;
 
 pub use baseline::{AcceptArgs, ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
+pub use cost::BudgetArgs;
 pub use gates::GatesArgs;
 pub use ingest::{IngestArgs, IngestFormatArg};
 pub use replay::{ReplayCommand, ReplayServeArgs};
@@ -218,6 +220,10 @@ pub struct LintArgs {
     /// Format of standard output.
     #[arg(long, value_enum, default_value_t = FormatArg::Human)]
     pub format: FormatArg,
+    /// The price table turning recorded token usage into US dollars (default: `prices.toml`
+    /// at the project's root, when there is one). A cost a trace records is kept.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<Utf8PathBuf>,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -296,6 +302,10 @@ pub struct JudgingArgs {
     /// does not define (a developer opt-in; raw text in a prompt object is never admitted).
     #[arg(long)]
     pub allow_raw_prompts: bool,
+    /// The price table turning recorded token usage into US dollars (default: `prices.toml`
+    /// at the project's root, when there is one). A cost a trace records is kept.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<Utf8PathBuf>,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -414,6 +424,9 @@ pub struct CheckArgs {
     /// How drift is judged.
     #[command(flatten)]
     pub drift: DriftArgs,
+    /// Suite budgets.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// CI detection.
     #[command(flatten)]
     pub ci: CiArgs,

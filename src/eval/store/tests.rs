@@ -38,6 +38,20 @@ fn full_row() -> ResultRow {
             OracleResult::pass("the run completed", vec![]).typed("run-completed", None),
         ],
         baseline: Some("baselines/s.one/c1.baseline.json".into()),
+        usage: Some(crate::report::usage::RunUsage {
+            requests: 3,
+            input_tokens: 300,
+            output_tokens: 200_000,
+            unmetered: 1,
+            cost_nanos: 123_456_789,
+            uncosted: 1,
+        }),
+        approved_usage: Some(crate::baseline::UsageRecord {
+            input_tokens: 280,
+            output_tokens: 190_000,
+            requests: 3,
+            cost_usd: Some(0.25),
+        }),
         drift: vec![
             DriftFinding {
                 category: DriftCategory::New,

@@ -12,10 +12,12 @@ use crate::diff::{DriftCategory, DriftFinding};
 use crate::oracle::{OracleResult, Verdict};
 use crate::privacy::lint::Finding;
 use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
+use crate::baseline::UsageRecord;
+use crate::report::usage::RunUsage;
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub(crate) const WIRE_VERSION: u32 = 5;
+pub(crate) const WIRE_VERSION: u32 = 6;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +61,59 @@ pub struct RowHead<'a> {
     /// The row's warnings.
     #[serde(borrow)]
     pub warnings: Cow<'a, [String]>,
+    /// What the run used and cost.
+    #[serde(with = "usage_wire")]
+    pub usage: Option<RunUsage>,
+    /// What its approved baseline used.
+    #[serde(with = "approved_wire")]
+    pub approved_usage: Option<UsageRecord>,
+}
+
+/// [`RunUsage`] as six integers (its JSON form leaves some out).
+mod usage_wire {
+    use super::RunUsage;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Fields = (u64, u64, u64, u64, u64, u64);
+
+    pub(super) fn serialize<S: Serializer>(u: &Option<RunUsage>, s: S) -> Result<S::Ok, S::Error> {
+        (u.map(|u| -> Fields {
+            let RunUsage { requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted } = u;
+            (requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted)
+        }))
+        .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RunUsage>, D::Error> {
+        Ok(Option::<Fields>::deserialize(d)?.map(from))
+    }
+
+    pub(super) fn from(f: Fields) -> RunUsage {
+        let (requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted) = f;
+        RunUsage { requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted }
+    }
+}
+
+/// [`UsageRecord`] as integers, its cost in nano-dollars.
+mod approved_wire {
+    use super::UsageRecord;
+    use crate::report::usage::{nanos, usd};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Fields = (u64, u64, u64, Option<u64>);
+
+    pub(super) fn serialize<S: Serializer>(u: &Option<UsageRecord>, s: S) -> Result<S::Ok, S::Error> {
+        (u.map(|u| -> Fields { (u.input_tokens, u.output_tokens, u.requests, u.cost_usd.map(nanos)) }))
+            .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<UsageRecord>, D::Error> {
+        Ok(Option::<Fields>::deserialize(d)?.map(from))
+    }
+
+    pub(super) fn from((input_tokens, output_tokens, requests, cost): Fields) -> UsageRecord {
+        UsageRecord { input_tokens, output_tokens, requests, cost_usd: cost.map(usd) }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -134,6 +189,8 @@ pub(crate) fn head_of(row: &ResultRow) -> RowHead<'_> {
         drift_other: row.drift.iter().any(|d| d.category != DriftCategory::New),
         has_privacy: !row.privacy.is_empty(),
         warnings: Cow::Borrowed(&row.warnings),
+        usage: row.usage,
+        approved_usage: row.approved_usage,
     }
 }
 
@@ -235,6 +292,17 @@ fn head_by_hand<'a>(c: &mut Cursor<'a>) -> Option<RowHead<'a>> {
                 Cow::Owned(all)
             }
         },
+        usage: c.option(|c| {
+            let mut f = [0u64; 6];
+            for v in &mut f {
+                *v = c.varint()?;
+            }
+            Some(usage_wire::from((f[0], f[1], f[2], f[3], f[4], f[5])))
+        })?,
+        approved_usage: c.option(|c| {
+            let (i, o, r) = (c.varint()?, c.varint()?, c.varint()?);
+            Some(approved_wire::from((i, o, r, c.option(Cursor::varint)?)))
+        })?,
     })
 }
 
@@ -354,6 +422,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
             line: e.line.map(|l| l as usize),
         }),
         warnings: h.warnings.into_owned(),
+        usage: h.usage,
+        approved_usage: h.approved_usage,
         cited_events: wire
             .cited
             .iter()
@@ -403,6 +473,8 @@ pub(super) fn head_unchecked(bytes: &[u8]) -> RowHead<'_> {
         drift_other: false,
         has_privacy: false,
         warnings: Cow::Borrowed(&[]),
+        usage: None,
+        approved_usage: None,
     })
 }
 

@@ -15,6 +15,7 @@ use super::{CheckOptions, blocks, verdict_blocks};
 use crate::baseline::{Behaviour, oracle_key};
 use crate::report::cases::{CaseRow, FlakyOracle, Thresholds};
 use crate::report::{ResultRow, RowVerdict, Rows, Source};
+use crate::oracle::cost::TrialLimit;
 use crate::trials::policy::{self, TrialsPolicy};
 use crate::trials::stats;
 
@@ -144,6 +145,11 @@ pub(crate) fn judge_cases(
     let policy_of = |scenario: &str| {
         entry_of(entries, scenario).map_or(TrialsPolicy::default(), |e| e.scenario.trials)
     };
+    let limits_of = |scenario: &str| {
+        entry_of(entries, scenario)
+            .map(|e| crate::oracle::cost::trial_limits(&e.scenario.oracles))
+            .unwrap_or_default()
+    };
     let groups = groups(rows);
     let listed = groups
         .iter()
@@ -158,7 +164,10 @@ pub(crate) fn judge_cases(
         .collect();
     let shared: &Rows = rows;
     let outcomes: Vec<Outcome> = (groups.par_iter().zip(taken))
-        .map(|(g, b)| group_outcome(g, b, shared, &policy_of(&g.scenario), listed, opts))
+        .map(|(g, b)| {
+            let rules = (&policy_of(&g.scenario), limits_of(&g.scenario));
+            group_outcome(g, b, shared, (rules.0, &rules.1), listed, opts)
+        })
         .collect();
     let mut cases = Vec::new();
     let mut compared = Vec::new();
@@ -205,7 +214,7 @@ fn group_outcome(
     g: &Group,
     mut behaviours: Vec<Option<Behaviour>>,
     rows: &Rows,
-    policy: &TrialsPolicy,
+    (policy, limits): (&TrialsPolicy, &[TrialLimit]),
     listed: bool,
     opts: &CheckOptions,
 ) -> Outcome {
@@ -246,6 +255,7 @@ fn group_outcome(
         return out;
     }
     let mut case = case_of(g, policy, rows);
+    hold_to_limits(&mut case, g, rows, limits);
     for (h, &i) in g.heads.iter().zip(&g.rows) {
         // The case carries the verdict and the drift; a trial only its own judgement. Only
         // rows that block or drifted by themselves are decoded and stored again.
@@ -269,6 +279,32 @@ fn group_outcome(
     }
     out.case = Some(case);
     out
+}
+
+/// Holds a case of several trials to its oracles' trial limits (`max-tokens` and `max-cost`
+/// with `trials`): the median and maximum of what each measured across the trials. A limit
+/// exceeded, or one that cannot be checked, fails the case whatever its trials' verdicts.
+fn hold_to_limits(case: &mut CaseRow, g: &Group, rows: &Rows, limits: &[TrialLimit]) {
+    if limits.is_empty() || case.verdict == RowVerdict::Error {
+        return;
+    }
+    let decoded: Vec<ResultRow> = g.rows.iter().map(|&i| rows.get(i)).collect();
+    let mut over = Vec::new();
+    for limit in limits {
+        let results: Vec<Option<&crate::oracle::OracleResult>> = (decoded.iter())
+            .map(|r| {
+                (r.oracles.iter())
+                    .find(|o| o.index == Some(limit.index) && o.kind == limit.kind)
+            })
+            .collect();
+        over.extend(limit.check(&results));
+    }
+    if over.is_empty() {
+        return;
+    }
+    case.verdict = RowVerdict::Fail;
+    let said = case.reason.take();
+    case.reason = Some(said.into_iter().chain(over).collect::<Vec<_>>().join("; "));
 }
 
 /// Marks every trace of a case without distinct trials an `error` row naming every path; no

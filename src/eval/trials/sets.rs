@@ -30,6 +30,7 @@ pub(super) fn compare_single(
     };
     let compared = pipeline::compare(policy, &scenario, &case, &hash, behaviour);
     let pending = super::super::row::pending_of(&compared, policy, opts, &scenario, &case);
+    row.approved_usage = compared.approved_usage;
     row.drift = compared.findings;
     pending
 }

@@ -276,5 +276,8 @@ pub(super) fn usage_of(s: &Span) -> Option<Usage> {
             "gen_ai.usage.reasoning_tokens",
             "llm.token_count.completion_details.reasoning",
         ]),
+        // Langfuse's and OpenInference's names for the request's cost in US dollars.
+        cost_usd: s.amount_attr(&["gen_ai.usage.cost", "llm.cost.total"]),
+        priced: false,
     })
 }

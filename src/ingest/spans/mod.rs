@@ -87,6 +87,17 @@ impl Span {
         })
     }
 
+    /// A non-negative amount attribute (a number, or a string holding one), the first present.
+    pub(crate) fn amount_attr(&self, names: &[&str]) -> Option<f64> {
+        names.iter().find_map(|n| {
+            self.get(n).and_then(|v| {
+                v.as_f64()
+                    .or_else(|| v.as_str().and_then(|t| t.trim().parse().ok()))
+                    .filter(|f: &f64| *f >= 0.0 && f.is_finite())
+            })
+        })
+    }
+
     /// A JSON attribute that may be recorded as JSON text (decoded once; twice when the text
     /// holds JSON text, as Traceloop writes it).
     pub(crate) fn json_attr(&self, name: &str) -> Option<Value> {

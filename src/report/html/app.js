@@ -165,6 +165,9 @@
         bars("Risk", risks, rows.length),
         bars("Drift", drift, rows.length),
       ]),
+      el("ul", { class: "usage", id: "usage" }, (doc.usage_lines || []).map(function (line) {
+        return el("li", { class: /^budget: FAILED/.test(line) ? "exit-fail" : null, text: line });
+      })),
       el("p", { class: "muted", text: report.baselines }),
     ]);
   }

@@ -134,6 +134,7 @@ fn data(report: &Report, ctx: &HtmlContext) -> std::io::Result<String> {
     let mut doc = json!({
         "report": serde_json::to_value(report)?,
         "exit_code": ctx.exit_code,
+        "usage_lines": report.summary.usage.as_ref().map(|u| u.lines()).unwrap_or_default(),
         "flags": ctx.flags,
         "generated": ctx.generated,
     });
