@@ -214,7 +214,10 @@ mod tests {
         assert_eq!(t.price_of("gpt-4.1-mini").unwrap().0, "gpt-4.1-mini");
         assert_eq!(t.price_of("gpt-4.1-nano").unwrap().0, "gpt-4.1*");
         assert_eq!(t.price_of("GPT-4o").unwrap().0, "gpt-*");
-        assert_eq!(t.price_of("claude-sonnet-4-5").unwrap().0, "claude-?onnet-4-5");
+        assert_eq!(
+            t.price_of("claude-sonnet-4-5").unwrap().0,
+            "claude-?onnet-4-5"
+        );
         assert!(t.price_of("o3").is_none());
     }
 
@@ -266,7 +269,9 @@ mod tests {
         assert_eq!(t.apply(&mut trace), 1);
         let costs: Vec<(Option<f64>, bool)> = (trace.events.iter())
             .filter_map(|e| match &e.body {
-                EventBody::Inference(i) => Some(i.usage.map_or((None, false), |u| (u.cost_usd, u.priced))),
+                EventBody::Inference(i) => {
+                    Some(i.usage.map_or((None, false), |u| (u.cost_usd, u.priced)))
+                }
                 _ => None,
             })
             .collect();

@@ -48,7 +48,7 @@ pub struct BaselineSet {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Approved {
     /// One trace's behaviour.
-    Single(BaselineFile),
+    Single(Box<BaselineFile>),
     /// A set of trials.
     Set(BaselineSet),
 }
@@ -100,7 +100,7 @@ impl Approved {
             .ok()
             .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned));
         if format.as_deref() != Some(SET_FORMAT) {
-            return BaselineFile::parse(path, bytes).map(Approved::Single);
+            return BaselineFile::parse(path, bytes).map(|b| Approved::Single(Box::new(b)));
         }
         let set: BaselineSet = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
         if set.version != SET_VERSION {

@@ -136,7 +136,7 @@ fn summary_line(p: &Pending) -> String {
         );
     }
     let new = match Approved::read(&p.stored.path) {
-        Ok(Approved::Single(b)) => b,
+        Ok(Approved::Single(b)) => *b,
         Ok(Approved::Set(set)) => return set_summary_line(p, &set, &approved),
         Err(e) => {
             return format!(

@@ -550,7 +550,10 @@ impl Config {
         )?;
         let budget = |v: Option<String>| {
             let source = v.is_some().then(|| self.source_in_file("[budget]"));
-            (v.unwrap_or_else(|| "(none)".into()), source.unwrap_or_else(default))
+            (
+                v.unwrap_or_else(|| "(none)".into()),
+                source.unwrap_or_else(default),
+            )
         };
         let (tokens, source) = budget(self.budget.0.map(|t| t.to_string()));
         line("budget.tokens", tokens, source)?;
@@ -572,7 +575,9 @@ fn budget_of(file: &Utf8Path, v: &toml::Value) -> anyhow::Result<(Option<u64>, O
             ("tokens", _) => bail!("`{file}`: `budget.tokens` must be a non-negative integer"),
             ("cost", toml::Value::Integer(n)) if *n >= 0 => out.1 = Some(*n as f64),
             ("cost", toml::Value::Float(c)) if *c >= 0.0 && c.is_finite() => out.1 = Some(*c),
-            ("cost", _) => bail!("`{file}`: `budget.cost` must be a non-negative number of US dollars"),
+            ("cost", _) => {
+                bail!("`{file}`: `budget.cost` must be a non-negative number of US dollars")
+            }
             (other, _) => return Err(unknown(file, "budget.", other, &["tokens", "cost"])),
         }
     }

@@ -63,7 +63,7 @@ pub(super) fn parse(file: &Utf8Path, text: &str) -> anyhow::Result<PriceTable> {
                     other => {
                         let hint = crate::oracle::registry::closest(
                             other,
-                            ["input", "output", "cached-input"].into_iter(),
+                            ["input", "output", "cached-input"],
                         )
                         .map(|k| format!("; did you mean `{k}`?"))
                         .unwrap_or_default();
@@ -95,7 +95,10 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        format!("{:#}", parse(Utf8Path::new("prices.toml"), text).unwrap_err())
+        format!(
+            "{:#}",
+            parse(Utf8Path::new("prices.toml"), text).unwrap_err()
+        )
     }
 
     #[test]
@@ -113,11 +116,17 @@ mod tests {
     #[test]
     fn names_what_is_wrong() {
         assert!(err("[models.m]\ninput = 1\n").contains("`models.\"m\"` has no `output` price"));
-        assert!(err("[models.m]\ninput = 1\noutput = 1\ncached_input = 1\n").contains("did you mean `cached-input`?"));
+        assert!(
+            err("[models.m]\ninput = 1\noutput = 1\ncached_input = 1\n")
+                .contains("did you mean `cached-input`?")
+        );
         assert!(err("[models.m]\ninput = -1\noutput = 1\n").contains("must not be negative"));
         assert!(err("[models.m]\ninput = \"2\"\noutput = 1\n").contains("must be a number"));
         assert!(err("[model.m]\ninput = 1\n").contains("unknown key `model`"));
-        assert!(err("[models.M]\ninput = 1\noutput = 1\n[models.m]\ninput = 1\noutput = 1\n").contains("priced twice"));
+        assert!(
+            err("[models.M]\ninput = 1\noutput = 1\n[models.m]\ninput = 1\noutput = 1\n")
+                .contains("priced twice")
+        );
         assert!(err("[models\n").starts_with("`prices.toml`: "));
     }
 }

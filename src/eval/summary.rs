@@ -5,9 +5,9 @@ use std::sync::atomic::Ordering;
 
 use super::row::{self, set_error};
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
+use crate::baseline::UsageRecord;
 use crate::discover::Discovered;
 use crate::paths::display_path;
-use crate::baseline::UsageRecord;
 use crate::report::usage::{Budget, RunUsage, SuiteUsage, UsageChange};
 use crate::report::{ResultRow, RowErrorKind, RowVerdict, Rows, Source, Summary};
 

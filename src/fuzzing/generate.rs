@@ -289,7 +289,10 @@ impl Gen<'_, '_> {
                             cache_read_tokens: self.u.arbitrary()?,
                             reasoning_tokens: self.u.arbitrary()?,
                             // Whole cents: a cost that round-trips through JSON text exactly.
-                            cost_usd: self.u.arbitrary::<Option<u32>>()?.map(|c| f64::from(c) / 100.0),
+                            cost_usd: self
+                                .u
+                                .arbitrary::<Option<u32>>()?
+                                .map(|c| f64::from(c) / 100.0),
                             priced: false,
                         })
                     } else {

@@ -101,6 +101,9 @@ enum Mutation {
     },
     /// A call's result (the event at this position) turned into a failure.
     FailResult(usize),
+    /// Every inference's usage (tokens and recorded cost) ten times what was recorded: a run
+    /// that got expensive.
+    InflateUsage,
 }
 
 /// The result of the call at `i`: the first `tool_result` after it with its call id.
@@ -331,6 +334,18 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
             out[r] = failed_result(&events[r]);
             format!("fail-result (seq {})", events[r].seq)
         }
+        Mutation::InflateUsage => {
+            for e in &mut out {
+                if let EventBody::Inference(i) = &mut e.body {
+                    if let Some(u) = i.usage.as_mut() {
+                        u.input_tokens = u.input_tokens.saturating_mul(10);
+                        u.output_tokens = u.output_tokens.saturating_mul(10);
+                        u.cost_usd = u.cost_usd.map(|c| c * 10.0);
+                    }
+                }
+            }
+            "inflate-usage".to_owned()
+        }
     };
     (name, renumber(out))
 }
@@ -407,6 +422,18 @@ impl Strength {
         };
         if scenario.oracles.iter().any(declares) {
             all.extend(behaviour_mutations(&trace.events));
+        }
+        // Made only for scenarios that hold runs to their usage, and traces that record some.
+        let metered = |o: &crate::scenario::OracleSpec| {
+            matches!(
+                crate::oracle::canonical_type(o.type_name()),
+                Some("max-tokens" | "max-cost")
+            )
+        };
+        let has_usage = (trace.events.iter())
+            .any(|e| matches!(&e.body, EventBody::Inference(i) if i.usage.is_some()));
+        if has_usage && scenario.oracles.iter().any(metered) {
+            all.push(Mutation::InflateUsage);
         }
         let chosen: Vec<Mutation> = if all.len() > MUTANTS_PER_TRACE {
             self.sampled

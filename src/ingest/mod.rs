@@ -14,6 +14,7 @@ pub mod naming;
 pub mod openai;
 pub mod openclaw;
 pub mod spans;
+mod usage;
 
 use std::collections::BTreeMap;
 

@@ -83,7 +83,10 @@ fn runs_of(
                 agent: id_text(o.get("info").and_then(|i| i.pointer("/agent_info/llm"))),
                 ..inherited.clone()
             };
-            let llm = o.get("info").and_then(|i| i.pointer("/agent_info/llm")).cloned();
+            let llm = o
+                .get("info")
+                .and_then(|i| i.pointer("/agent_info/llm"))
+                .cloned();
             if let Some(Value::Array(sims)) = o.remove("simulations") {
                 for (i, mut sim) in sims.into_iter().enumerate() {
                     let at = format!("{position}, simulation {}", i + 1);
@@ -209,30 +212,6 @@ fn build(run: &RawRun, at: Position, opts: &IngestOptions, outcome: &mut IngestO
         let run_out = IngestedRun::new(scenario, case, trace);
         outcome.add(run_out, &run.position, opts);
     }
-}
-
-/// A message's token usage (Chat Completions or Responses names), with the cost a harness
-/// recorded beside it (tau2-bench's per-message `cost`, in US dollars).
-fn usage_of(m: &Value) -> Option<Usage> {
-    let u = m.get("usage")?;
-    let get = |a: &str, b: &str| u.get(a).or_else(|| u.get(b)).and_then(Value::as_u64);
-    let detail = |a: &str, b: &str, field: &str| {
-        (u.get(a).or_else(|| u.get(b)))
-            .and_then(|d| d.get(field))
-            .and_then(Value::as_u64)
-    };
-    Some(Usage {
-        input_tokens: get("prompt_tokens", "input_tokens")?,
-        output_tokens: get("completion_tokens", "output_tokens")?,
-        cache_read_tokens: detail("prompt_tokens_details", "input_tokens_details", "cached_tokens"),
-        reasoning_tokens: detail(
-            "completion_tokens_details",
-            "output_tokens_details",
-            "reasoning_tokens",
-        ),
-        cost_usd: (m.get("cost").and_then(Value::as_f64)).filter(|c| *c >= 0.0 && c.is_finite()),
-        priced: false,
-    })
 }
 
 /// One model turn: an inference whose tool calls form a batch.
@@ -498,9 +477,14 @@ fn chat_run(
                     .collect();
                 let text = content_text(&m["content"]).filter(|t| !t.is_empty());
                 let model = m.get("model").and_then(Value::as_str).map(str::to_owned);
-                c.turn(model, conversation, text, planned, usage_of(m), |id| {
-                    answered.contains(id)
-                });
+                c.turn(
+                    model,
+                    conversation,
+                    text,
+                    planned,
+                    super::usage::usage_of(m),
+                    |id| answered.contains(id),
+                );
             }
             "tool" | "function" => {
                 let Some(id) = result_id(m) else {

@@ -34,12 +34,12 @@ pub(super) fn over_trials(spec: &OracleSpec, integers: bool) -> Result<Option<Ov
             "median" => &mut out.median,
             "max" => &mut out.max,
             other => {
-                return Err(format!(
-                    "unknown key `trials.{other}` (known: median, max)"
-                ));
+                return Err(format!("unknown key `trials.{other}` (known: median, max)"));
             }
         };
-        let n = v.as_f64().filter(|n| *n >= 0.0 && (!integers || n.fract() == 0.0));
+        let n = v
+            .as_f64()
+            .filter(|n| *n >= 0.0 && (!integers || n.fract() == 0.0));
         let Some(n) = n else {
             let what = if integers {
                 "a non-negative integer"
@@ -178,7 +178,10 @@ impl TrialLimit {
         };
         let mut values = Vec::with_capacity(trials.len());
         for r in trials {
-            match r.and_then(|r| r.found.as_ref()).and_then(|f| f.get(key)?.as_f64()) {
+            match r
+                .and_then(|r| r.found.as_ref())
+                .and_then(|f| f.get(key)?.as_f64())
+            {
                 Some(v) => values.push(v),
                 None => {
                     return Some(format!(
@@ -195,10 +198,18 @@ impl TrialLimit {
         let (median, max) = median_and_max(&mut values);
         let mut over = Vec::new();
         if let Some(l) = self.limits.median.filter(|l| median > *l) {
-            over.push(format!("median {} over {n} trials exceeds {}", show(median), show(l)));
+            over.push(format!(
+                "median {} over {n} trials exceeds {}",
+                show(median),
+                show(l)
+            ));
         }
         if let Some(l) = self.limits.max.filter(|l| max > *l) {
-            over.push(format!("maximum {} over {n} trials exceeds {}", show(max), show(l)));
+            over.push(format!(
+                "maximum {} over {n} trials exceeds {}",
+                show(max),
+                show(l)
+            ));
         }
         (!over.is_empty()).then(|| format!("`{}:{}`: {}", self.index, self.kind, over.join(", ")))
     }
@@ -230,6 +241,11 @@ mod tests {
             "`2:max-tokens`: median 115 over 4 trials exceeds 114, maximum 400 over 4 trials exceeds 300"
         );
         let missing = [Some(&results[0]), None];
-        assert!(limit(None, Some(1e9)).check(&missing).unwrap().contains("measured nothing"));
+        assert!(
+            limit(None, Some(1e9))
+                .check(&missing)
+                .unwrap()
+                .contains("measured nothing")
+        );
     }
 }

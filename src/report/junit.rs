@@ -284,7 +284,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         };
         let mut case = TestCase::new(format!("budget {}", b.budget), status);
         case.set_classname("(suite)");
-        suites.entry("(suite budgets)".into()).or_default().push(case);
+        suites
+            .entry("(suite budgets)".into())
+            .or_default()
+            .push(case);
     }
     let mut junit = JunitReport::new("tracereplay");
     let usage = report.summary.usage.as_ref();

@@ -162,7 +162,11 @@ impl<'de> Deserialize<'de> for RunUsage {
             unmetered: j.unmetered,
             cost_nanos: j.cost_usd.map_or(0, nanos),
             // No cost at all: every request's is unknown.
-            uncosted: if j.cost_usd.is_some() { j.uncosted } else { j.requests },
+            uncosted: if j.cost_usd.is_some() {
+                j.uncosted
+            } else {
+                j.requests
+            },
         })
     }
 }
@@ -224,7 +228,11 @@ impl UsageChange {
     pub fn describe(&self) -> String {
         let pct = |from: f64, to: f64| {
             if from == 0.0 {
-                if to == 0.0 { "±0 %".to_owned() } else { "new".to_owned() }
+                if to == 0.0 {
+                    "±0 %".to_owned()
+                } else {
+                    "new".to_owned()
+                }
             } else {
                 format!("{:+.1} %", (to - from) / from * 100.0)
             }
@@ -331,16 +339,33 @@ impl Budget {
         if let Some(limit) = self.tokens {
             let used = totals.tokens();
             let (exceeded, detail) = if totals.unmetered > 0 {
-                (true, format!(
-                    "token budget {} cannot be checked: {} of {} request(s) record no usage",
-                    thousands(limit),
-                    thousands(totals.unmetered),
-                    thousands(totals.requests)
-                ))
+                (
+                    true,
+                    format!(
+                        "token budget {} cannot be checked: {} of {} request(s) record no usage",
+                        thousands(limit),
+                        thousands(totals.unmetered),
+                        thousands(totals.requests)
+                    ),
+                )
             } else if used > limit {
-                (true, format!("token budget exceeded: {} tokens used, budget {}", thousands(used), thousands(limit)))
+                (
+                    true,
+                    format!(
+                        "token budget exceeded: {} tokens used, budget {}",
+                        thousands(used),
+                        thousands(limit)
+                    ),
+                )
             } else {
-                (false, format!("token budget: {} of {} tokens used", thousands(used), thousands(limit)))
+                (
+                    false,
+                    format!(
+                        "token budget: {} of {} tokens used",
+                        thousands(used),
+                        thousands(limit)
+                    ),
+                )
             };
             out.push(BudgetCheck {
                 budget: "tokens".into(),
@@ -353,14 +378,27 @@ impl Budget {
         if let Some(limit) = self.cost {
             let used = totals.cost_usd();
             let (exceeded, detail) = match used {
-                None => (true, format!(
-                    "cost budget {} cannot be checked: the cost of {} of {} request(s) is unknown (record it, or price the model in `prices.toml`)",
-                    dollars(limit),
-                    thousands(totals.uncosted),
-                    thousands(totals.requests)
-                )),
-                Some(c) if nanos(c) > nanos(limit) => (true, format!("cost budget exceeded: {} spent, budget {}", dollars(c), dollars(limit))),
-                Some(c) => (false, format!("cost budget: {} of {} spent", dollars(c), dollars(limit))),
+                None => (
+                    true,
+                    format!(
+                        "cost budget {} cannot be checked: the cost of {} of {} request(s) is unknown (record it, or price the model in `prices.toml`)",
+                        dollars(limit),
+                        thousands(totals.uncosted),
+                        thousands(totals.requests)
+                    ),
+                ),
+                Some(c) if nanos(c) > nanos(limit) => (
+                    true,
+                    format!(
+                        "cost budget exceeded: {} spent, budget {}",
+                        dollars(c),
+                        dollars(limit)
+                    ),
+                ),
+                Some(c) => (
+                    false,
+                    format!("cost budget: {} of {} spent", dollars(c), dollars(limit)),
+                ),
             };
             out.push(BudgetCheck {
                 budget: "cost".into(),

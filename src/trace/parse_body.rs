@@ -89,10 +89,9 @@ impl Parser<'_> {
                 };
                 if let Some(c) = raw.usage.and_then(|u| u.cost_usd) {
                     if !(c >= 0.0 && c.is_finite()) {
-                        return Err(self.malformed(
-                            n,
-                            "`usage.cost_usd` must be a non-negative number",
-                        ));
+                        return Err(
+                            self.malformed(n, "`usage.cost_usd` must be a non-negative number")
+                        );
                     }
                 }
                 EventBody::Inference(Box::new(Inference {

@@ -125,7 +125,10 @@ fn the_demo_report_shows_its_counts_and_exit_code_with_no_console_error() {
         "{app}"
     );
     assert!(app.contains("rows 1–20 of 20"), "{app}");
-    assert!(app.contains("<ul class=\"usage\" id=\"usage\"><li>usage: 49 request(s)"), "{app}");
+    assert!(
+        app.contains("<ul class=\"usage\" id=\"usage\"><li>usage: 49 request(s)"),
+        "{app}"
+    );
     // Failures first by default.
     let first = app.find("data-verdict=").unwrap();
     assert!(
@@ -361,7 +364,7 @@ fn the_report_is_deterministic_and_written_by_run_folders_and_merge() {
         "{}",
         app(&dom)
     );
-    assert!(app(&dom).contains("rows 1–18 of 18"), "{}", app(&dom));
+    assert!(app(&dom).contains("rows 1–20 of 20"), "{}", app(&dom));
 }
 
 #[test]

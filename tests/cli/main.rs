@@ -7,6 +7,7 @@ mod baselines;
 mod behaviour;
 mod check;
 mod contained;
+mod cost;
 mod docs;
 mod everyday;
 mod explain;

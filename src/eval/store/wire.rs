@@ -8,12 +8,12 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use crate::baseline::UsageRecord;
 use crate::diff::{DriftCategory, DriftFinding};
 use crate::oracle::{OracleResult, Verdict};
 use crate::privacy::lint::Finding;
-use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
-use crate::baseline::UsageRecord;
 use crate::report::usage::RunUsage;
+use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
@@ -78,19 +78,42 @@ mod usage_wire {
 
     pub(super) fn serialize<S: Serializer>(u: &Option<RunUsage>, s: S) -> Result<S::Ok, S::Error> {
         (u.map(|u| -> Fields {
-            let RunUsage { requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted } = u;
-            (requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted)
+            let RunUsage {
+                requests,
+                input_tokens,
+                output_tokens,
+                unmetered,
+                cost_nanos,
+                uncosted,
+            } = u;
+            (
+                requests,
+                input_tokens,
+                output_tokens,
+                unmetered,
+                cost_nanos,
+                uncosted,
+            )
         }))
         .serialize(s)
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RunUsage>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<RunUsage>, D::Error> {
         Ok(Option::<Fields>::deserialize(d)?.map(from))
     }
 
     pub(super) fn from(f: Fields) -> RunUsage {
         let (requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted) = f;
-        RunUsage { requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted }
+        RunUsage {
+            requests,
+            input_tokens,
+            output_tokens,
+            unmetered,
+            cost_nanos,
+            uncosted,
+        }
     }
 }
 
@@ -102,17 +125,34 @@ mod approved_wire {
 
     type Fields = (u64, u64, u64, Option<u64>);
 
-    pub(super) fn serialize<S: Serializer>(u: &Option<UsageRecord>, s: S) -> Result<S::Ok, S::Error> {
-        (u.map(|u| -> Fields { (u.input_tokens, u.output_tokens, u.requests, u.cost_usd.map(nanos)) }))
-            .serialize(s)
+    pub(super) fn serialize<S: Serializer>(
+        u: &Option<UsageRecord>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        (u.map(|u| -> Fields {
+            (
+                u.input_tokens,
+                u.output_tokens,
+                u.requests,
+                u.cost_usd.map(nanos),
+            )
+        }))
+        .serialize(s)
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<UsageRecord>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<UsageRecord>, D::Error> {
         Ok(Option::<Fields>::deserialize(d)?.map(from))
     }
 
     pub(super) fn from((input_tokens, output_tokens, requests, cost): Fields) -> UsageRecord {
-        UsageRecord { input_tokens, output_tokens, requests, cost_usd: cost.map(usd) }
+        UsageRecord {
+            input_tokens,
+            output_tokens,
+            requests,
+            cost_usd: cost.map(usd),
+        }
     }
 }
 

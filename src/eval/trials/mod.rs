@@ -13,9 +13,9 @@ use super::plan::{Entries, entry_of};
 use super::row::set_error;
 use super::{CheckOptions, blocks, verdict_blocks};
 use crate::baseline::{Behaviour, oracle_key};
+use crate::oracle::cost::TrialLimit;
 use crate::report::cases::{CaseRow, FlakyOracle, Thresholds};
 use crate::report::{ResultRow, RowVerdict, Rows, Source};
-use crate::oracle::cost::TrialLimit;
 use crate::trials::policy::{self, TrialsPolicy};
 use crate::trials::stats;
 
@@ -293,8 +293,7 @@ fn hold_to_limits(case: &mut CaseRow, g: &Group, rows: &Rows, limits: &[TrialLim
     for limit in limits {
         let results: Vec<Option<&crate::oracle::OracleResult>> = (decoded.iter())
             .map(|r| {
-                (r.oracles.iter())
-                    .find(|o| o.index == Some(limit.index) && o.kind == limit.kind)
+                (r.oracles.iter()).find(|o| o.index == Some(limit.index) && o.kind == limit.kind)
             })
             .collect();
         over.extend(limit.check(&results));
