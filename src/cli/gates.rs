@@ -229,9 +229,14 @@ fn strengths(
     scenarios: &[&Scenario],
 ) -> anyhow::Result<Vec<Strength>> {
     let limits = args.limits.limits();
+    let prices = match &args.prices {
+        Some(file) => Some(std::sync::Arc::new(super::prices::read(file)?)),
+        None => None,
+    };
     let opts = CheckOptions {
         judging: JudgeOptions {
             limits,
+            prices: prices.clone(),
             ..JudgeOptions::default()
         },
         counting: Counting {
@@ -264,7 +269,10 @@ fn strengths(
             // The trace was judged `pass` a moment ago; read it again to mutate it.
             let file = TraceFile::open(path.as_str().into(), limits)?;
             let seal = file.verify_seal(false)?;
-            let parsed = parse_trace(&file, &seal, limits)?;
+            let mut parsed = parse_trace(&file, &seal, limits)?;
+            if let Some(p) = &prices {
+                p.apply(&mut parsed.trace);
+            }
             s.add_trace(scenario, path, &parsed.trace);
         }
         out.push(s);

@@ -202,6 +202,15 @@ pub(crate) fn count_cases(
         summary.drifted += usize::from(c.drift.iter().any(|d| d.category != DriftCategory::New));
         summary.blocking += usize::from(c.blocking);
     }
+    // Trial sets compared with an approved set add their totals to the suite's change.
+    let sets = cases
+        .iter()
+        .filter_map(|c| c.usage_against_approved.as_ref());
+    for change in sets {
+        if let Some(u) = summary.usage.as_mut() {
+            (u.against_approved.get_or_insert_with(UsageChange::default)).merge(change);
+        }
+    }
     summary.cases = Some(cases.len());
     summary.flaky = Some(cases.iter().filter(|c| c.flaky).count());
     summary.underpowered = Some(cases.iter().filter(|c| c.underpowered).count());

@@ -64,6 +64,9 @@ pub struct CaseRow {
     /// The approved baseline compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
+    /// The set's usage totals beside its approved set's (when compared with one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_against_approved: Option<crate::report::usage::UsageChange>,
 }
 
 /// An oracle that passed in some trials and not in others.

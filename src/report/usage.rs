@@ -259,6 +259,26 @@ impl UsageChange {
         out
     }
 
+    /// An approved set's totals beside the current set's (`traces`: the current trials).
+    pub fn of_sets(approved: &[UsageRecord], current: &[UsageRecord]) -> UsageChange {
+        let mut out = UsageChange::default();
+        for a in approved {
+            add_record(&mut out.approved, a);
+        }
+        for c in current {
+            add_record(&mut out.current, c);
+        }
+        out.traces = current.len() as u64;
+        out
+    }
+
+    /// Adds another change (another case's).
+    pub fn merge(&mut self, other: &UsageChange) {
+        self.traces += other.traces;
+        add_record(&mut self.approved, &other.approved);
+        add_record(&mut self.current, &other.current);
+    }
+
     /// Adds one compared trace.
     pub fn add(&mut self, approved: &UsageRecord, current: &UsageRecord) {
         self.traces += 1;

@@ -388,3 +388,68 @@ fn gates_strength_inflates_usage_where_a_scenario_meters_it() {
         out.stdout
     );
 }
+
+/// `gates --strength` judges `max-cost` with the project's price table, as `check` does.
+#[test]
+fn gates_strength_prices_runs_as_check_does() {
+    let env = Env::new();
+    scenario(
+        &env,
+        serde_json::json!([{"type": "max-cost", "limit": 0.01}]),
+        serde_json::json!({}),
+    );
+    env.write(
+        "traces/a.trace.ndjson",
+        trace("default", None, 2, (1000, 100), None),
+    );
+    env.write("prices.toml", PRICES);
+    let out = env.run(&["gates", "traces", "--strength"]);
+    // $0.0056 passes; inflated ten times it fails: the mutant is caught.
+    assert!(out.stdout.contains("cost.case  1/"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("survived: inflate-usage"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The suite's change against the approved baselines counts single traces and trial sets.
+#[test]
+fn usage_change_against_approved_counts_single_traces_and_trial_sets() {
+    let env = Env::new();
+    scenario(
+        &env,
+        serde_json::json!([{"type": "max-tokens", "limit": 100000}]),
+        serde_json::json!({}),
+    );
+    for t in 0..3 {
+        env.write(
+            &format!("traces/set/{t}.trace.ndjson"),
+            trace("set", Some(t), 1, (1000, 100), Some(0.01)),
+        );
+    }
+    env.write(
+        "traces/one.trace.ndjson",
+        trace("one", None, 2, (500, 50), Some(0.02)),
+    );
+    let out = env.run_with(&["baseline", "approve"], &[("CI", "0")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // One trial now takes twice the requests; the single trace is unchanged.
+    env.write(
+        "traces/set/2.trace.ndjson",
+        trace("set", Some(2), 2, (1000, 100), Some(0.01)),
+    );
+    let out = env.run(&["check", "traces", "--format", "json"]);
+    let change = json(&out)["summary"]["usage"]["against_approved"].clone();
+    assert_eq!(change["traces"], 4, "{change}");
+    assert_eq!(change["approved"]["requests"], 5, "{change}");
+    assert_eq!(change["current"]["requests"], 6, "{change}");
+    assert_eq!(change["approved"]["cost_usd"], 0.07, "{change}");
+    assert_eq!(change["current"]["cost_usd"], 0.08, "{change}");
+    let human = env.run(&["check", "traces"]);
+    assert!(
+        human.stdout.contains("usage change: +25.0 % tokens (4,400 → 5,500), +14.3 % cost ($0.07 → $0.08) against the approved baselines of 4 trace(s)"),
+        "{}",
+        human.stdout
+    );
+}

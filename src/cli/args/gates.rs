@@ -27,6 +27,10 @@ pub struct GatesArgs {
     /// The α the `trials` warnings are judged at (as `check --alpha`).
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
     pub alpha: f64,
+    /// With `--strength`: the price table for `max-cost` (default: `prices.toml` at the
+    /// project's root, as `check` has it).
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<Utf8PathBuf>,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,

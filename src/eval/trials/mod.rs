@@ -489,5 +489,6 @@ fn decided(
         drift: Vec::new(),
         tests: Vec::new(),
         baseline: None,
+        usage_against_approved: None,
     }
 }

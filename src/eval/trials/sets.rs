@@ -50,6 +50,8 @@ pub(super) struct Item {
     /// The approved set records other trials or traces than this run's (what `baseline
     /// approve` refreshes even without drift).
     stale: bool,
+    /// The approved set's usage totals beside this run's.
+    usage: Option<crate::report::usage::UsageChange>,
 }
 
 /// The set comparisons of a run.
@@ -89,6 +91,7 @@ pub(super) fn compare(
         let mode = policy.mode;
         let mut sides = None;
         let mut stale = false;
+        let mut usage = None;
         let outcome = match Approved::read(&path) {
             Ok(Approved::Set(approved)) => {
                 let ids = |s: &BaselineSet| -> Vec<(String, String)> {
@@ -103,6 +106,13 @@ pub(super) fn compare(
                         .map(|t| TrialFacts::of(&t.behaviour))
                         .collect()
                 };
+                let records = |s: &BaselineSet| -> Vec<crate::baseline::UsageRecord> {
+                    s.trials.iter().map(|t| t.behaviour.usage).collect()
+                };
+                usage = Some(crate::report::usage::UsageChange::of_sets(
+                    &records(&approved),
+                    &records(&current),
+                ));
                 let (a, c) = (facts(&approved), facts(&current));
                 sides = Some((a.len() as u64, c.len() as u64));
                 let strict = mode == DriftMode::Strict;
@@ -144,6 +154,7 @@ pub(super) fn compare(
             outcome,
             sides,
             stale,
+            usage,
         })
     }
 }
@@ -190,6 +201,7 @@ impl Comparisons {
                 }
                 Err(f) => case.drift = vec![f.clone()],
             }
+            case.usage_against_approved = item.usage;
             if let Some((na, nc)) = item.sides {
                 case.underpowered_detail = drift::underpowered(na, nc, policy.alpha);
                 case.underpowered = case.underpowered_detail.is_some();
