@@ -91,10 +91,14 @@ pub(crate) fn mark_run_start() {
 /// is flushed — never the whole filesystem, other processes' dirty pages included.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
 pub(crate) fn sync_written(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
-    use rayon::prelude::*;
-    files
-        .par_iter()
-        .try_for_each(|f| std::fs::File::open(f)?.sync_all())?;
+    sync_all_of(files.iter().map(Utf8PathBuf::as_path))?;
+    sync_directories_of(files, root)
+}
+
+/// Makes the directory entries of `files` durable (after renames into place of files synced
+/// already): each directory from the files' own up to `root`, once.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
+pub(crate) fn sync_directories_of(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
     let mut dirs: std::collections::BTreeSet<&Utf8Path> = Default::default();
     for f in files {
         let mut d = f.parent();
@@ -107,9 +111,46 @@ pub(crate) fn sync_written(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::R
     }
     // A directory is synced through a handle on it (Unix); elsewhere the files suffice.
     #[cfg(unix)]
-    dirs.into_par_iter()
-        .try_for_each(|d| std::fs::File::open(d)?.sync_all())?;
+    sync_all_of(dirs.into_iter())?;
     Ok(())
+}
+
+/// Threads waiting on `fsync` at once: the filesystem commits the syncs that wait together in
+/// one journal commit (and one device flush), so many waiting threads make few commits. They
+/// wait on the disk, not on a CPU, so there may be more of them than cores.
+const SYNC_THREADS: usize = 64;
+
+/// Syncs every path (a file, or a directory on Unix) through a handle on it, from up to
+/// [`SYNC_THREADS`] threads; the first error wins.
+fn sync_all_of<'p>(paths: impl Iterator<Item = &'p Utf8Path>) -> std::io::Result<()> {
+    let paths: Vec<&Utf8Path> = paths.collect();
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let threads = SYNC_THREADS.min(paths.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> std::io::Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else {
+                            return Ok(());
+                        };
+                        std::fs::File::open(p)?.sync_all()?;
+                    }
+                })
+            })
+            .collect();
+        (workers.into_iter())
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a sync thread panicked")))
+            })
+            .collect::<std::io::Result<Vec<()>>>()
+            .map(drop)
+    })
 }
 
 /// Writes `bytes` to `path` atomically.
@@ -425,140 +466,5 @@ impl Confined {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn utf8(p: &std::path::Path) -> Utf8PathBuf {
-        Utf8PathBuf::from_path_buf(p.to_owned()).unwrap()
-    }
-
-    #[test]
-    fn replaces_content_and_leaves_no_temporary_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = utf8(&dir.path().join("f.json"));
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    }
-
-    #[test]
-    fn a_failure_before_the_rename_leaves_the_old_file_intact() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = utf8(&dir.path().join("a.baseline.json"));
-        write_atomic(&p, b"approved").unwrap();
-        let err = write_atomic_with(&p, &mut |w| w.write_all(b"half-written"), true, || {
-            Err(std::io::Error::other("killed"))
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "killed");
-        assert_eq!(std::fs::read(&p).unwrap(), b"approved");
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temporary file left behind"
-        );
-    }
-
-    /// A written file has the mode a plain create gives (not the 0600 of a secure temporary
-    /// file): whatever the umask lets a plain `File::create` have.
-    #[cfg(unix)]
-    #[test]
-    fn written_files_get_the_mode_of_a_plain_create() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("plain");
-        std::fs::File::create(&plain).unwrap();
-        let p = utf8(&dir.path().join("f.json"));
-        write_atomic(&p, b"x").unwrap();
-        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(p.as_std_path()), mode(&plain));
-        assert_ne!(
-            mode(&plain),
-            0o600,
-            "the umask of a test run leaves others some access"
-        );
-    }
-
-    #[test]
-    fn stale_temporary_files_are_removed_fresh_ones_and_others_kept() {
-        assert!(is_temporary_name(".tracereplay-0123456789abcdef.tmp"));
-        assert!(!is_temporary_name(".tracereplay-notes.tmp"));
-        let dir = tempfile::tempdir().unwrap();
-        let stale = dir.path().join(".tracereplay-0123456789abcdef.tmp");
-        let other = dir.path().join(".tracereplay-mine.tmp");
-        // Another process's write in progress, begun a minute ago: not a leftover.
-        let in_progress = dir.path().join(".tracereplay-fedcba9876543210.tmp");
-        for (p, age) in [(&stale, 3600), (&other, 3600), (&in_progress, 60)] {
-            std::fs::write(p, b"left").unwrap();
-            let old = SystemTime::now() - std::time::Duration::from_secs(age);
-            std::fs::File::options()
-                .write(true)
-                .open(p)
-                .unwrap()
-                .set_modified(old)
-                .unwrap();
-        }
-        mark_run_start();
-        write_atomic(&utf8(&dir.path().join("f.json")), b"x").unwrap();
-        assert!(!stale.exists());
-        assert!(other.exists());
-        assert!(in_progress.exists());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn confined_writes_never_follow_a_symlink_out() {
-        let root = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let c = Confined::new(utf8(root.path()));
-        std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
-        let through = utf8(&root.path().join("linked/x.baseline.json"));
-        let err = c.write(&through, b"x", false).unwrap_err();
-        assert!(err.to_string().contains("is a symlink"), "{err}");
-        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-        std::fs::write(outside.path().join("important"), b"keep").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("important"), root.path().join("f.json"))
-            .unwrap();
-        let link = utf8(&root.path().join("f.json"));
-        assert!(c.write(&link, b"x", false).is_err());
-        assert!(c.remove(&link).is_err());
-        assert_eq!(
-            std::fs::read(outside.path().join("important")).unwrap(),
-            b"keep"
-        );
-        let fine = utf8(&root.path().join("a/b.json"));
-        c.write(&fine, b"ok", true).unwrap();
-        assert_eq!(std::fs::read(&fine).unwrap(), b"ok");
-        assert!(
-            c.write(&utf8(outside.path()).join("y"), b"x", false)
-                .is_err()
-        );
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn reads_take_regular_files_within_their_limit_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = utf8(&dir.path().join("f"));
-        std::fs::write(&f, b"0123456789").unwrap();
-        assert_eq!(read_regular(&f, 10, "file").unwrap(), b"0123456789");
-        assert!(
-            read_regular(&f, 9, "file")
-                .unwrap_err()
-                .to_string()
-                .contains("limit of 9")
-        );
-        let fifo = utf8(&dir.path().join("fifo"));
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
-        let err = read_regular(&fifo, 10, "allow file").unwrap_err();
-        assert!(err.to_string().contains("not a regular file"), "{err}");
-        assert!(read_regular(Utf8Path::new("/dev/zero"), 10, "baseline").is_err());
-    }
-}
+#[path = "fsutil_tests.rs"]
+mod tests;

@@ -382,6 +382,8 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let store = BaselineStore::new(dir.clone());
     let (mut written, mut unchanged, mut skipped) = (0, 0, 0);
+    // The approved files renamed into place, whose directory entries are made durable at the end.
+    let mut moved: Vec<camino::Utf8PathBuf> = Vec::new();
     // A case of several trials is approved whole, from its case line.
     let sets: std::collections::HashSet<(&str, &str)> = (report.cases.iter())
         .filter(|c| c.trials >= 2)
@@ -404,6 +406,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             None => unchanged += 1,
             Some(approved) => {
                 written += 1;
+                moved.push(store.approved_path(&c.scenario, &c.case));
                 let trials = c.trials;
                 writeln!(out, "approved {what} ({trials} trials) -> {approved}")?;
             }
@@ -440,10 +443,14 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             None => unchanged += 1,
             Some(approved) => {
                 written += 1;
+                moved.push(store.approved_path(scenario, case));
                 writeln!(out, "approved {what} -> {approved}")?;
             }
         }
     }
+    // The pending files were made durable when written; their renames, here.
+    crate::fsutil::sync_directories_of(&moved, dir)
+        .with_context(|| format!("cannot make the approved baselines under `{dir}` durable"))?;
     writeln!(
         out,
         "{written} written, {unchanged} unchanged, {skipped} skipped"

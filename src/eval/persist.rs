@@ -26,10 +26,10 @@ pub(crate) fn write_pending(
             ));
         }
     };
-    let outcomes: Vec<(Vec<String>, Vec<FailedWrite>, usize)> = pending
+    let outcomes: Vec<(Vec<String>, Vec<FailedWrite>, Vec<camino::Utf8PathBuf>)> = pending
         .par_iter()
         .map(|p| {
-            let (mut warnings, mut failed, mut wrote) = (Vec::new(), Vec::new(), 0);
+            let (mut warnings, mut failed, mut wrote) = (Vec::new(), Vec::new(), Vec::new());
             match p {
                 Pending::Write {
                     scenario,
@@ -38,7 +38,7 @@ pub(crate) fn write_pending(
                 } => {
                     remove(&store.deleted_path(scenario, case), &mut warnings);
                     let new = store.new_path(scenario, case);
-                    if let Err(e) = confined.write(&new, text.as_bytes(), true) {
+                    if let Err(e) = confined.write(&new, text.as_bytes(), false) {
                         let _ = confined.remove(&new);
                         failed.push(FailedWrite::new(
                             format!(
@@ -48,7 +48,7 @@ pub(crate) fn write_pending(
                             &e,
                         ));
                     } else {
-                        wrote += 1;
+                        wrote.push(new);
                     }
                 }
                 Pending::Clear { scenario, case } => {
@@ -64,7 +64,7 @@ pub(crate) fn write_pending(
                     let limit = crate::baseline::MAX_BASELINE_BYTES;
                     match confined.read(approved, limit, "baseline") {
                         Ok(bytes) => {
-                            if let Err(e) = confined.write(&deleted, &bytes, true) {
+                            if let Err(e) = confined.write(&deleted, &bytes, false) {
                                 let _ = confined.remove(&deleted);
                                 failed.push(FailedWrite::new(
                                     format!(
@@ -74,7 +74,7 @@ pub(crate) fn write_pending(
                                     &e,
                                 ));
                             } else {
-                                wrote += 1;
+                                wrote.push(deleted);
                             }
                         }
                         Err(e) => {
@@ -86,13 +86,28 @@ pub(crate) fn write_pending(
             (warnings, failed, wrote)
         })
         .collect();
-    let (mut warnings, mut failed, mut written): (Vec<String>, Vec<FailedWrite>, usize) =
-        (Vec::new(), Vec::new(), 0);
+    let (mut warnings, mut failed, mut written) = (Vec::new(), Vec::new(), Vec::new());
     for (w, f, n) in outcomes {
         warnings.extend(w);
         failed.extend(f);
-        written += n;
+        written.extend(n);
     }
+    // Durable once, after every write: each file written, then each directory once — in
+    // parallel, so the filesystem commits them together instead of one journal commit per
+    // file. A pending file that cannot be made durable is not left to be accepted.
+    if let Err(e) = crate::fsutil::sync_written(&written, &store.dir) {
+        for path in written.drain(..) {
+            let _ = confined.remove(&path);
+            failed.push(FailedWrite::new(
+                format!(
+                    "cannot make pending baseline `{}` durable: {e}",
+                    display_path(&path)
+                ),
+                &e,
+            ));
+        }
+    }
+    let written = written.len();
     warnings.extend(failed.iter().map(|f| f.message.clone()));
     warnings.sort();
     failed.sort_by(|a, b| a.message.cmp(&b.message));
