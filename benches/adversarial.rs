@@ -1,5 +1,7 @@
 //! Benchmarks of inputs that used to cost quadratic or cubic time: `tool-sequence` matching
-//! 3,000 expected against 3,000 actual calls, and `gates --strength` on one 2,000-call trace.
+//! 3,000 expected against 3,000 actual calls, and `gates --strength` on one 2,000-call trace;
+//! and, beside them, the common case the hostile-input defences must not tax (a ten-call
+//! trajectory).
 //!
 //! `cargo bench --bench adversarial`. CI only compiles it (clippy `--all-targets`). Peak memory
 //! is measured on the command line (see docs/performance.md).
@@ -69,6 +71,50 @@ fn sequence_3000(b: Bencher, case: &str) {
     };
     let s = scenario(oracle);
     let spec: &OracleSpec = &s.oracles[0];
+    b.bench(|| judge_oracle(spec, &Facts::new(&trace)).verdict);
+}
+
+/// The common case beside the hostile one: a ten-call trajectory (tau-bench's shape: objects of
+/// ids and lists) judged by a `superset` `tool-sequence` of 8 expected calls with exact
+/// arguments, passing and (one argument changed) failing. What the grouping must not tax.
+#[divan::bench(args = ["passes", "fails"])]
+fn sequence_ten_call_trajectory(b: Bencher, case: &str) {
+    let tools = [
+        "get_order_details",
+        "get_user_details",
+        "exchange_delivered_order_items",
+    ];
+    let args = |k: usize| {
+        json!({"order_id": format!("#W{k}"), "item_ids": [format!("{}", 1_000_000 + k), "2000000"],
+               "payment_method_id": "credit_card_7"})
+    };
+    let mut text = String::from(
+        r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#,
+    );
+    text.push('\n');
+    for k in 0..10 {
+        let mut a = args(k);
+        if case == "fails" && k == 3 {
+            a["order_id"] = json!("#W0");
+        }
+        let call = json!({"kind": "tool_call", "seq": k + 1, "call_id": format!("c{k}"),
+                          "tool": tools[k % 3], "args": a});
+        text.push_str(&format!("{call}\n"));
+    }
+    text.push_str("{\"kind\":\"run_end\",\"seq\":11,\"status\":\"completed\"}\n");
+    let file = TraceFile::from_bytes("t.trace.ndjson", text.into_bytes(), false);
+    let seal = file.verify_seal(false).unwrap();
+    let trace = parse_trace(&file, &seal, Limits::default()).unwrap().trace;
+    let s = scenario(
+        json!({"type": "tool-sequence", "mode": "superset", "argsMatch": "exact",
+        "calls": (0..8).map(|k| json!({"tool": tools[k % 3], "args": args(k)})).collect::<Vec<_>>()}),
+    );
+    let spec: &OracleSpec = &s.oracles[0];
+    let want = if case == "passes" { "pass" } else { "fail" };
+    assert_eq!(
+        judge_oracle(spec, &Facts::new(&trace)).verdict.as_str(),
+        want
+    );
     b.bench(|| judge_oracle(spec, &Facts::new(&trace)).verdict);
 }
 

@@ -22,22 +22,47 @@ use super::sequence::SeqConfig;
 use crate::trace::json::lower;
 
 /// A key equal for any two values that JSON equality holds equal (numbers by their `f64`
-/// value, `-0` as `0`); unequal values may share it, so matches are confirmed.
+/// value, `-0` as `0`, object keys in sorted order); unequal values may share it, so matches are
+/// confirmed. Written straight from the value, without building a normalised copy: strings and
+/// keys are length-prefixed rather than escaped, which keeps the key unambiguous.
 fn coarse(v: &Value) -> String {
-    fn norm(v: &Value) -> Value {
+    fn write(v: &Value, out: &mut String) {
+        use std::fmt::Write;
         match v {
+            Value::Null => out.push('n'),
+            Value::Bool(b) => out.push(if *b { 't' } else { 'f' }),
             Value::Number(n) => {
                 let f = n.as_f64().unwrap_or(0.0);
-                Value::from(if f == 0.0 { 0.0 } else { f })
+                let f = if f == 0.0 { 0.0 } else { f };
+                let _ = write!(out, "#{f:?};");
             }
-            Value::Array(items) => Value::Array(items.iter().map(norm).collect()),
+            Value::String(s) => {
+                let _ = write!(out, "s{}:", s.len());
+                out.push_str(s);
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for x in items {
+                    write(x, out);
+                }
+                out.push(']');
+            }
             Value::Object(m) => {
-                Value::Object(m.iter().map(|(k, x)| (k.clone(), norm(x))).collect())
+                let mut keys: Vec<(&String, &Value)> = m.iter().collect();
+                keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (k, x) in keys {
+                    let _ = write!(out, "{}:", k.len());
+                    out.push_str(k);
+                    write(x, out);
+                }
+                out.push('}');
             }
-            other => other.clone(),
         }
     }
-    norm(v).to_string()
+    let mut out = String::with_capacity(64);
+    write(v, &mut out);
+    out
 }
 
 /// Calls grouped by key, each group's members in ascending index order, groups in order of
@@ -151,20 +176,22 @@ pub(crate) fn group_matching(
     expected_left: bool,
 ) -> Vec<Option<usize>> {
     let expected = &cfg.expected;
-    let e_groups = group(
-        expected
-            .iter()
-            .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse))),
-    );
-    let a_groups = group(actual.iter().map(|a| (lower(&a.tool), coarse(&a.args))));
+    // Each call's key once: its tool, lowercased, and its arguments' coarse key.
+    let e_keys: Vec<(String, Option<String>)> = (expected.iter())
+        .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse)))
+        .collect();
+    let a_keys: Vec<(String, String)> = (actual.iter())
+        .map(|a| (lower(&a.tool), coarse(&a.args)))
+        .collect();
+    let e_groups = group(e_keys.iter());
+    let a_groups = group(a_keys.iter());
     // Actual groups by tool, and by (tool, argument key) for exact matching.
-    let mut by_tool: HashMap<String, Vec<usize>> = HashMap::new();
-    let mut by_key: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    let mut by_tool: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_key: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
     for (g, members) in a_groups.iter().enumerate() {
-        let a = &actual[members[0]];
-        let tool = lower(&a.tool);
-        by_tool.entry(tool.clone()).or_default().push(g);
-        by_key.entry((tool, coarse(&a.args))).or_default().push(g);
+        let (tool, args) = &a_keys[members[0]];
+        by_tool.entry(tool).or_default().push(g);
+        by_key.entry((tool, args)).or_default().push(g);
     }
     let (ne, na) = (e_groups.len(), a_groups.len());
     let (s, t) = (ne + na, ne + na + 1);
@@ -172,7 +199,7 @@ pub(crate) fn group_matching(
     for (g, members) in e_groups.iter().enumerate() {
         flow.edge(s, g, members.len());
         let e = &expected[members[0]];
-        let tool = lower(&e.tool);
+        let (tool, key) = &e_keys[members[0]];
         let mode = override_for(&cfg.overrides, &e.tool).unwrap_or(&cfg.args_match);
         // A glob names several tools: its candidates are every actual group (few, in practice).
         let every: Vec<usize>;
@@ -181,10 +208,11 @@ pub(crate) fn group_matching(
                 every = (0..na).collect();
                 &every
             }
-            (Some(args), ArgsMatch::Exact) => {
-                by_key.get(&(tool, coarse(args))).map_or(&[], Vec::as_slice)
+            (Some(_), ArgsMatch::Exact) => {
+                let key = key.as_deref().unwrap_or_default();
+                by_key.get(&(tool.as_str(), key)).map_or(&[], Vec::as_slice)
             }
-            _ => by_tool.get(&tool).map_or(&[], Vec::as_slice),
+            _ => by_tool.get(tool.as_str()).map_or(&[], Vec::as_slice),
         };
         for &h in candidates {
             if cfg.matches(e, &actual[a_groups[h][0]]) {

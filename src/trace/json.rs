@@ -253,6 +253,9 @@ pub fn eq_ci(a: &str, b: &str) -> bool {
 
 /// Unicode lowercasing of a name or text, char by char (no normalisation).
 pub fn lower(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_ascii_lowercase();
+    }
     s.chars().flat_map(char::to_lowercase).collect()
 }
 
