@@ -17,24 +17,37 @@ use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 
 use super::facts::ActualCall;
-use super::jsoneq::{ArgsMatch, override_for};
+use super::jsoneq::{ArgsMatch, json_eq, override_for};
 use super::sequence::SeqConfig;
 use crate::trace::json::lower;
 
-/// A key equal for any two values that JSON equality holds equal (numbers by their `f64`
-/// value, `-0` as `0`, object keys in sorted order); unequal values may share it, so matches are
-/// confirmed. Written straight from the value, without building a normalised copy: strings and
-/// keys are length-prefixed rather than escaped, which keeps the key unambiguous.
+/// A key equal exactly when JSON equality ([`super::jsoneq::json_eq`]) holds two values equal:
+/// numbers as it compares them, object keys in sorted order, arrays in order. So calls grouped
+/// by it are interchangeable under every argument rule. Written straight from the value,
+/// without building a normalised copy: strings and keys are length-prefixed rather than
+/// escaped, which keeps the key unambiguous.
 fn coarse(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         use std::fmt::Write;
         match v {
             Value::Null => out.push('n'),
             Value::Bool(b) => out.push(if *b { 't' } else { 'f' }),
+            // Numbers as JSON equality compares them: integers exactly, an integral float as
+            // the integer it is (`6.0` as `6`, `-0.0` as `0`), other floats by value.
             Value::Number(n) => {
-                let f = n.as_f64().unwrap_or(0.0);
-                let f = if f == 0.0 { 0.0 } else { f };
-                let _ = write!(out, "#{f:?};");
+                match (n.as_i64().map(i128::from)).or_else(|| n.as_u64().map(i128::from)) {
+                    Some(i) => {
+                        let _ = write!(out, "#{i};");
+                    }
+                    None => {
+                        let f = n.as_f64().unwrap_or(f64::NAN);
+                        if f.fract() == 0.0 && f.abs() < 1e38 {
+                            let _ = write!(out, "#{};", f as i128);
+                        } else {
+                            let _ = write!(out, "#{f:?};");
+                        }
+                    }
+                }
             }
             Value::String(s) => {
                 let _ = write!(out, "s{}:", s.len());
@@ -78,6 +91,69 @@ fn group<K: std::hash::Hash + Eq>(keys: impl Iterator<Item = K>) -> Vec<Vec<usiz
         groups[g].push(i);
     }
     groups
+}
+
+/// Up to this many calls on each side are grouped by comparing them, without keys.
+const PAIRWISE: usize = 32;
+
+/// Tool names equal as their lowercase forms are (what [`lower`] keys them by).
+fn same_tool(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b);
+    }
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
+}
+
+/// [`group`] by an equivalence relation instead of a key: each item joins the first group whose
+/// first member it equals.
+fn group_pairwise<T>(items: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, x) in items.iter().enumerate() {
+        match groups.iter_mut().find(|g| same(&items[g[0]], x)) {
+            Some(g) => g.push(i),
+            None => groups.push(vec![i]),
+        }
+    }
+    groups
+}
+
+/// Actual groups by tool, and by tool and argument key for exact matching.
+struct Index {
+    by_tool: HashMap<String, Vec<usize>>,
+    by_key: HashMap<String, HashMap<String, Vec<usize>>>,
+}
+
+impl Index {
+    fn new(groups: &[Vec<usize>], keys: Vec<(String, String)>) -> Index {
+        let mut index = Index {
+            by_tool: HashMap::new(),
+            by_key: HashMap::new(),
+        };
+        let mut keys: Vec<Option<(String, String)>> = keys.into_iter().map(Some).collect();
+        for (g, members) in groups.iter().enumerate() {
+            let Some((tool, args)) = keys[members[0]].take() else {
+                continue;
+            };
+            index.by_tool.entry(tool.clone()).or_default().push(g);
+            (index.by_key.entry(tool).or_default())
+                .entry(args)
+                .or_default()
+                .push(g);
+        }
+        index
+    }
+
+    fn by_tool(&self, tool: &str) -> &[usize] {
+        self.by_tool.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    fn by_key(&self, tool: &str, key: &str) -> &[usize] {
+        (self.by_key.get(tool))
+            .and_then(|m| m.get(key))
+            .map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Dinic's maximum flow over a small graph.
@@ -176,45 +252,57 @@ pub(crate) fn group_matching(
     expected_left: bool,
 ) -> Vec<Option<usize>> {
     let expected = &cfg.expected;
-    // Each call's key once: its tool, lowercased, and its arguments' coarse key.
-    let e_keys: Vec<(String, Option<String>)> = (expected.iter())
-        .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse)))
-        .collect();
-    let a_keys: Vec<(String, String)> = (actual.iter())
-        .map(|a| (lower(&a.tool), coarse(&a.args)))
-        .collect();
-    let e_groups = group(e_keys.iter());
-    let a_groups = group(a_keys.iter());
-    // Actual groups by tool, and by (tool, argument key) for exact matching.
-    let mut by_tool: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut by_key: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-    for (g, members) in a_groups.iter().enumerate() {
-        let (tool, args) = &a_keys[members[0]];
-        by_tool.entry(tool).or_default().push(g);
-        by_key.entry((tool, args)).or_default().push(g);
-    }
+    // Calls are grouped by equality of tool (lowercased) and arguments. Few calls are grouped
+    // by comparing them (no key is built); many, by a key built once per call, with an index
+    // from (tool, key) to groups for exact matching. Both give the same groups — the same
+    // classes of interchangeable calls, in order of their first member — so the same matching.
+    let small = expected.len() <= PAIRWISE && actual.len() <= PAIRWISE;
+    let (e_groups, a_groups, index) = if small {
+        let e_groups = group_pairwise(expected, |x, y| {
+            same_tool(&x.tool, &y.tool)
+                && match (&x.args, &y.args) {
+                    (None, None) => true,
+                    (Some(p), Some(q)) => json_eq(p, q),
+                    _ => false,
+                }
+        });
+        let a_groups = group_pairwise(actual, |x, y| {
+            same_tool(&x.tool, &y.tool) && json_eq(&x.args, &y.args)
+        });
+        (e_groups, a_groups, None)
+    } else {
+        let e_keys: Vec<(String, Option<String>)> = (expected.iter())
+            .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse)))
+            .collect();
+        let a_keys: Vec<(String, String)> = (actual.iter())
+            .map(|a| (lower(&a.tool), coarse(&a.args)))
+            .collect();
+        let (e_groups, a_groups) = (group(e_keys.iter()), group(a_keys.iter()));
+        let index = Index::new(&a_groups, a_keys);
+        (e_groups, a_groups, Some((index, e_keys)))
+    };
     let (ne, na) = (e_groups.len(), a_groups.len());
     let (s, t) = (ne + na, ne + na + 1);
     let mut flow = Flow::new(ne + na + 2);
     for (g, members) in e_groups.iter().enumerate() {
         flow.edge(s, g, members.len());
         let e = &expected[members[0]];
-        let (tool, key) = &e_keys[members[0]];
         let mode = override_for(&cfg.overrides, &e.tool).unwrap_or(&cfg.args_match);
         // A glob names several tools: its candidates are every actual group (few, in practice).
-        let every: Vec<usize>;
-        let candidates: &[usize] = match (&e.args, mode) {
-            _ if super::names::is_glob(&e.tool) => {
-                every = (0..na).collect();
-                &every
+        let candidates: Vec<usize> = match &index {
+            _ if super::names::is_glob(&e.tool) => (0..na).collect(),
+            None => (0..na)
+                .filter(|&h| same_tool(&e.tool, &actual[a_groups[h][0]].tool))
+                .collect(),
+            Some((index, e_keys)) => {
+                let (tool, key) = &e_keys[members[0]];
+                match (key, mode) {
+                    (Some(key), ArgsMatch::Exact) => index.by_key(tool, key).to_vec(),
+                    _ => index.by_tool(tool).to_vec(),
+                }
             }
-            (Some(_), ArgsMatch::Exact) => {
-                let key = key.as_deref().unwrap_or_default();
-                by_key.get(&(tool.as_str(), key)).map_or(&[], Vec::as_slice)
-            }
-            _ => by_tool.get(tool.as_str()).map_or(&[], Vec::as_slice),
         };
-        for &h in candidates {
+        for h in candidates {
             if cfg.matches(e, &actual[a_groups[h][0]]) {
                 flow.edge(g, ne + h, usize::MAX);
             }

@@ -105,14 +105,32 @@ fn blocks(actual: &[ActualCall], strict: bool) -> Vec<(usize, usize)> {
     out
 }
 
-/// Judges the sequence; on success returns the matched actual indices.
-fn decide(cfg: &SeqConfig, actual: &[ActualCall]) -> Result<Vec<usize>, Unplaced> {
+/// The matching of the whole sequence at once, for the modes that match it whole: grouped, by
+/// maximum flow (see `matching`); expected calls on the left but in `subset` mode. Made once
+/// per judgement: the verdict and, on a failure, the score both read it.
+fn whole_matching(cfg: &SeqConfig, actual: &[ActualCall]) -> Option<Vec<Option<usize>>> {
+    let left_is_expected = match cfg.mode {
+        SeqMode::Unordered | SeqMode::Superset => true,
+        SeqMode::Subset => false,
+        SeqMode::Exact | SeqMode::InOrder => return None,
+    };
+    Some(crate::oracle::matching::group_matching(
+        cfg,
+        actual,
+        left_is_expected,
+    ))
+}
+
+/// Judges the sequence (`whole`: its [`whole_matching`]); on success returns the matched
+/// actual indices.
+fn decide(
+    cfg: &SeqConfig,
+    actual: &[ActualCall],
+    whole: Option<&[Option<usize>]>,
+) -> Result<Vec<usize>, Unplaced> {
     let e = &cfg.expected;
     let ok = |i: usize, j: usize| cfg.matches(&e[i], &actual[j]);
-    // The whole sequence at once: grouped, by maximum flow (see `matching`).
-    let whole = |left_is_expected: bool| {
-        crate::oracle::matching::group_matching(cfg, actual, left_is_expected)
-    };
+    let whole = |_left_is_expected: bool| whole.unwrap_or_default();
     match cfg.mode {
         SeqMode::Exact => {
             for (s, t) in blocks(actual, cfg.strict_batches) {
@@ -217,7 +235,8 @@ pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
             );
             let compared = |tool: &str| with_args.matches(tool);
             let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
-            if result.verdict == crate::oracle::Verdict::Pass {
+            let every_call_parsed = facts.calls.iter().all(|c| compared(c.tool));
+            if result.verdict == crate::oracle::Verdict::Pass || every_call_parsed {
                 return result;
             }
             // A failure shows the actual arguments: parse them now (failures are rare).
@@ -366,13 +385,13 @@ fn per_inference(
 /// The natural fraction of a failed sequence (see the module's scoring rules in the docs):
 /// `superset` matched ÷ |E|, `unordered` matched ÷ max(|E|, |A|), `subset` matched ÷ |A|,
 /// `in-order` the longest in-order match ÷ |E|, `exact` 0.
-fn fraction(cfg: &SeqConfig, actual: &[ActualCall]) -> f64 {
+fn fraction(cfg: &SeqConfig, actual: &[ActualCall], whole: Option<&[Option<usize>]>) -> f64 {
     let (e, a) = (cfg.expected.len(), actual.len());
     if e == 0 {
         return 0.0;
     }
-    let matched = |expected_left: bool| {
-        (crate::oracle::matching::group_matching(cfg, actual, expected_left).iter())
+    let matched = |_expected_left: bool| {
+        (whole.unwrap_or_default().iter())
             .filter(|p| p.is_some())
             .count() as f64
     };
@@ -428,18 +447,23 @@ fn in_order_matched(cfg: &SeqConfig, actual: &[ActualCall]) -> usize {
 
 /// Judges configured expectations against actual calls.
 pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
-    let result = judge_sequence_verdict(cfg, actual);
+    let whole = whole_matching(cfg, actual);
+    let result = judge_sequence_verdict(cfg, actual, whole.as_deref());
     if result.verdict == crate::oracle::Verdict::Pass {
         result
     } else {
-        let score = fraction(cfg, actual);
+        let score = fraction(cfg, actual, whole.as_deref());
         result.with_score(score)
     }
 }
 
-fn judge_sequence_verdict(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
+fn judge_sequence_verdict(
+    cfg: &SeqConfig,
+    actual: &[ActualCall],
+    whole: Option<&[Option<usize>]>,
+) -> OracleResult {
     let mode = cfg.mode.name();
-    match decide(cfg, actual) {
+    match decide(cfg, actual, whole) {
         Ok(mut used) => {
             used.sort_unstable();
             let evidence = used.iter().map(|&j| actual[j].seq).collect();
