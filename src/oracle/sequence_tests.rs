@@ -702,3 +702,34 @@ fn turns_score_the_mean_of_turns_like_adk() {
     );
     assert_eq!(r.verdict, Verdict::NotEvaluable, "{}", r.message);
 }
+
+/// Calls are grouped as interchangeable only when JSON equality holds them equal: two integers
+/// past 2^53 that one `f64` cannot tell apart are different arguments. With few calls (grouped
+/// by comparing them) and with many (grouped by key), a run that made one of the two expected
+/// calls twice and the other never does not pass.
+#[test]
+fn integers_past_2_53_are_not_grouped_together() {
+    for padding in [0usize, 40] {
+        let big = "9007199254740993".parse::<serde_json::Number>().unwrap();
+        let near = "9007199254740992".parse::<serde_json::Number>().unwrap();
+        let mut expected = vec![json!({"tool": "f", "args": {"id": big}}); 2];
+        let mut calls: Vec<(&str, Value, Option<u64>)> = vec![
+            ("f", json!({"id": big}), None),
+            ("f", json!({"id": near}), None),
+        ];
+        for i in 0..padding {
+            expected.push(json!({"tool": "g", "args": {"n": i}}));
+            calls.push(("g", json!({"n": i}), None));
+        }
+        for mode in ["superset", "unordered"] {
+            assert!(
+                !verdict(mode, Value::Array(expected.clone()), "exact", &calls),
+                "{mode} with {padding} more calls"
+            );
+        }
+        // An integral float equals its integer, in both paths.
+        calls[1] = ("f", json!({"id": 2.0}), None);
+        expected[1] = json!({"tool": "f", "args": {"id": 2}});
+        assert!(verdict("superset", Value::Array(expected.clone()), "exact", &calls), "{padding}");
+    }
+}
