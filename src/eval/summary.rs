@@ -99,15 +99,19 @@ pub(crate) fn summarise(
         scenarios,
         ..Summary::default()
     };
+    // The totals come from the rows' heads (not kept in memory beside every row, as the
+    // counts' flags are).
     let mut usage: Option<SuiteUsage> = None;
     let mut change = UsageChange::default();
-    for m in rows.metas() {
-        if let Some(u) = &m.usage {
+    rows.for_each_head(|_, h| {
+        if let Some(u) = &h.usage {
             usage.get_or_insert_with(SuiteUsage::default).totals.add(u);
-            if let Some(a) = &m.approved_usage {
+            if let Some(a) = &h.approved_usage {
                 change.add(a, &record_of(u));
             }
         }
+    });
+    for m in rows.metas() {
         match m.verdict {
             RowVerdict::Pass => summary.passed += 1,
             RowVerdict::Fail => summary.failed += 1,

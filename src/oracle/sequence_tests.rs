@@ -730,6 +730,9 @@ fn integers_past_2_53_are_not_grouped_together() {
         // An integral float equals its integer, in both paths.
         calls[1] = ("f", json!({"id": 2.0}), None);
         expected[1] = json!({"tool": "f", "args": {"id": 2}});
-        assert!(verdict("superset", Value::Array(expected.clone()), "exact", &calls), "{padding}");
+        assert!(
+            verdict("superset", Value::Array(expected.clone()), "exact", &calls),
+            "{padding}"
+        );
     }
 }

@@ -31,7 +31,7 @@ use crate::scenario::Risk;
 
 /// What the suite-level passes read of a row (counts, blocking, which rows need more), kept
 /// decoded beside its bytes so those passes decode nothing.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowMeta {
     /// The verdict.
     pub verdict: RowVerdict,
@@ -53,10 +53,6 @@ pub struct RowMeta {
     pub has_privacy: bool,
     /// Whether the row carries warnings.
     pub has_warnings: bool,
-    /// What the run used and cost.
-    pub usage: Option<crate::report::usage::RunUsage>,
-    /// What its approved baseline's run used.
-    pub approved_usage: Option<crate::baseline::UsageRecord>,
 }
 
 impl RowMeta {
@@ -73,8 +69,6 @@ impl RowMeta {
             drift_other: h.drift_other,
             has_privacy: h.has_privacy,
             has_warnings: !h.warnings.is_empty(),
-            usage: h.usage,
-            approved_usage: h.approved_usage,
         }
     }
 }
