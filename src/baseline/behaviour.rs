@@ -217,24 +217,11 @@ impl Behaviour {
         let trace = facts.trace;
         let mut ids = CallIds(HashMap::new());
         let mut outcomes: HashMap<String, (bool, Option<String>, Option<String>)> = HashMap::new();
-        let mut usage = UsageRecord::default();
-        // In whole nano-dollars, as the reports sum them; `None` once a cost is unknown.
-        let mut cost_nanos = Some(0u64);
         let mut artifacts: BTreeMap<String, String> = BTreeMap::new();
         // First pass: name call ids in order of first appearance anywhere.
         for e in &trace.events {
             match &e.body {
                 EventBody::Inference(i) => {
-                    usage.requests += 1;
-                    if let Some(u) = &i.usage {
-                        // Saturating: recorded counts are untrusted input.
-                        usage.input_tokens = usage.input_tokens.saturating_add(u.input_tokens);
-                        usage.output_tokens = usage.output_tokens.saturating_add(u.output_tokens);
-                    }
-                    let cost = i.usage.and_then(|u| u.cost_usd);
-                    cost_nanos = cost_nanos
-                        .zip(cost)
-                        .map(|(sum, c)| sum.saturating_add(crate::report::usage::nanos(c)));
                     for c in i.consumes.iter().flatten() {
                         ids.name(c);
                     }
@@ -372,11 +359,8 @@ impl Behaviour {
                 .into_iter()
                 .map(|(path, h)| ArtifactRecord { path, h })
                 .collect(),
-            usage: UsageRecord {
-                cost_usd: (cost_nanos.filter(|_| usage.requests > 0))
-                    .map(crate::report::usage::usd),
-                ..usage
-            },
+            // The same totals the report's rows hold (counts saturating: they are untrusted).
+            usage: crate::report::usage::RunUsage::of(trace).record(),
             oracles: results
                 .iter()
                 .map(|r| (oracle_key(r), r.verdict.as_str().to_owned()))

@@ -5,10 +5,9 @@ use std::sync::atomic::Ordering;
 
 use super::row::{self, set_error};
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
-use crate::baseline::UsageRecord;
 use crate::discover::Discovered;
 use crate::paths::display_path;
-use crate::report::usage::{Budget, RunUsage, SuiteUsage, UsageChange};
+use crate::report::usage::{Budget, SuiteUsage, UsageChange};
 use crate::report::{ResultRow, RowErrorKind, RowVerdict, Rows, Source, Summary};
 
 /// Rows that are not judged traces: a scenario in scope without a trace (its scripted trace
@@ -107,7 +106,7 @@ pub(crate) fn summarise(
         if let Some(u) = &h.usage {
             usage.get_or_insert_with(SuiteUsage::default).totals.add(u);
             if let Some(a) = &h.approved_usage {
-                change.add(a, &record_of(u));
+                change.add(a, &u.record());
             }
         }
     });
@@ -134,16 +133,6 @@ pub(crate) fn summarise(
     }
     summary.usage = usage;
     summary
-}
-
-/// A run's totals as a baseline records them.
-fn record_of(u: &RunUsage) -> UsageRecord {
-    UsageRecord {
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        requests: u.requests,
-        cost_usd: u.cost_usd().filter(|_| u.requests > 0),
-    }
 }
 
 /// Holds the suite's totals to `budget`: each budget exceeded (or that cannot be checked)

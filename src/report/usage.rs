@@ -75,6 +75,17 @@ impl RunUsage {
         self.uncosted = self.uncosted.saturating_add(other.uncosted);
     }
 
+    /// The totals as a baseline records them: the cost only when every request's is known
+    /// (and there was a request).
+    pub fn record(&self) -> UsageRecord {
+        UsageRecord {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            requests: self.requests,
+            cost_usd: self.cost_usd().filter(|_| self.requests > 0),
+        }
+    }
+
     /// Input plus output tokens.
     pub fn tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
@@ -287,17 +298,21 @@ impl UsageChange {
     }
 }
 
-/// Adds `b` to `a` (a cost only when both know theirs).
+/// Adds `b` to `a`. The sum knows its cost when both do; a record of no request costs nothing
+/// (it records no cost, as a run without a request does), and a sum of none records none.
 fn add_record(a: &mut UsageRecord, b: &UsageRecord) {
-    let first = a.requests == 0 && a.input_tokens == 0 && a.output_tokens == 0;
-    a.cost_usd = match (a.cost_usd, b.cost_usd) {
-        (Some(x), Some(y)) => Some(usd(nanos(x) + nanos(y))),
-        (None, Some(y)) if first => Some(y),
-        _ => None,
+    let known = |r: &UsageRecord| {
+        if r.requests == 0 {
+            Some(0)
+        } else {
+            r.cost_usd.map(nanos)
+        }
     };
+    let cost = known(a).zip(known(b)).map(|(x, y)| x.saturating_add(y));
     a.input_tokens = a.input_tokens.saturating_add(b.input_tokens);
     a.output_tokens = a.output_tokens.saturating_add(b.output_tokens);
     a.requests = a.requests.saturating_add(b.requests);
+    a.cost_usd = cost.filter(|_| a.requests > 0).map(usd);
 }
 
 /// What the suite used, its budgets, and its change against the approved baselines.
