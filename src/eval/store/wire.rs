@@ -74,26 +74,19 @@ mod usage_wire {
     use super::RunUsage;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    type Fields = (u64, u64, u64, u64, u64, u64);
+    /// Its fields in declaration order (an array is a tuple on the wire: no length).
+    type Fields = [u64; 6];
 
     pub(super) fn serialize<S: Serializer>(u: &Option<RunUsage>, s: S) -> Result<S::Ok, S::Error> {
         (u.map(|u| -> Fields {
-            let RunUsage {
-                requests,
-                input_tokens,
-                output_tokens,
-                unmetered,
-                cost_nanos,
-                uncosted,
-            } = u;
-            (
-                requests,
-                input_tokens,
-                output_tokens,
-                unmetered,
-                cost_nanos,
-                uncosted,
-            )
+            [
+                u.requests,
+                u.input_tokens,
+                u.output_tokens,
+                u.unmetered,
+                u.cost_nanos,
+                u.uncosted,
+            ]
         }))
         .serialize(s)
     }
@@ -105,7 +98,14 @@ mod usage_wire {
     }
 
     pub(super) fn from(f: Fields) -> RunUsage {
-        let (requests, input_tokens, output_tokens, unmetered, cost_nanos, uncosted) = f;
+        let [
+            requests,
+            input_tokens,
+            output_tokens,
+            unmetered,
+            cost_nanos,
+            uncosted,
+        ] = f;
         RunUsage {
             requests,
             input_tokens,
@@ -337,7 +337,7 @@ fn head_by_hand<'a>(c: &mut Cursor<'a>) -> Option<RowHead<'a>> {
             for v in &mut f {
                 *v = c.varint()?;
             }
-            Some(usage_wire::from((f[0], f[1], f[2], f[3], f[4], f[5])))
+            Some(usage_wire::from(f))
         })?,
         approved_usage: c.option(|c| {
             let (i, o, r) = (c.varint()?, c.varint()?, c.varint()?);
