@@ -218,3 +218,81 @@ fn token_sums_that_overflow_saturate_and_fail() {
         check(&r, Verdict::Fail, "18446744073709551615", &[1, 2]);
     }
 }
+
+/// `max-cost`: passing, failing, misconfigured, inside a composition and on one turn.
+#[test]
+fn max_cost_is_judged_configured_and_composed() {
+    let costed = |c: f64| {
+        format!(
+            r#"{{"kind":"inference","usage":{{"input_tokens":10,"output_tokens":1,"cost_usd":{c}}}}}"#
+        )
+    };
+    let (a, b) = (costed(0.25), costed(0.5));
+    let events = [a.as_str(), b.as_str(), END];
+    check(
+        &one(json!({"type": "max-cost", "limit": 1}), &events),
+        Verdict::Pass,
+        "cost $0.75, limit $1.00",
+        &[1, 2],
+    );
+    let over = one(json!({"type": "max-cost", "limit": 0.5}), &events);
+    check(
+        &over,
+        Verdict::Fail,
+        "cost $0.75 exceeds the limit of $0.50",
+        &[1, 2],
+    );
+    assert_eq!(over.found.as_deref(), Some(&json!({"cost_usd": 0.75})));
+    // Usage without a cost: not evaluable, and `not` cannot turn it into a pass.
+    check(
+        &one(json!({"type": "max-cost", "limit": 1}), &[PLAN, END]),
+        Verdict::NotEvaluable,
+        "record no cost and no price applies",
+        &[1],
+    );
+    let negated = one(
+        json!({"type": "not", "oracle": {"type": "max-cost", "limit": 1}}),
+        &[PLAN, END],
+    );
+    assert_ne!(negated.verdict, Verdict::Pass, "{}", negated.message);
+    check(
+        &one(
+            json!({"type": "not", "oracle": {"type": "max-cost", "limit": 0.5}}),
+            &events,
+        ),
+        Verdict::Pass,
+        "",
+        &[1, 2],
+    );
+    // On one turn, only that turn's requests count.
+    let user = r#"{"kind":"user_message","prompt":{"h":"b3:0000000000000000000000000000000000000000000000000000000000000000","len":1}}"#;
+    let turns = [user, a.as_str(), user, b.as_str(), END];
+    check(
+        &one(json!({"type": "max-cost", "limit": 0.3, "turn": 1}), &turns),
+        Verdict::Pass,
+        "turn 1: cost $0.25",
+        &[2],
+    );
+    for (bad, why) in [
+        (json!({"type": "max-cost"}), "no `limit`"),
+        (
+            json!({"type": "max-cost", "limit": -1}),
+            "non-negative number of US dollars",
+        ),
+        (
+            json!({"type": "max-cost", "limit": 1, "trials": {"p90": 1}}),
+            "unknown key `trials.p90`",
+        ),
+        (
+            json!({"type": "max-cost", "limit": 1, "trials": {}}),
+            "neither `median` nor `max`",
+        ),
+        (
+            json!({"type": "max-tokens", "limit": 1, "trials": {"max": 1.5}}),
+            "non-negative integer",
+        ),
+    ] {
+        let r = one(bad, &events);
+        assert!(r.misconfigured && r.message.contains(why), "{}", r.message);
+    }
+}

@@ -37,12 +37,9 @@ fn trace(
     lines.join("\n") + "\n"
 }
 
-fn scenario(env: &Env, oracles: serde_json::Value, extra: serde_json::Value) {
-    let mut s =
+fn scenario(env: &Env, oracles: serde_json::Value) {
+    let s =
         serde_json::json!({"id": "cost.case", "title": "t", "risk": "High", "oracles": oracles});
-    for (k, v) in extra.as_object().unwrap() {
-        s[k] = v.clone();
-    }
     env.write("traces/cost.scenario.json", s.to_string());
 }
 
@@ -54,7 +51,6 @@ fn max_cost_prices_recorded_tokens_and_never_passes_an_unknown_cost() {
     scenario(
         &env,
         serde_json::json!([{"type": "max-cost", "limit": 0.01}]),
-        serde_json::json!({}),
     );
     // 2 × (1000 × $2 + 100 × $8) per million = $0.0056.
     env.write(
@@ -120,11 +116,7 @@ fn max_cost_prices_recorded_tokens_and_never_passes_an_unknown_cost() {
 #[test]
 fn a_negative_recorded_cost_makes_the_trace_malformed() {
     let env = Env::new();
-    scenario(
-        &env,
-        serde_json::json!([{"type": "max-cost", "limit": 1}]),
-        serde_json::json!({}),
-    );
+    scenario(&env, serde_json::json!([{"type": "max-cost", "limit": 1}]));
     env.write(
         "traces/a.trace.ndjson",
         trace("default", None, 1, (1, 1), Some(-0.5)),
@@ -149,7 +141,6 @@ fn budgets_fail_the_run_when_exceeded_or_uncheckable_and_every_report_shows_them
     scenario(
         &env,
         serde_json::json!([{"type": "max-tokens", "limit": 100000}]),
-        serde_json::json!({}),
     );
     env.write(
         "traces/a.trace.ndjson",
@@ -262,7 +253,6 @@ fn trial_limits_hold_the_median_and_maximum_of_a_cases_trials() {
     scenario(
         &env,
         oracle(serde_json::json!({"median": 2000, "max": 10000})),
-        serde_json::json!({}),
     );
     let out = env.run(&["check", "traces", "--format", "json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
@@ -270,7 +260,6 @@ fn trial_limits_hold_the_median_and_maximum_of_a_cases_trials() {
     scenario(
         &env,
         oracle(serde_json::json!({"median": 1600, "max": 5000})),
-        serde_json::json!({}),
     );
     let out = env.run(&["check", "traces", "--format", "json"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -286,7 +275,6 @@ fn trial_limits_hold_the_median_and_maximum_of_a_cases_trials() {
     scenario(
         &env,
         serde_json::json!([{"type": "not", "oracle": {"type": "max-cost", "limit": 1, "trials": {"max": 1}}}]),
-        serde_json::json!({}),
     );
     let out = env.run(&["gates", "traces"]);
     assert_ne!(out.code, 0);
@@ -361,7 +349,6 @@ fn gates_strength_inflates_usage_where_a_scenario_meters_it() {
     scenario(
         &env,
         serde_json::json!([{"type": "max-tokens", "limit": 5000}]),
-        serde_json::json!({}),
     );
     env.write(
         "traces/a.trace.ndjson",
@@ -378,7 +365,6 @@ fn gates_strength_inflates_usage_where_a_scenario_meters_it() {
     scenario(
         &env,
         serde_json::json!([{"type": "max-tokens", "limit": 22000}]),
-        serde_json::json!({}),
     );
     let out = env.run(&["gates", "traces", "--strength"]);
     assert!(
@@ -396,7 +382,6 @@ fn gates_strength_prices_runs_as_check_does() {
     scenario(
         &env,
         serde_json::json!([{"type": "max-cost", "limit": 0.01}]),
-        serde_json::json!({}),
     );
     env.write(
         "traces/a.trace.ndjson",
@@ -420,7 +405,6 @@ fn usage_change_against_approved_counts_single_traces_and_trial_sets() {
     scenario(
         &env,
         serde_json::json!([{"type": "max-tokens", "limit": 100000}]),
-        serde_json::json!({}),
     );
     for t in 0..3 {
         env.write(
