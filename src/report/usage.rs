@@ -36,6 +36,8 @@ pub struct RunUsage {
     pub cost_nanos: u64,
     /// Inferences whose cost is unknown: no usage, or no recorded cost and no price.
     pub uncosted: u64,
+    /// Inferences whose cost the price table gave (the rest of the known ones were recorded).
+    pub priced: u64,
 }
 
 impl RunUsage {
@@ -55,6 +57,7 @@ impl RunUsage {
                         Some(c) => out.cost_nanos = out.cost_nanos.saturating_add(nanos(c)),
                         None => out.uncosted += 1,
                     }
+                    out.priced += u64::from(u.priced);
                 }
                 None => {
                     out.unmetered += 1;
@@ -73,6 +76,7 @@ impl RunUsage {
         self.unmetered = self.unmetered.saturating_add(other.unmetered);
         self.cost_nanos = self.cost_nanos.saturating_add(other.cost_nanos);
         self.uncosted = self.uncosted.saturating_add(other.uncosted);
+        self.priced = self.priced.saturating_add(other.priced);
     }
 
     /// The totals as a baseline records them: the cost only when every request's is known
@@ -129,8 +133,8 @@ impl RunUsage {
     }
 }
 
-/// The JSON form: counts, `cost_usd` when some inference's cost is known, `uncosted` and
-/// `unmetered` when not zero.
+/// The JSON form: counts, `cost_usd` when some inference's cost is known, `uncosted`,
+/// `unmetered` and `priced` when not zero.
 impl Serialize for RunUsage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
@@ -145,6 +149,9 @@ impl Serialize for RunUsage {
         }
         if self.unmetered > 0 {
             m.serialize_entry("unmetered", &self.unmetered)?;
+        }
+        if self.priced > 0 {
+            m.serialize_entry("priced", &self.priced)?;
         }
         m.end()
     }
@@ -164,6 +171,8 @@ impl<'de> Deserialize<'de> for RunUsage {
             uncosted: u64,
             #[serde(default)]
             unmetered: u64,
+            #[serde(default)]
+            priced: u64,
         }
         let j = Json::deserialize(d)?;
         Ok(RunUsage {
@@ -171,6 +180,7 @@ impl<'de> Deserialize<'de> for RunUsage {
             input_tokens: j.input_tokens,
             output_tokens: j.output_tokens,
             unmetered: j.unmetered,
+            priced: j.priced,
             cost_nanos: j.cost_usd.map_or(0, nanos),
             // No cost at all: every request's is unknown.
             uncosted: if j.cost_usd.is_some() {

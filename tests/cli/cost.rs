@@ -80,6 +80,10 @@ fn max_cost_prices_recorded_tokens_and_never_passes_an_unknown_cost() {
         "cost $0.0056, limit $0.01"
     );
     assert_eq!(r["results"][0]["usage"]["cost_usd"], 0.0056);
+    assert_eq!(
+        r["results"][0]["usage"]["priced"], 2,
+        "both requests priced from the table"
+    );
     assert_eq!(r["summary"]["usage"]["cost_usd"], 0.0056);
     // A changed price is a changed context: the cached row is not reused.
     env.write(

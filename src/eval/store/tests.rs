@@ -45,6 +45,7 @@ fn full_row() -> ResultRow {
             unmetered: 1,
             cost_nanos: 123_456_789,
             uncosted: 1,
+            priced: 1,
         }),
         approved_usage: Some(crate::baseline::UsageRecord {
             input_tokens: 280,

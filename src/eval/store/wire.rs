@@ -17,7 +17,7 @@ use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub(crate) const WIRE_VERSION: u32 = 6;
+pub(crate) const WIRE_VERSION: u32 = 7;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,13 +69,13 @@ pub struct RowHead<'a> {
     pub approved_usage: Option<UsageRecord>,
 }
 
-/// [`RunUsage`] as six integers (its JSON form leaves some out).
+/// [`RunUsage`] as seven integers (its JSON form leaves some out).
 mod usage_wire {
     use super::RunUsage;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     /// Its fields in declaration order (an array is a tuple on the wire: no length).
-    type Fields = [u64; 6];
+    type Fields = [u64; 7];
 
     pub(super) fn serialize<S: Serializer>(u: &Option<RunUsage>, s: S) -> Result<S::Ok, S::Error> {
         (u.map(|u| -> Fields {
@@ -86,6 +86,7 @@ mod usage_wire {
                 u.unmetered,
                 u.cost_nanos,
                 u.uncosted,
+                u.priced,
             ]
         }))
         .serialize(s)
@@ -105,6 +106,7 @@ mod usage_wire {
             unmetered,
             cost_nanos,
             uncosted,
+            priced,
         ] = f;
         RunUsage {
             requests,
@@ -113,6 +115,7 @@ mod usage_wire {
             unmetered,
             cost_nanos,
             uncosted,
+            priced,
         }
     }
 }
@@ -333,7 +336,7 @@ fn head_by_hand<'a>(c: &mut Cursor<'a>) -> Option<RowHead<'a>> {
             }
         },
         usage: c.option(|c| {
-            let mut f = [0u64; 6];
+            let mut f = [0u64; 7];
             for v in &mut f {
                 *v = c.varint()?;
             }
