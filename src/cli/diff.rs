@@ -1,19 +1,19 @@
 //! `tracereplay diff`: drift from approved baselines, or between two recordings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 
 use crate::diff::report::{DiffEntry, DiffReport, Unpaired};
 use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
 use crate::discover::discover;
 use crate::eval::{
-    Baselines, CheckOptions, Counting, FailOn, JudgedTrace, Selection, check, error_chain,
-    judge_trace_file,
+    Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
+    error_chain, judge_trace_file,
 };
 use crate::paths::display_path;
 use crate::privacy::mask::mask_drift;
 use crate::report::{RowVerdict, Source};
-use crate::scenario::{Scenario, load_scenarios};
+use crate::scenario::load_scenarios;
 use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
@@ -140,22 +140,22 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     let mut roots = new_found.roots.clone();
     roots.extend(old_found.roots.iter().cloned());
     let loaded = load_scenarios(&files, &new_found.suite_files, &roots);
-    let mut by_id: BTreeMap<String, &Scenario> = BTreeMap::new();
-    for s in &loaded.scenarios {
-        by_id.entry(s.id.to_lowercase()).or_insert(s);
-    }
+    // An older scenario whose id the newer recording defines is left out; two of one side with
+    // one id are a problem, as in `check`.
+    let newer: HashSet<String> = (loaded.scenarios.iter())
+        .filter(|s| !old_found.scenario_files.contains(&s.file))
+        .map(|s| s.id.to_lowercase())
+        .collect();
+    let index = ScenarioIndex::new(loaded.scenarios.iter().filter(|s| {
+        !old_found.scenario_files.contains(&s.file) || !newer.contains(&s.id.to_lowercase())
+    }));
     let judging = options::judging(&args.judging)?;
     let mut report = DiffReport::default();
     let mut read_side = |found: &crate::discover::Discovered| -> Side {
         let judged: Vec<_> = found
             .trace_files
             .par_iter()
-            .map(|p| {
-                (
-                    display_path(p),
-                    judge_trace_file(p, &judging, |id| by_id.get(&id.to_lowercase()).copied()),
-                )
-            })
+            .map(|p| (display_path(p), judge_trace_file(p, &judging, &index)))
             .collect();
         let mut side = Side::new();
         for (path, r) in judged {

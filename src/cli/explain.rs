@@ -5,12 +5,13 @@
 use std::io::Write;
 
 use crate::discover::discover;
+use crate::eval::ScenarioIndex;
 use crate::eval::explain::{Explanation, explain_trace};
 use crate::privacy::lint::read_allow_file;
 use crate::privacy::mask::mask_explanation;
 use crate::report::explain::{render, render_headline};
 use crate::report::runfolder::latest_run;
-use crate::scenario::{Scenario, load_scenarios};
+use crate::scenario::load_scenarios;
 use crate::trace::{TraceFile, probe_header};
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -43,12 +44,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
     }
     let found = discover(&roots, &args.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
-    let lookup = |id: &str| -> Option<&Scenario> {
-        loaded
-            .scenarios
-            .iter()
-            .find(|s| s.id.eq_ignore_ascii_case(id))
-    };
+    let index = ScenarioIndex::new(&loaded.scenarios).looked_in(&found.roots);
     // The same judging and drift options as `check`, so both say the same of a trace.
     let baselines = options::baselines(&args.drift, args.baselines.as_deref(), false)?;
     let judging = options::judging(&args.judging)?;
@@ -58,7 +54,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
         vec![as_path.to_owned()]
     } else {
         // A scenario id: every trace whose header names it.
-        let Some(scenario) = lookup(target) else {
+        let Some(scenario) = index.get(target) else {
             diag!(
                 "error: `{target}` is neither an existing trace file nor a scenario id under {}",
                 roots
@@ -90,18 +86,20 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
         }
         paths
     };
+    // Exit 2 when the scenarios are what kept a trace from being judged (none has its id, or
+    // its scenario has problems): the set-up is wrong. A trace that does not verify or parse
+    // was explained: that is the finding.
     let mut unknown = false;
     for (i, path) in traces.iter().enumerate() {
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
-        let mut e = explain_trace(path, &judging, lookup, baselines.policy());
-        unknown |= e.unknown_scenario;
+        let mut e = explain_trace(path, &judging, &index, baselines.policy());
+        unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
         mask_explanation(&mut e, &waived);
         render(&e, use_color(), out)?;
     }
-    // A trace whose scenario is unknown was not explained, only shown.
     Ok(if unknown { exit::ERROR } else { exit::OK })
 }
 

@@ -5,11 +5,11 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::pipeline::{self, BaselinePolicy, JudgeOptions};
+use super::ScenarioIndex;
+use super::pipeline::{self, BaselinePolicy, JudgeOptions, Outcome};
 use crate::diff::DriftFinding;
 use crate::oracle::OracleResult;
 use crate::paths::display_path;
-use crate::scenario::Scenario;
 use crate::trace::TraceFile;
 
 /// Everything `explain` shows about one trace. Also the shape of a run folder's evidence file
@@ -37,22 +37,24 @@ pub struct Explanation {
     /// Events, in order (all of them, or the cited ones in an evidence file).
     #[serde(default)]
     pub events: Vec<Value>,
-    /// No loaded scenario has the id the trace names: nothing could be judged.
+    /// No loaded scenario has the id the trace names, or its scenario has problems: nothing
+    /// could be judged.
     #[serde(skip)]
-    pub unknown_scenario: bool,
+    pub not_judged: bool,
 }
 
 fn to_values(items: &[crate::trace::Event<'_>]) -> Vec<Value> {
     items.iter().map(super::row::event_value).collect()
 }
 
-/// Reads, verifies and judges `path` for an explanation, through the same pipeline and with the
-/// same options as `check`: `scenario_for` finds the scenario by the header's id; `policy`
-/// enables drift from the approved baseline.
-pub fn explain_trace<'s>(
+/// Reads, verifies and judges `path` for an explanation, through the one sequencer and with
+/// the same options as `check`: `scenarios` finds the scenario by the header's id (a scenario
+/// with problems is not judged, as in `check`); `policy` enables drift from the approved
+/// baseline.
+pub fn explain_trace(
     path: &Utf8Path,
     judging: &JudgeOptions,
-    scenario_for: impl Fn(&str) -> Option<&'s Scenario>,
+    scenarios: &ScenarioIndex<'_>,
     policy: Option<&BaselinePolicy>,
 ) -> Explanation {
     let mut e = Explanation {
@@ -65,12 +67,12 @@ pub fn explain_trace<'s>(
         oracles: Vec::new(),
         drift: Vec::new(),
         events: Vec::new(),
-        unknown_scenario: false,
+        not_judged: false,
     };
     let file = match TraceFile::open(path, judging.limits) {
-        Ok(f) => f,
-        Err(err) => {
-            e.error = Some(super::error_chain(&err));
+        Ok(file) => file,
+        Err(error) => {
+            e.error = Some(super::error_chain(&error));
             return e;
         }
     };
@@ -78,45 +80,51 @@ pub fn explain_trace<'s>(
         e.scenario = Some(s);
         e.case = Some(c);
     }
-    let seal = match file.verify_seal(judging.require_sealed) {
-        Ok(s) => s,
-        Err(err) => {
-            e.error = Some(super::error_chain(&err));
+    let lookup = |id: &str| scenarios.lookup(id);
+    let outcome = pipeline::judge_file(&file, judging, policy.is_some(), lookup);
+    let read = match &outcome {
+        Outcome::Unreadable { error, seal } => {
+            e.content_hash = seal.as_ref().map(|s| s.content_hash.clone());
+            e.sealed = seal.as_ref().map(|s| s.sealed);
+            e.error = Some(super::error_chain(error));
             return e;
         }
+        Outcome::OutOfScope { .. } => unreachable!("the index never puts a trace out of scope"),
+        Outcome::UnknownScenario(read)
+        | Outcome::ScenarioInvalid { read, .. }
+        | Outcome::Judged { read, .. } => read,
     };
-    e.content_hash = Some(seal.content_hash.clone());
-    e.sealed = Some(seal.sealed);
-    let parsed = match pipeline::parse(&file, &seal, judging) {
-        Ok(p) => p,
-        Err(err) => {
-            e.error = Some(super::error_chain(&err));
-            return e;
+    e.content_hash = Some(read.seal.content_hash.clone());
+    e.sealed = Some(read.seal.sealed);
+    e.events = to_values(&read.parsed.trace.events);
+    match outcome {
+        Outcome::Unreadable { .. } | Outcome::OutOfScope { .. } => unreachable!("mapped above"),
+        Outcome::UnknownScenario(read) => {
+            let id = &read.parsed.trace.header.scenario;
+            e.error = Some(scenarios.unknown_message(&e.path, id));
+            e.not_judged = true;
         }
-    };
-    let header = &parsed.trace.header;
-    e.events = to_values(&parsed.trace.events);
-    let Some(scenario) = scenario_for(&header.scenario) else {
-        e.error = Some(format!(
-            "no loaded scenario has id `{}`; pass its directory with `--scenarios`",
-            header.scenario
-        ));
-        e.unknown_scenario = true;
-        return e;
-    };
-    e.scenario = Some(scenario.id.clone());
-    let judged = pipeline::judge(scenario, &parsed.trace, policy.is_some());
-    if let (Some(policy), Some(behaviour)) = (policy, judged.behaviour) {
-        let compared = pipeline::compare(
-            policy,
-            &scenario.id,
-            &header.case,
-            &seal.content_hash,
-            behaviour,
-        );
-        // Like `check`'s JSON report, `explain` tells a missing baseline apart (`new`).
-        e.drift = compared.findings;
+        Outcome::ScenarioInvalid {
+            scenario, problems, ..
+        } => {
+            e.scenario = Some(scenario.id.clone());
+            e.error = Some(pipeline::scenario_invalid_message(scenario, problems));
+            e.not_judged = true;
+        }
+        Outcome::Judged {
+            scenario,
+            read,
+            judgement,
+        } => {
+            e.scenario = Some(scenario.id.clone());
+            if let (Some(policy), Some(behaviour)) = (policy, judgement.behaviour) {
+                let (case, hash) = (&read.parsed.trace.header.case, &read.seal.content_hash);
+                let compared = pipeline::compare(policy, &scenario.id, case, hash, behaviour);
+                // Like `check`'s JSON report, `explain` tells a missing baseline apart (`new`).
+                e.drift = compared.findings;
+            }
+            e.oracles = judgement.results;
+        }
     }
-    e.oracles = judged.results;
     e
 }

@@ -1,19 +1,19 @@
-//! Judging a single trace file outside a full `check`, through the same pipeline: read,
-//! verify, parse, judge against its scenario (when one is known), and normalise. Used by
-//! `diff --from/--to`.
+//! `diff --from/--to`'s view of one trace file outside a full `check`: the one sequencer's
+//! [`Outcome`] mapped to the behaviour two recordings are compared on (a trace whose scenario
+//! is unknown is compared on its behaviour alone).
 
 use camino::Utf8Path;
 
-use super::pipeline::{self, JudgeOptions};
+use super::ScenarioIndex;
+use super::pipeline::{self, JudgeOptions, Outcome};
 use crate::baseline::Behaviour;
 use crate::oracle::{self, OracleResult};
-use crate::scenario::Scenario;
 use crate::trace::{TraceError, TraceFile};
 
 /// A trace read and judged.
 #[derive(Debug, Clone)]
 pub struct JudgedTrace {
-    /// Scenario id from the header.
+    /// Scenario id (the scenario's, else the header's).
     pub scenario: String,
     /// Case from the header.
     pub case: String,
@@ -21,39 +21,66 @@ pub struct JudgedTrace {
     pub trial: Option<String>,
     /// Verified content hash.
     pub content_hash: String,
-    /// Oracle results (empty when no scenario was given).
+    /// Oracle results (empty when no loaded scenario has the header's id).
     pub results: Vec<OracleResult>,
     /// The normalised behaviour.
     pub behaviour: Behaviour,
 }
 
-/// Reads and judges one trace with `judging`; `scenario_for` maps the header's scenario id to its scenario.
-pub fn judge_trace_file<'s>(
+/// Why a trace could not be judged for a comparison.
+#[derive(Debug, thiserror::Error)]
+pub enum NotJudged {
+    /// The trace does not open, verify or parse.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// Its scenario has problems that keep it from being judged (as in `check`).
+    #[error("{0}")]
+    ScenarioInvalid(String),
+}
+
+/// Reads and judges one trace with `judging` against the scenario `scenarios` has for its
+/// header's id.
+pub fn judge_trace_file(
     path: &Utf8Path,
     judging: &JudgeOptions,
-    scenario_for: impl Fn(&str) -> Option<&'s Scenario>,
-) -> Result<JudgedTrace, TraceError> {
+    scenarios: &ScenarioIndex<'_>,
+) -> Result<JudgedTrace, NotJudged> {
     let file = TraceFile::open(path, judging.limits)?;
-    let (seal, parsed) = pipeline::verify_and_parse(&file, judging)?;
-    let header = &parsed.trace.header;
-    let scenario = scenario_for(&header.scenario);
-    let (results, behaviour) = match scenario {
-        Some(s) => {
-            let judged = pipeline::judge(s, &parsed.trace, true);
-            let behaviour = judged.behaviour.expect("asked for");
-            (judged.results, behaviour)
-        }
-        // Without a scenario a trace is compared on its behaviour alone.
-        None => (
-            Vec::new(),
-            Behaviour::from_facts(&oracle::Facts::new(&parsed.trace), &[]),
-        ),
-    };
+    let lookup = |id: &str| scenarios.lookup(id);
+    let (scenario, read, results, behaviour) =
+        match pipeline::judge_file(&file, judging, true, lookup) {
+            Outcome::Unreadable { error, .. } => return Err(error.into()),
+            Outcome::OutOfScope { .. } => unreachable!("the index never puts a trace out of scope"),
+            Outcome::ScenarioInvalid {
+                scenario, problems, ..
+            } => {
+                let message = pipeline::scenario_invalid_message(scenario, problems);
+                return Err(NotJudged::ScenarioInvalid(message));
+            }
+            // Without a scenario a trace is compared on its behaviour alone.
+            Outcome::UnknownScenario(read) => {
+                let facts = oracle::Facts::new(&read.parsed.trace);
+                let behaviour = Behaviour::from_facts(&facts, &[]);
+                let id = read.parsed.trace.header.scenario.to_string();
+                (id, read, Vec::new(), behaviour)
+            }
+            Outcome::Judged {
+                scenario,
+                read,
+                judgement,
+            } => {
+                let Some(behaviour) = judgement.behaviour else {
+                    unreachable!("asked for")
+                };
+                (scenario.id.clone(), read, judgement.results, behaviour)
+            }
+        };
+    let header = &read.parsed.trace.header;
     Ok(JudgedTrace {
-        scenario: scenario.map_or_else(|| header.scenario.to_string(), |s| s.id.clone()),
+        scenario,
         case: header.case.to_string(),
         trial: header.trial.as_ref().map(|t| t.as_str().to_owned()),
-        content_hash: seal.content_hash.clone(),
+        content_hash: read.seal.content_hash.clone(),
         behaviour,
         results,
     })

@@ -171,3 +171,138 @@ pub fn compare(
         approved_usage,
     }
 }
+
+/// A trace file verified and parsed.
+#[derive(Debug)]
+pub struct ReadTrace<'f> {
+    /// The verified seal (its hash is the trace's identity).
+    pub seal: Seal,
+    /// The parsed trace, priced.
+    pub parsed: ParsedTrace<'f>,
+}
+
+/// What the scenario look-up of a trace found (by the header's scenario id).
+pub enum Lookup<'s> {
+    /// Outside the run's filters or partition share: not judged, no row.
+    OutOfScope,
+    /// No loaded scenario has the id.
+    Unknown,
+    /// The scenario, with what keeps it from being judged (quality-gate problems, a duplicate
+    /// id); judged only when `problems` is empty.
+    Found {
+        /// The scenario.
+        scenario: &'s Scenario,
+        /// Why it cannot be judged.
+        problems: &'s [String],
+    },
+}
+
+/// What the one sequencer made of a trace file: every command (`check`, scripted traces,
+/// `diff`, `explain`) maps this to its own output, and none orders the steps itself.
+// Made once per trace and moved once into its caller's output: boxing the judged variant would
+// cost an allocation per trace for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Outcome<'f, 's> {
+    /// The file does not open, its seal does not hold, or its body does not parse. `seal` is
+    /// the seal when it held (the body did not parse).
+    Unreadable {
+        /// Why.
+        error: TraceError,
+        /// The seal, when it held.
+        seal: Option<Seal>,
+    },
+    /// The trace belongs to a scenario outside the run's filters or partition share: not
+    /// judged, no row (its seal still identifies it in the suite's fingerprint).
+    OutOfScope {
+        /// The verified seal.
+        seal: Seal,
+    },
+    /// The trace names a scenario no loaded file defines.
+    UnknownScenario(ReadTrace<'f>),
+    /// The trace's scenario has problems that keep it from being judged.
+    ScenarioInvalid {
+        /// The scenario.
+        scenario: &'s Scenario,
+        /// Its problems.
+        problems: &'s [String],
+        /// The trace.
+        read: ReadTrace<'f>,
+    },
+    /// Judged against its scenario.
+    Judged {
+        /// The scenario.
+        scenario: &'s Scenario,
+        /// The trace.
+        read: ReadTrace<'f>,
+        /// The oracle results, verdict and (asked for) behaviour.
+        judgement: Judgement,
+    },
+}
+
+impl<'f> Outcome<'f, '_> {
+    /// An outcome for a file that did not open.
+    pub fn unopened(error: TraceError) -> Self {
+        Outcome::Unreadable { error, seal: None }
+    }
+
+    /// The verified and parsed trace, unless it was unreadable.
+    pub fn read(&self) -> Option<&ReadTrace<'f>> {
+        match self {
+            Outcome::Unreadable { .. } | Outcome::OutOfScope { .. } => None,
+            Outcome::UnknownScenario(read)
+            | Outcome::ScenarioInvalid { read, .. }
+            | Outcome::Judged { read, .. } => Some(read),
+        }
+    }
+}
+
+/// The one sequencer: verifies `file`'s seal, parses it, looks its scenario up with `lookup`,
+/// and judges it when the scenario can be, making the
+/// normalised behaviour `with_behaviour`. Comparing with the approved baseline is the caller's
+/// next step ([`compare`]): `check` does not compare a trial alone.
+pub fn judge_file<'f, 's>(
+    file: &'f TraceFile,
+    opts: &JudgeOptions,
+    with_behaviour: bool,
+    lookup: impl FnOnce(&str) -> Lookup<'s>,
+) -> Outcome<'f, 's> {
+    let seal = match file.verify_seal(opts.require_sealed) {
+        Ok(seal) => seal,
+        Err(error) => return Outcome::Unreadable { error, seal: None },
+    };
+    let parsed = match parse(file, &seal, opts) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            let seal = Some(seal);
+            return Outcome::Unreadable { error, seal };
+        }
+    };
+    let read = ReadTrace { seal, parsed };
+    match lookup(&read.parsed.trace.header.scenario) {
+        Lookup::OutOfScope => Outcome::OutOfScope { seal: read.seal },
+        Lookup::Unknown => Outcome::UnknownScenario(read),
+        Lookup::Found { scenario, problems } if !problems.is_empty() => Outcome::ScenarioInvalid {
+            scenario,
+            problems,
+            read,
+        },
+        Lookup::Found { scenario, .. } => {
+            let judgement = judge(scenario, &read.parsed.trace, with_behaviour);
+            Outcome::Judged {
+                scenario,
+                read,
+                judgement,
+            }
+        }
+    }
+}
+
+/// The message of a scenario that cannot be judged, the same in every command.
+pub fn scenario_invalid_message(scenario: &Scenario, problems: &[String]) -> String {
+    format!(
+        "`{}`: {}",
+        display_path(&scenario.file),
+        problems.join("; ")
+    )
+}

@@ -59,7 +59,7 @@ pub(crate) fn mark_seen(entry: Option<&Entry>) {
 /// Indexes the loaded scenarios: scope by the selection, problems by the quality gates and
 /// duplicate ids, secrets by `secret_files` (display paths of scenario files holding one).
 pub(crate) fn index_scenarios<'s>(
-    scenarios: &'s [Scenario],
+    scenarios: impl IntoIterator<Item = &'s Scenario>,
     selection: &Selection,
     secret_files: &HashSet<&str>,
     lookup_files: &[Utf8PathBuf],
@@ -69,7 +69,7 @@ pub(crate) fn index_scenarios<'s>(
     let lookup: HashSet<&Utf8PathBuf> = lookup_files.iter().collect();
     // The run's own scenarios first, so that a look-up scenario never shadows one of them.
     let (own, looked_up): (Vec<&Scenario>, Vec<&Scenario>) =
-        scenarios.iter().partition(|s| !lookup.contains(&s.file));
+        (scenarios.into_iter()).partition(|s| !lookup.contains(&s.file));
     for s in own.into_iter().chain(looked_up) {
         let key = s.id.to_lowercase();
         let is_lookup = lookup.contains(&s.file);
@@ -112,6 +112,71 @@ pub(crate) fn index_scenarios<'s>(
         }
     }
     entries
+}
+
+/// Loaded scenarios indexed by id as a run indexes them, with the problems (quality gates,
+/// duplicate ids) that keep each from being judged: what `explain` and `diff` judge a trace
+/// against, so that they say of it what `check` says.
+pub struct ScenarioIndex<'s> {
+    entries: Entries<'s>,
+    /// Where the scenarios were looked for, named in the message of an unknown one.
+    looked_in: Vec<String>,
+}
+
+impl<'s> ScenarioIndex<'s> {
+    /// Indexes `scenarios`; two with one id are both a problem, as in `check`.
+    pub fn new(scenarios: impl IntoIterator<Item = &'s Scenario>) -> Self {
+        let entries = index_scenarios(scenarios, &Selection::default(), &HashSet::new(), &[]);
+        Self {
+            entries,
+            looked_in: Vec::new(),
+        }
+    }
+
+    /// Names `roots` as where the scenarios were looked for (as `check` names its suite's roots).
+    pub fn looked_in(mut self, roots: &[Utf8PathBuf]) -> Self {
+        self.looked_in = roots.iter().map(|r| format!("`{r}`")).collect();
+        self
+    }
+
+    /// The scenario of id `id` (matched case-insensitively).
+    pub fn get(&self, id: &str) -> Option<&'s Scenario> {
+        entry_of(&self.entries, id).map(|e| e.scenario)
+    }
+
+    /// What judging a trace naming scenario `id` finds.
+    pub fn lookup(&self, id: &str) -> super::pipeline::Lookup<'_> {
+        match entry_of(&self.entries, id) {
+            None => super::pipeline::Lookup::Unknown,
+            Some(e) => super::pipeline::Lookup::Found {
+                scenario: e.scenario,
+                problems: &e.problems,
+            },
+        }
+    }
+
+    /// Why a trace shown as `shown` naming scenario `id` could not be judged: no loaded
+    /// scenario has it (with the closest id, and where they were looked for).
+    pub fn unknown_message(&self, shown: &str, id: &str) -> String {
+        let mut message = unknown_scenario_message(shown, id, &self.entries);
+        if !self.looked_in.is_empty() {
+            message.push_str(&format!(" (looked in {})", self.looked_in.join(", ")));
+        }
+        message
+    }
+}
+
+/// The message of a trace whose scenario no loaded file defines, with the closest id.
+pub(crate) fn unknown_scenario_message(shown: &str, id: &str, entries: &Entries<'_>) -> String {
+    let mut known: Vec<&str> = entries.values().map(|e| e.scenario.id.as_str()).collect();
+    known.sort_unstable();
+    let hint = match crate::oracle::registry::closest(id, known) {
+        Some(id) => format!("did you mean `{id}`? Or give"),
+        None => "give".to_owned(),
+    };
+    format!(
+        "`{shown}` names scenario `{id}`, which no loaded scenario file defines; {hint} the directory holding its scenario file with `--scenarios DIR`"
+    )
 }
 
 /// A note for each look-up scenario a trace named: where it was found.

@@ -6,8 +6,8 @@ use camino::Utf8PathBuf;
 
 use super::baselines::Pending;
 use super::judging::Outputs;
-use super::pipeline::{self, BaselinePolicy};
-use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
+use super::pipeline::{self, BaselinePolicy, Lookup, Outcome};
+use super::plan::{Entries, Entry, entry_of, out_of_scope_of, unknown_scenario_message};
 use super::{CheckOptions, error_chain};
 use crate::paths::display_path;
 use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
@@ -43,10 +43,11 @@ fn attribute(
     row.case = Some(claimed.1);
 }
 
-/// Judges one trace file, opened (or not) already. `None` when the trace belongs to a scenario
-/// outside the filters. `out` receives the trace's content hash whenever its seal holds, in
-/// scope or not (a partitioned run fingerprints its whole suite by them), and the pending
-/// baseline file its comparison calls for.
+/// Judges one trace file, opened (or not) already, by mapping the one sequencer's
+/// [`Outcome`] to a row. `None` when the trace belongs to a scenario outside the filters. `out`
+/// receives the trace's content hash whenever its seal holds, in scope or not (a partitioned
+/// run fingerprints its whole suite by them), and the pending baseline file its comparison
+/// calls for.
 pub(crate) fn judge_opened(
     path: &Utf8PathBuf,
     opened: Result<TraceFile, TraceError>,
@@ -74,16 +75,27 @@ pub(crate) fn judge_opened(
         let entry = entry_of(entries, scenario);
         (!out_of_scope_of(scenario, entry, &opts.selection)).then_some(entry)
     };
-    let verified = file.verify_seal(opts.judging.require_sealed);
-    // The seal's hash is the trace's identity even when the body does not parse.
-    if let Ok(seal) = &verified {
-        out.identity = Some(seal.content_hash.clone());
-    }
-    let judged =
-        verified.and_then(|seal| pipeline::parse(&file, &seal, &opts.judging).map(|p| (seal, p)));
-    let (seal, parsed) = match judged {
-        Ok(x) => x,
-        Err(e) => {
+    let mut found = None;
+    let lookup = |id: &str| match in_scope(id) {
+        None => Lookup::OutOfScope,
+        Some(None) => Lookup::Unknown,
+        Some(Some(entry)) => {
+            found = Some(entry);
+            Lookup::Found {
+                scenario: entry.scenario,
+                problems: &entry.problems,
+            }
+        }
+    };
+    let outcome = pipeline::judge_file(&file, &opts.judging, policy.is_some(), lookup);
+    let read = match &outcome {
+        Outcome::OutOfScope { seal } => {
+            out.identity = Some(seal.content_hash.clone());
+            return None;
+        }
+        Outcome::Unreadable { error, seal } => {
+            // The seal's hash is the trace's identity even when the body does not parse.
+            out.identity = seal.as_ref().map(|s| s.content_hash.clone());
             // Attribute what the first line claims, so the row names its scenario and its
             // approved baseline is not mistaken for obsolete.
             if let Some(claimed) = probe_header(&file.bytes) {
@@ -93,65 +105,65 @@ pub(crate) fn judge_opened(
                 return None;
             }
             row.privacy = secrets();
-            return Some(fail(row, &e));
+            return Some(fail(row, error));
         }
+        Outcome::UnknownScenario(read)
+        | Outcome::ScenarioInvalid { read, .. }
+        | Outcome::Judged { read, .. } => read,
     };
-    let header = &parsed.trace.header;
-    let entry = in_scope(&header.scenario)?;
+    let (seal, header) = (&read.seal, &read.parsed.trace.header);
+    out.identity = Some(seal.content_hash.clone());
     row.privacy = secrets();
     attribute(
         &mut row,
-        entry.map(|e| e.scenario),
+        found.map(|e| e.scenario),
         (header.scenario.to_string(), header.case.to_string()),
         policy,
     );
     row.trial = header.trial.as_ref().map(|t| t.as_str().to_owned());
     row.content_hash = Some(seal.content_hash.clone());
     row.sealed = Some(seal.sealed);
-    row.warnings = parsed.warnings.clone();
-    if let Some(problem) = (out.signature.take()).and_then(|s| signature_problem(s, header, &seal))
-    {
+    row.warnings = read.parsed.warnings.clone();
+    if let Some(problem) = (out.signature.take()).and_then(|s| signature_problem(s, header, seal)) {
         let message = format!("`{shown}` {problem}");
         set_error(&mut row, RowErrorKind::Signature, message, None);
         return Some(row);
     }
-    let Some(entry) = entry else {
-        let mut known: Vec<&str> = entries.values().map(|e| e.scenario.id.as_str()).collect();
-        known.sort_unstable();
-        let hint = match crate::oracle::registry::closest(&header.scenario, known) {
-            Some(id) => format!("did you mean `{id}`? Or give"),
-            None => "give".to_owned(),
-        };
-        let message = format!(
-            "`{shown}` names scenario `{}`, which no loaded scenario file defines; {hint} the directory holding its scenario file with `--scenarios DIR`",
-            header.scenario
-        );
-        set_error(&mut row, RowErrorKind::UnknownScenario, message, Some(1));
-        return Some(row);
+    let (scenario, read, judgement) = match outcome {
+        Outcome::Unreadable { .. } | Outcome::OutOfScope { .. } => unreachable!("mapped above"),
+        Outcome::UnknownScenario(read) => {
+            let id = &read.parsed.trace.header.scenario;
+            let message = unknown_scenario_message(&shown, id, entries);
+            set_error(&mut row, RowErrorKind::UnknownScenario, message, Some(1));
+            return Some(row);
+        }
+        Outcome::ScenarioInvalid {
+            scenario, problems, ..
+        } => {
+            let message = pipeline::scenario_invalid_message(scenario, problems);
+            set_error(&mut row, RowErrorKind::ScenarioInvalid, message, None);
+            return Some(row);
+        }
+        Outcome::Judged {
+            scenario,
+            read,
+            judgement,
+        } => (scenario, read, judgement),
     };
-    if !entry.problems.is_empty() {
-        let message = format!(
-            "`{}`: {}",
-            display_path(&entry.scenario.file),
-            entry.problems.join("; ")
-        );
-        set_error(&mut row, RowErrorKind::ScenarioInvalid, message, None);
-        return Some(row);
-    }
-    let trial = header.trial.is_some();
+    let header = &read.parsed.trace.header;
     let (pending, behaviour) = judge_into(
         &mut row,
-        entry.scenario,
-        &parsed.trace,
+        (scenario, judgement),
+        &read.parsed.trace,
         &header.case,
-        &seal.content_hash,
+        &read.seal.content_hash,
         opts,
-        trial,
+        header.trial.is_some(),
     );
     out.pending = pending;
     out.behaviour = behaviour.map(|b| (shown.clone(), b));
     // A secret the scan found is never shown in full, wherever the row is rendered.
-    if !row.privacy.is_empty() || entry.secrets {
+    if !row.privacy.is_empty() || found.is_some_and(|e| e.secrets) {
         crate::privacy::mask::mask_row(&mut row, waived);
     }
     Some(row)
@@ -231,30 +243,38 @@ pub(crate) fn judge_scripted(
         require_sealed: true,
         ..opts.judging.clone()
     };
-    let (seal, parsed) = match pipeline::verify_and_parse(&file, &judging) {
-        Ok(x) => x,
-        Err(e) => {
-            set_error(&mut row, e.kind(), error_chain(&e), e.line());
+    let lookup = |_: &str| Lookup::Found {
+        scenario,
+        problems: &entry.problems,
+    };
+    let outcome = pipeline::judge_file(&file, &judging, opts.baselines.policy().is_some(), lookup);
+    if let Some(read) = outcome.read() {
+        row.content_hash = Some(read.seal.content_hash.clone());
+        row.sealed = Some(true);
+    }
+    let (read, judgement) = match outcome {
+        Outcome::Unreadable { error, .. } => {
+            set_error(&mut row, error.kind(), error_chain(&error), error.line());
             return Some((row, None));
         }
+        Outcome::UnknownScenario(_) | Outcome::OutOfScope { .. } => {
+            unreachable!("the script's scenario is its own")
+        }
+        Outcome::ScenarioInvalid { problems, .. } => {
+            let message = pipeline::scenario_invalid_message(scenario, problems);
+            set_error(&mut row, RowErrorKind::ScenarioInvalid, message, None);
+            return Some((row, None));
+        }
+        Outcome::Judged {
+            read, judgement, ..
+        } => (read, judgement),
     };
-    row.content_hash = Some(seal.content_hash.clone());
-    row.sealed = Some(true);
-    if !entry.problems.is_empty() {
-        set_error(
-            &mut row,
-            RowErrorKind::ScenarioInvalid,
-            format!("`{shown}`: {}", entry.problems.join("; ")),
-            None,
-        );
-        return Some((row, None));
-    }
     let (pending, _) = judge_into(
         &mut row,
-        scenario,
-        &parsed.trace,
+        (scenario, judgement),
+        &read.parsed.trace,
         "scripted",
-        &seal.content_hash,
+        &read.seal.content_hash,
         opts,
         false,
     );
@@ -264,14 +284,14 @@ pub(crate) fn judge_scripted(
     Some((row, pending))
 }
 
-/// Judges a parsed trace into `row` through the pipeline: oracle results and verdict, the
+/// Maps a parsed trace's judgement into `row`: oracle results and verdict, the
 /// cited events of a failure, and drift from the approved baseline of (scenario, `case`).
 /// Returns the pending baseline file the comparison calls for (off CI). A `trial` trace is not
 /// compared: its behaviour is returned for the case stage, which knows whether the case is a
 /// set.
 fn judge_into(
     row: &mut ResultRow,
-    scenario: &Scenario,
+    (scenario, judged): (&Scenario, pipeline::Judgement),
     trace: &crate::trace::Trace<'_>,
     case: &str,
     content_hash: &str,
@@ -279,7 +299,6 @@ fn judge_into(
     trial: bool,
 ) -> (Option<Pending>, Option<crate::baseline::Behaviour>) {
     let policy = opts.baselines.policy();
-    let judged = pipeline::judge(scenario, trace, policy.is_some());
     row.oracles = judged.results;
     row.verdict = judged.verdict;
     row.usage = Some(crate::report::usage::RunUsage::of(trace));

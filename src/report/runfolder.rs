@@ -86,10 +86,12 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
         oracles: r.oracles.clone(),
         drift: r.drift.clone(),
         events: r.cited_events.clone(),
-        unknown_scenario: r
-            .error
-            .as_ref()
-            .is_some_and(|e| e.category == super::RowErrorKind::UnknownScenario),
+        not_judged: r.error.as_ref().is_some_and(|e| {
+            matches!(
+                e.category,
+                super::RowErrorKind::UnknownScenario | super::RowErrorKind::ScenarioInvalid
+            )
+        }),
     }
 }
 

@@ -30,6 +30,7 @@ mod reports;
 mod scale;
 mod scores;
 mod seal;
+mod sequencer;
 mod signing;
 mod trials;
 mod trust;
