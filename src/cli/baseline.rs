@@ -343,11 +343,11 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let dir = &args.dir.baselines;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
-    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
     let opts = CheckOptions {
         selection: Selection {
             scenarios: args.scenarios.clone(),
-            whole_suite: crate::discover::covers_suite_roots(&args.paths),
+            whole_suite: crate::discover::covers_suite_roots(&args.suite.paths),
             ..Selection::default()
         },
         judging: JudgeOptions {
@@ -370,7 +370,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         },
         ..CheckOptions::default()
     };
-    let report = check(&found, &args.paths, &opts)?;
+    let report = check(&found, &args.suite.paths, &opts)?;
     // Every baseline is approved from a pending file this run wrote, or none is.
     if !report.failed_writes.is_empty() {
         let failed: Vec<&str> = report

@@ -23,6 +23,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::{CheckArgs, CheckFormatArg, StatusLevelArg};
 use super::ci::is_ci;
+use super::options::Resolved;
 use super::{exit, options};
 
 /// The largest `report.json` `--last-failed` reads.
@@ -133,7 +134,11 @@ impl LastRun {
 }
 
 /// Runs `check`; `Err` means exit 2.
-pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &CheckArgs,
+    resolved: &Resolved,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let under_ci = is_ci(&args.ci);
     if args.last_failed && under_ci {
         bail!(
@@ -147,7 +152,7 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         None
     };
     let mut left_out = 0;
-    let baselines = options::baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
+    let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
     let signing = &args.signing;
     let trusted = (signing.require_signed)
         .then(|| super::sign::trusted(signing.trusted_keys.as_deref(), "`--require-signed`"))
@@ -178,11 +183,11 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                     })
                 })
             });
-            let found = discover(&args.paths, &args.scenario_dirs);
+            let found = discover(&args.suite.paths, &args.suite.scenario_dirs);
             (found, cache_file.and_then(|h| h.join().ok()))
         });
         let mut found = found?;
-        found.look_up_in(&options::suite_roots());
+        found.look_up_in(resolved.suite_roots());
         if let Some(last) = &last_run {
             let before = found.trace_files.len();
             let limits = args.judging.limits.limits();
@@ -196,14 +201,14 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             left_out = before - found.trace_files.len();
         }
         let discovered = started.elapsed();
-        let bar = progress_bar(found.trace_files.len());
+        let bar = progress_bar(found.trace_files.len(), resolved.use_progress());
         let stats = Arc::new(CheckStats::default());
         let opts = CheckOptions {
             selection: Selection {
                 scenarios: args.scenarios.clone(),
                 tags: args.tags.clone(),
                 partition: args.partition,
-                whole_suite: crate::discover::covers_suite_roots(&args.paths),
+                whole_suite: crate::discover::covers_suite_roots(&args.suite.paths),
                 scripted: args.scripted,
                 rerun: last_run.as_ref().map(|l| l.passed_scenarios.clone()),
             },
@@ -227,8 +232,8 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             },
             signatures: signatures.clone(),
         };
-        let mut searched = args.paths.clone();
-        searched.extend(args.scenario_dirs.iter().cloned());
+        let mut searched = args.suite.paths.clone();
+        searched.extend(args.suite.scenario_dirs.iter().cloned());
         let report = check_with_cache_file(&found, &searched, &opts, cache_file)?;
         if let Some(b) = &bar {
             b.finish_and_clear();
@@ -310,7 +315,13 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     } else {
         args.status_level.map(status_level)
     };
-    render(args.format, &report, rows, args.quiet, out)?;
+    render(
+        args.format,
+        &report,
+        rows,
+        (args.quiet, resolved.use_color()),
+        out,
+    )?;
     // In GitHub Actions, the annotations come with the Markdown summary on the job's page.
     if args.format == CheckFormatArg::Github {
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
@@ -435,13 +446,13 @@ pub(super) fn render(
     format: CheckFormatArg,
     report: &crate::report::Report,
     rows: Option<StatusLevel>,
-    quiet: bool,
+    (quiet, color): (bool, bool),
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     match format {
         CheckFormatArg::Human => {
             let opts = HumanOptions {
-                color: options::use_color(),
+                color,
                 rows: rows.unwrap_or_else(|| StatusLevel::for_run(report.summary.traces)),
                 quiet,
             };
@@ -455,9 +466,9 @@ pub(super) fn render(
 }
 
 /// A progress bar on stderr for long runs on a terminal; none otherwise.
-fn progress_bar(traces: usize) -> Option<ProgressBar> {
+fn progress_bar(traces: usize, on_terminal: bool) -> Option<ProgressBar> {
     const LONG_RUN: usize = 500;
-    if traces < LONG_RUN || !options::use_progress() {
+    if traces < LONG_RUN || !on_terminal {
         return None;
     }
     let bar = ProgressBar::with_draw_target(Some(traces as u64), ProgressDrawTarget::stderr());

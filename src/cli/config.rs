@@ -423,15 +423,11 @@ impl Config {
         out
     }
 
-    /// Sets what the file says as process-wide defaults: the suite's roots, and the baselines
-    /// directory used when `--baselines` is not given.
-    pub(super) fn set_defaults(&self) {
-        if let Some(p) = &self.paths {
-            super::options::set_suite_roots(p.clone());
-        }
-        if let Some(b) = &self.baselines {
-            super::options::set_default_baselines(b.clone());
-        }
+    /// What the file says that is no argument of every command: the suite's roots (where a
+    /// trace's scenario is looked up), and the baselines directory used when `--baselines` is
+    /// not given.
+    pub(super) fn defaults(&self) -> (Option<Vec<Utf8PathBuf>>, Option<Utf8PathBuf>) {
+        (self.paths.clone(), self.baselines.clone())
     }
 
     /// `tracereplay config`: the settings `check` runs with, and where each came from.

@@ -22,7 +22,11 @@ use super::args::{DiffArgs, DriftArg, FormatArg};
 use super::{exit, options};
 
 /// Runs `diff`; `Err` means exit 2.
-pub(super) fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &DiffArgs,
+    resolved: &options::Resolved,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let mut report = match (&args.from, &args.to) {
         (Some(old), Some(new)) => {
             let mut report = between(old, new, args)?;
@@ -37,7 +41,7 @@ pub(super) fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             }
             report
         }
-        _ => against_baselines(args)?,
+        _ => against_baselines(args, resolved)?,
     };
     // Drift shows arguments and answers: a secret among them is never shown in full.
     let waived = options::waived();
@@ -45,7 +49,7 @@ pub(super) fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         e.drift.iter_mut().for_each(|d| mask_drift(d, &waived));
     }
     match args.format {
-        FormatArg::Human => report.render_human(options::use_color(), out)?,
+        FormatArg::Human => report.render_human(resolved.use_color(), out)?,
         FormatArg::Json => report.render_json(out)?,
     }
     Ok(if !report.errors.is_empty() {
@@ -57,9 +61,9 @@ pub(super) fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     })
 }
 
-fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
+fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::Result<DiffReport> {
     // `diff` only reads: no pending file is written.
-    let baselines = options::baselines(&args.drift, args.baselines.as_deref(), false)?;
+    let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), false)?;
     match baselines {
         Baselines::Compared { .. } => {}
         Baselines::Ignored => bail!("`diff` with `--drift ignore` has nothing to compare"),
@@ -68,7 +72,7 @@ fn against_baselines(args: &DiffArgs) -> anyhow::Result<DiffReport> {
         ),
     }
     let mut found = discover(&args.paths, &args.scenario_dirs)?;
-    found.look_up_in(&options::suite_roots());
+    found.look_up_in(resolved.suite_roots());
     let opts = CheckOptions {
         selection: Selection {
             whole_suite: crate::discover::covers_suite_roots(&args.paths),

@@ -17,17 +17,21 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::ExplainArgs;
 use super::exit;
-use super::options::{self, ALLOW_FILE, use_color};
+use super::options::{self, ALLOW_FILE, Resolved};
 
 /// The largest evidence file `explain --last` reads (one failing trace's results and cited
 /// events: far below a trace's own limit).
 const MAX_EVIDENCE_BYTES: u64 = 256 << 20;
 
 /// Runs `explain`; `Err` means exit 2.
-pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &ExplainArgs,
+    resolved: &Resolved,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     // With no target, `explain` explains the newest run's failures.
     if args.last || args.target.is_none() {
-        return last(args, out);
+        return last(args, resolved.use_color(), out);
     }
     let target = args.target.as_deref().unwrap_or_default();
     let as_path = Utf8Path::new(target);
@@ -46,7 +50,7 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let index = ScenarioIndex::new(&loaded.scenarios).looked_in(&found.roots);
     // The same judging and drift options as `check`, so both say the same of a trace.
-    let baselines = options::baselines(&args.drift, args.baselines.as_deref(), false)?;
+    let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), false)?;
     let judging = options::judging(&args.judging)?;
     let limits = judging.limits;
     let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
@@ -98,12 +102,12 @@ pub(super) fn run(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32
         unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
         mask_explanation(&mut e, &waived);
-        render(&e, use_color(), out)?;
+        render(&e, resolved.use_color(), out)?;
     }
     Ok(if unknown { exit::ERROR } else { exit::OK })
 }
 
-fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+fn last(args: &ExplainArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
     let Some(run) = latest_run(&args.runs) else {
         diag!(
             "error: no run folder under `{}`; write one with `tracereplay check --artifacts`",
@@ -143,9 +147,9 @@ fn last(args: &ExplainArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     for e in &explained {
         if full {
             writeln!(out, "\n{}", "─".repeat(60))?;
-            render(e, use_color(), out)?;
+            render(e, color, out)?;
         } else {
-            render_headline(e, use_color(), out)?;
+            render_headline(e, color, out)?;
         }
     }
     if !full && !explained.is_empty() {

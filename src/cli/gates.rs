@@ -85,9 +85,9 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             args.min_strength
         );
     }
-    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
-    let searched: Vec<String> = (args.paths.iter().chain(&args.scenario_dirs))
+    let searched: Vec<String> = (args.suite.paths.iter().chain(&args.suite.scenario_dirs))
         .map(|p| crate::paths::display_path(p))
         .collect();
     let mut problems = check_gates(&loaded, &searched.join("`, `"));
@@ -245,7 +245,7 @@ fn strengths(
         },
         ..CheckOptions::default()
     };
-    let report = check(found, &args.paths, &opts)?;
+    let report = check(found, &args.suite.paths, &opts)?;
     let mut passing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for row in report
         .results

@@ -17,7 +17,7 @@ use super::options::ALLOW_FILE;
 
 /// Runs `lint`; `Err` means exit 2.
 pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let found = discover(&args.paths, &args.scenario_dirs)?;
+    let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
     if found.trace_files.is_empty()
         && found.scenario_files.is_empty()
         && found.suite_files.is_empty()

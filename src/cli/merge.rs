@@ -10,7 +10,11 @@ use super::args::MergeArgs;
 use super::exit;
 
 /// Runs `merge`; `Err` means exit 2.
-pub(super) fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &MergeArgs,
+    resolved: &super::options::Resolved,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
     for path in &args.reports {
         // Read through a buffer: a share's report is parsed (and its rows encoded) as it is
@@ -49,7 +53,13 @@ pub(super) fn run(args: &MergeArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         write_atomic_streaming(path, &mut |out| report::html::render(&merged, &ctx, out))
             .with_context(|| format!("cannot write `{path}`"))?;
     }
-    super::check::render(args.format, &merged, None, false, out)?;
+    super::check::render(
+        args.format,
+        &merged,
+        None,
+        (false, resolved.use_color()),
+        out,
+    )?;
     Ok(if merged.is_failure() {
         exit::FAILURE
     } else {

@@ -79,8 +79,7 @@ pub fn main() -> i32 {
             Err(e) => e.exit(),
         }
     };
-    options::set_color(parsed.color);
-    project.set_defaults();
+    let resolved = options::Resolved::from(&parsed, &project);
     if matches!(parsed.command, Command::Config) {
         let c = project;
         // Paths from the file and the working directory are shown with control characters
@@ -97,7 +96,9 @@ pub fn main() -> i32 {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match run(&parsed, &mut out).and_then(|c| out.flush().map(|()| c).map_err(Into::into)) {
+    match run(&parsed, &resolved, &mut out)
+        .and_then(|c| out.flush().map(|()| c).map_err(Into::into))
+    {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => exit::OK,
         Err(e) => {
@@ -116,21 +117,22 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Runs a parsed command line, writing results to `out`; `Err` means exit 2.
-pub fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+/// Runs a parsed command line with the settings resolved from it and the project file, writing
+/// results to `out`; `Err` means exit 2.
+fn run(cli: &Cli, resolved: &options::Resolved, out: &mut dyn Write) -> anyhow::Result<i32> {
     match &cli.command {
-        Command::Check(a) => check::run(a, out),
+        Command::Check(a) => check::run(a, resolved, out),
         Command::Pack(a) => pack::run(a, out),
         Command::Cat(a) => cat::run(a, out),
         Command::Verify(a) => verify::run(a, out),
         Command::Sign(a) => sign::run_sign(a, out),
         Command::VerifyAttestation(a) => sign::run_verify_attestation(a, out),
-        Command::Diff(a) => diff::run(a, out),
-        Command::Explain(a) => explain::run(a, out),
+        Command::Diff(a) => diff::run(a, resolved, out),
+        Command::Explain(a) => explain::run(a, resolved, out),
         Command::Gates(a) => gates::run(a, out),
         Command::Lint(a) => lint::run(a, out),
         Command::Ingest(a) => ingest::run(a, out),
-        Command::Merge(a) => merge::run(a, out),
+        Command::Merge(a) => merge::run(a, resolved, out),
         Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, out),

@@ -34,74 +34,104 @@ pub(super) fn judging(args: &JudgingArgs) -> anyhow::Result<JudgeOptions> {
     })
 }
 
-/// The baselines directory in force: an explicit `--baselines DIR` must exist; the default
-/// `baselines/` is used when present and otherwise means "no comparison".
-pub(super) fn resolve_baselines(
-    explicit: Option<&Utf8Path>,
-) -> anyhow::Result<Option<Utf8PathBuf>> {
-    let default = DEFAULT_BASELINES
-        .get()
-        .cloned()
-        .unwrap_or_else(|| "baselines".into());
-    match explicit {
-        Some(dir) if !dir.is_dir() => {
-            bail!("the baselines directory `{dir}` given with `--baselines` does not exist")
+/// The settings every command runs with, resolved once from the command line and the project
+/// file before any command runs (ripgrep's high-level arguments): no command reads a global,
+/// and none resolves these its own way.
+#[derive(Debug, Clone)]
+pub(super) struct Resolved {
+    /// `--color`.
+    color: ColorArg,
+    /// The baselines directory used when `--baselines` is not given: `baselines/`, or the
+    /// project file's `baselines` (which, like the default, may not exist yet).
+    default_baselines: Utf8PathBuf,
+    /// Where a trace's scenario is looked up when the checked paths do not define it: the
+    /// project file's `paths`, else `traces/`.
+    suite_roots: Vec<Utf8PathBuf>,
+}
+
+impl Resolved {
+    /// Resolves the command line `cli` (already holding the project file's settings as
+    /// arguments) with what of `project` is not an argument.
+    pub(super) fn from(cli: &super::args::Cli, project: &super::config::Config) -> Self {
+        let (paths, baselines) = project.defaults();
+        Self {
+            color: cli.color,
+            default_baselines: baselines.unwrap_or_else(|| "baselines".into()),
+            suite_roots: paths.unwrap_or_else(|| vec![crate::discover::DEFAULT_ROOT.into()]),
         }
-        Some(dir) => Ok(Some(dir.to_owned())),
-        None if default.is_dir() => Ok(Some(default)),
-        None => Ok(None),
     }
-}
 
-/// The baselines directory used when `--baselines` is not given: `baselines/`, or the project
-/// file's `baselines` (which, like the default, may not exist yet).
-static DEFAULT_BASELINES: std::sync::OnceLock<Utf8PathBuf> = std::sync::OnceLock::new();
+    /// The suite's roots ([`Resolved::suite_roots`]).
+    pub(super) fn suite_roots(&self) -> &[Utf8PathBuf] {
+        &self.suite_roots
+    }
 
-static SUITE_ROOTS: std::sync::OnceLock<Vec<Utf8PathBuf>> = std::sync::OnceLock::new();
+    /// The baselines directory in force: an explicit `--baselines DIR` must exist; the default
+    /// is used when present and otherwise means "no comparison".
+    pub(super) fn resolve_baselines(
+        &self,
+        explicit: Option<&Utf8Path>,
+    ) -> anyhow::Result<Option<Utf8PathBuf>> {
+        match explicit {
+            Some(dir) if !dir.is_dir() => {
+                bail!("the baselines directory `{dir}` given with `--baselines` does not exist")
+            }
+            Some(dir) => Ok(Some(dir.to_owned())),
+            None if self.default_baselines.is_dir() => Ok(Some(self.default_baselines.clone())),
+            None => Ok(None),
+        }
+    }
 
-/// Sets the project file's `paths` as the suite's roots.
-pub(super) fn set_suite_roots(paths: Vec<Utf8PathBuf>) {
-    let _ = SUITE_ROOTS.set(paths);
-}
+    /// Whether and how baselines take part: `--drift ignore` turns them off; otherwise the
+    /// directory in force ([`Resolved::resolve_baselines`]) with the drift mode and usage
+    /// tolerance.
+    pub(super) fn baselines(
+        &self,
+        drift: &DriftArgs,
+        explicit_dir: Option<&Utf8Path>,
+        write_pending: bool,
+    ) -> anyhow::Result<Baselines> {
+        let dir = self.resolve_baselines(explicit_dir)?;
+        let mode = match drift.drift {
+            DriftArg::Ignore => return Ok(Baselines::Ignored),
+            DriftArg::Default => DriftMode::Default,
+            DriftArg::Strict => DriftMode::Strict,
+            DriftArg::Warn => DriftMode::Warn,
+        };
+        let Some(dir) = dir else {
+            return Ok(Baselines::Absent);
+        };
+        Ok(Baselines::Compared {
+            policy: BaselinePolicy {
+                store: BaselineStore::new(dir),
+                mode,
+                tolerance: tolerance(drift.usage_tolerance)?,
+                refresh: false,
+                alpha: alpha(drift.alpha)?,
+            },
+            write_pending,
+        })
+    }
 
-/// The suite's roots, where a trace's scenario is looked up when the checked paths do not
-/// define it: the project file's `paths`, else `traces/`.
-pub(super) fn suite_roots() -> Vec<Utf8PathBuf> {
-    (SUITE_ROOTS.get().cloned()).unwrap_or_else(|| vec![crate::discover::DEFAULT_ROOT.into()])
-}
+    /// Colours on standard output: `--color always`/`never`; with `auto`, never with
+    /// `NO_COLOR`, always with `CLICOLOR_FORCE` or `FORCE_COLOR`, else only on a terminal.
+    pub(super) fn use_color(&self) -> bool {
+        match self.color {
+            ColorArg::Always => true,
+            ColorArg::Never => false,
+            ColorArg::Auto if no_color() => false,
+            ColorArg::Auto if env_on("CLICOLOR_FORCE") || env_on("FORCE_COLOR") => true,
+            ColorArg::Auto => std::io::stdout().is_terminal(),
+        }
+    }
 
-/// Sets the project file's baselines directory as the default.
-pub(super) fn set_default_baselines(dir: Utf8PathBuf) {
-    let _ = DEFAULT_BASELINES.set(dir);
-}
-
-/// Whether and how baselines take part: `--drift ignore` turns them off; otherwise the
-/// directory in force ([`resolve_baselines`]) with the drift mode and usage tolerance.
-pub(super) fn baselines(
-    drift: &DriftArgs,
-    explicit_dir: Option<&Utf8Path>,
-    write_pending: bool,
-) -> anyhow::Result<Baselines> {
-    let dir = resolve_baselines(explicit_dir)?;
-    let mode = match drift.drift {
-        DriftArg::Ignore => return Ok(Baselines::Ignored),
-        DriftArg::Default => DriftMode::Default,
-        DriftArg::Strict => DriftMode::Strict,
-        DriftArg::Warn => DriftMode::Warn,
-    };
-    let Some(dir) = dir else {
-        return Ok(Baselines::Absent);
-    };
-    Ok(Baselines::Compared {
-        policy: BaselinePolicy {
-            store: BaselineStore::new(dir),
-            mode,
-            tolerance: tolerance(drift.usage_tolerance)?,
-            refresh: false,
-            alpha: alpha(drift.alpha)?,
-        },
-        write_pending,
-    })
+    /// The progress bar follows the colour rule, but only ever draws on a terminal (stderr):
+    /// never with `--color never` or `NO_COLOR`, and forcing colours never puts it in a log.
+    pub(super) fn use_progress(&self) -> bool {
+        std::io::stderr().is_terminal()
+            && self.color != ColorArg::Never
+            && (self.color == ColorArg::Always || !no_color())
+    }
 }
 
 /// `--usage-tolerance PCT` as a fraction.
@@ -130,14 +160,6 @@ pub(super) fn fail_on(arg: FailOnArg) -> FailOn {
     }
 }
 
-/// The `--color` choice of this process (set once by the command line).
-static COLOR: std::sync::OnceLock<ColorArg> = std::sync::OnceLock::new();
-
-/// Records `--color`.
-pub(super) fn set_color(choice: ColorArg) {
-    let _ = COLOR.set(choice);
-}
-
 /// Whether an environment variable is set to something other than empty, `0` or `false`.
 fn env_on(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| {
@@ -149,27 +171,6 @@ fn env_on(name: &str) -> bool {
 /// Whether `NO_COLOR` is set (to anything non-empty).
 fn no_color() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-}
-
-/// Colours on standard output: `--color always`/`never`; with `auto`, never with `NO_COLOR`,
-/// always with `CLICOLOR_FORCE` or `FORCE_COLOR`, else only on a terminal.
-pub(super) fn use_color() -> bool {
-    match COLOR.get().copied().unwrap_or(ColorArg::Auto) {
-        ColorArg::Always => true,
-        ColorArg::Never => false,
-        ColorArg::Auto if no_color() => false,
-        ColorArg::Auto if env_on("CLICOLOR_FORCE") || env_on("FORCE_COLOR") => true,
-        ColorArg::Auto => std::io::stdout().is_terminal(),
-    }
-}
-
-/// The progress bar follows the colour rule, but only ever draws on a terminal (stderr): never
-/// with `--color never` or `NO_COLOR`, and forcing colours never puts it in a log.
-pub(super) fn use_progress() -> bool {
-    let choice = COLOR.get().copied().unwrap_or(ColorArg::Auto);
-    std::io::stderr().is_terminal()
-        && choice != ColorArg::Never
-        && (choice == ColorArg::Always || !no_color())
 }
 
 /// What stands where a trace is about to be written (by `ingest` or `pack`).

@@ -112,3 +112,27 @@ fn reports_and_baselines_name_files_without_discovery() {
         );
     }
 }
+
+#[test]
+fn the_command_line_keeps_no_settings_in_globals() {
+    // Settings are resolved once into `options::Resolved` and passed to the commands that read
+    // them; a process-wide cell would let a command see another's settings, or none.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut stack = vec![dir];
+    let mut seen = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&p).unwrap();
+            for cell in ["OnceLock", "OnceCell", "LazyLock", "static mut", "thread_local!"] {
+                assert!(!text.contains(cell), "{} holds a `{cell}`", p.display());
+            }
+        }
+    }
+    assert!(seen > 20);
+}

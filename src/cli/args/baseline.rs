@@ -3,7 +3,7 @@
 use camino::Utf8PathBuf;
 use clap::{Args, Subcommand};
 
-use super::{CiArgs, LimitArgs};
+use super::{CiArgs, LimitArgs, SuiteArgs};
 
 /// `baseline` subcommands.
 #[derive(Debug, Subcommand)]
@@ -56,12 +56,9 @@ pub struct AcceptArgs {
 /// `approve` flags.
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// Directories or files holding scenarios and traces.
-    #[arg(value_name = "PATH", default_value = "traces/")]
-    pub paths: Vec<Utf8PathBuf>,
-    /// A harness suite directory of scenarios (repeatable).
-    #[arg(long = "scenarios", value_name = "DIR")]
-    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// The suite: its paths and scenario directories.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
     /// Approve only this scenario id (repeatable).
     #[arg(long = "scenario", value_name = "ID")]
     pub scenarios: Vec<String>,

@@ -3,17 +3,14 @@
 use camino::Utf8PathBuf;
 use clap::Args;
 
-use super::LimitArgs;
+use super::{LimitArgs, SuiteArgs};
 
 /// `gates` flags.
 #[derive(Debug, Args)]
 pub struct GatesArgs {
-    /// Directories or files holding scenarios (and, for `--strength`, their traces).
-    #[arg(value_name = "PATH", default_value = "traces/")]
-    pub paths: Vec<Utf8PathBuf>,
-    /// A harness suite directory of scenarios (repeatable).
-    #[arg(long = "scenarios", value_name = "DIR")]
-    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// The suite: its paths and scenario directories.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
     /// Also measure oracle strength by mutating each passing trace.
     #[arg(long)]
     pub strength: bool,

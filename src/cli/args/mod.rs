@@ -197,15 +197,25 @@ impl SecretsArg {
     }
 }
 
+/// Where a suite is: declared once, for every command that reads a whole suite (`check`,
+/// `gates`, `lint`, `baseline approve`). The project file's `paths` and `scenarios` fill these in
+/// (by their ids) when the command line does not give them.
+#[derive(Debug, Clone, Args)]
+pub struct SuiteArgs {
+    /// Directories or files holding scenarios and traces.
+    #[arg(value_name = "PATH", default_value = "traces/")]
+    pub paths: Vec<Utf8PathBuf>,
+    /// A harness suite directory: every `*.json` in it is a scenario (repeatable).
+    #[arg(long = "scenarios", value_name = "DIR")]
+    pub scenario_dirs: Vec<Utf8PathBuf>,
+}
+
 /// `lint` flags.
 #[derive(Debug, Args)]
 pub struct LintArgs {
-    /// Directories or files holding traces and scenarios.
-    #[arg(value_name = "PATH", default_value = "traces/")]
-    pub paths: Vec<Utf8PathBuf>,
-    /// A harness suite directory of scenarios (repeatable).
-    #[arg(long = "scenarios", value_name = "DIR")]
-    pub scenario_dirs: Vec<Utf8PathBuf>,
+    /// The suite: its paths and scenario directories.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
     /// Admit raw-prompt sidecars.
     #[arg(long)]
     pub allow_raw_prompts: bool,
@@ -340,15 +350,12 @@ pub struct LimitArgs {
 /// `check` flags.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Directories or files holding scenarios and traces.
-    #[arg(value_name = "PATH", default_value = "traces/")]
-    pub paths: Vec<Utf8PathBuf>,
+    /// The suite: its paths and scenario directories.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
     /// Approved baselines directory (default `baselines/`; given explicitly, it must exist).
     #[arg(long, value_name = "DIR")]
     pub baselines: Option<Utf8PathBuf>,
-    /// A harness suite directory: every `*.json` in it is a scenario (repeatable).
-    #[arg(long = "scenarios", value_name = "DIR")]
-    pub scenario_dirs: Vec<Utf8PathBuf>,
     /// Judge only this scenario id (repeatable, case-insensitive).
     #[arg(long = "scenario", value_name = "ID")]
     pub scenarios: Vec<String>,
