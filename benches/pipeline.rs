@@ -161,7 +161,7 @@ fn judge_parsed(b: Bencher, which: &str) {
         parsed
             .iter()
             .map(|t| match which {
-                "all-oracles" => judge(&scenario, t).len(),
+                "all-oracles" => judge(&scenario.oracles, t).len(),
                 "tool-sequence" => judge_oracle(&sequence, &Facts::new(t)).evidence.len(),
                 _ => judge_oracle(&thresholded, &Facts::new(t)).evidence.len(),
             })

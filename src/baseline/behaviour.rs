@@ -530,7 +530,7 @@ mod trace_tests {
         let file = TraceFile::from_bytes("t.trace.ndjson", text, false);
         let seal = file.verify_seal(false).unwrap();
         let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
-        let results = judge(&scenario, &parsed.trace);
+        let results = judge(&scenario.oracles, &parsed.trace);
         let mut baseline = BaselineFile::new(
             &scenario.id,
             "default",

@@ -11,7 +11,6 @@ use crate::eval::{
     error_chain, judge_trace_file,
 };
 use crate::paths::display_path;
-use crate::privacy::mask::mask_drift;
 use crate::report::{RowVerdict, Source};
 use crate::scenario::load_scenarios;
 use anyhow::bail;
@@ -46,7 +45,7 @@ pub(super) fn run(
     // Drift shows arguments and answers: a secret among them is never shown in full.
     let waived = options::waived();
     for e in &mut report.entries {
-        e.drift.iter_mut().for_each(|d| mask_drift(d, &waived));
+        e.drift.iter_mut().for_each(|d| d.mask_secrets(&waived));
     }
     match args.format {
         FormatArg::Human => report.render_human(resolved.use_color(), out)?,

@@ -6,9 +6,9 @@ use std::io::Write;
 
 use crate::discover::discover;
 use crate::eval::ScenarioIndex;
-use crate::eval::explain::{Explanation, explain_trace};
+use crate::eval::explain::explain_trace;
 use crate::privacy::lint::read_allow_file;
-use crate::privacy::mask::mask_explanation;
+use crate::report::explain::Explanation;
 use crate::report::explain::{render, render_headline};
 use crate::report::runfolder::latest_run;
 use crate::scenario::load_scenarios;
@@ -101,7 +101,7 @@ pub(super) fn run(
         let mut e = explain_trace(path, &judging, &index, baselines.policy());
         unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
-        mask_explanation(&mut e, &waived);
+        e.mask_secrets(&waived);
         render(&e, resolved.use_color(), out)?;
     }
     Ok(if unknown { exit::ERROR } else { exit::OK })
@@ -128,7 +128,7 @@ fn last(args: &ExplainArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<
             .map_err(|err| anyhow::anyhow!("cannot read `{path}`: {err}"))?;
         let mut e: Explanation = serde_json::from_slice(&bytes)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;
-        mask_explanation(&mut e, &waived);
+        e.mask_secrets(&waived);
         explained.push(e);
     }
     if let Some(target) = args.target.as_deref() {

@@ -259,7 +259,7 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     let file = TraceFile::from_bytes(trace_path.clone(), sealed.bytes.clone(), true);
     let seal = file.verify_seal(true)?;
     let parsed = parse_trace(&file, &seal, Limits::default())?;
-    let results = judge(&scenario, &parsed.trace);
+    let results = judge(&scenario.oracles, &parsed.trace);
     let baseline = BaselineFile::new(
         &scenario.id,
         "default",

@@ -2,49 +2,16 @@
 //! oracle's verdict, the events, and drift from the approved baseline.
 
 use camino::Utf8Path;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ScenarioIndex;
 use super::pipeline::{self, BaselinePolicy, JudgeOptions, Outcome};
-use crate::diff::DriftFinding;
-use crate::oracle::OracleResult;
 use crate::paths::display_path;
+pub use crate::report::explain::Explanation;
 use crate::trace::TraceFile;
 
-/// Everything `explain` shows about one trace. Also the shape of a run folder's evidence file
-/// (which holds only the cited events).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Explanation {
-    /// The trace file.
-    pub path: String,
-    /// Scenario id (from the scenario, else the header).
-    pub scenario: Option<String>,
-    /// Case.
-    pub case: Option<String>,
-    /// The verified content hash (`null` when the seal does not hold).
-    pub content_hash: Option<String>,
-    /// Whether the trace is sealed.
-    pub sealed: Option<bool>,
-    /// Why the trace could not be judged (integrity failure, malformed…).
-    pub error: Option<String>,
-    /// Every oracle result.
-    #[serde(default)]
-    pub oracles: Vec<OracleResult>,
-    /// Drift from the approved baseline.
-    #[serde(default)]
-    pub drift: Vec<DriftFinding>,
-    /// Events, in order (all of them, or the cited ones in an evidence file).
-    #[serde(default)]
-    pub events: Vec<Value>,
-    /// No loaded scenario has the id the trace names, or its scenario has problems: nothing
-    /// could be judged.
-    #[serde(skip)]
-    pub not_judged: bool,
-}
-
 fn to_values(items: &[crate::trace::Event<'_>]) -> Vec<Value> {
-    items.iter().map(super::row::event_value).collect()
+    items.iter().map(crate::trace::json::event_value).collect()
 }
 
 /// Reads, verifies and judges `path` for an explanation, through the one sequencer and with

@@ -43,7 +43,6 @@ pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, NotJudged, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
 pub use plan::ScenarioIndex;
-pub(crate) use row::event_value;
 pub use store::{RowMeta, Rows};
 
 use crate::discover::Discovered;

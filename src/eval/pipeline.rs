@@ -88,7 +88,7 @@ pub struct Judgement {
 /// normalised behaviour (made only `with_behaviour`).
 pub fn judge(scenario: &Scenario, trace: &Trace<'_>, with_behaviour: bool) -> Judgement {
     let facts = oracle::Facts::new(trace);
-    let results = oracle::judge_facts(scenario, &facts);
+    let results = oracle::judge_facts(&scenario.oracles, &facts);
     let verdict = match oracle::overall(&results) {
         Verdict::Pass => RowVerdict::Pass,
         Verdict::Fail | Verdict::NotEvaluable => RowVerdict::Fail,

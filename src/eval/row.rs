@@ -164,7 +164,7 @@ pub(crate) fn judge_opened(
     out.behaviour = behaviour.map(|b| (shown.clone(), b));
     // A secret the scan found is never shown in full, wherever the row is rendered.
     if !row.privacy.is_empty() || found.is_some_and(|e| e.secrets) {
-        crate::privacy::mask::mask_row(&mut row, waived);
+        row.mask_secrets(waived);
     }
     Some(row)
 }
@@ -279,7 +279,7 @@ pub(crate) fn judge_scripted(
         false,
     );
     if entry.secrets {
-        crate::privacy::mask::mask_row(&mut row, &opts.counting.waived);
+        row.mask_secrets(&opts.counting.waived);
     }
     Some((row, pending))
 }
@@ -343,13 +343,6 @@ pub(crate) fn pending_of(
     })
 }
 
-/// An event as a JSON value, large values summarised ([`crate::trace::json::bounded_value`]).
-pub(crate) fn event_value(e: &crate::trace::Event<'_>) -> serde_json::Value {
-    serde_json::to_string(e).map_or(serde_json::Value::Null, |text| {
-        crate::trace::json::bounded_value(&text)
-    })
-}
-
 /// For a failing row, keeps copies of the events its oracles cite while the trace is in memory,
 /// so a run folder can hold the evidence without the trace.
 fn keep_cited_events(row: &mut ResultRow, trace: &crate::trace::Trace<'_>) {
@@ -365,6 +358,6 @@ fn keep_cited_events(row: &mut ResultRow, trace: &crate::trace::Trace<'_>) {
         .events
         .iter()
         .filter(|e| cited.contains(&e.seq))
-        .map(event_value)
+        .map(crate::trace::json::event_value)
         .collect();
 }

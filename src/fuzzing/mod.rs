@@ -184,7 +184,7 @@ fn read_and_rewrite(stored: Vec<u8>, compressed: bool) -> SealedTrace {
 fn judge_everything(trace: &Trace<'_>) {
     let facts = Facts::new(trace);
     for scenario in probe_scenarios() {
-        let results = oracle::judge_facts(scenario, &facts);
+        let results = oracle::judge_facts(&scenario.oracles, &facts);
         let behaviour = Behaviour::from_facts(&facts, &results);
         assert!(compare(&behaviour, &behaviour, 0.2, DriftMode::Strict).is_empty());
     }
@@ -273,7 +273,7 @@ fn full_trace() -> &'static SealedTrace {
 /// the evaluating thread's stack (see `oracle::expr`), which in the fuzzer's own process would be
 /// reported as a crash of the program under test rather than of tracereplay.
 fn judge_scenario(scenario: &Scenario) {
-    let _ = oracle::misconfigurations(scenario);
+    let _ = oracle::misconfigurations(&scenario.oracles);
     let _ = crate::gates::scenario_problems(scenario);
     let runs_jq = scenario.oracles.iter().any(|o| {
         match (&o.oracle, oracle::registry::lookup(o.type_name())) {
@@ -295,7 +295,7 @@ fn judge_scenario(scenario: &Scenario) {
         events: Vec::new(),
     };
     for trace in [&parsed.trace, &empty] {
-        let results = oracle::judge(scenario, trace);
+        let results = oracle::judge(&scenario.oracles, trace);
         assert!(!results.is_empty(), "every judged trace has a result");
         let _ = oracle::overall(&results);
     }

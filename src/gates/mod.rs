@@ -68,7 +68,7 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
         out.push("no oracles, so it proves nothing; add at least one to `oracles`".to_owned());
     }
     let contract_broken = matches!(s.contract_loaded, Some(Err(_)));
-    for (index, written, message) in misconfigurations(s) {
+    for (index, written, message) in misconfigurations(&s.oracles) {
         if contract_broken && canonical_type(&written) == Some("contract-conformant") {
             continue; // reported once below, as the contract's own problem
         }

@@ -385,7 +385,7 @@ fn weakened(scenario: &Scenario) -> Vec<String> {
 /// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`; `None`
 /// when some oracle could not judge it.
 fn declared_pass(scenario: &Scenario, trace: &Trace<'_>) -> Option<bool> {
-    let results = judge(scenario, trace);
+    let results = judge(&scenario.oracles, trace);
     let declared = || results.iter().filter(|r| r.index.is_some());
     if declared().any(|r| r.could_not_judge() && !r.misconfigured) {
         return None;

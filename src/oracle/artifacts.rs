@@ -7,7 +7,7 @@ use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle};
 use crate::baseline::normalize_artifact_path;
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase};
 

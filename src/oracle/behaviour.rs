@@ -11,7 +11,7 @@ use super::names::ToolSet;
 use super::params;
 use super::result::OracleResult;
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase};
 

@@ -12,7 +12,7 @@ use super::params;
 use super::result::{OracleResult, shorten};
 use super::sequence::{Of, args_mode};
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Json};
 

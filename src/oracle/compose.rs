@@ -15,7 +15,7 @@ use super::registry;
 use super::result::{OracleResult, Verdict};
 use super::turns;
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 
 /// An inner oracle of a composition: its type (for messages) and itself.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,10 +4,10 @@ use serde_json::{Value, json};
 
 use super::approval::Approvals;
 use super::facts::Facts;
+use super::harness_contract::{ActionType, Contract, PlannedAction, normalize_path};
 use super::result::OracleResult;
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
-use crate::scenario::contract::{ActionType, Contract, PlannedAction, normalize_path};
+use crate::oracle::spec::OracleSpec;
 use crate::trace::EventBody;
 use crate::trace::json::eq_ci;
 
@@ -80,7 +80,7 @@ pub fn contract_conformant(contract: &Contract, facts: &Facts<'_, '_>) -> Oracle
 fn violations(contract: &Contract, facts: &Facts<'_, '_>) -> Vec<(Option<u64>, String)> {
     let mut out = Vec::new();
     let approvals = facts.approvals();
-    let all_writes: Vec<&crate::scenario::contract::PathEntry> = contract
+    let all_writes: Vec<&super::harness_contract::PathEntry> = contract
         .planned_actions
         .iter()
         .flat_map(|a| a.write_set.iter())

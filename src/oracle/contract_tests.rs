@@ -31,7 +31,7 @@ fn with_contract(contract: &serde_json::Value, events: &[&str]) -> OracleResult 
     let file = crate::trace::TraceFile::from_bytes("t.trace.ndjson", text.into_bytes(), false);
     let seal = file.verify_seal(false).unwrap();
     let parsed = crate::trace::parse_trace(&file, &seal, crate::trace::Limits::default()).unwrap();
-    judge(&scenario, &parsed.trace).remove(0)
+    judge(&scenario.oracles, &parsed.trace).remove(0)
 }
 
 #[test]

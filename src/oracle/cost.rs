@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use super::typed::{Fallbacks, Oracle};
 use super::{Facts, OracleResult};
+use crate::oracle::spec::OracleSpec;
 use crate::report::usage::{dollars, nanos, usd};
-use crate::scenario::OracleSpec;
 use crate::trace::EventBody;
 
 /// A limit on the median and the maximum of a value over a case's trials.

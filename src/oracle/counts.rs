@@ -9,7 +9,7 @@ use super::params;
 use super::result::OracleResult;
 use super::sequence::Of;
 use super::typed::{Fallbacks, Oracle, TokenKind};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase, normalize_kind, squash};
 

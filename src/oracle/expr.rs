@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use super::facts::Facts;
 use super::result::OracleResult;
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 
 /// How long one program may run on one trace.
 pub const TIME_BUDGET: Duration = Duration::from_secs(2);

@@ -7,7 +7,7 @@ use super::names::{ToolSet, tool_matches};
 use super::params::{self, Limit};
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 use crate::trace::json::{contains_ci, eq_ci};
 use crate::trace::{EventBody, RunStatus};
 

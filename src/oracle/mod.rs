@@ -12,6 +12,7 @@ pub mod counts;
 pub mod expr;
 pub mod facts;
 pub mod harness;
+pub mod harness_contract;
 pub mod jsoneq;
 mod matching;
 pub mod names;
@@ -22,6 +23,7 @@ mod result;
 pub mod sequence;
 mod shape;
 pub mod similarity;
+pub mod spec;
 pub mod turns;
 pub mod typed;
 
@@ -29,8 +31,8 @@ pub use facts::{Facts, FinalAnswer, MessageState};
 pub use result::{OracleResult, Verdict, shorten};
 pub use typed::{Fallbacks, Oracle};
 
-use crate::scenario::{OracleSpec, Scenario};
 use crate::trace::Trace;
+use spec::OracleSpec;
 
 /// The synthetic result every trace gets unless its scenario declares `status-is`.
 pub const RUN_COMPLETED: &str = "run-completed";
@@ -72,12 +74,11 @@ pub fn judge_oracle(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     }
 }
 
-/// Each oracle of `scenario` that cannot be judged (index, type as written, message): the
+/// Each of a scenario's `oracles` that cannot be judged (index, type as written, message): the
 /// misconfigured ones and those of an unknown type. What `gates` reports, read from the oracles
 /// configured at load time, without judging anything.
-pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
-    scenario
-        .oracles
+pub fn misconfigurations(oracles: &[OracleSpec]) -> Vec<(usize, String, String)> {
+    oracles
         .iter()
         .filter_map(|spec| {
             let message = match &spec.oracle {
@@ -90,24 +91,21 @@ pub fn misconfigurations(scenario: &Scenario) -> Vec<(usize, String, String)> {
         .collect()
 }
 
-/// Judges a trace against every oracle of its scenario, in declaration order, followed by the
-/// synthetic `run-completed` unless the scenario declares `status-is`, and by a failing
+/// Judges a trace against a scenario's `oracles`, in declaration order, followed by the
+/// synthetic `run-completed` unless they include `status-is`, and by a failing
 /// `replay-divergence` when the trace records one.
-pub fn judge(scenario: &Scenario, trace: &Trace<'_>) -> Vec<OracleResult> {
-    judge_facts(scenario, &Facts::new(trace))
+pub fn judge(oracles: &[OracleSpec], trace: &Trace<'_>) -> Vec<OracleResult> {
+    judge_facts(oracles, &Facts::new(trace))
 }
 
 /// [`judge`] over facts already derived (so a caller that also normalises the trace derives
 /// them once).
-pub fn judge_facts(scenario: &Scenario, facts: &Facts<'_, '_>) -> Vec<OracleResult> {
+pub fn judge_facts(oracles: &[OracleSpec], facts: &Facts<'_, '_>) -> Vec<OracleResult> {
     budget::begin_trace();
-    let mut results: Vec<OracleResult> = scenario
-        .oracles
-        .iter()
+    let mut results: Vec<OracleResult> = (oracles.iter())
         .map(|spec| judge_oracle(spec, facts))
         .collect();
-    let declares_status = scenario
-        .oracles
+    let declares_status = oracles
         .iter()
         .any(|o| canonical_type(o.type_name()) == Some("status-is"));
     if !declares_status {

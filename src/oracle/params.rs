@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::scenario::{OracleSpec, scalar_string};
+use crate::oracle::spec::{OracleSpec, scalar_string};
 use crate::trace::Phase;
 
 fn configured(s: Option<String>) -> Option<String> {

@@ -17,7 +17,7 @@ use super::{
     artifacts, behaviour, calls, compose, contract, cost, counts, expr, harness, params, replies,
     sequence, similarity,
 };
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 
 pub use super::shape::Shape;
 

@@ -7,7 +7,7 @@ use super::facts::Facts;
 use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle, Pattern};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase};
 

@@ -80,6 +80,15 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<Value>>,
 }
 
 impl OracleResult {
+    /// Masks every secret the scan recognises (and `waived` does not list) in the message and
+    /// the expected and found values.
+    pub fn mask_secrets(&mut self, waived: &std::collections::HashSet<String>) {
+        crate::privacy::mask::mask_string(&mut self.message, waived);
+        for v in [&mut self.expected, &mut self.found].into_iter().flatten() {
+            crate::privacy::mask::mask_value(v, waived);
+        }
+    }
+
     /// A passing result.
     pub fn pass(message: impl Into<String>, evidence: Vec<u64>) -> Self {
         OracleResult {

@@ -28,7 +28,7 @@ pub(super) fn judge_events(scenario: serde_json::Value, events: &[&str]) -> Vec<
     let file = TraceFile::from_bytes("t.trace.ndjson", text.into_bytes(), false);
     let seal = file.verify_seal(false).unwrap();
     let parsed = parse_trace(&file, &seal, Limits::default()).unwrap();
-    judge(&scenario, &parsed.trace)
+    judge(&scenario.oracles, &parsed.trace)
 }
 
 /// The verdict of the scenario's first oracle.
@@ -571,7 +571,7 @@ fn oracles_are_configured_once_when_their_scenario_loads() {
         }))
     );
     // `gates` reads the problems from the loaded scenario: nothing is judged.
-    let found: Vec<(usize, String)> = (misconfigurations(&s).into_iter())
+    let found: Vec<(usize, String)> = (misconfigurations(&s.oracles).into_iter())
         .map(|(i, t, _)| (i, t))
         .collect();
     assert_eq!(

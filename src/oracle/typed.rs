@@ -11,8 +11,8 @@ use super::facts::Facts;
 use super::jsoneq::ArgsMatch;
 use super::result::OracleResult;
 use super::sequence::{Of, SeqConfig};
+use super::spec::{Expected, OracleSpec};
 use super::{artifacts, behaviour, calls, contract, cost, counts, harness, replies, sequence};
-use crate::scenario::{Expected, OracleSpec, Scenario};
 use crate::trace::Phase;
 
 /// What a scenario lends its oracles: the `expected` values the harness falls back on, its
@@ -24,7 +24,7 @@ pub struct Fallbacks<'s> {
     /// `metadata.unsafeTools` (comma-separated).
     pub unsafe_tools: Option<&'s str>,
     /// The contract as it loaded, when the scenario names one.
-    pub contract: Option<&'s Result<crate::scenario::contract::Contract, String>>,
+    pub contract: Option<&'s Result<super::harness_contract::Contract, String>>,
 }
 
 impl Fallbacks<'_> {
@@ -35,15 +35,6 @@ impl Fallbacks<'_> {
             expected: &EXPECTED,
             unsafe_tools: None,
             contract: None,
-        }
-    }
-
-    /// What `scenario` lends.
-    pub fn of(scenario: &Scenario) -> Fallbacks<'_> {
-        Fallbacks {
-            expected: &scenario.expected,
-            unsafe_tools: scenario.metadata("unsafeTools"),
-            contract: scenario.contract_loaded.as_ref(),
         }
     }
 }
@@ -186,7 +177,7 @@ pub enum Oracle {
         tools: Vec<String>,
         max_errors: u64,
     },
-    ContractConformant(Box<crate::scenario::contract::Contract>),
+    ContractConformant(Box<super::harness_contract::Contract>),
     ToolCallCount {
         tool: String,
         range: Range,

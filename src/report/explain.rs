@@ -3,11 +3,57 @@
 
 use std::io::Write;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::eval::explain::Explanation;
-use crate::oracle::{Verdict, shorten};
+use crate::diff::DriftFinding;
+use crate::oracle::{OracleResult, Verdict, shorten};
 use crate::report::escape_controls as esc;
+
+/// Everything `explain` shows about one trace. Also the shape of a run folder's evidence file
+/// (which holds only the cited events).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The trace file.
+    pub path: String,
+    /// Scenario id (from the scenario, else the header).
+    pub scenario: Option<String>,
+    /// Case.
+    pub case: Option<String>,
+    /// The verified content hash (`null` when the seal does not hold).
+    pub content_hash: Option<String>,
+    /// Whether the trace is sealed.
+    pub sealed: Option<bool>,
+    /// Why the trace could not be judged (integrity failure, malformed…).
+    pub error: Option<String>,
+    /// Every oracle result.
+    #[serde(default)]
+    pub oracles: Vec<OracleResult>,
+    /// Drift from the approved baseline.
+    #[serde(default)]
+    pub drift: Vec<DriftFinding>,
+    /// Events, in order (all of them, or the cited ones in an evidence file).
+    #[serde(default)]
+    pub events: Vec<Value>,
+    /// No loaded scenario has the id the trace names, or its scenario has problems: nothing
+    /// could be judged.
+    #[serde(skip)]
+    pub not_judged: bool,
+}
+
+impl Explanation {
+    /// Masks every secret the scan recognises (and `waived` does not list) in what `explain`
+    /// shows: oracle results, drift, events and the error.
+    pub fn mask_secrets(&mut self, waived: &std::collections::HashSet<String>) {
+        use crate::privacy::mask::{mask_string, mask_value};
+        (self.oracles.iter_mut()).for_each(|o| o.mask_secrets(waived));
+        (self.drift.iter_mut()).for_each(|d| d.mask_secrets(waived));
+        (self.events.iter_mut()).for_each(|v| mask_value(v, waived));
+        if let Some(err) = &mut self.error {
+            mask_string(err, waived);
+        }
+    }
+}
 
 /// Events shown before and after each deciding event.
 const CONTEXT: usize = 2;

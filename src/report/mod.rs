@@ -14,6 +14,7 @@ mod model;
 pub mod otlp;
 pub mod runfolder;
 pub mod shares;
+mod stamp;
 pub mod usage;
 
 pub use crate::eval::{RowMeta, Rows};

@@ -391,6 +391,20 @@ pub struct ResultRow {
 }
 
 impl ResultRow {
+    /// Masks every secret the scan recognises (and `waived` does not list) in what a renderer
+    /// shows of the row: oracle messages, expected and found values, drift details and diffs,
+    /// the error message, warnings and cited events.
+    pub fn mask_secrets(&mut self, waived: &std::collections::HashSet<String>) {
+        use crate::privacy::mask::{mask_string, mask_value};
+        (self.oracles.iter_mut()).for_each(|o| o.mask_secrets(waived));
+        (self.drift.iter_mut()).for_each(|d| d.mask_secrets(waived));
+        if let Some(e) = &mut self.error {
+            mask_string(&mut e.message, waived);
+        }
+        (self.warnings.iter_mut()).for_each(|w| mask_string(w, waived));
+        (self.cited_events.iter_mut()).for_each(|e| mask_value(e, waived));
+    }
+
     /// A row that knows only its file and where it came from: an `error` row until judged.
     pub fn blank(path: Option<String>, source: Source) -> ResultRow {
         ResultRow {

@@ -6,32 +6,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+use super::explain::Explanation;
 use super::model::{Report, ResultRow, RowVerdict, Source};
 use crate::baseline::encode_segment;
-use crate::eval::explain::Explanation;
 use crate::fsutil::Confined;
 
-/// `YYYYMMDDTHHMMSSZ` for Unix seconds (UTC, proleptic Gregorian).
-pub fn utc_stamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+pub use super::stamp::utc_stamp;
 
 /// A new run id: the UTC time and, in 8 hex digits, the nanoseconds within that second, so that
 /// ids sort in the order the runs started even within one second (`--last-failed` and

@@ -374,6 +374,25 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
     }
 }
 
+/// An event as a JSON value, large values summarised ([`bounded_value`]).
+pub fn event_value(e: &crate::trace::Event<'_>) -> serde_json::Value {
+    serde_json::to_string(e).map_or(serde_json::Value::Null, |text| {
+        crate::trace::json::bounded_value(&text)
+    })
+}
+
+/// Looks a property up by name, ignoring ASCII case as the harness's JSON options do.
+pub fn field<'v>(
+    obj: &'v serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> Option<&'v serde_json::Value> {
+    obj.get(name).or_else(|| {
+        obj.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

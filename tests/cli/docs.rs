@@ -201,7 +201,7 @@ fn verdict_on(example: &serde_json::Value, events: &serde_json::Value) -> String
     let trace = TraceFile::from_bytes("doc.trace.ndjson", text.into_bytes(), false);
     let seal = trace.verify_seal(false).unwrap();
     let parsed = parse_trace(&trace, &seal, Limits::default()).unwrap();
-    let results = tracereplay::oracle::judge(&scenario, &parsed.trace);
+    let results = tracereplay::oracle::judge(&scenario.oracles, &parsed.trace);
     assert!(!results[0].misconfigured, "{}", results[0].message);
     results[0].verdict.as_str().to_owned()
 }

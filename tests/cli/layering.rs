@@ -129,10 +129,79 @@ fn the_command_line_keeps_no_settings_in_globals() {
             }
             seen += 1;
             let text = std::fs::read_to_string(&p).unwrap();
-            for cell in ["OnceLock", "OnceCell", "LazyLock", "static mut", "thread_local!"] {
+            for cell in [
+                "OnceLock",
+                "OnceCell",
+                "LazyLock",
+                "static mut",
+                "thread_local!",
+            ] {
                 assert!(!text.contains(cell), "{} holds a `{cell}`", p.display());
             }
         }
     }
     assert!(seen > 20);
+}
+
+/// The non-test `.rs` files under `dir`.
+fn sources_under(dir: &str) -> Vec<(PathBuf, String)> {
+    let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir)];
+    let mut out = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                stack.push(p);
+            } else if name.ends_with(".rs") && !name.ends_with("tests.rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                out.push((p, text));
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no sources under {dir}");
+    out
+}
+
+#[track_caller]
+fn none_names(dir: &str, layers: &[&str]) {
+    for (file, text) in sources_under(dir) {
+        for path in named_paths(&text) {
+            for layer in layers {
+                assert!(
+                    !path.starts_with(layer),
+                    "{} depends on `{layer}`: {path}",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_oracles_know_no_scenario() {
+    // Scenarios load into oracle specs; oracles are configured from specs and fallbacks.
+    none_names("src/oracle", &["crate::scenario"]);
+}
+
+#[test]
+fn privacy_masks_text_and_values_and_knows_no_report_or_judging_type() {
+    none_names(
+        "src/privacy",
+        &[
+            "crate::eval",
+            "crate::report",
+            "crate::oracle",
+            "crate::diff",
+        ],
+    );
+}
+
+#[test]
+fn the_html_page_and_the_run_folder_do_not_import_each_other_both_ways() {
+    none_names(
+        "src/report/html",
+        &["super::runfolder", "crate::report::runfolder"],
+    );
+    none_names("src/report", &["crate::eval::explain"]);
 }

@@ -14,7 +14,7 @@ use super::jsoneq::{
     ArgsMatch, args_match, describe_differences, differences, differing_keys, override_for,
 };
 use super::result::OracleResult;
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 
 /// The five comparison modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,12 +144,12 @@ fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, 
             return Err(format!("unknown key `{key}` in `{at}`{meant}"));
         }
     }
-    let tool = crate::scenario::field(obj, "tool")
+    let tool = crate::trace::json::field(obj, "tool")
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| format!("`{at}` has no `tool`"))?;
-    let args = match crate::scenario::field(obj, "args") {
+    let args = match crate::trace::json::field(obj, "args") {
         None => None,
         Some(Value::Null) => {
             return Err(format!(

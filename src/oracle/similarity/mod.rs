@@ -25,7 +25,7 @@ use unicode_normalization::char::is_combining_mark;
 use super::facts::Facts;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle};
-use crate::scenario::OracleSpec;
+use crate::oracle::spec::OracleSpec;
 
 /// What the reference text is compared with.
 #[derive(Debug, Clone, PartialEq)]

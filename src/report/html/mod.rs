@@ -62,7 +62,7 @@ pub fn report_time_nanos() -> u64 {
 /// The time to print as the report's ([`report_time_nanos`]), to the second.
 pub fn generated_now() -> String {
     let secs = report_time_nanos() / 1_000_000_000;
-    let stamp = super::runfolder::utc_stamp(secs);
+    let stamp = super::stamp::utc_stamp(secs);
     // `20261201T181500Z` → `2026-12-01T18:15:00Z`
     format!(
         "{}-{}-{}T{}:{}:{}Z",
@@ -112,7 +112,7 @@ fn timeline(row: &ResultRow, ctx: &HtmlContext, whole: bool) -> Value {
             .trace
             .events
             .iter()
-            .map(crate::eval::event_value)
+            .map(crate::trace::json::event_value)
             .collect())
     };
     let (mut events, note) = match from_trace() {

@@ -3,7 +3,10 @@
 use camino::Utf8Path;
 use serde_json::{Map, Value};
 
-use super::model::field;
+use crate::trace::json::field;
+
+/// The largest contract file read (as large as a scenario file may be).
+pub const MAX_CONTRACT_BYTES: u64 = 16 << 20;
 
 /// What kind of work an action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +163,7 @@ fn path_set(obj: &Map<String, Value>, name: &str, at: &str) -> Result<Vec<PathEn
 
 /// Loads and validates a contract file.
 pub fn load_contract(path: &Utf8Path) -> Result<Contract, String> {
-    let bytes = crate::fsutil::read_regular(path, super::MAX_SCENARIO_BYTES, "contract")
+    let bytes = crate::fsutil::read_regular(path, MAX_CONTRACT_BYTES, "contract")
         .map_err(|e| format!("cannot read contract `{path}`: {e}"))?;
     parse_contract_bytes(path, &bytes)
 }
