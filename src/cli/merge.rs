@@ -31,7 +31,7 @@ pub(super) fn run(
         })?;
         reports.push((path.to_string(), r));
     }
-    let merged = report::merge::merge(reports)?;
+    let merged = crate::eval::merge(reports)?;
     if let Some(path) = &args.json {
         write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
             .with_context(|| format!("cannot write `{path}`"))?;

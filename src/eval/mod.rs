@@ -17,17 +17,19 @@ mod baselines;
 mod cache;
 mod cache_key;
 pub mod explain;
-mod fail_on;
 mod judge;
 mod judging;
+mod merge;
 mod persist;
 pub mod pipeline;
 mod plan;
 mod row;
-mod store;
+mod shares;
 mod summary;
 mod trials;
-pub use fail_on::FailOn;
+pub use crate::report::FailOn;
+pub(crate) use crate::report::verdict_blocks;
+pub use merge::{MergeError, merge};
 pub(crate) use summary::{apply_budget, count_cases, summarise};
 pub(crate) use trials::single_trace_case;
 
@@ -35,6 +37,7 @@ use std::collections::HashSet;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+pub use crate::report::{RowMeta, Rows};
 pub(crate) use cache::CacheFile;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use cache::fuzz_read as fuzz_read_cache;
@@ -43,13 +46,12 @@ pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, NotJudged, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
 pub use plan::ScenarioIndex;
-pub use store::{RowMeta, Rows};
 
 use crate::discover::Discovered;
 use crate::paths::display_path;
-use crate::report::{Report, ResultRow, RowVerdict, ToolInfo};
-use crate::scenario::{Risk, load_scenarios};
-use store::Spill;
+use crate::report::store::{self, Spill};
+use crate::report::{Report, ResultRow, ToolInfo};
+use crate::scenario::load_scenarios;
 
 /// Called once per trace file judged, from the worker threads (a progress bar's tick).
 #[derive(Clone)]
@@ -472,9 +474,7 @@ fn check_in_pool(
     warnings.sort();
     let mut partition = partition;
     if let Some(p) = partition.as_mut() {
-        p.rows = Some(crate::report::shares::digest(
-            p, &rows, &privacy, &obsolete, &cases,
-        ));
+        p.rows = Some(shares::digest(p, &rows, &privacy, &obsolete, &cases));
     }
     Ok(Report {
         schema_version: crate::report::SCHEMA_VERSION,
@@ -519,21 +519,6 @@ fn save_cache(
         );
         crate::report::FailedWrite::new(message, &e)
     })
-}
-
-/// Whether a verdict makes the exit code 1: errors always, failures by `--fail-on` unless the
-/// scenario is a known gap.
-pub(crate) fn verdict_blocks(
-    verdict: RowVerdict,
-    known_gap: bool,
-    risk: Option<Risk>,
-    fail_on: FailOn,
-) -> bool {
-    match verdict {
-        RowVerdict::Pass => false,
-        RowVerdict::Error => true,
-        RowVerdict::Fail => !known_gap && fail_on.counts(risk.unwrap_or_default()),
-    }
 }
 
 /// Sets `row.blocking`: its verdict blocks, or one of its drift findings fails.

@@ -174,7 +174,7 @@ proptest! {
             let report: Report = serde_json::from_str(&share).expect("a share reads");
             reports.push((format!("share-{k}.json"), report));
         }
-        let merged = crate::report::merge::merge(reports).expect("the shares merge");
+        let merged = crate::eval::merge(reports).expect("the shares merge");
         prop_assert_eq!(json(&merged), whole);
     }
 }

@@ -10,23 +10,9 @@ use super::pipeline::{self, BaselinePolicy, Lookup, Outcome};
 use super::plan::{Entries, Entry, entry_of, out_of_scope_of, unknown_scenario_message};
 use super::{CheckOptions, error_chain};
 use crate::paths::display_path;
-use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
+use crate::report::{ResultRow, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Scenario;
 use crate::trace::{TraceError, TraceFile, probe_header};
-
-pub(crate) fn set_error(
-    row: &mut ResultRow,
-    category: RowErrorKind,
-    message: String,
-    line: Option<usize>,
-) {
-    row.verdict = RowVerdict::Error;
-    row.error = Some(RowError {
-        category,
-        message,
-        line,
-    });
-}
 
 fn attribute(
     row: &mut ResultRow,
@@ -59,7 +45,7 @@ pub(crate) fn judge_opened(
     let shown = display_path(path);
     let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
     let fail = |mut row: ResultRow, e: &TraceError| {
-        set_error(&mut row, e.kind(), error_chain(e), e.line());
+        row.set_error(e.kind(), error_chain(e), e.line());
         row
     };
     let file = match opened {
@@ -126,7 +112,7 @@ pub(crate) fn judge_opened(
     row.warnings = read.parsed.warnings.clone();
     if let Some(problem) = (out.signature.take()).and_then(|s| signature_problem(s, header, seal)) {
         let message = format!("`{shown}` {problem}");
-        set_error(&mut row, RowErrorKind::Signature, message, None);
+        row.set_error(RowErrorKind::Signature, message, None);
         return Some(row);
     }
     let (scenario, read, judgement) = match outcome {
@@ -134,14 +120,14 @@ pub(crate) fn judge_opened(
         Outcome::UnknownScenario(read) => {
             let id = &read.parsed.trace.header.scenario;
             let message = unknown_scenario_message(&shown, id, entries);
-            set_error(&mut row, RowErrorKind::UnknownScenario, message, Some(1));
+            row.set_error(RowErrorKind::UnknownScenario, message, Some(1));
             return Some(row);
         }
         Outcome::ScenarioInvalid {
             scenario, problems, ..
         } => {
             let message = pipeline::scenario_invalid_message(scenario, problems);
-            set_error(&mut row, RowErrorKind::ScenarioInvalid, message, None);
+            row.set_error(RowErrorKind::ScenarioInvalid, message, None);
             return Some(row);
         }
         Outcome::Judged {
@@ -228,8 +214,7 @@ pub(crate) fn judge_scripted(
     ) {
         Ok(s) => s,
         Err((step, message)) => {
-            set_error(
-                &mut row,
+            row.set_error(
                 RowErrorKind::ScriptedInvalid,
                 format!("`{shown}`: `scriptedTrace` step {step}: {message}"),
                 None,
@@ -254,7 +239,7 @@ pub(crate) fn judge_scripted(
     }
     let (read, judgement) = match outcome {
         Outcome::Unreadable { error, .. } => {
-            set_error(&mut row, error.kind(), error_chain(&error), error.line());
+            row.set_error(error.kind(), error_chain(&error), error.line());
             return Some((row, None));
         }
         Outcome::UnknownScenario(_) | Outcome::OutOfScope { .. } => {
@@ -262,7 +247,7 @@ pub(crate) fn judge_scripted(
         }
         Outcome::ScenarioInvalid { problems, .. } => {
             let message = pipeline::scenario_invalid_message(scenario, problems);
-            set_error(&mut row, RowErrorKind::ScenarioInvalid, message, None);
+            row.set_error(RowErrorKind::ScenarioInvalid, message, None);
             return Some((row, None));
         }
         Outcome::Judged {

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::row::{self, set_error};
+use super::row;
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
 use crate::discover::Discovered;
 use crate::paths::display_path;
@@ -51,7 +51,7 @@ pub(super) fn other_rows(
                 format!("`{file}`: {}", e.problems.join("; ")),
             )
         };
-        set_error(&mut row, category, message, None);
+        row.set_error(category, message, None);
         out.push((row, None));
     }
     // Rows naming no scenario belong to the first partition share.
@@ -62,23 +62,13 @@ pub(super) fn other_rows(
     for (path, why) in &found.unreachable {
         let shown = display_path(path);
         let mut row = ResultRow::blank(Some(shown.clone()), Source::Trace);
-        set_error(
-            &mut row,
-            RowErrorKind::Unreachable,
-            format!("`{shown}`: {why}"),
-            None,
-        );
+        row.set_error(RowErrorKind::Unreachable, format!("`{shown}`: {why}"), None);
         out.push((row, None));
     }
     for err in &loaded.errors {
         let mut row = ResultRow::blank(Some(display_path(err.path())), Source::Scenario);
         row.scenario_file = Some(display_path(err.path()));
-        set_error(
-            &mut row,
-            RowErrorKind::ScenarioInvalid,
-            error_chain(err),
-            err.line(),
-        );
+        row.set_error(RowErrorKind::ScenarioInvalid, error_chain(err), err.line());
         out.push((row, None));
     }
     out

@@ -363,8 +363,8 @@ pub fn report(bytes: &[u8]) {
         serde_json::to_string(&again).expect("a report serialises"),
         text
     );
-    let _ = crate::report::merge::merge(vec![("a.json".into(), report.clone())]);
-    let _ = crate::report::merge::merge(vec![
+    let _ = crate::eval::merge(vec![("a.json".into(), report.clone())]);
+    let _ = crate::eval::merge(vec![
         ("a.json".into(), report.clone()),
         ("b.json".into(), report),
     ]);
@@ -380,7 +380,7 @@ pub fn merge(data: &[u8]) {
     if reports.is_empty() {
         return;
     }
-    let Ok(merged) = crate::report::merge::merge(reports) else {
+    let Ok(merged) = crate::eval::merge(reports) else {
         return;
     };
     let blocks = merged.results.metas().any(|m| m.blocking)

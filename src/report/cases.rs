@@ -157,11 +157,7 @@ impl<'r> CaseIndex<'r> {
 /// case's test findings from its counted tests (structural findings, which need no test, are
 /// kept); then whether each set case blocks. What `check` decided for the whole run, shares
 /// recombined.
-pub fn decide_again(
-    cases: &mut [CaseRow],
-    thresholds: &mut Thresholds,
-    fail_on: crate::eval::FailOn,
-) {
+pub fn decide_again(cases: &mut [CaseRow], thresholds: &mut Thresholds, fail_on: super::FailOn) {
     use crate::trials::drift;
     let mode = match thresholds.mode.as_str() {
         "strict" => crate::diff::DriftMode::Strict,
@@ -175,7 +171,7 @@ pub fn decide_again(
             .extend(drift::reported(&[], &c.tests, &thresholds.families, mode));
     }
     for c in cases.iter_mut().filter(|c| c.is_set()) {
-        c.blocking = crate::eval::verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)
+        c.blocking = super::verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)
             || c.drift.iter().any(|d| d.fails);
     }
 }

@@ -3,20 +3,21 @@
 pub mod cases;
 mod escape;
 pub mod explain;
+mod fail_on;
 pub mod github;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
-pub mod merge;
 mod model;
 pub mod otlp;
 pub mod runfolder;
-pub mod shares;
 mod stamp;
+pub(crate) mod store;
 pub mod usage;
 
-pub use crate::eval::{RowMeta, Rows};
 pub use escape::{escape_controls, markdown_cell};
+pub use fail_on::{FailOn, verdict_blocks};
 pub use model::*;
+pub use store::{RowMeta, Rows};

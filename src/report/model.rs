@@ -27,7 +27,7 @@ pub struct Report {
     pub baselines: String,
     /// One row per (scenario, case, path), one per scenario without a trace, one per scenario
     /// file that failed to load; sorted by scenario id, case, trial (in trial order), then path (bytewise).
-    pub results: crate::eval::Rows,
+    pub results: super::Rows,
     /// One line per (scenario, case), in (scenario, case) order: present only when some case of
     /// the run has several trials or was judged under a `trials` policy (a suite of single
     /// traces reports as it always did).
@@ -391,6 +391,16 @@ pub struct ResultRow {
 }
 
 impl ResultRow {
+    /// Makes the row an `error` row of `category`, with its message and (where known) line.
+    pub fn set_error(&mut self, category: RowErrorKind, message: String, line: Option<usize>) {
+        self.verdict = RowVerdict::Error;
+        self.error = Some(RowError {
+            category,
+            message,
+            line,
+        });
+    }
+
     /// Masks every secret the scan recognises (and `waived` does not list) in what a renderer
     /// shows of the row: oracle messages, expected and found values, drift details and diffs,
     /// the error message, warnings and cited events.

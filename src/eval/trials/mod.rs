@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::baselines::Pending;
 use super::plan::{Entries, entry_of};
-use super::row::set_error;
 use super::{CheckOptions, blocks, verdict_blocks};
 use crate::baseline::{Behaviour, oracle_key};
 use crate::oracle::cost::TrialLimit;
@@ -323,8 +322,7 @@ fn duplicate_trials(
         paths.join(", ")
     );
     for r in rows.iter_mut() {
-        set_error(
-            r,
+        r.set_error(
             crate::report::RowErrorKind::DuplicateTrial,
             message.clone(),
             Some(1),

@@ -1,6 +1,6 @@
 //! Combining the JSON reports of partitioned `check` runs into one report.
 
-use super::model::Report;
+use crate::report::Report;
 
 /// Why reports could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum MergeError {
 /// each exactly once: what makes a merged exit code mean what a whole run's would.
 fn check_shares(reports: &[(String, Report)]) -> Result<(), MergeError> {
     let mut problems = Vec::new();
-    let shares: Vec<(&str, &super::Partition)> = reports
+    let shares: Vec<(&str, &crate::report::Partition)> = reports
         .iter()
         .filter_map(|(name, r)| match &r.partition {
             Some(p) => Some((name.as_str(), p)),
@@ -91,11 +91,11 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         return Err(MergeError::Empty);
     }
     for (i, (_, r)) in reports.iter().enumerate() {
-        if r.schema_version != super::SCHEMA_VERSION {
+        if r.schema_version != crate::report::SCHEMA_VERSION {
             return Err(MergeError::Schema {
                 index: i + 1,
                 found: r.schema_version,
-                expected: super::SCHEMA_VERSION,
+                expected: crate::report::SCHEMA_VERSION,
             });
         }
     }
@@ -115,11 +115,11 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
     let fail_on = (reports.first())
         .and_then(|(_, r)| r.partition.as_ref())
         .and_then(|p| p.fail_on.as_deref())
-        .and_then(crate::eval::FailOn::parse)
+        .and_then(super::FailOn::parse)
         .unwrap_or_default();
     // Every share held its own totals to the run's budgets: the merged run holds the suite's.
     let budget = (reports.iter())
-        .map(|(_, r)| super::usage::Budget::of(r.summary.usage.as_ref()))
+        .map(|(_, r)| crate::report::usage::Budget::of(r.summary.usage.as_ref()))
         .find(|b| b.tokens.is_some() || b.cost.is_some())
         .unwrap_or_default();
     let mut iter = reports.into_iter().map(|(_, r)| r).enumerate();
@@ -144,23 +144,26 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         let listed: std::collections::HashSet<(String, String)> = (out.cases.iter())
             .map(|c| (c.scenario.clone(), c.case.clone()))
             .collect();
-        let opts = crate::eval::CheckOptions {
-            counting: crate::eval::Counting {
+        let opts = super::CheckOptions {
+            counting: super::Counting {
                 fail_on,
                 ..Default::default()
             },
             ..Default::default()
         };
-        let judged = |r: &super::ResultRow| {
-            matches!(r.source, super::Source::Trace | super::Source::Scripted)
+        let judged = |r: &crate::report::ResultRow| {
+            matches!(
+                r.source,
+                crate::report::Source::Trace | crate::report::Source::Scripted
+            )
         };
-        let missing: Vec<super::cases::CaseRow> = (out.results.iter())
+        let missing: Vec<crate::report::cases::CaseRow> = (out.results.iter())
             .filter(|r| judged(r))
             .filter(|r| match (&r.scenario, &r.case) {
                 (Some(s), Some(c)) => !listed.contains(&(s.clone(), c.clone())),
                 _ => false,
             })
-            .map(|r| crate::eval::single_trace_case(&r, &opts))
+            .map(|r| super::single_trace_case(&r, &opts))
             .collect();
         out.cases.extend(missing);
     }
@@ -169,10 +172,10 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         (a.scenario.as_bytes(), a.case.as_bytes()).cmp(&(b.scenario.as_bytes(), b.case.as_bytes()))
     });
     if let Some(t) = out.thresholds.as_mut() {
-        super::cases::decide_again(&mut out.cases, t, fail_on);
+        crate::report::cases::decide_again(&mut out.cases, t, fail_on);
     }
     // The merged counts and exit code, from the merged rows and cases.
-    out.summary = crate::eval::summarise(
+    out.summary = super::summarise(
         &out.results,
         &out.privacy,
         &out.obsolete,
@@ -180,8 +183,8 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
         scenarios,
         fail_on,
     );
-    crate::eval::count_cases(&mut out.summary, &out.results, &out.cases, fail_on);
-    crate::eval::apply_budget(&mut out.summary, &budget);
+    super::count_cases(&mut out.summary, &out.results, &out.cases, fail_on);
+    super::apply_budget(&mut out.summary, &budget);
     out.fail_on = Some(fail_on.as_str());
     Ok(out)
 }

@@ -10,8 +10,9 @@
 //! only the leading fields ([`RowHead`]; the human report takes them as [`RowSummary`]s); the other renderers
 //! decode one row at a time ([`Rows::iter`]) while they write.
 //!
-//! This is the judging layer's storage, behind one interface: the report holds [`Rows`], and
-//! renderers take plain [`ResultRow`]s and [`RowSummary`]s from it, never bytes.
+//! The report owns this store: the report holds [`Rows`], and renderers take plain
+//! [`ResultRow`]s and [`RowSummary`]s from it, never bytes. The judging layer fills it (and the
+//! result cache shares its bytes); nothing here knows judging.
 
 mod spill;
 mod wire;
@@ -22,8 +23,8 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 
 use spill::Repr;
-pub(super) use spill::{RowBytes, RowFile, Spill};
-pub(super) use wire::{RowHead, WIRE_VERSION, decode, decode_head, encode, head_of};
+pub(crate) use spill::{RowBytes, RowFile, Spill};
+pub(crate) use wire::{RowHead, WIRE_VERSION, decode, decode_head, encode, head_of};
 use wire::{decode_unchecked, head_unchecked, sort_key};
 
 use crate::report::{ResultRow, RowSummary, RowVerdict, Source};

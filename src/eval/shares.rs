@@ -3,9 +3,9 @@
 //! are still what `check` wrote ([`digest`]). Nothing a share says about itself is taken on
 //! trust: the merged counts and exit code are computed from the rows.
 
-use super::model::{ObsoleteBaseline, Partition, Report, ResultRow, Summary};
-use crate::eval::{FailOn, Rows, partition_share};
+use super::{FailOn, Rows, partition_share};
 use crate::privacy::lint::Finding;
+use crate::report::{ObsoleteBaseline, Partition, Report, ResultRow, Summary};
 
 /// The running digest of a share: its label (suite, share, of, fail-on), then each row's
 /// identity and outcome and each privacy and obsolete finding, in report order.
@@ -60,7 +60,7 @@ impl Digest {
         mut self,
         privacy: &[Finding],
         obsolete: &[ObsoleteBaseline],
-        cases: &[super::cases::CaseRow],
+        cases: &[crate::report::cases::CaseRow],
     ) -> String {
         for c in cases {
             self.line(serde_json::json!(["case", c]));
@@ -89,12 +89,12 @@ impl Digest {
 }
 
 /// `b3:` over a share's label, rows and findings (what `check` writes as `partition.rows`).
-pub fn digest(
+pub(super) fn digest(
     p: &Partition,
     rows: &Rows,
     privacy: &[Finding],
     obsolete: &[ObsoleteBaseline],
-    cases: &[super::cases::CaseRow],
+    cases: &[crate::report::cases::CaseRow],
 ) -> String {
     let mut d = Digest::new(p);
     rows.iter().for_each(|r| d.row(&r));
@@ -103,7 +103,7 @@ pub fn digest(
 
 /// The problems of one share (`name` as the user knows it), each in a sentence; empty when it
 /// can be trusted. Its rows are decoded once, for the digest and the row checks together.
-pub fn problems(name: &str, r: &Report) -> Vec<String> {
+pub(super) fn problems(name: &str, r: &Report) -> Vec<String> {
     let Some(p) = &r.partition else {
         return Vec::new(); // reported by the share check
     };
@@ -130,7 +130,7 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
         // Each row's blocking flag as `check` derives it.
         let in_set =
             (row.scenario.as_deref().zip(row.case.as_deref())).is_some_and(|k| sets.contains(&k));
-        let expected = !in_set && crate::eval::blocks(&row, fail_on);
+        let expected = !in_set && super::blocks(&row, fail_on);
         inconsistent += usize::from(row.blocking != expected);
     }
     if p.rows.as_deref() != Some(digest.finish(&r.privacy, &r.obsolete, &r.cases).as_str()) {
@@ -152,7 +152,7 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
     }
     // The counts, from the rows' heads (no decoding).
     let s = &r.summary;
-    let mut counted = crate::eval::summarise(
+    let mut counted = super::summarise(
         &r.results,
         &r.privacy,
         &r.obsolete,
@@ -160,9 +160,9 @@ pub fn problems(name: &str, r: &Report) -> Vec<String> {
         s.scenarios,
         fail_on,
     );
-    crate::eval::count_cases(&mut counted, &r.results, &r.cases, fail_on);
-    let budget = super::usage::Budget::of(s.usage.as_ref());
-    crate::eval::apply_budget(&mut counted, &budget);
+    super::count_cases(&mut counted, &r.results, &r.cases, fail_on);
+    let budget = crate::report::usage::Budget::of(s.usage.as_ref());
+    super::apply_budget(&mut counted, &budget);
     for (field, said, found) in differences(s, &counted) {
         out.push(format!(
             "`{name}`: `summary.{field}` is {said}, but its rows give {found}"
@@ -190,7 +190,7 @@ fn differences(a: &Summary, b: &Summary) -> Vec<(&'static str, usize, usize)> {
 }
 
 /// `traces` and `scenarios` of the shares, added without overflow.
-pub fn checked_totals(reports: &[(String, Report)]) -> Option<(usize, usize)> {
+pub(super) fn checked_totals(reports: &[(String, Report)]) -> Option<(usize, usize)> {
     reports.iter().try_fold((0usize, 0usize), |(t, s), (_, r)| {
         Some((
             t.checked_add(r.summary.traces)?,

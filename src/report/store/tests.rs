@@ -387,7 +387,7 @@ fn every_row_error_kind_round_trips_by_its_id() {
         assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         assert_eq!(K::parse(k.as_str()), Some(k));
         let mut row = ResultRow::blank(Some("t".into()), Source::Trace);
-        crate::eval::row::set_error(&mut row, k, "why".into(), None);
+        row.set_error(k, "why".into(), None);
         assert_eq!(decode(&encode(&row)).unwrap().error.unwrap().category, k);
     }
 }

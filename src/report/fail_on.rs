@@ -1,5 +1,6 @@
 //! `--fail-on`: which failures make the exit code 1, by their scenario's risk.
 
+use super::RowVerdict;
 use crate::scenario::Risk;
 
 /// Which failing traces make the exit code 1, by their scenario's risk.
@@ -42,5 +43,20 @@ impl FailOn {
             FailOn::Critical => risk >= Risk::Critical,
             FailOn::None => false,
         }
+    }
+}
+
+/// Whether a verdict makes the exit code 1: errors always, failures by `--fail-on` unless the
+/// scenario is a known gap.
+pub fn verdict_blocks(
+    verdict: RowVerdict,
+    known_gap: bool,
+    risk: Option<Risk>,
+    fail_on: FailOn,
+) -> bool {
+    match verdict {
+        RowVerdict::Pass => false,
+        RowVerdict::Error => true,
+        RowVerdict::Fail => !known_gap && fail_on.counts(risk.unwrap_or_default()),
     }
 }
