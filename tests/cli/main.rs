@@ -22,6 +22,7 @@ mod layering;
 mod otlp;
 mod privacy;
 mod project;
+mod public_api;
 mod real_corpora;
 mod real_trials;
 mod replay;
