@@ -88,7 +88,7 @@ pub struct Partition {
     #[serde(default)]
     pub fail_on: Option<String>,
     /// `b3:` over the suite, the label (share, of, fail-on) and every row and finding the share
-    /// holds ([`crate::report::shares::digest`]): a share whose rows, counts or label were
+    /// holds (`digest` in `eval/shares.rs`): a share whose rows, counts or label were
     /// changed after it was written no longer matches it.
     #[serde(default)]
     pub rows: Option<String>,

@@ -1,4 +1,4 @@
-//! One trace's spans → one run, in four attribute dialects:
+//! One trace's spans → one run, in the attribute dialects of `dialects.rs` (one table each):
 //!
 //! | what | GenAI conventions | OpenInference | Vercel AI SDK | Traceloop / OpenLLMetry |
 //! |---|---|---|---|---|
@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::Span;
+use super::dialects::{self, keys};
 use super::messages::{Message, finish_attr, input_of, output_of, usage_of};
 use crate::ingest::naming::{Position, RunIds, name};
 use crate::ingest::{Format, IngestOptions, IngestOutcome, RunBuilder, args_from};
@@ -29,7 +30,7 @@ use crate::trace::{EventBody, Inference, InferenceOutput, Json, PlannedCall, Run
 
 /// What a span is to a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Role {
+pub(super) enum Role {
     Agent,
     Inference,
     Tool,
@@ -37,56 +38,14 @@ enum Role {
     Other(String),
 }
 
+/// What a span is: by the first dialect that says ([`dialects::role_of`]), else skipped under
+/// its GenAI operation name.
 fn role(s: &Span) -> Role {
-    let op = s
-        .str_attr(&["gen_ai.operation.name"])
-        .map(str::to_ascii_lowercase);
-    match op.as_deref() {
-        Some("chat" | "text_completion" | "generate_content" | "call_llm") => {
-            return Role::Inference;
-        }
-        Some("execute_tool") => return Role::Tool,
-        Some("invoke_agent" | "create_agent") => return Role::Agent,
-        _ => {}
-    }
-    if let Some(k) = s.str_attr(&["openinference.span.kind"]) {
-        return match k.to_ascii_uppercase().as_str() {
-            "LLM" => Role::Inference,
-            "TOOL" => Role::Tool,
-            "AGENT" => Role::Agent,
-            other => Role::Other(format!("OpenInference {other} spans")),
-        };
-    }
-    if let Some(ai) = s.str_attr(&["ai.operationId"]) {
-        return match ai {
-            "ai.toolCall" => Role::Tool,
-            _ if ai.ends_with(".doGenerate") || ai.ends_with(".doStream") => Role::Inference,
-            "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => {
-                Role::Agent
-            }
-            other => Role::Other(format!("Vercel AI SDK `{other}` spans")),
-        };
-    }
-    if let Some(k) = s.str_attr(&["traceloop.span.kind"]) {
-        return match k {
-            "workflow" | "agent" => Role::Agent,
-            "tool" => Role::Tool,
-            other => Role::Other(format!("Traceloop `{other}` spans")),
-        };
-    }
-    match op {
-        Some(op) => Role::Other(format!("`{op}` spans")),
+    dialects::role_of(s).unwrap_or_else(|| match s.str_attr(&["gen_ai.operation.name"]) {
+        Some(op) => Role::Other(format!("`{}` spans", op.to_ascii_lowercase())),
         None => Role::Other("spans without GenAI attributes".into()),
-    }
+    })
 }
-
-const MODEL_KEYS: &[&str] = &[
-    "gen_ai.response.model",
-    "gen_ai.request.model",
-    "llm.model_name",
-    "ai.response.model",
-    "ai.model.id",
-];
 
 /// A tool result value: JSON when it is JSON text, else the text.
 fn result_value(v: &Value) -> Value {
@@ -106,18 +65,9 @@ fn named(s: &Span, keys: &[&str], prefix: &str) -> String {
     })
 }
 
-/// The agent's name: its `gen_ai.agent.name`, its Traceloop or Vercel name, or the span name.
+/// The agent's name: its dialect's name for it, or the span name.
 fn agent_name(s: &Span) -> String {
-    named(
-        s,
-        &[
-            "gen_ai.agent.name",
-            "traceloop.entity.name",
-            "traceloop.workflow.name",
-            "ai.telemetry.functionId",
-        ],
-        "invoke_agent ",
-    )
+    named(s, &keys(|d| d.agent_name), "invoke_agent ")
 }
 
 /// Builds the run of one trace into `outcome`.
@@ -153,7 +103,8 @@ pub(super) fn build_run(
             return;
         }
     };
-    let model = spans.iter().find_map(|s| s.str_attr(MODEL_KEYS));
+    let model_keys = keys(|d| d.model);
+    let model = spans.iter().find_map(|s| s.str_attr(&model_keys));
     let mut labels = std::collections::BTreeMap::from([(
         crate::report::otlp::TRACE_ID_LABEL.to_owned(),
         trace_id.to_owned(),
@@ -224,10 +175,8 @@ pub(super) fn build_run(
                 b.push(
                     ts,
                     EventBody::Inference(Box::new(Inference {
-                        request_id: s
-                            .str_attr(&["gen_ai.response.id", "ai.response.id"])
-                            .map(Str::from),
-                        model: s.str_attr(MODEL_KEYS).map(Str::from),
+                        request_id: s.str_attr(&keys(|d| d.response_id)).map(Str::from),
+                        model: s.str_attr(&model_keys).map(Str::from),
                         input_h,
                         system_h,
                         consumes: (!consumes.is_empty()).then_some(consumes),
@@ -245,19 +194,8 @@ pub(super) fn build_run(
                 }
             }
             Role::Tool => {
-                let tool = named(
-                    s,
-                    &[
-                        "gen_ai.tool.name",
-                        "tool.name",
-                        "ai.toolCall.name",
-                        "traceloop.entity.name",
-                    ],
-                    "execute_tool ",
-                );
-                let own_id = s
-                    .str_attr(&["gen_ai.tool.call.id", "ai.toolCall.id", "tool_call.id"])
-                    .map(str::to_owned);
+                let tool = named(s, &keys(|d| d.tool.name), "execute_tool ");
+                let own_id = s.str_attr(&keys(|d| d.tool.call_id)).map(str::to_owned);
                 let from_plan = match &own_id {
                     Some(id) => planned.iter().position(|(p, _, _)| p == id),
                     None => planned.iter().position(|(_, t, _)| *t == tool),
@@ -266,16 +204,9 @@ pub(super) fn build_run(
                 let id = (own_id.clone())
                     .or_else(|| plan.as_ref().map(|(id, _, _)| id.clone()))
                     .unwrap_or_else(|| format!("span-{}", s.span_id));
-                let raw_args = [
-                    "gen_ai.tool.call.arguments",
-                    "gen_ai.tool.args",
-                    "ai.toolCall.args",
-                    "input.value",
-                    "traceloop.entity.input",
-                ]
-                .iter()
-                .find_map(|k| s.get(k).cloned())
-                .or_else(|| plan.map(|(_, _, a)| a));
+                let raw_args = (keys(|d| d.tool.args).iter())
+                    .find_map(|k| s.get(k).cloned())
+                    .or_else(|| plan.map(|(_, _, a)| a));
                 let (args, invalid) = args_from(raw_args.as_ref());
                 if invalid {
                     outcome.warn(
@@ -293,16 +224,9 @@ pub(super) fn build_run(
                         args,
                     },
                 );
-                let output = [
-                    "gen_ai.tool.call.result",
-                    "gen_ai.output",
-                    "ai.toolCall.result",
-                    "output.value",
-                    "traceloop.entity.output",
-                ]
-                .iter()
-                .find_map(|k| s.get(k))
-                .map(result_value);
+                let output = (keys(|d| d.tool.result).iter())
+                    .find_map(|k| s.get(k))
+                    .map(result_value);
                 b.push(
                     Some((s.end_ns / 1_000_000) as i64),
                     EventBody::ToolResult {

@@ -1,9 +1,11 @@
-//! The messages, finish reason and usage of an inference span, in whichever of the four
-//! dialects (GenAI conventions, OpenInference, Vercel AI SDK, Traceloop) its attributes use.
+//! The messages, finish reason and usage of an inference span, in whichever dialect of
+//! [`DIALECTS`](super::dialects::DIALECTS) its attributes use: the readers of each message shape, and the lookups of the
+//! dialects' keys.
 
 use serde_json::{Map, Value};
 
 use super::Span;
+use super::dialects::{Messages, keys, shapes};
 use crate::ingest::content_text;
 use crate::trace::{Finish, Usage};
 
@@ -121,89 +123,106 @@ fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
     )
 }
 
-/// The input messages of an inference span, and the text they were recorded as.
+/// The input messages of an inference span, and the text they were recorded as: the first
+/// shape of [`DIALECTS`](super::dialects::DIALECTS) order the span has, else a dialect's plain input text.
 pub(super) fn input_of(s: &Span) -> (Vec<Message>, Option<String>) {
-    for key in ["gen_ai.input.messages", "ai.prompt.messages"] {
-        if let Some(v) = s.json_attr(key) {
-            let text = s
-                .attrs
-                .get(key)
-                .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned));
-            return (messages_of(&v), text);
+    for shape in shapes(|d| d.input) {
+        match shape {
+            Messages::Json(key) => {
+                if let Some(v) = s.json_attr(key) {
+                    let text = (s.attrs.get(key))
+                        .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned));
+                    return (messages_of(&v), text);
+                }
+            }
+            Messages::Flattened(prefix) => {
+                if let Some(m) = flattened_messages(s, prefix) {
+                    let text = unflatten(s, prefix).map(|t| t.to_string());
+                    return (m, text);
+                }
+            }
+            Messages::VercelResponse | Messages::AnyAgentOutput => {}
         }
     }
-    for prefix in ["llm.input_messages", "gen_ai.prompt"] {
-        if let Some(m) = flattened_messages(s, prefix) {
-            let text = unflatten(s, prefix).map(|t| t.to_string());
-            return (m, text);
-        }
-    }
-    (Vec::new(), s.str_attr(&["input.value"]).map(str::to_owned))
+    let text = s.str_attr(&keys(|d| d.input_text)).map(str::to_owned);
+    (Vec::new(), text)
 }
 
-/// The output of an inference span: text and planned calls.
+/// The output of an inference span (text and planned calls): the first shape of [`DIALECTS`](super::dialects::DIALECTS)
+/// order the span has.
 pub(super) fn output_of(s: &Span) -> Message {
-    if let Some(v) = s.json_attr("gen_ai.output.messages") {
-        return merge(messages_of(&v));
-    }
-    for prefix in ["llm.output_messages", "gen_ai.completion"] {
-        if let Some(m) = flattened_messages(s, prefix) {
-            return merge(m);
-        }
-    }
-    if s.has("ai.response.text") || s.has("ai.response.toolCalls") {
-        let calls = (s
-            .json_attr("ai.response.toolCalls")
-            .as_ref()
-            .and_then(Value::as_array))
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            (
-                c["toolCallId"].as_str().map(str::to_owned),
-                c["toolName"].as_str().unwrap_or("").to_owned(),
-                c.get("args")
-                    .or(c.get("input"))
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            )
-        })
-        .collect();
-        return Message {
-            role: "assistant".into(),
-            text: s.str_attr(&["ai.response.text"]).map(str::to_owned),
-            calls,
+    for shape in shapes(|d| d.output) {
+        let found = match shape {
+            Messages::Json(key) => s.json_attr(key).map(|v| merge(messages_of(&v))),
+            Messages::Flattened(prefix) => flattened_messages(s, prefix).map(merge),
+            Messages::VercelResponse => vercel_response(s),
+            Messages::AnyAgentOutput => any_agent_output(s),
         };
-    }
-    // any-agent: `gen_ai.output`, typed by `gen_ai.output.type`; a list of `{tool.name,
-    // tool.args}` is the calls planned.
-    if let Some(raw) = s.str_attr(&["gen_ai.output"]) {
-        if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(raw) {
-            if !items.is_empty() && items.iter().all(|i| i.get("tool.name").is_some()) {
-                let calls = items
-                    .iter()
-                    .map(|i| {
-                        (
-                            None,
-                            i["tool.name"].as_str().unwrap_or("").to_owned(),
-                            i.get("tool.args").cloned().unwrap_or(Value::Null),
-                        )
-                    })
-                    .collect();
-                return Message {
-                    role: "assistant".into(),
-                    text: None,
-                    calls,
-                };
-            }
+        if let Some(m) = found {
+            return m;
         }
-        return Message {
-            role: "assistant".into(),
-            text: Some(raw.to_owned()),
-            calls: Vec::new(),
-        };
     }
     Message::default()
+}
+
+/// The Vercel AI SDK's `ai.response.text` and `ai.response.toolCalls`.
+fn vercel_response(s: &Span) -> Option<Message> {
+    if !(s.has("ai.response.text") || s.has("ai.response.toolCalls")) {
+        return None;
+    }
+    let calls = (s
+        .json_attr("ai.response.toolCalls")
+        .as_ref()
+        .and_then(Value::as_array))
+    .into_iter()
+    .flatten()
+    .map(|c| {
+        (
+            c["toolCallId"].as_str().map(str::to_owned),
+            c["toolName"].as_str().unwrap_or("").to_owned(),
+            c.get("args")
+                .or(c.get("input"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        )
+    })
+    .collect();
+    Some(Message {
+        role: "assistant".into(),
+        text: s.str_attr(&["ai.response.text"]).map(str::to_owned),
+        calls,
+    })
+}
+
+/// any-agent's `gen_ai.output`, typed by `gen_ai.output.type`; a list of `{tool.name,
+/// tool.args}` is the calls planned.
+fn any_agent_output(s: &Span) -> Option<Message> {
+    let raw = s.str_attr(&["gen_ai.output"])?;
+    if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(raw)
+        && !items.is_empty()
+        && items.iter().all(|i| i.get("tool.name").is_some())
+    {
+        let calls = items
+            .iter()
+            .map(|i| {
+                (
+                    None,
+                    i["tool.name"].as_str().unwrap_or("").to_owned(),
+                    i.get("tool.args").cloned().unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        return Some(Message {
+            role: "assistant".into(),
+            text: None,
+            calls,
+        });
+    }
+    Some(Message {
+        role: "assistant".into(),
+        text: Some(raw.to_owned()),
+        calls: Vec::new(),
+    })
 }
 
 fn merge(messages: Vec<Message>) -> Message {
@@ -234,13 +253,7 @@ fn finish_of(reason: &str) -> Option<Finish> {
 }
 
 pub(super) fn finish_attr(s: &Span) -> Option<Finish> {
-    [
-        "gen_ai.response.finish_reasons",
-        "llm.finish_reason",
-        "ai.response.finishReason",
-    ]
-    .iter()
-    .find_map(|k| {
+    keys(|d| d.finish).iter().find_map(|k| {
         let v = s.get(k)?;
         v.as_array()
             .and_then(|a| a.first())
@@ -251,33 +264,14 @@ pub(super) fn finish_attr(s: &Span) -> Option<Finish> {
 }
 
 pub(super) fn usage_of(s: &Span) -> Option<Usage> {
-    let input = s.u64_attr(&[
-        "gen_ai.usage.input_tokens",
-        "gen_ai.usage.prompt_tokens",
-        "llm.token_count.prompt",
-        "ai.usage.inputTokens",
-        "ai.usage.promptTokens",
-    ])?;
-    let output = s.u64_attr(&[
-        "gen_ai.usage.output_tokens",
-        "gen_ai.usage.completion_tokens",
-        "llm.token_count.completion",
-        "ai.usage.outputTokens",
-        "ai.usage.completionTokens",
-    ])?;
+    let input = s.u64_attr(&keys(|d| d.usage.input))?;
+    let output = s.u64_attr(&keys(|d| d.usage.output))?;
     Some(Usage {
         input_tokens: input,
         output_tokens: output,
-        cache_read_tokens: s.u64_attr(&[
-            "gen_ai.usage.cache_read.input_tokens",
-            "llm.token_count.prompt_details.cache_read",
-        ]),
-        reasoning_tokens: s.u64_attr(&[
-            "gen_ai.usage.reasoning_tokens",
-            "llm.token_count.completion_details.reasoning",
-        ]),
-        // Langfuse's and OpenInference's names for the request's cost in US dollars.
-        cost_usd: s.amount_attr(&["gen_ai.usage.cost", "llm.cost.total"]),
+        cache_read_tokens: s.u64_attr(&keys(|d| d.usage.cache_read)),
+        reasoning_tokens: s.u64_attr(&keys(|d| d.usage.reasoning)),
+        cost_usd: s.amount_attr(&keys(|d| d.usage.cost)),
         priced: false,
     })
 }

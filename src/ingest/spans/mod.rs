@@ -7,6 +7,7 @@
 //! Order: by start time, a parent before its children when they start together, then by span
 //! id. Runs are ordered by their first span's start, then trace id.
 
+mod dialects;
 mod map;
 mod messages;
 pub mod otlp;
