@@ -10,7 +10,7 @@ use camino::Utf8PathBuf;
 use rayon::prelude::*;
 
 use super::baselines::Pending;
-use super::plan::{Entries, entry_of, mark_seen, out_of_scope_of};
+use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
 use super::store::{self as rows, Row, RowBytes, RowMeta, Spill};
 use super::{CheckOptions, cache, row, set_blocking, verdict_blocks};
 use crate::trace::TraceFile;
@@ -45,6 +45,8 @@ pub(crate) struct Judgements {
     pub(crate) identities: Option<Vec<std::sync::OnceLock<String>>>,
     /// The behaviours of the trial traces judged, by display path.
     pub(crate) behaviours: super::trials::TrialBehaviours,
+    /// By entry index: whether some row names the scenario.
+    pub(crate) seen: Vec<bool>,
 }
 
 /// Judges (or recalls) every trace file of `files`.
@@ -66,12 +68,21 @@ pub(crate) fn judge_all(
     // this share or not, so that `merge` can tell shares of one suite from others.
     let identities: Option<Vec<std::sync::OnceLock<String>>> =
         (opts.selection.partition).map(|_| files.iter().map(|_| Default::default()).collect());
+    // Which scenarios have a row: the judge stage's own record, read into the plan afterwards.
+    let seen: Vec<std::sync::atomic::AtomicBool> =
+        entries.values().map(|_| Default::default()).collect();
     (files.par_iter().enumerate())
         .map(|(i, path)| {
             let mut out = Outputs::default();
             let judged = judge_or_recall(path, entries, opts, cache, spill, &mut out);
             if let (Some(ids), Some(id)) = (&identities, out.identity) {
                 let _ = ids[i].set(id);
+            }
+            // Written once: workers must not keep claiming a cache line they share.
+            if let Some(flag) = out.seen.and_then(|e| seen.get(e))
+                && !flag.load(Ordering::Relaxed)
+            {
+                flag.store(true, Ordering::Relaxed);
             }
             if let Some(p) = out.pending {
                 pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
@@ -100,6 +111,7 @@ pub(crate) fn judge_all(
         pending,
         identities,
         behaviours: behaviours.into_inner().unwrap_or_else(|e| e.into_inner()),
+        seen: seen.into_iter().map(|s| s.into_inner()).collect(),
     }
 }
 
@@ -112,6 +124,8 @@ pub(crate) struct Outputs {
     pub(crate) pending: Option<Pending>,
     /// A trial trace's behaviour by its shown path, left for the case stage to compare.
     pub(crate) behaviour: Option<(String, crate::baseline::Behaviour)>,
+    /// The entry (by index) of the scenario its row names.
+    pub(crate) seen: Option<usize>,
     /// How the trace's signature was checked (`--require-signed`), before judging.
     pub(crate) signature: Option<Result<crate::sign::Signed, crate::sign::SignatureProblem>>,
 }
@@ -210,7 +224,7 @@ fn recall(
         row.blocking = blocks;
         spill.row(&row)
     };
-    mark_seen(entry);
+    out.seen = entry.map(|e: &Entry| e.index);
     Some(Some(Judged {
         row,
         how: Provenance {
@@ -233,7 +247,7 @@ fn judge_fresh(
     out: &mut Outputs,
 ) -> Option<Judged> {
     let mut row = row::judge_opened(path, opened, entries, opts, out)?;
-    mark_seen((row.scenario.as_deref()).and_then(|s| entry_of(entries, s)));
+    out.seen = (row.scenario.as_deref()).and_then(|s| entry_of(entries, s).map(|e| e.index));
     set_blocking(&mut row, opts.counting.fail_on);
     Some(Judged {
         row: spill.row(&row),

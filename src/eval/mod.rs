@@ -342,7 +342,7 @@ fn check_in_pool(
         .filter(|f| f.fingerprint.is_some())
         .map(|f| f.file.as_str())
         .collect();
-    let entries = plan::index_scenarios(
+    let mut entries = plan::index_scenarios(
         &loaded.scenarios,
         &opts.selection,
         &secret_files,
@@ -366,6 +366,7 @@ fn check_in_pool(
     // Judge.
     let spill = Spill::new(row_memory);
     let judged = judging::judge_all(&found.trace_files, &entries, opts, cache.as_ref(), &spill);
+    plan::note_seen(&mut entries, &judged.seen);
     let partition = opts.selection.partition.map(|(share, of)| {
         let identities = judged.identities.as_deref().unwrap_or(&[]);
         crate::report::Partition {

@@ -3,7 +3,6 @@
 //! fingerprints that tie cached rows and partition shares to what they were judged under.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use camino::Utf8PathBuf;
 
@@ -23,8 +22,11 @@ pub(crate) struct Entry<'s> {
     pub(crate) in_scope: bool,
     /// The scenario's file holds a secret the scan found (its rows are masked).
     pub(crate) secrets: bool,
-    /// Some trace row names this scenario.
-    pub(crate) seen: AtomicBool,
+    /// Some trace row names this scenario (set after judging, from what the judge stage saw:
+    /// workers never write the plan).
+    pub(crate) seen: bool,
+    /// Its place among the entries, by which the judge stage reports it seen.
+    pub(crate) index: usize,
     /// Loaded from the suite's roots only to resolve traces ([`Discovered::lookup_files`]):
     /// part of the run only when a trace names it.
     pub(crate) lookup: bool,
@@ -34,7 +36,7 @@ impl Entry<'_> {
     /// Whether the scenario belongs to this run: in scope, and not a look-up scenario no trace
     /// named.
     pub(crate) fn in_run(&self) -> bool {
-        self.in_scope && (!self.lookup || self.seen.load(Ordering::Relaxed))
+        self.in_scope && (!self.lookup || self.seen)
     }
 }
 
@@ -48,11 +50,10 @@ pub(crate) fn entry_of<'e, 's>(entries: &'e Entries<'s>, id: &str) -> Option<&'e
     }
 }
 
-/// Notes that a scenario has a trace row. Written once: workers must not keep claiming a cache
-/// line they share.
-pub(crate) fn mark_seen(entry: Option<&Entry>) {
-    if let Some(e) = entry.filter(|e| !e.seen.load(Ordering::Relaxed)) {
-        e.seen.store(true, Ordering::Relaxed);
+/// Marks the entries the judge stage saw a trace row of (`seen`, by entry index).
+pub(crate) fn note_seen(entries: &mut Entries<'_>, seen: &[bool]) {
+    for e in entries.values_mut() {
+        e.seen = seen.get(e.index).copied().unwrap_or(false);
     }
 }
 
@@ -87,6 +88,7 @@ pub(crate) fn index_scenarios<'s>(
             || (selection.scenarios.iter()).any(|f| f.trim().to_lowercase() == key))
             && (selection.tags.is_empty() || selection.tags.iter().any(|t| s.has_tag(t)))
             && selection.partition_holds(Some(&s.id));
+        let index = entries.len();
         entries.insert(
             key,
             Entry {
@@ -97,7 +99,8 @@ pub(crate) fn index_scenarios<'s>(
                     .collect(),
                 in_scope,
                 secrets: secret_files.contains(display_path(&s.file).as_str()),
-                seen: Default::default(),
+                seen: false,
+                index,
                 lookup: is_lookup,
             },
         );

@@ -1,8 +1,6 @@
 //! The rows that are not judged traces (scenarios without a trace, what discovery could not
 //! look at, scenario files that failed to load), and the report's counts.
 
-use std::sync::atomic::Ordering;
-
 use super::row;
 use super::{CheckOptions, FailOn, baselines, error_chain, plan, verdict_blocks};
 use crate::discover::Discovered;
@@ -27,7 +25,7 @@ pub(super) fn other_rows(
         |id: &str| (opts.selection.rerun.as_ref()).is_some_and(|l| l.contains(&id.to_lowercase()));
     for e in listed
         .into_iter()
-        .filter(|e| !e.seen.load(Ordering::Relaxed) && !left_out(&e.scenario.id))
+        .filter(|e| !e.seen && !left_out(&e.scenario.id))
     {
         if opts.selection.scripted {
             if let Some(judged) = row::judge_scripted(e, opts) {

@@ -207,3 +207,31 @@ fn the_report_knows_no_judging_and_the_html_page_no_run_folder() {
     // never the other way round.
     none_names("src/report", &["crate::eval"]);
 }
+
+#[test]
+fn the_judging_workers_only_read_the_plan() {
+    // The plan is a value the workers read; what they saw comes back in their results
+    // (`Judgements::seen`), never written into it.
+    let reads = [
+        "Entries",
+        "Entry",
+        "entry_of",
+        "out_of_scope_of",
+        "unknown_scenario_message",
+    ];
+    for file in ["src/eval/judging.rs", "src/eval/row.rs"] {
+        let text = source(file);
+        for line in text.lines().filter(|l| l.contains("plan::")) {
+            let used = line.split("plan::").nth(1).unwrap_or("");
+            let names: Vec<&str> = used
+                .trim_matches(|c| c == '{' || c == '}' || c == ';')
+                .split(|c: char| c == ',' || c == '{' || c == '}' || c == ';' || c == '(')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .collect();
+            for n in names {
+                assert!(reads.contains(&n), "{file} uses `plan::{n}`: {line}");
+            }
+        }
+    }
+}
