@@ -6,6 +6,7 @@ pub mod behaviour;
 pub mod budget;
 pub mod calls;
 pub mod compose;
+mod config_error;
 pub mod contract;
 pub mod cost;
 pub mod counts;
@@ -27,6 +28,7 @@ pub mod spec;
 pub mod turns;
 pub mod typed;
 
+pub use config_error::{ConfigError, ParamProblem, ParamProblemKind};
 pub use facts::{Facts, FinalAnswer, MessageState};
 pub use result::{OracleResult, Verdict, shorten};
 pub use typed::{Fallbacks, Oracle};
@@ -58,7 +60,7 @@ pub fn judge_oracle(spec: &OracleSpec, facts: &Facts<'_, '_>) -> OracleResult {
     match (&spec.oracle, registry::lookup(written)) {
         (Some(Ok(oracle)), Some(t)) => oracle.judge(facts).typed(t.name, Some(spec.index)),
         (Some(Err(problem)), Some(t)) => {
-            OracleResult::misconfigured(problem.clone()).typed(t.name, Some(spec.index))
+            OracleResult::misconfigured(problem.to_string()).typed(t.name, Some(spec.index))
         }
         _ => {
             let mut msg = if written.is_empty() {

@@ -13,6 +13,7 @@
 use serde_json::{Map, Value};
 
 use super::typed::{Configure, Fallbacks, Oracle};
+use super::{ConfigError, ParamProblem, ParamProblemKind};
 use super::{
     artifacts, behaviour, calls, compose, contract, cost, counts, expr, harness, params, replies,
     sequence, similarity,
@@ -427,7 +428,12 @@ fn check_keys(
     common: &[&str],
     unknown: &dyn Fn(&str) -> String,
     what: &str,
-) -> Vec<String> {
+) -> Vec<ParamProblem> {
+    let problem = |key: &str, kind, message| ParamProblem {
+        key: key.to_owned(),
+        kind,
+        message,
+    };
     let mut problems = Vec::new();
     let mut seen: Vec<(&str, &str)> = Vec::new(); // (canonical, as written)
     for (key, value) in obj {
@@ -435,12 +441,14 @@ fn check_keys(
             .chain(common.iter().copied())
             .find(|n| same_key(n, key));
         let Some(canonical) = canonical else {
-            problems.push(unknown(key));
+            problems.push(problem(key, ParamProblemKind::Unknown, unknown(key)));
             continue;
         };
         if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
-            problems.push(format!(
-                "`{canonical}` is given twice{what} (as `{first}` and `{key}`)"
+            problems.push(problem(
+                canonical,
+                ParamProblemKind::Twice,
+                format!("`{canonical}` is given twice{what} (as `{first}` and `{key}`)"),
             ));
             continue;
         }
@@ -458,18 +466,19 @@ fn check_keys(
                 _ => Any,
             });
         if !shape.fits(value) {
-            problems.push(format!(
+            let message = format!(
                 "`{canonical}`{what} must be {}, found {}",
                 shape.describe(),
                 crate::trace::json_type_name(value)
-            ));
+            );
+            problems.push(problem(canonical, ParamProblemKind::WrongType, message));
         }
     }
     problems
 }
 
 /// The strict-parameter problems of an oracle of type `t` (empty when it is well-formed).
-pub fn param_problems(t: &OracleType, spec: &OracleSpec) -> Vec<String> {
+pub fn param_problems(t: &OracleType, spec: &OracleSpec) -> Vec<ParamProblem> {
     let mut problems = check_keys(
         &spec.params,
         t.params,
@@ -506,13 +515,13 @@ pub(crate) fn configure(
     t: &OracleType,
     spec: &OracleSpec,
     fallbacks: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let problems = param_problems(t, spec);
     if !problems.is_empty() {
-        return Err(problems.join("; "));
+        return Err(ConfigError::Params(problems));
     }
     let oracle = (t.configure)(spec, fallbacks)?;
-    compose::wrap(oracle, spec, t.family != Family::Composite)
+    Ok(compose::wrap(oracle, spec, t.family != Family::Composite)?)
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub struct OracleSpec {
     /// The configured oracle; `Err` says what is wrong (a misconfiguration: the strict-parameter
     /// problems, else its own); `None` for a type this version does not know (judged as
     /// `unknown:<type>`).
-    pub oracle: Option<Result<Oracle, String>>,
+    pub oracle: Option<Result<Oracle, super::ConfigError>>,
 }
 
 impl OracleSpec {
@@ -57,7 +57,7 @@ impl OracleSpec {
     }
 
     /// What is wrong with a known oracle's configuration.
-    pub fn misconfiguration(&self) -> Option<&str> {
+    pub fn misconfiguration(&self) -> Option<&super::ConfigError> {
         match &self.oracle {
             Some(Err(e)) => Some(e),
             _ => None,

@@ -560,7 +560,8 @@ fn oracles_are_configured_once_when_their_scenario_loads() {
         }))
     );
     assert!(
-        (s.oracles[1].misconfiguration().unwrap()).contains("is not a valid regular expression")
+        (s.oracles[1].misconfiguration().unwrap().to_string())
+            .contains("is not a valid regular expression")
     );
     assert_eq!(s.oracles[2].oracle, None);
     assert_eq!(

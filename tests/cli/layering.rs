@@ -225,7 +225,7 @@ fn the_judging_workers_only_read_the_plan() {
             let used = line.split("plan::").nth(1).unwrap_or("");
             let names: Vec<&str> = used
                 .trim_matches(|c| c == '{' || c == '}' || c == ';')
-                .split(|c: char| c == ',' || c == '{' || c == '}' || c == ';' || c == '(')
+                .split([',', '{', '}', ';', '('])
                 .map(str::trim)
                 .filter(|n| !n.is_empty())
                 .collect();
