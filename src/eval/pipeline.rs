@@ -241,11 +241,6 @@ pub enum Outcome<'f, 's> {
 }
 
 impl<'f> Outcome<'f, '_> {
-    /// An outcome for a file that did not open.
-    pub fn unopened(error: TraceError) -> Self {
-        Outcome::Unreadable { error, seal: None }
-    }
-
     /// The verified and parsed trace, unless it was unreadable.
     pub fn read(&self) -> Option<&ReadTrace<'f>> {
         match self {
