@@ -122,8 +122,9 @@ pub(crate) fn index_scenarios<'s>(
 /// against, so that they say of it what `check` says.
 pub struct ScenarioIndex<'s> {
     entries: Entries<'s>,
-    /// Where the scenarios were looked for, named in the message of an unknown one.
-    looked_in: Vec<String>,
+    /// Where the scenarios were looked for ([`looked_in`]), ending the message of an unknown
+    /// one.
+    looked_in: String,
 }
 
 impl<'s> ScenarioIndex<'s> {
@@ -132,13 +133,13 @@ impl<'s> ScenarioIndex<'s> {
         let entries = index_scenarios(scenarios, &Selection::default(), &HashSet::new(), &[]);
         Self {
             entries,
-            looked_in: Vec::new(),
+            looked_in: String::new(),
         }
     }
 
     /// Names `roots` as where the scenarios were looked for (as `check` names its suite's roots).
     pub fn looked_in(mut self, roots: &[Utf8PathBuf]) -> Self {
-        self.looked_in = roots.iter().map(|r| format!("`{r}`")).collect();
+        self.looked_in = looked_in(roots);
         self
     }
 
@@ -161,12 +162,18 @@ impl<'s> ScenarioIndex<'s> {
     /// Why a trace shown as `shown` naming scenario `id` could not be judged: no loaded
     /// scenario has it (with the closest id, and where they were looked for).
     pub fn unknown_message(&self, shown: &str, id: &str) -> String {
-        let mut message = unknown_scenario_message(shown, id, &self.entries);
-        if !self.looked_in.is_empty() {
-            message.push_str(&format!(" (looked in {})", self.looked_in.join(", ")));
-        }
-        message
+        unknown_scenario_message(shown, id, &self.entries) + &self.looked_in
     }
+}
+
+/// Where a run looked for scenarios, as the message of an unknown one ends: ` (looked in
+/// `traces/`, …)`, or nothing without roots.
+pub(crate) fn looked_in(roots: &[Utf8PathBuf]) -> String {
+    if roots.is_empty() {
+        return String::new();
+    }
+    let roots: Vec<String> = roots.iter().map(|r| format!("`{r}`")).collect();
+    format!(" (looked in {})", roots.join(", "))
 }
 
 /// The message of a trace whose scenario no loaded file defines, with the closest id.

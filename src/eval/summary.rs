@@ -203,7 +203,7 @@ pub(super) fn name_where_unknown_scenarios_were_looked_for(
     rows: &mut Rows,
     roots: &[camino::Utf8PathBuf],
 ) {
-    let looked_in: Vec<String> = roots.iter().map(|r| format!("`{r}`")).collect();
+    let looked_in = plan::looked_in(roots);
     let error_rows: Vec<usize> = (rows.metas().enumerate())
         .filter(|(_, m)| m.verdict == RowVerdict::Error && m.source == Source::Trace)
         .map(|(i, _)| i)
@@ -213,8 +213,7 @@ pub(super) fn name_where_unknown_scenarios_were_looked_for(
         if let Some(e) =
             (row.error.as_mut()).filter(|e| e.category == RowErrorKind::UnknownScenario)
         {
-            e.message
-                .push_str(&format!(" (looked in {})", looked_in.join(", ")));
+            e.message.push_str(&looked_in);
             rows.set(i, &row);
         }
     }
