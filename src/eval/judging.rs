@@ -247,7 +247,6 @@ fn judge_fresh(
     out: &mut Outputs,
 ) -> Option<Judged> {
     let mut row = row::judge_opened(path, opened, entries, opts, out)?;
-    out.seen = (row.scenario.as_deref()).and_then(|s| entry_of(entries, s).map(|e| e.index));
     set_blocking(&mut row, opts.counting.fail_on);
     Some(Judged {
         row: spill.row(&row),

@@ -32,8 +32,8 @@ fn attribute(
 /// Judges one trace file, opened (or not) already, by mapping the one sequencer's
 /// [`Outcome`] to a row. `None` when the trace belongs to a scenario outside the filters. `out`
 /// receives the trace's content hash whenever its seal holds, in scope or not (a partitioned
-/// run fingerprints its whole suite by them), and the pending baseline file its comparison
-/// calls for.
+/// run fingerprints its whole suite by them), the entry of the scenario its row names, and the
+/// pending baseline file its comparison calls for.
 pub(crate) fn judge_opened(
     path: &Utf8PathBuf,
     opened: Result<TraceFile, TraceError>,
@@ -85,8 +85,9 @@ pub(crate) fn judge_opened(
             // Attribute what the first line claims, so the row names its scenario and its
             // approved baseline is not mistaken for obsolete.
             if let Some(claimed) = probe_header(&file.bytes) {
-                let scenario = in_scope(&claimed.0)?.map(|e| e.scenario);
-                attribute(&mut row, scenario, claimed, policy);
+                let entry = in_scope(&claimed.0)?;
+                out.seen = entry.map(|e| e.index);
+                attribute(&mut row, entry.map(|e| e.scenario), claimed, policy);
             } else if !opts.selection.partition_holds(None) {
                 return None;
             }
@@ -100,6 +101,7 @@ pub(crate) fn judge_opened(
     let (seal, header) = (&read.seal, &read.parsed.trace.header);
     out.identity = Some(seal.content_hash.clone());
     row.privacy = secrets();
+    out.seen = found.map(|e| e.index);
     attribute(
         &mut row,
         found.map(|e| e.scenario),
