@@ -63,6 +63,17 @@ pub(super) struct Usage {
     pub(super) cost: &'static [&'static str],
 }
 
+impl Usage {
+    /// A dialect that records no usage.
+    const NONE: Usage = Usage {
+        input: &[],
+        output: &[],
+        cache_read: &[],
+        reasoning: &[],
+        cost: &[],
+    };
+}
+
 /// Where a dialect records a tool execution.
 #[derive(Debug)]
 pub(super) struct Tool {
@@ -191,13 +202,7 @@ const TRACELOOP: Dialect = Dialect {
     model: &[],
     response_id: &[],
     finish: &[],
-    usage: Usage {
-        input: &[],
-        output: &[],
-        cache_read: &[],
-        reasoning: &[],
-        cost: &[],
-    },
+    usage: Usage::NONE,
     tool: Tool {
         name: &["traceloop.entity.name"],
         call_id: &[],
@@ -217,13 +222,7 @@ const ANY_AGENT: Dialect = Dialect {
     model: &[],
     response_id: &[],
     finish: &[],
-    usage: Usage {
-        input: &[],
-        output: &[],
-        cache_read: &[],
-        reasoning: &[],
-        cost: &[],
-    },
+    usage: Usage::NONE,
     tool: Tool {
         name: &[],
         call_id: &[],
@@ -235,17 +234,52 @@ const ANY_AGENT: Dialect = Dialect {
 /// Every dialect, in the order their keys are read.
 pub(super) static DIALECTS: [Dialect; 5] = [GENAI, OPENINFERENCE, VERCEL, TRACELOOP, ANY_AGENT];
 
-/// The keys `pick` names in every dialect, in dialect order.
-pub(super) fn keys(
-    pick: impl Fn(&'static Dialect) -> &'static [&'static str],
-) -> Vec<&'static str> {
-    DIALECTS.iter().flat_map(pick).copied().collect()
+/// Every dialect's keys for one field, in dialect order: the lists the readers look up,
+/// flattened once rather than per span.
+#[derive(Debug)]
+pub(super) struct Keys {
+    pub(super) agent_name: Vec<&'static str>,
+    pub(super) input: Vec<Messages>,
+    pub(super) input_text: Vec<&'static str>,
+    pub(super) output: Vec<Messages>,
+    pub(super) model: Vec<&'static str>,
+    pub(super) response_id: Vec<&'static str>,
+    pub(super) finish: Vec<&'static str>,
+    pub(super) usage_input: Vec<&'static str>,
+    pub(super) usage_output: Vec<&'static str>,
+    pub(super) cache_read: Vec<&'static str>,
+    pub(super) reasoning: Vec<&'static str>,
+    pub(super) cost: Vec<&'static str>,
+    pub(super) tool_name: Vec<&'static str>,
+    pub(super) tool_call_id: Vec<&'static str>,
+    pub(super) tool_args: Vec<&'static str>,
+    pub(super) tool_result: Vec<&'static str>,
 }
 
-/// The message shapes `pick` names in every dialect, in dialect order.
-pub(super) fn shapes(pick: impl Fn(&'static Dialect) -> &'static [Messages]) -> Vec<Messages> {
-    DIALECTS.iter().flat_map(pick).copied().collect()
-}
+/// [`DIALECTS`] flattened into [`Keys`] (a constant, computed on first use).
+pub(super) static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(|| {
+    fn all<T: Copy + 'static>(pick: impl Fn(&'static Dialect) -> &'static [T]) -> Vec<T> {
+        DIALECTS.iter().flat_map(pick).copied().collect()
+    }
+    Keys {
+        agent_name: all(|d| d.agent_name),
+        input: all(|d| d.input),
+        input_text: all(|d| d.input_text),
+        output: all(|d| d.output),
+        model: all(|d| d.model),
+        response_id: all(|d| d.response_id),
+        finish: all(|d| d.finish),
+        usage_input: all(|d| d.usage.input),
+        usage_output: all(|d| d.usage.output),
+        cache_read: all(|d| d.usage.cache_read),
+        reasoning: all(|d| d.usage.reasoning),
+        cost: all(|d| d.usage.cost),
+        tool_name: all(|d| d.tool.name),
+        tool_call_id: all(|d| d.tool.call_id),
+        tool_args: all(|d| d.tool.args),
+        tool_result: all(|d| d.tool.result),
+    }
+});
 
 /// What the span is, by the first dialect whose kind attribute it has and knows.
 pub(super) fn role_of(s: &super::Span) -> Option<Role> {

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::Span;
-use super::dialects::{self, keys};
+use super::dialects::{self, KEYS};
 use super::messages::{Message, finish_attr, input_of, output_of, usage_of};
 use crate::ingest::naming::{Position, RunIds, name};
 use crate::ingest::{Format, IngestOptions, IngestOutcome, RunBuilder, args_from};
@@ -67,7 +67,7 @@ fn named(s: &Span, keys: &[&str], prefix: &str) -> String {
 
 /// The agent's name: its dialect's name for it, or the span name.
 fn agent_name(s: &Span) -> String {
-    named(s, &keys(|d| d.agent_name), "invoke_agent ")
+    named(s, &KEYS.agent_name, "invoke_agent ")
 }
 
 /// Builds the run of one trace into `outcome`.
@@ -103,8 +103,7 @@ pub(super) fn build_run(
             return;
         }
     };
-    let model_keys = keys(|d| d.model);
-    let model = spans.iter().find_map(|s| s.str_attr(&model_keys));
+    let model = spans.iter().find_map(|s| s.str_attr(&KEYS.model));
     let mut labels = std::collections::BTreeMap::from([(
         crate::report::otlp::TRACE_ID_LABEL.to_owned(),
         trace_id.to_owned(),
@@ -175,8 +174,8 @@ pub(super) fn build_run(
                 b.push(
                     ts,
                     EventBody::Inference(Box::new(Inference {
-                        request_id: s.str_attr(&keys(|d| d.response_id)).map(Str::from),
-                        model: s.str_attr(&model_keys).map(Str::from),
+                        request_id: s.str_attr(&KEYS.response_id).map(Str::from),
+                        model: s.str_attr(&KEYS.model).map(Str::from),
                         input_h,
                         system_h,
                         consumes: (!consumes.is_empty()).then_some(consumes),
@@ -194,8 +193,8 @@ pub(super) fn build_run(
                 }
             }
             Role::Tool => {
-                let tool = named(s, &keys(|d| d.tool.name), "execute_tool ");
-                let own_id = s.str_attr(&keys(|d| d.tool.call_id)).map(str::to_owned);
+                let tool = named(s, &KEYS.tool_name, "execute_tool ");
+                let own_id = s.str_attr(&KEYS.tool_call_id).map(str::to_owned);
                 let from_plan = match &own_id {
                     Some(id) => planned.iter().position(|(p, _, _)| p == id),
                     None => planned.iter().position(|(_, t, _)| *t == tool),
@@ -204,7 +203,7 @@ pub(super) fn build_run(
                 let id = (own_id.clone())
                     .or_else(|| plan.as_ref().map(|(id, _, _)| id.clone()))
                     .unwrap_or_else(|| format!("span-{}", s.span_id));
-                let raw_args = (keys(|d| d.tool.args).iter())
+                let raw_args = (KEYS.tool_args.iter())
                     .find_map(|k| s.get(k).cloned())
                     .or_else(|| plan.map(|(_, _, a)| a));
                 let (args, invalid) = args_from(raw_args.as_ref());
@@ -224,7 +223,7 @@ pub(super) fn build_run(
                         args,
                     },
                 );
-                let output = (keys(|d| d.tool.result).iter())
+                let output = (KEYS.tool_result.iter())
                     .find_map(|k| s.get(k))
                     .map(result_value);
                 b.push(

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::Span;
-use super::dialects::{Messages, keys, shapes};
+use super::dialects::{KEYS, Messages};
 use crate::ingest::content_text;
 use crate::trace::{Finish, Usage};
 
@@ -126,7 +126,7 @@ fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
 /// The input messages of an inference span, and the text they were recorded as: the first
 /// shape of [`DIALECTS`](super::dialects::DIALECTS) order the span has, else a dialect's plain input text.
 pub(super) fn input_of(s: &Span) -> (Vec<Message>, Option<String>) {
-    for shape in shapes(|d| d.input) {
+    for &shape in &KEYS.input {
         match shape {
             Messages::Json(key) => {
                 if let Some(v) = s.json_attr(key) {
@@ -144,14 +144,14 @@ pub(super) fn input_of(s: &Span) -> (Vec<Message>, Option<String>) {
             Messages::VercelResponse | Messages::AnyAgentOutput => {}
         }
     }
-    let text = s.str_attr(&keys(|d| d.input_text)).map(str::to_owned);
+    let text = s.str_attr(&KEYS.input_text).map(str::to_owned);
     (Vec::new(), text)
 }
 
 /// The output of an inference span (text and planned calls): the first shape of [`DIALECTS`](super::dialects::DIALECTS)
 /// order the span has.
 pub(super) fn output_of(s: &Span) -> Message {
-    for shape in shapes(|d| d.output) {
+    for &shape in &KEYS.output {
         let found = match shape {
             Messages::Json(key) => s.json_attr(key).map(|v| merge(messages_of(&v))),
             Messages::Flattened(prefix) => flattened_messages(s, prefix).map(merge),
@@ -253,7 +253,7 @@ fn finish_of(reason: &str) -> Option<Finish> {
 }
 
 pub(super) fn finish_attr(s: &Span) -> Option<Finish> {
-    keys(|d| d.finish).iter().find_map(|k| {
+    KEYS.finish.iter().find_map(|k| {
         let v = s.get(k)?;
         v.as_array()
             .and_then(|a| a.first())
@@ -264,14 +264,14 @@ pub(super) fn finish_attr(s: &Span) -> Option<Finish> {
 }
 
 pub(super) fn usage_of(s: &Span) -> Option<Usage> {
-    let input = s.u64_attr(&keys(|d| d.usage.input))?;
-    let output = s.u64_attr(&keys(|d| d.usage.output))?;
+    let input = s.u64_attr(&KEYS.usage_input)?;
+    let output = s.u64_attr(&KEYS.usage_output)?;
     Some(Usage {
         input_tokens: input,
         output_tokens: output,
-        cache_read_tokens: s.u64_attr(&keys(|d| d.usage.cache_read)),
-        reasoning_tokens: s.u64_attr(&keys(|d| d.usage.reasoning)),
-        cost_usd: s.amount_attr(&keys(|d| d.usage.cost)),
+        cache_read_tokens: s.u64_attr(&KEYS.cache_read),
+        reasoning_tokens: s.u64_attr(&KEYS.reasoning),
+        cost_usd: s.amount_attr(&KEYS.cost),
         priced: false,
     })
 }
