@@ -86,24 +86,12 @@ fn the_statistics_of_trials_know_nothing_of_judging_reports_or_the_cli() {
 
 #[test]
 fn reports_and_baselines_name_files_without_discovery() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in ["src/report", "src/baseline", "src/trials"] {
-        let mut stack = vec![root.join(dir)];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "rs") {
-                    files.push(p);
-                }
-            }
-        }
-    }
+    let files: Vec<(PathBuf, String)> = ["src/report", "src/baseline", "src/trials"]
+        .into_iter()
+        .flat_map(|dir| sources_under(dir, true))
+        .collect();
     assert!(files.len() > 10);
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
+    for (f, text) in files {
         let paths = named_paths(&text);
         assert!(
             !paths.iter().any(|p| p.starts_with("crate::discover")),
@@ -117,34 +105,23 @@ fn reports_and_baselines_name_files_without_discovery() {
 fn the_command_line_keeps_no_settings_in_globals() {
     // Settings are resolved once into `options::Resolved` and passed to the commands that read
     // them; a process-wide cell would let a command see another's settings, or none.
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/cli");
-    let mut stack = vec![dir];
-    let mut seen = 0;
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            seen += 1;
-            let text = std::fs::read_to_string(&p).unwrap();
-            for cell in [
-                "OnceLock",
-                "OnceCell",
-                "LazyLock",
-                "static mut",
-                "thread_local!",
-            ] {
-                assert!(!text.contains(cell), "{} holds a `{cell}`", p.display());
-            }
+    let files = sources_under("src/cli", true);
+    assert!(files.len() > 20);
+    for (file, text) in files {
+        for cell in [
+            "OnceLock",
+            "OnceCell",
+            "LazyLock",
+            "static mut",
+            "thread_local!",
+        ] {
+            assert!(!text.contains(cell), "{} holds a `{cell}`", file.display());
         }
     }
-    assert!(seen > 20);
 }
 
-/// The non-test `.rs` files under `dir`.
-fn sources_under(dir: &str) -> Vec<(PathBuf, String)> {
+/// The `.rs` files under `dir` with their text (`*tests.rs` only `with_tests`).
+fn sources_under(dir: &str, with_tests: bool) -> Vec<(PathBuf, String)> {
     let mut stack = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir)];
     let mut out = Vec::new();
     while let Some(d) = stack.pop() {
@@ -153,7 +130,7 @@ fn sources_under(dir: &str) -> Vec<(PathBuf, String)> {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             if p.is_dir() {
                 stack.push(p);
-            } else if name.ends_with(".rs") && !name.ends_with("tests.rs") {
+            } else if name.ends_with(".rs") && (with_tests || !name.ends_with("tests.rs")) {
                 let text = std::fs::read_to_string(&p).unwrap();
                 out.push((p, text));
             }
@@ -165,7 +142,7 @@ fn sources_under(dir: &str) -> Vec<(PathBuf, String)> {
 
 #[track_caller]
 fn none_names(dir: &str, layers: &[&str]) {
-    for (file, text) in sources_under(dir) {
+    for (file, text) in sources_under(dir, false) {
         for path in named_paths(&text) {
             for layer in layers {
                 assert!(

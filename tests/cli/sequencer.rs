@@ -20,13 +20,17 @@ fn both(env: &Env) -> (serde_json::Value, i32, String, i32) {
     (row, checked.code, explained.stdout, explained.code)
 }
 
+/// A scenario the quality gates refuse: an unknown key and no risk.
+const INVALID_SCENARIO: &str =
+    r#"{"id":"s","title":"t","oracles":[{"type":"tool-called","tool":"search"}],"colour":1}"#;
+
 fn searched() -> String {
     let c = call("c1", "search");
     trace_text("s", "default", &[&c, END])
 }
 
 #[track_caller]
-fn not_judged_alike(env: &Env, category: &str, explain_code: i32) {
+fn not_judged_alike(env: &Env, category: &str, explain_code: i32) -> serde_json::Value {
     let (row, check_code, explained, explained_code) = both(env);
     assert_eq!(row["verdict"], "error", "{row:#}");
     assert_eq!(row["error"]["category"], category, "{row:#}");
@@ -42,6 +46,7 @@ fn not_judged_alike(env: &Env, category: &str, explain_code: i32) {
         (1, explain_code),
         "{explained}"
     );
+    row
 }
 
 #[test]
@@ -56,7 +61,7 @@ fn an_unreadable_trace_is_not_judged_by_either_and_both_say_why() {
         &scenario("s", "High", "search"),
         zstd::bulk::compress(&text, 3).unwrap(),
     );
-    not_judged_alike(&env, "integrity", 0);
+    let _ = not_judged_alike(&env, "integrity", 0);
 }
 
 #[test]
@@ -72,7 +77,7 @@ fn a_sealed_trace_that_does_not_parse_is_not_judged_by_either() {
         &scenario("s", "High", "search"),
         sealed_zst_unchecked(&text),
     );
-    not_judged_alike(&env, "malformed", 0);
+    let _ = not_judged_alike(&env, "malformed", 0);
 }
 
 #[test]
@@ -81,18 +86,15 @@ fn an_unknown_scenario_is_the_same_error_in_both() {
     let c = call("c1", "search");
     let text = trace_text("z", "default", &[&c, END]);
     suite_with(&env, &scenario("s", "High", "search"), sealed_zst(&text));
-    not_judged_alike(&env, "unknown-scenario", 2);
+    let _ = not_judged_alike(&env, "unknown-scenario", 2);
 }
 
 #[test]
 fn a_scenario_with_problems_is_judged_by_neither() {
     let env = Env::new();
-    // An unknown key and no risk: the quality gates' problems, so `check` refuses to judge it.
-    let body =
-        r#"{"id":"s","title":"t","oracles":[{"type":"tool-called","tool":"search"}],"colour":1}"#;
-    suite_with(&env, body, sealed_zst(&searched()));
-    not_judged_alike(&env, "scenario-invalid", 2);
-    let (row, ..) = both(&env);
+    // The quality gates' problems, so `check` refuses to judge it.
+    suite_with(&env, INVALID_SCENARIO, sealed_zst(&searched()));
+    let row = not_judged_alike(&env, "scenario-invalid", 2);
     assert!(
         row["oracles"].as_array().is_none_or(Vec::is_empty),
         "{row:#}"
@@ -127,9 +129,7 @@ fn a_judged_trace_has_the_same_verdicts_in_both() {
 #[test]
 fn diff_between_recordings_judges_neither_side_against_a_scenario_with_problems() {
     let env = Env::new();
-    let body =
-        r#"{"id":"s","title":"t","oracles":[{"type":"tool-called","tool":"search"}],"colour":1}"#;
-    suite_with(&env, body, sealed_zst(&searched()));
+    suite_with(&env, INVALID_SCENARIO, sealed_zst(&searched()));
     env.write("new/s/t.trace.ndjson.zst", sealed_zst(&searched()));
     let out = env.run(&[
         "diff", "--from", "traces", "--to", "new", "--format", "json",
