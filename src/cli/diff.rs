@@ -145,13 +145,15 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     let loaded = load_scenarios(&files, &new_found.suite_files, &roots);
     // An older scenario whose id the newer recording defines is left out; two of one side with
     // one id are a problem, as in `check`.
+    let older: HashSet<&camino::Utf8PathBuf> = old_found.scenario_files.iter().collect();
     let newer: HashSet<String> = (loaded.scenarios.iter())
-        .filter(|s| !old_found.scenario_files.contains(&s.file))
+        .filter(|s| !older.contains(&s.file))
         .map(|s| s.id.to_lowercase())
         .collect();
-    let index = ScenarioIndex::new(loaded.scenarios.iter().filter(|s| {
-        !old_found.scenario_files.contains(&s.file) || !newer.contains(&s.id.to_lowercase())
-    }));
+    let index = ScenarioIndex::new(
+        (loaded.scenarios.iter())
+            .filter(|s| !older.contains(&s.file) || !newer.contains(&s.id.to_lowercase())),
+    );
     let judging = options::judging(&args.judging)?;
     let mut report = DiffReport::default();
     let mut read_side = |found: &crate::discover::Discovered| -> Side {
