@@ -81,24 +81,21 @@ impl Write for FillsUp<'_> {
 }
 
 /// Notes the start of the run (call early: temporary files older than it count as leftovers).
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
-pub(crate) fn mark_run_start() {
+pub fn mark_run_start() {
     run_started();
 }
 
 /// Makes `files` durable, and their directories' entries for them: each file is synced (in
 /// parallel), then each directory from the files' own up to `root` once. Only what was written
 /// is flushed — never the whole filesystem, other processes' dirty pages included.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
-pub(crate) fn sync_written(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
+pub fn sync_written(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
     sync_all_of(files.iter().map(Utf8PathBuf::as_path))?;
     sync_directories_of(files, root)
 }
 
 /// Makes the directory entries of `files` durable (after renames into place of files synced
 /// already): each directory from the files' own up to `root`, once.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
-pub(crate) fn sync_directories_of(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
+pub fn sync_directories_of(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
     let mut dirs: std::collections::BTreeSet<&Utf8Path> = Default::default();
     for f in files {
         let mut d = f.parent();
@@ -154,15 +151,13 @@ fn sync_all_of<'p>(paths: impl Iterator<Item = &'p Utf8Path>) -> std::io::Result
 }
 
 /// Writes `bytes` to `path` atomically.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
-pub(crate) fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_atomic(path: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_streaming(path, &mut |w| w.write_all(bytes))
 }
 
 /// [`write_atomic`] for content written piece by piece (through a buffer), so a large report
 /// is never held in memory whole.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // the command layer's
-pub(crate) fn write_atomic_streaming(
+pub fn write_atomic_streaming(
     path: &Utf8Path,
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
@@ -292,7 +287,7 @@ pub(crate) fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File
 /// FIFO would block an open) and checked before anything is read (a device never ends), then
 /// read no further than the limit (a file that grew). `what` names the kind of file in the
 /// message.
-pub(crate) fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+pub fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
     let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

@@ -28,12 +28,10 @@
 //! [`ResultRow`].
 
 pub mod baseline;
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod diff;
 pub mod discover;
 pub mod eval;
-pub(crate) mod fsutil;
+pub mod fsutil;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -57,4 +55,4 @@ pub use eval::{
 };
 pub use report::{Report, ResultRow, RowVerdict};
 pub use scenario::Scenario;
-pub use suite::{Error, Suite};
+pub use suite::{CacheRead, Error, Suite, in_pool};

@@ -1,5 +1,7 @@
-//! The `tracereplay` binary: the command layer lives in the library (`tracereplay::cli`, the
-//! default `cli` feature); this file only picks the allocator and exits with its code.
+//! The `tracereplay` binary: the command layer ([`cli`]: flags, rendering, exit codes) over the
+//! library's public API, which it reaches only through `tracereplay::…` like any other user.
+
+mod cli;
 
 /// mimalloc: faster than the system allocator for tens of thousands of small result rows, and it
 /// returns memory to the system more readily (lower peak RSS on large suites).
@@ -17,5 +19,5 @@ fn main() {
     if let Ok(exe) = std::env::current_exe() {
         tracereplay::oracle::expr::use_worker(exe);
     }
-    std::process::exit(tracereplay::cli::main());
+    std::process::exit(cli::main());
 }

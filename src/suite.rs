@@ -54,13 +54,26 @@ impl Suite {
     /// Also loads harness suite directories, where every `*.json` is a scenario, as `check
     /// --scenarios DIR` does: `Suite::discover(["traces"])?.with_scenarios(["harness/suite"])?`.
     pub fn with_scenarios<P: AsRef<Path>>(
-        mut self,
+        self,
         dirs: impl IntoIterator<Item = P>,
     ) -> Result<Suite, Error> {
         let dirs = utf8_paths(dirs)?;
-        self.found = discover(&self.paths, &dirs)?;
-        self.paths.extend(dirs);
-        Ok(self)
+        Suite::open(&self.paths, &dirs)
+    }
+
+    /// [`Suite::discover`] of `paths` with the harness suite directories `scenario_dirs`, in one
+    /// walk: what `tracereplay check PATH… --scenarios DIR…` judges.
+    pub fn open(paths: &[Utf8PathBuf], scenario_dirs: &[Utf8PathBuf]) -> Result<Suite, Error> {
+        let found = discover(paths, scenario_dirs)?;
+        let mut paths = paths.to_vec();
+        paths.extend(scenario_dirs.iter().cloned());
+        Ok(Suite { paths, found })
+    }
+
+    /// Also looks for scenarios in `suite_roots` (the project's suite directories) when a trace
+    /// names one the given paths did not hold.
+    pub fn look_up_in(&mut self, suite_roots: &[Utf8PathBuf]) {
+        self.found.look_up_in(suite_roots);
     }
 
     /// How many trace files were found.
@@ -68,11 +81,66 @@ impl Suite {
         self.found.trace_files.len()
     }
 
+    /// The trace files found, in the order they are judged.
+    pub fn trace_paths(&self) -> &[Utf8PathBuf] {
+        &self.found.trace_files
+    }
+
+    /// Keeps only the traces `keep` accepts (asked in parallel, for a test that reads or hashes
+    /// each file); returns how many were left out.
+    pub fn retain_traces(&mut self, keep: impl Fn(&camino::Utf8Path) -> bool + Sync) -> usize {
+        use rayon::prelude::*;
+        let before = self.found.trace_files.len();
+        let kept: Vec<bool> = (self.found.trace_files.par_iter())
+            .map(|p| keep(p))
+            .collect();
+        let mut kept = kept.into_iter();
+        (self.found.trace_files).retain(|_| kept.next().unwrap_or(true));
+        before - self.found.trace_files.len()
+    }
+
     /// Checks the suite: every trace judged against its scenario (and its approved baseline,
     /// when `options` say so), in one report.
     pub fn check(&self, options: &CheckOptions) -> Result<Report, Error> {
         Ok(check(&self.found, &self.paths, options)?)
     }
+
+    /// [`Suite::check`] with the result cache read ahead ([`CacheRead::read`], for instance
+    /// while the suite was discovered); the options' `cache_dir` is still where it is written.
+    pub fn check_with_cache(
+        &self,
+        options: &CheckOptions,
+        cache: CacheRead,
+    ) -> Result<Report, Error> {
+        Ok(crate::eval::check_with_cache_file(
+            &self.found,
+            &self.paths,
+            options,
+            Some(cache.0),
+        )?)
+    }
+}
+
+/// The result cache's file, read ahead of a check (see [`Suite::check_with_cache`]).
+#[derive(Debug)]
+pub struct CacheRead(crate::eval::CacheFile);
+
+impl CacheRead {
+    /// Reads the cache under `dir` (its entries checked with the user's cache key, as a check
+    /// does), holding at most `row_memory` bytes of it in memory. A missing, foreign or damaged
+    /// cache reads as empty: the check then judges everything.
+    pub fn read(dir: &camino::Utf8Path, row_memory: u64) -> CacheRead {
+        use crate::eval::{CacheFile, CacheKey};
+        CacheRead(CacheKey::resolve().map_or_else(CacheFile::default, |key| {
+            CacheFile::read_with(dir, row_memory, &key)
+        }))
+    }
+}
+
+/// Runs `f` on a pool of `threads` threads (`None`: rayon's global pool), so that a check run
+/// inside it, with the same `threads`, discovers and judges on that pool rather than a second.
+pub fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> Result<R, Error> {
+    Ok(crate::eval::in_pool(threads, f)?)
 }
 
 impl Report {

@@ -3,18 +3,18 @@
 
 use std::io::Write;
 
-use crate::baseline::{
+use tracereplay::baseline::{
     Approved, BaselineFile, BaselineSet, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase,
     decode_segment,
 };
-use crate::diff::{DriftCategory, DriftMode, compare};
-use crate::discover::discover;
-use crate::eval::{
+use tracereplay::diff::{DriftCategory, DriftMode, compare};
+use tracereplay::discover::discover;
+use tracereplay::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Selection, check,
 };
-use crate::paths::display_path;
-use crate::report::{RowVerdict, escape_controls};
-use crate::trace::json::eq_ci;
+use tracereplay::paths::display_path;
+use tracereplay::report::{RowVerdict, escape_controls};
+use tracereplay::trace::json::eq_ci;
 use anyhow::{Context, bail};
 use camino::Utf8Path;
 
@@ -143,7 +143,7 @@ fn summary_line(p: &Pending) -> String {
                 "invalid  {}/{}  {}",
                 p.scenario,
                 p.case,
-                crate::eval::error_chain(&e)
+                tracereplay::eval::error_chain(&e)
             );
         }
     };
@@ -347,7 +347,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let opts = CheckOptions {
         selection: Selection {
             scenarios: args.scenarios.clone(),
-            whole_suite: crate::discover::covers_suite_roots(&args.suite.paths),
+            whole_suite: tracereplay::discover::covers_suite_roots(&args.suite.paths),
             ..Selection::default()
         },
         judging: JudgeOptions {
@@ -364,7 +364,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 mode: DriftMode::Default,
                 tolerance: 0.2,
                 refresh: true,
-                alpha: crate::eval::pipeline::DEFAULT_ALPHA,
+                alpha: tracereplay::eval::pipeline::DEFAULT_ALPHA,
             },
             write_pending: true,
         },
@@ -422,7 +422,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let what = format!("{scenario}/{case}");
         if row.verdict == RowVerdict::Error {
             if let Some(e) = &row.error {
-                if e.category != crate::report::RowErrorKind::NoTrace {
+                if e.category != tracereplay::report::RowErrorKind::NoTrace {
                     skipped += 1;
                     diag!("skipped  {what}: {}", e.message);
                 }
@@ -449,7 +449,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     }
     // The pending files were made durable when written; their renames, here.
-    crate::fsutil::sync_directories_of(&moved, dir)
+    tracereplay::fsutil::sync_directories_of(&moved, dir)
         .with_context(|| format!("cannot make the approved baselines under `{dir}` durable"))?;
     writeln!(
         out,

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use crate::eval::error_chain;
-use crate::trace::TraceFile;
+use tracereplay::eval::error_chain;
+use tracereplay::trace::TraceFile;
 
 use super::args::CatArgs;
 use super::exit;

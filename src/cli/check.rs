@@ -7,14 +7,11 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::discover::discover;
-use crate::eval::{
-    CacheFile, CacheKey, CheckOptions, CheckStats, Counting, Progress, Runtime, Selection,
-    check_with_cache_file, in_pool,
-};
-use crate::fsutil::write_atomic_streaming;
-use crate::paths::display_path;
-use crate::report::{
+use tracereplay::eval::{CheckOptions, CheckStats, Counting, Progress, Runtime, Selection};
+use tracereplay::{CacheRead, Suite, in_pool};
+use tracereplay::fsutil::write_atomic_streaming;
+use tracereplay::paths::display_path;
+use tracereplay::report::{
     self,
     human::{HumanOptions, StatusLevel},
 };
@@ -44,7 +41,7 @@ struct LastRun {
 impl LastRun {
     /// Reads `report.json` of the newest run folder under `runs`.
     fn read(runs: &Utf8Path) -> anyhow::Result<LastRun> {
-        let Some(run) = crate::report::runfolder::latest_run(runs) else {
+        let Some(run) = tracereplay::report::runfolder::latest_run(runs) else {
             bail!(
                 "`--last-failed`: no run folder under `{runs}`; write one with `tracereplay check --artifacts`"
             );
@@ -52,7 +49,7 @@ impl LastRun {
         let path = run.join("report.json");
         // Read as any input is read: a regular file, within a bound.
         let bytes =
-            crate::fsutil::read_regular(&path, MAX_LAST_REPORT_BYTES, "the last run's report")
+            tracereplay::fsutil::read_regular(&path, MAX_LAST_REPORT_BYTES, "the last run's report")
                 .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
         let report: serde_json::Value = serde_json::from_slice(&bytes)
             .with_context(|| format!("`--last-failed`: `{path}` is not a JSON report"))?;
@@ -117,7 +114,7 @@ impl LastRun {
 
     /// Whether this run judges `path`: it did not pass last time, was not judged then, or is
     /// not the trace it was then (its content hash differs, or cannot be read now).
-    fn keeps(&self, path: &Utf8Path, limits: crate::trace::Limits) -> bool {
+    fn keeps(&self, path: &Utf8Path, limits: tracereplay::trace::Limits) -> bool {
         let shown = display_path(path);
         if self.failed.contains(&shown) {
             return true;
@@ -125,7 +122,7 @@ impl LastRun {
         let Some(Some(then)) = self.judged.get(&shown) else {
             return true;
         };
-        let now = crate::trace::TraceFile::open(path, limits)
+        let now = tracereplay::trace::TraceFile::open(path, limits)
             .ok()
             .and_then(|f| f.verify_seal(false).ok())
             .map(|s| s.content_hash);
@@ -158,13 +155,13 @@ pub(super) fn run(
         .then(|| super::sign::trusted(signing.trusted_keys.as_deref(), "`--require-signed`"))
         .transpose()?;
     let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
-    let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn crate::sign::SignatureCheck>);
+    let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::sign::SignatureCheck>);
     // The key is read before judging: a run asked to attest never ends without its record.
     let attest_key = match &signing.attest {
         Some(_) => Some(super::sign::signer(&signing.signing)?.with_context(|| {
             format!(
                 "`--attest` signs the record with the signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE`",
-                crate::sign::SIGNING_KEY_ENV
+                tracereplay::sign::SIGNING_KEY_ENV
             )
         })?),
         None => None,
@@ -175,40 +172,28 @@ pub(super) fn run(
     // One pool of `--jobs` threads lists the directories and then judges.
     let (report, stats, discovered, judged) = in_pool(threads, || -> anyhow::Result<_> {
         // The result cache's file is read (and its hash checked) while the files are discovered.
-        let (found, cache_file) = std::thread::scope(|s| {
-            let cache_file = (!args.no_cache).then(|| {
-                s.spawn(|| {
-                    CacheKey::resolve().map_or_else(CacheFile::default, |key| {
-                        CacheFile::read_with(&args.cache_dir, row_memory as u64, &key)
-                    })
-                })
-            });
-            let found = discover(&args.suite.paths, &args.suite.scenario_dirs);
-            (found, cache_file.and_then(|h| h.join().ok()))
+        let (suite, cache) = std::thread::scope(|s| {
+            let cache = (!args.no_cache)
+                .then(|| s.spawn(|| CacheRead::read(&args.cache_dir, row_memory as u64)));
+            let suite = Suite::open(&args.suite.paths, &args.suite.scenario_dirs);
+            (suite, cache.and_then(|h| h.join().ok()))
         });
-        let mut found = found?;
-        found.look_up_in(resolved.suite_roots());
+        let mut suite = suite?;
+        suite.look_up_in(resolved.suite_roots());
         if let Some(last) = &last_run {
-            let before = found.trace_files.len();
             let limits = args.judging.limits.limits();
             // Hashing the candidates is parallel, as judging them would be.
-            use rayon::prelude::*;
-            let keep: Vec<bool> = (found.trace_files.par_iter())
-                .map(|p| last.keeps(p, limits))
-                .collect();
-            let mut keep = keep.into_iter();
-            found.trace_files.retain(|_| keep.next().unwrap_or(true));
-            left_out = before - found.trace_files.len();
+            left_out = suite.retain_traces(|p| last.keeps(p, limits));
         }
         let discovered = started.elapsed();
-        let bar = progress_bar(found.trace_files.len(), resolved.use_progress());
+        let bar = progress_bar(suite.traces(), resolved.use_progress());
         let stats = Arc::new(CheckStats::default());
         let opts = CheckOptions {
             selection: Selection {
                 scenarios: args.scenarios.clone(),
                 tags: args.tags.clone(),
                 partition: args.partition,
-                whole_suite: crate::discover::covers_suite_roots(&args.suite.paths),
+                whole_suite: tracereplay::discover::covers_suite_roots(&args.suite.paths),
                 scripted: args.scripted,
                 rerun: last_run.as_ref().map(|l| l.passed_scenarios.clone()),
             },
@@ -217,7 +202,7 @@ pub(super) fn run(
                 fail_on: options::fail_on(args.fail_on),
                 secrets: args.secrets.mode(),
                 waived: options::waived(),
-                budget: crate::report::usage::Budget {
+                budget: tracereplay::report::usage::Budget {
                     tokens: args.budget.budget_tokens,
                     cost: args.budget.budget_cost,
                 },
@@ -232,9 +217,10 @@ pub(super) fn run(
             },
             signatures: signatures.clone(),
         };
-        let mut searched = args.suite.paths.clone();
-        searched.extend(args.suite.scenario_dirs.iter().cloned());
-        let report = check_with_cache_file(&found, &searched, &opts, cache_file)?;
+        let report = match cache {
+            Some(cache) => suite.check_with_cache(&opts, cache)?,
+            None => suite.check(&opts)?,
+        };
         if let Some(b) = &bar {
             b.finish_and_clear();
         }
@@ -278,7 +264,7 @@ pub(super) fn run(
             flags: judging_flags(args),
             generated: Some(report::html::generated_now()),
             limits: args.judging.limits.limits(),
-            waived: crate::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
+            waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
         });
     if let (Some(path), Some(ctx)) = (&args.html, &html) {
         if let Err(e) =
@@ -373,28 +359,21 @@ pub(super) fn run(
             not_written.join("; ")
         );
     }
-    if report.results.unreadable() {
-        bail!(
-            "result rows kept in a temporary file could not be read back, so the report is incomplete; run again with a working temporary directory (or more `--row-memory`)"
-        );
-    }
     let failed = report.is_failure();
     let code = if failed { exit::FAILURE } else { exit::OK };
     if let (Some(path), Some(key)) = (&signing.attest, &attest_key) {
-        let facts = crate::sign::attest::RunFacts {
+        let facts = tracereplay::sign::attest::RunFacts {
             options: judging_flags(args),
             trusted_keys: trusted_ids,
             exit_code: code,
         };
-        let statement = crate::sign::attest::statement(&report, facts);
-        let text = crate::sign::attest::sign(&statement, key);
+        let statement = tracereplay::sign::attest::statement(&report, facts);
+        let text = tracereplay::sign::attest::sign(&statement, key);
         out.flush()?;
         write_atomic_streaming(path, &mut |w| w.write_all(text.as_bytes()))
             .with_context(|| format!("cannot write the attestation to `{path}`"))?;
         diag!("attestation: {path} (signed by key {})", key.key_id());
     }
-    // The process ends right after: freeing tens of thousands of rows one by one is wasted time.
-    std::mem::forget(report);
     Ok(code)
 }
 
@@ -439,12 +418,12 @@ fn status_level(arg: StatusLevelArg) -> StatusLevel {
     }
 }
 
-type Renderer = fn(&crate::report::Report, &mut dyn Write) -> std::io::Result<()>;
+type Renderer = fn(&tracereplay::report::Report, &mut dyn Write) -> std::io::Result<()>;
 
 /// Writes `report` to `out` in `format` (shared by `check` and `merge`).
 pub(super) fn render(
     format: CheckFormatArg,
-    report: &crate::report::Report,
+    report: &tracereplay::report::Report,
     rows: Option<StatusLevel>,
     (quiet, color): (bool, bool),
     out: &mut dyn Write,

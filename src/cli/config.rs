@@ -95,7 +95,7 @@ pub(super) struct Config {
 
 /// `key` is unknown among `known`: the error, with the closest known key.
 fn unknown(file: &Utf8Path, at: &str, key: &str, known: &[&str]) -> anyhow::Error {
-    let hint = crate::oracle::registry::closest(key, known.iter().copied())
+    let hint = tracereplay::oracle::registry::closest(key, known.iter().copied())
         .map(|k| format!("; did you mean `{k}`?"))
         .unwrap_or_default();
     anyhow::anyhow!(
@@ -213,7 +213,7 @@ impl Config {
                 ..Config::default()
             });
         };
-        let text = crate::fsutil::read_regular(&file, 1 << 20, "project file")
+        let text = tracereplay::fsutil::read_regular(&file, 1 << 20, "project file")
             .with_context(|| format!("cannot read `{file}`"))?;
         let text = String::from_utf8(text).with_context(|| format!("`{file}` is not UTF-8"))?;
         let table: toml::Table =
@@ -223,7 +223,7 @@ impl Config {
             .ok()
             .and_then(|f| f.parent().map(Utf8Path::to_owned))
             .unwrap_or_else(|| ".".into());
-        let shown = crate::paths::display_path(&file);
+        let shown = tracereplay::paths::display_path(&file);
         let shown = Utf8Path::new(&shown);
         let prices = base.join(super::prices::FILE_NAME);
         let mut c = Config {
@@ -258,7 +258,7 @@ impl Config {
                     if !inside {
                         bail!(
                             "`{shown}`: `cache-dir` `{}` leaves the project (an absolute path, or `..`); give a directory inside it, or pass `--cache-dir DIR` on the command line",
-                            crate::report::escape_controls(&dir)
+                            tracereplay::report::escape_controls(&dir)
                         );
                     }
                     c.cache_dir = Some(resolve(&base, &dir));
@@ -295,7 +295,7 @@ impl Config {
                 let names: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
                 bail!(
                     "`--profile {p}`: no such profile{} (defined: {})",
-                    crate::oracle::registry::closest(p, names.iter().copied())
+                    tracereplay::oracle::registry::closest(p, names.iter().copied())
                         .map(|k| format!("; did you mean `{k}`?"))
                         .unwrap_or_default(),
                     if names.is_empty() {
@@ -325,7 +325,7 @@ impl Config {
     }
 
     fn source_in_file(&self, what: &str) -> String {
-        let file = self.file.as_deref().map(crate::paths::display_path);
+        let file = self.file.as_deref().map(tracereplay::paths::display_path);
         format!("{} ({what})", file.unwrap_or_default())
     }
 
@@ -433,7 +433,7 @@ impl Config {
     /// `tracereplay config`: the settings `check` runs with, and where each came from.
     pub(super) fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
         match &self.file {
-            Some(f) => writeln!(out, "file: {}", crate::paths::display_path(f))?,
+            Some(f) => writeln!(out, "file: {}", tracereplay::paths::display_path(f))?,
             None => writeln!(
                 out,
                 "file: none (no `{FILE_NAME}` in the working directory or its parents)"

@@ -3,16 +3,16 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 
-use crate::diff::report::{DiffEntry, DiffReport, Unpaired};
-use crate::diff::{DriftCategory, DriftFinding, DriftMode, compare};
-use crate::discover::discover;
-use crate::eval::{
+use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
+use tracereplay::diff::{DriftCategory, DriftFinding, DriftMode, compare};
+use tracereplay::discover::discover;
+use tracereplay::eval::{
     Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
     error_chain, judge_trace_file,
 };
-use crate::paths::display_path;
-use crate::report::{RowVerdict, Source};
-use crate::scenario::load_scenarios;
+use tracereplay::paths::display_path;
+use tracereplay::report::{RowVerdict, Source};
+use tracereplay::scenario::load_scenarios;
 use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
@@ -74,7 +74,7 @@ fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::R
     found.look_up_in(resolved.suite_roots());
     let opts = CheckOptions {
         selection: Selection {
-            whole_suite: crate::discover::covers_suite_roots(&args.paths),
+            whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
             ..Selection::default()
         },
         judging: options::judging(&args.judging)?,
@@ -156,7 +156,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     );
     let judging = options::judging(&args.judging)?;
     let mut report = DiffReport::default();
-    let mut read_side = |found: &crate::discover::Discovered| -> Side {
+    let mut read_side = |found: &tracereplay::discover::Discovered| -> Side {
         let judged: Vec<_> = found
             .trace_files
             .par_iter()
@@ -207,7 +207,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         let several = olds.len() > 1 || news.len() > 1;
         if several && distinct(olds) && distinct(news) {
             // Trials: compared as sets, with the run's thresholds, below.
-            sets.push(crate::diff::sets::SetInput {
+            sets.push(tracereplay::diff::sets::SetInput {
                 scenario: nj.scenario.clone(),
                 case: nj.case.clone(),
                 old: olds.iter().map(|(_, j)| j.behaviour.clone()).collect(),
@@ -240,7 +240,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     }
     if !sets.is_empty() {
         let alpha = options::alpha(args.drift.alpha)?;
-        let summary = crate::diff::sets::compare_sets(sets, tol, mode, alpha);
+        let summary = tracereplay::diff::sets::compare_sets(sets, tol, mode, alpha);
         for e in &summary.cases_by_effect {
             report.entries.push(DiffEntry {
                 scenario: e.scenario.clone(),
@@ -264,9 +264,9 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     Ok(report.finish(compared))
 }
 
-fn side_n(s: &crate::trials::drift::Side) -> u64 {
+fn side_n(s: &tracereplay::trials::drift::Side) -> u64 {
     match s {
-        crate::trials::drift::Side::Counts { n, .. }
-        | crate::trials::drift::Side::Median { n, .. } => *n,
+        tracereplay::trials::drift::Side::Counts { n, .. }
+        | tracereplay::trials::drift::Side::Median { n, .. } => *n,
     }
 }

@@ -4,15 +4,15 @@
 
 use std::io::Write;
 
-use crate::discover::discover;
-use crate::eval::ScenarioIndex;
-use crate::eval::explain::explain_trace;
-use crate::privacy::lint::read_allow_file;
-use crate::report::explain::Explanation;
-use crate::report::explain::{render, render_headline};
-use crate::report::runfolder::latest_run;
-use crate::scenario::load_scenarios;
-use crate::trace::{TraceFile, probe_header};
+use tracereplay::discover::discover;
+use tracereplay::eval::ScenarioIndex;
+use tracereplay::eval::explain::explain_trace;
+use tracereplay::privacy::lint::read_allow_file;
+use tracereplay::report::explain::Explanation;
+use tracereplay::report::explain::{render, render_headline};
+use tracereplay::report::runfolder::latest_run;
+use tracereplay::scenario::load_scenarios;
+use tracereplay::trace::{TraceFile, probe_header};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::ExplainArgs;
@@ -124,7 +124,7 @@ fn last(args: &ExplainArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<
     let mut explained = Vec::new();
     for path in files {
         // Read as any input is read: a regular file, within a bound.
-        let bytes = crate::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
+        let bytes = tracereplay::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
             .map_err(|err| anyhow::anyhow!("cannot read `{path}`: {err}"))?;
         let mut e: Explanation = serde_json::from_slice(&bytes)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;

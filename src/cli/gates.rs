@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::discover::discover;
-use crate::eval::{CheckOptions, Counting, FailOn, JudgeOptions, check};
-use crate::gates::strength::{MUTANTS_PER_TRACE, Strength};
-use crate::gates::{GateProblem, check_gates};
-use crate::report::{RowVerdict, escape_controls};
-use crate::scenario::{Scenario, load_scenarios};
-use crate::trace::{TraceFile, parse_trace};
+use tracereplay::discover::discover;
+use tracereplay::eval::{CheckOptions, Counting, FailOn, JudgeOptions, check};
+use tracereplay::gates::strength::{MUTANTS_PER_TRACE, Strength};
+use tracereplay::gates::{GateProblem, check_gates};
+use tracereplay::report::{RowVerdict, escape_controls};
+use tracereplay::scenario::{Scenario, load_scenarios};
+use tracereplay::trace::{TraceFile, parse_trace};
 
 use super::args::GatesArgs;
 use super::exit;
@@ -22,7 +22,7 @@ type BehaviourSeen = BTreeMap<String, BTreeMap<&'static str, (usize, String)>>;
 /// each (lowercased scenario id, case) has (from each trace's first line), and what the default
 /// behaviour oracles find in those that verify and parse.
 fn read_traces(
-    found: &crate::discover::Discovered,
+    found: &tracereplay::discover::Discovered,
     args: &GatesArgs,
 ) -> (BTreeMap<(String, String), usize>, BehaviourSeen) {
     use rayon::prelude::*;
@@ -31,12 +31,12 @@ fn read_traces(
     let per_trace: Vec<Read> = (found.trace_files.par_iter())
         .filter_map(|path| {
             let file = TraceFile::open(path, limits).ok()?;
-            let claimed = crate::trace::probe_header(&file.bytes)
+            let claimed = tracereplay::trace::probe_header(&file.bytes)
                 .map(|(scenario, case)| (scenario.to_lowercase(), case));
             let parsed = (file.verify_seal(false).ok())
                 .and_then(|seal| parse_trace(&file, &seal, limits).ok());
             let findings = parsed.map_or_else(Vec::new, |p| {
-                let found = crate::oracle::behaviour::lint(&p.trace);
+                let found = tracereplay::oracle::behaviour::lint(&p.trace);
                 found.into_iter().map(|(o, r)| (o, r.message)).collect()
             });
             Some((claimed, findings))
@@ -88,7 +88,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let searched: Vec<String> = (args.suite.paths.iter().chain(&args.suite.scenario_dirs))
-        .map(|p| crate::paths::display_path(p))
+        .map(|p| tracereplay::paths::display_path(p))
         .collect();
     let mut problems = check_gates(&loaded, &searched.join("`, `"));
     for w in found
@@ -101,7 +101,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     let alpha = super::options::alpha(args.alpha)?;
     let (recorded, seen) = read_traces(&found, args);
     for s in &loaded.scenarios {
-        let mut warnings = crate::gates::scenario_warnings(s);
+        let mut warnings = tracereplay::gates::scenario_warnings(s);
         warnings.extend(behaviour_suggestions(s, &seen));
         warnings.extend(s.trials.warnings(alpha));
         for ((id, case), n) in recorded.range((s.id.to_lowercase(), String::new())..) {
@@ -116,7 +116,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             }
         }
         for w in warnings {
-            let file = crate::paths::display_path(&s.file);
+            let file = tracereplay::paths::display_path(&s.file);
             writeln!(
                 out,
                 "warning: `{file}`: scenario `{}`: {}",
@@ -127,7 +127,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     }
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
-        file: crate::paths::display_path(p),
+        file: tracereplay::paths::display_path(p),
         scenario: None,
         line: None,
         column: None,
@@ -151,9 +151,9 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         // Mutants multiply the `expr` programs run: the whole measurement has a budget of its
         // own, and a mutant left without time is not counted (it never raises a score).
         let budget = std::time::Duration::from_secs(args.expr_budget);
-        crate::oracle::budget::set_run_budget(Some(budget));
+        tracereplay::oracle::budget::set_run_budget(Some(budget));
         let measured = strengths(&found, args, &measurable);
-        crate::oracle::budget::set_run_budget(None);
+        tracereplay::oracle::budget::set_run_budget(None);
         for s in measured? {
             match s.score() {
                 None => writeln!(
@@ -224,7 +224,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
 
 /// Strength of each scenario, measured over its passing traces, sorted by scenario id.
 fn strengths(
-    found: &crate::discover::Discovered,
+    found: &tracereplay::discover::Discovered,
     args: &GatesArgs,
     scenarios: &[&Scenario],
 ) -> anyhow::Result<Vec<Strength>> {

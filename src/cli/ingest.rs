@@ -10,11 +10,11 @@ use std::io::Write;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::baseline::encode_trace_segment;
-use crate::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
-use crate::paths::display_path;
-use crate::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
-use crate::trace::Limits;
+use tracereplay::baseline::encode_trace_segment;
+use tracereplay::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
+use tracereplay::paths::display_path;
+use tracereplay::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
+use tracereplay::trace::Limits;
 
 use super::options::{AtDestination, at_destination, not_replaced};
 use anyhow::{Context, bail};
@@ -64,7 +64,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
     let signer = super::sign::signer(&args.signing)?;
     // Every trace written stays inside `-o DIR`, never through a symlink under it.
-    let confined = crate::fsutil::Confined::new(args.out.clone());
+    let confined = tracereplay::fsutil::Confined::new(args.out.clone());
     let raw_opt_in = raw_prompts_opted_in(args.dev_raw_prompts);
     if raw_opt_in {
         diag!(
@@ -191,12 +191,12 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         for ((run, dest), result) in claimed.iter().zip(stored) {
             let result = result?;
             if signer.is_some() {
-                durable.push(crate::sign::signature_path(dest));
+                durable.push(tracereplay::sign::signature_path(dest));
             }
             if matches!(result, Stored::Written) {
                 durable.push(dest.clone());
                 if run.trace.sidecar.is_some() {
-                    durable.push(crate::trace::sidecar_path(dest));
+                    durable.push(tracereplay::trace::sidecar_path(dest));
                 }
             }
             report(run, dest, result, &mut tally, out)?;
@@ -208,7 +208,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         failed += tally.failed;
     }
     // Traces were written without a sync each: made durable here, together, and only them.
-    crate::fsutil::sync_written(&durable, &args.out)
+    tracereplay::fsutil::sync_written(&durable, &args.out)
         .with_context(|| format!("cannot sync what was written under `{}`", args.out))?;
     Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
 }
@@ -239,13 +239,13 @@ enum Stored {
 fn store(
     run: &IngestedRun,
     dest: &Utf8Path,
-    confined: &crate::fsutil::Confined,
+    confined: &tracereplay::fsutil::Confined,
 ) -> anyhow::Result<Vec<u8>> {
     let bytes = (run.trace.compress())
         .and_then(|bytes| confined.write(dest, &bytes, false).map(|()| bytes))
         .with_context(|| format!("cannot write `{dest}`"))?;
     if let Some(sidecar) = &run.trace.sidecar {
-        let side = crate::trace::sidecar_path(dest);
+        let side = tracereplay::trace::sidecar_path(dest);
         (confined.write(&side, sidecar, false))
             .with_context(|| format!("cannot write `{side}`"))?;
     }
@@ -256,7 +256,7 @@ fn store(
 /// syncs what it wrote at its end). `stored` are the bytes just written; a trace that was there
 /// already is read.
 fn sign_stored(
-    key: &crate::sign::keys::SigningKey,
+    key: &tracereplay::sign::keys::SigningKey,
     run: &IngestedRun,
     dest: &Utf8Path,
     stored: Option<Vec<u8>>,
@@ -267,14 +267,14 @@ fn sign_stored(
         None => std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?,
     };
     let file = dest.file_name().unwrap_or_default();
-    let claims = crate::sign::Claims::new(
+    let claims = tracereplay::sign::Claims::new(
         &run.trace.content_hash,
         &run.scenario,
         &run.case,
         run.trial.as_deref(),
         file,
     );
-    crate::sign::write_signature(key, root, (dest, &stored), &claims, false)
+    tracereplay::sign::write_signature(key, root, (dest, &stored), &claims, false)
         .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;
     Ok(())
 }
@@ -350,7 +350,7 @@ fn emit_scenarios(
     input: &Utf8Path,
     args: &IngestArgs,
     opts: &IngestOptions,
-    confined: &crate::fsutil::Confined,
+    confined: &tracereplay::fsutil::Confined,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
     if format != Format::OpenaiMessages {
@@ -360,7 +360,7 @@ fn emit_scenarios(
         return Ok(0);
     }
     let mut refused = 0;
-    let emitted = match crate::ingest::ground_truth::scenarios(bytes, opts) {
+    let emitted = match tracereplay::ingest::ground_truth::scenarios(bytes, opts) {
         Ok(e) => e,
         Err(e) => {
             diag!("error: `{input}`: {e}");
@@ -380,8 +380,8 @@ fn emit_scenarios(
         let shown = display_path(&dest);
         // Read as any input is read: a regular file, within a bound (a symlink to `/dev/zero`
         // or a FIFO in the scenario's place is refused, never read).
-        let limit = crate::scenario::MAX_SCENARIO_BYTES;
-        match crate::fsutil::read_regular(&dest, limit, "existing scenario") {
+        let limit = tracereplay::scenario::MAX_SCENARIO_BYTES;
+        match tracereplay::fsutil::read_regular(&dest, limit, "existing scenario") {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound && !args.force => {
                 diag!(
                     "error: `{input}`: `{shown}` is there and cannot be read ({e}); not replaced — pass `--force` to replace it"

@@ -4,12 +4,12 @@
 
 use std::io::Write;
 
-use crate::baseline::{BaselineFile, BaselineStore, Behaviour};
-use crate::fsutil::Confined;
-use crate::oracle::judge;
-use crate::privacy::PromptHasher;
-use crate::scenario::load_file;
-use crate::trace::{
+use tracereplay::baseline::{BaselineFile, BaselineStore, Behaviour};
+use tracereplay::fsutil::Confined;
+use tracereplay::oracle::judge;
+use tracereplay::privacy::PromptHasher;
+use tracereplay::scenario::load_file;
+use tracereplay::trace::{
     Args, EventBody, Header, Json, Limits, RunStatus, Str, TraceFile, TraceWriter, parse_trace,
 };
 use anyhow::Context;

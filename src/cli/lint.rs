@@ -2,12 +2,12 @@
 
 use std::io::Write;
 
-use crate::discover::discover;
-use crate::eval::error_chain;
-use crate::paths::display_path;
-use crate::privacy::lint::{Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets};
-use crate::report::escape_controls;
-use crate::trace::{Seal, TraceError, TraceFile, parse_trace_with};
+use tracereplay::discover::discover;
+use tracereplay::eval::error_chain;
+use tracereplay::paths::display_path;
+use tracereplay::privacy::lint::{Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets};
+use tracereplay::report::escape_controls;
+use tracereplay::trace::{Seal, TraceError, TraceFile, parse_trace_with};
 use camino::Utf8Path;
 use rayon::prelude::*;
 
@@ -57,10 +57,10 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .iter()
         .chain(&found.suite_files)
         .map(|f| {
-            let limit = crate::scenario::MAX_SCENARIO_BYTES;
+            let limit = tracereplay::scenario::MAX_SCENARIO_BYTES;
             (
                 f,
-                crate::fsutil::read_regular(f, limit, "scenario file").unwrap_or_default(),
+                tracereplay::fsutil::read_regular(f, limit, "scenario file").unwrap_or_default(),
             )
         })
         .collect();
@@ -107,10 +107,10 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 /// not verify or parse has none here (the privacy lint reports it).
 fn behaviour_findings(
     path: &camino::Utf8PathBuf,
-    limits: crate::trace::Limits,
+    limits: tracereplay::trace::Limits,
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
-    let opts = crate::eval::JudgeOptions {
+    let opts = tracereplay::eval::JudgeOptions {
         limits,
         require_sealed: false,
         allow_raw_prompts,
@@ -120,11 +120,11 @@ fn behaviour_findings(
     let Ok(file) = TraceFile::open(path, limits) else {
         return Vec::new();
     };
-    let Ok((_, parsed)) = crate::eval::pipeline::verify_and_parse(&file, &opts) else {
+    let Ok((_, parsed)) = tracereplay::eval::pipeline::verify_and_parse(&file, &opts) else {
         return Vec::new();
     };
     let shown = display_path(path);
-    (crate::oracle::behaviour::lint(&parsed.trace).into_iter())
+    (tracereplay::oracle::behaviour::lint(&parsed.trace).into_iter())
         .map(|(oracle, r)| Finding {
             file: shown.clone(),
             line: None,
@@ -141,8 +141,8 @@ fn behaviour_findings(
 /// limit, not a file) is a finding itself: it could hold anything, so it is never called clean.
 fn lint_trace(
     path: &camino::Utf8PathBuf,
-    limits: crate::trace::Limits,
-    mode: crate::privacy::lint::SecretsMode,
+    limits: tracereplay::trace::Limits,
+    mode: tracereplay::privacy::lint::SecretsMode,
     waived: &std::collections::HashSet<String>,
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
@@ -172,7 +172,7 @@ fn lint_trace(
     let seal = file.verify_seal(false).unwrap_or_else(|_| {
         let trimmed = file.bytes.strip_suffix(b"\n").unwrap_or(&file.bytes);
         let last = memchr::memrchr(b'\n', trimmed).map_or(0, |p| p + 1);
-        let body_len = if crate::trace::is_footer_line(&trimmed[last..]) {
+        let body_len = if tracereplay::trace::is_footer_line(&trimmed[last..]) {
             last
         } else {
             file.bytes.len()

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use crate::fsutil::write_atomic_streaming;
-use crate::report::{self, Report};
+use tracereplay::fsutil::write_atomic_streaming;
+use tracereplay::report::{self, Report};
 use anyhow::Context;
 
 use super::args::MergeArgs;
@@ -31,7 +31,7 @@ pub(super) fn run(
         })?;
         reports.push((path.to_string(), r));
     }
-    let merged = crate::eval::merge(reports)?;
+    let merged = tracereplay::eval::merge(reports)?;
     if let Some(path) = &args.json {
         write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
             .with_context(|| format!("cannot write `{path}`"))?;
@@ -45,8 +45,8 @@ pub(super) fn run(
             },
             flags: vec![format!("merged from {} report(s)", args.reports.len())],
             generated: Some(report::html::generated_now()),
-            limits: crate::trace::Limits::default(),
-            waived: crate::privacy::lint::read_allow_file(camino::Utf8Path::new(
+            limits: tracereplay::trace::Limits::default(),
+            waived: tracereplay::privacy::lint::read_allow_file(camino::Utf8Path::new(
                 super::options::ALLOW_FILE,
             )),
         };

@@ -15,14 +15,14 @@ macro_rules! diag {
     }};
 }
 
-pub mod args;
+pub(crate) mod args;
 mod baseline;
 mod cat;
 mod check;
 mod ci;
 mod config;
 mod diff;
-pub mod exit;
+pub(crate) mod exit;
 mod explain;
 mod gates;
 mod ingest;
@@ -44,9 +44,9 @@ use args::{Cli, Command};
 
 /// The whole command line: parse the process's arguments, run, print any error, and return
 /// the exit code.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
-    crate::fsutil::mark_run_start();
+    tracereplay::fsutil::mark_run_start();
     use clap::{CommandFactory, FromArgMatches};
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let matches = Cli::command().get_matches_from(&argv);
@@ -87,7 +87,7 @@ pub fn main() -> i32 {
         let mut text = Vec::new();
         let _ = c.print(&mut text);
         let shown: String = (String::from_utf8_lossy(&text).lines())
-            .map(|l| crate::report::escape_controls(l) + "\n")
+            .map(|l| tracereplay::report::escape_controls(l) + "\n")
             .collect();
         return match std::io::stdout().lock().write_all(shown.as_bytes()) {
             Ok(()) => exit::OK,
@@ -160,12 +160,13 @@ fn run(cli: &Cli, resolved: &options::Resolved, out: &mut dyn Write) -> anyhow::
 
 /// The command-line reference (`docs/cli.md`), generated from the flag definitions so it
 /// cannot drift from them: every command's help, as `--help` prints it.
-pub fn reference() -> String {
+#[cfg(test)]
+fn reference() -> String {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
     cmd.build();
     let mut out = String::from(
-        "# Command-line reference\n\nGenerated from the flag definitions (`cargo test` checks this file is current;\n`UPDATE_DOCS=1 cargo test --test cli cli_reference` rewrites it).\n",
+        "# Command-line reference\n\nGenerated from the flag definitions (`cargo test` checks this file is current;\n`UPDATE_DOCS=1 cargo test --bin tracereplay cli_reference` rewrites it).\n",
     );
     fn walk(cmd: &clap::Command, path: &str, out: &mut String) {
         let name = if path.is_empty() {
@@ -185,4 +186,23 @@ pub fn reference() -> String {
     }
     walk(&cmd, "", &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// `docs/cli.md` is generated from the flag definitions; this keeps the committed file
+    /// current.
+    #[test]
+    fn cli_reference_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md");
+        let want = super::reference();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/cli.md is out of date: run `UPDATE_DOCS=1 cargo test --bin tracereplay cli_reference`"
+        );
+    }
 }

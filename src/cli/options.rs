@@ -8,16 +8,16 @@ use anyhow::bail;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::{ColorArg, DriftArg, DriftArgs, FailOnArg, JudgingArgs};
-use crate::baseline::BaselineStore;
-use crate::diff::DriftMode;
-use crate::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
+use tracereplay::baseline::BaselineStore;
+use tracereplay::diff::DriftMode;
+use tracereplay::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
 
 /// Fingerprints of waived secrets, in the working directory.
 pub(super) const ALLOW_FILE: &str = ".tracereplay-allow";
 
 /// The secret fingerprints `.tracereplay-allow` waives.
 pub(super) fn waived() -> std::collections::HashSet<String> {
-    crate::privacy::lint::read_allow_file(Utf8Path::new(ALLOW_FILE))
+    tracereplay::privacy::lint::read_allow_file(Utf8Path::new(ALLOW_FILE))
 }
 
 /// How traces are judged (reading the price table, when one is given).
@@ -57,7 +57,7 @@ impl Resolved {
         Self {
             color: cli.color,
             default_baselines: baselines.unwrap_or_else(|| "baselines".into()),
-            suite_roots: paths.unwrap_or_else(|| vec![crate::discover::DEFAULT_ROOT.into()]),
+            suite_roots: paths.unwrap_or_else(|| vec![tracereplay::discover::DEFAULT_ROOT.into()]),
         }
     }
 
@@ -188,12 +188,12 @@ pub(super) enum AtDestination {
 pub(super) fn at_destination(
     dest: &Utf8Path,
     content_hash: &str,
-    limits: crate::trace::Limits,
+    limits: tracereplay::trace::Limits,
 ) -> AtDestination {
     if std::fs::symlink_metadata(dest).is_err() {
         return AtDestination::Free;
     }
-    let existing = crate::trace::TraceFile::open(dest, limits)
+    let existing = tracereplay::trace::TraceFile::open(dest, limits)
         .ok()
         .and_then(|f| f.verify_seal(true).ok())
         .map(|s| s.content_hash);
@@ -212,6 +212,6 @@ pub(super) fn not_replaced(dest: &Utf8Path, existing: Option<&str>, new: &str) -
     );
     format!(
         "`{}` holds {what}; not replaced — pass `--force` to replace it",
-        crate::paths::display_path(dest)
+        tracereplay::paths::display_path(dest)
     )
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use camino::Utf8Path;
 use rayon::prelude::*;
 
-use crate::fsutil::write_atomic_streaming;
-use crate::report::{self, Report};
+use tracereplay::fsutil::write_atomic_streaming;
+use tracereplay::report::{self, Report};
 
 /// The environment variable of OTLP exporters that holds the headers to send.
 const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
@@ -17,7 +17,7 @@ const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 /// run then ends with exit 2, after every report is written).
 pub(super) fn export(
     report: &Report,
-    limits: crate::trace::Limits,
+    limits: tracereplay::trace::Limits,
     file: Option<&Utf8Path>,
     endpoint: Option<&str>,
 ) -> Vec<String> {
@@ -50,7 +50,7 @@ pub(super) fn export(
 }
 
 /// The OpenTelemetry ids of the report's traces that hold them, by shown path.
-fn ids(report: &Report, limits: crate::trace::Limits) -> BTreeMap<String, report::otlp::OtelIds> {
+fn ids(report: &Report, limits: tracereplay::trace::Limits) -> BTreeMap<String, report::otlp::OtelIds> {
     let paths: Vec<String> = report.results.summaries().filter_map(|r| r.path).collect();
     (paths.into_par_iter())
         .filter_map(|p| {

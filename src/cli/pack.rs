@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use crate::eval::error_chain;
-use crate::fsutil::write_atomic;
-use crate::trace::{Packed, TraceFile, pack};
+use tracereplay::eval::error_chain;
+use tracereplay::fsutil::write_atomic;
+use tracereplay::trace::{Packed, TraceFile, pack};
 use anyhow::Context;
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -61,7 +61,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 fn without_footer(bytes: &[u8]) -> Option<Vec<u8>> {
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    crate::trace::is_footer_line(&body[start..]).then(|| bytes[..start].to_vec())
+    tracereplay::trace::is_footer_line(&body[start..]).then(|| bytes[..start].to_vec())
 }
 
 fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String, BoxError> {
@@ -118,7 +118,7 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
     let compressed = if file.compressed && verb == "already sealed" {
         std::fs::read(input)?
     } else {
-        zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL)?
+        zstd::bulk::compress(&bytes, tracereplay::trace::ZSTD_LEVEL)?
     };
     write_atomic(dest, &compressed)?;
     let note = if resealed {

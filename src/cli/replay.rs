@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::replay::{load_all, server};
+use tracereplay::replay::{load_all, server};
 
 use super::args::{ReplayCommand, ReplayServeArgs};
 use super::exit;
@@ -30,11 +30,11 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let scripts = load_all(&args.traces, args.limits.limits())?;
     // Each session hashes request inputs as its recording's prompts were hashed (the trace's
     // header says how): unkeyed recordings need nothing; keyed ones need the key they used.
-    let keyed: Vec<&crate::replay::Script> = (scripts.iter())
+    let keyed: Vec<&tracereplay::replay::Script> = (scripts.iter())
         .filter(|s| s.hash_scheme.0 == "blake3-keyed")
         .collect();
-    let hasher = match (crate::privacy::PromptHasher::from_env(), keyed.first()) {
-        (_, None) => crate::privacy::PromptHasher::unkeyed(),
+    let hasher = match (tracereplay::privacy::PromptHasher::from_env(), keyed.first()) {
+        (_, None) => tracereplay::privacy::PromptHasher::unkeyed(),
         (Some(h), Some(_)) => {
             if let Some(other) = keyed.iter().find(|s| {
                 s.hash_scheme
@@ -46,7 +46,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                     "`{}` was hashed with key `{}`, and `{}` holds key `{}`: replay it with the key it was recorded with",
                     other.path,
                     other.hash_scheme.1.as_deref().unwrap_or("?"),
-                    crate::privacy::KEY_ENV,
+                    tracereplay::privacy::KEY_ENV,
                     h.kid().unwrap_or("?")
                 );
             }
@@ -55,7 +55,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         (None, Some(first)) => anyhow::bail!(
             "`{}` was recorded with keyed prompt hashes: set `{}` to the key it used, so that request inputs hash alike",
             first.path,
-            crate::privacy::KEY_ENV
+            tracereplay::privacy::KEY_ENV
         ),
     };
     if let Some(dir) = &args.record {
@@ -64,7 +64,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         // writer winning. Refused, as `ingest` refuses two runs of one name.
         let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
         for s in &scripts {
-            let path = crate::replay::record::recording_path(s, args.trial.as_ref());
+            let path = tracereplay::replay::record::recording_path(s, args.trial.as_ref());
             if let Some(first) = by_path.insert(path.clone(), &s.path) {
                 anyhow::bail!(
                     "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",
@@ -84,7 +84,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         record: args.record.clone(),
         trial: args.trial.clone(),
         strict: args.strict,
-        raw_prompts: crate::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
+        raw_prompts: tracereplay::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
         limits: args.limits.limits(),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
     };
@@ -93,22 +93,22 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
         );
     }
-    let running = crate::replay::spawn(scripts, args.listen, options)?;
+    let running = tracereplay::replay::spawn(scripts, args.listen, options)?;
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {
-        diag!("serving {}", crate::report::escape_controls(s));
+        diag!("serving {}", tracereplay::report::escape_controls(s));
     }
     let when = if args.exit_when_exhausted {
-        crate::replay::StopWhen::Exhausted
+        tracereplay::replay::StopWhen::Exhausted
     } else if args.exit_when_finished {
-        crate::replay::StopWhen::Finished
+        tracereplay::replay::StopWhen::Finished
     } else {
-        crate::replay::StopWhen::Signal
+        tracereplay::replay::StopWhen::Signal
     };
     let (reports, problems) = running.wait(when);
     for p in &problems {
-        diag!("error: cannot record {}", crate::report::escape_controls(p));
+        diag!("error: cannot record {}", tracereplay::report::escape_controls(p));
     }
     let mut diverged = false;
     for r in &reports {
@@ -116,7 +116,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         writeln!(
             out,
             "{}: {} of {} responses served{}{}",
-            crate::report::escape_controls(&r.session),
+            tracereplay::report::escape_controls(&r.session),
             r.served,
             r.recorded,
             if r.exhausted > 0 {
@@ -127,15 +127,15 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             if r.diverged { " (diverged)" } else { "" }
         )?;
         for d in &r.divergences {
-            writeln!(out, "  divergence: {}", crate::report::escape_controls(d))?;
+            writeln!(out, "  divergence: {}", tracereplay::report::escape_controls(d))?;
         }
         if let Some(p) = &r.recorded_to {
-            writeln!(out, "  recorded {}", crate::report::escape_controls(p))?;
+            writeln!(out, "  recorded {}", tracereplay::report::escape_controls(p))?;
         }
         if let Some(why) = &r.not_recorded {
             diag!(
                 "note: {}: not recorded: {why}",
-                crate::report::escape_controls(&r.session)
+                tracereplay::report::escape_controls(&r.session)
             );
         }
     }

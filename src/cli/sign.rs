@@ -8,11 +8,11 @@ use anyhow::Context;
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
-use crate::paths::display_path;
-use crate::report::escape_controls;
-use crate::sign::attest::{self, TraceNow};
-use crate::sign::keys::{SigningKey, TrustedKeys, signing_key_from_env_or};
-use crate::trace::{Limits, TraceFile};
+use tracereplay::paths::display_path;
+use tracereplay::report::escape_controls;
+use tracereplay::sign::attest::{self, TraceNow};
+use tracereplay::sign::keys::{SigningKey, TrustedKeys, signing_key_from_env_or};
+use tracereplay::trace::{Limits, TraceFile};
 
 use super::args::{SignArgs, SigningArgs, VerifyAttestationArgs};
 use super::exit;
@@ -48,7 +48,7 @@ pub(super) fn sign_written(
     let stored = std::fs::read(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
     let dir = path.parent().filter(|d| !d.as_str().is_empty());
     let dir = dir.unwrap_or(".".into());
-    crate::sign::sign_trace(signer, dir, (path, &stored), limits, durable)
+    tracereplay::sign::sign_trace(signer, dir, (path, &stored), limits, durable)
 }
 
 /// `key new --sign -o DIR`: a new key pair, the secret key written with mode 0600; never over
@@ -63,13 +63,13 @@ pub(super) fn new_key_pair(dir: &Utf8Path, out: &mut dyn Write) -> anyhow::Resul
             );
         }
     }
-    let pair = crate::sign::keys::generate()?;
+    let pair = tracereplay::sign::keys::generate()?;
     write_new(&secret, pair.secret.as_bytes(), 0o600)?;
     write_new(&public, pair.public.as_bytes(), 0o644)?;
     writeln!(out, "{}", pair.key_id)?;
     diag!(
         "wrote `{public}` (commit it: checks trust it with `--trusted-keys {public}`) and `{secret}` (keep it secret: store its content as the `{}` secret of your CI, then delete it); key id {}",
-        crate::sign::SIGNING_KEY_ENV,
+        tracereplay::sign::SIGNING_KEY_ENV,
         pair.key_id
     );
     Ok(exit::OK)
@@ -100,10 +100,10 @@ pub(super) fn run_sign(args: &SignArgs, out: &mut dyn Write) -> anyhow::Result<i
     let Some(key) = signer(&args.signing)? else {
         anyhow::bail!(
             "no signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE` (make a key pair with `tracereplay key new --sign -o DIR`)",
-            crate::sign::SIGNING_KEY_ENV
+            tracereplay::sign::SIGNING_KEY_ENV
         );
     };
-    let found = crate::discover::discover(&args.paths, &[])?;
+    let found = tracereplay::discover::discover(&args.paths, &[])?;
     if found.trace_files.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to sign");
     }
@@ -178,7 +178,7 @@ pub(super) fn run_verify_attestation(
     if args.traces.is_empty() {
         return Ok(exit::OK);
     }
-    let found = crate::discover::discover(&args.traces, &[])?;
+    let found = tracereplay::discover::discover(&args.traces, &[])?;
     let limits = args.limits.limits();
     let now: Vec<TraceNow> = (found.trace_files.par_iter())
         .map(|path| trace_now(path, limits))
@@ -218,7 +218,7 @@ fn trace_now(path: &Utf8Path, limits: Limits) -> TraceNow {
         .map(|f| f.expect("read to the end when `inspect` says so"))
         .and_then(|f| f.verify_seal(true))
         .map(|s| s.content_hash)
-        .map_err(|e| crate::eval::error_chain(&e));
+        .map_err(|e| tracereplay::eval::error_chain(&e));
     TraceNow {
         path: display_path(path),
         sha256,

@@ -2,12 +2,12 @@
 
 use std::io::Write;
 
-use crate::discover::discover;
-use crate::eval::error_chain;
-use crate::paths::display_path;
-use crate::report::escape_controls;
-use crate::sign::SignatureCheck;
-use crate::trace::TraceFile;
+use tracereplay::discover::discover;
+use tracereplay::eval::error_chain;
+use tracereplay::paths::display_path;
+use tracereplay::report::escape_controls;
+use tracereplay::sign::SignatureCheck;
+use tracereplay::trace::TraceFile;
 use rayon::prelude::*;
 
 use super::args::VerifyArgs;
@@ -82,11 +82,11 @@ pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32>
 /// The key id of a signature that holds and names this trace's seal (when it names one), or
 /// what is wrong with it.
 fn signed(
-    signature: Result<crate::sign::Signed, crate::sign::SignatureProblem>,
-    seal: &crate::trace::Seal,
+    signature: Result<tracereplay::sign::Signed, tracereplay::sign::SignatureProblem>,
+    seal: &tracereplay::trace::Seal,
 ) -> Result<String, String> {
     let signed = signature.map_err(|p| p.to_string())?;
-    match crate::sign::Claims::of_comment(&signed.comment) {
+    match tracereplay::sign::Claims::of_comment(&signed.comment) {
         Some(claims) if claims.seal != seal.content_hash => Err(format!(
             "is signed by key {}, but its trusted comment names seal `{}` (the trace has `{}`)",
             signed.key_id, claims.seal, seal.content_hash

@@ -78,7 +78,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             ))
         )?;
     }
-    Ok(())
+    report.results.readable()
 }
 
 fn collect(report: &Report, a: &mut Annotations) {

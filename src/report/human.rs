@@ -58,6 +58,13 @@ fn paint<'a>(on: bool, code: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 
 /// Writes the report for a person.
 pub fn render(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
+    draw(report, opts, out)?;
+    // A row lost from its temporary file fails the report rather than showing as an error.
+    report.results.readable()
+}
+
+/// What [`render`] writes.
+fn draw(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Result<()> {
     // Each line comes from its row's summary; only rows with details are taken whole.
     if opts.quiet {
         return summary(report, opts, out);

@@ -7,5 +7,6 @@ use super::model::Report;
 /// Writes the report as pretty JSON with a final newline.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, report)?;
-    out.write_all(b"\n")
+    out.write_all(b"\n")?;
+    report.results.readable()
 }

@@ -314,5 +314,6 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         junit.add_test_suite(suite);
     }
     junit.serialize(&mut *out).map_err(std::io::Error::other)?;
-    out.write_all(b"\n")
+    out.write_all(b"\n")?;
+    report.results.readable()
 }

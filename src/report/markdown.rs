@@ -9,6 +9,13 @@ use super::markdown_cell as cell;
 
 /// Writes the report as Markdown.
 pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    draw(report, out)?;
+    // A row lost from its temporary file fails the report rather than showing as an error.
+    report.results.readable()
+}
+
+/// What [`render`] writes.
+fn draw(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let mut written = Counting { out, chars: 0 };
     let out = &mut written;
     let s = &report.summary;

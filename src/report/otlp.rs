@@ -140,5 +140,6 @@ pub fn render(
         }],
     });
     serde_json::to_writer(&mut *out, &request)?;
-    writeln!(out)
+    writeln!(out)?;
+    report.results.readable()
 }

@@ -223,9 +223,9 @@ fn the_lister_sees_what_is_public_and_nothing_test_only() {
         "field tracereplay::report::model::ResultRow.verdict",
         "fn tracereplay::eval::pipeline::judge_file",
         "fn tracereplay::report::model::ResultRow::set_error",
-        "use tracereplay: suite::{Error, Suite}",
+        "use tracereplay: suite::{CacheRead, Error, Suite, in_pool}",
         "mod tracereplay::trace",
-        "mod(restricted) tracereplay::fsutil",
+        "mod(restricted) tracereplay::baseline::set",
     ] {
         assert!(api.lines().any(|l| l == expected), "`{expected}` missing");
     }

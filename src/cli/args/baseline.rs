@@ -7,7 +7,7 @@ use super::{CiArgs, LimitArgs, SuiteArgs};
 
 /// `baseline` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum BaselineCommand {
+pub(crate) enum BaselineCommand {
     /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
     Pending(BaselineDirArgs),
     /// Promote pending baselines matching the filters (all `new` and `changed` ones when none
@@ -22,7 +22,7 @@ pub enum BaselineCommand {
 
 /// The baselines directory.
 #[derive(Debug, Args)]
-pub struct BaselineDirArgs {
+pub(crate) struct BaselineDirArgs {
     /// Approved baselines directory.
     #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baselines: Utf8PathBuf,
@@ -30,7 +30,7 @@ pub struct BaselineDirArgs {
 
 /// `accept` / `reject` flags.
 #[derive(Debug, Args)]
-pub struct BaselineFilterArgs {
+pub(crate) struct BaselineFilterArgs {
     /// `SCENARIO` or `SCENARIO/CASE` (case-insensitive); none means every pending file.
     #[arg(value_name = "FILTER")]
     pub filters: Vec<String>,
@@ -44,7 +44,7 @@ pub struct BaselineFilterArgs {
 
 /// `accept` flags.
 #[derive(Debug, Args)]
-pub struct AcceptArgs {
+pub(crate) struct AcceptArgs {
     /// Which pending files, and where.
     #[command(flatten)]
     pub filter: BaselineFilterArgs,
@@ -55,7 +55,7 @@ pub struct AcceptArgs {
 
 /// `approve` flags.
 #[derive(Debug, Args)]
-pub struct ApproveArgs {
+pub(crate) struct ApproveArgs {
     /// The suite: its paths and scenario directories.
     #[command(flatten)]
     pub suite: SuiteArgs,

@@ -4,7 +4,7 @@ use clap::Args;
 
 /// `check`'s suite budgets (also `[budget]` in the project file).
 #[derive(Debug, Clone, Default, Args)]
-pub struct BudgetArgs {
+pub(crate) struct BudgetArgs {
     /// Fail the run when the suite's traces used more tokens than this (input + output, over
     /// every trace judged; a trace whose usage is not recorded makes the budget uncheckable,
     /// which fails too).

@@ -7,7 +7,7 @@ use super::{LimitArgs, SuiteArgs};
 
 /// `gates` flags.
 #[derive(Debug, Args)]
-pub struct GatesArgs {
+pub(crate) struct GatesArgs {
     /// The suite: its paths and scenario directories.
     #[command(flatten)]
     pub suite: SuiteArgs,

@@ -7,7 +7,7 @@ use super::SigningArgs;
 
 /// `--from`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IngestFormatArg {
+pub(crate) enum IngestFormatArg {
     /// OpenClaw.NET scenario files with a `scriptedTrace`.
     OpenclawScenario,
     /// OpenAI Chat Completions messages (also tau-bench and tau2-bench results) or Responses API
@@ -21,7 +21,7 @@ pub enum IngestFormatArg {
 
 /// `ingest` flags.
 #[derive(Debug, Args)]
-pub struct IngestArgs {
+pub(crate) struct IngestArgs {
     /// The input format (detected from each file's content when not given; the choice is
     /// printed).
     #[arg(long, value_enum)]

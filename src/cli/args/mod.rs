@@ -10,17 +10,17 @@ mod ingest;
 mod replay;
 mod sign;
 
-pub use baseline::{AcceptArgs, ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
-pub use cost::BudgetArgs;
-pub use gates::GatesArgs;
-pub use ingest::{IngestArgs, IngestFormatArg};
-pub use replay::{ReplayCommand, ReplayServeArgs};
-pub use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
+pub(crate) use baseline::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs};
+pub(crate) use cost::BudgetArgs;
+pub(crate) use gates::GatesArgs;
+pub(crate) use ingest::{IngestArgs, IngestFormatArg};
+pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
+pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
 
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
 #[derive(Debug, Parser)]
 #[command(name = "tracereplay", version, about, max_term_width = 100)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
@@ -39,7 +39,7 @@ pub struct Cli {
 
 /// `--status-level`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StatusLevelArg {
+pub(crate) enum StatusLevelArg {
     /// No result row.
     None,
     /// Failing, erroring and blocking rows.
@@ -54,7 +54,7 @@ pub enum StatusLevelArg {
 
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorArg {
+pub(crate) enum ColorArg {
     /// On a terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE`/`FORCE_COLOR` force them.
     Auto,
     /// Always.
@@ -66,7 +66,7 @@ pub enum ColorArg {
 /// A shell for `completions`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[allow(missing_docs)]
-pub enum ShellArg {
+pub(crate) enum ShellArg {
     Bash,
     Zsh,
     Fish,
@@ -76,7 +76,7 @@ pub enum ShellArg {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Judge every trace against its scenario's oracles; exit 1 on failures that count.
     Check(Box<CheckArgs>),
     /// Seal and compress NDJSON traces (`NAME.trace.ndjson.zst`).
@@ -129,7 +129,7 @@ pub enum Command {
 
 /// `explain` flags.
 #[derive(Debug, Args)]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     /// A trace file, or a scenario id (every trace of it). With `--last`: a scenario id,
     /// `scenario/case` or a trace path, to narrow the run's failures to that one. None given:
     /// as `--last`.
@@ -165,7 +165,7 @@ pub struct ExplainArgs {
 
 /// `--ci` / `--no-ci`.
 #[derive(Debug, Clone, Args)]
-pub struct CiArgs {
+pub(crate) struct CiArgs {
     /// Behave as under CI (write no baseline or pending file) whatever the environment says.
     #[arg(long, conflicts_with = "no_ci")]
     pub ci: bool,
@@ -176,7 +176,7 @@ pub struct CiArgs {
 
 /// `--secrets`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SecretsArg {
+pub(crate) enum SecretsArg {
     /// A secret fails the run.
     Fail,
     /// Secrets are reported without failing.
@@ -187,8 +187,8 @@ pub enum SecretsArg {
 
 impl SecretsArg {
     /// The library's mode.
-    pub fn mode(self) -> crate::privacy::lint::SecretsMode {
-        use crate::privacy::lint::SecretsMode;
+    pub(crate) fn mode(self) -> tracereplay::privacy::lint::SecretsMode {
+        use tracereplay::privacy::lint::SecretsMode;
         match self {
             SecretsArg::Fail => SecretsMode::Fail,
             SecretsArg::Warn => SecretsMode::Warn,
@@ -201,7 +201,7 @@ impl SecretsArg {
 /// `gates`, `lint`, `baseline approve`). The project file's `paths` and `scenarios` fill these in
 /// (by their ids) when the command line does not give them.
 #[derive(Debug, Clone, Args)]
-pub struct SuiteArgs {
+pub(crate) struct SuiteArgs {
     /// Directories or files holding scenarios and traces.
     #[arg(value_name = "PATH", default_value = "traces/")]
     pub paths: Vec<Utf8PathBuf>,
@@ -212,7 +212,7 @@ pub struct SuiteArgs {
 
 /// `lint` flags.
 #[derive(Debug, Args)]
-pub struct LintArgs {
+pub(crate) struct LintArgs {
     /// The suite: its paths and scenario directories.
     #[command(flatten)]
     pub suite: SuiteArgs,
@@ -241,7 +241,7 @@ pub struct LintArgs {
 
 /// `key` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum KeyCommand {
+pub(crate) enum KeyCommand {
     /// Print a fresh random key, to store as the `TRACEREPLAY_HASH_KEY` secret; with `--sign`,
     /// write a signing key pair instead.
     New {
@@ -261,7 +261,7 @@ pub enum KeyCommand {
 
 /// `--drift`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DriftArg {
+pub(crate) enum DriftArg {
     /// Structural drift fails; wording, messages and usage warn.
     Default,
     /// Every drift category fails.
@@ -274,7 +274,7 @@ pub enum DriftArg {
 
 /// `diff` flags.
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// Traces to compare with their approved baselines.
     #[arg(value_name = "PATH", default_value = "traces/", conflicts_with_all = ["from", "to"])]
     pub paths: Vec<Utf8PathBuf>,
@@ -304,7 +304,7 @@ pub struct DiffArgs {
 /// How traces are judged: shared by every command that judges (`check`, `diff`, `explain`), so
 /// they judge a trace alike.
 #[derive(Debug, Clone, Args)]
-pub struct JudgingArgs {
+pub(crate) struct JudgingArgs {
     /// Treat unsealed traces as integrity failures (recommended in CI).
     #[arg(long)]
     pub require_sealed: bool,
@@ -323,7 +323,7 @@ pub struct JudgingArgs {
 
 /// How drift from approved baselines is judged: shared by `check`, `diff` and `explain`.
 #[derive(Debug, Clone, Args)]
-pub struct DriftArgs {
+pub(crate) struct DriftArgs {
     /// Which drift from the approved baselines fails the run.
     #[arg(long, value_enum, default_value_t = DriftArg::Default)]
     pub drift: DriftArg,
@@ -338,7 +338,7 @@ pub struct DriftArgs {
 
 /// Size limits shared by every command that reads traces.
 #[derive(Debug, Clone, Args)]
-pub struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// Longest accepted trace line, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
     pub max_line_bytes: u64,
@@ -349,7 +349,7 @@ pub struct LimitArgs {
 
 /// `check` flags.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The suite: its paths and scenario directories.
     #[command(flatten)]
     pub suite: SuiteArgs,
@@ -426,7 +426,7 @@ pub struct CheckArgs {
     pub no_cache: bool,
     /// MiB of result rows held in memory: rows beyond go to a temporary file, and a larger
     /// result cache is read from disk as needed (the report is the same).
-    #[arg(long, value_name = "MIB", default_value_t = (crate::eval::ROW_MEMORY >> 20) as u32)]
+    #[arg(long, value_name = "MIB", default_value_t = (tracereplay::eval::ROW_MEMORY >> 20) as u32)]
     pub row_memory: u32,
     /// How drift is judged.
     #[command(flatten)]
@@ -450,7 +450,7 @@ pub struct CheckArgs {
 }
 
 /// Parses `hash:K/N` with 1 ≤ K ≤ N.
-pub fn parse_partition(s: &str) -> Result<(u64, u64), String> {
+pub(crate) fn parse_partition(s: &str) -> Result<(u64, u64), String> {
     let rest = s
         .strip_prefix("hash:")
         .ok_or("expected `hash:K/N`, e.g. `hash:1/4`")?;
@@ -473,7 +473,7 @@ pub fn parse_partition(s: &str) -> Result<(u64, u64), String> {
 
 /// `merge` flags.
 #[derive(Debug, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// JSON reports of partitioned `check` runs (`--json FILE` or `--format json`).
     #[arg(value_name = "REPORT.json", required = true)]
     pub reports: Vec<Utf8PathBuf>,
@@ -490,7 +490,7 @@ pub struct MergeArgs {
 
 /// `--fail-on`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOnArg {
+pub(crate) enum FailOnArg {
     /// Every failure counts.
     Any,
     /// High and Critical scenarios.
@@ -503,7 +503,7 @@ pub enum FailOnArg {
 
 /// `--format` of `check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CheckFormatArg {
+pub(crate) enum CheckFormatArg {
     /// One line per result, failures with evidence, a summary.
     Human,
     /// The JSON report (`schema_version` 1).
@@ -518,7 +518,7 @@ pub enum CheckFormatArg {
 
 /// `--format` of `diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
+pub(crate) enum FormatArg {
     /// For a person.
     Human,
     /// JSON.
@@ -527,7 +527,7 @@ pub enum FormatArg {
 
 /// `pack` flags.
 #[derive(Debug, Args)]
-pub struct PackArgs {
+pub(crate) struct PackArgs {
     /// NDJSON traces to seal.
     #[arg(value_name = "IN", required = true)]
     pub inputs: Vec<Utf8PathBuf>,
@@ -551,7 +551,7 @@ pub struct PackArgs {
 
 /// `cat` flags.
 #[derive(Debug, Args)]
-pub struct CatArgs {
+pub(crate) struct CatArgs {
     /// The trace to print.
     #[arg(value_name = "TRACE")]
     pub trace: Utf8PathBuf,
@@ -562,7 +562,7 @@ pub struct CatArgs {
 
 /// `verify` flags.
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// Directories or trace files.
     #[arg(value_name = "PATH", default_value = "traces/")]
     pub paths: Vec<Utf8PathBuf>,
@@ -578,8 +578,8 @@ pub struct VerifyArgs {
 
 impl LimitArgs {
     /// The library's limits.
-    pub fn limits(&self) -> crate::trace::Limits {
-        crate::trace::Limits {
+    pub(crate) fn limits(&self) -> tracereplay::trace::Limits {
+        tracereplay::trace::Limits {
             max_line_bytes: self.max_line_bytes,
             max_trace_bytes: self.max_trace_bytes,
         }

@@ -7,7 +7,7 @@ use super::LimitArgs;
 
 /// `replay` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum ReplayCommand {
+pub(crate) enum ReplayCommand {
     /// Serve traces' recorded model responses, in order, over the OpenAI API (Chat Completions,
     /// streamed or not, and Responses); the first line printed is `listening on http://HOST:PORT`.
     Serve(ReplayServeArgs),
@@ -15,7 +15,7 @@ pub enum ReplayCommand {
 
 /// `replay serve` flags.
 #[derive(Debug, Args)]
-pub struct ReplayServeArgs {
+pub(crate) struct ReplayServeArgs {
     /// Traces, or directories of traces, to serve (one session per scenario and case).
     #[arg(value_name = "TRACE", required = true)]
     pub traces: Vec<Utf8PathBuf>,
@@ -42,7 +42,7 @@ pub struct ReplayServeArgs {
     /// Record each run as this trial of its case (`DIR/<scenario>/<case>/<ID>.trace.ndjson.zst`,
     /// `trial` in its header): an integer or 1-64 characters of [A-Za-z0-9._-].
     #[arg(long, value_name = "ID", requires = "record", value_parser = parse_trial)]
-    pub trial: Option<crate::trials::TrialId>,
+    pub trial: Option<tracereplay::trials::TrialId>,
     /// Answer a request that diverges from the recording with an error, not the recorded output.
     #[arg(long)]
     pub strict: bool,
@@ -60,6 +60,6 @@ pub struct ReplayServeArgs {
     pub signing: super::SigningArgs,
 }
 
-fn parse_trial(s: &str) -> Result<crate::trials::TrialId, String> {
-    crate::trials::TrialId::parse(s)
+fn parse_trial(s: &str) -> Result<tracereplay::trials::TrialId, String> {
+    tracereplay::trials::TrialId::parse(s)
 }

@@ -7,7 +7,7 @@ use clap::Args;
 /// `--signing-key`, of the commands that write traces (`pack`, `ingest`, `replay serve
 /// --record`) or an attestation (`check --attest`).
 #[derive(Debug, Clone, Default, Args)]
-pub struct SigningArgs {
+pub(crate) struct SigningArgs {
     /// Sign with this secret key file (`tracereplay key new --sign`); default: the key in
     /// `TRACEREPLAY_SIGNING_KEY` (the file's content, e.g. a CI secret), when set. What is
     /// signed gets a detached minisign signature, `NAME.trace.ndjson.zst.minisig`.
@@ -17,7 +17,7 @@ pub struct SigningArgs {
 
 /// What `check` does with signatures.
 #[derive(Debug, Clone, Default, Args)]
-pub struct CheckSigningArgs {
+pub(crate) struct CheckSigningArgs {
     /// Require every trace to carry a good signature by a trusted key: an unsigned trace, a bad
     /// signature or an untrusted key is an `error` row naming the file and the key id. Needs
     /// the trusted keys (`--trusted-keys`, or `trusted-keys` in the project file).
@@ -39,7 +39,7 @@ pub struct CheckSigningArgs {
 
 /// `sign` flags.
 #[derive(Debug, Args)]
-pub struct SignArgs {
+pub(crate) struct SignArgs {
     /// Sealed trace files, or directories of them.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<Utf8PathBuf>,
@@ -53,7 +53,7 @@ pub struct SignArgs {
 
 /// `verify-attestation` flags.
 #[derive(Debug, Args)]
-pub struct VerifyAttestationArgs {
+pub(crate) struct VerifyAttestationArgs {
     /// The attestation `check --attest` wrote.
     #[arg(value_name = "FILE")]
     pub attestation: Utf8PathBuf,

@@ -192,7 +192,8 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
          <div id=\"app\" aria-live=\"polite\"></div>\n\
          <script type=\"application/json\" id=\"data\">{data}</script>\n\
          <script>\n{SCRIPT}</script>\n</body>\n</html>\n"
-    )
+    )?;
+    report.results.readable()
 }
 
 #[cfg(test)]

@@ -151,9 +151,21 @@ impl Rows {
 
     /// Whether a row held in a file could not be read back (so a report rendered from these
     /// rows showed it as an error it was not).
-    pub fn unreadable(&self) -> bool {
+    pub(crate) fn unreadable(&self) -> bool {
         (self.0.iter())
             .any(|r| matches!(&r.bytes.0, Repr::InFile(f, ..) if f.failed.load(Ordering::Relaxed)))
+    }
+
+    /// `Err` when a row held in a file could not be read back: every renderer ends with this,
+    /// so a report drawn from rows it lost fails as an I/O error (and a report file written
+    /// atomically is left as it was) instead of showing those rows as errors they were not.
+    pub(crate) fn readable(&self) -> std::io::Result<()> {
+        if self.unreadable() {
+            return Err(std::io::Error::other(
+                "result rows kept in a temporary file could not be read back, so the report is incomplete; run again with a working temporary directory (or more `--row-memory`)",
+            ));
+        }
+        Ok(())
     }
 
     /// The longest scenario id and case, in bytes (at least 1, the width of `-`), read without

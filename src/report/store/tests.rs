@@ -315,6 +315,43 @@ fn a_row_lost_from_its_file_is_never_a_pass() {
     assert!(rows.unreadable());
 }
 
+/// Every renderer fails when a row it drew could not be read back, so no report (file or
+/// terminal) is taken for whole; a report whose rows all read back renders.
+#[test]
+fn every_renderer_fails_on_a_row_it_lost() {
+    let suite = crate::Suite::discover(["traces"]).unwrap();
+    let mut report = suite.check(&crate::CheckOptions::default()).unwrap();
+    let lost = || {
+        let file = Arc::new(RowFile::new(tempfile::tempfile().unwrap(), 0));
+        let meta = RowMeta::of(&head_of(&full_row()));
+        Rows::from_rows(vec![Row::trusted(RowBytes::in_file(file, 0, 64), meta)])
+    };
+    type Draw = fn(&crate::Report, &mut dyn std::io::Write) -> std::io::Result<()>;
+    let renderers: [(&str, Draw); 7] = [
+        ("json", crate::report::json::render),
+        ("junit", crate::report::junit::render),
+        ("markdown", crate::report::markdown::render),
+        ("github", crate::report::github::render),
+        ("human", |r, out| {
+            let opts = crate::report::human::HumanOptions::default();
+            crate::report::human::render(r, opts, out)
+        }),
+        ("html", |r, out| {
+            crate::report::html::render(r, &crate::report::html::HtmlContext::default(), out)
+        }),
+        ("otlp", |r, out| {
+            crate::report::otlp::render(r, &Default::default(), 0, out)
+        }),
+    ];
+    for (name, draw) in renderers {
+        report.results = suite.check(&crate::CheckOptions::default()).unwrap().results;
+        assert!(draw(&report, &mut Vec::new()).is_ok(), "{name}");
+        report.results = lost();
+        let e = draw(&report, &mut Vec::new()).expect_err(name);
+        assert!(e.to_string().contains("could not be read back"), "{name}: {e}");
+    }
+}
+
 #[test]
 fn rows_sort_by_scenario_case_path_and_serialize_as_a_list() {
     let mut a = full_row();
