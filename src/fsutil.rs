@@ -7,7 +7,7 @@
 //!   temporary file is created as the destination would be, not 0600), so a teammate or a CI step
 //!   running as another user can read a baseline or a report.
 //! - **Temporary files** are named `.tracereplay-<16 hex>.tmp`. One left by a killed process is
-//!   removed by a later write into the same directory once it is [`STALE_AFTER`] old (never
+//!   removed by a later write into the same directory once it is `STALE_AFTER` old (never
 //!   sooner: a younger one may be another process's write in progress, as when two `check`
 //!   runs share a cache or baselines directory).
 //! - **Concurrent runs** need no lock: every file is replaced whole by a rename, so two

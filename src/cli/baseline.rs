@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use anyhow::{Context, bail};
+use camino::Utf8Path;
 use tracereplay::baseline::{
     Approved, BaselineFile, BaselineSet, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase,
     decode_segment,
@@ -15,8 +17,6 @@ use tracereplay::eval::{
 use tracereplay::paths::display_path;
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::trace::json::eq_ci;
-use anyhow::{Context, bail};
-use camino::Utf8Path;
 
 use super::args::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs, CiArgs};
 use super::ci::is_ci;

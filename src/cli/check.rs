@@ -7,16 +7,16 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use anyhow::{Context, bail};
+use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::eval::{CheckOptions, CheckStats, Counting, Progress, Runtime, Selection};
-use tracereplay::{CacheRead, Suite, in_pool};
 use tracereplay::fsutil::write_atomic_streaming;
 use tracereplay::paths::display_path;
 use tracereplay::report::{
     self,
     human::{HumanOptions, StatusLevel},
 };
-use anyhow::{Context, bail};
-use camino::{Utf8Path, Utf8PathBuf};
+use tracereplay::{CacheRead, Suite, in_pool};
 
 use super::args::{CheckArgs, CheckFormatArg, StatusLevelArg};
 use super::ci::is_ci;
@@ -48,9 +48,12 @@ impl LastRun {
         };
         let path = run.join("report.json");
         // Read as any input is read: a regular file, within a bound.
-        let bytes =
-            tracereplay::fsutil::read_regular(&path, MAX_LAST_REPORT_BYTES, "the last run's report")
-                .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
+        let bytes = tracereplay::fsutil::read_regular(
+            &path,
+            MAX_LAST_REPORT_BYTES,
+            "the last run's report",
+        )
+        .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
         let report: serde_json::Value = serde_json::from_slice(&bytes)
             .with_context(|| format!("`--last-failed`: `{path}` is not a JSON report"))?;
         let mut last = LastRun {

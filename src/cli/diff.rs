@@ -3,6 +3,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 
+use anyhow::bail;
+use camino::Utf8Path;
+use rayon::prelude::*;
 use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
 use tracereplay::diff::{DriftCategory, DriftFinding, DriftMode, compare};
 use tracereplay::discover::discover;
@@ -13,9 +16,6 @@ use tracereplay::eval::{
 use tracereplay::paths::display_path;
 use tracereplay::report::{RowVerdict, Source};
 use tracereplay::scenario::load_scenarios;
-use anyhow::bail;
-use camino::Utf8Path;
-use rayon::prelude::*;
 
 use super::args::{DiffArgs, DriftArg, FormatArg};
 use super::{exit, options};

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::discover::discover;
 use tracereplay::eval::ScenarioIndex;
 use tracereplay::eval::explain::explain_trace;
@@ -13,7 +14,6 @@ use tracereplay::report::explain::{render, render_headline};
 use tracereplay::report::runfolder::latest_run;
 use tracereplay::scenario::load_scenarios;
 use tracereplay::trace::{TraceFile, probe_header};
-use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::ExplainArgs;
 use super::exit;

@@ -4,6 +4,8 @@
 
 use std::io::Write;
 
+use anyhow::Context;
+use camino::Utf8PathBuf;
 use tracereplay::baseline::{BaselineFile, BaselineStore, Behaviour};
 use tracereplay::fsutil::Confined;
 use tracereplay::oracle::judge;
@@ -12,8 +14,6 @@ use tracereplay::scenario::load_file;
 use tracereplay::trace::{
     Args, EventBody, Header, Json, Limits, RunStatus, Str, TraceFile, TraceWriter, parse_trace,
 };
-use anyhow::Context;
-use camino::Utf8PathBuf;
 
 use super::exit;
 

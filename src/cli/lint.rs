@@ -2,14 +2,16 @@
 
 use std::io::Write;
 
+use camino::Utf8Path;
+use rayon::prelude::*;
 use tracereplay::discover::discover;
 use tracereplay::eval::error_chain;
 use tracereplay::paths::display_path;
-use tracereplay::privacy::lint::{Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets};
+use tracereplay::privacy::lint::{
+    Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
+};
 use tracereplay::report::escape_controls;
 use tracereplay::trace::{Seal, TraceError, TraceFile, parse_trace_with};
-use camino::Utf8Path;
-use rayon::prelude::*;
 
 use super::args::{FormatArg, LintArgs};
 use super::exit;

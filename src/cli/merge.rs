@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
+use anyhow::Context;
 use tracereplay::fsutil::write_atomic_streaming;
 use tracereplay::report::{self, Report};
-use anyhow::Context;
 
 use super::args::MergeArgs;
 use super::exit;

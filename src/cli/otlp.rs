@@ -50,7 +50,10 @@ pub(super) fn export(
 }
 
 /// The OpenTelemetry ids of the report's traces that hold them, by shown path.
-fn ids(report: &Report, limits: tracereplay::trace::Limits) -> BTreeMap<String, report::otlp::OtelIds> {
+fn ids(
+    report: &Report,
+    limits: tracereplay::trace::Limits,
+) -> BTreeMap<String, report::otlp::OtelIds> {
     let paths: Vec<String> = report.results.summaries().filter_map(|r| r.path).collect();
     (paths.into_par_iter())
         .filter_map(|p| {

@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
+use anyhow::Context;
+use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::eval::error_chain;
 use tracereplay::fsutil::write_atomic;
 use tracereplay::trace::{Packed, TraceFile, pack};
-use anyhow::Context;
-use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::PackArgs;
 use super::exit;

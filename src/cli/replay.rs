@@ -33,7 +33,10 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let keyed: Vec<&tracereplay::replay::Script> = (scripts.iter())
         .filter(|s| s.hash_scheme.0 == "blake3-keyed")
         .collect();
-    let hasher = match (tracereplay::privacy::PromptHasher::from_env(), keyed.first()) {
+    let hasher = match (
+        tracereplay::privacy::PromptHasher::from_env(),
+        keyed.first(),
+    ) {
         (_, None) => tracereplay::privacy::PromptHasher::unkeyed(),
         (Some(h), Some(_)) => {
             if let Some(other) = keyed.iter().find(|s| {
@@ -108,7 +111,10 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     };
     let (reports, problems) = running.wait(when);
     for p in &problems {
-        diag!("error: cannot record {}", tracereplay::report::escape_controls(p));
+        diag!(
+            "error: cannot record {}",
+            tracereplay::report::escape_controls(p)
+        );
     }
     let mut diverged = false;
     for r in &reports {
@@ -127,10 +133,18 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             if r.diverged { " (diverged)" } else { "" }
         )?;
         for d in &r.divergences {
-            writeln!(out, "  divergence: {}", tracereplay::report::escape_controls(d))?;
+            writeln!(
+                out,
+                "  divergence: {}",
+                tracereplay::report::escape_controls(d)
+            )?;
         }
         if let Some(p) = &r.recorded_to {
-            writeln!(out, "  recorded {}", tracereplay::report::escape_controls(p))?;
+            writeln!(
+                out,
+                "  recorded {}",
+                tracereplay::report::escape_controls(p)
+            )?;
         }
         if let Some(why) = &r.not_recorded {
             diag!(

@@ -2,13 +2,13 @@
 
 use std::io::Write;
 
+use rayon::prelude::*;
 use tracereplay::discover::discover;
 use tracereplay::eval::error_chain;
 use tracereplay::paths::display_path;
 use tracereplay::report::escape_controls;
 use tracereplay::sign::SignatureCheck;
 use tracereplay::trace::TraceFile;
-use rayon::prelude::*;
 
 use super::args::VerifyArgs;
 use super::exit;

@@ -1,7 +1,7 @@
 //! Drift: how a run's normalised behaviour moved from its approved baseline, as findings with a
 //! category and a readable unified diff.
 
-pub mod render;
+pub(crate) mod render;
 pub mod report;
 pub mod sets;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use similar::{Algorithm, ChangeTag, TextDiff};
 
 /// A unified diff of `old` against `new` (empty when equal), headed `approved`/`current`.
-pub fn unified(old: &str, new: &str) -> String {
+pub(crate) fn unified(old: &str, new: &str) -> String {
     if old == new {
         return String::new();
     }

@@ -10,7 +10,7 @@
 //! - **tau-bench** (`info.task.actions`, `info.task.outputs`): one `tool-args` oracle per
 //!   expected action with exact arguments, and a `final-answer-contains` per expected output.
 //!
-//! Scenario ids are the names the task's runs get (see [`super::naming`]), so the traces and
+//! Scenario ids are the names the task's runs get (see `super::naming`), so the traces and
 //! their scenarios meet; naming that puts two tasks in one scenario is refused.
 
 use std::collections::BTreeMap;

@@ -55,7 +55,7 @@ pub(crate) fn call_parts(c: &Value) -> (Option<&str>, &str, &Value) {
 /// are parsed JSON when they parse (so `{"a":1}` and `{"a": 1}` hash alike), else the string;
 /// `tool_call_id` (or tau2's `id`) only on tool results. Everything else a client adds (`name`,
 /// `refusal`, `annotations`, `audio`, `null` fields…) is left out.
-pub fn canonical_message(m: &Value) -> String {
+pub(crate) fn canonical_message(m: &Value) -> String {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("");
     let mut out = String::from("{\"role\":");
     out.push_str(&Value::String(role.to_owned()).to_string());
@@ -101,7 +101,11 @@ pub fn canonical_message(m: &Value) -> String {
 
 /// The hash `input_h` of a conversation so far: [`canonical_message`] of each message, as a
 /// compact JSON array.
-pub fn input_hash(hasher: &crate::privacy::hash::PromptHasher, messages: &[Value]) -> String {
+#[cfg_attr(not(feature = "replay"), allow(dead_code))] // replay's, which records live requests
+pub(crate) fn input_hash(
+    hasher: &crate::privacy::hash::PromptHasher,
+    messages: &[Value],
+) -> String {
     let mut g = hasher.growing();
     g.push("[");
     for (i, m) in messages.iter().enumerate() {

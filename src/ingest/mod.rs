@@ -1,19 +1,19 @@
 //! Importers: foreign recordings in, sealed traces out, prompts hashed on the way in.
 //!
-//! One file per format: [`openclaw`] (harness scenarios with a `scriptedTrace`), [`openai`]
+//! One file per format: `openclaw` (harness scenarios with a `scriptedTrace`), `openai`
 //! (Chat Completions message lists, tau-bench and tau2-bench results, Responses API items),
-//! [`spans`] (OpenTelemetry spans, as OTLP/JSON exports or SDK span JSON). Each returns the runs
+//! `spans` (OpenTelemetry spans, as OTLP/JSON exports or SDK span JSON). Each returns the runs
 //! it could build and the problems it met, each naming a position in the input; one bad run
-//! never stops the others. Runs are named by [`naming`]; [`detect`] picks the format when
+//! never stops the others. Runs are named by `naming`; [`detect`] picks the format when
 //! `--from` is not given.
 
 mod detect;
 pub mod ground_truth;
-pub mod identity;
-pub mod naming;
-pub mod openai;
-pub mod openclaw;
-pub mod spans;
+pub(crate) mod identity;
+pub(crate) mod naming;
+pub(crate) mod openai;
+pub(crate) mod openclaw;
+pub(crate) mod spans;
 mod usage;
 
 use std::collections::BTreeMap;
@@ -58,11 +58,11 @@ pub struct IngestOptions {
     pub hasher: PromptHasher,
     /// The developer opt-in for raw-prompt sidecars.
     pub raw_opt_in: bool,
-    /// `--scenario`: the scenario of every run (else named by [`naming`]).
+    /// `--scenario`: the scenario of every run (else named by `naming`).
     pub scenario: Option<String>,
-    /// `--case`: the case of every run (else named by [`naming`]).
+    /// `--case`: the case of every run (else named by `naming`).
     pub case: Option<String>,
-    /// `--name`: a naming template (see [`naming`]).
+    /// `--name`: a naming template (see `naming`).
     pub name: Option<String>,
     /// The input file's stem, for names of runs without identifiers.
     pub file_stem: Option<String>,

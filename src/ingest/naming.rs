@@ -108,7 +108,11 @@ impl RunIds {
 }
 
 /// The scenario and case of a run, or why it cannot be named.
-pub fn name(ids: &RunIds, at: Position, opts: &IngestOptions) -> Result<(String, String), String> {
+pub(crate) fn name(
+    ids: &RunIds,
+    at: Position,
+    opts: &IngestOptions,
+) -> Result<(String, String), String> {
     let (scenario, case) = unchecked(&ids.without_blanks(), at, opts)?;
     // A trace's header needs both, non-blank.
     if scenario.trim().is_empty() || case.trim().is_empty() {

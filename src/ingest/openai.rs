@@ -134,7 +134,7 @@ fn names_trial(opts: &IngestOptions) -> bool {
 }
 
 /// Imports Chat Completions or Responses API recordings; runs are built in parallel.
-pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
+pub(crate) fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
     let mut raw = Vec::new();
     let none = RunIds::default();

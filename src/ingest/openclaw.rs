@@ -22,7 +22,7 @@ use crate::scenario::{field, scalar_string};
 use crate::trace::{EventBody, Json, RunStatus, Str, squash};
 
 /// Imports harness scenario files (one object or an array).
-pub fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
+pub(crate) fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
@@ -99,7 +99,7 @@ fn text_of(step: &serde_json::Map<String, Value>, names: &[&str]) -> Option<Stri
 }
 
 /// Builds the trace of one `scriptedTrace`; the error names the 1-based step.
-pub fn scripted_trace(
+pub(crate) fn scripted_trace(
     scenario: &str,
     case: &str,
     user_message: Option<&str>,

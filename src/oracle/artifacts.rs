@@ -46,7 +46,10 @@ fn artifact_at<'t>(
 }
 
 /// Configures `artifact-contains`: `values`, else `value`.
-pub fn configure_artifact_contains(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_artifact_contains(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     let path = path_param(spec).ok_or("no `path`")?;
     let mut values = params::string_list(spec, "values");
     if values.is_empty() {
@@ -59,7 +62,7 @@ pub fn configure_artifact_contains(spec: &OracleSpec, _: &Fallbacks<'_>) -> Resu
 }
 
 /// Configures `artifact-before-reply`.
-pub fn configure_artifact_before_reply(
+pub(crate) fn configure_artifact_before_reply(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
 ) -> Result<Oracle, String> {
@@ -68,7 +71,11 @@ pub fn configure_artifact_before_reply(
 }
 
 /// `artifact-contains`: the last artifact at `path` has `text` containing every value.
-pub fn artifact_contains(path: &str, values: &[String], facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn artifact_contains(
+    path: &str,
+    values: &[String],
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
     let (seq, text) = match artifact_at(facts, path) {
         Ok((seq, text, _)) => (seq, text),
         Err(missing) => return missing,
@@ -101,7 +108,7 @@ pub fn artifact_contains(path: &str, values: &[String], facts: &Facts<'_, '_>) -
 
 /// `artifact-before-reply`: the artifact's `mtime_ms` is at most the time of every standing
 /// final message.
-pub fn artifact_before_reply(path: &str, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn artifact_before_reply(path: &str, facts: &Facts<'_, '_>) -> OracleResult {
     let (seq, mtime) = match artifact_at(facts, path) {
         Ok((seq, _, mtime)) => (seq, mtime),
         Err(missing) => return missing,

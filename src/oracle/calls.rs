@@ -17,7 +17,7 @@ use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Json};
 
 /// Configures `tool-args`.
-pub fn configure_tool_args(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_tool_args(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let tool = params::tool(spec).ok_or("no `tool`")?;
     let args = match spec.get("args") {
         None | Some(Value::Null) => return Err("no `args` to compare".into()),
@@ -35,7 +35,7 @@ pub fn configure_tool_args(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracl
 
 /// `tool-args`: some call of `tool` (executed, or planned with `of: planned`) matches `args`
 /// under `argsMatch` (default `exact`).
-pub fn tool_args(
+pub(crate) fn tool_args(
     tool: &str,
     expected: &Value,
     mode: &ArgsMatch,
@@ -129,7 +129,7 @@ fn results<'t, 'a>(facts: &'t Facts<'t, 'a>) -> Vec<ResultView<'t, 'a>> {
 }
 
 /// `tool-succeeded`: every result (of `tool`, if given) has `ok: true` and no non-empty `error`.
-pub fn tool_succeeded(tool: Option<&str>, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn tool_succeeded(tool: Option<&str>, facts: &Facts<'_, '_>) -> OracleResult {
     let all = results(facts);
     let subject: Vec<&ResultView> = all
         .iter()
@@ -169,7 +169,7 @@ pub fn tool_succeeded(tool: Option<&str>, facts: &Facts<'_, '_>) -> OracleResult
 }
 
 /// Configures `tool-result-contains`.
-pub fn configure_tool_result_contains(
+pub(crate) fn configure_tool_result_contains(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
 ) -> Result<Oracle, String> {
@@ -180,7 +180,7 @@ pub fn configure_tool_result_contains(
 
 /// `tool-result-contains`: some result of `tool` contains `value` (in a string output as is,
 /// else in the output's compact JSON, or in `error`).
-pub fn tool_result_contains(tool: &str, value: &str, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn tool_result_contains(tool: &str, value: &str, facts: &Facts<'_, '_>) -> OracleResult {
     let all = results(facts);
     let subject: Vec<&ResultView> = all
         .iter()
@@ -234,7 +234,7 @@ pub fn tool_result_contains(tool: &str, value: &str, facts: &Facts<'_, '_>) -> O
 /// `call-result-linked`: call ids are non-empty and distinct, every result follows its call,
 /// every call has exactly one result, every planned call id is executed, and (when any inference
 /// declares `consumes`) every result is consumed exactly once, later, and nothing unknown is.
-pub fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn call_result_linked(facts: &Facts<'_, '_>) -> OracleResult {
     let events = &facts.trace.events;
     let mut problems: Vec<(u64, String)> = Vec::new();
     let mut call_at: HashMap<&str, u64> = HashMap::new();

@@ -27,7 +27,7 @@ pub struct Inner {
 }
 
 /// The types of the plain oracles an oracle is made of (itself when it composes nothing).
-pub fn leaf_kinds(kind: &'static str, oracle: &Oracle) -> Vec<&'static str> {
+pub(crate) fn leaf_kinds(kind: &'static str, oracle: &Oracle) -> Vec<&'static str> {
     match oracle {
         Oracle::Not(inner) => leaf_kinds(inner.kind, &inner.oracle),
         Oracle::AllOf(inners) | Oracle::AnyOf(inners) => (inners.iter())
@@ -39,7 +39,7 @@ pub fn leaf_kinds(kind: &'static str, oracle: &Oracle) -> Vec<&'static str> {
 }
 
 /// Every threshold below 1 inside an oracle: (the type it applies to, the threshold).
-pub fn thresholds(kind: &'static str, oracle: &Oracle) -> Vec<(&'static str, f64)> {
+pub(crate) fn thresholds(kind: &'static str, oracle: &Oracle) -> Vec<(&'static str, f64)> {
     match oracle {
         Oracle::Not(inner) => thresholds(inner.kind, &inner.oracle),
         Oracle::AllOf(inners) | Oracle::AnyOf(inners) => (inners.iter())
@@ -56,7 +56,7 @@ pub fn thresholds(kind: &'static str, oracle: &Oracle) -> Vec<(&'static str, f64
 }
 
 /// Reads `threshold`: `None` when absent (the default, 1), else a number in (0, 1].
-pub fn threshold(spec: &OracleSpec) -> Result<Option<f64>, String> {
+pub(crate) fn threshold(spec: &OracleSpec) -> Result<Option<f64>, String> {
     match spec.get("threshold") {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
@@ -71,7 +71,7 @@ pub fn threshold(spec: &OracleSpec) -> Result<Option<f64>, String> {
 }
 
 /// Reads `turn`: `None` when absent, else a non-zero integer.
-pub fn turn(spec: &OracleSpec) -> Result<Option<i64>, String> {
+pub(crate) fn turn(spec: &OracleSpec) -> Result<Option<i64>, String> {
     match spec.get("turn") {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
@@ -89,7 +89,11 @@ pub fn turn(spec: &OracleSpec) -> Result<Option<i64>, String> {
 }
 
 /// Wraps a configured oracle in its `turn` and `threshold`, as written on `spec`.
-pub fn wrap(oracle: Oracle, spec: &OracleSpec, takes_threshold: bool) -> Result<Oracle, String> {
+pub(crate) fn wrap(
+    oracle: Oracle,
+    spec: &OracleSpec,
+    takes_threshold: bool,
+) -> Result<Oracle, String> {
     let mut oracle = oracle;
     if let Some(n) = turn(spec)? {
         oracle = Oracle::Turn {
@@ -147,7 +151,7 @@ fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, St
 }
 
 /// Configures `not`.
-pub fn configure_not(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_not(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
     let value = spec.get("oracle").ok_or("no `oracle` to negate")?;
     Ok(Oracle::Not(Box::new(inner(value, "`oracle`", fb)?)))
 }
@@ -165,17 +169,17 @@ fn inner_list(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Vec<Inner>, Strin
 }
 
 /// Configures `all-of`.
-pub fn configure_all_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_all_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
     Ok(Oracle::AllOf(inner_list(spec, fb)?))
 }
 
 /// Configures `any-of`.
-pub fn configure_any_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_any_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
     Ok(Oracle::AnyOf(inner_list(spec, fb)?))
 }
 
 /// Applies a threshold below 1 to an oracle's result.
-pub fn apply_threshold(mut r: OracleResult, t: f64) -> OracleResult {
+pub(crate) fn apply_threshold(mut r: OracleResult, t: f64) -> OracleResult {
     if r.could_not_judge() {
         return r;
     }
@@ -216,7 +220,7 @@ fn trim_number(x: f64) -> String {
 }
 
 /// Judges an oracle on one turn of the trace.
-pub fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult {
     let ranges = turns::turn_ranges(&facts.trace.events);
     if ranges.is_empty() {
         return OracleResult::not_evaluable(
@@ -244,7 +248,7 @@ pub fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult
 }
 
 /// Judges `not`.
-pub fn judge_not(inner: &Inner, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn judge_not(inner: &Inner, facts: &Facts<'_, '_>) -> OracleResult {
     let r = inner.oracle.judge(facts);
     if r.misconfigured || r.verdict == Verdict::NotEvaluable {
         return r;
@@ -294,7 +298,7 @@ fn cannot_judge(message: String, evidence: Vec<u64>) -> OracleResult {
 /// not judge decides nothing, so `all-of` fails only on an inner failure and `any-of` passes
 /// only on an inner pass; when the verdict would hang on an inner oracle that could not judge,
 /// the composition is `not-evaluable`, naming it.
-pub fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let results: Vec<OracleResult> = inners.iter().map(|i| i.oracle.judge(facts)).collect();
     let passed = |r: &OracleResult| r.verdict == Verdict::Pass;
     let failed = |r: &OracleResult| !passed(r) && !r.could_not_judge();

@@ -30,7 +30,7 @@ fn target_path(args: &Value) -> Option<String> {
 }
 
 /// Configures `contract-conformant`: the scenario's contract, which must have loaded.
-pub fn configure(_: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure(_: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
     match fb.contract {
         None => Err("the scenario names no `contract`".into()),
         Some(Err(e)) => Err(format!("the contract does not load: {e}")),
@@ -39,7 +39,7 @@ pub fn configure(_: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
 }
 
 /// Judges `contract-conformant`.
-pub fn contract_conformant(contract: &Contract, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn contract_conformant(contract: &Contract, facts: &Facts<'_, '_>) -> OracleResult {
     let violations = violations(contract, facts);
     if violations.is_empty() {
         let seqs = facts.calls.iter().map(|c| c.event.seq).collect();

@@ -12,7 +12,7 @@ use crate::trace::EventBody;
 
 /// A limit on the median and the maximum of a value over a case's trials.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct OverTrials {
+pub(crate) struct OverTrials {
     /// The median's limit.
     pub median: Option<f64>,
     /// The maximum's limit.
@@ -57,7 +57,7 @@ pub(super) fn over_trials(spec: &OracleSpec, integers: bool) -> Result<Option<Ov
 }
 
 /// Configures `max-cost`.
-pub fn configure_max_cost(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_max_cost(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let limit = match spec.get("limit") {
         None => return Err("no `limit` (US dollars per run)".into()),
         Some(v) => v
@@ -73,7 +73,7 @@ pub fn configure_max_cost(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle
 
 /// `max-cost`: the run's summed inference cost (recorded, else priced from the price table)
 /// is at most the limit; `not-evaluable` when some inference's cost is unknown.
-pub fn max_cost(limit_nanos: u64, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn max_cost(limit_nanos: u64, facts: &Facts<'_, '_>) -> OracleResult {
     let header_model = facts.trace.header.model.as_deref();
     let (mut total, mut seqs, mut unknown) = (0u64, Vec::new(), Vec::new());
     let mut unpriced: Vec<String> = Vec::new();
@@ -126,7 +126,7 @@ pub fn max_cost(limit_nanos: u64, facts: &Facts<'_, '_>) -> OracleResult {
 /// A top-level oracle's limits over a case's trials: its index and type, what it measures
 /// (the key of its `found`), and the limits.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TrialLimit {
+pub(crate) struct TrialLimit {
     /// The oracle's index in the scenario.
     pub index: usize,
     /// `max-tokens` or `max-cost`.
@@ -137,7 +137,7 @@ pub struct TrialLimit {
 
 /// The trial limits of a scenario's top-level oracles (well-formed ones; a malformed `trials`
 /// makes its oracle misconfigured, which fails every trial).
-pub fn trial_limits(oracles: &[OracleSpec]) -> Vec<TrialLimit> {
+pub(crate) fn trial_limits(oracles: &[OracleSpec]) -> Vec<TrialLimit> {
     let mut out = Vec::new();
     for spec in oracles {
         let kind = match super::canonical_type(spec.type_name()) {
@@ -171,7 +171,7 @@ fn median_and_max(values: &mut [f64]) -> (f64, f64) {
 impl TrialLimit {
     /// Checks the limit over the trials' results of this oracle (`None` for a trial where it
     /// is missing); the failure's sentence, or `None` when the limits hold.
-    pub fn check(&self, trials: &[Option<&OracleResult>]) -> Option<String> {
+    pub(crate) fn check(&self, trials: &[Option<&OracleResult>]) -> Option<String> {
         let (key, show): (&str, fn(f64) -> String) = match self.kind {
             "max-cost" => ("cost_usd", dollars),
             _ => ("tokens", |t| format!("{t}")),

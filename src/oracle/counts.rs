@@ -39,7 +39,7 @@ fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
 }
 
 /// Reads `count` or `min`/`max` (not both kinds).
-pub fn range(spec: &OracleSpec) -> Result<Range, String> {
+pub(crate) fn range(spec: &OracleSpec) -> Result<Range, String> {
     let (count, min, max) = (
         bound(spec, "count")?,
         bound(spec, "min")?,
@@ -90,7 +90,10 @@ fn counted(what: &str, range: Range, seqs: Vec<u64>) -> OracleResult {
 }
 
 /// Configures `tool-call-count`.
-pub fn configure_tool_call_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_tool_call_count(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     let tool = params::string(spec, "tool").ok_or("no `tool` to count")?;
     Ok(Oracle::ToolCallCount {
         tool,
@@ -101,7 +104,12 @@ pub fn configure_tool_call_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result
 
 /// `tool-call-count`: the number of calls of `tool` (a name or glob; executed, or planned) is in
 /// range.
-pub fn tool_call_count(tool: &str, range: Range, of: Of, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn tool_call_count(
+    tool: &str,
+    range: Range,
+    of: Of,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
     let (seqs, what): (Vec<u64>, String) = match of {
         Of::Executed => (
             (facts.calls.iter())
@@ -122,14 +130,17 @@ pub fn tool_call_count(tool: &str, range: Range, of: Of, facts: &Facts<'_, '_>) 
 }
 
 /// Configures `request-count`.
-pub fn configure_request_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_request_count(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     Ok(Oracle::RequestCount {
         range: range(spec)?,
     })
 }
 
 /// `request-count`: the number of `inference` events is in range.
-pub fn request_count(range: Range, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn request_count(range: Range, facts: &Facts<'_, '_>) -> OracleResult {
     let seqs = facts
         .trace
         .events
@@ -141,7 +152,7 @@ pub fn request_count(range: Range, facts: &Facts<'_, '_>) -> OracleResult {
 }
 
 /// Configures `step-count`.
-pub fn configure_step_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_step_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let kind = params::string(spec, "kind").ok_or("no `kind` to count")?;
     let range = range(spec)?;
     // A kind the trace format does not define is never counted (unknown kinds are seen by no
@@ -159,7 +170,12 @@ pub fn configure_step_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Orac
 }
 
 /// `step-count`: the number of events of `kind` (normalised as `known`) is in range.
-pub fn step_count(kind: &str, known: &str, range: Range, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn step_count(
+    kind: &str,
+    known: &str,
+    range: Range,
+    facts: &Facts<'_, '_>,
+) -> OracleResult {
     let want = squash(known);
     let seqs = facts
         .trace
@@ -173,7 +189,10 @@ pub fn step_count(kind: &str, known: &str, range: Range, facts: &Facts<'_, '_>) 
 }
 
 /// Configures `message-count`.
-pub fn configure_message_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_message_count(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     let phase = params::phase(spec)?.unwrap_or(Phase::Final);
     let range = range(spec)?;
     let value = params::text(spec);
@@ -185,7 +204,7 @@ pub fn configure_message_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<O
 }
 
 /// `message-count`: standing messages of a phase (default `final`), containing `value` if given.
-pub fn message_count(
+pub(crate) fn message_count(
     phase: Phase,
     value: Option<&str>,
     range: Range,
@@ -204,7 +223,7 @@ pub fn message_count(
 }
 
 /// Configures `max-tokens`.
-pub fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     let limit = match params::limit(spec) {
         params::Limit::Valid(n) => n,
         params::Limit::Invalid(bad) => {
@@ -228,7 +247,7 @@ pub fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Orac
 }
 
 /// `max-tokens`: summed usage of a kind (`input`, `output`, `total`) is at most `limit`.
-pub fn max_tokens(limit: u64, kind: TokenKind, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn max_tokens(limit: u64, kind: TokenKind, facts: &Facts<'_, '_>) -> OracleResult {
     let kind_name = kind.as_str();
     let mut total = 0u64;
     let mut seqs = Vec::new();
@@ -269,7 +288,10 @@ pub fn max_tokens(limit: u64, kind: TokenKind, facts: &Facts<'_, '_>) -> OracleR
 }
 
 /// Configures `tools-offered`.
-pub fn configure_tools_offered(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_tools_offered(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     let tools = params::string_list(spec, "tools");
     if spec.get("tools").and_then(Value::as_array).is_none() {
         return Err("no `tools` list".into());
@@ -288,7 +310,7 @@ pub fn configure_tools_offered(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<O
 }
 
 /// `tools-offered`: every inference offered exactly (or, with `mode: subset`, only) these tools.
-pub fn tools_offered(want: &[String], subset: bool, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn tools_offered(want: &[String], subset: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let mut seen = Vec::new();
     let mut lacking = Vec::new();
     for e in &facts.trace.events {

@@ -25,7 +25,7 @@ fn num_eq(a: &Number, b: &Number) -> bool {
 }
 
 /// JSON equality.
-pub fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
@@ -99,7 +99,7 @@ impl ArgsMatch {
 }
 
 /// Resolves a dot-path (`order.id`, `items.0.sku`) in a JSON value.
-pub fn resolve_path<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+pub(crate) fn resolve_path<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
     path.split('.').try_fold(v, |cur, seg| match cur {
         Value::Object(m) => m.get(seg),
         Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
@@ -115,7 +115,7 @@ fn keys_in(from: &Map<String, Value>, into: &Value) -> bool {
 }
 
 /// Whether actual arguments `actual` satisfy `expected` under `mode`.
-pub fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
+pub(crate) fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
     match mode {
         ArgsMatch::Ignore => true,
         ArgsMatch::Exact => json_eq(expected, actual),
@@ -142,7 +142,7 @@ pub fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
 
 /// `partial` matching: `expected` is contained in `actual`, recursively (see
 /// [`ArgsMatch::Partial`]).
-pub fn partial_eq(expected: &Value, actual: &Value) -> bool {
+pub(crate) fn partial_eq(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => e
             .iter()
@@ -155,7 +155,7 @@ pub fn partial_eq(expected: &Value, actual: &Value) -> bool {
 }
 
 /// Top-level keys whose values differ (present on one side only, or unequal), sorted.
-pub fn differing_keys(expected: &Value, actual: &Value) -> Vec<String> {
+pub(crate) fn differing_keys(expected: &Value, actual: &Value) -> Vec<String> {
     let empty = Map::new();
     let e = expected.as_object().unwrap_or(&empty);
     let a = actual.as_object().unwrap_or(&empty);
@@ -193,7 +193,7 @@ fn shown(v: Option<&Value>) -> Value {
 /// For each top-level key whose values differ: `{"key", "expected", "found"}`, each value
 /// shortened to a readable length (a missing key shows as `"(missing)"`), so that a report
 /// shows the change itself, not a prefix of the whole arguments.
-pub fn differences(expected: &Value, actual: &Value) -> Vec<Value> {
+pub(crate) fn differences(expected: &Value, actual: &Value) -> Vec<Value> {
     let empty = Map::new();
     let e = expected.as_object().unwrap_or(&empty);
     let a = actual.as_object().unwrap_or(&empty);
@@ -213,7 +213,7 @@ pub fn differences(expected: &Value, actual: &Value) -> Vec<Value> {
 }
 
 /// `` `insurance` (expected "no", found "yes") ``, for at most three differences.
-pub fn describe_differences(differences: &[Value]) -> String {
+pub(crate) fn describe_differences(differences: &[Value]) -> String {
     let mut parts: Vec<String> = (differences.iter().take(3))
         .map(|d| {
             format!(
@@ -232,7 +232,10 @@ pub fn describe_differences(differences: &[Value]) -> String {
 
 /// The per-tool override for `tool`, if any (tool names compare case-insensitively; an
 /// override's name may be a glob).
-pub fn override_for<'m>(overrides: &'m [(String, ArgsMatch)], tool: &str) -> Option<&'m ArgsMatch> {
+pub(crate) fn override_for<'m>(
+    overrides: &'m [(String, ArgsMatch)],
+    tool: &str,
+) -> Option<&'m ArgsMatch> {
     overrides
         .iter()
         .find(|(t, _)| super::names::tool_matches(t, tool))

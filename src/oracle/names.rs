@@ -9,13 +9,13 @@
 use crate::trace::json::eq_ci;
 
 /// Whether `written` is a glob pattern.
-pub fn is_glob(written: &str) -> bool {
+pub(crate) fn is_glob(written: &str) -> bool {
     // Bytes, not chars: this runs for every comparison of a name.
     written.bytes().any(|b| matches!(b, b'*' | b'?' | b'['))
 }
 
 /// Whether a tool called `name` is the tool `pattern` names (glob or plain).
-pub fn tool_matches(pattern: &str, name: &str) -> bool {
+pub(crate) fn tool_matches(pattern: &str, name: &str) -> bool {
     if is_glob(pattern) {
         glob_match(pattern, name)
     } else {
@@ -26,20 +26,20 @@ pub fn tool_matches(pattern: &str, name: &str) -> bool {
 /// Several tool names or patterns, each one's kind ([`is_glob`]) decided once: what the loops
 /// that compare a set of names against every call of a trace use, so that plain names cost one
 /// case-insensitive comparison each, as they did before globs existed.
-pub struct ToolSet<'p> {
+pub(crate) struct ToolSet<'p> {
     plain: Vec<&'p str>,
     globs: Vec<&'p str>,
 }
 
 impl<'p> ToolSet<'p> {
     /// The set of `names`.
-    pub fn new(names: impl IntoIterator<Item = &'p str>) -> ToolSet<'p> {
+    pub(crate) fn new(names: impl IntoIterator<Item = &'p str>) -> ToolSet<'p> {
         let (globs, plain) = names.into_iter().partition(|n| is_glob(n));
         ToolSet { plain, globs }
     }
 
     /// Whether a tool called `name` is one the set names.
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         self.plain.iter().any(|p| eq_ci(p, name)) || self.globs.iter().any(|g| glob_match(g, name))
     }
 }
@@ -128,7 +128,7 @@ fn one(tok: &Tok, c: char) -> bool {
 
 /// `name` as a pattern that matches exactly that name: each glob character (`*`, `?`, `[`)
 /// written as a one-character class (`[*]`), so a tool called `refund*` is never a pattern.
-pub fn escape_glob(name: &str) -> String {
+pub(crate) fn escape_glob(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         match c {
@@ -144,7 +144,7 @@ pub fn escape_glob(name: &str) -> String {
 }
 
 /// Whole-name, case-insensitive glob match (linear-time backtracking over the last `*`).
-pub fn glob_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     let toks = compile(pattern);
     let name: Vec<char> = name.chars().map(fold).collect();
     let (mut p, mut n) = (0, 0);

@@ -13,21 +13,21 @@ fn configured(s: Option<String>) -> Option<String> {
 }
 
 /// The tool an oracle names, if configured.
-pub fn tool(spec: &OracleSpec) -> Option<String> {
+pub(crate) fn tool(spec: &OracleSpec) -> Option<String> {
     string(spec, "tool")
         .or_else(|| configured(spec.get("value").and_then(scalar_string)))
         .or_else(|| configured(spec.metadata("tool")))
 }
 
 /// The text an oracle names, if configured.
-pub fn text(spec: &OracleSpec) -> Option<String> {
+pub(crate) fn text(spec: &OracleSpec) -> Option<String> {
     configured(spec.get("value").and_then(scalar_string))
         .or_else(|| configured(spec.metadata("value")))
 }
 
 /// A resolved limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Limit {
+pub(crate) enum Limit {
     /// Nothing configured.
     Missing,
     /// A valid limit (`0` included).
@@ -56,7 +56,7 @@ fn integer(v: &Value) -> Option<Result<u64, String>> {
 
 /// The limit an oracle names: `limit`, else an integer or numeric-string `value`, else
 /// `metadata.limit`, else `metadata.value`.
-pub fn limit(spec: &OracleSpec) -> Limit {
+pub(crate) fn limit(spec: &OracleSpec) -> Limit {
     if let Some(r) = spec.get("limit").and_then(integer) {
         return match r {
             Ok(n) => Limit::Valid(n),
@@ -80,7 +80,7 @@ pub fn limit(spec: &OracleSpec) -> Limit {
 
 /// A count parameter (`max`, `max_errors`…): `None` when not given, an error naming it when it
 /// is not a non-negative integer.
-pub fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
+pub(crate) fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
     match spec.get(name).and_then(integer) {
         None => Ok(None),
         Some(Ok(n)) => Ok(Some(n)),
@@ -89,17 +89,17 @@ pub fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
 }
 
 /// A `true`/`false` parameter; not given is `false`.
-pub fn flag(spec: &OracleSpec, name: &str) -> bool {
+pub(crate) fn flag(spec: &OracleSpec, name: &str) -> bool {
     spec.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// A string parameter (`tool`, `path`, `kind`…), trimmed; blank counts as not configured.
-pub fn string(spec: &OracleSpec, name: &str) -> Option<String> {
+pub(crate) fn string(spec: &OracleSpec, name: &str) -> Option<String> {
     configured(spec.get(name).and_then(Value::as_str).map(str::to_owned))
 }
 
 /// A string array parameter (e.g. `tools`), trimmed, blanks dropped.
-pub fn string_list(spec: &OracleSpec, name: &str) -> Vec<String> {
+pub(crate) fn string_list(spec: &OracleSpec, name: &str) -> Vec<String> {
     spec.get(name)
         .and_then(Value::as_array)
         .map(|items| {
@@ -114,7 +114,7 @@ pub fn string_list(spec: &OracleSpec, name: &str) -> Vec<String> {
 }
 
 /// The optional `phase` parameter (`preview` or `final`; blank counts as not configured).
-pub fn phase(spec: &OracleSpec) -> Result<Option<Phase>, String> {
+pub(crate) fn phase(spec: &OracleSpec) -> Result<Option<Phase>, String> {
     match spec.get("phase") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),

@@ -12,7 +12,10 @@ use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Phase};
 
 /// Configures `no-preview-left`.
-pub fn configure_no_preview_left(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_no_preview_left(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     let require = match spec.get("require") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -23,7 +26,7 @@ pub fn configure_no_preview_left(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result
 
 /// `no-preview-left`: every preview was deleted or promoted before the run ended; with
 /// `require: true`, at least one preview existed.
-pub fn no_preview_left(require: bool, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn no_preview_left(require: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let end = facts.trace.run_end().map_or(u64::MAX, |(e, _)| e.seq);
     // Replay message events up to the end of the run.
     let mut previews: Vec<(String, u64, bool)> = Vec::new(); // id, first seq, resolved
@@ -81,7 +84,10 @@ pub fn no_preview_left(require: bool, facts: &Facts<'_, '_>) -> OracleResult {
 }
 
 /// Configures `final-after-tool`.
-pub fn configure_final_after_tool(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_final_after_tool(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, String> {
     let tool = params::string(spec, "tool").ok_or("no `tool`")?;
     let phase = super::params::phase(spec)?;
     let value = params::text(spec);
@@ -90,7 +96,7 @@ pub fn configure_final_after_tool(spec: &OracleSpec, _: &Fallbacks<'_>) -> Resul
 
 /// `final-after-tool`: no `message`/`message_edit` (of `phase`, containing `value`, if given)
 /// comes before the first successful result of `tool`; fails if `tool` never succeeded.
-pub fn final_after_tool(
+pub(crate) fn final_after_tool(
     tool: &str,
     phase: Option<Phase>,
     value: Option<&str>,
@@ -166,7 +172,7 @@ pub fn final_after_tool(
 }
 
 /// Configures `final-answer-matches`: the pattern compiled once.
-pub fn configure_final_answer_matches(
+pub(crate) fn configure_final_answer_matches(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
 ) -> Result<Oracle, String> {
@@ -176,7 +182,7 @@ pub fn configure_final_answer_matches(
 }
 
 /// `final-answer-matches`: the final answer matches a Rust regular expression (unanchored).
-pub fn final_answer_matches(re: &regex::Regex, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn final_answer_matches(re: &regex::Regex, facts: &Facts<'_, '_>) -> OracleResult {
     let answer = &facts.final_answer;
     let evidence = match answer.required(json!({"matches": re.as_str()})) {
         Ok(evidence) => evidence,
@@ -198,7 +204,7 @@ pub fn final_answer_matches(re: &regex::Regex, facts: &Facts<'_, '_>) -> OracleR
 }
 
 /// Compiles `pattern`; an invalid or missing pattern is a misconfiguration.
-pub fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, String> {
+pub(crate) fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, String> {
     let Some(pattern) = spec
         .get("pattern")
         .and_then(Value::as_str)

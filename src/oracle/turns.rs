@@ -7,7 +7,7 @@ use crate::trace::{Event, EventBody, Trace};
 
 /// The index ranges (into `events`) of each turn, in order; empty when there is no
 /// `user_message`.
-pub fn turn_ranges(events: &[Event<'_>]) -> Vec<Range<usize>> {
+pub(crate) fn turn_ranges(events: &[Event<'_>]) -> Vec<Range<usize>> {
     let starts: Vec<usize> = (events.iter().enumerate())
         .filter(|(_, e)| matches!(e.body, EventBody::UserMessage { .. }))
         .map(|(i, _)| i)
@@ -22,14 +22,14 @@ pub fn turn_ranges(events: &[Event<'_>]) -> Vec<Range<usize>> {
 }
 
 /// The 0-based index of turn `n` (1-based; negative counts from the end) among `count`.
-pub fn resolve(n: i64, count: usize) -> Option<usize> {
+pub(crate) fn resolve(n: i64, count: usize) -> Option<usize> {
     let count = i64::try_from(count).ok()?;
     let i = if n > 0 { n - 1 } else { count + n };
     (0..count).contains(&i).then_some(i as usize)
 }
 
 /// The trace restricted to one turn's events, plus the run's `run_end` when it lies outside.
-pub fn turn_trace<'a>(trace: &Trace<'a>, range: Range<usize>) -> Trace<'a> {
+pub(crate) fn turn_trace<'a>(trace: &Trace<'a>, range: Range<usize>) -> Trace<'a> {
     let mut events: Vec<Event<'a>> = trace.events[range.clone()].to_vec();
     if !events
         .iter()

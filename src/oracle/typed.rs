@@ -40,7 +40,7 @@ impl Fallbacks<'_> {
 }
 
 /// How an oracle type turns its written parameters into an [`Oracle`], or says why it cannot.
-pub type Configure = fn(&OracleSpec, &Fallbacks<'_>) -> Result<Oracle, String>;
+pub(crate) type Configure = fn(&OracleSpec, &Fallbacks<'_>) -> Result<Oracle, String>;
 
 /// A compiled `final-answer-matches` pattern (compared by its text).
 #[derive(Debug, Clone)]

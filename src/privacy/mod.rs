@@ -1,8 +1,8 @@
 //! Prompt privacy: keyed hashing, the privacy and secret lint, and masking found secrets.
 
-pub mod hash;
+pub(crate) mod hash;
 pub mod lint;
-pub mod mask;
+pub(crate) mod mask;
 
 pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 

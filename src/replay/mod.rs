@@ -10,10 +10,10 @@
 //! finishes, the replayed run is recorded as a sealed trace, which `check` and `diff` read like
 //! any other.
 
-pub mod openai;
+pub(crate) mod openai;
 pub mod record;
-pub mod running;
-pub mod script;
+pub(crate) mod running;
+pub(crate) mod script;
 pub mod server;
 mod signals;
 

@@ -8,7 +8,7 @@ use super::script::{Script, Step};
 use crate::trace::Finish;
 
 /// The Chat Completions `finish_reason` of a recorded finish.
-pub fn finish_reason(step: &Step) -> &'static str {
+pub(crate) fn finish_reason(step: &Step) -> &'static str {
     match step.finish {
         Some(Finish::ToolCall) => "tool_calls",
         Some(Finish::Length) => "length",
@@ -63,7 +63,7 @@ fn tool_calls(step: &Step) -> Vec<Value> {
 }
 
 /// `POST /v1/chat/completions`, not streamed: request `n` (1-based) answered with `step`.
-pub fn chat_completion(script: &Script, step: &Step, n: usize) -> Value {
+pub(crate) fn chat_completion(script: &Script, step: &Step, n: usize) -> Value {
     let mut message = json!({"role": "assistant", "content": step.text, "refusal": null});
     if !step.tool_calls.is_empty() {
         message["tool_calls"] = json!(tool_calls(step));
@@ -85,7 +85,7 @@ pub fn chat_completion(script: &Script, step: &Step, n: usize) -> Value {
 /// The same response as server-sent events in the standard chunk format: the role, the text,
 /// each tool call (id and name, then its arguments), the finish reason, the usage when
 /// recorded, then `[DONE]`.
-pub fn chat_completion_stream(script: &Script, step: &Step, n: usize) -> String {
+pub(crate) fn chat_completion_stream(script: &Script, step: &Step, n: usize) -> String {
     let base = |delta: Value, finish: Value| {
         json!({
             "id": id("chatcmpl", script, n),
@@ -131,7 +131,7 @@ pub fn chat_completion_stream(script: &Script, step: &Step, n: usize) -> String 
 }
 
 /// `POST /v1/responses`, not streamed.
-pub fn response(script: &Script, step: &Step, n: usize) -> Value {
+pub(crate) fn response(script: &Script, step: &Step, n: usize) -> Value {
     let mut output = Vec::new();
     if let Some(text) = &step.text {
         output.push(json!({
@@ -171,6 +171,6 @@ pub fn response(script: &Script, step: &Step, n: usize) -> Value {
 }
 
 /// The error body every non-2xx answer carries, in the API's shape.
-pub fn error(message: &str, kind: &str) -> Value {
+pub(crate) fn error(message: &str, kind: &str) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": kind}})
 }

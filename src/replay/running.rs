@@ -10,15 +10,15 @@ use super::script::Script;
 use super::server::{Options, Replay, SessionReport};
 
 /// How long a connection may take to send a request's head (its request line and headers).
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a shutdown waits for requests in flight before it records and exits.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 impl Replay {
     /// Runs the server on `listener` until `shutdown` completes: then it stops accepting, lets
-    /// the requests in flight finish for at most [`SHUTDOWN_GRACE`], and drops the rest (a
+    /// the requests in flight finish for at most `SHUTDOWN_GRACE`, and drops the rest (a
     /// stalled client never holds the server open). A connection that sends no complete
-    /// request head within [`HEADER_READ_TIMEOUT`] is closed.
+    /// request head within `HEADER_READ_TIMEOUT` is closed.
     pub async fn run(
         self: Arc<Self>,
         listener: tokio::net::TcpListener,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::RowVerdict;
 use crate::scenario::Risk;
-pub use crate::trials::drift::{CaseFinding, Family, SetTest, Side};
+pub(crate) use crate::trials::drift::{CaseFinding, Family, SetTest};
 
 /// One case of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,11 +134,11 @@ impl CaseRow {
 
 /// The set cases of a report by (scenario, case), for renderers that list rows and put each
 /// case's line before its trials.
-pub struct CaseIndex<'r>(std::collections::HashMap<(&'r str, &'r str), &'r CaseRow>);
+pub(crate) struct CaseIndex<'r>(std::collections::HashMap<(&'r str, &'r str), &'r CaseRow>);
 
 impl<'r> CaseIndex<'r> {
     /// The cases of `report` that are more than their one trace.
-    pub fn of(report: &'r super::Report) -> CaseIndex<'r> {
+    pub(crate) fn of(report: &'r super::Report) -> CaseIndex<'r> {
         CaseIndex(
             (report.cases.iter())
                 .filter(|c| c.is_set())
@@ -148,7 +148,7 @@ impl<'r> CaseIndex<'r> {
     }
 
     /// The set case a row belongs to.
-    pub fn get(&self, scenario: Option<&str>, case: Option<&str>) -> Option<&'r CaseRow> {
+    pub(crate) fn get(&self, scenario: Option<&str>, case: Option<&str>) -> Option<&'r CaseRow> {
         self.0.get(&(scenario?, case?)).copied()
     }
 }
@@ -157,7 +157,11 @@ impl<'r> CaseIndex<'r> {
 /// case's test findings from its counted tests (structural findings, which need no test, are
 /// kept); then whether each set case blocks. What `check` decided for the whole run, shares
 /// recombined.
-pub fn decide_again(cases: &mut [CaseRow], thresholds: &mut Thresholds, fail_on: super::FailOn) {
+pub(crate) fn decide_again(
+    cases: &mut [CaseRow],
+    thresholds: &mut Thresholds,
+    fail_on: super::FailOn,
+) {
     use crate::trials::drift;
     let mode = match thresholds.mode.as_str() {
         "strict" => crate::diff::DriftMode::Strict,

@@ -1,6 +1,6 @@
 //! Reports: one pure-data model and one renderer per format.
 
-pub mod cases;
+pub(crate) mod cases;
 mod escape;
 pub mod explain;
 mod fail_on;

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use super::keys::{SigningKey, TrustedKeys};
 
 /// The payload type of an in-toto Statement.
-pub const IN_TOTO_PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
+pub(crate) const IN_TOTO_PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 
 /// A DSSE envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// The payload, in standard Base64.
     pub payload: String,
     /// What the payload is.
@@ -26,7 +26,7 @@ pub struct Envelope {
 /// One signature of an envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EnvelopeSignature {
+pub(crate) struct EnvelopeSignature {
     /// The key id of the key that made it.
     #[serde(default)]
     pub keyid: String,
@@ -35,7 +35,7 @@ pub struct EnvelopeSignature {
 }
 
 /// DSSE's pre-authentication encoding: `"DSSEv1" SP LEN(type) SP type SP LEN(body) SP body`.
-pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     let mut out = format!(
         "DSSEv1 {} {payload_type} {} ",
         payload_type.len(),
@@ -47,7 +47,7 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Signs `payload` into an envelope.
-pub fn sign(key: &SigningKey, payload_type: &str, payload: &[u8]) -> Envelope {
+pub(crate) fn sign(key: &SigningKey, payload_type: &str, payload: &[u8]) -> Envelope {
     let sig = key.sign_ed25519(&pae(payload_type, payload));
     Envelope {
         payload: Base64::encode_to_string(payload).expect("Base64 of any bytes"),
@@ -61,7 +61,7 @@ pub fn sign(key: &SigningKey, payload_type: &str, payload: &[u8]) -> Envelope {
 
 /// An envelope that verified: its payload and the trusted key that signed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Opened {
+pub(crate) struct Opened {
     /// The payload's bytes.
     pub payload: Vec<u8>,
     /// The trusted key that signed it.
@@ -102,7 +102,11 @@ pub enum DsseError {
 
 /// Opens an envelope's text: its payload, when a trusted key's signature over it holds (and
 /// none of the trusted keys' signatures fails).
-pub fn open(text: &str, payload_type: &str, trusted: &TrustedKeys) -> Result<Opened, DsseError> {
+pub(crate) fn open(
+    text: &str,
+    payload_type: &str,
+    trusted: &TrustedKeys,
+) -> Result<Opened, DsseError> {
     let envelope: Envelope =
         serde_json::from_str(text).map_err(|e| DsseError::Malformed(e.to_string()))?;
     if envelope.payload_type != payload_type {

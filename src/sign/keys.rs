@@ -3,7 +3,7 @@
 //! public key, and a `.minisig` a minisign signature, so `minisign -V` checks what tracereplay
 //! signs and tracereplay checks what `minisign -S` signs.
 //!
-//! The same Ed25519 key pair signs DSSE envelopes ([`super::dsse`]) with `ed25519-dalek`.
+//! The same Ed25519 key pair signs DSSE envelopes (`super::dsse`) with `ed25519-dalek`.
 
 use std::io::Cursor;
 

@@ -4,7 +4,7 @@
 //! What judging needs is here and has no dependencies: the [`SignatureCheck`] a run is given
 //! (`check --require-signed`), the [`TraceSigner`] the recorders are given, where a trace's
 //! signature lives, and the trusted comment a tracereplay signature carries. The keys, the
-//! minisign formats and the DSSE envelopes are the `signing` feature's ([`keys`], [`dsse`],
+//! minisign formats and the DSSE envelopes are the `signing` feature's ([`keys`], `dsse`,
 //! [`attest`]).
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "signing")]
 pub mod attest;
 #[cfg(feature = "signing")]
-pub mod dsse;
+pub(crate) mod dsse;
 #[cfg(feature = "signing")]
 pub mod keys;
 #[cfg(all(test, feature = "signing"))]

@@ -1,11 +1,11 @@
 //! Trials: several recordings of one (scenario, case), judged as a set. A case's verdict comes
-//! from its trials under the scenario's `trials` policy ([`policy`]); its drift from an approved
-//! set is a matter of statistics ([`stats`], [`drift`]), never of comparing trials one to one.
+//! from its trials under the scenario's `trials` policy (`policy`); its drift from an approved
+//! set is a matter of statistics (`stats`, [`drift`]), never of comparing trials one to one.
 //! A case with one trace is judged exactly as a trace is.
 
 pub mod drift;
-pub mod id;
-pub mod policy;
-pub mod stats;
+pub(crate) mod id;
+pub(crate) mod policy;
+pub(crate) mod stats;
 
 pub use id::TrialId;

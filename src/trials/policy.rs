@@ -15,7 +15,7 @@ use super::stats;
 
 /// The largest `trials.min` (far beyond any recorded set; keeps the power computations of
 /// `gates` bounded whatever a scenario says).
-pub const MAX_MIN: u64 = 10_000;
+pub(crate) const MAX_MIN: u64 = 10_000;
 
 /// Which trials of a case must pass.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -186,7 +186,7 @@ impl TrialsPolicy {
 }
 
 /// "k and k trials can show k/k → 0/k at p = …", for the smallest k that can at `alpha`.
-pub fn smallest_power(alpha: f64) -> String {
+pub(crate) fn smallest_power(alpha: f64) -> String {
     let k = (1..=64u64)
         .find(|&k| stats::at_most(stats::fisher_lower(k, k, 0, k), alpha))
         .unwrap_or(64);

@@ -5,10 +5,10 @@
 
 /// The slack of every comparison of a p-value with a threshold (`p ≤ t·(1 + 10⁻⁷)`), and of the
 /// two-sided Fisher test's "as or less likely" rule.
-pub const SLACK: f64 = 1e-7;
+pub(crate) const SLACK: f64 = 1e-7;
 
 /// Whether `p` is at most `threshold`, with the contract's relative slack.
-pub fn at_most(p: f64, threshold: f64) -> bool {
+pub(crate) fn at_most(p: f64, threshold: f64) -> bool {
     p <= threshold * (1.0 + SLACK)
 }
 
@@ -22,7 +22,7 @@ fn ln_choose(n: u64, k: u64) -> f64 {
 }
 
 /// `C(n, k)` as a float (exact below 2⁵³).
-pub fn choose(n: u64, k: u64) -> f64 {
+pub(crate) fn choose(n: u64, k: u64) -> f64 {
     if k > n {
         return 0.0;
     }
@@ -49,14 +49,14 @@ fn hypergeometric(n_a: u64, n_c: u64, successes: u64) -> (u64, Vec<f64>) {
 
 /// One-sided Fisher exact test that the second sample's rate is lower: with `a` of `n_a`
 /// successes in A and `c` of `n_c` in C, P(X ≤ c) given the margins.
-pub fn fisher_lower(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
+pub(crate) fn fisher_lower(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
     let (lo, probs) = hypergeometric(n_a, n_c, a + c);
     let upto = (c - lo) as usize;
     probs[..=upto].iter().sum::<f64>().min(1.0)
 }
 
 /// One-sided Fisher exact test that the second sample's rate is higher: P(X ≥ c).
-pub fn fisher_higher(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
+pub(crate) fn fisher_higher(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
     let (lo, probs) = hypergeometric(n_a, n_c, a + c);
     let from = (c - lo) as usize;
     probs[from..].iter().sum::<f64>().min(1.0)
@@ -64,7 +64,7 @@ pub fn fisher_higher(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
 
 /// Two-sided Fisher exact test: the probability of every table (with these margins) at most as
 /// likely as the observed one, `P ≤ P_observed·(1 + 10⁻⁷)`.
-pub fn fisher_two_sided(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
+pub(crate) fn fisher_two_sided(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
     let (lo, probs) = hypergeometric(n_a, n_c, a + c);
     let observed = probs[(c - lo) as usize];
     let bound = observed * (1.0 + SLACK);
@@ -96,7 +96,7 @@ fn midranks(values: &[f64]) -> Vec<f64> {
 /// midrank sums when there are at most 20 values, else the normal approximation with the
 /// tie-corrected variance and no continuity correction. `None` when it cannot say anything
 /// (an empty side, or every value equal).
-pub fn mann_whitney(a: &[f64], c: &[f64]) -> Option<f64> {
+pub(crate) fn mann_whitney(a: &[f64], c: &[f64]) -> Option<f64> {
     let (n_a, n_c) = (a.len(), c.len());
     if n_a == 0 || n_c == 0 {
         return None;
@@ -157,7 +157,7 @@ pub fn mann_whitney(a: &[f64], c: &[f64]) -> Option<f64> {
 
 /// The standard normal quantile Φ⁻¹(p), for 0 < p < 1: Acklam's rational approximation refined
 /// by one Halley step on `erfc` (full double precision).
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969683028665376e+01,
         2.209460984245205e+02,
@@ -208,7 +208,7 @@ pub fn normal_quantile(p: f64) -> f64 {
 }
 
 /// The Wilson score bounds `(lower, upper)` of a pass rate of `c` in `n` at normal quantile `z`.
-pub fn wilson(c: u64, n: u64, z: f64) -> (f64, f64) {
+pub(crate) fn wilson(c: u64, n: u64, z: f64) -> (f64, f64) {
     let (c, n) = (c as f64, n as f64);
     let p = c / n;
     let z2 = z * z;
@@ -222,18 +222,18 @@ pub fn wilson(c: u64, n: u64, z: f64) -> (f64, f64) {
 }
 
 /// The one-sided lower Wilson bound of `c` in `n` at confidence `confidence`.
-pub fn wilson_lower(c: u64, n: u64, confidence: f64) -> f64 {
+pub(crate) fn wilson_lower(c: u64, n: u64, confidence: f64) -> f64 {
     wilson(c, n, normal_quantile(confidence)).0
 }
 
 /// The two-sided 95 % Wilson interval of `c` in `n`.
-pub fn wilson_95(c: u64, n: u64) -> (f64, f64) {
+pub(crate) fn wilson_95(c: u64, n: u64) -> (f64, f64) {
     wilson(c, n, normal_quantile(0.975))
 }
 
 /// `pass^k = C(c,k)/C(n,k)` for k = 1…n: the chance that k trials drawn without replacement
 /// all pass (tau-bench's estimator).
-pub fn pass_hat_k(c: u64, n: u64) -> Vec<f64> {
+pub(crate) fn pass_hat_k(c: u64, n: u64) -> Vec<f64> {
     (1..=n)
         .map(|k| {
             (0..k)
@@ -245,7 +245,7 @@ pub fn pass_hat_k(c: u64, n: u64) -> Vec<f64> {
 
 /// `pass@k = 1 − C(n−c,k)/C(n,k)` for k = 1…n: the chance that at least one of k trials drawn
 /// without replacement passes (Chen et al.'s unbiased estimator).
-pub fn pass_at_k(c: u64, n: u64) -> Vec<f64> {
+pub(crate) fn pass_at_k(c: u64, n: u64) -> Vec<f64> {
     let fails = n - c;
     (1..=n)
         .map(|k| {
@@ -259,7 +259,7 @@ pub fn pass_at_k(c: u64, n: u64) -> Vec<f64> {
 
 /// The Benjamini–Hochberg threshold at `alpha` over `p_values`: α·k/m for the largest rank k
 /// whose p-value is at most α·k/m, `None` when there is no such k (or no p-value).
-pub fn benjamini_hochberg(p_values: &[f64], alpha: f64) -> Option<f64> {
+pub(crate) fn benjamini_hochberg(p_values: &[f64], alpha: f64) -> Option<f64> {
     let mut sorted = p_values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let m = sorted.len() as f64;
@@ -271,7 +271,7 @@ pub fn benjamini_hochberg(p_values: &[f64], alpha: f64) -> Option<f64> {
 }
 
 /// The median (the mean of the middle two of an even count).
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();

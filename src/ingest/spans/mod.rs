@@ -10,8 +10,8 @@
 mod dialects;
 mod map;
 mod messages;
-pub mod otlp;
-pub mod sdk;
+pub(crate) mod otlp;
+pub(crate) mod sdk;
 
 use std::collections::{BTreeMap, HashMap};
 

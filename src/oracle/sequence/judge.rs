@@ -3,10 +3,10 @@
 
 use super::*;
 
-pub use crate::oracle::facts::ActualCall;
+pub(crate) use crate::oracle::facts::ActualCall;
 
 /// The actual calls of a trace with their batches (the `seq` of the planning inference).
-pub fn actual_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
+pub(crate) fn actual_calls(facts: &Facts<'_, '_>) -> Vec<ActualCall> {
     actual_calls_with(facts, &|_| true)
 }
 
@@ -28,7 +28,7 @@ fn actual_calls_with(facts: &Facts<'_, '_>, with_args: &dyn Fn(&str) -> bool) ->
 }
 
 /// The calls an oracle reads, executed or planned.
-pub fn calls_of(of: Of, facts: &Facts<'_, '_>) -> Vec<ActualCall> {
+pub(crate) fn calls_of(of: Of, facts: &Facts<'_, '_>) -> Vec<ActualCall> {
     match of {
         Of::Executed => actual_calls(facts),
         Of::Planned => facts.planned().to_vec(),
@@ -225,7 +225,7 @@ fn call_json(tool: &str, args: Option<&Value>) -> Value {
 }
 
 /// Judges a `tool-sequence` oracle.
-pub fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleResult {
     match (&cfg.split, cfg.of) {
         (Split::Whole, Of::Executed) => {
             let with_args = crate::oracle::names::ToolSet::new(
@@ -446,7 +446,7 @@ fn in_order_matched(cfg: &SeqConfig, actual: &[ActualCall]) -> usize {
 }
 
 /// Judges configured expectations against actual calls.
-pub fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
+pub(crate) fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
     let whole = whole_matching(cfg, actual);
     let result = judge_sequence_verdict(cfg, actual, whole.as_deref());
     if result.verdict == crate::oracle::Verdict::Pass {

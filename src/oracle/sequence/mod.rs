@@ -4,8 +4,10 @@
 mod judge;
 
 #[cfg(test)]
-use judge::max_matching;
-pub use judge::{ActualCall, actual_calls, calls_of, judge_sequence, tool_sequence};
+use crate::oracle::facts::ActualCall;
+pub(crate) use judge::tool_sequence;
+#[cfg(test)]
+use judge::{actual_calls, judge_sequence, max_matching};
 
 use serde_json::{Value, json};
 
@@ -188,7 +190,7 @@ fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>
 }
 
 /// Reads `calls` (or the `tools` shorthand) into expected calls.
-pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
+pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
     match (spec.get("calls"), spec.get("tools")) {
         (Some(_), Some(_)) => Err("give exactly one of `calls` and `tools`, not both".into()),
         (None, None) => {
@@ -219,7 +221,7 @@ pub fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
 }
 
 /// `argsMatch` (default `exact`).
-pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
+pub(crate) fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
     match spec.get("argsMatch") {
         None | Some(Value::Null) => Ok(ArgsMatch::Exact),
         Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| {
@@ -230,7 +232,7 @@ pub fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
 }
 
 /// Configures `tool-sequence`.
-pub fn configure_oracle(
+pub(crate) fn configure_oracle(
     spec: &OracleSpec,
     _: &super::typed::Fallbacks<'_>,
 ) -> Result<super::typed::Oracle, String> {
@@ -240,7 +242,7 @@ pub fn configure_oracle(
 }
 
 /// Validates a `tool-sequence` oracle.
-pub fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
+pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
     let mode = match spec.get("mode") {
         None | Some(Value::Null) => {
             return Err(

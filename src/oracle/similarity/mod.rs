@@ -15,7 +15,7 @@
 //! tokens). With `turns: [...]` instead of `value`, each turn's final answer is scored against
 //! its reference and the score is the mean, as ADK averages invocations.
 
-pub mod porter;
+pub(crate) mod porter;
 
 use foldhash::{HashMap, HashMapExt};
 use serde_json::{Value, json};
@@ -44,7 +44,7 @@ pub struct Similarity {
 }
 
 /// Configures `response-similarity`.
-pub fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
     match spec.get("metric") {
         None => {}
         Some(Value::String(m)) if m.trim().eq_ignore_ascii_case("rouge1-f") => {}
@@ -96,7 +96,7 @@ fn is_word_char(c: char) -> bool {
 }
 
 /// The tokens of a text, as ADK's ROUGE tokenizer makes them.
-pub fn tokenize(text: &str) -> Vec<String> {
+pub(crate) fn tokenize(text: &str) -> Vec<String> {
     let text: String = text.nfkc().collect::<String>().to_lowercase();
     let mut processed = String::with_capacity(text.len() + 8);
     for c in text.chars() {
@@ -138,7 +138,7 @@ pub fn tokenize(text: &str) -> Vec<String> {
 }
 
 /// ROUGE-1 of a candidate against a reference: (precision, recall, F).
-pub fn rouge1(candidate: &str, reference: &str) -> (f64, f64, f64) {
+pub(crate) fn rouge1(candidate: &str, reference: &str) -> (f64, f64, f64) {
     let count = |tokens: Vec<String>| {
         let mut m: HashMap<String, usize> = HashMap::new();
         for t in tokens {

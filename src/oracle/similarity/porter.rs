@@ -275,7 +275,7 @@ fn step5b(w: &[u8]) -> Vec<u8> {
 }
 
 /// Stems one lowercase ASCII word as NLTK's `PorterStemmer().stem(word)` does.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let lower = word.to_ascii_lowercase();
     if let Some((_, s)) = IRREGULAR.iter().find(|(w, _)| *w == lower) {
         return (*s).to_owned();

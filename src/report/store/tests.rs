@@ -344,11 +344,17 @@ fn every_renderer_fails_on_a_row_it_lost() {
         }),
     ];
     for (name, draw) in renderers {
-        report.results = suite.check(&crate::CheckOptions::default()).unwrap().results;
+        report.results = suite
+            .check(&crate::CheckOptions::default())
+            .unwrap()
+            .results;
         assert!(draw(&report, &mut Vec::new()).is_ok(), "{name}");
         report.results = lost();
         let e = draw(&report, &mut Vec::new()).expect_err(name);
-        assert!(e.to_string().contains("could not be read back"), "{name}: {e}");
+        assert!(
+            e.to_string().contains("could not be read back"),
+            "{name}: {e}"
+        );
     }
 }
 
