@@ -1,5 +1,6 @@
 //! Oracles about files the run wrote: `artifact-contains`, `artifact-before-reply`.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::facts::Facts;
@@ -49,14 +50,14 @@ fn artifact_at<'t>(
 pub(crate) fn configure_artifact_contains(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
-    let path = path_param(spec).ok_or("no `path`")?;
+) -> Result<Oracle, ConfigError> {
+    let path = path_param(spec).ok_or_else(|| ConfigError::value("path", "no `path`"))?;
     let mut values = params::string_list(spec, "values");
     if values.is_empty() {
         values.extend(params::text(spec));
     }
     if values.is_empty() {
-        return Err("no `values` to look for".into());
+        return Err(ConfigError::value("values", "no `values` to look for"));
     }
     Ok(Oracle::ArtifactContains { path, values })
 }
@@ -65,8 +66,8 @@ pub(crate) fn configure_artifact_contains(
 pub(crate) fn configure_artifact_before_reply(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
-    let path = path_param(spec).ok_or("no `path`")?;
+) -> Result<Oracle, ConfigError> {
+    let path = path_param(spec).ok_or_else(|| ConfigError::value("path", "no `path`"))?;
     Ok(Oracle::ArtifactBeforeReply { path })
 }
 

@@ -4,6 +4,7 @@
 //! They read the run as a list of steps: each executed call with its canonical arguments, its
 //! result (the first `tool_result` after it with its call id), and what the agent did next.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::facts::Facts;
@@ -73,10 +74,16 @@ fn steps<'t>(facts: &'t Facts<'t, '_>) -> Vec<Step<'t>> {
 }
 
 /// Configures `no-repeated-call`.
-pub fn configure_no_repeated_call(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub fn configure_no_repeated_call(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
     let max = params::count(spec, "max")?.unwrap_or(2);
     if max == 0 {
-        return Err("`max` is 0, which no call can meet; give at least 1".into());
+        return Err(ConfigError::value(
+            "max",
+            "`max` is 0, which no call can meet; give at least 1",
+        ));
     }
     Ok(Oracle::NoRepeatedCall {
         max,
@@ -165,7 +172,10 @@ fn seqs(seqs: impl ExactSizeIterator<Item = u64>) -> String {
 }
 
 /// Configures `no-retry-spiral`.
-pub fn configure_no_retry_spiral(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub fn configure_no_retry_spiral(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
     Ok(Oracle::NoRetrySpiral {
         max: params::count(spec, "max")?.unwrap_or(2),
         tools: tools_of(spec),
@@ -228,13 +238,16 @@ pub fn no_retry_spiral(max: u64, tools: &[String], facts: &Facts<'_, '_>) -> Ora
 pub fn configure_tool_errors_handled(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let written = spec.get("success").and_then(Value::as_array);
     if written.is_some_and(|w| {
         w.iter()
             .any(|p| p.as_str().is_some_and(|p| p.trim().is_empty()))
     }) {
-        return Err("an empty `success` phrase would be found in every answer".into());
+        return Err(ConfigError::value(
+            "success",
+            "an empty `success` phrase would be found in every answer",
+        ));
     }
     let success = params::string_list(spec, "success");
     Ok(Oracle::ToolErrorsHandled {
@@ -378,10 +391,13 @@ pub fn tool_errors_handled(
 }
 
 /// Configures `step-status`.
-pub fn configure_step_status(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub fn configure_step_status(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, ConfigError> {
     let tools = tools_of(spec);
     if tools.is_empty() {
-        return Err("no `tool` or `tools` whose calls to check".into());
+        return Err(ConfigError::value(
+            "tool",
+            "no `tool` or `tools` whose calls to check",
+        ));
     }
     Ok(Oracle::StepStatus {
         tools,

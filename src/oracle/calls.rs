@@ -1,6 +1,7 @@
 //! Oracles about individual calls and results: `tool-args`, `tool-succeeded`,
 //! `tool-result-contains`, `call-result-linked`.
 
+use crate::oracle::ConfigError;
 use foldhash::{HashMap, HashMapExt};
 
 use serde_json::{Value, json};
@@ -17,10 +18,13 @@ use crate::trace::json::contains_ci;
 use crate::trace::{EventBody, Json};
 
 /// Configures `tool-args`.
-pub(crate) fn configure_tool_args(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
-    let tool = params::tool(spec).ok_or("no `tool`")?;
+pub(crate) fn configure_tool_args(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
+    let tool = params::tool(spec).ok_or_else(|| ConfigError::value("tool", "no `tool`"))?;
     let args = match spec.get("args") {
-        None | Some(Value::Null) => return Err("no `args` to compare".into()),
+        None | Some(Value::Null) => return Err(ConfigError::value("args", "no `args` to compare")),
         Some(v) => v.clone(),
     };
     let mode = args_mode(spec)?;
@@ -172,9 +176,11 @@ pub(crate) fn tool_succeeded(tool: Option<&str>, facts: &Facts<'_, '_>) -> Oracl
 pub(crate) fn configure_tool_result_contains(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
-    let tool = params::string(spec, "tool").ok_or("no `tool`")?;
-    let value = params::text(spec).ok_or("no `value` to look for")?;
+) -> Result<Oracle, ConfigError> {
+    let tool =
+        params::string(spec, "tool").ok_or_else(|| ConfigError::value("tool", "no `tool`"))?;
+    let value =
+        params::text(spec).ok_or_else(|| ConfigError::value("value", "no `value` to look for"))?;
     Ok(Oracle::ToolResultContains { tool, value })
 }
 

@@ -8,6 +8,7 @@
 //! - `not`, `all-of`, `any-of`: composition, each inner oracle with its own threshold; they take
 //!   no threshold of their own.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::facts::Facts;
@@ -56,34 +57,47 @@ pub(crate) fn thresholds(kind: &'static str, oracle: &Oracle) -> Vec<(&'static s
 }
 
 /// Reads `threshold`: `None` when absent (the default, 1), else a number in (0, 1].
-pub(crate) fn threshold(spec: &OracleSpec) -> Result<Option<f64>, String> {
+pub(crate) fn threshold(spec: &OracleSpec) -> Result<Option<f64>, ConfigError> {
     match spec.get("threshold") {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(t) if t > 0.0 && t <= 1.0 => Ok(Some(t)),
-            _ => Err(format!("`threshold` {n} is outside (0, 1]")),
+            _ => Err(ConfigError::value(
+                "threshold",
+                format!("`threshold` {n} is outside (0, 1]"),
+            )),
         },
-        Some(other) => Err(format!(
-            "`threshold` must be a number in (0, 1], found {}",
-            crate::trace::json_type_name(other)
+        Some(other) => Err(ConfigError::value(
+            "threshold",
+            format!(
+                "`threshold` must be a number in (0, 1], found {}",
+                crate::trace::json_type_name(other)
+            ),
         )),
     }
 }
 
 /// Reads `turn`: `None` when absent, else a non-zero integer.
-pub(crate) fn turn(spec: &OracleSpec) -> Result<Option<i64>, String> {
+pub(crate) fn turn(spec: &OracleSpec) -> Result<Option<i64>, ConfigError> {
     match spec.get("turn") {
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
-            Some(0) => {
-                Err("`turn` 0 does not exist: turns count from 1 (or from -1, the last)".into())
-            }
+            Some(0) => Err(ConfigError::value(
+                "turn",
+                "`turn` 0 does not exist: turns count from 1 (or from -1, the last)",
+            )),
             Some(t) => Ok(Some(t)),
-            None => Err(format!("`turn` {n} is not an integer")),
+            None => Err(ConfigError::value(
+                "turn",
+                format!("`turn` {n} is not an integer"),
+            )),
         },
-        Some(other) => Err(format!(
-            "`turn` must be an integer, found {}",
-            crate::trace::json_type_name(other)
+        Some(other) => Err(ConfigError::value(
+            "turn",
+            format!(
+                "`turn` must be an integer, found {}",
+                crate::trace::json_type_name(other)
+            ),
         )),
     }
 }
@@ -93,7 +107,7 @@ pub(crate) fn wrap(
     oracle: Oracle,
     spec: &OracleSpec,
     takes_threshold: bool,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let mut oracle = oracle;
     if let Some(n) = turn(spec)? {
         oracle = Oracle::Turn {
@@ -102,9 +116,10 @@ pub(crate) fn wrap(
         };
     }
     match threshold(spec)? {
-        Some(_) if !takes_threshold => {
-            Err("takes no `threshold` of its own: give one to its inner oracles".into())
-        }
+        Some(_) if !takes_threshold => Err(ConfigError::value(
+            "threshold",
+            "takes no `threshold` of its own: give one to its inner oracles",
+        )),
         // A threshold of 1 is the default: the oracle's own verdict.
         Some(t) if t < 1.0 => Ok(Oracle::Threshold {
             inner: Box::new(oracle),
@@ -115,9 +130,9 @@ pub(crate) fn wrap(
 }
 
 /// Configures one inner oracle object (`at` names it in messages).
-fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, String> {
+fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, ConfigError> {
     let Value::Object(map) = value else {
-        return Err(format!("{at} must be an oracle object"));
+        return Err(ConfigError::from(format!("{at} must be an oracle object")));
     };
     let spec = OracleSpec {
         index: 0,
@@ -134,13 +149,13 @@ fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, St
         if let Some(meant) = registry::closest(written, super::known_types()) {
             msg.push_str(&format!("; did you mean `{meant}`?"));
         }
-        return Err(msg);
+        return Err(msg.into());
     };
     if map.keys().any(|k| k.eq_ignore_ascii_case("trials")) {
-        return Err(format!(
+        return Err(ConfigError::from(format!(
             "{at} (`{}`): `trials` holds a case's trials to a limit, so it belongs on a top-level oracle only",
             t.name
-        ));
+        )));
     }
     let oracle = registry::configure(t, &spec, fallbacks)
         .map_err(|e| format!("{at} (`{}`): {e}", t.name))?;
@@ -151,17 +166,19 @@ fn inner(value: &Value, at: &str, fallbacks: &Fallbacks<'_>) -> Result<Inner, St
 }
 
 /// Configures `not`.
-pub(crate) fn configure_not(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
-    let value = spec.get("oracle").ok_or("no `oracle` to negate")?;
+pub(crate) fn configure_not(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, ConfigError> {
+    let value = spec
+        .get("oracle")
+        .ok_or_else(|| ConfigError::value("oracle", "no `oracle` to negate"))?;
     Ok(Oracle::Not(Box::new(inner(value, "`oracle`", fb)?)))
 }
 
-fn inner_list(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Vec<Inner>, String> {
+fn inner_list(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Vec<Inner>, ConfigError> {
     let Some(Value::Array(items)) = spec.get("oracles") else {
-        return Err("no `oracles` to combine".into());
+        return Err(ConfigError::value("oracles", "no `oracles` to combine"));
     };
     if items.is_empty() {
-        return Err("`oracles` is empty".into());
+        return Err(ConfigError::value("oracles", "`oracles` is empty"));
     }
     (items.iter().enumerate())
         .map(|(i, v)| inner(v, &format!("`oracles[{i}]`"), fb))
@@ -169,12 +186,18 @@ fn inner_list(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Vec<Inner>, Strin
 }
 
 /// Configures `all-of`.
-pub(crate) fn configure_all_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_all_of(
+    spec: &OracleSpec,
+    fb: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
     Ok(Oracle::AllOf(inner_list(spec, fb)?))
 }
 
 /// Configures `any-of`.
-pub(crate) fn configure_any_of(spec: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_any_of(
+    spec: &OracleSpec,
+    fb: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
     Ok(Oracle::AnyOf(inner_list(spec, fb)?))
 }
 

@@ -31,17 +31,40 @@ pub enum ConfigError {
     Params(Vec<ParamProblem>),
     /// The parameters are well formed, but a value is one the oracle cannot take (or one it
     /// needs is missing).
-    Value(String),
+    Value(ValueProblem),
+}
+
+/// A value the oracle's own check refuses (or one it needs but lacks): the key it concerns,
+/// when one key does, and the sentence shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueProblem {
+    /// The key (`threshold`, `calls[2].args`, `trials.median`…), in its canonical spelling;
+    /// `None` when the problem is of the oracle as a whole (two keys that exclude each other, a
+    /// contract that does not load).
+    pub key: Option<String>,
+    /// The sentence shown.
+    pub message: String,
 }
 
 impl ConfigError {
-    /// The keys the strict-parameter rules object to (none for a refused value).
+    /// A refused value of `key`.
+    pub fn value(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Value(ValueProblem {
+            key: Some(key.into()),
+            message: message.into(),
+        })
+    }
+}
+
+impl ConfigError {
+    /// The keys the problems concern: each the strict-parameter rules object to, or the refused
+    /// value's (none when the problem is of the oracle as a whole).
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        let problems = match self {
-            ConfigError::Params(p) => p.as_slice(),
-            ConfigError::Value(_) => &[],
+        let (problems, value) = match self {
+            ConfigError::Params(p) => (p.as_slice(), None),
+            ConfigError::Value(v) => (&[][..], v.key.as_deref()),
         };
-        problems.iter().map(|p| p.key.as_str())
+        problems.iter().map(|p| p.key.as_str()).chain(value)
     }
 }
 
@@ -57,16 +80,22 @@ impl std::fmt::Display for ConfigError {
                 }
                 Ok(())
             }
-            ConfigError::Value(message) => f.write_str(message),
+            ConfigError::Value(v) => f.write_str(&v.message),
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
 
+impl From<&str> for ConfigError {
+    fn from(message: &str) -> Self {
+        ConfigError::from(message.to_owned())
+    }
+}
+
 impl From<String> for ConfigError {
     fn from(message: String) -> Self {
-        ConfigError::Value(message)
+        ConfigError::Value(ValueProblem { key: None, message })
     }
 }
 
@@ -108,6 +137,41 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("; `tool` must be a string"), "{shown}");
+    }
+
+    #[test]
+    fn a_refused_value_names_its_key() {
+        for (params, key) in [
+            (
+                serde_json::json!({"type": "tool-called", "tool": "a", "threshold": 2}),
+                "threshold",
+            ),
+            (
+                serde_json::json!({"type": "tool-call-count", "tool": "a", "min": 5, "max": 2}),
+                "min",
+            ),
+            (
+                serde_json::json!({"type": "tool-sequence", "mode": "exact", "calls": [{"tool": "a"}, {"tool": "b", "args": null}]}),
+                "calls[1].args",
+            ),
+            (
+                serde_json::json!({"type": "tool-sequence", "mode": "exact", "tools": ["a"], "argsMatch": "loose"}),
+                "argsMatch",
+            ),
+            (
+                serde_json::json!({"type": "max-tokens", "limit": 5, "trials": {"mean": 3}}),
+                "trials.mean",
+            ),
+            (serde_json::json!({"type": "expr"}), "jq"),
+        ] {
+            let e = configured(params.clone()).unwrap_err();
+            let ConfigError::Value(v) = &e else {
+                panic!("{params}: {e:?}")
+            };
+            assert_eq!(v.key.as_deref(), Some(key), "{params}: {e}");
+            assert_eq!(e.keys().collect::<Vec<_>>(), [key]);
+            assert!(e.to_string().contains(key), "{params}: {e}");
+        }
     }
 
     #[test]

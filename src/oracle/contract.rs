@@ -1,5 +1,6 @@
 //! `contract-conformant`: the run stays inside the scenario's Harness Contract.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::approval::Approvals;
@@ -30,10 +31,12 @@ fn target_path(args: &Value) -> Option<String> {
 }
 
 /// Configures `contract-conformant`: the scenario's contract, which must have loaded.
-pub(crate) fn configure(_: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure(_: &OracleSpec, fb: &Fallbacks<'_>) -> Result<Oracle, ConfigError> {
     match fb.contract {
         None => Err("the scenario names no `contract`".into()),
-        Some(Err(e)) => Err(format!("the contract does not load: {e}")),
+        Some(Err(e)) => Err(ConfigError::from(format!(
+            "the contract does not load: {e}"
+        ))),
         Some(Ok(c)) => Ok(Oracle::ContractConformant(Box::new(c.clone()))),
     }
 }

@@ -2,6 +2,7 @@
 //! `max-cost` put on a case's trials (`"trials": {"median": …, "max": …}`), which the case stage
 //! checks over the values the oracle found in each trial.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::typed::{Fallbacks, Oracle};
@@ -21,12 +22,18 @@ pub(crate) struct OverTrials {
 
 /// The `trials` parameter of `max-tokens` (`integers`) or `max-cost`: `{median?, max?}`, at
 /// least one, each a non-negative number.
-pub(super) fn over_trials(spec: &OracleSpec, integers: bool) -> Result<Option<OverTrials>, String> {
+pub(super) fn over_trials(
+    spec: &OracleSpec,
+    integers: bool,
+) -> Result<Option<OverTrials>, ConfigError> {
     let Some(v) = spec.get("trials") else {
         return Ok(None);
     };
     let Value::Object(m) = v else {
-        return Err("`trials` must be an object with `median` and/or `max`".into());
+        return Err(ConfigError::value(
+            "trials",
+            "`trials` must be an object with `median` and/or `max`",
+        ));
     };
     let mut out = OverTrials::default();
     for (k, v) in m {
@@ -34,7 +41,10 @@ pub(super) fn over_trials(spec: &OracleSpec, integers: bool) -> Result<Option<Ov
             "median" => &mut out.median,
             "max" => &mut out.max,
             other => {
-                return Err(format!("unknown key `trials.{other}` (known: median, max)"));
+                return Err(ConfigError::value(
+                    format!("trials.{other}"),
+                    format!("unknown key `trials.{other}` (known: median, max)"),
+                ));
             }
         };
         let n = v
@@ -46,24 +56,40 @@ pub(super) fn over_trials(spec: &OracleSpec, integers: bool) -> Result<Option<Ov
             } else {
                 "a non-negative number of US dollars"
             };
-            return Err(format!("`trials.{k}` must be {what}"));
+            return Err(ConfigError::value(
+                format!("trials.{k}"),
+                format!("`trials.{k}` must be {what}"),
+            ));
         };
         *slot = Some(n);
     }
     if out.median.is_none() && out.max.is_none() {
-        return Err("`trials` names neither `median` nor `max`".into());
+        return Err(ConfigError::value(
+            "trials",
+            "`trials` names neither `median` nor `max`",
+        ));
     }
     Ok(Some(out))
 }
 
 /// Configures `max-cost`.
-pub(crate) fn configure_max_cost(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_max_cost(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
     let limit = match spec.get("limit") {
-        None => return Err("no `limit` (US dollars per run)".into()),
-        Some(v) => v
-            .as_f64()
-            .filter(|l| *l >= 0.0)
-            .ok_or("`limit` must be a non-negative number of US dollars")?,
+        None => {
+            return Err(ConfigError::value(
+                "limit",
+                "no `limit` (US dollars per run)",
+            ));
+        }
+        Some(v) => v.as_f64().filter(|l| *l >= 0.0).ok_or_else(|| {
+            ConfigError::value(
+                "limit",
+                "`limit` must be a non-negative number of US dollars",
+            )
+        })?,
     };
     over_trials(spec, false)?;
     Ok(Oracle::MaxCost {

@@ -1,6 +1,7 @@
 //! Counting oracles: `request-count`, `step-count`, `message-count`, `max-tokens`,
 //! `tools-offered`.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::facts::Facts;
@@ -22,7 +23,7 @@ pub enum Range {
     Bounds(Option<u64>, Option<u64>),
 }
 
-fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
+fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, ConfigError> {
     match spec.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
@@ -34,12 +35,17 @@ fn bound(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
                     .map(|f| f as u64)
             })
             .map(Some)
-            .ok_or_else(|| format!("`{name}` must be a non-negative integer, got `{v}`")),
+            .ok_or_else(|| {
+                ConfigError::value(
+                    name,
+                    format!("`{name}` must be a non-negative integer, got `{v}`"),
+                )
+            }),
     }
 }
 
 /// Reads `count` or `min`/`max` (not both kinds).
-pub(crate) fn range(spec: &OracleSpec) -> Result<Range, String> {
+pub(crate) fn range(spec: &OracleSpec) -> Result<Range, ConfigError> {
     let (count, min, max) = (
         bound(spec, "count")?,
         bound(spec, "min")?,
@@ -51,9 +57,10 @@ pub(crate) fn range(spec: &OracleSpec) -> Result<Range, String> {
         }
         (Some(c), None, None) => Ok(Range::Count(c)),
         (None, None, None) => Err("no bound: give `count`, `min` or `max`".into()),
-        (None, Some(lo), Some(hi)) if lo > hi => {
-            Err(format!("`min` {lo} is greater than `max` {hi}"))
-        }
+        (None, Some(lo), Some(hi)) if lo > hi => Err(ConfigError::value(
+            "min",
+            format!("`min` {lo} is greater than `max` {hi}"),
+        )),
         (None, lo, hi) => Ok(Range::Bounds(lo, hi)),
     }
 }
@@ -93,8 +100,9 @@ fn counted(what: &str, range: Range, seqs: Vec<u64>) -> OracleResult {
 pub(crate) fn configure_tool_call_count(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
-    let tool = params::string(spec, "tool").ok_or("no `tool` to count")?;
+) -> Result<Oracle, ConfigError> {
+    let tool = params::string(spec, "tool")
+        .ok_or_else(|| ConfigError::value("tool", "no `tool` to count"))?;
     Ok(Oracle::ToolCallCount {
         tool,
         range: range(spec)?,
@@ -133,7 +141,7 @@ pub(crate) fn tool_call_count(
 pub(crate) fn configure_request_count(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     Ok(Oracle::RequestCount {
         range: range(spec)?,
     })
@@ -152,8 +160,12 @@ pub(crate) fn request_count(range: Range, facts: &Facts<'_, '_>) -> OracleResult
 }
 
 /// Configures `step-count`.
-pub(crate) fn configure_step_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
-    let kind = params::string(spec, "kind").ok_or("no `kind` to count")?;
+pub(crate) fn configure_step_count(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
+    let kind = params::string(spec, "kind")
+        .ok_or_else(|| ConfigError::value("kind", "no `kind` to count"))?;
     let range = range(spec)?;
     // A kind the trace format does not define is never counted (unknown kinds are seen by no
     // oracle): naming one is a typo that would make any upper bound pass.
@@ -162,8 +174,9 @@ pub(crate) fn configure_step_count(spec: &OracleSpec, _: &Fallbacks<'_>) -> Resu
             crate::oracle::registry::closest(&kind, crate::trace::KNOWN_KINDS.iter().copied())
                 .map(|m| format!("; did you mean `{m}`?"))
                 .unwrap_or_default();
-        return Err(format!(
-            "`kind` `{kind}` is not an event kind of the trace format{meant}"
+        return Err(ConfigError::value(
+            "kind",
+            format!("`kind` `{kind}` is not an event kind of the trace format{meant}"),
         ));
     };
     Ok(Oracle::StepCount { kind, known, range })
@@ -192,7 +205,7 @@ pub(crate) fn step_count(
 pub(crate) fn configure_message_count(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let phase = params::phase(spec)?.unwrap_or(Phase::Final);
     let range = range(spec)?;
     let value = params::text(spec);
@@ -223,13 +236,19 @@ pub(crate) fn message_count(
 }
 
 /// Configures `max-tokens`.
-pub(crate) fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure_max_tokens(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
     let limit = match params::limit(spec) {
         params::Limit::Valid(n) => n,
         params::Limit::Invalid(bad) => {
-            return Err(format!("limit `{bad}` is not a non-negative integer"));
+            return Err(ConfigError::value(
+                "limit",
+                format!("limit `{bad}` is not a non-negative integer"),
+            ));
         }
-        params::Limit::Missing => return Err("no `limit`".into()),
+        params::Limit::Missing => return Err(ConfigError::value("limit", "no `limit`")),
     };
     let kind = match spec
         .get("kind")
@@ -240,7 +259,12 @@ pub(crate) fn configure_max_tokens(spec: &OracleSpec, _: &Fallbacks<'_>) -> Resu
         None | Some("total") => TokenKind::Total,
         Some("input") => TokenKind::Input,
         Some("output") => TokenKind::Output,
-        Some(k) => return Err(format!("`kind` `{k}` is not input, output or total")),
+        Some(k) => {
+            return Err(ConfigError::value(
+                "kind",
+                format!("`kind` `{k}` is not input, output or total"),
+            ));
+        }
     };
     super::cost::over_trials(spec, true)?;
     Ok(Oracle::MaxTokens { limit, kind })
@@ -291,10 +315,10 @@ pub(crate) fn max_tokens(limit: u64, kind: TokenKind, facts: &Facts<'_, '_>) -> 
 pub(crate) fn configure_tools_offered(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let tools = params::string_list(spec, "tools");
     if spec.get("tools").and_then(Value::as_array).is_none() {
-        return Err("no `tools` list".into());
+        return Err(ConfigError::value("tools", "no `tools` list"));
     }
     let subset = match spec
         .get("mode")
@@ -304,7 +328,12 @@ pub(crate) fn configure_tools_offered(
         None => false,
         Some(m) if m == "exact" => false,
         Some(m) if m == "subset" => true,
-        Some(m) => return Err(format!("`mode` `{m}` is not exact or subset")),
+        Some(m) => {
+            return Err(ConfigError::value(
+                "mode",
+                format!("`mode` `{m}` is not exact or subset"),
+            ));
+        }
     };
     Ok(Oracle::ToolsOffered { tools, subset })
 }

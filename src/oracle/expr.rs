@@ -19,6 +19,7 @@
 //! instead: the time budget still holds (a runaway program is left running on its thread, and
 //! after [`MAX_RUNAWAYS`] of them `expr` fails at once), but a stack overflow is not contained.
 
+use crate::oracle::ConfigError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -79,11 +80,13 @@ pub struct Program {
 }
 
 /// Configures `expr`.
-pub fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
-    let jq = super::params::string(spec, "jq").ok_or("no `jq` program")?;
+pub fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, ConfigError> {
+    let jq = super::params::string(spec, "jq")
+        .ok_or_else(|| ConfigError::value("jq", "no `jq` program"))?;
     if jq.len() > PROGRAM_BYTES {
-        return Err(format!(
-            "the `jq` program is longer than {PROGRAM_BYTES} bytes"
+        return Err(ConfigError::value(
+            "jq",
+            format!("the `jq` program is longer than {PROGRAM_BYTES} bytes"),
         ));
     }
     compile(&jq).map(|_| ())?;
@@ -92,7 +95,7 @@ pub fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String>
 
 type Filter = jaq_core::Filter<data::JustLut<Val>>;
 
-fn compile(code: &str) -> Result<Filter, String> {
+fn compile(code: &str) -> Result<Filter, ConfigError> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs());
@@ -153,7 +156,10 @@ fn compile(code: &str) -> Result<Filter, String> {
                     )
                 })
                 .collect();
-            format!("the jq program does not compile: {}", out.join("; "))
+            ConfigError::value(
+                "jq",
+                format!("the jq program does not compile: {}", out.join("; ")),
+            )
         })
 }
 
@@ -338,7 +344,7 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration)
 fn run(code: &str, input: &[u8]) -> Outcome {
     let filter = match compile(code) {
         Ok(f) => f,
-        Err(e) => return Outcome::Error(e),
+        Err(e) => return Outcome::Error(e.to_string()),
     };
     let input = match jaq_json::read::parse_single(input) {
         Ok(v) => v,

@@ -1,5 +1,6 @@
 //! The eight harness-compatible oracles, plus `status-is` and the synthetic `run-completed`.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::facts::Facts;
@@ -72,7 +73,7 @@ fn texts_or(spec: &OracleSpec, fallback: &[String]) -> Vec<String> {
 pub(crate) fn configure_tool_called(
     spec: &OracleSpec,
     fb: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let tools = tools_or(spec, &fb.expected.must_call_tools);
     if tools.is_empty() {
         return Err("no tool to check: set `tool`, `tools`, `value` or `metadata.tool`, or list `expected.mustCallTools`".into());
@@ -112,7 +113,7 @@ pub(crate) fn tool_called(tools: &[String], facts: &Facts<'_, '_>) -> OracleResu
 pub(crate) fn configure_tool_not_called(
     spec: &OracleSpec,
     fb: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let tools = tools_or(spec, &fb.expected.must_not_call_tools);
     if tools.is_empty() {
         return Err("no tool to check: set `tool`, `tools`, `value` or `metadata.tool`, or list `expected.mustNotCallTools`".into());
@@ -153,11 +154,14 @@ pub(crate) fn tool_not_called(tools: &[String], facts: &Facts<'_, '_>) -> Oracle
 pub(crate) fn configure_max_tool_calls(
     spec: &OracleSpec,
     fb: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let limit = match params::limit(spec) {
         Limit::Valid(n) => n,
         Limit::Invalid(bad) => {
-            return Err(format!("limit `{bad}` is not a non-negative integer"));
+            return Err(ConfigError::value(
+                "limit",
+                format!("limit `{bad}` is not a non-negative integer"),
+            ));
         }
         Limit::Missing => fb.expected.max_tool_calls.ok_or(
             "no limit: set `limit`, a numeric `value`, `metadata.limit`, or `expected.maxToolCalls`",
@@ -195,7 +199,7 @@ pub(crate) fn max_tool_calls(limit: u64, facts: &Facts<'_, '_>) -> OracleResult 
 pub(crate) fn configure_final_answer_contains(
     spec: &OracleSpec,
     fb: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let texts = texts_or(spec, &fb.expected.final_answer_contains);
     if texts.is_empty() {
         return Err("no text to look for: set `value`, `values` or `metadata.value`, or list `expected.finalAnswerContains`".into());
@@ -234,7 +238,7 @@ pub(crate) fn final_answer_contains(texts: &[String], facts: &Facts<'_, '_>) -> 
 pub(crate) fn configure_final_answer_not_contains(
     spec: &OracleSpec,
     fb: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let texts = texts_or(spec, &fb.expected.final_answer_must_not_contain);
     if texts.is_empty() {
         return Err("no text to forbid: set `value`, `values` or `metadata.value`, or list `expected.finalAnswerMustNotContain`".into());
@@ -389,8 +393,12 @@ fn status_of(facts: &Facts<'_, '_>) -> (String, Vec<u64>) {
 }
 
 /// Configures `status-is`: the status from `value`/`metadata.value`.
-pub(crate) fn configure_status_is(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
-    let status = params::text(spec).ok_or("no status to compare: set `value`")?;
+pub(crate) fn configure_status_is(
+    spec: &OracleSpec,
+    _: &Fallbacks<'_>,
+) -> Result<Oracle, ConfigError> {
+    let status = params::text(spec)
+        .ok_or_else(|| ConfigError::value("value", "no status to compare: set `value`"))?;
     Ok(Oracle::StatusIs { status })
 }
 

@@ -4,6 +4,7 @@
 //! equals `6.0`, `-0` equals `0`, integers exactly), `true` is not `1`, `null` is not a missing
 //! key.
 
+use crate::oracle::ConfigError;
 use serde_json::{Map, Number, Value};
 
 fn as_integer(n: &Number) -> Option<i128> {
@@ -76,10 +77,15 @@ impl ArgsMatch {
     }
 
     /// Reads an `argsMatch` value or an override: a mode name or a list of dot-paths.
-    pub fn from_value(v: &Value) -> Result<ArgsMatch, String> {
+    pub fn from_value(v: &Value) -> Result<ArgsMatch, ConfigError> {
         match v {
             Value::String(s) => ArgsMatch::parse(s).ok_or_else(|| {
-                format!("`{s}` is not an argsMatch mode (exact, ignore, superset, subset, partial)")
+                ConfigError::value(
+                    "argsMatch",
+                    format!(
+                        "`{s}` is not an argsMatch mode (exact, ignore, superset, subset, partial)"
+                    ),
+                )
             }),
             Value::Array(items) => items
                 .iter()
@@ -87,12 +93,18 @@ impl ArgsMatch {
                     i.as_str()
                         .map(|s| s.trim().to_owned())
                         .filter(|s| !s.is_empty())
-                        .ok_or_else(|| "override paths must be non-blank strings".to_owned())
+                        .ok_or_else(|| {
+                            ConfigError::value(
+                                "argsMatch",
+                                "override paths must be non-blank strings",
+                            )
+                        })
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(ArgsMatch::Paths),
-            other => Err(format!(
-                "`{other}` is not an argsMatch mode or a list of paths"
+            other => Err(ConfigError::value(
+                "argsMatch",
+                format!("`{other}` is not an argsMatch mode or a list of paths"),
             )),
         }
     }

@@ -28,7 +28,7 @@ pub(crate) mod spec;
 pub(crate) mod turns;
 pub(crate) mod typed;
 
-pub use config_error::{ConfigError, ParamProblem, ParamProblemKind};
+pub use config_error::{ConfigError, ParamProblem, ParamProblemKind, ValueProblem};
 pub use facts::{Facts, FinalAnswer, MessageState};
 pub use result::{OracleResult, Verdict, shorten};
 pub use typed::{Fallbacks, Oracle};

@@ -3,6 +3,7 @@
 //! numeric `value`, else `metadata.limit` / `metadata.value`. Values are trimmed and blanks count
 //! as not configured.
 
+use crate::oracle::ConfigError;
 use serde_json::Value;
 
 use crate::oracle::spec::{OracleSpec, scalar_string};
@@ -80,11 +81,14 @@ pub(crate) fn limit(spec: &OracleSpec) -> Limit {
 
 /// A count parameter (`max`, `max_errors`…): `None` when not given, an error naming it when it
 /// is not a non-negative integer.
-pub(crate) fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, String> {
+pub(crate) fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, ConfigError> {
     match spec.get(name).and_then(integer) {
         None => Ok(None),
         Some(Ok(n)) => Ok(Some(n)),
-        Some(Err(bad)) => Err(format!("`{name}` is `{bad}`, not a non-negative integer")),
+        Some(Err(bad)) => Err(ConfigError::value(
+            name,
+            format!("`{name}` is `{bad}`, not a non-negative integer"),
+        )),
     }
 }
 
@@ -114,14 +118,22 @@ pub(crate) fn string_list(spec: &OracleSpec, name: &str) -> Vec<String> {
 }
 
 /// The optional `phase` parameter (`preview` or `final`; blank counts as not configured).
-pub(crate) fn phase(spec: &OracleSpec) -> Result<Option<Phase>, String> {
+pub(crate) fn phase(spec: &OracleSpec) -> Result<Option<Phase>, ConfigError> {
     match spec.get("phase") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => Phase::parse(&s.trim().to_ascii_lowercase())
             .map(Some)
-            .ok_or_else(|| format!("`phase` `{s}` is not `preview` or `final`")),
-        Some(other) => Err(format!("`phase` `{other}` is not `preview` or `final`")),
+            .ok_or_else(|| {
+                ConfigError::value(
+                    "phase",
+                    format!("`phase` `{s}` is not `preview` or `final`"),
+                )
+            }),
+        Some(other) => Err(ConfigError::value(
+            "phase",
+            format!("`phase` `{other}` is not `preview` or `final`"),
+        )),
     }
 }
 

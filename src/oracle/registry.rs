@@ -521,7 +521,7 @@ pub(crate) fn configure(
         return Err(ConfigError::Params(problems));
     }
     let oracle = (t.configure)(spec, fallbacks)?;
-    Ok(compose::wrap(oracle, spec, t.family != Family::Composite)?)
+    compose::wrap(oracle, spec, t.family != Family::Composite)
 }
 
 #[cfg(test)]

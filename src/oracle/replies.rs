@@ -1,6 +1,7 @@
 //! Oracles about what reached the user: `no-preview-left`, `final-after-tool`,
 //! `final-answer-matches`.
 
+use crate::oracle::ConfigError;
 use serde_json::{Value, json};
 
 use super::facts::Facts;
@@ -15,11 +16,16 @@ use crate::trace::{EventBody, Phase};
 pub(crate) fn configure_no_preview_left(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     let require = match spec.get("require") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(format!("`require` must be true or false, got `{other}`")),
+        Some(other) => {
+            return Err(ConfigError::value(
+                "require",
+                format!("`require` must be true or false, got `{other}`"),
+            ));
+        }
     };
     Ok(Oracle::NoPreviewLeft { require })
 }
@@ -87,8 +93,9 @@ pub(crate) fn no_preview_left(require: bool, facts: &Facts<'_, '_>) -> OracleRes
 pub(crate) fn configure_final_after_tool(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
-    let tool = params::string(spec, "tool").ok_or("no `tool`")?;
+) -> Result<Oracle, ConfigError> {
+    let tool =
+        params::string(spec, "tool").ok_or_else(|| ConfigError::value("tool", "no `tool`"))?;
     let phase = super::params::phase(spec)?;
     let value = params::text(spec);
     Ok(Oracle::FinalAfterTool { tool, phase, value })
@@ -175,7 +182,7 @@ pub(crate) fn final_after_tool(
 pub(crate) fn configure_final_answer_matches(
     spec: &OracleSpec,
     _: &Fallbacks<'_>,
-) -> Result<Oracle, String> {
+) -> Result<Oracle, ConfigError> {
     Ok(Oracle::FinalAnswerMatches {
         pattern: Pattern(compile_pattern(spec)?),
     })
@@ -204,13 +211,13 @@ pub(crate) fn final_answer_matches(re: &regex::Regex, facts: &Facts<'_, '_>) -> 
 }
 
 /// Compiles `pattern`; an invalid or missing pattern is a misconfiguration.
-pub(crate) fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, String> {
+pub(crate) fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, ConfigError> {
     let Some(pattern) = spec
         .get("pattern")
         .and_then(Value::as_str)
         .filter(|p| !p.trim().is_empty())
     else {
-        return Err("no `pattern`".into());
+        return Err(ConfigError::value("pattern", "no `pattern`"));
     };
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
@@ -225,6 +232,9 @@ pub(crate) fn compile_pattern(spec: &OracleSpec) -> Result<regex::Regex, String>
                 .trim()
                 .trim_start_matches("error: ")
                 .to_owned();
-            format!("`pattern` `{pattern}` is not a valid regular expression: {what}")
+            ConfigError::value(
+                "pattern",
+                format!("`pattern` `{pattern}` is not a valid regular expression: {what}"),
+            )
         })
 }

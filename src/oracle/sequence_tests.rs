@@ -354,7 +354,7 @@ fn misconfigurations_are_named() {
         ),
     ] {
         let spec = OracleSpec::new(0, serde_json::from_value(params.clone()).unwrap());
-        let err = configure(&spec).unwrap_err();
+        let err = configure(&spec).unwrap_err().to_string();
         assert!(err.contains(needle), "{params}: {err}");
     }
 }

@@ -3,6 +3,7 @@
 //! one exhaustive dispatch from an oracle to its check. A misconfigured oracle is known at load
 //! time, so `gates` reports it without judging anything, and judging never reads a parameter.
 
+use crate::oracle::ConfigError;
 use std::sync::LazyLock;
 
 use super::compose::{self, Inner};
@@ -40,7 +41,7 @@ impl Fallbacks<'_> {
 }
 
 /// How an oracle type turns its written parameters into an [`Oracle`], or says why it cannot.
-pub(crate) type Configure = fn(&OracleSpec, &Fallbacks<'_>) -> Result<Oracle, String>;
+pub(crate) type Configure = fn(&OracleSpec, &Fallbacks<'_>) -> Result<Oracle, ConfigError>;
 
 /// A compiled `final-answer-matches` pattern (compared by its text).
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 
 mod judge;
 
+use crate::oracle::ConfigError;
 #[cfg(test)]
 use crate::oracle::facts::ActualCall;
 pub(crate) use judge::tool_sequence;
@@ -69,15 +70,21 @@ pub enum Of {
 
 impl Of {
     /// Reads `of` (default `executed`).
-    pub fn read(spec: &OracleSpec) -> Result<Of, String> {
+    pub fn read(spec: &OracleSpec) -> Result<Of, ConfigError> {
         match spec.get("of") {
             None | Some(Value::Null) => Ok(Of::Executed),
             Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
                 "executed" => Ok(Of::Executed),
                 "planned" => Ok(Of::Planned),
-                _ => Err(format!("`of` `{s}` is not `executed` or `planned`")),
+                _ => Err(ConfigError::value(
+                    "of",
+                    format!("`of` `{s}` is not `executed` or `planned`"),
+                )),
             },
-            Some(other) => Err(format!("`of` `{other}` is not `executed` or `planned`")),
+            Some(other) => Err(ConfigError::value(
+                "of",
+                format!("`of` `{other}` is not `executed` or `planned`"),
+            )),
         }
     }
 }
@@ -123,7 +130,7 @@ pub struct SeqConfig {
 
 /// Reads one expected call: `{tool, args?}`, or (in `turns` and `inferences`) a bare tool
 /// name. `at` names it in messages.
-fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, String> {
+fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, ConfigError> {
     if bare_names {
         if let Some(t) = c.as_str().map(str::trim).filter(|t| !t.is_empty()) {
             return Ok(ExpectedCall {
@@ -134,7 +141,7 @@ fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, 
     }
     let obj = c
         .as_object()
-        .ok_or_else(|| format!("`{at}` is not an object"))?;
+        .ok_or_else(|| ConfigError::value(at, format!("`{at}` is not an object")))?;
     for key in obj.keys() {
         if !["tool", "args"]
             .iter()
@@ -143,19 +150,23 @@ fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, 
             let meant = super::registry::closest(key, ["tool", "args"])
                 .map(|m| format!("; did you mean `{m}`?"))
                 .unwrap_or_default();
-            return Err(format!("unknown key `{key}` in `{at}`{meant}"));
+            return Err(ConfigError::value(
+                format!("{at}.{key}"),
+                format!("unknown key `{key}` in `{at}`{meant}"),
+            ));
         }
     }
     let tool = crate::trace::json::field(obj, "tool")
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| format!("`{at}` has no `tool`"))?;
+        .ok_or_else(|| ConfigError::value(format!("{at}.tool"), format!("`{at}` has no `tool`")))?;
     let args = match crate::trace::json::field(obj, "args") {
         None => None,
         Some(Value::Null) => {
-            return Err(format!(
-                "`{at}.args` is null; omit it to match any arguments"
+            return Err(ConfigError::value(
+                format!("{at}.args"),
+                format!("`{at}.args` is null; omit it to match any arguments"),
             ));
         }
         Some(v) => Some(v.clone()),
@@ -167,20 +178,29 @@ fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, 
 }
 
 /// Reads a list of lists of expected calls (`turns`, `inferences`).
-fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>>, String> {
+fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>>, ConfigError> {
     let Some(Value::Array(lists)) = spec.get(name) else {
-        return Err(format!("`{name}` must be an array of arrays of calls"));
+        return Err(ConfigError::value(
+            name,
+            format!("`{name}` must be an array of arrays of calls"),
+        ));
     };
     if lists.is_empty() {
-        return Err(format!(
-            "`{name}` is empty: give one list of calls per {}",
-            if name == "turns" { "turn" } else { "inference" }
+        return Err(ConfigError::value(
+            name,
+            format!(
+                "`{name}` is empty: give one list of calls per {}",
+                if name == "turns" { "turn" } else { "inference" }
+            ),
         ));
     }
     (lists.iter().enumerate())
         .map(|(i, list)| {
             let Value::Array(calls) = list else {
-                return Err(format!("`{name}[{i}]` must be an array of calls"));
+                return Err(ConfigError::value(
+                    format!("{name}[{i}]"),
+                    format!("`{name}[{i}]` must be an array of calls"),
+                ));
             };
             (calls.iter().enumerate())
                 .map(|(j, c)| expected_call(c, &format!("{name}[{i}][{j}]"), true))
@@ -190,7 +210,7 @@ fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>
 }
 
 /// Reads `calls` (or the `tools` shorthand) into expected calls.
-pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, String> {
+pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, ConfigError> {
     match (spec.get("calls"), spec.get("tools")) {
         (Some(_), Some(_)) => Err("give exactly one of `calls` and `tools`, not both".into()),
         (None, None) => {
@@ -212,22 +232,36 @@ pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, Str
                         tool: t.to_owned(),
                         args: None,
                     })
-                    .ok_or_else(|| format!("`tools[{i}]` is not a tool name"))
+                    .ok_or_else(|| {
+                        ConfigError::value(
+                            format!("tools[{i}]"),
+                            format!("`tools[{i}]` is not a tool name"),
+                        )
+                    })
             })
             .collect(),
-        (Some(_), None) => Err("`calls` must be an array".into()),
-        (None, Some(_)) => Err("`tools` must be an array of tool names".into()),
+        (Some(_), None) => Err(ConfigError::value("calls", "`calls` must be an array")),
+        (None, Some(_)) => Err(ConfigError::value(
+            "tools",
+            "`tools` must be an array of tool names",
+        )),
     }
 }
 
 /// `argsMatch` (default `exact`).
-pub(crate) fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
+pub(crate) fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, ConfigError> {
     match spec.get("argsMatch") {
         None | Some(Value::Null) => Ok(ArgsMatch::Exact),
         Some(Value::String(s)) => ArgsMatch::parse(s).ok_or_else(|| {
-            format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset, partial")
+            ConfigError::value(
+                "argsMatch",
+                format!("`argsMatch` `{s}` is not one of exact, ignore, superset, subset, partial"),
+            )
         }),
-        Some(other) => Err(format!("`argsMatch` `{other}` is not a mode name")),
+        Some(other) => Err(ConfigError::value(
+            "argsMatch",
+            format!("`argsMatch` `{other}` is not a mode name"),
+        )),
     }
 }
 
@@ -235,24 +269,33 @@ pub(crate) fn args_mode(spec: &OracleSpec) -> Result<ArgsMatch, String> {
 pub(crate) fn configure_oracle(
     spec: &OracleSpec,
     _: &super::typed::Fallbacks<'_>,
-) -> Result<super::typed::Oracle, String> {
+) -> Result<super::typed::Oracle, ConfigError> {
     Ok(super::typed::Oracle::ToolSequence(Box::new(configure(
         spec,
     )?)))
 }
 
 /// Validates a `tool-sequence` oracle.
-pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
+pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
     let mode = match spec.get("mode") {
         None | Some(Value::Null) => {
-            return Err(
-                "`mode` is required (exact, in-order, unordered, superset or subset)".into(),
-            );
+            return Err(ConfigError::value(
+                "mode",
+                "`mode` is required (exact, in-order, unordered, superset or subset)",
+            ));
         }
         Some(Value::String(s)) => SeqMode::parse(s).ok_or_else(|| {
-            format!("`mode` `{s}` is not one of exact, in-order, unordered, superset, subset")
+            ConfigError::value(
+                "mode",
+                format!("`mode` `{s}` is not one of exact, in-order, unordered, superset, subset"),
+            )
         })?,
-        Some(other) => return Err(format!("`mode` `{other}` is not a mode name")),
+        Some(other) => {
+            return Err(ConfigError::value(
+                "mode",
+                format!("`mode` `{other}` is not a mode name"),
+            ));
+        }
     };
     let of = Of::read(spec)?;
     let (expected, split) = match (spec.get("turns"), spec.get("inferences")) {
@@ -265,7 +308,10 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
         (Some(_), None) => (Vec::new(), Split::Turns(expected_lists(spec, "turns")?)),
         (None, Some(_)) => {
             if of != Of::Planned {
-                return Err("`inferences` judges planned calls: set `\"of\": \"planned\"`".into());
+                return Err(ConfigError::value(
+                    "inferences",
+                    "`inferences` judges planned calls: set `\"of\": \"planned\"`",
+                ));
             }
             (
                 Vec::new(),
@@ -286,9 +332,10 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
             })
             .collect::<Result<_, _>>()?,
         Some(_) => {
-            return Err(
-                "`argsMatchOverrides` must map tool names to a mode or a list of paths".into(),
-            );
+            return Err(ConfigError::value(
+                "argsMatchOverrides",
+                "`argsMatchOverrides` must map tool names to a mode or a list of paths",
+            ));
         }
     };
     let strict_batches = match spec.get("batchOrder") {
@@ -296,9 +343,19 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, String> {
         Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
             "strict" => true,
             "any" => false,
-            _ => return Err(format!("`batchOrder` `{s}` is not `strict` or `any`")),
+            _ => {
+                return Err(ConfigError::value(
+                    "batchOrder",
+                    format!("`batchOrder` `{s}` is not `strict` or `any`"),
+                ));
+            }
         },
-        Some(other) => return Err(format!("`batchOrder` `{other}` is not `strict` or `any`")),
+        Some(other) => {
+            return Err(ConfigError::value(
+                "batchOrder",
+                format!("`batchOrder` `{other}` is not `strict` or `any`"),
+            ));
+        }
     };
     Ok(SeqConfig {
         mode,

@@ -17,6 +17,7 @@
 
 pub(crate) mod porter;
 
+use crate::oracle::ConfigError;
 use foldhash::{HashMap, HashMapExt};
 use serde_json::{Value, json};
 use unicode_normalization::UnicodeNormalization;
@@ -44,12 +45,15 @@ pub struct Similarity {
 }
 
 /// Configures `response-similarity`.
-pub(crate) fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, String> {
+pub(crate) fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, ConfigError> {
     match spec.get("metric") {
         None => {}
         Some(Value::String(m)) if m.trim().eq_ignore_ascii_case("rouge1-f") => {}
         Some(other) => {
-            return Err(format!("`metric` {other} is not a known metric (rouge1-f)"));
+            return Err(ConfigError::value(
+                "metric",
+                format!("`metric` {other} is not a known metric (rouge1-f)"),
+            ));
         }
     }
     let value = super::params::text(spec);
@@ -59,7 +63,10 @@ pub(crate) fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, 
         (Some(v), None) => Reference::Whole(v),
         (None, Some(Value::Array(items))) => {
             if items.is_empty() {
-                return Err("`turns` is empty: give one reference text per turn".into());
+                return Err(ConfigError::value(
+                    "turns",
+                    "`turns` is empty: give one reference text per turn",
+                ));
             }
             Reference::Turns(
                 items
@@ -73,7 +80,12 @@ pub(crate) fn configure(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Oracle, 
                     .collect::<Result<_, _>>()?,
             )
         }
-        (None, Some(_)) => return Err("`turns` must be an array of reference texts".into()),
+        (None, Some(_)) => {
+            return Err(ConfigError::value(
+                "turns",
+                "`turns` must be an array of reference texts",
+            ));
+        }
     };
     Ok(Oracle::ResponseSimilarity(Box::new(Similarity {
         reference,
