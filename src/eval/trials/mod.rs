@@ -149,6 +149,16 @@ pub(crate) fn judge_cases(
             .map(|e| crate::oracle::cost::trial_limits(&e.scenario.oracles))
             .unwrap_or_default()
     };
+    // A suite of single traces, none of them a trial left to compare here and no scenario with a
+    // policy, has no case stage to run: its rows are its cases, as they are.
+    let policies = (entries.values()).any(|e| !e.scenario.trials.is_default());
+    if behaviours.is_empty() && !policies && !rows.repeats_a_case() {
+        return Cases {
+            cases: Vec::new(),
+            thresholds: None,
+            grouped: vec![false; rows.len()],
+        };
+    }
     let groups = groups(rows);
     let listed = groups
         .iter()

@@ -180,6 +180,16 @@ impl Rows {
         widths
     }
 
+    /// Whether two neighbouring rows share their scenario and case (a case of several traces, or
+    /// rows naming neither), read from the encodings without decoding them.
+    pub(crate) fn repeats_a_case(&self) -> bool {
+        self.0.windows(2).any(|w| {
+            let (a, b) = (w[0].bytes.load(), w[1].bytes.load());
+            let (a, b) = (sort_key(&a), sort_key(&b));
+            a[0] == b[0] && a[1] == b[1]
+        })
+    }
+
     /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
     /// held in a file is read back, one at a time): for the suite-level passes.
     pub(crate) fn for_each_head(&self, mut f: impl FnMut(usize, RowHead<'_>)) {
