@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::facts::ActualCall;
 use super::jsoneq::{ArgsMatch, json_eq, override_for};
-use super::sequence::SeqConfig;
+use super::sequence::{ExpectedCall, SeqConfig};
 use crate::trace::json::lower;
 
 /// A key equal exactly when JSON equality ([`super::jsoneq::json_eq`]) holds two values equal:
@@ -157,34 +157,76 @@ impl Index {
 }
 
 /// Dinic's maximum flow over a small graph.
+///
+/// The edges are gathered first and then laid out in one array, each node's edges together in
+/// the order they were added (a node's list holds, in that order, the edges leaving it and the
+/// reverse edges of those reaching it): a few allocations per graph rather than one per node.
 struct Flow {
-    /// Per node: edges as (to, capacity left, index of the reverse edge in `to`'s list).
-    adj: Vec<Vec<(usize, usize, usize)>>,
+    /// The edges as added: (from, to, capacity).
+    added: Vec<(usize, usize, usize)>,
+    /// Where each node's edges start in `edges` (one more entry than nodes).
+    start: Vec<usize>,
+    /// Every node's edges as (to, capacity left, index of the reverse edge in `edges`).
+    edges: Vec<(usize, usize, usize)>,
 }
 
 impl Flow {
     fn new(nodes: usize) -> Flow {
         Flow {
-            adj: vec![Vec::new(); nodes],
+            added: Vec::new(),
+            start: vec![0; nodes + 1],
+            edges: Vec::new(),
         }
     }
 
     fn edge(&mut self, from: usize, to: usize, cap: usize) {
-        let (rf, rt) = (self.adj[to].len(), self.adj[from].len());
-        self.adj[from].push((to, cap, rf));
-        self.adj[to].push((from, 0, rt));
+        self.added.push((from, to, cap));
+    }
+
+    /// Lays the added edges out by node.
+    fn lay_out(&mut self) {
+        let n = self.start.len() - 1;
+        let mut degree = vec![0usize; n];
+        for &(from, to, _) in &self.added {
+            degree[from] += 1;
+            degree[to] += 1;
+        }
+        for (u, d) in degree.iter().enumerate() {
+            self.start[u + 1] = self.start[u] + d;
+        }
+        let mut cursor: Vec<usize> = self.start[..n].to_vec();
+        self.edges = vec![(0, 0, 0); self.start[n]];
+        for &(from, to, cap) in &self.added {
+            let (f, r) = (cursor[from], cursor[to]);
+            cursor[from] += 1;
+            cursor[to] += 1;
+            self.edges[f] = (to, cap, r);
+            self.edges[r] = (from, 0, f);
+        }
+    }
+
+    /// The edges of node `u`, as indexes into `edges`.
+    fn of(&self, u: usize) -> std::ops::Range<usize> {
+        self.start[u]..self.start[u + 1]
     }
 
     fn max_flow(&mut self, s: usize, t: usize) -> usize {
-        let n = self.adj.len();
+        self.lay_out();
+        let n = self.start.len() - 1;
         let mut total = 0;
+        let mut level = vec![usize::MAX; n];
+        let mut queue = std::collections::VecDeque::with_capacity(n);
+        let mut next = vec![0usize; n];
+        let mut path: Vec<usize> = Vec::new(); // edge indexes
         loop {
             // Levels by breadth-first search over edges with capacity left.
-            let mut level = vec![usize::MAX; n];
+            level.fill(usize::MAX);
             level[s] = 0;
-            let mut queue = std::collections::VecDeque::from([s]);
+            queue.clear();
+            queue.push_back(s);
             while let Some(u) = queue.pop_front() {
-                for &(v, cap, _) in &self.adj[u] {
+                for e in self.of(u) {
+                    let (v, cap, _) = self.edges[e];
                     if cap > 0 && level[v] == usize::MAX {
                         level[v] = level[u] + 1;
                         queue.push_back(v);
@@ -196,19 +238,21 @@ impl Flow {
             }
             // Blocking flow by depth-first search (iterative: deep graphs must not overflow
             // the stack), each node's edge cursor only moving forward.
-            let mut next = vec![0usize; n];
+            for (u, c) in next.iter_mut().enumerate() {
+                *c = self.start[u];
+            }
             loop {
-                let mut path: Vec<(usize, usize)> = Vec::new(); // (node, edge index)
+                path.clear();
                 let mut u = s;
                 let found = loop {
                     if u == t {
                         break true;
                     }
                     let mut advanced = false;
-                    while next[u] < self.adj[u].len() {
-                        let (v, cap, _) = self.adj[u][next[u]];
+                    while next[u] < self.start[u + 1] {
+                        let (v, cap, _) = self.edges[next[u]];
                         if cap > 0 && level[v] == level[u] + 1 {
-                            path.push((u, next[u]));
+                            path.push(next[u]);
                             u = v;
                             advanced = true;
                             break;
@@ -218,7 +262,9 @@ impl Flow {
                     if !advanced {
                         // Dead end: retreat, and never try this edge again in this phase.
                         match path.pop() {
-                            Some((p, _)) => {
+                            Some(e) => {
+                                // The edge's tail is the node its reverse edge leads to.
+                                let p = self.edges[self.edges[e].2].0;
                                 next[p] += 1;
                                 u = p;
                             }
@@ -229,18 +275,39 @@ impl Flow {
                 if !found {
                     break;
                 }
-                let push = (path.iter())
-                    .map(|&(a, e)| self.adj[a][e].1)
-                    .min()
-                    .unwrap_or(0);
-                for &(a, e) in &path {
-                    let (b, _, r) = self.adj[a][e];
-                    self.adj[a][e].1 -= push;
-                    self.adj[b][r].1 += push;
+                let push = (path.iter()).map(|&e| self.edges[e].1).min().unwrap_or(0);
+                for &e in &path {
+                    let r = self.edges[e].2;
+                    self.edges[e].1 -= push;
+                    self.edges[r].1 += push;
                 }
                 total += push;
             }
         }
+    }
+}
+
+/// The expected calls' grouping keys: lowercase tool, and [`coarse`] arguments when given.
+fn expected_keys(expected: &[ExpectedCall]) -> Vec<(String, Option<String>)> {
+    (expected.iter())
+        .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse)))
+        .collect()
+}
+
+/// Expected calls grouped as [`group_matching`] groups them: by comparing them when there are
+/// few, else by key (both give the same groups). Made once per configuration.
+pub(crate) fn expected_groups(expected: &[ExpectedCall]) -> Vec<Vec<usize>> {
+    if expected.len() <= PAIRWISE {
+        group_pairwise(expected, |x, y| {
+            same_tool(&x.tool, &y.tool)
+                && match (&x.args, &y.args) {
+                    (None, None) => true,
+                    (Some(p), Some(q)) => json_eq(p, q),
+                    _ => false,
+                }
+        })
+    } else {
+        group(expected_keys(expected).iter())
     }
 }
 
@@ -256,30 +323,22 @@ pub(crate) fn group_matching(
     // by comparing them (no key is built); many, by a key built once per call, with an index
     // from (tool, key) to groups for exact matching. Both give the same groups — the same
     // classes of interchangeable calls, in order of their first member — so the same matching.
+    // The expected calls' groups are the configuration's, made when it was.
+    let e_groups = &cfg.groups;
     let small = expected.len() <= PAIRWISE && actual.len() <= PAIRWISE;
-    let (e_groups, a_groups, index) = if small {
-        let e_groups = group_pairwise(expected, |x, y| {
-            same_tool(&x.tool, &y.tool)
-                && match (&x.args, &y.args) {
-                    (None, None) => true,
-                    (Some(p), Some(q)) => json_eq(p, q),
-                    _ => false,
-                }
-        });
+    let (a_groups, index) = if small {
         let a_groups = group_pairwise(actual, |x, y| {
             same_tool(&x.tool, &y.tool) && json_eq(&x.args, &y.args)
         });
-        (e_groups, a_groups, None)
+        (a_groups, None)
     } else {
-        let e_keys: Vec<(String, Option<String>)> = (expected.iter())
-            .map(|e| (lower(&e.tool), e.args.as_ref().map(coarse)))
-            .collect();
+        let e_keys = expected_keys(expected);
         let a_keys: Vec<(String, String)> = (actual.iter())
             .map(|a| (lower(&a.tool), coarse(&a.args)))
             .collect();
-        let (e_groups, a_groups) = (group(e_keys.iter()), group(a_keys.iter()));
+        let a_groups = group(a_keys.iter());
         let index = Index::new(&a_groups, a_keys);
-        (e_groups, a_groups, Some((index, e_keys)))
+        (a_groups, Some((index, e_keys)))
     };
     let (ne, na) = (e_groups.len(), a_groups.len());
     let (s, t) = (ne + na, ne + na + 1);
@@ -317,13 +376,14 @@ pub(crate) fn group_matching(
     let mut a_next = vec![0usize; na];
     let mut partner_of_expected = vec![None; expected.len()];
     for g in 0..ne {
-        for &(v, cap, r) in &flow.adj[g] {
+        for e in flow.of(g) {
+            let (v, cap, r) = flow.edges[e];
             if v < ne || v >= ne + na || cap == usize::MAX {
                 continue;
             }
             let h = v - ne;
             // The flow on a group edge is what its reverse edge holds.
-            let carried = flow.adj[v][r].1;
+            let carried = flow.edges[r].1;
             for _ in 0..carried {
                 let (i, j) = (e_groups[g][e_next[g]], a_groups[h][a_next[h]]);
                 e_next[g] += 1;

@@ -252,6 +252,7 @@ pub(crate) fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleRes
 fn part(cfg: &SeqConfig, expected: &[ExpectedCall], mode: SeqMode) -> SeqConfig {
     SeqConfig {
         mode,
+        groups: crate::oracle::matching::expected_groups(expected),
         expected: expected.to_vec(),
         args_match: cfg.args_match.clone(),
         overrides: cfg.overrides.clone(),

@@ -126,6 +126,9 @@ pub struct SeqConfig {
     pub of: Of,
     /// Whole trace, per turn or per inference.
     pub split: Split,
+    /// The expected calls grouped as the matching groups them (interchangeable calls
+    /// together), decided once here rather than for every trace.
+    pub(crate) groups: Vec<Vec<usize>>,
 }
 
 /// Reads one expected call: `{tool, args?}`, or (in `turns` and `inferences`) a bare tool
@@ -359,6 +362,7 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
     };
     Ok(SeqConfig {
         mode,
+        groups: crate::oracle::matching::expected_groups(&expected),
         expected,
         args_match,
         overrides,
