@@ -96,11 +96,11 @@ impl Approved {
             detail,
         };
         // The format decides; a file that is not JSON is left to the single reader's message.
-        let format = serde_json::from_slice::<serde_json::Value>(bytes)
-            .ok()
-            .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned));
-        if format.as_deref() != Some(SET_FORMAT) {
-            return BaselineFile::parse(path, bytes).map(|b| Approved::Single(Box::new(b)));
+        let header = super::store::Header::of(bytes);
+        let format = header.as_ref().and_then(|h| h.format.as_deref());
+        if format != Some(SET_FORMAT) {
+            return BaselineFile::parse_with(path, bytes, header)
+                .map(|b| Approved::Single(Box::new(b)));
         }
         let set: BaselineSet = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
         if set.version != SET_VERSION {

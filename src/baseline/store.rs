@@ -111,6 +111,26 @@ impl BaselineFile {
 
     /// Parses baseline bytes read from `path`.
     pub fn parse(path: &Utf8Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
+        BaselineFile::parse_with(path, bytes, Header::of(bytes))
+    }
+
+    /// [`BaselineFile::parse`] given the file's [`Header`]. A well-formed file of this format
+    /// and version is read straight into its type; anything else takes the path that reads it
+    /// as a JSON value first, which words every error (and lets a key given twice count once,
+    /// the last).
+    pub(crate) fn parse_with(
+        path: &Utf8Path,
+        bytes: &[u8],
+        header: Option<Header>,
+    ) -> Result<BaselineFile, BaselineError> {
+        let current = header.is_some_and(|h| {
+            h.format.as_deref() == Some(BASELINE_FORMAT) && h.version == Some(BASELINE_VERSION)
+        });
+        if current {
+            if let Ok(file) = serde_json::from_slice::<BaselineFile>(bytes) {
+                return Ok(file);
+            }
+        }
         let invalid = |detail: String| BaselineError::Invalid {
             path: path.to_owned(),
             detail,
@@ -142,6 +162,58 @@ impl BaselineFile {
     /// symlink).
     pub fn write_text(store: &BaselineStore, path: &Utf8Path, text: &str) -> std::io::Result<()> {
         store.confined().write(path, text.as_bytes(), true)
+    }
+}
+
+/// A baseline file's `format` and `version`, as a parsed JSON value would give them (a string,
+/// an unsigned integer; the last of a key given twice), read without building the value.
+#[derive(Debug, Default)]
+pub(crate) struct Header {
+    /// `format`, when a string.
+    pub(crate) format: Option<String>,
+    /// `version`, when an unsigned integer.
+    pub(crate) version: Option<u64>,
+}
+
+impl Header {
+    /// The header of `bytes`; `None` when they are not one JSON object.
+    pub(crate) fn of(bytes: &[u8]) -> Option<Header> {
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Header {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Header, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Header;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Header, A::Error> {
+                let mut h = Header::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "format" => {
+                            let v: serde_json::Value = map.next_value()?;
+                            h.format = v.as_str().map(str::to_owned);
+                        }
+                        "version" => {
+                            let v: serde_json::Value = map.next_value()?;
+                            h.version = v.as_u64();
+                        }
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(h)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
@@ -389,5 +461,33 @@ mod tests {
         let plain = "a".repeat(MAX_SEGMENT_BYTES);
         assert_eq!(encode_segment(&plain), plain);
         assert_eq!(decode_segment("%C3%BCn"), "ün");
+    }
+
+    /// The demo's baselines read straight into their type give what reading them as a JSON value
+    /// first gives; a key given twice (which the straight read refuses) counts once, the last, as
+    /// it always did; a damaged file's message is unchanged.
+    #[test]
+    fn the_straight_read_agrees_with_the_value_read() {
+        let path = Utf8Path::new("baselines/agent.tool.basic/default.baseline.json");
+        let bytes = std::fs::read(path).unwrap();
+        let straight = BaselineFile::parse(path, &bytes).unwrap();
+        let via_value = BaselineFile::parse_with(path, &bytes, None).unwrap();
+        assert_eq!(straight, via_value);
+        let text = String::from_utf8(bytes).unwrap();
+        let twice = text.replacen("\"case\"", "\"case\": \"first\",\n  \"case\"", 1);
+        assert_ne!(twice, text);
+        let b = BaselineFile::parse(path, twice.as_bytes()).unwrap();
+        assert_eq!(b.case, via_value.case);
+        let header = Header::of(twice.as_bytes()).unwrap();
+        assert_eq!(header.format.as_deref(), Some(BASELINE_FORMAT));
+        let cut = &text.as_bytes()[..text.len() / 2];
+        let (a, b) = (
+            BaselineFile::parse(path, cut).unwrap_err().to_string(),
+            BaselineFile::parse_with(path, cut, None)
+                .unwrap_err()
+                .to_string(),
+        );
+        assert_eq!(a, b);
+        assert!(a.contains("line"), "{a}");
     }
 }
