@@ -18,14 +18,14 @@ use tracereplay::paths::display_path;
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::trace::json::eq_ci;
 
-use super::args::{ApproveArgs, BaselineCommand, BaselineDirArgs, BaselineFilterArgs, CiArgs};
+use super::args::{ApproveArgs, BaselineCommand, BaselineFilterArgs, CiArgs, PendingArgs};
 use super::ci::is_ci;
 use super::exit;
 
 /// Runs a `baseline` subcommand; `Err` means exit 2.
-pub(super) fn run(cmd: &BaselineCommand, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(cmd: &BaselineCommand, color: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
-        BaselineCommand::Pending(a) => pending(a, out),
+        BaselineCommand::Pending(a) => pending(a, color, out),
         BaselineCommand::Accept(a) => apply(
             &a.filter,
             Action::Accept {
@@ -183,13 +183,18 @@ fn summary_line(p: &Pending) -> String {
     }
 }
 
-fn pending(args: &BaselineDirArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let all = list_pending(&args.baselines);
+fn pending(args: &PendingArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let dir = &args.dir.baselines;
+    let all = list_pending(dir);
     if all.is_empty() {
-        writeln!(out, "no pending baselines in `{}`", args.baselines)?;
+        writeln!(out, "no pending baselines in `{dir}`")?;
     }
     for p in &all {
         writeln!(out, "{}", escape_controls(&summary_line(p)))?;
+        if args.diff {
+            let approved = approved_of(&p.stored.path);
+            super::pending_diff::write(&p.stored.path, &approved, p.removal, color, out)?;
+        }
     }
     Ok(exit::OK)
 }

@@ -33,6 +33,7 @@ mod merge;
 mod options;
 mod otlp;
 mod pack;
+mod pending_diff;
 mod prices;
 mod replay;
 mod sign;
@@ -135,7 +136,7 @@ fn run(cli: &Cli, resolved: &options::Resolved, out: &mut dyn Write) -> anyhow::
         Command::Merge(a) => merge::run(a, resolved, out),
         Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
-        Command::Baseline(c) => baseline::run(c, out),
+        Command::Baseline(c) => baseline::run(c, resolved.use_color(), out),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let shell = match shell {

@@ -20,6 +20,7 @@ mod ingest;
 mod ingest_otel;
 mod layering;
 mod otlp;
+mod pending_diff;
 mod privacy;
 mod project;
 mod public_api;

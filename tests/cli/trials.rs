@@ -759,6 +759,21 @@ fn strict_drift_reports_unseen_behaviour_without_failing_on_it() {
         "{}",
         pending.stdout
     );
+    // `--diff` compares the set trial by trial with the approved one.
+    let diff = env.run_with(&["baseline", "pending", "--diff"], &[("CI", "0")]);
+    for i in 0..4 {
+        assert!(
+            diff.stdout.contains(&format!("      trial {i}:\n")),
+            "{}",
+            diff.stdout
+        );
+    }
+    assert_eq!(
+        diff.stdout.matches("+call#2 lookup").count(),
+        4,
+        "{}",
+        diff.stdout
+    );
 }
 
 #[test]

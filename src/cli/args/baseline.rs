@@ -9,7 +9,7 @@ use super::{CiArgs, LimitArgs, SuiteArgs};
 #[derive(Debug, Subcommand)]
 pub(crate) enum BaselineCommand {
     /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
-    Pending(BaselineDirArgs),
+    Pending(PendingArgs),
     /// Promote pending baselines matching the filters (all `new` and `changed` ones when none
     /// is given). A pending removal is applied only with `--removals`, or when a filter names
     /// its `SCENARIO/CASE`: a bulk accept never deletes an approved baseline by itself.
@@ -26,6 +26,19 @@ pub(crate) struct BaselineDirArgs {
     /// Approved baselines directory.
     #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baselines: Utf8PathBuf,
+}
+
+/// `pending` flags.
+#[derive(Debug, Args)]
+pub(crate) struct PendingArgs {
+    /// The baselines directory.
+    #[command(flatten)]
+    pub dir: BaselineDirArgs,
+    /// Under each line, what approving it changes: the drift findings against the approved
+    /// baseline with their diffs (as `check` shows drift), a new baseline's behaviour as
+    /// additions, a removal's as removals, a trial set trial by trial.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// `accept` / `reject` flags.
