@@ -435,3 +435,91 @@ fn a_case_of_several_trials_shows_its_pass_rate_with_its_trials_one_click_away()
     let view = self::app(&dom);
     assert!(view.contains("traces/s/c/2.trace.ndjson.zst"), "{view}");
 }
+
+/// The table says why without a click: each failing row's first failing oracle (or error, or
+/// blocking drift) and its message; ids sort as people read them (`task-2` before `task-10`);
+/// the content hash is shortened, whole on hover; a trial shows its case's pass count.
+#[test]
+fn the_table_says_why_sorts_ids_naturally_and_shortens_hashes() {
+    let env = Env::new();
+    let file = demo_report(&env);
+    let (dom, console) = render_dom(&file, "");
+    ready(&dom, &console);
+    let app = app(&dom);
+    assert!(
+        app.contains("<td class=\"why\">no-unsafe-tool fail: unsafe call(s) without a covering approval: `deploy`"),
+        "{app}"
+    );
+    let report = json(&env.run(&["check", "traces/", "--format", "json"]));
+    let hash = report["results"][0]["content_hash"].as_str().unwrap();
+    let (algo, hex) = hash.split_once(':').unwrap();
+    assert!(
+        app.contains(&format!(
+            "<td class=\"hash\" title=\"{hash}\">{algo}:{}…</td>",
+            &hex[..12]
+        )),
+        "{app}"
+    );
+    assert!(
+        !app.contains(&format!(">{hash}<")),
+        "the table shows no whole hash"
+    );
+
+    // Natural order of ids.
+    let env = Env::new();
+    for case in ["task-10", "task-2", "task-1"] {
+        one_trace_suite(&env, "s", "Low", "search", case);
+    }
+    let out = env.run_with(
+        &["check", "traces/", "--html", "report.html"],
+        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (dom, console) = render_dom(&env.path("report.html"), "#sort=case");
+    ready(&dom, &console);
+    let app = self::app(&dom);
+    let at = |case: &str| {
+        app.find(&format!("<td class=\"id\">{case}</td>"))
+            .unwrap_or_else(|| panic!("{case} in {app}"))
+    };
+    assert!(
+        at("task-1") < at("task-2") && at("task-2") < at("task-10"),
+        "{app}"
+    );
+    let (dom, _) = render_dom(&env.path("report.html"), "#sort=case&dir=-1");
+    let app = self::app(&dom);
+    let at = |case: &str| app.find(&format!("<td class=\"id\">{case}</td>")).unwrap();
+    assert!(
+        at("task-10") < at("task-2") && at("task-2") < at("task-1"),
+        "{app}"
+    );
+}
+
+/// A trial's row carries its case's pass count and flaky mark.
+#[test]
+fn a_trial_row_shows_its_case_pass_count() {
+    let env = Env::new();
+    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
+    crate::trials::suite(
+        &env,
+        "High",
+        policy,
+        &["search", "search", "other", "search"],
+    );
+    let out = env.run_with(
+        &["check", "traces/", "--html", "report.html"],
+        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (dom, console) = render_dom(&env.path("report.html"), "");
+    ready(&dom, &console);
+    let app = app(&dom);
+    assert!(
+        app.contains("<span class=\"trial\"> · trial 2 · 3/4 pass · flaky</span>"),
+        "{app}"
+    );
+    assert!(
+        app.contains("<td class=\"why\">tool-called fail: "),
+        "{app}"
+    );
+}

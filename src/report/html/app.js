@@ -104,6 +104,7 @@
     var key = {
       scenario: function (r) { return text(r.scenario); },
       case: function (r) { return text(r.case); },
+      why: why,
       risk: function (r) { var k = RISKS.indexOf(r.risk); return k < 0 ? 9 : k; },
       verdict: rank,
       drift: function (r) { return (r.drift || []).map(function (d) { return d.category; }).join(","); },
@@ -112,11 +113,52 @@
     out.sort(function (a, b) {
       var ra = rows[a], rb = rows[b];
       var ka = key ? key(ra) : rank(ra), kb = key ? key(rb) : rank(rb);
-      if (ka < kb) return -state.dir;
-      if (ka > kb) return state.dir;
-      return a - b;
+      var c = typeof ka === "string" ? natural(ka, kb) : (ka < kb ? -1 : ka > kb ? 1 : 0);
+      return c ? c * state.dir : a - b;
     });
     return out;
+  }
+
+  // Ids compared as people read them: runs of digits by value, so `task-2` sorts before
+  // `task-10`; otherwise by code unit, and a tie by the plain comparison.
+  function natural(a, b) {
+    var pa = a.match(/\d+|\D+/g) || [], pb = b.match(/\d+|\D+/g) || [];
+    for (var i = 0; i < Math.min(pa.length, pb.length); i++) {
+      var x = pa[i], y = pb[i];
+      var dx = /^\d/.test(x), dy = /^\d/.test(y);
+      if (dx && dy) {
+        var nx = x.replace(/^0+(?=\d)/, ""), ny = y.replace(/^0+(?=\d)/, "");
+        if (nx.length !== ny.length) return nx.length < ny.length ? -1 : 1;
+        if (nx !== ny) return nx < ny ? -1 : 1;
+      } else if (x !== y) {
+        return x < y ? -1 : 1;
+      }
+    }
+    if (pa.length !== pb.length) return pa.length < pb.length ? -1 : 1;
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+
+  function firstLine(s) {
+    var t = text(s);
+    var n = t.indexOf("\n");
+    return n < 0 ? t : t.slice(0, n) + " …";
+  }
+
+  // Why a row is what it is, in a line: its error, else the first oracle that did not pass,
+  // else the drift that blocks it (or the first drift).
+  function why(r) {
+    if (r.error) return text(r.error.category) + ": " + firstLine(r.error.message);
+    var failing = (r.oracles || []).filter(function (o) { return o.verdict !== "pass"; });
+    if (failing.length) return text(failing[0].type) + " " + text(failing[0].verdict) + ": " + firstLine(failing[0].message);
+    var drift = r.drift || [];
+    var d = drift.filter(function (x) { return x.fails; })[0] || drift[0];
+    return d ? "drift " + text(d.category) + ": " + firstLine(d.detail) : "";
+  }
+
+  // A trial row's case line: its trials' pass count and flaky mark.
+  function caseOf(r) {
+    if (r.trial === undefined || r.trial === null) return null;
+    return (report.cases || []).filter(function (c) { return c.scenario === r.scenario && c.case === r.case; })[0] || null;
   }
 
   // ---- overview -----------------------------------------------------------------------------
@@ -210,6 +252,24 @@
   }
 
   // ---- the table ----------------------------------------------------------------------------
+  // A content hash shortened to its algorithm and 12 hex digits (the whole on hover, and in
+  // the trace view).
+  function shortHash(h) {
+    h = text(h);
+    var at = h.indexOf(":") + 1;
+    return h.length > at + 12 ? h.slice(0, at + 12) + "…" : h;
+  }
+
+  // The case, and for a trial its number and its case's pass count (with the flaky mark).
+  function caseCell(r) {
+    var out = [text(r.case)];
+    var c = caseOf(r);
+    if (c) {
+      out.push(el("span", { class: "trial", text: " · trial " + text(r.trial) + " · " + c.passed + "/" + c.trials + " pass" + (c.flaky ? " · flaky" : "") }));
+    }
+    return out;
+  }
+
   function option(value, label, current) {
     return el("option", { value: value, text: label, selected: value === current });
   }
@@ -240,7 +300,7 @@
     var chosen = selected();
     var pages = Math.max(1, Math.ceil(chosen.length / PAGE));
     var page = Math.min(state.page, pages - 1);
-    var columns = [["scenario", "Scenario"], ["case", "Case"], ["risk", "Risk"], ["verdict", "Verdict"], ["drift", "Drift"], ["hash", "Content hash"]];
+    var columns = [["scenario", "Scenario"], ["case", "Case"], ["risk", "Risk"], ["verdict", "Verdict"], ["why", "Why"], ["drift", "Drift"], ["hash", "Content hash"]];
     var head = el("tr", null, columns.map(function (c) {
       var active = state.sort === c[0];
       return el("th", { scope: "col", "aria-sort": active ? (state.dir === 1 ? "ascending" : "descending") : "none" }, [
@@ -255,11 +315,12 @@
       body.appendChild(el("tr", { "data-row": i, "data-verdict": r.verdict, class: "row-" + r.verdict + (drifted(r) ? " row-drifted" : "") }, [
         el("td", null, [el("button", { type: "button", class: "open", "aria-label": "open the trace " + text(r.scenario) + " / " + text(r.case),
           onclick: function () { writeHash({ trace: String(i) }); } }, [text(r.scenario) || "(no scenario)"])]),
-        el("td", { text: r.case || "" }),
+        el("td", { class: "id" }, caseCell(r)),
         el("td", { text: r.risk || "" }),
         el("td", null, [el("span", { class: "badge v-" + r.verdict, text: r.verdict + (r.known_gap ? " (known gap)" : "") + (r.blocking ? " · blocking" : "") })]),
+        el("td", { class: "why", text: why(r) }),
         el("td", { text: (r.drift || []).map(function (d) { return d.category; }).join(", ") }),
-        el("td", { class: "hash", text: r.content_hash || "" }),
+        el("td", { class: "hash", title: r.content_hash || "", text: shortHash(r.content_hash) }),
       ]));
     });
     var pager = el("nav", { class: "pager", "aria-label": "Pages" }, [
