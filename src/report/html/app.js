@@ -138,6 +138,13 @@
     return a < b ? -1 : a > b ? 1 : 0;
   }
 
+  // The longest reason the table shows whole (a longer one is cut, and whole on hover and in
+  // the trace view).
+  var WHY = 240;
+  function clip(s, n) {
+    return s.length > n ? s.slice(0, n - 1) + "…" : s;
+  }
+
   function firstLine(s) {
     var t = text(s);
     var n = t.indexOf("\n");
@@ -318,7 +325,7 @@
         el("td", { class: "id" }, caseCell(r)),
         el("td", { text: r.risk || "" }),
         el("td", null, [el("span", { class: "badge v-" + r.verdict, text: r.verdict + (r.known_gap ? " (known gap)" : "") + (r.blocking ? " · blocking" : "") })]),
-        el("td", { class: "why", text: why(r) }),
+        el("td", { class: "why", title: why(r).length > WHY ? why(r) : null, text: clip(why(r), WHY) }),
         el("td", { text: (r.drift || []).map(function (d) { return d.category; }).join(", ") }),
         el("td", { class: "hash", title: r.content_hash || "", text: shortHash(r.content_hash) }),
       ]));
