@@ -522,4 +522,49 @@ fn a_trial_row_shows_its_case_pass_count() {
         app.contains("<td class=\"why\">tool-called fail: "),
         "{app}"
     );
+    // A trial is linked by its scenario, case and trial.
+    let (dom, console) = render_dom(&env.path("report.html"), "#s/c/2");
+    ready(&dom, &console);
+    assert!(
+        self::app(&dom).contains("traces/s/c/2.trace.ndjson.zst"),
+        "{dom}"
+    );
+}
+
+/// A trace is linked by its scenario and case (and trial), not its row number: the link opens
+/// the same trace when other rows come before it, the bare `#scenario/case` form works, and
+/// row-number links still open.
+#[test]
+fn links_name_the_trace_by_scenario_and_case() {
+    let env = Env::new();
+    let file = demo_report(&env);
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(html.contains("function linkOf(i)"), "the page links by key");
+    let path = "traces/agent.approval.denied/ignores-denial.trace.ndjson.zst";
+    for hash in [
+        "#agent.approval.denied/ignores-denial",
+        "#verdict=failing&trace=agent.approval.denied%2Fignores-denial",
+        &format!(
+            "#trace={}",
+            row_index(&env, "ignores-denial.trace.ndjson.zst")
+        ),
+    ] {
+        let (dom, console) = render_dom(&file, hash);
+        ready(&dom, &console);
+        let view = app(&dom);
+        assert!(view.contains(path), "{hash}: {view}");
+        assert!(view.contains("id=\"close\""), "{hash}: a trace view");
+    }
+    // A new scenario sorts before it; the same link still names the same trace.
+    one_trace_suite(&env, "aaa.first", "Low", "search", "default");
+    let out = env.run_with(
+        &["check", "traces/", "--html", "report.html"],
+        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
+    );
+    assert!(out.code <= 1, "{}", out.stderr);
+    let (dom, console) = render_dom(&file, "#agent.approval.denied/ignores-denial");
+    ready(&dom, &console);
+    assert!(app(&dom).contains(path));
+    let (dom, _) = render_dom(&file, "#no.such/trace");
+    assert!(app(&dom).contains("No such trace."));
 }

@@ -55,9 +55,42 @@
     return VERDICT_RANK[r.verdict] === undefined ? 4 : VERDICT_RANK[r.verdict];
   }
 
+  // ---- stable links ------------------------------------------------------------------------
+  // A trace is linked by what it is — `scenario/case`, and `/trial` for a trial, each part
+  // URL-encoded — so a link in a pull request keeps pointing at the same trace when other rows
+  // come and go. A row that names no scenario and case, or shares them with another (error
+  // rows), is linked by its row number.
+  var KEYS = Object.create(null), KEY_COUNT = Object.create(null);
+  rows.forEach(function (r) {
+    var k = keyOf(r);
+    if (k !== null) KEY_COUNT[k] = (KEY_COUNT[k] || 0) + 1;
+  });
+  rows.forEach(function (r, i) {
+    var k = keyOf(r);
+    if (k !== null && KEY_COUNT[k] === 1) KEYS[k] = i;
+  });
+  function keyOf(r) {
+    if (r.scenario === null || r.scenario === undefined || r.case === null || r.case === undefined) return null;
+    var k = encodeURIComponent(r.scenario) + "/" + encodeURIComponent(r.case);
+    if (r.trial !== null && r.trial !== undefined) k += "/" + encodeURIComponent(String(r.trial));
+    return k;
+  }
+  function linkOf(i) {
+    var k = keyOf(rows[i]);
+    return k !== null && KEYS[k] === i ? k : String(i);
+  }
+  // The row a link names: a stable key, else a row number.
+  function rowOf(link) {
+    if (link in KEYS) return KEYS[link];
+    return /^\d+$/.test(link) ? parseInt(link, 10) : -1;
+  }
+
   // ---- state in the hash -------------------------------------------------------------------
   function readHash() {
-    var p = new URLSearchParams(location.hash.replace(/^#/, ""));
+    var raw = location.hash.replace(/^#/, "");
+    // `#scenario/case[/trial]` alone opens that trace.
+    if (raw.indexOf("=") < 0 && raw.indexOf("/") > 0) raw = "trace=" + encodeURIComponent(raw);
+    var p = new URLSearchParams(raw);
     state = {
       verdict: p.get("verdict") || "all",
       drift: p.get("drift") || "all",
@@ -80,8 +113,15 @@
     });
     if (state.dir === -1) p.set("dir", "-1");
     if (state.page) p.set("page", String(state.page));
-    if (state.trace !== null && state.trace !== undefined) p.set("trace", state.trace);
+    var open = state.trace !== null && state.trace !== undefined;
     var h = p.toString();
+    // A trace opened from the unfiltered table is linked as `#scenario/case[/trial]` alone.
+    if (open && !h && state.trace.indexOf("/") > 0) {
+      h = state.trace;
+    } else if (open) {
+      p.set("trace", state.trace);
+      h = p.toString();
+    }
     history.replaceState(null, "", h ? "#" + h : location.pathname + location.search);
     draw();
   }
@@ -233,7 +273,7 @@
       rows.forEach(function (r, i) {
         if (r.scenario !== c.scenario || r.case !== c.case) return;
         trials.push(el("li", null, [
-          el("button", { type: "button", class: "link", onclick: function () { writeHash({ trace: String(i) }); } },
+          el("button", { type: "button", class: "link", onclick: function () { writeHash({ trace: linkOf(i) }); } },
             ["trial " + text(r.trial) + ": " + r.verdict]),
           " " + text(r.path),
         ]));
@@ -321,7 +361,7 @@
       var r = rows[i];
       body.appendChild(el("tr", { "data-row": i, "data-verdict": r.verdict, class: "row-" + r.verdict + (drifted(r) ? " row-drifted" : "") }, [
         el("td", null, [el("button", { type: "button", class: "open", "aria-label": "open the trace " + text(r.scenario) + " / " + text(r.case),
-          onclick: function () { writeHash({ trace: String(i) }); } }, [text(r.scenario) || "(no scenario)"])]),
+          onclick: function () { writeHash({ trace: linkOf(i) }); } }, [text(r.scenario) || "(no scenario)"])]),
         el("td", { class: "id" }, caseCell(r)),
         el("td", { text: r.risk || "" }),
         el("td", null, [el("span", { class: "badge v-" + r.verdict, text: r.verdict + (r.known_gap ? " (known gap)" : "") + (r.blocking ? " · blocking" : "") })]),
@@ -489,7 +529,7 @@
     app.appendChild(identity());
     if (state.trace !== null && state.trace !== undefined) {
       document.body.classList.add("viewing");
-      app.appendChild(traceView(parseInt(state.trace, 10)));
+      app.appendChild(traceView(rowOf(state.trace)));
       var c = document.getElementById("close");
       if (c) c.focus();
     } else {
