@@ -568,3 +568,40 @@ fn links_name_the_trace_by_scenario_and_case() {
     let (dom, _) = render_dom(&file, "#no.such/trace");
     assert!(app(&dom).contains("No such trace."));
 }
+
+/// An argument mismatch shows only the differing keys, both values highlighted, per failing
+/// turn where the oracle judges turns; the whole objects are a click away and carry none of the
+/// internal keys (`differences`, `differs`, `seq`).
+#[test]
+fn argument_mismatches_show_only_the_differing_keys() {
+    let env = Env::new();
+    let file = demo_report(&env);
+    let i = row_index(&env, "agent.migrated.checks/off-target.trace.ndjson.zst");
+    let (dom, console) = render_dom(&file, &format!("#trace={i}"));
+    ready(&dom, &console);
+    let view = app(&dom);
+    // One differing-keys table per failing oracle with differences: tool-sequence, tool-args.
+    let tables: Vec<&str> = (view.split("<table class=\"keydiff\">").skip(1))
+        .map(|t| &t[..t.find("</table>").unwrap()])
+        .collect();
+    assert_eq!(tables.len(), 2, "{view}");
+    let row = |where_: &str, key: &str, expected: &str, found: &str| {
+        format!(
+            "<td class=\"muted\">{where_}</td><td class=\"key\">{key}</td><td class=\"del\"><code>{expected}</code></td><td class=\"add\"><code>{found}</code></td>"
+        )
+    };
+    // The tool-sequence names its failing turn.
+    let want = row("turn 2", "flight", "\"AF1234\"", "\"LH999\"");
+    assert!(tables[0].contains(&want), "{}", tables[0]);
+    let want = row("", "passenger", "{\"name\":\"Ada\"}", "{\"name\":\"Bob\"}");
+    assert!(tables[1].contains(&want), "{}", tables[1]);
+    let want = row("", "flight", "(missing)", "\"LH999\"");
+    assert!(tables[1].contains(&want), "{}", tables[1]);
+    let whole = &view[view
+        .find("<details class=\"whole\">")
+        .expect("the whole objects")..];
+    let whole = &whole[..whole.find("</details>").unwrap()];
+    for internal in ["differences", "differs", "\"seq\""] {
+        assert!(!whole.contains(internal), "{internal} in {whole}");
+    }
+}

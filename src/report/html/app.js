@@ -441,6 +441,43 @@
     return t;
   }
 
+  // The differing keys an oracle reported (`differences`, directly or per failing turn or
+  // inference), each with where it was found.
+  function differencesOf(found) {
+    var out = [];
+    function visit(v, where) {
+      if (!v || typeof v !== "object") return;
+      (Array.isArray(v.differences) ? v.differences : []).forEach(function (d) {
+        if (d && typeof d === "object") out.push({ where: where, key: d.key, expected: d.expected, found: d.found });
+      });
+      (Array.isArray(v.failing) ? v.failing : []).forEach(function (f) {
+        if (!f || typeof f !== "object") return;
+        var label = f.turn !== undefined ? "turn " + f.turn : f.inference !== undefined ? "inference " + f.inference : "";
+        visit(f.found, label);
+      });
+    }
+    visit(found, "");
+    return out;
+  }
+
+  // A value in a differing-keys cell: compact JSON (an absent key as `(missing)`), cut long.
+  function cellValue(v) {
+    if (v === "(missing)") return v;
+    var s = JSON.stringify(v);
+    return clip(s === undefined ? "" : s, 400);
+  }
+
+  // A value without the keys that only serve the differing-keys table and the evidence.
+  function withoutInternals(v) {
+    if (Array.isArray(v)) return v.map(withoutInternals);
+    if (!v || typeof v !== "object") return v;
+    var out = {};
+    Object.keys(v).forEach(function (k) {
+      if (k !== "differences" && k !== "differs" && k !== "seq") out[k] = withoutInternals(v[k]);
+    });
+    return out;
+  }
+
   function traceView(i) {
     var r = rows[i];
     if (!r) return el("p", { text: "No such trace." });
@@ -471,10 +508,28 @@
         el("span", { class: "message", text: o.message }), " ", evidence,
       ]);
       if (o.verdict !== "pass" && (o.expected !== undefined || o.found !== undefined)) {
-        item.appendChild(el("div", { class: "ef" }, [
-          el("div", null, [el("h5", { text: "expected" }), el("pre", { text: json(o.expected) })]),
-          el("div", null, [el("h5", { text: "found" }), el("pre", { text: json(o.found) })]),
-        ]));
+        var diffs = differencesOf(o.found);
+        var whole = el("div", { class: "ef" }, [
+          el("div", null, [el("h5", { text: "expected" }), el("pre", { text: json(withoutInternals(o.expected)) })]),
+          el("div", null, [el("h5", { text: "found" }), el("pre", { text: json(withoutInternals(o.found)) })]),
+        ]);
+        if (diffs.length) {
+          // Only the keys that differ, both values side by side; the whole objects a click away.
+          item.appendChild(el("table", { class: "keydiff" }, [
+            el("thead", null, [el("tr", null, ["", "key", "expected", "found"].map(function (h) { return el("th", { scope: "col", text: h }); }))]),
+            el("tbody", null, diffs.map(function (d) {
+              return el("tr", null, [
+                el("td", { class: "muted", text: d.where }),
+                el("td", { class: "key", text: text(d.key) }),
+                el("td", { class: "del" }, [el("code", { text: cellValue(d.expected) })]),
+                el("td", { class: "add" }, [el("code", { text: cellValue(d.found) })]),
+              ]);
+            })),
+          ]));
+          item.appendChild(el("details", { class: "whole" }, [el("summary", { text: "expected and found, whole" }), whole]));
+        } else {
+          item.appendChild(whole);
+        }
       }
       oracles.appendChild(item);
     });
