@@ -129,15 +129,20 @@ fn timeline(row: &ResultRow, ctx: &HtmlContext, whole: bool) -> Value {
     json!({"events": events, "note": note})
 }
 
-/// The embedded document, escaped for a `<script type="application/json">` element.
-fn data(report: &Report, ctx: &HtmlContext) -> std::io::Result<String> {
-    let mut doc = json!({
-        "report": serde_json::to_value(report)?,
-        "exit_code": ctx.exit_code,
-        "usage_lines": report.summary.usage.as_ref().map(|u| u.lines()).unwrap_or_default(),
-        "flags": ctx.flags,
-        "generated": ctx.generated,
-    });
+/// Writes the embedded document (compact JSON, its keys in sorted order) to `out`, piece by
+/// piece: the report's rows are serialised one at a time and each audited trace's timeline is
+/// built, written and dropped before the next, so the page costs no more memory than its
+/// largest timeline, whatever the number of rows.
+fn write_data(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::io::Result<()> {
+    let usage_lines = report.summary.usage.as_ref().map(|u| u.lines());
+    out.write_all(b"{\"exit_code\":")?;
+    serde_json::to_writer(&mut *out, &ctx.exit_code)?;
+    out.write_all(b",\"flags\":")?;
+    serde_json::to_writer(&mut *out, &ctx.flags)?;
+    out.write_all(b",\"generated\":")?;
+    serde_json::to_writer(&mut *out, &ctx.generated)?;
+    out.write_all(b",\"report\":")?;
+    serde_json::to_writer(&mut *out, report)?;
     // The rows to audit, chosen from the rows' heads (no row is decoded for this): failing,
     // erroring or drifted ones; blocking ones first, then in report order, get their whole
     // timeline.
@@ -150,37 +155,109 @@ fn data(report: &Report, ctx: &HtmlContext) -> std::io::Result<String> {
         .map(|(i, m)| (!m.blocking, i))
         .collect();
     chosen.sort_unstable();
-    let mut timelines = serde_json::Map::new();
-    for (rank, &(_, i)) in chosen.iter().enumerate() {
+    let whole: HashSet<usize> = (chosen.iter().take(MAX_TIMELINES))
+        .map(|&(_, i)| i)
+        .collect();
+    // In row order, as the keys of an object.
+    let mut rows: Vec<usize> = chosen.iter().map(|&(_, i)| i).collect();
+    rows.sort_unstable();
+    out.write_all(b",\"timelines\":{")?;
+    let mut first = true;
+    for i in rows {
         let row = report.results.get(i);
-        if row.path.is_some() {
-            timelines.insert(i.to_string(), timeline(&row, ctx, rank < MAX_TIMELINES));
+        if row.path.is_none() {
+            continue;
+        }
+        if !first {
+            out.write_all(b",")?;
+        }
+        first = false;
+        write!(out, "\"{i}\":")?;
+        serde_json::to_writer(&mut *out, &timeline(&row, ctx, whole.contains(&i)))?;
+    }
+    out.write_all(b"},\"usage_lines\":")?;
+    serde_json::to_writer(&mut *out, &usage_lines.unwrap_or_default())?;
+    out.write_all(b"}")
+}
+
+/// A writer that makes JSON text safe inside a script element (and for JavaScript string
+/// rules): `<`, `>`, `&`, U+2028 and U+2029 become `\u` escapes as they pass. A character split
+/// across two writes is held back until its last byte comes.
+struct ScriptSafe<'w> {
+    out: &'w mut dyn Write,
+    /// The leading bytes of U+2028 or U+2029 seen at the end of the last write.
+    held: Vec<u8>,
+}
+
+impl<'w> ScriptSafe<'w> {
+    fn new(out: &'w mut dyn Write) -> ScriptSafe<'w> {
+        ScriptSafe {
+            out,
+            held: Vec::new(),
         }
     }
-    doc["timelines"] = Value::Object(timelines);
-    let text = serde_json::to_string(&doc)?;
-    Ok(escape_for_script(&text))
+
+    /// Writes what is held back (a partial character that never completed is passed as is).
+    fn finish(mut self) -> std::io::Result<()> {
+        let held = std::mem::take(&mut self.held);
+        self.out.write_all(&held)
+    }
+}
+
+impl Write for ScriptSafe<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut bytes = std::mem::take(&mut self.held);
+        bytes.extend_from_slice(buf);
+        // A trailing E2 or E2 80 may begin U+2028/U+2029: keep it for the next write.
+        let keep = match bytes.as_slice() {
+            [.., 0xE2] => 1,
+            [.., 0xE2, 0x80] => 2,
+            _ => 0,
+        };
+        let (now, later) = bytes.split_at(bytes.len() - keep);
+        let mut start = 0;
+        let mut i = 0;
+        while i < now.len() {
+            let escape: Option<(&[u8], usize)> = match now[i] {
+                b'<' => Some((b"\\u003c", 1)),
+                b'>' => Some((b"\\u003e", 1)),
+                b'&' => Some((b"\\u0026", 1)),
+                0xE2 if now[i..].starts_with(&[0xE2, 0x80, 0xA8]) => Some((b"\\u2028", 3)),
+                0xE2 if now[i..].starts_with(&[0xE2, 0x80, 0xA9]) => Some((b"\\u2029", 3)),
+                _ => None,
+            };
+            match escape {
+                Some((with, len)) => {
+                    self.out.write_all(&now[start..i])?;
+                    self.out.write_all(with)?;
+                    i += len;
+                    start = i;
+                }
+                None => i += 1,
+            }
+        }
+        self.out.write_all(&now[start..])?;
+        self.held = later.to_vec();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// JSON text made safe inside a script element (and for JavaScript string rules).
 pub fn escape_for_script(json: &str) -> String {
-    let mut out = String::with_capacity(json.len() + json.len() / 64);
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
+    let mut out = Vec::with_capacity(json.len() + json.len() / 64);
+    let mut safe = ScriptSafe::new(&mut out);
+    // Writing to a vector cannot fail.
+    let _ = safe.write_all(json.as_bytes());
+    let _ = safe.finish();
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Writes the HTML report.
 pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::io::Result<()> {
-    let data = data(report, ctx)?;
     write!(
         out,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -190,8 +267,14 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
          <noscript><p>This report is drawn by a script; the same results are in the JSON report \
          (`tracereplay check --json FILE`).</p></noscript>\n\
          <div id=\"app\" aria-live=\"polite\"></div>\n\
-         <script type=\"application/json\" id=\"data\">{data}</script>\n\
-         <script>\n{SCRIPT}</script>\n</body>\n</html>\n"
+         <script type=\"application/json\" id=\"data\">"
+    )?;
+    let mut safe = ScriptSafe::new(&mut *out);
+    write_data(report, ctx, &mut safe)?;
+    safe.finish()?;
+    write!(
+        out,
+        "</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
     )?;
     report.results.readable()
 }
@@ -208,6 +291,31 @@ mod tests {
         assert!(!safe.contains("</script") && !safe.contains("<!--") && !safe.contains('\u{2028}'));
         let back: Value = serde_json::from_str(&safe).unwrap();
         assert_eq!(back["case"], "</script><!--\u{2028}\u{2029}&");
+    }
+
+    /// A character to escape that a write splits is escaped all the same; a partial character
+    /// that never completes passes as it was.
+    #[test]
+    fn split_writes_are_escaped_as_whole_text() {
+        let text = "a</script>\u{2028}b\u{2029}c&\u{e9}";
+        let bytes = text.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut out = Vec::new();
+            let mut safe = ScriptSafe::new(&mut out);
+            safe.write_all(&bytes[..cut]).unwrap();
+            safe.write_all(&bytes[cut..]).unwrap();
+            safe.finish().unwrap();
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                "a\\u003c/script\\u003e\\u2028b\\u2029c\\u0026\u{e9}",
+                "cut at {cut}"
+            );
+        }
+        let mut out = Vec::new();
+        let mut safe = ScriptSafe::new(&mut out);
+        safe.write_all(&[b'x', 0xE2, 0x80]).unwrap();
+        safe.finish().unwrap();
+        assert_eq!(out, [b'x', 0xE2, 0x80]);
     }
 
     #[test]
