@@ -129,8 +129,8 @@ fn timeline(row: &ResultRow, ctx: &HtmlContext, whole: bool) -> Value {
     json!({"events": events, "note": note})
 }
 
-/// Writes the embedded document (compact JSON, its keys in sorted order) to `out`, piece by
-/// piece: the report's rows are serialised one at a time and each audited trace's timeline is
+/// Writes the embedded document (compact JSON: its own keys sorted, the report's fields in the
+/// JSON report's order) to `out`, piece by piece: the report's rows are serialised one at a time and each audited trace's timeline is
 /// built, written and dropped before the next, so the page costs no more memory than its
 /// largest timeline, whatever the number of rows.
 fn write_data(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::io::Result<()> {
@@ -269,9 +269,10 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
          <div id=\"app\" aria-live=\"polite\"></div>\n\
          <script type=\"application/json\" id=\"data\">"
     )?;
-    let mut safe = ScriptSafe::new(&mut *out);
+    // serde writes token by token: the escaping sees them gathered in 64 KiB pieces.
+    let mut safe = std::io::BufWriter::with_capacity(1 << 16, ScriptSafe::new(&mut *out));
     write_data(report, ctx, &mut safe)?;
-    safe.finish()?;
+    safe.into_inner().map_err(|e| e.into_error())?.finish()?;
     write!(
         out,
         "</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
