@@ -85,14 +85,30 @@ fn ready(dom: &str, console: &[String]) {
     assert!(console.is_empty(), "console output: {console:?}");
 }
 
-fn demo_report(env: &Env) -> PathBuf {
-    copy_demo(env, true);
+/// `check traces/ --html report.html` under CI at a fixed time, which must pass; the page.
+fn html_report(env: &Env) -> PathBuf {
     let out = env.run_with(
         &["check", "traces/", "--html", "report.html"],
         &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     env.path("report.html")
+}
+
+fn demo_report(env: &Env) -> PathBuf {
+    copy_demo(env, true);
+    html_report(env)
+}
+
+/// A case of four trials, one failing, under a policy that passes it (flaky).
+fn flaky_case(env: &Env) {
+    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
+    crate::trials::suite(
+        env,
+        "High",
+        policy,
+        &["search", "search", "other", "search"],
+    );
 }
 
 /// The index (in report order) of the row whose path ends with `suffix`.
@@ -400,19 +416,8 @@ fn drift_shows_side_by_side_with_the_changed_key_on_one_line() {
 #[test]
 fn a_case_of_several_trials_shows_its_pass_rate_with_its_trials_one_click_away() {
     let env = Env::new();
-    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
-    crate::trials::suite(
-        &env,
-        "High",
-        policy,
-        &["search", "search", "other", "search"],
-    );
-    let out = env.run_with(
-        &["check", "traces/", "--html", "report.html"],
-        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let file = env.path("report.html");
+    flaky_case(&env);
+    let file = html_report(&env);
     let (dom, console) = render_dom(&file, "");
     ready(&dom, &console);
     let app = app(&dom);
@@ -470,11 +475,7 @@ fn the_table_says_why_sorts_ids_naturally_and_shortens_hashes() {
     for case in ["task-10", "task-2", "task-1"] {
         one_trace_suite(&env, "s", "Low", "search", case);
     }
-    let out = env.run_with(
-        &["check", "traces/", "--html", "report.html"],
-        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    html_report(&env);
     let (dom, console) = render_dom(&env.path("report.html"), "#sort=case");
     ready(&dom, &console);
     let app = self::app(&dom);
@@ -499,18 +500,8 @@ fn the_table_says_why_sorts_ids_naturally_and_shortens_hashes() {
 #[test]
 fn a_trial_row_shows_its_case_pass_count() {
     let env = Env::new();
-    let policy = r#","trials":{"min":4,"pass":{"at-least":3}}"#;
-    crate::trials::suite(
-        &env,
-        "High",
-        policy,
-        &["search", "search", "other", "search"],
-    );
-    let out = env.run_with(
-        &["check", "traces/", "--html", "report.html"],
-        &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    flaky_case(&env);
+    html_report(&env);
     let (dom, console) = render_dom(&env.path("report.html"), "");
     ready(&dom, &console);
     let app = app(&dom);

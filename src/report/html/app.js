@@ -202,6 +202,11 @@
     return d ? "drift " + text(d.category) + ": " + firstLine(d.detail) : "";
   }
 
+  // The reason, cut in the table (whole on hover).
+  function whyCell(reason) {
+    return el("td", { class: "why", title: reason.length > WHY ? reason : null, text: clip(reason, WHY) });
+  }
+
   // A trial row's case line: its trials' pass count and flaky mark.
   function caseOf(r) {
     if (r.trial === undefined || r.trial === null) return null;
@@ -365,7 +370,7 @@
         el("td", { class: "id" }, caseCell(r)),
         el("td", { text: r.risk || "" }),
         el("td", null, [el("span", { class: "badge v-" + r.verdict, text: r.verdict + (r.known_gap ? " (known gap)" : "") + (r.blocking ? " · blocking" : "") })]),
-        el("td", { class: "why", title: why(r).length > WHY ? why(r) : null, text: clip(why(r), WHY) }),
+        whyCell(why(r)),
         el("td", { text: (r.drift || []).map(function (d) { return d.category; }).join(", ") }),
         el("td", { class: "hash", title: r.content_hash || "", text: shortHash(r.content_hash) }),
       ]));
