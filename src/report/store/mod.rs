@@ -183,11 +183,19 @@ impl Rows {
     /// Whether two neighbouring rows share their scenario and case (a case of several traces, or
     /// rows naming neither), read from the encodings without decoding them.
     pub(crate) fn repeats_a_case(&self) -> bool {
-        self.0.windows(2).any(|w| {
-            let (a, b) = (w[0].bytes.load(), w[1].bytes.load());
-            let (a, b) = (sort_key(&a), sort_key(&b));
-            a[0] == b[0] && a[1] == b[1]
-        })
+        // Each row is loaded once (a row held in a file is read once), compared with the last.
+        let mut last: Option<Cow<'_, [u8]>> = None;
+        for r in &self.0 {
+            let bytes = r.bytes.load();
+            if let Some(prev) = &last {
+                let (a, b) = (sort_key(prev), sort_key(&bytes));
+                if a[0] == b[0] && a[1] == b[1] {
+                    return true;
+                }
+            }
+            last = Some(bytes);
+        }
+        false
     }
 
     /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
