@@ -11,6 +11,7 @@ use tracereplay::baseline::{
 };
 use tracereplay::diff::{DriftCategory, DriftMode, compare};
 use tracereplay::discover::discover;
+use tracereplay::fsutil::Confined;
 use tracereplay::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Selection, check,
 };
@@ -35,10 +36,11 @@ pub(super) fn run(cmd: &BaselineCommand, color: bool, out: &mut dyn Write) -> an
         ),
         BaselineCommand::Reject(a) => apply(a, Action::Reject, out),
         BaselineCommand::Approve(a) => approve(a, out),
+        BaselineCommand::Review(a) => super::review::review(a, color, out),
     }
 }
 
-fn refuse_under_ci(ci: &CiArgs, what: &str) -> Option<i32> {
+pub(super) fn refuse_under_ci(ci: &CiArgs, what: &str) -> Option<i32> {
     if is_ci(ci) {
         diag!(
             "error: `baseline {what}` refuses to run under CI (baselines are approved in review, not in CI); run it locally, or pass `--no-ci` if this is not CI"
@@ -49,14 +51,14 @@ fn refuse_under_ci(ci: &CiArgs, what: &str) -> Option<i32> {
 }
 
 /// A pending file with what it is about.
-struct Pending {
-    stored: StoredCase,
-    removal: bool,
-    scenario: String,
-    case: String,
+pub(super) struct Pending {
+    pub(super) stored: StoredCase,
+    pub(super) removal: bool,
+    pub(super) scenario: String,
+    pub(super) case: String,
 }
 
-fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
+pub(super) fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
     let store = BaselineStore::new(dir);
     let mut all = Vec::new();
     for (suffix, removal) in [(NEW_SUFFIX, false), (DELETED_SUFFIX, true)] {
@@ -117,7 +119,7 @@ fn set_summary_line(p: &Pending, set: &BaselineSet, approved: &Utf8Path) -> Stri
 }
 
 /// The approved baseline a pending file would replace or remove.
-fn approved_of(pending: &Utf8Path) -> camino::Utf8PathBuf {
+pub(super) fn approved_of(pending: &Utf8Path) -> camino::Utf8PathBuf {
     let s = pending.as_str();
     let s = (s.strip_suffix(".new"))
         .or_else(|| s.strip_suffix(".deleted"))
@@ -125,7 +127,7 @@ fn approved_of(pending: &Utf8Path) -> camino::Utf8PathBuf {
     Utf8Path::new(s).to_owned()
 }
 
-fn summary_line(p: &Pending) -> String {
+pub(super) fn summary_line(p: &Pending) -> String {
     let approved = approved_of(&p.stored.path);
     if p.removal {
         return format!(
@@ -199,7 +201,7 @@ fn pending(args: &PendingArgs, color: bool, out: &mut dyn Write) -> anyhow::Resu
     Ok(exit::OK)
 }
 
-fn matches(p: &Pending, filters: &[String]) -> bool {
+pub(super) fn matches(p: &Pending, filters: &[String]) -> bool {
     filters.is_empty()
         || filters.iter().any(|f| {
             let f = f.trim();
@@ -271,54 +273,57 @@ fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyh
     }
     let confined = BaselineStore::new(args.dir.baselines.clone()).confined();
     for p in &chosen {
-        let pending = &p.stored.path;
-        let approved = approved_of(pending);
-        match (matches!(action, Action::Accept { .. }), p.removal) {
-            (true, false) => {
-                // Validate before promoting: a corrupt pending file must not replace a good baseline.
-                Approved::read(pending)
-                    .with_context(|| format!("refusing to accept `{pending}`"))?;
-                confined
-                    .rename(pending, &approved)
-                    .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
-                writeln!(
-                    out,
-                    "accepted {}/{} -> {}",
-                    escape_controls(&p.scenario),
-                    escape_controls(&p.case),
-                    display_path(&approved)
-                )?;
-            }
-            (true, true) => {
-                confined
-                    .remove(&approved)
-                    .with_context(|| format!("cannot remove `{approved}`"))?;
-                confined
-                    .remove(pending)
-                    .with_context(|| format!("cannot remove `{pending}`"))?;
-                writeln!(
-                    out,
-                    "removed  {}/{} ({})",
-                    escape_controls(&p.scenario),
-                    escape_controls(&p.case),
-                    display_path(&approved)
-                )?;
-            }
-            (false, _) => {
-                confined
-                    .remove(pending)
-                    .with_context(|| format!("cannot remove `{pending}`"))?;
-                writeln!(
-                    out,
-                    "rejected {}/{} ({})",
-                    escape_controls(&p.scenario),
-                    escape_controls(&p.case),
-                    display_path(pending)
-                )?;
-            }
-        }
+        let act = match (action, p.removal) {
+            (Action::Accept { .. }, false) => Act::Accept,
+            (Action::Accept { .. }, true) => Act::Remove,
+            (Action::Reject, _) => Act::Reject,
+        };
+        writeln!(out, "{}", act_on(&confined, p, act)?)?;
     }
     Ok(exit::OK)
+}
+
+/// What is done with one pending file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Act {
+    /// Promote a pending baseline over the approved one.
+    Accept,
+    /// Apply a pending removal: delete the approved baseline and the pending file.
+    Remove,
+    /// Delete the pending file; the approved baseline stays as it is.
+    Reject,
+}
+
+/// Does `act` with the pending file `p`; returns the line that says so.
+pub(super) fn act_on(confined: &Confined, p: &Pending, act: Act) -> anyhow::Result<String> {
+    let pending = &p.stored.path;
+    let approved = approved_of(pending);
+    let (scenario, case) = (escape_controls(&p.scenario), escape_controls(&p.case));
+    Ok(match act {
+        Act::Accept => {
+            // Validate before promoting: a corrupt pending file must not replace a good baseline.
+            Approved::read(pending).with_context(|| format!("refusing to accept `{pending}`"))?;
+            confined
+                .rename(pending, &approved)
+                .with_context(|| format!("cannot move `{pending}` to `{approved}`"))?;
+            format!("accepted {scenario}/{case} -> {}", display_path(&approved))
+        }
+        Act::Remove => {
+            confined
+                .remove(&approved)
+                .with_context(|| format!("cannot remove `{approved}`"))?;
+            confined
+                .remove(pending)
+                .with_context(|| format!("cannot remove `{pending}`"))?;
+            format!("removed  {scenario}/{case} ({})", display_path(&approved))
+        }
+        Act::Reject => {
+            confined
+                .remove(pending)
+                .with_context(|| format!("cannot remove `{pending}`"))?;
+            format!("rejected {scenario}/{case} ({})", display_path(pending))
+        }
+    })
 }
 
 /// Promotes the pending file this run wrote for (scenario, case) to its approved baseline;

@@ -34,6 +34,7 @@ mod options;
 mod otlp;
 mod pack;
 mod pending_diff;
+mod review;
 mod prices;
 mod replay;
 mod sign;

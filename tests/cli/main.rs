@@ -29,6 +29,7 @@ mod real_trials;
 mod replay;
 mod replay_python;
 mod reports;
+mod review;
 mod scale;
 mod scores;
 mod seal;

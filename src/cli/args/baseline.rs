@@ -10,6 +10,11 @@ use super::{CiArgs, LimitArgs, SuiteArgs};
 pub(crate) enum BaselineCommand {
     /// List pending baselines (`.new` and `.deleted`) with a one-line summary each.
     Pending(PendingArgs),
+    /// Walk the pending baselines one at a time on a terminal, each with its verdict, drift and
+    /// diff: `a` accept, `r` reject, `s` skip, `i` details, `q` quit. A pending removal asks
+    /// again (`y`) before it deletes the approved baseline. Off a terminal it refuses; use
+    /// `pending --diff` and `accept`/`reject` in scripts.
+    Review(ReviewArgs),
     /// Promote pending baselines matching the filters (all `new` and `changed` ones when none
     /// is given). A pending removal is applied only with `--removals`, or when a filter names
     /// its `SCENARIO/CASE`: a bulk accept never deletes an approved baseline by itself.
@@ -84,4 +89,12 @@ pub(crate) struct ApproveArgs {
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `review` flags.
+#[derive(Debug, Args)]
+pub(crate) struct ReviewArgs {
+    /// Which pending files, and where.
+    #[command(flatten)]
+    pub filter: BaselineFilterArgs,
 }

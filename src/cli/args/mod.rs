@@ -10,7 +10,9 @@ mod ingest;
 mod replay;
 mod sign;
 
-pub(crate) use baseline::{ApproveArgs, BaselineCommand, BaselineFilterArgs, PendingArgs};
+pub(crate) use baseline::{
+    ApproveArgs, BaselineCommand, BaselineFilterArgs, PendingArgs, ReviewArgs,
+};
 pub(crate) use cost::BudgetArgs;
 pub(crate) use gates::GatesArgs;
 pub(crate) use ingest::{IngestArgs, IngestFormatArg};
