@@ -11,10 +11,10 @@ use tracereplay::baseline::{
 };
 use tracereplay::diff::{DriftCategory, DriftMode, compare};
 use tracereplay::discover::discover;
-use tracereplay::fsutil::Confined;
 use tracereplay::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Selection, check,
 };
+use tracereplay::fsutil::Confined;
 use tracereplay::paths::display_path;
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::trace::json::eq_ci;

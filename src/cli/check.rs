@@ -268,6 +268,7 @@ pub(super) fn run(
             generated: Some(report::html::generated_now()),
             limits: args.judging.limits.limits(),
             waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
+            raw_prompts: args.judging.allow_raw_prompts,
         });
     if let (Some(path), Some(ctx)) = (&args.html, &html) {
         if let Err(e) =

@@ -49,6 +49,7 @@ pub(super) fn run(
             waived: tracereplay::privacy::lint::read_allow_file(camino::Utf8Path::new(
                 super::options::ALLOW_FILE,
             )),
+            raw_prompts: false,
         };
         write_atomic_streaming(path, &mut |out| report::html::render(&merged, &ctx, out))
             .with_context(|| format!("cannot write `{path}`"))?;

@@ -34,9 +34,9 @@ mod options;
 mod otlp;
 mod pack;
 mod pending_diff;
-mod review;
 mod prices;
 mod replay;
+mod review;
 mod sign;
 mod verify;
 

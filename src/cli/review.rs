@@ -164,7 +164,10 @@ fn screen(
         writeln!(out, "details:")?;
         writeln!(out, "  pending file   {}", display_path(&p.stored.path))?;
         writeln!(out, "  approved file  {}", display_path(&approved))?;
-        for (what, path) in [("approved", approved.as_path()), ("pending", &p.stored.path)] {
+        for (what, path) in [
+            ("approved", approved.as_path()),
+            ("pending", &p.stored.path),
+        ] {
             if let Some(line) = recorded_by(path) {
                 writeln!(out, "  {what:<8}       {line}")?;
             }

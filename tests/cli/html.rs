@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::util::*;
 
-fn chromium() -> PathBuf {
+pub(crate) fn chromium() -> PathBuf {
     let candidates = [
         "chromium",
         "chromium-browser",
@@ -35,7 +35,7 @@ fn chromium() -> PathBuf {
 }
 
 /// The DOM after the page's scripts ran, and Chromium's console lines.
-fn render_dom(file: &Path, hash: &str) -> (String, Vec<String>) {
+pub(crate) fn render_dom(file: &Path, hash: &str) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().unwrap();
     let url = format!("file://{}{hash}", file.display());
     let out = Command::new(chromium())
@@ -67,7 +67,7 @@ fn render_dom(file: &Path, hash: &str) -> (String, Vec<String>) {
 }
 
 /// The part of the DOM the script built.
-fn app(dom: &str) -> &str {
+pub(crate) fn app(dom: &str) -> &str {
     let start = dom.find("<div id=\"app\"").expect("the app element");
     let end = dom[start..]
         .find("<script")
@@ -75,7 +75,7 @@ fn app(dom: &str) -> &str {
     &dom[start..end]
 }
 
-fn ready(dom: &str, console: &[String]) {
+pub(crate) fn ready(dom: &str, console: &[String]) {
     assert!(
         dom.contains("data-ready=\"1\""),
         "the script did not finish:\n{}",
@@ -86,7 +86,7 @@ fn ready(dom: &str, console: &[String]) {
 }
 
 /// `check traces/ --html report.html` under CI at a fixed time, which must pass; the page.
-fn html_report(env: &Env) -> PathBuf {
+pub(crate) fn html_report(env: &Env) -> PathBuf {
     let out = env.run_with(
         &["check", "traces/", "--html", "report.html"],
         &[("CI", "true"), ("SOURCE_DATE_EPOCH", "1764547200")],
@@ -283,6 +283,10 @@ fn trace_controlled_strings_stay_text() {
                 "the tool name as text: {app}"
             );
             assert!(
+                app.contains("<strong>tool &lt;img src=x onerror="),
+                "the conversation's tool name as text: {app}"
+            );
+            assert!(
                 app.contains("done &lt;/script&gt;&lt;svg onload="),
                 "the answer as text: {app}"
             );
@@ -294,7 +298,7 @@ fn trace_controlled_strings_stay_text() {
     }
 }
 
-fn with_seq(line: &str, seq: u64) -> String {
+pub(crate) fn with_seq(line: &str, seq: u64) -> String {
     let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
     v["seq"] = serde_json::json!(seq);
     v.to_string()

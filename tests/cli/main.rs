@@ -16,6 +16,7 @@ mod gates;
 mod guard;
 mod hostile;
 mod html;
+mod html_conversation;
 mod ingest;
 mod ingest_otel;
 mod layering;

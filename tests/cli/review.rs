@@ -30,7 +30,11 @@ fn two_pending() -> Env {
 
 fn approved_city(env: &Env) -> &'static str {
     let text = String::from_utf8(env.read(APPROVED_TIMEOUT)).unwrap();
-    if text.contains("Bergen") { "Bergen" } else { "Oslo" }
+    if text.contains("Bergen") {
+        "Bergen"
+    } else {
+        "Oslo"
+    }
 }
 
 #[test]
@@ -42,7 +46,11 @@ fn review_refuses_off_a_terminal_and_under_ci() {
     assert!(out.stderr.contains("pending --diff"), "{}", out.stderr);
     let out = env.run(&["baseline", "review"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("refuses to run under CI"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("refuses to run under CI"),
+        "{}",
+        out.stderr
+    );
     // Nothing was touched.
     assert!(env.path(&format!("{APPROVED_TIMEOUT}.new")).is_file());
     assert_eq!(approved_city(&env), "Oslo");
@@ -145,12 +153,18 @@ fn review_on_a_pseudo_terminal_asks_twice_before_a_removal() {
     assert!(env.path(APPROVED_BASIC).is_file());
     // `i` shows the details, `s` skips to the change, `a` accepts it.
     pty.key("i");
-    let at = pty.wait_for(at, "pending file   baselines/agent.tool.basic/default.baseline.json.deleted");
+    let at = pty.wait_for(
+        at,
+        "pending file   baselines/agent.tool.basic/default.baseline.json.deleted",
+    );
     pty.key("s");
     let at = pty.wait_for(at, "pending baseline 2 of 2");
     let at = pty.wait_for(at, "+call#1 weather {\"city\":\"Bergen\"}");
     pty.key("a");
-    pty.wait_for(at, "review: 1 accepted, 0 rejected, 0 removed, 1 skipped; 1 still pending");
+    pty.wait_for(
+        at,
+        "review: 1 accepted, 0 rejected, 0 removed, 1 skipped; 1 still pending",
+    );
     let status = pty.child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     assert_eq!(approved_city(&env), "Bergen");
@@ -199,7 +213,10 @@ impl Tmux {
             if screen.contains(want) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "no {want:?} on the screen:\n{screen}");
+            assert!(
+                Instant::now() < deadline,
+                "no {want:?} on the screen:\n{screen}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -232,7 +249,14 @@ fn review_under_tmux_rejects_a_change_and_removes_on_y() {
         shell_quote(bin)
     );
     let size = ["-x", "140", "-y", "50"];
-    tmux.run(&[&["new-session", "-d", "-s", "review"][..], &size, &[&command]].concat());
+    tmux.run(
+        &[
+            &["new-session", "-d", "-s", "review"][..],
+            &size,
+            &[&command],
+        ]
+        .concat(),
+    );
     let screen = tmux.wait_for("a accept · r reject · s skip · i details · q quit");
     assert!(screen.contains("pending removal 1 of 2"), "{screen}");
     assert!(
@@ -243,9 +267,15 @@ fn review_under_tmux_rejects_a_change_and_removes_on_y() {
     tmux.wait_for("y removes it");
     tmux.run(&["send-keys", "-t", "review", "y"]);
     let screen = tmux.wait_for("pending baseline 2 of 2");
-    assert!(screen.contains("removed  agent.tool.basic/default"), "{screen}");
+    assert!(
+        screen.contains("removed  agent.tool.basic/default"),
+        "{screen}"
+    );
     assert!(screen.contains("drift arguments-changed"), "{screen}");
-    assert!(screen.contains("verdict: fail in this run (2/3 oracles pass)"), "{screen}");
+    assert!(
+        screen.contains("verdict: fail in this run (2/3 oracles pass)"),
+        "{screen}"
+    );
     tmux.run(&["send-keys", "-t", "review", "r"]);
     let screen = tmux.wait_for("exit=0");
     assert!(
@@ -264,7 +294,10 @@ fn review_quits_on_q_and_leaves_the_rest_pending() {
     let mut pty = Pty::spawn(&env, &["baseline", "review", "agent.tool.timeout"]);
     let at = pty.wait_for(0, "pending baseline 1 of 1");
     pty.key("q");
-    pty.wait_for(at, "review: 0 accepted, 0 rejected, 0 removed, 0 skipped; 1 still pending (quit)");
+    pty.wait_for(
+        at,
+        "review: 0 accepted, 0 rejected, 0 removed, 0 skipped; 1 still pending (quit)",
+    );
     assert_eq!(pty.child.wait().unwrap().code(), Some(0));
     assert!(env.path(&format!("{APPROVED_TIMEOUT}.new")).is_file());
     assert!(env.path(&format!("{APPROVED_BASIC}.deleted")).is_file());

@@ -365,7 +365,7 @@
     chosen.slice(page * PAGE, page * PAGE + PAGE).forEach(function (i) {
       var r = rows[i];
       body.appendChild(el("tr", { "data-row": i, "data-verdict": r.verdict, class: "row-" + r.verdict + (drifted(r) ? " row-drifted" : "") }, [
-        el("td", null, [el("button", { type: "button", class: "open", "aria-label": "open the trace " + text(r.scenario) + " / " + text(r.case),
+        el("td", null, [el("button", { type: "button", class: "open", "data-link": linkOf(i), "aria-label": "open the trace " + text(r.scenario) + " / " + text(r.case),
           onclick: function () { writeHash({ trace: linkOf(i) }); } }, [text(r.scenario) || "(no scenario)"])]),
         el("td", { class: "id" }, caseCell(r)),
         el("td", { text: r.risk || "" }),
@@ -502,7 +502,7 @@
       var evidence = el("span", { class: "evidence" }, (o.evidence || []).map(function (s) {
         return el("a", { href: "#", class: "ev-link", "data-seq": s, onclick: function (e) {
           e.preventDefault();
-          var target = document.getElementById("ev-" + s);
+          var target = document.getElementById("cv-" + s) || document.getElementById("ev-" + s);
           if (target) { target.focus(); target.scrollIntoView({ block: "center" }); }
         } }, ["seq " + s]);
       }));
@@ -539,7 +539,7 @@
       oracles.appendChild(item);
     });
     var events = el("ol", { class: "timeline", id: "timeline" });
-    var note = null;
+    var note = null, conversation = null;
     if (tl) {
       var results = {};
       tl.events.forEach(function (e) { if (e.kind === "tool_result") results[text(e.call_id)] = e; });
@@ -553,6 +553,7 @@
         ]));
       });
       if (tl.note) note = el("p", { class: "note", text: tl.note });
+      conversation = tracereplayConversation({ el: el, text: text, json: json }, tl.events, deciding, tl.prompts);
     } else {
       note = el("p", { class: "note", text: "Events are embedded for failing and drifted traces; this one passed without drift." });
     }
@@ -570,7 +571,9 @@
       el("h3", { text: "Oracles" }),
       oracles,
       drift.length ? el("h3", { text: "Drift from the approved baseline" }) : null,
-    ].concat(drift).concat([el("h3", { text: "Events" }), note, events]));
+    ].concat(drift).concat([
+      conversation ? el("h3", { text: "Conversation" }) : null, note, conversation,
+      el("h3", { text: "Events" }), conversation ? null : note, events]));
   }
 
   // ---- drawing ------------------------------------------------------------------------------
@@ -598,14 +601,41 @@
       var cases = casesView();
       if (cases) app.appendChild(cases);
       app.appendChild(table());
+      refocus();
     }
     document.body.setAttribute("data-ready", "1");
     document.body.setAttribute("data-drawn-ms", String(Math.round(performance.now() - started)));
   }
 
+  // Keys: Escape closes a trace (the row it came from keeps the focus); in the table, the
+  // arrow keys (and j/k) move between rows and Enter opens one.
+  var lastOpen = null;
   document.addEventListener("keydown", function (e) {
-    if (e.key === "Escape" && state.trace !== null && state.trace !== undefined) writeHash({ trace: null });
+    var open = state.trace !== null && state.trace !== undefined;
+    if (e.key === "Escape" && open) {
+      lastOpen = state.trace;
+      writeHash({ trace: null });
+      return;
+    }
+    if (open || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.target && /^(INPUT|SELECT|TEXTAREA)$/.test(e.target.tagName)) return;
+    var down = e.key === "ArrowDown" || e.key === "j", up = e.key === "ArrowUp" || e.key === "k";
+    if (!down && !up) return;
+    var opens = Array.prototype.slice.call(document.querySelectorAll("#table button.open"));
+    if (!opens.length) return;
+    var at = opens.indexOf(document.activeElement);
+    var next = at < 0 ? (down ? 0 : opens.length - 1) : Math.max(0, Math.min(opens.length - 1, at + (down ? 1 : -1)));
+    opens[next].focus();
+    e.preventDefault();
   });
+  // After a trace closes, the focus goes back to its row.
+  function refocus() {
+    if (lastOpen === null) return;
+    var b = Array.prototype.slice.call(document.querySelectorAll("#table button.open"))
+      .filter(function (x) { return x.getAttribute("data-link") === lastOpen; })[0];
+    lastOpen = null;
+    if (b) b.focus();
+  }
   window.addEventListener("hashchange", function () { readHash(); draw(); });
   readHash();
   draw();

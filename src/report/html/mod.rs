@@ -22,6 +22,7 @@ use crate::trace::{Limits, TraceFile, parse_trace};
 
 const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("app.js");
+const CONVERSATION: &str = include_str!("conversation.js");
 
 /// Strings longer than this (in characters) are folded in the embedded events.
 const FOLD_CHARS: usize = 400;
@@ -43,6 +44,9 @@ pub struct HtmlContext {
     pub limits: Limits,
     /// Secret fingerprints the project waived (`.tracereplay-allow`).
     pub waived: HashSet<String>,
+    /// The developer opted in to raw prompt text (`--allow-raw-prompts`): a trace's user turns
+    /// are shown with their text from its `.prompts.ndjson` sidecar, when it has one.
+    pub raw_prompts: bool,
 }
 
 /// A report's time in nanoseconds since the Unix epoch: `SOURCE_DATE_EPOCH` (seconds) when
@@ -122,11 +126,59 @@ fn timeline(row: &ResultRow, ctx: &HtmlContext, whole: bool) -> Value {
             json!(format!("{why}: showing only the events cited as evidence")),
         ),
     };
-    for e in &mut events {
+    let mut prompts = match (&row.path, ctx.raw_prompts && note.is_null()) {
+        (Some(path), true) => sidecar_prompts(camino::Utf8Path::new(path), &events, ctx.limits),
+        _ => Value::Null,
+    };
+    for e in events.iter_mut().chain(std::iter::once(&mut prompts)) {
         crate::privacy::mask::mask_value(e, &ctx.waived);
         fold(e);
     }
-    json!({"events": events, "note": note})
+    json!({"events": events, "note": note, "prompts": prompts})
+}
+
+/// The raw text of the user turns of `events`, by prompt hash, from the trace's sidecar
+/// (`NAME.prompts.ndjson` or `.zst` beside it); `null` when it has none or it does not read.
+fn sidecar_prompts(trace: &camino::Utf8Path, events: &[Value], limits: Limits) -> Value {
+    let wanted: HashSet<&str> = (events.iter())
+        .filter(|e| e["kind"] == "user_message")
+        .filter_map(|e| e["prompt"]["h"].as_str())
+        .collect();
+    let name = trace.file_name().unwrap_or_default();
+    let stem = (name.strip_suffix(".trace.ndjson.zst"))
+        .or_else(|| name.strip_suffix(".trace.ndjson"))
+        .unwrap_or(name);
+    let read = |suffix: &str| -> Option<Vec<u8>> {
+        let path = trace.with_file_name(format!("{stem}.prompts.ndjson{suffix}"));
+        let bytes =
+            crate::fsutil::read_regular(&path, limits.max_trace_bytes, "prompt sidecar").ok()?;
+        if suffix.is_empty() {
+            return Some(bytes);
+        }
+        let mut out = Vec::new();
+        let decoder = zstd::stream::read::Decoder::new(bytes.as_slice()).ok()?;
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(decoder, limits.max_trace_bytes),
+            &mut out,
+        )
+        .ok()?;
+        Some(out)
+    };
+    let Some(bytes) = read("").or_else(|| read(".zst")) else {
+        return Value::Null;
+    };
+    let mut texts = serde_json::Map::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if let (Some(h), Some(text)) = (v["h"].as_str(), v["text"].as_str()) {
+            if wanted.contains(h) {
+                texts.insert(h.to_owned(), Value::from(text));
+            }
+        }
+    }
+    Value::Object(texts)
 }
 
 /// Writes the embedded document (compact JSON: its own keys sorted, the report's fields in the
@@ -275,7 +327,7 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
     safe.into_inner().map_err(|e| e.into_error())?.finish()?;
     write!(
         out,
-        "</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
+        "</script>\n<script>\n{CONVERSATION}{SCRIPT}</script>\n</body>\n</html>\n"
     )?;
     report.results.readable()
 }
