@@ -35,7 +35,7 @@ fn shop_suite(env: &Env, result: &str) {
 }
 
 /// The conversation entry whose id is `cv-SEQ`, up to its raw events (which are folded away).
-fn entry<'a>(app: &'a str, seq: u64) -> &'a str {
+fn entry(app: &str, seq: u64) -> &str {
     let start = (app.find(&format!("id=\"cv-{seq}\"")))
         .unwrap_or_else(|| panic!("no conversation entry cv-{seq} in {app}"));
     let start = app[..start].rfind("<li").unwrap();

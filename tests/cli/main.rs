@@ -17,6 +17,7 @@ mod guard;
 mod hostile;
 mod html;
 mod html_conversation;
+mod html_keys;
 mod ingest;
 mod ingest_otel;
 mod layering;

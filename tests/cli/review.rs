@@ -141,7 +141,7 @@ impl Drop for Pty {
 fn review_on_a_pseudo_terminal_asks_twice_before_a_removal() {
     let env = two_pending();
     let mut pty = Pty::spawn(&env, &["baseline", "review"]);
-    let at = pty.wait_for(0, "pending removal 1 of 2");
+    pty.wait_for(0, "pending removal 1 of 2");
     let at = pty.wait_for(0, "a accept · r reject · s skip · i details · q quit");
     let screen = String::from_utf8_lossy(&pty.screen.lock().unwrap()).into_owned();
     assert!(screen.contains("- call#1 web_search"), "{screen}");
