@@ -9,6 +9,20 @@ use tracereplay::report::{self, Report};
 use super::args::MergeArgs;
 use super::exit;
 
+/// Reads a JSON report (`check --json`) through a buffer: it is parsed (and its rows encoded)
+/// as it is read, never held whole.
+pub(super) fn read_report(path: &camino::Utf8Path) -> anyhow::Result<Report> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read `{path}`"))?;
+    serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file)).map_err(|e| {
+        let what = if e.is_io() {
+            format!("cannot read `{path}`")
+        } else {
+            format!("`{path}` is not a tracereplay JSON report")
+        };
+        anyhow::Error::new(e).context(what)
+    })
+}
+
 /// Runs `merge`; `Err` means exit 2.
 pub(super) fn run(
     args: &MergeArgs,
@@ -17,19 +31,7 @@ pub(super) fn run(
 ) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
     for path in &args.reports {
-        // Read through a buffer: a share's report is parsed (and its rows encoded) as it is
-        // read, never held whole.
-        let file = std::fs::File::open(path).with_context(|| format!("cannot read `{path}`"))?;
-        let r: Report = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
-            .map_err(|e| {
-            let what = if e.is_io() {
-                format!("cannot read `{path}`")
-            } else {
-                format!("`{path}` is not a tracereplay JSON report")
-            };
-            anyhow::Error::new(e).context(what)
-        })?;
-        reports.push((path.to_string(), r));
+        reports.push((path.to_string(), read_report(path)?));
     }
     let merged = tracereplay::eval::merge(reports)?;
     if let Some(path) = &args.json {

@@ -36,6 +36,7 @@ mod pack;
 mod pending_diff;
 mod prices;
 mod replay;
+mod report_cmd;
 mod review;
 mod sign;
 mod verify;
@@ -135,6 +136,7 @@ fn run(cli: &Cli, resolved: &options::Resolved, out: &mut dyn Write) -> anyhow::
         Command::Lint(a) => lint::run(a, out),
         Command::Ingest(a) => ingest::run(a, out),
         Command::Merge(a) => merge::run(a, resolved, out),
+        Command::Report(a) => report_cmd::run(a, out),
         Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, resolved.use_color(), out),

@@ -1,6 +1,7 @@
 //! Reports: one pure-data model and one renderer per format.
 
 pub(crate) mod cases;
+pub mod compare;
 mod escape;
 pub mod explain;
 mod fail_on;

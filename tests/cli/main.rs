@@ -6,6 +6,7 @@ mod bad_input;
 mod baselines;
 mod behaviour;
 mod check;
+mod compare;
 mod contained;
 mod cost;
 mod docs;

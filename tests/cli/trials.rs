@@ -5,7 +5,7 @@ use crate::util::*;
 use serde_json::Value;
 
 /// A trace of trial `trial` of `scenario`/`case` that calls `tool` and completes.
-fn trial_trace(scenario: &str, case: &str, trial: &str, tool: &str) -> Vec<u8> {
+pub(crate) fn trial_trace(scenario: &str, case: &str, trial: &str, tool: &str) -> Vec<u8> {
     let text = trace_text(scenario, case, &[&call("c1", tool), END]);
     let text = text.replacen(
         &format!("\"case\":\"{case}\""),

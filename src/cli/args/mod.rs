@@ -8,6 +8,7 @@ mod cost;
 mod gates;
 mod ingest;
 mod replay;
+mod report;
 mod sign;
 
 pub(crate) use baseline::{
@@ -17,6 +18,7 @@ pub(crate) use cost::BudgetArgs;
 pub(crate) use gates::GatesArgs;
 pub(crate) use ingest::{IngestArgs, IngestFormatArg};
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
+pub(crate) use report::ReportArgs;
 pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
 
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
@@ -101,6 +103,9 @@ pub(crate) enum Command {
     Init,
     /// Combine partitioned JSON reports into one report and one exit code.
     Merge(MergeArgs),
+    /// Reports from the JSON reports of earlier runs: `--compare OLD.json NEW.json` shows two
+    /// runs side by side (the page to read after switching model).
+    Report(ReportArgs),
     /// Convert foreign recordings into sealed traces, hashing prompts on the way in.
     Ingest(IngestArgs),
     /// Privacy and secret lint over traces and scenarios.

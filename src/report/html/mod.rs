@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::model::{Report, ResultRow, RowVerdict};
 use crate::trace::{Limits, TraceFile, parse_trace};
 
-const STYLE: &str = include_str!("style.css");
+pub(crate) const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("app.js");
 const CONVERSATION: &str = include_str!("conversation.js");
 

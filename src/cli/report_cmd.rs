@@ -1,0 +1,47 @@
+//! `tracereplay report --compare OLD.json NEW.json`: two runs side by side.
+
+use std::io::Write;
+
+use anyhow::{Context, bail};
+use tracereplay::fsutil::write_atomic_streaming;
+use tracereplay::report::{self, SCHEMA_VERSION, compare};
+
+use super::args::ReportArgs;
+use super::exit;
+
+/// Runs `report`; `Err` means exit 2.
+pub(super) fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let [old_path, new_path] = args.compare.as_slice() else {
+        bail!("`--compare` takes two JSON reports, OLD and NEW");
+    };
+    let read = |path: &camino::Utf8Path| -> anyhow::Result<report::Report> {
+        let r = super::merge::read_report(path)?;
+        if r.schema_version != SCHEMA_VERSION {
+            bail!(
+                "`{path}` is a report of schema version {}; this tracereplay reads version {SCHEMA_VERSION}",
+                r.schema_version
+            );
+        }
+        Ok(r)
+    };
+    let (old, new) = (read(old_path)?, read(new_path)?);
+    let c = compare::compare_runs(old_path.as_str(), &old, new_path.as_str(), &new);
+    if let Some(path) = &args.json {
+        write_atomic_streaming(path, &mut |w| {
+            serde_json::to_writer_pretty(&mut *w, &c)?;
+            w.write_all(b"\n")
+        })
+        .with_context(|| format!("cannot write `{path}`"))?;
+    }
+    if let Some(path) = &args.html {
+        let generated = report::html::generated_now();
+        write_atomic_streaming(path, &mut |w| compare::html::render(&c, &generated, w))
+            .with_context(|| format!("cannot write `{path}`"))?;
+    }
+    compare::render_text(&c, out)?;
+    Ok(if c.broke() > 0 {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
