@@ -231,7 +231,6 @@ impl Behaviour {
     pub fn from_facts(facts: &Facts<'_, '_>, results: &[OracleResult]) -> Behaviour {
         let trace = facts.trace;
         let mut ids = CallIds(HashMap::new());
-        let mut outcomes: HashMap<String, (bool, Option<String>, Option<String>)> = HashMap::new();
         let mut artifacts: BTreeMap<String, String> = BTreeMap::new();
         // First pass: name call ids in order of first appearance anywhere.
         for e in &trace.events {
@@ -247,22 +246,8 @@ impl Behaviour {
                 EventBody::ToolCall { call_id, .. } => {
                     ids.name(call_id);
                 }
-                EventBody::ToolResult {
-                    call_id,
-                    ok,
-                    error,
-                    output,
-                    output_h,
-                } => {
+                EventBody::ToolResult { call_id, .. } => {
                     ids.name(call_id);
-                    outcomes.entry(call_id.to_string()).or_insert_with(|| {
-                        let result = match (output, output_h) {
-                            (Some(o), _) => Some(recorded_result_hash(o)),
-                            (None, Some(h)) => Some(h.to_string()),
-                            (None, None) => None,
-                        };
-                        (*ok, error.as_ref().map(|s| s.to_string()), result)
-                    });
                 }
                 EventBody::ApprovalRequest {
                     call_id: Some(c), ..
@@ -285,10 +270,25 @@ impl Behaviour {
                 Some(b) => *group_start.entry(*b).or_insert(i),
                 None => i,
             };
-            let (ok, error, result) = outcomes
-                .get(c.call_id.as_str())
-                .cloned()
-                .map_or((None, None, None), |(o, e, r)| (Some(o), e, r));
+            // Its own result (a reused call id pairs each call with the result after it).
+            let outcome = (facts.call_results()[i]).and_then(|j| match &trace.events[j].body {
+                EventBody::ToolResult {
+                    ok,
+                    error,
+                    output,
+                    output_h,
+                    ..
+                } => {
+                    let result = match (output, output_h) {
+                        (Some(o), _) => Some(recorded_result_hash(o)),
+                        (None, Some(h)) => Some(h.to_string()),
+                        (None, None) => None,
+                    };
+                    Some((Some(*ok), error.as_ref().map(|s| s.to_string()), result))
+                }
+                _ => None,
+            });
+            let (ok, error, result) = outcome.unwrap_or((None, None, None));
             calls.push((
                 group,
                 CallRecord {
@@ -449,6 +449,28 @@ mod trace_tests {
     }
 
     const H: &str = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s"}"#;
+
+    #[test]
+    fn a_reused_call_id_records_each_call_with_its_own_result() {
+        let text = format!(
+            "{H}\n{}\n{}\n{}\n{}\n",
+            r#"{"kind":"tool_call","seq":1,"call_id":"c","tool":"search","args":{}}"#,
+            r#"{"kind":"tool_result","seq":2,"call_id":"c","ok":false,"error":"down"}"#,
+            r#"{"kind":"tool_call","seq":3,"call_id":"c","tool":"book","args":{}}"#,
+            r#"{"kind":"tool_result","seq":4,"call_id":"c","ok":true,"output":"booked"}"#,
+        );
+        let b = behaviour_of(&text);
+        let outcomes: Vec<(&str, Option<bool>, Option<&str>)> = (b.tool_calls.iter())
+            .map(|c| (c.tool.as_str(), c.ok, c.error.as_deref()))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("search", Some(false), Some("down")),
+                ("book", Some(true), None)
+            ]
+        );
+    }
 
     #[test]
     fn batches_sort_and_call_ids_are_renamed_by_first_appearance() {

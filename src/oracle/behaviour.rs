@@ -50,24 +50,13 @@ fn steps<'t>(facts: &'t Facts<'t, '_>) -> Vec<Step<'t>> {
             }
         })
         .collect();
-    // Each result belongs to the latest earlier call with its id that has none yet.
-    let mut open: foldhash::HashMap<&str, Vec<usize>> = Default::default();
-    let mut next = 0;
-    for e in &facts.trace.events {
-        while next < steps.len() && steps[next].seq <= e.seq {
-            open.entry(facts.calls[next].call_id.as_str())
-                .or_default()
-                .push(next);
-            next += 1;
-        }
-        if let EventBody::ToolResult {
-            call_id, ok, error, ..
-        } = &e.body
-        {
-            if let Some(i) = open.get_mut(call_id.as_str()).and_then(Vec::pop) {
-                let failed = !*ok || error.as_deref().is_some_and(|e| !e.is_empty());
-                steps[i].result = Some((e.seq, failed));
-            }
+    for (step, r) in steps.iter_mut().zip(facts.call_results()) {
+        let Some(e) = r.map(|j| &facts.trace.events[j]) else {
+            continue;
+        };
+        if let EventBody::ToolResult { ok, error, .. } = &e.body {
+            let failed = !*ok || error.as_deref().is_some_and(|e| !e.is_empty());
+            step.result = Some((e.seq, failed));
         }
     }
     steps

@@ -108,21 +108,17 @@ struct ResultView<'t, 'a> {
 }
 
 fn results<'t, 'a>(facts: &'t Facts<'t, 'a>) -> Vec<ResultView<'t, 'a>> {
-    let tool_of = facts.tool_of_calls();
+    let tool_of = facts.tool_of_results();
     facts
         .trace
         .events
         .iter()
         .filter_map(|e| match &e.body {
             EventBody::ToolResult {
-                call_id,
-                ok,
-                output,
-                error,
-                ..
+                ok, output, error, ..
             } => Some(ResultView {
                 seq: e.seq,
-                tool: tool_of.get(call_id.as_str()).copied(),
+                tool: tool_of.get(&e.seq).copied(),
                 ok: *ok,
                 output: output.as_ref(),
                 error: error.as_deref(),

@@ -155,3 +155,38 @@ fn call_result_linked() {
     );
     check(&one(o, &[END]), Verdict::Fail, "no tool call to link", &[]);
 }
+
+/// A call id used twice, as real recordings do (tau-bench's gpt-4o runs): each result belongs
+/// to the call before it, not to the last call with that id.
+#[test]
+fn a_reused_call_id_gives_each_result_its_own_call() {
+    let events = [
+        r#"{"kind":"tool_call","call_id":"c1","tool":"search","args":{"q":"x"}}"#,
+        r#"{"kind":"tool_result","call_id":"c1","ok":false,"error":"search is down"}"#,
+        r#"{"kind":"tool_call","call_id":"c1","tool":"book","args":{"id":7}}"#,
+        r#"{"kind":"tool_result","call_id":"c1","ok":true,"output":"booked 7"}"#,
+        END,
+    ];
+    // The failed result is `search`'s, so `book` succeeded and `search` did not.
+    check(
+        &one(json!({"type":"tool-succeeded","tool":"book"}), &events),
+        Verdict::Pass,
+        "1 result(s) of `book` succeeded",
+        &[4],
+    );
+    check(
+        &one(json!({"type":"tool-succeeded","tool":"search"}), &events),
+        Verdict::Fail,
+        "1 of 1 result(s) of `search` failed; the first at seq 2",
+        &[2],
+    );
+    check(
+        &one(
+            json!({"type":"tool-result-contains","tool":"search","value":"booked"}),
+            &events,
+        ),
+        Verdict::Fail,
+        "no result of `search` contains `booked`",
+        &[2],
+    );
+}

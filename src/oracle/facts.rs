@@ -83,6 +83,8 @@ pub struct Facts<'t, 'a> {
     planned: std::cell::OnceCell<Vec<ActualCall>>,
     /// `{"header", "events"}` as JSON text (built on first use: only `expr` reads it).
     document: std::cell::OnceCell<String>,
+    /// The result of each call (derived on first use).
+    results: std::cell::OnceCell<Vec<Option<usize>>>,
 }
 
 impl<'t, 'a> Facts<'t, 'a> {
@@ -155,6 +157,7 @@ impl<'t, 'a> Facts<'t, 'a> {
             batches: std::cell::OnceCell::new(),
             planned: std::cell::OnceCell::new(),
             document: std::cell::OnceCell::new(),
+            results: std::cell::OnceCell::new(),
         }
     }
 
@@ -230,11 +233,37 @@ impl<'t, 'a> Facts<'t, 'a> {
         })
     }
 
-    /// The tool of each call id (built on demand: only result oracles need it).
-    pub fn tool_of_calls(&self) -> foldhash::HashMap<&str, &str> {
-        self.calls
-            .iter()
-            .map(|c| (c.call_id.as_str(), c.tool.as_str()))
+    /// The result of each call, in [`Facts::calls`] order, as an index into the trace's
+    /// events: each `tool_result` belongs to the latest earlier call with its id that has none
+    /// yet. Real recordings reuse call ids (tau-bench's gpt-4o runs give a later call the id of
+    /// an earlier one), so the id alone would hand one call another's result.
+    pub fn call_results(&self) -> &[Option<usize>] {
+        self.results.get_or_init(|| {
+            let mut out = vec![None; self.calls.len()];
+            let mut open: foldhash::HashMap<&str, Vec<usize>> = Default::default();
+            let mut next = 0;
+            for (j, e) in self.trace.events.iter().enumerate() {
+                while next < self.calls.len() && self.calls[next].event.seq <= e.seq {
+                    (open.entry(self.calls[next].call_id.as_str()))
+                        .or_default()
+                        .push(next);
+                    next += 1;
+                }
+                if let EventBody::ToolResult { call_id, .. } = &e.body {
+                    if let Some(i) = open.get_mut(call_id.as_str()).and_then(Vec::pop) {
+                        out[i] = Some(j);
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    /// The tool of each result's call, by the result's `seq` (a result no call owns is
+    /// absent), by the pairing of [`Facts::call_results`].
+    pub fn tool_of_results(&self) -> foldhash::HashMap<u64, &str> {
+        (self.calls.iter().zip(self.call_results()))
+            .filter_map(|(c, r)| Some((self.trace.events[(*r)?].seq, c.tool.as_str())))
             .collect()
     }
 

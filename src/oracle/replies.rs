@@ -109,14 +109,12 @@ pub(crate) fn final_after_tool(
     value: Option<&str>,
     facts: &Facts<'_, '_>,
 ) -> OracleResult {
-    let tool_of = facts.tool_of_calls();
+    let tool_of = facts.tool_of_results();
     let success = facts.trace.events.iter().find(|e| match &e.body {
-        EventBody::ToolResult {
-            call_id, ok, error, ..
-        } => {
+        EventBody::ToolResult { ok, error, .. } => {
             *ok && error.as_deref().is_none_or(str::is_empty)
                 && tool_of
-                    .get(call_id.as_str())
+                    .get(&e.seq)
                     .is_some_and(|t| super::names::tool_matches(tool, t))
         }
         _ => false,

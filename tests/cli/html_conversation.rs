@@ -87,27 +87,41 @@ fn the_deciding_tool_result_is_shown_inline_in_the_conversation() {
 
 #[test]
 fn a_long_tool_result_is_folded_not_hidden() {
-    let env = Env::new();
-    let long = format!("out of stock. {}", "details ".repeat(45));
-    shop_suite(&env, &long);
-    let out = env.run(&["check", "traces/", "--html", "report.html"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    let (dom, console) = render_dom(&env.path("report.html"), "#shop/default");
-    ready(&dom, &console);
-    let app = app(&dom);
-    let tool = entry(app, 3);
-    // The beginning inline, the rest one click away, with the whole length.
-    assert!(
-        tool.contains("<pre>out of stock. details details"),
-        "{tool}"
-    );
-    assert!(
-        tool.contains(&format!(
-            "the rest ({} characters in all)",
-            long.chars().count()
-        )),
-        "{tool}"
-    );
+    // A deciding entry shows up to 4,000 characters whole (what decided is in view without a
+    // click); past that, as in every entry past 300, the beginning is inline and the rest one
+    // click away, with the whole length.
+    for (repeat, whole) in [(45, true), (600, false)] {
+        let env = Env::new();
+        let long = format!("out of stock. {}", "details ".repeat(repeat));
+        shop_suite(&env, &long);
+        let out = env.run(&["check", "traces/", "--html", "report.html"]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        let (dom, console) = render_dom(&env.path("report.html"), "#shop/default");
+        ready(&dom, &console);
+        let app = app(&dom);
+        let tool = entry(app, 3);
+        assert!(tool.contains("deciding"), "{tool}");
+        if whole {
+            assert!(
+                tool.contains(&format!("<pre class=\"result\">{long}</pre>")),
+                "{tool}"
+            );
+            assert!(!tool.contains("<details"), "nothing to expand: {tool}");
+            continue;
+        }
+        assert!(
+            tool.contains("<pre>out of stock. details details"),
+            "{tool}"
+        );
+        // The page holds the first 4,000 characters of a deciding value, and says so.
+        assert!(
+            tool.contains(&format!(
+                "the rest ({} characters in all; the page holds the first 4000,",
+                long.chars().count()
+            )),
+            "{tool}"
+        );
+    }
 }
 
 #[test]
@@ -143,4 +157,52 @@ fn prompt_text_comes_from_the_sidecar_only_behind_the_opt_in() {
         "{user}"
     );
     assert!(!user.contains("recorded as a hash"), "{user}");
+}
+
+#[test]
+fn a_reused_call_id_pairs_each_call_with_the_result_that_follows_it() {
+    // Real recordings reuse call ids (tau-bench's gpt-4o runs do): each call takes the next
+    // result of its id, not the first one in the trace.
+    let env = Env::new();
+    env.write(
+        "traces/shop/shop.scenario.json",
+        serde_json::json!({"id": "shop", "title": "t", "risk": "High", "oracles": [
+            {"type": "tool-args", "tool": "order", "args": {"sku": "A-7"}}
+        ]})
+        .to_string(),
+    );
+    let events = [
+        serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}),
+        serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": true, "output": "3 in stock"}),
+        serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "order", "args": {"sku": "B-8"}}),
+        serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": false, "error": "B-8 is not a product"}),
+        serde_json::json!({"kind": "run_end", "status": "completed"}),
+    ]
+    .map(|e| e.to_string());
+    let lines: Vec<&str> = events.iter().map(String::as_str).collect();
+    env.write(
+        "traces/shop/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("shop", "default", &lines)),
+    );
+    let out = env.run(&["check", "traces/", "--html", "report.html"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let (dom, console) = render_dom(&env.path("report.html"), "#shop/default");
+    ready(&dom, &console);
+    let app = app(&dom);
+    let first = entry(app, 1);
+    assert!(
+        first.contains("seq 1, seq 2") && first.contains("3 in stock"),
+        "{first}"
+    );
+    let second = entry(app, 3);
+    assert!(second.contains("seq 3, seq 4"), "{second}");
+    assert!(second.contains("B-8 is not a product"), "{second}");
+    assert!(!second.contains("3 in stock"), "{second}");
+    assert!(second.contains("deciding"), "{second}");
+    // The error, recorded once, is shown once.
+    assert_eq!(
+        second.matches("B-8 is not a product").count(),
+        1,
+        "{second}"
+    );
 }

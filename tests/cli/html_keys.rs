@@ -28,6 +28,22 @@ impl Drop for Browser {
     }
 }
 
+/// Sends DevTools command `id` on `ws` and returns its result (events in between are skipped).
+fn command(ws: &mut WebSocket<TcpStream>, id: u64, method: &str, params: Value) -> Value {
+    let msg = json!({"id": id, "method": method, "params": params}).to_string();
+    ws.send(Message::text(msg)).unwrap();
+    loop {
+        let Message::Text(text) = ws.read().unwrap() else {
+            continue;
+        };
+        let v: Value = serde_json::from_str(text.as_str()).unwrap();
+        if v["id"] == id {
+            assert!(v.get("error").is_none(), "{method}: {v}");
+            return v["result"].clone();
+        }
+    }
+}
+
 impl Browser {
     fn start() -> Browser {
         let profile = tempfile::tempdir().unwrap();
@@ -46,34 +62,35 @@ impl Browser {
             .stderr(Stdio::piped())
             .spawn()
             .expect("chromium runs");
-        // Chromium says where its DevTools endpoint listens on stderr.
+        // Chromium says where its DevTools endpoint listens on stderr: the browser's own
+        // websocket (`ws://127.0.0.1:PORT/devtools/browser/ID`); nothing else is dialled.
         let stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut port = None;
+        let mut browser_url = None;
         for line in stderr.lines() {
             let line = line.unwrap();
-            if let Some(rest) = line.split("DevTools listening on ws://127.0.0.1:").nth(1) {
-                port = rest.split('/').next().map(str::to_owned);
+            if let Some(url) = line.split("DevTools listening on ").nth(1) {
+                browser_url = Some(url.trim().to_owned());
                 break;
             }
         }
-        let port = port.expect("chromium printed its DevTools address");
-        let list = ureq::get(&format!("http://127.0.0.1:{port}/json/list"))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
-        let list: Value = serde_json::from_str(&list).unwrap();
-        let url = (list.as_array().unwrap().iter())
+        let browser_url = browser_url.expect("chromium printed its DevTools address");
+        let (base, _) =
+            (browser_url.split_once("/devtools/")).expect("a DevTools websocket address");
+        let addr = base.rsplit('/').next().unwrap().to_owned();
+        let socket = |url: &str| {
+            let stream = TcpStream::connect(&addr).unwrap();
+            (stream.set_read_timeout(Some(Duration::from_secs(20)))).unwrap();
+            tungstenite::client(url, stream).unwrap().0
+        };
+        // The page Chromium opened, found through the browser endpoint.
+        let mut browser = socket(&browser_url);
+        let targets = command(&mut browser, 1, "Target.getTargets", json!({}));
+        let page_id = (targets["targetInfos"].as_array().unwrap().iter())
             .find(|t| t["type"] == "page")
-            .and_then(|t| t["webSocketDebuggerUrl"].as_str())
+            .and_then(|t| t["targetId"].as_str())
             .expect("a page target")
             .to_owned();
-        let stream = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let (page, _) = tungstenite::client(url.as_str(), stream).unwrap();
+        let page = socket(&format!("{base}/devtools/page/{page_id}"));
         Browser {
             child,
             page,
@@ -82,22 +99,10 @@ impl Browser {
         }
     }
 
-    /// Sends a DevTools command and returns its result (events in between are skipped).
+    /// Sends a DevTools command to the page and returns its result.
     fn send(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
-        let id = self.next_id;
-        let msg = json!({"id": id, "method": method, "params": params}).to_string();
-        self.page.send(Message::text(msg)).unwrap();
-        loop {
-            let Message::Text(text) = self.page.read().unwrap() else {
-                continue;
-            };
-            let v: Value = serde_json::from_str(text.as_str()).unwrap();
-            if v["id"] == id {
-                assert!(v.get("error").is_none(), "{method}: {v}");
-                return v["result"].clone();
-            }
-        }
+        command(&mut self.page, self.next_id, method, params)
     }
 
     /// The value of a script expression in the page.

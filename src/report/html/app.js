@@ -401,7 +401,7 @@
       return parts.join(" · ");
     }
     if (k === "tool_call") {
-      var r = results[text(e.call_id)];
+      var r = results[e.seq];
       var outcome = !r ? "no result" : r.ok ? "→ ok" : "→ error" + (r.error ? ": " + json(r.error, 200) : "");
       return "call " + text(e.tool) + " " + json(JSON.stringify(e.args), 300) + " " + outcome;
     }
@@ -541,8 +541,7 @@
     var events = el("ol", { class: "timeline", id: "timeline" });
     var note = null, conversation = null;
     if (tl) {
-      var results = {};
-      tl.events.forEach(function (e) { if (e.kind === "tool_result") results[text(e.call_id)] = e; });
+      var results = tracereplayConversation.pairs({ text: text }, tl.events);
       tl.events.forEach(function (e) {
         var hot = !!deciding[e.seq];
         events.appendChild(el("li", { id: "ev-" + e.seq, tabindex: "-1", class: "event k-" + text(e.kind) + (hot ? " deciding" : ""), "data-seq": e.seq }, [

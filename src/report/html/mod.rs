@@ -26,6 +26,9 @@ const CONVERSATION: &str = include_str!("conversation.js");
 
 /// Strings longer than this (in characters) are folded in the embedded events.
 const FOLD_CHARS: usize = 400;
+/// The same for the events that decided a verdict (cited by an oracle that did not pass, and
+/// the call or result paired with one), so the conversation shows what decided it whole.
+const FOLD_DECIDING_CHARS: usize = 4000;
 /// The most traces whose whole timeline is embedded (blocking ones first, then in report
 /// order); the others show the events cited as evidence. Keeps a run where everything fails
 /// from writing a file the size of the corpus.
@@ -79,20 +82,47 @@ pub fn generated_now() -> String {
     )
 }
 
-/// Folds long strings: the first [`FOLD_CHARS`] characters and the full length.
-fn fold(v: &mut Value) {
+/// Folds long strings: the first `limit` characters and the full length.
+fn fold(v: &mut Value, limit: usize) {
     match v {
         Value::String(s) => {
             let n = s.chars().count();
-            if n > FOLD_CHARS {
-                let head: String = s.chars().take(FOLD_CHARS).collect();
+            if n > limit {
+                let head: String = s.chars().take(limit).collect();
                 *s = format!("{head}… ({n} characters)");
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(fold),
-        Value::Object(m) => m.values_mut().for_each(fold),
+        Value::Array(items) => items.iter_mut().for_each(|v| fold(v, limit)),
+        Value::Object(m) => m.values_mut().for_each(|v| fold(v, limit)),
         _ => {}
     }
+}
+
+/// How many characters of each event's strings the page keeps: [`FOLD_DECIDING_CHARS`] for an
+/// event an oracle that did not pass cites, and for the other half of its call and result
+/// (matched by call id); [`FOLD_CHARS`] for the rest.
+fn fold_limits(row: &ResultRow, events: &[Value]) -> Vec<usize> {
+    let cited: HashSet<u64> = (row.oracles.iter())
+        .filter(|o| o.verdict != crate::oracle::Verdict::Pass)
+        .flat_map(|o| o.evidence.iter().copied())
+        .collect();
+    let is_call = |e: &Value| e["kind"] == "tool_call" || e["kind"] == "tool_result";
+    let hot_calls: HashSet<&str> = (events.iter())
+        .filter(|e| is_call(e) && e["seq"].as_u64().is_some_and(|s| cited.contains(&s)))
+        .filter_map(|e| e["call_id"].as_str())
+        .collect();
+    (events.iter())
+        .map(|e| {
+            let seq_cited = e["seq"].as_u64().is_some_and(|s| cited.contains(&s));
+            let pair_cited =
+                is_call(e) && e["call_id"].as_str().is_some_and(|c| hot_calls.contains(c));
+            if seq_cited || pair_cited {
+                FOLD_DECIDING_CHARS
+            } else {
+                FOLD_CHARS
+            }
+        })
+        .collect()
 }
 
 /// The events of a row's trace, when the trace still reads and has the hash it was judged
@@ -130,9 +160,11 @@ fn timeline(row: &ResultRow, ctx: &HtmlContext, whole: bool) -> Value {
         (Some(path), true) => sidecar_prompts(camino::Utf8Path::new(path), &events, ctx.limits),
         _ => Value::Null,
     };
-    for e in events.iter_mut().chain(std::iter::once(&mut prompts)) {
+    let limits = fold_limits(row, &events);
+    let with_prompts = std::iter::once((&mut prompts, FOLD_CHARS));
+    for (e, limit) in (events.iter_mut().zip(limits)).chain(with_prompts) {
         crate::privacy::mask::mask_value(e, &ctx.waived);
-        fold(e);
+        fold(e, limit);
     }
     json!({"events": events, "note": note, "prompts": prompts})
 }
@@ -374,7 +406,7 @@ mod tests {
     #[test]
     fn long_strings_fold_with_their_length() {
         let mut v = json!({"a": "x".repeat(1000), "b": ["short"]});
-        fold(&mut v);
+        fold(&mut v, FOLD_CHARS);
         assert!(v["a"].as_str().unwrap().ends_with("… (1000 characters)"));
         assert_eq!(v["b"][0], "short");
     }
