@@ -20,23 +20,79 @@ fn sealed_name(input: &Utf8Path) -> String {
     format!("{stem}.trace.ndjson.zst")
 }
 
-/// Runs `pack`; `Err` means exit 2.
-pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+/// The NDJSON traces (`*.trace.ndjson`) under `dir`, in name order, each with its directory
+/// relative to `dir`; symbolic links to directories are not followed.
+fn traces_under(dir: &Utf8Path) -> anyhow::Result<Vec<(Utf8PathBuf, Utf8PathBuf)>> {
+    fn walk(
+        dir: &Utf8Path,
+        rel: &Utf8Path,
+        out: &mut Vec<(Utf8PathBuf, Utf8PathBuf)>,
+    ) -> anyhow::Result<()> {
+        let mut entries: Vec<_> = (dir.read_dir_utf8())
+            .with_context(|| format!("cannot list `{dir}`"))?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("cannot list `{dir}`"))?;
+        entries.sort_by(|a, b| a.file_name().cmp(b.file_name()));
+        for e in entries {
+            let kind = e
+                .file_type()
+                .with_context(|| format!("cannot read `{}`", e.path()))?;
+            if kind.is_dir() {
+                walk(e.path(), &rel.join(e.file_name()), out)?;
+            } else if e.file_name().ends_with(".trace.ndjson") {
+                out.push((e.path().to_owned(), rel.to_owned()));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, Utf8Path::new(""), &mut out)?;
+    if out.is_empty() {
+        anyhow::bail!("no NDJSON trace (`*.trace.ndjson`) under `{dir}`");
+    }
+    Ok(out)
+}
+
+/// Each input trace with where its sealed copy goes: a file as given, a directory's
+/// `*.trace.ndjson` files (with `-o`, keeping their place under the directory).
+fn plan(args: &PackArgs) -> anyhow::Result<Vec<(Utf8PathBuf, Utf8PathBuf)>> {
+    let mut jobs = Vec::new();
     for input in &args.inputs {
-        if !input.is_file() {
-            anyhow::bail!("`{input}` does not exist or is not a file");
+        let found = if input.is_file() {
+            vec![(input.clone(), Utf8PathBuf::new())]
+        } else if input.is_dir() {
+            traces_under(input)?
+        } else {
+            anyhow::bail!("`{input}` does not exist or is not a file or directory");
+        };
+        for (trace, rel) in found {
+            let dest = match &args.out {
+                Some(dir) => dir.join(rel).join(sealed_name(&trace)),
+                None => trace.with_file_name(sealed_name(&trace)),
+            };
+            jobs.push((trace, dest));
         }
     }
+    Ok(jobs)
+}
+
+/// Runs `pack`; `Err` means exit 2.
+pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let jobs = plan(args)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
     }
     let signer = super::sign::signer(&args.signing)?;
     let mut refused = 0;
-    for input in &args.inputs {
-        let dest: Utf8PathBuf = match &args.out {
-            Some(dir) => dir.join(sealed_name(input)),
-            None => input.with_file_name(sealed_name(input)),
-        };
+    for (input, dest) in &jobs {
+        let (input, dest) = (input.as_path(), dest.as_path());
+        if let Some(parent) = dest.parent().filter(|p| !p.as_str().is_empty()) {
+            if let Err(e) = std::fs::create_dir_all(parent) {
+                refused += 1;
+                diag!("error: refused `{input}`: cannot create `{parent}`: {e}");
+                continue;
+            }
+        }
         let packed = pack_one(input, &dest, args).and_then(|line| match &signer {
             // What is sealed is signed, whether just now or before.
             Some(key) => super::sign::sign_written(key, &dest, args.limits.limits(), true)

@@ -142,3 +142,42 @@ fn cat_of_an_unreadable_trace_exits_2() {
         out.stderr
     );
 }
+
+#[test]
+fn pack_of_a_directory_seals_every_ndjson_trace_under_it_and_keeps_their_places() {
+    let env = Env::new();
+    env.write("runs/a/c/0.trace.ndjson", SPEC_EXAMPLE);
+    env.write("runs/a/c/1.trace.ndjson", SPEC_EXAMPLE);
+    env.write("runs/b.trace.ndjson", SPEC_EXAMPLE);
+    // A raw-prompt sidecar and other files are not traces.
+    env.write(
+        "runs/a/c/0.prompts.ndjson",
+        "{\"h\":\"b3:x\",\"text\":\"hi\"}\n",
+    );
+    env.write("runs/notes.txt", "not a trace");
+    let out = env.run(&["pack", "runs", "-o", "sealed"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.lines().count(), 3, "{}", out.stdout);
+    assert_eq!(
+        files_under(&env.path("sealed")),
+        [
+            "a/c/0.trace.ndjson.zst",
+            "a/c/1.trace.ndjson.zst",
+            "b.trace.ndjson.zst"
+        ]
+    );
+    // Beside the inputs without `-o`.
+    let out = env.run(&["pack", "runs/a"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.path("runs/a/c/1.trace.ndjson.zst").is_file());
+    // A directory with no trace, or a path that is not there, is an error naming it.
+    env.write("empty/readme.txt", "x");
+    for (path, says) in [
+        ("empty", "no NDJSON trace (`*.trace.ndjson`) under `empty`"),
+        ("missing", "`missing` does not exist"),
+    ] {
+        let out = env.run(&["pack", path]);
+        assert_eq!(out.code, 2, "{}", out.stdout);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+    }
+}

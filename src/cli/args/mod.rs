@@ -535,7 +535,8 @@ pub(crate) enum FormatArg {
 /// `pack` flags.
 #[derive(Debug, Args)]
 pub(crate) struct PackArgs {
-    /// NDJSON traces to seal.
+    /// NDJSON traces to seal, or directories: every `*.trace.ndjson` under one (with `-o`,
+    /// each keeps its place under the directory).
     #[arg(value_name = "IN", required = true)]
     pub inputs: Vec<Utf8PathBuf>,
     /// Write the sealed traces here instead of beside the inputs.
