@@ -93,9 +93,9 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 continue;
             }
         }
-        let packed = pack_one(input, &dest, args).and_then(|line| match &signer {
+        let packed = pack_one(input, dest, args).and_then(|line| match &signer {
             // What is sealed is signed, whether just now or before.
-            Some(key) => super::sign::sign_written(key, &dest, args.limits.limits(), true)
+            Some(key) => super::sign::sign_written(key, dest, args.limits.limits(), true)
                 .map(|_| format!("{line}  signed by {}", key.key_id()))
                 .map_err(|e| format!("sealed `{dest}`, but cannot sign it: {e}").into()),
             None => Ok(line),

@@ -23,7 +23,7 @@ pub(crate) enum Pending {
         /// Case.
         case: String,
         /// The baseline this run would approve.
-        text: String,
+        text: PendingText,
     },
     /// The case matches its approved baseline, or cannot be compared (ambiguous): remove stale
     /// `.new` and `.deleted` files.
@@ -41,7 +41,68 @@ pub(crate) enum Pending {
     },
 }
 
+/// A pending baseline's text: in memory, or in the run's spill file once the run holds more
+/// than its row budget (`--row-memory`), so a first run over a large suite, which writes a
+/// pending file for every case, does not hold every text until the persist stage.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct PendingText(crate::report::store::RowBytes);
+
+impl PendingText {
+    /// `text`, held in memory.
+    pub(crate) fn new(text: String) -> PendingText {
+        PendingText(text.into_bytes().into_boxed_slice().into())
+    }
+
+    /// The same text, kept by `spill` (in memory while its budget lasts, else in its file).
+    pub(crate) fn kept(self, spill: &crate::report::store::Spill) -> PendingText {
+        match self.0.try_load() {
+            Ok(bytes) => PendingText(spill.keep(bytes.into_owned().into_boxed_slice())),
+            Err(_) => self,
+        }
+    }
+
+    /// The text's bytes, or why they could not be read back.
+    pub(crate) fn bytes(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
+        self.0.try_load()
+    }
+}
+
+impl std::fmt::Debug for PendingText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PendingText({:?})", self.0)
+    }
+}
+
+impl PartialOrd for PendingText {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PendingText {
+    /// By content (compared only between two pending files of one case, which are rare).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.load().cmp(&other.0.load())
+    }
+}
+
 impl Pending {
+    /// The same pending file with its text kept by `spill` (see [`PendingText`]).
+    pub(crate) fn kept(self, spill: &crate::report::store::Spill) -> Pending {
+        match self {
+            Pending::Write {
+                scenario,
+                case,
+                text,
+            } => Pending::Write {
+                scenario,
+                case,
+                text: text.kept(spill),
+            },
+            other => other,
+        }
+    }
+
     /// The (scenario, case) it is about, owned, when it names one.
     pub(crate) fn case_key(&self) -> Option<(String, String)> {
         self.case().map(|(s, c)| (s.to_owned(), c.to_owned()))
@@ -155,4 +216,24 @@ pub(crate) fn find_obsolete(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::store::Spill;
+
+    #[test]
+    fn a_pending_text_past_the_budget_reads_back_from_the_spill_file() {
+        let spill = Spill::new(10);
+        let short = PendingText::new("{\"a\":1}".into()).kept(&spill);
+        let long = PendingText::new("x".repeat(5000)).kept(&spill);
+        assert_eq!(short.bytes().unwrap().as_ref(), b"{\"a\":1}");
+        assert!(
+            matches!(long.bytes().unwrap(), std::borrow::Cow::Owned(_)),
+            "read from the file"
+        );
+        assert_eq!(long.bytes().unwrap().as_ref(), "x".repeat(5000).as_bytes());
+        assert!(short > long && long == PendingText::new("x".repeat(5000)));
+    }
 }

@@ -85,6 +85,7 @@ pub(crate) fn judge_all(
                 flag.store(true, Ordering::Relaxed);
             }
             if let Some(p) = out.pending {
+                let p = p.kept(spill);
                 pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
             }
             if let Some((shown, b)) = out.behaviour {

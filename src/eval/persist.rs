@@ -38,7 +38,8 @@ pub(crate) fn write_pending(
                 } => {
                     remove(&store.deleted_path(scenario, case), &mut warnings);
                     let new = store.new_path(scenario, case);
-                    if let Err(e) = confined.write(&new, text.as_bytes(), false) {
+                    let written = (text.bytes()).and_then(|t| confined.write(&new, &t, false));
+                    if let Err(e) = written {
                         let _ = confined.remove(&new);
                         failed.push(FailedWrite::new(
                             format!(

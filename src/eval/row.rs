@@ -320,7 +320,7 @@ pub(crate) fn pending_of(
         if compared.findings.is_empty() && !(policy.refresh && compared.stale) {
             Pending::Clear { scenario, case }
         } else {
-            let text = compared.current.to_text();
+            let text = super::baselines::PendingText::new(compared.current.to_text());
             Pending::Write {
                 scenario,
                 case,

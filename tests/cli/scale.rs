@@ -456,3 +456,31 @@ fn the_share_function_is_the_specified_one() {
     let n = u64::from_le_bytes(digest.as_bytes()[..8].try_into().unwrap());
     assert_eq!(tracereplay::eval::partition_share(id, 7), n % 7 + 1);
 }
+
+/// Pending baseline texts share the rows' memory budget: with `--row-memory 0` a first run
+/// off CI keeps every pending text in the temporary file, and writes the same pending files
+/// as a run that held them in memory.
+#[test]
+fn pending_baselines_held_on_disk_are_written_the_same() {
+    let written = |extra: &[&str]| {
+        let env = Env::new();
+        copy_demo(&env, false);
+        std::fs::create_dir(env.path("baselines")).unwrap();
+        let mut args = vec!["check", "traces/", "--no-cache"];
+        args.extend(extra);
+        let out = env.run_with(&args, &[("CI", "")]);
+        assert!(out.code <= 1, "{}", out.stderr);
+        let files = files_under(&env.path("baselines"));
+        assert!(files.len() >= 10, "{files:?}");
+        assert!(
+            files.iter().all(|f| f.ends_with(".baseline.json.new")),
+            "{files:?}"
+        );
+        (files.iter())
+            .map(|f| (f.clone(), env.read(&format!("baselines/{f}"))))
+            .collect::<Vec<_>>()
+    };
+    let in_memory = written(&[]);
+    assert!(in_memory.iter().all(|(_, text)| text.starts_with(b"{")));
+    assert_eq!(written(&["--row-memory", "0"]), in_memory);
+}

@@ -219,7 +219,7 @@ impl Comparisons {
                     }
                 } else {
                     Pending::Write {
-                        text,
+                        text: crate::eval::baselines::PendingText::new(text),
                         scenario: item.scenario,
                         case: item.case,
                     }

@@ -49,6 +49,15 @@ impl RowBytes {
         }
     }
 
+    /// The bytes, or the error that kept a file's bytes from being read back (for content
+    /// that must never be taken as empty, such as a pending baseline about to be written).
+    pub(crate) fn try_load(&self) -> std::io::Result<Cow<'_, [u8]>> {
+        match &self.0 {
+            Repr::InFile(file, at, len) => file.read(*at, *len).map(Cow::Owned),
+            _ => Ok(self.load()),
+        }
+    }
+
     /// The length in bytes.
     fn len(&self) -> usize {
         match &self.0 {
@@ -172,7 +181,9 @@ impl Spill {
         }
     }
 
-    fn keep(&self, bytes: Box<[u8]>) -> RowBytes {
+    /// Keeps `bytes` (other than a row: a pending baseline's text) in memory or in the file,
+    /// under the same budget as the rows.
+    pub(crate) fn keep(&self, bytes: Box<[u8]>) -> RowBytes {
         let len = bytes.len();
         if self.held.fetch_add(len, Ordering::Relaxed) + len <= self.budget {
             return bytes.into();
