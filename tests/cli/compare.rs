@@ -52,6 +52,11 @@ fn two_runs() -> Env {
     env
 }
 
+/// The comparison's output contains `line`.
+fn says(out: &Output, line: &str) {
+    assert!(out.stdout.contains(line), "{}", out.stdout);
+}
+
 fn change_of<'a>(c: &'a Value, scenario: &str) -> &'a Value {
     let cases = c["cases"].as_array().unwrap();
     let found = cases.iter().find(|x| x["scenario"] == scenario);
@@ -130,16 +135,8 @@ fn a_run_compared_with_itself_is_all_the_same_and_exits_0() {
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout.contains("BROKE    fixes/default"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("ADDED    gone/default"),
-        "{}",
-        out.stdout
-    );
+    says(&out, "BROKE    fixes/default");
+    says(&out, "ADDED    gone/default");
 }
 
 #[test]
@@ -149,17 +146,8 @@ fn a_scenario_without_a_trace_is_listed_as_such() {
     let out = env.run(&["check", "traces/", "--json", "none.json"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let out = env.run(&["report", "--compare", "new.json", "none.json"]);
-    assert!(
-        out.stdout
-            .contains("ADDED    arrives/(no trace)  - -> error, 0/1 passed"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("REMOVED  arrives/default"),
-        "{}",
-        out.stdout
-    );
+    says(&out, "ADDED    arrives/(no trace)  - -> error, 0/1 passed");
+    says(&out, "REMOVED  arrives/default");
 }
 
 #[test]

@@ -10,23 +10,31 @@ const PROMPT_H: &str = "b3:7c1e5a0f9d2b4c6e8a1f3b5d7e9c2a4f6b8d0e1c3a5f7b9d2e4c6
 /// A suite of one scenario, `shop`, whose `tool-result-contains` oracle fails on the result of
 /// the `lookup` call; the trace's events after its header are `events`.
 fn shop_suite(env: &Env, result: &str) {
+    let oracle =
+        serde_json::json!({"type": "tool-result-contains", "tool": "lookup", "value": "in stock"});
+    shop(
+        env,
+        oracle,
+        &[
+            serde_json::json!({"kind": "user_message", "prompt": {"h": PROMPT_H, "len": 27}}),
+            serde_json::json!({"kind": "inference", "model": "m-1", "output": {"tool_calls": [
+                {"call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}]}}),
+            serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}),
+            serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": true, "output": result}),
+            serde_json::json!({"kind": "final_answer", "text": "Sorry, it is gone."}),
+            serde_json::json!({"kind": "run_end", "status": "completed"}),
+        ],
+    );
+}
+
+/// Scenario `shop` with one `oracle`, and its sealed trace `default` of `events`.
+fn shop(env: &Env, oracle: serde_json::Value, events: &[serde_json::Value]) {
     env.write(
         "traces/shop/shop.scenario.json",
-        serde_json::json!({"id": "shop", "title": "t", "risk": "High", "oracles": [
-            {"type": "tool-result-contains", "tool": "lookup", "value": "in stock"}
-        ]})
-        .to_string(),
+        serde_json::json!({"id": "shop", "title": "t", "risk": "High", "oracles": [oracle]})
+            .to_string(),
     );
-    let events = [
-        serde_json::json!({"kind": "user_message", "prompt": {"h": PROMPT_H, "len": 27}}),
-        serde_json::json!({"kind": "inference", "model": "m-1", "output": {"tool_calls": [
-            {"call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}]}}),
-        serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}),
-        serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": true, "output": result}),
-        serde_json::json!({"kind": "final_answer", "text": "Sorry, it is gone."}),
-        serde_json::json!({"kind": "run_end", "status": "completed"}),
-    ]
-    .map(|e| e.to_string());
+    let events: Vec<String> = events.iter().map(|e| e.to_string()).collect();
     let lines: Vec<&str> = events.iter().map(String::as_str).collect();
     env.write(
         "traces/shop/default.trace.ndjson.zst",
@@ -164,25 +172,16 @@ fn a_reused_call_id_pairs_each_call_with_the_result_that_follows_it() {
     // Real recordings reuse call ids (tau-bench's gpt-4o runs do): each call takes the next
     // result of its id, not the first one in the trace.
     let env = Env::new();
-    env.write(
-        "traces/shop/shop.scenario.json",
-        serde_json::json!({"id": "shop", "title": "t", "risk": "High", "oracles": [
-            {"type": "tool-args", "tool": "order", "args": {"sku": "A-7"}}
-        ]})
-        .to_string(),
-    );
-    let events = [
-        serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}),
-        serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": true, "output": "3 in stock"}),
-        serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "order", "args": {"sku": "B-8"}}),
-        serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": false, "error": "B-8 is not a product"}),
-        serde_json::json!({"kind": "run_end", "status": "completed"}),
-    ]
-    .map(|e| e.to_string());
-    let lines: Vec<&str> = events.iter().map(String::as_str).collect();
-    env.write(
-        "traces/shop/default.trace.ndjson.zst",
-        sealed_zst(&trace_text("shop", "default", &lines)),
+    shop(
+        &env,
+        serde_json::json!({"type": "tool-args", "tool": "order", "args": {"sku": "A-7"}}),
+        &[
+            serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "lookup", "args": {"sku": "A-7"}}),
+            serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": true, "output": "3 in stock"}),
+            serde_json::json!({"kind": "tool_call", "call_id": "c1", "tool": "order", "args": {"sku": "B-8"}}),
+            serde_json::json!({"kind": "tool_result", "call_id": "c1", "ok": false, "error": "B-8 is not a product"}),
+            serde_json::json!({"kind": "run_end", "status": "completed"}),
+        ],
     );
     let out = env.run(&["check", "traces/", "--html", "report.html"]);
     assert_eq!(out.code, 1, "{}", out.stderr);

@@ -3,6 +3,7 @@
 // lives in the URL's hash (`#show=broke&q=task`), so a view can be linked.
 (function () {
   "use strict";
+  var el = tracereplayDom.el, natural = tracereplayDom.natural;
   var errors = [];
   window.addEventListener("error", function (e) {
     errors.push(String(e.message));
@@ -12,40 +13,6 @@
   var cmp = doc.comparison;
   var CHANGES = ["broke", "fixed", "changed", "added", "removed", "same"];
   var state = {};
-
-  function el(tag, props, children) {
-    var node = document.createElement(tag);
-    Object.keys(props || {}).forEach(function (k) {
-      var v = props[k];
-      if (v === null || v === undefined || v === false) return;
-      if (k === "text") node.textContent = String(v);
-      else if (k === "class") node.className = v;
-      else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v === true ? "" : String(v));
-    });
-    (children || []).forEach(function (c) {
-      if (c === null || c === undefined) return;
-      node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    });
-    return node;
-  }
-
-  // Ids compared as people read them: `task-2` before `task-10`.
-  function natural(a, b) {
-    var pa = a.match(/\d+|\D+/g) || [], pb = b.match(/\d+|\D+/g) || [];
-    for (var i = 0; i < Math.min(pa.length, pb.length); i++) {
-      var x = pa[i], y = pb[i];
-      if (/^\d/.test(x) && /^\d/.test(y)) {
-        var nx = x.replace(/^0+(?=\d)/, ""), ny = y.replace(/^0+(?=\d)/, "");
-        if (nx.length !== ny.length) return nx.length < ny.length ? -1 : 1;
-        if (nx !== ny) return nx < ny ? -1 : 1;
-      } else if (x !== y) {
-        return x < y ? -1 : 1;
-      }
-    }
-    if (pa.length !== pb.length) return pa.length < pb.length ? -1 : 1;
-    return a < b ? -1 : a > b ? 1 : 0;
-  }
 
   function readHash() {
     var p = new URLSearchParams(location.hash.replace(/^#/, ""));

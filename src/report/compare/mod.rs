@@ -99,11 +99,6 @@ pub struct RunComparison {
     pub cases: Vec<CaseChange>,
 }
 
-/// The worse of two verdicts (error over fail over pass).
-fn worse(a: RowVerdict, b: RowVerdict) -> RowVerdict {
-    a.max(b)
-}
-
 /// Why a row does not pass, in a line.
 fn why_row(r: &ResultRow) -> Option<String> {
     if let Some(e) = &r.error {
@@ -143,7 +138,7 @@ fn case_key(r: &ResultRow) -> String {
 }
 
 /// The case column of a scenario that has no trace in a run.
-pub const NO_TRACE: &str = "(no trace)";
+const NO_TRACE: &str = "(no trace)";
 
 /// Each case of a report, keyed by (scenario, case).
 fn sides(report: &Report) -> BTreeMap<(String, String), Side> {
@@ -164,7 +159,8 @@ fn sides(report: &Report) -> BTreeMap<(String, String), Side> {
         } else if side.why.is_none() {
             side.why = why_row(&r);
         }
-        side.verdict = worse(side.verdict, r.verdict);
+        // The worse verdict: error over fail over pass.
+        side.verdict = side.verdict.max(r.verdict);
         side.drift
             .extend(r.drift.iter().map(|d| d.category.as_str().to_owned()));
     }
@@ -264,7 +260,7 @@ impl RunComparison {
 }
 
 /// A side in a cell: `pass, 3/3 passed`, `fail, 1/3 passed, flaky`, `-` when absent.
-pub fn side_cell(s: Option<&Side>) -> String {
+fn side_cell(s: Option<&Side>) -> String {
     match s {
         None => "-".into(),
         Some(s) => format!(

@@ -4,6 +4,7 @@
 // a view can be linked, bookmarked and opened directly.
 (function () {
   "use strict";
+  var el = tracereplayDom.el, text = tracereplayDom.text, natural = tracereplayDom.natural;
   var errors = [];
   window.addEventListener("error", function (e) {
     errors.push(String(e.message));
@@ -18,28 +19,7 @@
   var RISKS = ["Critical", "High", "Medium", "Low"];
   var state = {};
 
-  // ---- small DOM helpers -------------------------------------------------------------------
-  function el(tag, props, children) {
-    var node = document.createElement(tag);
-    if (props) {
-      Object.keys(props).forEach(function (k) {
-        var v = props[k];
-        if (v === null || v === undefined || v === false) return;
-        if (k === "text") node.textContent = String(v);
-        else if (k === "class") node.className = v;
-        else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), v);
-        else node.setAttribute(k, v === true ? "" : String(v));
-      });
-    }
-    (children || []).forEach(function (c) {
-      if (c === null || c === undefined) return;
-      node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    });
-    return node;
-  }
-  function text(v) {
-    return v === null || v === undefined ? "" : String(v);
-  }
+  // ---- small helpers (the DOM ones are in dom.js) --------------------------------------
   function json(v, limit) {
     var s = typeof v === "string" ? v : JSON.stringify(v, null, 2);
     if (s === undefined) s = "";
@@ -159,24 +139,6 @@
     return out;
   }
 
-  // Ids compared as people read them: runs of digits by value, so `task-2` sorts before
-  // `task-10`; otherwise by code unit, and a tie by the plain comparison.
-  function natural(a, b) {
-    var pa = a.match(/\d+|\D+/g) || [], pb = b.match(/\d+|\D+/g) || [];
-    for (var i = 0; i < Math.min(pa.length, pb.length); i++) {
-      var x = pa[i], y = pb[i];
-      var dx = /^\d/.test(x), dy = /^\d/.test(y);
-      if (dx && dy) {
-        var nx = x.replace(/^0+(?=\d)/, ""), ny = y.replace(/^0+(?=\d)/, "");
-        if (nx.length !== ny.length) return nx.length < ny.length ? -1 : 1;
-        if (nx !== ny) return nx < ny ? -1 : 1;
-      } else if (x !== y) {
-        return x < y ? -1 : 1;
-      }
-    }
-    if (pa.length !== pb.length) return pa.length < pb.length ? -1 : 1;
-    return a < b ? -1 : a > b ? 1 : 0;
-  }
 
   // The longest reason the table shows whole (a longer one is cut, and whole on hover and in
   // the trace view).

@@ -23,6 +23,7 @@ use crate::trace::{Limits, TraceFile, parse_trace};
 pub(crate) const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("app.js");
 const CONVERSATION: &str = include_str!("conversation.js");
+const DOM: &str = include_str!("dom.js");
 
 /// Strings longer than this (in characters) are folded in the embedded events.
 const FOLD_CHARS: usize = 400;
@@ -99,30 +100,37 @@ fn fold(v: &mut Value, limit: usize) {
 }
 
 /// How many characters of each event's strings the page keeps: [`FOLD_DECIDING_CHARS`] for an
-/// event an oracle that did not pass cites, and for the other half of its call and result
-/// (matched by call id); [`FOLD_CHARS`] for the rest.
+/// event an oracle that did not pass cites, and for the other half of its call and result;
+/// [`FOLD_CHARS`] for the rest. A result is its call's by the judging's rule (the latest
+/// earlier call of its id that has no result yet), as the page pairs them.
 fn fold_limits(row: &ResultRow, events: &[Value]) -> Vec<usize> {
     let cited: HashSet<u64> = (row.oracles.iter())
         .filter(|o| o.verdict != crate::oracle::Verdict::Pass)
         .flat_map(|o| o.evidence.iter().copied())
         .collect();
-    let is_call = |e: &Value| e["kind"] == "tool_call" || e["kind"] == "tool_result";
-    let hot_calls: HashSet<&str> = (events.iter())
-        .filter(|e| is_call(e) && e["seq"].as_u64().is_some_and(|s| cited.contains(&s)))
-        .filter_map(|e| e["call_id"].as_str())
-        .collect();
-    (events.iter())
+    let is_cited = |e: &Value| e["seq"].as_u64().is_some_and(|s| cited.contains(&s));
+    let mut limits: Vec<usize> = (events.iter())
         .map(|e| {
-            let seq_cited = e["seq"].as_u64().is_some_and(|s| cited.contains(&s));
-            let pair_cited =
-                is_call(e) && e["call_id"].as_str().is_some_and(|c| hot_calls.contains(c));
-            if seq_cited || pair_cited {
+            if is_cited(e) {
                 FOLD_DECIDING_CHARS
             } else {
                 FOLD_CHARS
             }
         })
-        .collect()
+        .collect();
+    let mut open: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, e) in events.iter().enumerate() {
+        let id = e["call_id"].as_str().unwrap_or_default();
+        if e["kind"] == "tool_call" {
+            open.entry(id).or_default().push(i);
+        } else if e["kind"] == "tool_result"
+            && let Some(call) = open.get_mut(id).and_then(Vec::pop)
+        {
+            let hot = limits[call].max(limits[i]);
+            (limits[call], limits[i]) = (hot, hot);
+        }
+    }
+    limits
 }
 
 /// The events of a row's trace, when the trace still reads and has the hash it was judged
@@ -340,26 +348,46 @@ pub fn escape_for_script(json: &str) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Writes the HTML report.
-pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::io::Result<()> {
+/// The shared page shell of the report and the comparison: one self-contained page with the
+/// style, an empty `#app`, the document `data` writes (escaped for a script element as it is
+/// written) and the scripts that draw it, after the shared DOM helpers.
+pub(crate) fn page(
+    out: &mut dyn Write,
+    title: &str,
+    without_script: &str,
+    data: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    scripts: &[&str],
+) -> std::io::Result<()> {
     write!(
         out,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
-         <title>tracereplay report</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <noscript><p>This report is drawn by a script; the same results are in the JSON report \
-         (`tracereplay check --json FILE`).</p></noscript>\n\
+         <title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
+         <noscript><p>{without_script}</p></noscript>\n\
          <div id=\"app\" aria-live=\"polite\"></div>\n\
          <script type=\"application/json\" id=\"data\">"
     )?;
     // serde writes token by token: the escaping sees them gathered in 64 KiB pieces.
     let mut safe = std::io::BufWriter::with_capacity(1 << 16, ScriptSafe::new(&mut *out));
-    write_data(report, ctx, &mut safe)?;
+    data(&mut safe)?;
     safe.into_inner().map_err(|e| e.into_error())?.finish()?;
-    write!(
+    write!(out, "</script>\n<script>\n{DOM}")?;
+    for s in scripts {
+        out.write_all(s.as_bytes())?;
+    }
+    write!(out, "</script>\n</body>\n</html>\n")
+}
+
+/// Writes the HTML report.
+pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::io::Result<()> {
+    page(
         out,
-        "</script>\n<script>\n{CONVERSATION}{SCRIPT}</script>\n</body>\n</html>\n"
+        "tracereplay report",
+        "This report is drawn by a script; the same results are in the JSON report \
+         (`tracereplay check --json FILE`).",
+        &mut |w| write_data(report, ctx, w),
+        &[CONVERSATION, SCRIPT],
     )?;
     report.results.readable()
 }
