@@ -52,6 +52,9 @@ pub struct Discovered {
     /// under the paths defines it, and are otherwise not part of the run (no row of their own,
     /// never obsolete).
     pub lookup_files: Vec<Utf8PathBuf>,
+    /// The remote objects among `trace_files` (named by URL), and how to read them; `None` when
+    /// every path was local.
+    pub remote: Option<std::sync::Arc<crate::remote::Remote>>,
 }
 
 impl Discovered {

@@ -41,6 +41,7 @@ pub mod oracle;
 pub mod paths;
 pub mod prices;
 pub mod privacy;
+pub mod remote;
 #[cfg(feature = "replay")]
 pub mod replay;
 pub mod report;

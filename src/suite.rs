@@ -21,6 +21,27 @@ pub enum Error {
     /// The check could not do its job (nothing found, a filter matching nothing…).
     #[error(transparent)]
     Check(#[from] crate::eval::CheckError),
+    /// A remote path (`s3://…`) could not be listed.
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
+}
+
+/// Discovery of `paths` and `scenario_dirs`, with the remote ones among `paths` (`s3://…`,
+/// see [`crate::remote`]) listed and their traces added, named by URL.
+fn find(
+    paths: &[Utf8PathBuf],
+    scenario_dirs: &[Utf8PathBuf],
+    remote: &crate::remote::RemoteOptions,
+) -> Result<Discovered, Error> {
+    let (urls, local): (Vec<Utf8PathBuf>, Vec<Utf8PathBuf>) =
+        (paths.iter().cloned()).partition(|p| crate::remote::is_remote(p.as_str()));
+    let mut found = discover(&local, scenario_dirs)?;
+    if !urls.is_empty() {
+        let (listed, traces) = crate::remote::Remote::list(&urls, remote)?;
+        found.trace_files.extend(traces);
+        found.remote = Some(std::sync::Arc::new(listed));
+    }
+    Ok(found)
 }
 
 /// The scenarios and traces found under some paths: what `tracereplay check PATH…` judges.
@@ -47,7 +68,7 @@ impl Suite {
     /// `*.trace.ndjson`) under `paths`, as the command line does.
     pub fn discover<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Suite, Error> {
         let paths = utf8_paths(paths)?;
-        let found = discover(&paths, &[])?;
+        let found = find(&paths, &[], &Default::default())?;
         Ok(Suite { paths, found })
     }
 
@@ -64,7 +85,16 @@ impl Suite {
     /// [`Suite::discover`] of `paths` with the harness suite directories `scenario_dirs`, in one
     /// walk: what `tracereplay check PATH… --scenarios DIR…` judges.
     pub fn open(paths: &[Utf8PathBuf], scenario_dirs: &[Utf8PathBuf]) -> Result<Suite, Error> {
-        let found = discover(paths, scenario_dirs)?;
+        Suite::open_with(paths, scenario_dirs, &Default::default())
+    }
+
+    /// [`Suite::open`], reading remote paths (`s3://…`) as `remote` says.
+    pub fn open_with(
+        paths: &[Utf8PathBuf],
+        scenario_dirs: &[Utf8PathBuf],
+        remote: &crate::remote::RemoteOptions,
+    ) -> Result<Suite, Error> {
+        let found = find(paths, scenario_dirs, remote)?;
         let mut paths = paths.to_vec();
         paths.extend(scenario_dirs.iter().cloned());
         Ok(Suite { paths, found })

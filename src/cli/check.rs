@@ -154,6 +154,14 @@ pub(super) fn run(
     let mut left_out = 0;
     let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
     let signing = &args.signing;
+    if signing.require_signed
+        && let Some(url) =
+            (args.suite.paths.iter()).find(|p| tracereplay::remote::is_remote(p.as_str()))
+    {
+        bail!(
+            "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
+        );
+    }
     let trusted = (signing.require_signed)
         .then(|| super::sign::trusted(signing.trusted_keys.as_deref(), "`--require-signed`"))
         .transpose()?;

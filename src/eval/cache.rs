@@ -5,8 +5,10 @@
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
 //!   trace itself: the tool version, the row encoding's version, the working directory, the
 //!   options that change judging, the bytes of every scenario file, each Harness Contract as it
-//!   loaded with its scenario, and the state (stat fingerprint) of the approved baselines. A
-//!   different fingerprint discards the whole cache.
+//!   loaded with its scenario, and the content of the approved baselines (read only where a
+//!   baseline's stat fingerprint changed since the file recorded it, see
+//!   [`super::cache_baselines`], so a fresh checkout keeps its rows). A different fingerprint
+//!   discards the whole cache.
 //! - **Entries.** One per trace, under two keys of 128 bits of BLAKE3, both over its path (as
 //!   given; the working directory is part of the context): one with its stat fingerprint (size,
 //!   mtime and ctime in nanoseconds, inode, device), one with its stored bytes. The stat key is
@@ -44,10 +46,12 @@ use serde::{Deserialize, Serialize};
 pub(crate) use super::cache_key::CacheKey;
 use super::cache_key::{EntryHasher, mac_holds};
 use super::store::{self as rows, RowBytes, RowFile};
+pub(crate) use super::trace_keys::stamp;
+pub(super) use super::trace_keys::{content_key, identity_key, stat_key};
 use crate::fsutil::write_streaming_creating_dirs;
 
 const FORMAT: &str = "tracereplay.cache";
-const VERSION: u32 = 5;
+const VERSION: u32 = 6;
 
 /// The cache file's name for a format version: `check-v<VERSION>.bin`.
 fn file_name(version: u32) -> String {
@@ -183,6 +187,11 @@ impl CacheFile {
         decoded.unwrap_or_default()
     }
 
+    /// The context the file was saved with (empty when there is no file).
+    pub(crate) fn context(&self) -> &str {
+        &self.context
+    }
+
     fn row(&self, slot: &Slot) -> RowBytes {
         match &self.held {
             Held::Memory(buf) => RowBytes::shared(buf.clone(), slot.range.clone()),
@@ -203,99 +212,30 @@ pub(super) struct ResultCache {
     file: CacheFile,
 }
 
-/// The stat key of a trace file, or `None` when it cannot be had (then only the content key is
-/// used). The path is taken as given: the working directory, which decides how it is shown, is
-/// part of the cache's context.
-pub(super) fn stat_key(path: &Utf8Path) -> Option<Key> {
-    if cfg!(not(unix)) {
-        return None;
-    }
-    let meta = std::fs::metadata(path).ok()?;
-    let mut h = blake3::Hasher::new();
-    h.update(path.as_str().as_bytes());
-    h.update(&[0]);
-    h.update(&stamp(&meta));
-    Some(first_16(h.finalize()))
-}
-
-/// A file's stat fingerprint: size, modification and change times in nanoseconds, inode and
-/// device, little-endian. Any write changes the change time. (Off Unix only size and
-/// modification time, which an edit need not change: there it keys nothing but the state of
-/// the approved baselines.)
-pub(crate) fn stamp(meta: &std::fs::Metadata) -> [u8; 56] {
-    #[cfg(unix)]
-    let numbers = {
-        use std::os::unix::fs::MetadataExt;
-        [
-            meta.len(),
-            meta.mtime() as u64,
-            meta.mtime_nsec() as u64,
-            meta.ctime() as u64,
-            meta.ctime_nsec() as u64,
-            meta.ino(),
-            meta.dev(),
-        ]
-    };
-    #[cfg(not(unix))]
-    let numbers = {
-        let modified = meta.modified().ok();
-        let since = modified.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        let since = since.unwrap_or_default();
-        [
-            meta.len(),
-            since.as_secs(),
-            u64::from(since.subsec_nanos()),
-            0,
-            0,
-            0,
-            0,
-        ]
-    };
-    let mut stamp = [0; 56];
-    for (n, at) in numbers.iter().zip(stamp.chunks_exact_mut(8)) {
-        at.copy_from_slice(&n.to_le_bytes());
-    }
-    stamp
-}
-
-/// The content key of a trace file from its stored bytes (compressed or not).
-pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
-    // The stored bytes come first, so that BLAKE3 takes them from offset 0 in whole 1 KiB
-    // chunks, several at a time. Behind the path, their first chunk was compressed a block at a
-    // time; with the entries' hash (see `EntryHasher`) that was a quarter of the CPU of a run
-    // that finds every row by content. The path's length, last, keeps the split between bytes
-    // and path unambiguous.
-    let path = path.as_str().as_bytes();
-    let mut h = blake3::Hasher::new();
-    h.update(stored);
-    h.update(path);
-    h.update(&(path.len() as u64).to_le_bytes());
-    first_16(h.finalize())
-}
-
-fn first_16(hash: blake3::Hash) -> Key {
-    let mut key = [0; 16];
-    key.copy_from_slice(&hash.as_bytes()[..16]);
-    key
-}
-
 impl ResultCache {
     /// The cache under `dir` from its file read already (with `key`); empty unless its context
     /// matches. Saved with `key`.
     pub(super) fn from_file(
         dir: &Utf8Path,
         file: CacheFile,
-        context: String,
+        fingerprint: &str,
+        baselines: String,
         key: CacheKey,
     ) -> ResultCache {
+        // The context is the fingerprint, then the approved baselines' record
+        // ([`super::cache_baselines`]); only the fingerprint must match.
+        let recorded = file
+            .context
+            .split_once('\n')
+            .map_or(file.context.as_str(), |(f, _)| f);
         ResultCache {
             path: dir.join(file_name(VERSION)),
-            file: if file.context == context {
+            file: if recorded == fingerprint {
                 file
             } else {
                 CacheFile::default()
             },
-            context,
+            context: format!("{fingerprint}\n{baselines}"),
             key,
         }
     }
@@ -308,6 +248,12 @@ impl ResultCache {
     /// Takes the row cached under a stat key, with the entry's keys.
     pub(super) fn take_by_stat(&self, key: &Key) -> Option<(RowBytes, Keys)> {
         self.take(*self.file.by_stat.get(key)?)
+    }
+
+    /// Whether a row is cached under a stat key and not taken yet (nothing is taken).
+    pub(super) fn has_stat(&self, key: &Key) -> bool {
+        (self.file.by_stat.get(key))
+            .is_some_and(|&at| !self.file.slots[at].taken.load(Ordering::Relaxed))
     }
 
     /// Takes the row cached under a content key, with the entry's keys.
@@ -349,7 +295,11 @@ impl ResultCache {
             (self.file.slots.iter())
                 .filter(|slot| keep_unused && !slot.taken.load(Ordering::Relaxed))
         };
-        if hits == rows().count() && hits + unused_slots().count() == self.file.slots.len() {
+        let same_context = self.file.context == self.context;
+        if same_context
+            && hits == rows().count()
+            && hits + unused_slots().count() == self.file.slots.len()
+        {
             return Ok(());
         }
         let unused: Vec<(Keys, RowBytes)> = unused_slots()

@@ -67,7 +67,7 @@ fn saved_and_damaged(whole: u64) {
     let key = CacheKey::from_material(b"test");
     let load = |dir: &Utf8Path, context: &str| {
         let file = CacheFile::read_with(dir, whole, &key);
-        ResultCache::from_file(dir, file, context.into(), key.clone())
+        ResultCache::from_file(dir, file, context, String::new(), key.clone())
     };
     let dir = tempfile::tempdir().unwrap();
     let dir = Utf8Path::from_path(dir.path()).unwrap();

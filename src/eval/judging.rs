@@ -13,6 +13,7 @@ use super::baselines::Pending;
 use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
 use super::store::{self as rows, Row, RowBytes, RowMeta, Spill};
 use super::{CheckOptions, cache, row, set_blocking, verdict_blocks};
+use crate::remote::Remote;
 use crate::trace::TraceFile;
 
 /// What the result cache needs to know of a row.
@@ -49,9 +50,14 @@ pub(crate) struct Judgements {
     pub(crate) seen: Vec<bool>,
 }
 
-/// Judges (or recalls) every trace file of `files`.
+/// Traces judged per window of a run over remote objects: the objects of one window are held
+/// in memory while the previous window is judged (at most two windows of stored bytes).
+const REMOTE_WINDOW: usize = 256;
+
+/// Judges (or recalls) every trace file of `files` (each local, or one of `remote`'s objects).
 pub(crate) fn judge_all(
     files: &[Utf8PathBuf],
+    remote: Option<&Remote>,
     entries: &Entries<'_>,
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
@@ -71,35 +77,71 @@ pub(crate) fn judge_all(
     // Which scenarios have a row: the judge stage's own record, read into the plan afterwards.
     let seen: Vec<std::sync::atomic::AtomicBool> =
         entries.values().map(|_| Default::default()).collect();
-    (files.par_iter().enumerate())
-        .map(|(i, path)| {
-            let mut out = Outputs::default();
-            let judged = judge_or_recall(path, entries, opts, cache, spill, &mut out);
-            if let (Some(ids), Some(id)) = (&identities, out.identity) {
-                let _ = ids[i].set(id);
-            }
-            // Written once: workers must not keep claiming a cache line they share.
-            if let Some(flag) = out.seen.and_then(|e| seen.get(e))
-                && !flag.load(Ordering::Relaxed)
-            {
-                flag.store(true, Ordering::Relaxed);
-            }
-            if let Some(p) = out.pending {
-                let p = p.kept(spill);
-                pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
-            }
-            if let Some((shown, b)) = out.behaviour {
-                behaviours
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(shown, b);
-            }
-            if let Some(p) = &opts.runtime.progress {
-                (p.0)();
-            }
-            judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
-        })
-        .unzip_into_vecs(&mut rows_found, &mut provenance);
+    let judge_one = |(i, path): (usize, &Utf8PathBuf)| {
+        let mut out = Outputs::default();
+        let judged = judge_or_recall(path, remote, entries, opts, cache, spill, &mut out);
+        if let (Some(ids), Some(id)) = (&identities, out.identity) {
+            let _ = ids[i].set(id);
+        }
+        // Written once: workers must not keep claiming a cache line they share.
+        if let Some(flag) = out.seen.and_then(|e| seen.get(e))
+            && !flag.load(Ordering::Relaxed)
+        {
+            flag.store(true, Ordering::Relaxed);
+        }
+        if let Some(p) = out.pending {
+            let p = p.kept(spill);
+            pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+        }
+        if let Some((shown, b)) = out.behaviour {
+            behaviours
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(shown, b);
+        }
+        if let Some(p) = &opts.runtime.progress {
+            (p.0)();
+        }
+        judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
+    };
+    match remote {
+        None => (files.par_iter().enumerate())
+            .map(judge_one)
+            .unzip_into_vecs(&mut rows_found, &mut provenance),
+        Some(remote) => {
+            // Remote objects are read a window ahead: the next window's objects (those the
+            // cache does not hold by their listing) are fetched, many at a time, while this
+            // window's are judged.
+            let limits = opts.judging.limits;
+            let prefetch = |window: &[Utf8PathBuf]| {
+                let misses: Vec<&camino::Utf8Path> = (window.iter())
+                    .filter(|p| remote.holds(p))
+                    .filter(|p| {
+                        let key = remote.identity(p).map(|id| cache::identity_key(&id));
+                        !(cache.zip(key)).is_some_and(|(c, k)| c.has_stat(&k))
+                    })
+                    .map(|p| p.as_path())
+                    .collect();
+                remote.prefetch(&misses, limits);
+            };
+            let windows: Vec<&[Utf8PathBuf]> = files.chunks(REMOTE_WINDOW).collect();
+            std::thread::scope(|s| {
+                let mut ahead = windows.first().map(|w| s.spawn(|| prefetch(w)));
+                for (at, window) in windows.iter().enumerate() {
+                    if let Some(h) = ahead.take() {
+                        let _ = h.join();
+                    }
+                    ahead = windows.get(at + 1).map(|w| s.spawn(|| prefetch(w)));
+                    let (mut r, mut p) = (Vec::new(), Vec::new());
+                    (window.par_iter().enumerate())
+                        .map(|(j, path)| judge_one((at * REMOTE_WINDOW + j, path)))
+                        .unzip_into_vecs(&mut r, &mut p);
+                    rows_found.extend(r);
+                    provenance.extend(p);
+                }
+            });
+        }
+    }
     if let Some(stats) = &opts.runtime.stats {
         let recalled = provenance.iter().flatten().filter(|h| h.recalled).count();
         stats.recalled.store(recalled, Ordering::Relaxed);
@@ -135,6 +177,7 @@ pub(crate) struct Outputs {
 /// the filters or partition.
 fn judge_or_recall(
     path: &Utf8PathBuf,
+    remote: Option<&Remote>,
     entries: &Entries<'_>,
     opts: &CheckOptions,
     cache: Option<&cache::ResultCache>,
@@ -149,7 +192,7 @@ fn judge_or_recall(
         // The signature covers the stored bytes, which are read once: checked, then
         // decompressed and judged afresh whatever the signature's outcome (a bad one still
         // gets a row that names its scenario and case). Such a run has no cache.
-        let opened = TraceFile::open_with(path, limits, &mut |stored| {
+        let opened = crate::remote::open_with(remote, path, limits, &mut |stored| {
             out.signature = Some(signatures.check(path, stored));
             false
         });
@@ -157,10 +200,13 @@ fn judge_or_recall(
         return fresh(opened, None, out);
     }
     let Some(c) = cache else {
-        return fresh(TraceFile::open(path, limits), None, out);
+        return fresh(crate::remote::open(remote, path, limits), None, out);
     };
     // The fast path: the stat key, without reading the file.
-    let stat = cache::stat_key(path);
+    let stat = match remote.filter(|r| r.holds(path)) {
+        Some(r) => r.identity(path).map(|id| cache::identity_key(&id)),
+        None => cache::stat_key(path),
+    };
     if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
         if let Some(judged) = recall(&bytes, (keys, keys), entries, opts, c, spill, out) {
             return judged;
@@ -170,7 +216,7 @@ fn judge_or_recall(
     // times, same bytes). Only on a miss are they decompressed and parsed.
     let mut content = None;
     let mut hit = None;
-    let opened = TraceFile::open_with(path, limits, &mut |stored| {
+    let opened = crate::remote::open_with(remote, path, limits, &mut |stored| {
         let key = cache::content_key(path, stored);
         content = Some(key);
         hit = c.take_by_content(&key);
@@ -185,7 +231,7 @@ fn judge_or_recall(
     let opened = match opened {
         Ok(Some(file)) => Ok(file),
         // A hit that did not decode: read the file again and judge it.
-        Ok(None) => TraceFile::open(path, limits),
+        Ok(None) => crate::remote::open(remote, path, limits),
         Err(e) => Err(e),
     };
     fresh(opened, keys, out)

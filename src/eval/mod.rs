@@ -15,6 +15,7 @@
 
 mod baselines;
 mod cache;
+mod cache_baselines;
 mod cache_key;
 pub mod explain;
 mod judge;
@@ -26,6 +27,7 @@ mod plan;
 mod row;
 mod shares;
 mod summary;
+mod trace_keys;
 mod trials;
 pub use crate::report::FailOn;
 pub(crate) use crate::report::verdict_blocks;
@@ -357,15 +359,31 @@ fn check_in_pool(
         .filter(|_| opts.signatures.is_none())
         .and_then(|dir| {
             let key = CacheKey::resolve()?;
-            let context = plan::cache_context(&loaded.sources, &loaded.scenarios, opts);
             let file =
                 cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
-            Some(cache::ResultCache::from_file(dir, file, context, key))
+            let known = cache_baselines::Known::parse(file.context());
+            let (fingerprint, table) =
+                plan::cache_context(&loaded.sources, &loaded.scenarios, opts, &known);
+            drop(known);
+            Some(cache::ResultCache::from_file(
+                dir,
+                file,
+                &fingerprint,
+                table,
+                key,
+            ))
         });
 
     // Judge.
     let spill = Spill::new(row_memory);
-    let judged = judging::judge_all(&found.trace_files, &entries, opts, cache.as_ref(), &spill);
+    let judged = judging::judge_all(
+        &found.trace_files,
+        found.remote.as_deref(),
+        &entries,
+        opts,
+        cache.as_ref(),
+        &spill,
+    );
     plan::note_seen(&mut entries, &judged.seen);
     let partition = opts.selection.partition.map(|(share, of)| {
         let identities = judged.identities.as_deref().unwrap_or(&[]);
@@ -392,7 +410,10 @@ fn check_in_pool(
     let traces = rows.len();
     let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
     let scenarios_in_scope = entries.values().filter(|e| e.in_run()).count();
-    warnings.extend(plan::looked_up(&entries));
+    // Remote traces have their scenarios in the checkout by design: nothing to note.
+    if found.remote.is_none() {
+        warnings.extend(plan::looked_up(&entries));
+    }
     let fail_on = opts.counting.fail_on;
     for (mut row, p) in summary::other_rows(found, &loaded, &entries, opts) {
         set_blocking(&mut row, fail_on);

@@ -320,7 +320,8 @@ pub(crate) fn cache_context(
     scenario_bytes: &[(Utf8PathBuf, Vec<u8>)],
     scenarios: &[Scenario],
     opts: &CheckOptions,
-) -> String {
+    known: &super::cache_baselines::Known<'_>,
+) -> (String, String) {
     let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
     scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
@@ -342,17 +343,21 @@ pub(crate) fn cache_context(
     for s in scenarios.iter().filter(|s| s.contract.is_some()) {
         parts.push(format!("{:?}", s.contract_loaded).into_bytes().into());
     }
+    // Approved baselines by content, read only where their stat changed since the cache
+    // recorded it (pending files do not count: writing them must not invalidate the cache).
+    let mut table = String::new();
     if let Baselines::Compared { policy, .. } = &opts.baselines {
-        // Approved baselines by stat (pending files do not count: writing them must not
-        // invalidate the cache).
-        for stored in policy.store.list(crate::baseline::APPROVED_SUFFIX) {
-            let stamp = std::fs::metadata(&stored.path)
-                .ok()
-                .map(|m| cache::stamp(&m));
-            parts.push(stored.path.as_str().as_bytes().to_vec().into());
-            parts.push(stamp.unwrap_or([0; 56]).to_vec().into());
+        let approved: Vec<Utf8PathBuf> = (policy.store.list(crate::baseline::APPROVED_SUFFIX))
+            .into_iter()
+            .map(|stored| stored.path)
+            .collect();
+        let (by_content, recorded) = super::cache_baselines::by_content(&approved, known);
+        for (path, content) in by_content {
+            parts.push(path.into_bytes().into());
+            parts.push(content.into_bytes().into());
         }
+        table = recorded;
     }
     let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
-    cache::context_fingerprint(&refs)
+    (cache::context_fingerprint(&refs), table)
 }

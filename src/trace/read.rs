@@ -28,6 +28,19 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The largest stored (on-disk) trace accepted before decoding: the decompressed limit, and
+    /// for a compressed trace a little more, since incompressible data grows a little under
+    /// zstd; the exact limit is then enforced on the decompressed bytes.
+    pub fn stored_cap(&self, compressed: bool) -> u64 {
+        if compressed {
+            (self.max_trace_bytes).saturating_add(self.max_trace_bytes / 64 + 4096)
+        } else {
+            self.max_trace_bytes
+        }
+    }
+}
+
 /// Whether a path names a trace file (`*.trace.ndjson` or `*.trace.ndjson.zst`).
 pub fn is_trace_path(path: &Utf8Path) -> bool {
     let name = path.file_name().unwrap_or("");
@@ -98,15 +111,7 @@ impl TraceFile {
             });
         }
         let len = meta.len();
-        // Incompressible data grows a little under zstd; allow for that before refusing a
-        // compressed file outright, then enforce the exact limit on the decompressed bytes.
-        let file_cap = if compressed {
-            limits
-                .max_trace_bytes
-                .saturating_add(limits.max_trace_bytes / 64 + 4096)
-        } else {
-            limits.max_trace_bytes
-        };
+        let file_cap = limits.stored_cap(compressed);
         let too_large = || TraceError::TooLarge {
             path: path.to_owned(),
             line: None,

@@ -29,6 +29,7 @@ mod project;
 mod public_api;
 mod real_corpora;
 mod real_trials;
+mod remote;
 mod replay;
 mod replay_python;
 mod reports;

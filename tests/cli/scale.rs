@@ -2,7 +2,7 @@
 
 use crate::util::*;
 
-const CACHE: &str = ".tracereplay/cache/check-v5.bin";
+const CACHE: &str = ".tracereplay/cache/check-v6.bin";
 
 /// `check traces/ --format json --drift ignore`, then `extra`.
 fn json_check<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -171,7 +171,12 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
     );
     let traces = traces_under(&env.path("traces"));
     assert_eq!(traces.len(), 20);
-    for t in &traces {
+    // A fresh checkout: every trace and every approved baseline a new file with the same bytes.
+    let baselines: Vec<std::path::PathBuf> = (files_under(&env.path("baselines")).iter())
+        .map(|f| env.path("baselines").join(f))
+        .collect();
+    assert!(baselines.len() >= 10);
+    for t in traces.iter().chain(&baselines) {
         let bytes = std::fs::read(t).unwrap();
         std::fs::remove_file(t).unwrap();
         std::fs::write(t, bytes).unwrap();
@@ -329,7 +334,7 @@ fn an_unwritable_cache_is_a_warning_not_a_failure() {
     assert_eq!(out.code, fresh.code);
     assert_eq!(report["results"], expected["results"]);
     assert_eq!(report["summary"], expected["summary"]);
-    let warning = "cannot write the result cache `blocked/cache/check-v5.bin`: ";
+    let warning = "cannot write the result cache `blocked/cache/check-v6.bin`: ";
     assert!(report["warnings"][0].as_str().unwrap().starts_with(warning));
     assert!(
         out.stderr.contains(&format!("warning: {warning}")),
@@ -349,7 +354,7 @@ fn no_cache_writes_no_cache() {
             .code,
         0
     );
-    assert!(env.path("elsewhere/check-v5.bin").exists());
+    assert!(env.path("elsewhere/check-v6.bin").exists());
 }
 
 /// A cache file of an earlier version can never be read again, so the first save removes it.

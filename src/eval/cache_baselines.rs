@@ -1,0 +1,109 @@
+//! The approved baselines' part of the result cache's context, by content: a cached row holds
+//! only while every approved baseline is what it was, and a fresh checkout (new inodes and
+//! times, same bytes — a CI runner with a restored cache) must still find its rows. So the
+//! context names each baseline by the hash of its bytes; the cache records, beside that, each
+//! baseline's stat fingerprint, and a baseline whose fingerprint is the one recorded is not read
+//! again. Only a changed or new file (or every file, once, on a fresh checkout) is read.
+//!
+//! The record is a table of lines `STAT CONTENT PATH` after the first line of the cache's
+//! context, under its MAC like the rest.
+
+use std::collections::HashMap;
+
+use camino::Utf8PathBuf;
+use rayon::prelude::*;
+
+/// What a cache file recorded of each approved baseline: the hash of its stat fingerprint and
+/// of its bytes, by path.
+#[derive(Default)]
+pub(super) struct Known<'a>(HashMap<&'a str, (&'a str, &'a str)>);
+
+impl<'a> Known<'a> {
+    /// The table in a cache file's context (the lines after its first).
+    pub(super) fn parse(context: &'a str) -> Known<'a> {
+        let table = context.split_once('\n').map_or("", |(_, t)| t);
+        let lines = table.lines().filter_map(|l| {
+            let (stat, rest) = l.split_once(' ')?;
+            let (content, path) = rest.split_once(' ')?;
+            Some((path, (stat, content)))
+        });
+        Known(lines.collect())
+    }
+}
+
+/// The hex of the first 16 bytes of BLAKE3 over `bytes`.
+fn short_hash(bytes: &[u8]) -> String {
+    let hash = blake3::hash(bytes);
+    hash.to_hex()[..32].to_owned()
+}
+
+/// Each approved baseline of `paths` by content: `(path, content hash)` in the order given,
+/// where the content hash is the one `known` records for the path when its stat fingerprint is
+/// the recorded one, else the hash of its bytes read now (in parallel); and the table to record
+/// for the next run.
+pub(super) fn by_content(
+    paths: &[Utf8PathBuf],
+    known: &Known<'_>,
+) -> (Vec<(String, String)>, String) {
+    let found: Vec<(String, Option<String>)> = (paths.par_iter())
+        .map(|path| {
+            let meta = std::fs::metadata(path);
+            let stat = meta
+                .as_ref()
+                .ok()
+                .map(|m| short_hash(&super::cache::stamp(m)));
+            let recorded = (known.0.get(path.as_str()))
+                .filter(|(s, _)| stat.as_deref() == Some(*s))
+                .map(|(_, c)| (*c).to_owned());
+            let content = recorded.unwrap_or_else(|| match std::fs::read(path) {
+                Ok(bytes) => short_hash(&bytes),
+                // Not a hash: an unreadable baseline is judged (and reported) afresh.
+                Err(e) => format!("unreadable:{:?}", e.kind()),
+            });
+            (content, stat)
+        })
+        .collect();
+    let mut table = String::new();
+    let mut parts = Vec::with_capacity(paths.len());
+    for (path, (content, stat)) in paths.iter().zip(found) {
+        // A path that would break the table's lines is never recorded: it is read every run.
+        let recordable = !path.as_str().contains(['\n', '\r']) && !content.contains(' ');
+        if let Some(stat) = stat.filter(|_| recordable) {
+            table.push_str(&format!("{stat} {content} {path}\n"));
+        }
+        parts.push((path.to_string(), content));
+    }
+    (parts, table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_baseline_is_not_read_again_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Utf8PathBuf::from_path_buf(dir.path().join("a.baseline.json")).unwrap();
+        let b = Utf8PathBuf::from_path_buf(dir.path().join("b.baseline.json")).unwrap();
+        std::fs::write(&a, "one").unwrap();
+        std::fs::write(&b, "two").unwrap();
+        let paths = vec![a.clone(), b.clone()];
+        let (first, table) = by_content(&paths, &Known::default());
+        assert_eq!(first[0].1, short_hash(b"one"));
+        // A record that says otherwise of a file whose stat is unchanged is believed (that is
+        // the point: no read); one whose stat changed is not.
+        let forged = table.replace(&short_hash(b"one"), &"0".repeat(32));
+        let context = format!("fingerprint\n{forged}");
+        let (again, _) = by_content(&paths, &Known::parse(&context));
+        assert_eq!(again[0].1, "0".repeat(32));
+        std::fs::write(&a, "changed").unwrap();
+        let (after_edit, _) = by_content(&paths, &Known::parse(&context));
+        assert_eq!(after_edit[0].1, short_hash(b"changed"));
+        assert_eq!(after_edit[1].1, short_hash(b"two"));
+        // A fresh checkout: new stats, the same bytes, the same content hashes.
+        std::fs::remove_file(&b).unwrap();
+        std::fs::write(&b, "two").unwrap();
+        let (fresh, _) = by_content(&paths, &Known::parse(&context));
+        assert_eq!(fresh[1].1, short_hash(b"two"));
+    }
+}

@@ -1,0 +1,327 @@
+//! Traces in object storage, against a real S3 implementation on loopback: moto in server mode
+//! (`tests/cli/s3/server.py`), started by each test with the suite uploaded to it. moto comes
+//! from `scripts/install-test-deps` (into `target/test-venv`, or `TRACEREPLAY_PYTHON` names a
+//! Python that has it); without it these tests fail and say how to install it.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::util::*;
+
+fn python() -> PathBuf {
+    let candidate = std::env::var_os("TRACEREPLAY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-venv/bin/python")
+        });
+    let ok = Command::new(&candidate)
+        .args(["-c", "import moto.server, boto3"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "the object-storage tests need moto's S3 server: run `scripts/install-test-deps` (it installs \
+         `moto[server]` and boto3 into target/test-venv), or set TRACEREPLAY_PYTHON to a Python that has them"
+    );
+    candidate
+}
+
+/// A moto server on loopback, with what was uploaded to it; stopped when dropped.
+struct S3 {
+    child: Child,
+    /// The variables that point a run at it with the reader's credentials.
+    vars: Vec<(String, String)>,
+    secret: String,
+    log: PathBuf,
+}
+
+impl S3 {
+    /// Starts the server with `args` (`BUCKET=DIR[:PREFIX]`, `--forbidden BUCKET`, `--open`);
+    /// its request log goes to `log`.
+    fn start(args: &[String], log: &Path) -> S3 {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cli/s3/server.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let said: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the S3 server said {line:?} ({e}); its log: {log:?}"));
+        let get = |k: &str| said[k].as_str().unwrap().to_owned();
+        let vars = vec![
+            ("AWS_ENDPOINT_URL".into(), get("endpoint")),
+            ("AWS_ALLOW_HTTP".into(), "true".into()),
+            ("AWS_ACCESS_KEY_ID".into(), get("access_key")),
+            ("AWS_SECRET_ACCESS_KEY".into(), get("secret_key")),
+            ("AWS_REGION".into(), "us-east-1".into()),
+        ];
+        S3 {
+            child,
+            vars,
+            secret: get("secret_key"),
+            log: log.to_owned(),
+        }
+    }
+
+    /// `tracereplay ARGS` in `env` under CI, pointed at this server.
+    fn run(&self, env: &Env, args: &[&str]) -> Output {
+        let mut vars: Vec<(&str, &str)> = vec![("CI", "true")];
+        vars.extend(self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        env.run_with(args, &vars)
+    }
+
+    /// How many objects of `bucket` were read (GET of a key) so far.
+    fn reads(&self, bucket: &str) -> usize {
+        let log = std::fs::read_to_string(&self.log).unwrap();
+        let get = format!("\"GET /{bucket}/");
+        log.lines().filter(|l| l.contains(&get)).count()
+    }
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The demo's checkout in `env`: its scenarios and approved baselines, and no trace.
+fn checkout(env: &Env) {
+    copy_demo(env, true);
+    for f in files_under(&env.path("traces")) {
+        if f.contains(".trace.") {
+            std::fs::remove_file(env.path("traces").join(f)).unwrap();
+        }
+    }
+}
+
+/// A demo checkout in `env` ([`checkout`]), and a server holding the demo's traces (also in
+/// `uploaded/`) at the root of the bucket `suite`, with `extra` written beside them first (and
+/// a bucket the reader may not read).
+fn demo_in_s3(env: &Env, extra: &[(&str, Vec<u8>)]) -> S3 {
+    copy_demo(env, false);
+    let uploaded = env.path("uploaded");
+    std::fs::rename(env.path("traces"), &uploaded).unwrap();
+    for (rel, bytes) in extra {
+        env.write(&format!("uploaded/{rel}"), bytes);
+    }
+    checkout(env);
+    let args = [
+        format!("suite={}", uploaded.display()),
+        "--forbidden".into(),
+        "locked".into(),
+    ];
+    S3::start(&args, &env.path("s3.log"))
+}
+
+#[test]
+fn a_check_of_a_bucket_equals_the_check_of_the_same_files() {
+    let env = Env::new();
+    let s3 = demo_in_s3(&env, &[]);
+    let remote = s3.run(
+        &env,
+        &["check", "s3://suite", "--no-cache", "--format", "json"],
+    );
+    // The same traces on disk, in the checkout beside their scenarios.
+    for f in files_under(&env.path("uploaded")) {
+        let bytes = env.read(&format!("uploaded/{f}"));
+        env.write(&format!("traces/{f}"), bytes);
+    }
+    let local = env.run(&["check", "traces", "--no-cache", "--format", "json"]);
+    assert_eq!(
+        remote.code, local.code,
+        "{}\n{}",
+        remote.stderr, local.stderr
+    );
+    assert_eq!(remote.stderr, local.stderr);
+    let (remote, local) = (json(&remote), json(&local));
+    // Rows name remote traces by URL; otherwise the reports are the same.
+    let traces: Vec<&str> = (remote["results"].as_array().unwrap().iter())
+        .filter_map(|r| r["path"].as_str())
+        .collect();
+    assert!(traces.len() >= 10, "{traces:?}");
+    assert!(
+        traces.iter().all(|t| t.starts_with("s3://suite/")),
+        "{traces:?}"
+    );
+    let text = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap();
+    assert_eq!(
+        text(&remote).replace("s3://suite/", "traces/"),
+        text(&local)
+    );
+}
+
+#[test]
+fn a_restored_cache_reads_nothing_it_has_judged() {
+    let env = Env::new();
+    let s3 = demo_in_s3(&env, &[]);
+    let first = s3.run(&env, &["check", "s3://suite", "--timings"]);
+    let read = s3.reads("suite");
+    assert!(
+        read >= 10,
+        "the first run reads every trace: {read}\n{}",
+        first.stderr
+    );
+    // A fresh runner: a fresh checkout (every scenario and baseline file new, with new inodes
+    // and times) and the cache directory restored.
+    for dir in ["traces", "baselines"] {
+        std::fs::remove_dir_all(env.path(dir)).unwrap();
+    }
+    checkout(&env);
+    let again = s3.run(&env, &["check", "s3://suite", "--timings"]);
+    assert_eq!(again.code, first.code);
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(
+        s3.reads("suite"),
+        read,
+        "a cached trace was read again: {}",
+        again.stderr
+    );
+    assert!(again.stderr.contains("from the cache"), "{}", again.stderr);
+}
+
+#[test]
+fn shares_over_s3_merge_to_the_whole() {
+    let env = Env::new();
+    let s3 = demo_in_s3(&env, &[]);
+    let whole = s3.run(
+        &env,
+        &["check", "s3://suite", "--no-cache", "--json", "whole.json"],
+    );
+    for k in 1..=3 {
+        let share = format!("hash:{k}/3");
+        let out = format!("share{k}.json");
+        s3.run(
+            &env,
+            &[
+                "check",
+                "s3://suite",
+                "--no-cache",
+                "--partition",
+                &share,
+                "--json",
+                &out,
+            ],
+        );
+    }
+    let merged = env.run(&[
+        "merge",
+        "share1.json",
+        "share2.json",
+        "share3.json",
+        "--json",
+        "merged.json",
+    ]);
+    assert_eq!(merged.code, whole.code, "{}", merged.stderr);
+    let read = |f: &str| -> serde_json::Value { serde_json::from_slice(&env.read(f)).unwrap() };
+    assert_eq!(
+        read("merged.json")["results"],
+        read("whole.json")["results"]
+    );
+}
+
+#[test]
+fn a_forbidden_bucket_and_a_missing_object_are_clear_errors_without_credentials() {
+    let env = Env::new();
+    let s3 = demo_in_s3(&env, &[]);
+    let locked = s3.run(&env, &["check", "s3://locked/runs"]);
+    assert_eq!(locked.code, 2, "{}", locked.stderr);
+    assert!(
+        locked.stderr.contains("cannot list `s3://locked/runs`"),
+        "{}",
+        locked.stderr
+    );
+    assert!(locked.stderr.contains("AccessDenied"), "{}", locked.stderr);
+    let missing = s3.run(&env, &["check", "s3://suite/gone/x.trace.ndjson.zst"]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing
+            .stderr
+            .contains("s3://suite/gone/x.trace.ndjson.zst"),
+        "{}",
+        missing.stderr
+    );
+    assert!(missing.stderr.contains("not found"), "{}", missing.stderr);
+    for out in [&locked, &missing] {
+        assert!(!out.stderr.contains(&s3.secret) && !out.stdout.contains(&s3.secret));
+    }
+}
+
+#[test]
+fn an_object_past_the_size_limit_is_an_error_row_and_is_not_read() {
+    let env = Env::new();
+    // Output that does not compress: 64 KiB of hex from a BLAKE3 stream.
+    let mut noise = vec![0u8; 32 << 10];
+    blake3::Hasher::new().finalize_xof().fill(&mut noise);
+    let hex: String = noise.iter().map(|b| format!("{b:02x}")).collect();
+    let output = format!(r#"{{"kind":"tool_result","call_id":"c1","ok":true,"output":"{hex}"}}"#);
+    let big = sealed_zst(&trace_text(
+        "agent.tool.basic",
+        "big",
+        &[&call("c1", "search"), &output, END],
+    ));
+    assert!(big.len() > 30 << 10, "{}", big.len());
+    let s3 = demo_in_s3(&env, &[("big/big.trace.ndjson.zst", big)]);
+    let out = s3.run(
+        &env,
+        &[
+            "check",
+            "s3://suite",
+            "--no-cache",
+            "--max-trace-bytes",
+            "20000",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let report = json(&out);
+    let big = row(&report, "big/big.trace.ndjson.zst");
+    assert_eq!(big["verdict"], "error", "{big}");
+    let message = big["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("s3://suite/big/big.trace.ndjson.zst"),
+        "{message}"
+    );
+    assert!(message.contains("exceeds the limit"), "{message}");
+    let log = std::fs::read_to_string(&s3.log).unwrap();
+    assert!(
+        !log.contains("GET /suite/big/"),
+        "the object was read: {log}"
+    );
+    // The rest of the run is judged as ever.
+    let judged = (report["results"].as_array().unwrap().iter())
+        .filter(|r| r["verdict"] == "pass")
+        .count();
+    assert!(judged >= 5, "{}", out.stdout);
+}
+
+#[test]
+fn verify_reads_a_bucket_and_require_signed_refuses_remote_traces() {
+    let env = Env::new();
+    let s3 = demo_in_s3(&env, &[]);
+    let out = s3.run(&env, &["verify", "s3://suite"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("ok    s3://suite/agent.tool.basic/default.trace.ndjson.zst  b3:"),
+        "{}",
+        out.stdout
+    );
+    let signed = s3.run(&env, &["check", "s3://suite", "--require-signed"]);
+    assert_eq!(signed.code, 2, "{}", signed.stderr);
+    assert!(
+        signed.stderr.contains("`s3://suite` is remote"),
+        "{}",
+        signed.stderr
+    );
+}
