@@ -5,7 +5,7 @@ use std::path::Path;
 
 use camino::Utf8PathBuf;
 
-use crate::discover::{Discovered, discover};
+use crate::discover::Discovered;
 use crate::eval::{CheckOptions, check};
 use crate::report::Report;
 
@@ -24,24 +24,6 @@ pub enum Error {
     /// A remote path (`s3://…`) could not be listed.
     #[error(transparent)]
     Remote(#[from] crate::remote::RemoteError),
-}
-
-/// Discovery of `paths` and `scenario_dirs`, with the remote ones among `paths` (`s3://…`,
-/// see [`crate::remote`]) listed and their traces added, named by URL.
-fn find(
-    paths: &[Utf8PathBuf],
-    scenario_dirs: &[Utf8PathBuf],
-    remote: &crate::remote::RemoteOptions,
-) -> Result<Discovered, Error> {
-    let (urls, local): (Vec<Utf8PathBuf>, Vec<Utf8PathBuf>) =
-        (paths.iter().cloned()).partition(|p| crate::remote::is_remote(p.as_str()));
-    let mut found = discover(&local, scenario_dirs)?;
-    if !urls.is_empty() {
-        let (listed, traces) = crate::remote::Remote::list(&urls, remote)?;
-        found.trace_files.extend(traces);
-        found.remote = Some(std::sync::Arc::new(listed));
-    }
-    Ok(found)
 }
 
 /// The scenarios and traces found under some paths: what `tracereplay check PATH…` judges.
@@ -68,7 +50,7 @@ impl Suite {
     /// `*.trace.ndjson`) under `paths`, as the command line does.
     pub fn discover<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Suite, Error> {
         let paths = utf8_paths(paths)?;
-        let found = find(&paths, &[], &Default::default())?;
+        let found = crate::remote::discover(&paths, &[], &Default::default())?;
         Ok(Suite { paths, found })
     }
 
@@ -94,7 +76,7 @@ impl Suite {
         scenario_dirs: &[Utf8PathBuf],
         remote: &crate::remote::RemoteOptions,
     ) -> Result<Suite, Error> {
-        let found = find(paths, scenario_dirs, remote)?;
+        let found = crate::remote::discover(paths, scenario_dirs, remote)?;
         let mut paths = paths.to_vec();
         paths.extend(scenario_dirs.iter().cloned());
         Ok(Suite { paths, found })

@@ -4,14 +4,13 @@ use std::io::Write;
 
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::discover::discover;
 use tracereplay::eval::error_chain;
 use tracereplay::paths::display_path;
 use tracereplay::privacy::lint::{
     Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
 };
 use tracereplay::report::escape_controls;
-use tracereplay::trace::{Seal, TraceError, TraceFile, parse_trace_with};
+use tracereplay::trace::{Seal, TraceError, parse_trace_with};
 
 use super::args::{FormatArg, LintArgs};
 use super::exit;
@@ -19,7 +18,12 @@ use super::options::ALLOW_FILE;
 
 /// Runs `lint`; `Err` means exit 2.
 pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
+    let found = tracereplay::remote::discover(
+        &args.suite.paths,
+        &args.suite.scenario_dirs,
+        &Default::default(),
+    )?;
+    let remote = found.remote.as_deref();
     if found.trace_files.is_empty()
         && found.scenario_files.is_empty()
         && found.suite_files.is_empty()
@@ -35,9 +39,14 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .trace_files
         .par_iter()
         .flat_map_iter(|path| {
-            let mut found = lint_trace(path, limits, mode, &waived, args.allow_raw_prompts);
+            let mut found = lint_trace(remote, path, limits, mode, &waived, args.allow_raw_prompts);
             if args.behaviour {
-                found.extend(behaviour_findings(path, limits, args.allow_raw_prompts));
+                found.extend(behaviour_findings(
+                    remote,
+                    path,
+                    limits,
+                    args.allow_raw_prompts,
+                ));
             }
             found
         })
@@ -108,6 +117,7 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 /// What the default behaviour oracles find in one trace file, as warnings. A trace that does
 /// not verify or parse has none here (the privacy lint reports it).
 fn behaviour_findings(
+    remote: Option<&tracereplay::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
     allow_raw_prompts: bool,
@@ -119,7 +129,7 @@ fn behaviour_findings(
 
         prices: None,
     };
-    let Ok(file) = TraceFile::open(path, limits) else {
+    let Ok(file) = tracereplay::remote::open(remote, path, limits) else {
         return Vec::new();
     };
     let Ok((_, parsed)) = tracereplay::eval::pipeline::verify_and_parse(&file, &opts) else {
@@ -142,6 +152,7 @@ fn behaviour_findings(
 /// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size
 /// limit, not a file) is a finding itself: it could hold anything, so it is never called clean.
 fn lint_trace(
+    remote: Option<&tracereplay::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
     mode: tracereplay::privacy::lint::SecretsMode,
@@ -158,7 +169,7 @@ fn lint_trace(
         message,
         fails: true,
     };
-    let file = match TraceFile::open(path, limits) {
+    let file = match tracereplay::remote::open(remote, path, limits) {
         Ok(file) => file,
         Err(e) => {
             let message = format!(

@@ -3,7 +3,6 @@
 use std::io::Write;
 
 use rayon::prelude::*;
-use tracereplay::discover::discover;
 use tracereplay::eval::error_chain;
 use tracereplay::paths::display_path;
 use tracereplay::report::escape_controls;
@@ -14,17 +13,8 @@ use super::exit;
 
 /// Runs `verify`; `Err` means exit 2.
 pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let (urls, local): (Vec<camino::Utf8PathBuf>, Vec<camino::Utf8PathBuf>) = (args.paths.iter())
-        .cloned()
-        .partition(|p| tracereplay::remote::is_remote(p.as_str()));
-    let mut found = discover(&local, &[])?;
-    let remote = if urls.is_empty() {
-        None
-    } else {
-        let (remote, traces) = tracereplay::remote::Remote::list(&urls, &Default::default())?;
-        found.trace_files.extend(traces);
-        Some(remote)
-    };
+    let found = tracereplay::remote::discover(&args.paths, &[], &Default::default())?;
+    let remote = found.remote.as_deref();
     if found.trace_files.is_empty() && found.unreachable.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");
     }
@@ -38,13 +28,12 @@ pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         .map(|path| {
             let shown = display_path(path);
             let mut signature = None;
-            let outcome =
-                tracereplay::remote::open_with(remote.as_ref(), path, limits, &mut |stored| {
-                    if let Some(keys) = &trusted {
-                        signature = Some(keys.check(path, stored));
-                    }
-                    false
-                });
+            let outcome = tracereplay::remote::open_with(remote, path, limits, &mut |stored| {
+                if let Some(keys) = &trusted {
+                    signature = Some(keys.check(path, stored));
+                }
+                false
+            });
             let outcome = outcome
                 .map(|f| f.expect("read to the end when `inspect` says so"))
                 .and_then(|f| f.verify_seal(false));

@@ -50,9 +50,29 @@ pub(crate) struct Judgements {
     pub(crate) seen: Vec<bool>,
 }
 
-/// Traces judged per window of a run over remote objects: the objects of one window are held
-/// in memory while the previous window is judged (at most two windows of stored bytes).
+/// A window of a run over remote objects holds at most this many traces, and the stored bytes
+/// of at most [`REMOTE_WINDOW_BYTES`] (or one object, if larger): one window is read while the
+/// one before it is judged, so at most two windows of stored bytes are in memory.
 const REMOTE_WINDOW: usize = 256;
+const REMOTE_WINDOW_BYTES: u64 = 64 << 20;
+
+/// `files` cut into windows for reading ahead ([`REMOTE_WINDOW`]).
+fn remote_windows<'f>(files: &'f [Utf8PathBuf], remote: &Remote) -> Vec<&'f [Utf8PathBuf]> {
+    let mut windows = Vec::new();
+    let (mut start, mut bytes) = (0, 0u64);
+    for (i, path) in files.iter().enumerate() {
+        let size = remote.size(path).unwrap_or(0);
+        if i > start && (i - start == REMOTE_WINDOW || bytes + size > REMOTE_WINDOW_BYTES) {
+            windows.push(&files[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < files.len() {
+        windows.push(&files[start..]);
+    }
+    windows
+}
 
 /// Judges (or recalls) every trace file of `files` (each local, or one of `remote`'s objects).
 pub(crate) fn judge_all(
@@ -124,7 +144,7 @@ pub(crate) fn judge_all(
                     .collect();
                 remote.prefetch(&misses, limits);
             };
-            let windows: Vec<&[Utf8PathBuf]> = files.chunks(REMOTE_WINDOW).collect();
+            let windows = remote_windows(files, remote);
             std::thread::scope(|s| {
                 let mut ahead = windows.first().map(|w| s.spawn(|| prefetch(w)));
                 for (at, window) in windows.iter().enumerate() {
@@ -133,8 +153,9 @@ pub(crate) fn judge_all(
                     }
                     ahead = windows.get(at + 1).map(|w| s.spawn(|| prefetch(w)));
                     let (mut r, mut p) = (Vec::new(), Vec::new());
+                    let first = rows_found.len();
                     (window.par_iter().enumerate())
-                        .map(|(j, path)| judge_one((at * REMOTE_WINDOW + j, path)))
+                        .map(|(j, path)| judge_one((first + j, path)))
                         .unzip_into_vecs(&mut r, &mut p);
                     rows_found.extend(r);
                     provenance.extend(p);

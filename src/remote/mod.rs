@@ -108,6 +108,17 @@ impl Remote {
         }
     }
 
+    /// The listed object's size in bytes (as stored).
+    pub fn size(&self, path: &Utf8Path) -> Option<u64> {
+        #[cfg(feature = "remote")]
+        return self.inner.size(path);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = path;
+            None
+        }
+    }
+
     /// What identifies the listed object's current content without reading it: its URL, size,
     /// ETag and version (or its modification time where the store gives neither). The result
     /// cache keys remote traces by it, so a runner with a restored cache reads nothing it has
@@ -145,6 +156,25 @@ impl Remote {
             })
         }
     }
+}
+
+/// [`crate::discover::discover`] of `paths` and `scenario_dirs`, with the remote ones among
+/// `paths` listed (as `options` says) and their traces added, named by URL; the listing is kept
+/// in [`crate::discover::Discovered::remote`] to read them by.
+pub fn discover(
+    paths: &[Utf8PathBuf],
+    scenario_dirs: &[Utf8PathBuf],
+    options: &RemoteOptions,
+) -> Result<crate::discover::Discovered, crate::Error> {
+    let (urls, local): (Vec<Utf8PathBuf>, Vec<Utf8PathBuf>) =
+        (paths.iter().cloned()).partition(|p| is_remote(p.as_str()));
+    let mut found = crate::discover::discover(&local, scenario_dirs)?;
+    if !urls.is_empty() {
+        let (listed, traces) = Remote::list(&urls, options)?;
+        found.trace_files.extend(traces);
+        found.remote = Some(std::sync::Arc::new(listed));
+    }
+    Ok(found)
 }
 
 /// [`TraceFile::open_with`] wherever the trace is: through `remote` when it holds `path`, else

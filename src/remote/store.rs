@@ -44,6 +44,12 @@ fn open_store(
     let parsed = url::Url::parse(url).map_err(|e| unsupported(format!("not a URL: {e}")))?;
     let (scheme, key) =
         ObjectStoreScheme::parse(&parsed).map_err(|e| unsupported(e.to_string()))?;
+    // `az://CONTAINER/PREFIX`: the builder takes the host for the container, so the key is the
+    // whole path (the scheme parser would drop its first segment, as if it named the container).
+    let key = match parsed.scheme() {
+        "az" => Key::from_url_path(parsed.path()).map_err(|e| unsupported(e.to_string()))?,
+        _ => key,
+    };
     let host = parsed.host_str().unwrap_or_default();
     let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1");
     let built: Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme {
@@ -154,6 +160,10 @@ impl Stores {
 
     pub(super) fn holds(&self, path: &Utf8Path) -> bool {
         self.objects.contains_key(path)
+    }
+
+    pub(super) fn size(&self, path: &Utf8Path) -> Option<u64> {
+        self.objects.get(path).map(|o| o.size)
     }
 
     pub(super) fn identity(&self, path: &Utf8Path) -> Option<Vec<u8>> {

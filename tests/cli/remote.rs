@@ -126,7 +126,16 @@ fn demo_in_s3(env: &Env, extra: &[(&str, Vec<u8>)]) -> S3 {
 #[test]
 fn a_check_of_a_bucket_equals_the_check_of_the_same_files() {
     let env = Env::new();
-    let s3 = demo_in_s3(&env, &[]);
+    // More traces than one read-ahead window holds (256), so several windows are read.
+    let many: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|i| {
+            let case = format!("case-{i:03}");
+            let text = trace_text("agent.tool.basic", &case, &[&call("c1", "web_search"), END]);
+            (format!("many/{case}.trace.ndjson.zst"), sealed_zst(&text))
+        })
+        .collect();
+    let extra: Vec<(&str, Vec<u8>)> = many.iter().map(|(p, b)| (p.as_str(), b.clone())).collect();
+    let s3 = demo_in_s3(&env, &extra);
     let remote = s3.run(
         &env,
         &["check", "s3://suite", "--no-cache", "--format", "json"],
@@ -306,7 +315,7 @@ fn an_object_past_the_size_limit_is_an_error_row_and_is_not_read() {
 }
 
 #[test]
-fn verify_reads_a_bucket_and_require_signed_refuses_remote_traces() {
+fn verify_and_lint_read_a_bucket_and_require_signed_refuses_remote_traces() {
     let env = Env::new();
     let s3 = demo_in_s3(&env, &[]);
     let out = s3.run(&env, &["verify", "s3://suite"]);
@@ -317,6 +326,14 @@ fn verify_reads_a_bucket_and_require_signed_refuses_remote_traces() {
         "{}",
         out.stdout
     );
+    let lint = s3.run(&env, &["lint", "s3://suite", "--behaviour"]);
+    let local = env.run(&["lint", "uploaded", "--behaviour"]);
+    assert_eq!(lint.code, local.code, "{}", lint.stderr);
+    assert!(lint.stdout.contains("s3://suite/"), "{}", lint.stdout);
+    assert_eq!(
+        lint.stdout.replace("s3://suite/", "uploaded/"),
+        local.stdout
+    );
     let signed = s3.run(&env, &["check", "s3://suite", "--require-signed"]);
     assert_eq!(signed.code, 2, "{}", signed.stderr);
     assert!(
@@ -324,4 +341,122 @@ fn verify_reads_a_bucket_and_require_signed_refuses_remote_traces() {
         "{}",
         signed.stderr
     );
+}
+
+/// The manifests of the docs' ```` ```yaml kubernetes ```` blocks.
+fn kubernetes_manifests() -> Vec<String> {
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/object-storage.md");
+    let text = std::fs::read_to_string(docs).unwrap();
+    let fence = "```yaml kubernetes\n";
+    let mut found = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```").unwrap();
+        found.push(body[..end].to_owned());
+        rest = &body[end..];
+    }
+    found
+}
+
+/// Runs a container's `sh -c` script from a manifest as the pod would, with its `env` values and
+/// `vars` over them, and the tracereplay under test on the `PATH`.
+fn run_script(env: &Env, container: &yaml_rust2::Yaml, vars: &[(&str, &str)]) -> i32 {
+    assert_eq!(container["command"][0].as_str(), Some("/bin/sh"));
+    let script = container["args"][0].as_str().unwrap();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_tracereplay"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", script])
+        .current_dir(env.root())
+        .env_remove("TRACEREPLAY_CACHE_KEY")
+        .env("XDG_CACHE_HOME", env.path("user-cache"))
+        .env("PATH", path)
+        .env("CI", "true");
+    for e in container["env"].as_vec().unwrap() {
+        if let (Some(k), Some(v)) = (e["name"].as_str(), e["value"].as_str()) {
+            cmd.env(k, v);
+        }
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!stderr.contains("error:"), "{script}\n{stdout}\n{stderr}");
+    out.status.code().unwrap()
+}
+
+#[test]
+fn the_kubernetes_example_validates_and_its_shares_merge_to_the_whole() {
+    let manifests = kubernetes_manifests();
+    assert_eq!(manifests.len(), 1, "the docs show one Kubernetes manifest");
+    let env = Env::new();
+    env.write("k8s.yaml", &manifests[0]);
+    let validator = python().with_file_name("kubernetes-validate");
+    let checked = Command::new(&validator)
+        .args(["--strict", "-k", "1.33.0"])
+        .arg(env.path("k8s.yaml"))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run `scripts/install-test-deps`",
+                validator.display()
+            )
+        });
+    let said = String::from_utf8_lossy(&checked.stdout).to_string()
+        + &String::from_utf8_lossy(&checked.stderr);
+    assert!(checked.status.success(), "{said}");
+    assert_eq!(
+        said.matches("passed for resource job/").count(),
+        2,
+        "{said}"
+    );
+
+    // The shares' script, one pod per index, against a bucket; then the merge's.
+    let s3 = demo_in_s3(&env, &[]);
+    let jobs = yaml_rust2::YamlLoader::load_from_str(&manifests[0]).unwrap();
+    let (shares, merge) = (&jobs[0]["spec"], &jobs[1]["spec"]);
+    assert_eq!(shares["completionMode"].as_str(), Some("Indexed"));
+    let n = shares["completions"].as_i64().unwrap();
+    let reports = env.path("reports");
+    std::fs::create_dir_all(&reports).unwrap();
+    let reports = reports.to_str().unwrap();
+    let root = env.root().to_str().unwrap();
+    let mut vars: Vec<(&str, &str)> = s3
+        .vars
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    vars.extend([
+        ("RUNS", "s3://suite"),
+        ("SUITE", root),
+        ("REPORTS", reports),
+    ]);
+    for index in 0..n {
+        let index = index.to_string();
+        let mut pod = vars.clone();
+        pod.push(("JOB_COMPLETION_INDEX", &index));
+        let container = &shares["template"]["spec"]["containers"][0];
+        assert_eq!(run_script(&env, container, &pod), 0, "share {index}");
+    }
+    let code = run_script(&env, &merge["template"]["spec"]["containers"][0], &vars);
+    let whole = s3.run(
+        &env,
+        &["check", "s3://suite", "--no-cache", "--json", "whole.json"],
+    );
+    assert_eq!(code, whole.code);
+    let read = |p: PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let merged = read(env.path("reports/merged.json"));
+    assert_eq!(merged["results"], read(env.path("whole.json"))["results"]);
+    assert_eq!(merged["summary"], read(env.path("whole.json"))["summary"]);
 }
