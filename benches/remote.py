@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`check` of a corpus from an S3 server on loopback against the same corpus on disk.
 
+    cargo build --release --features remote
     python3 benches/remote.py CORPUS_DIR [ROUNDS] [TRACEREPLAY]
 
 Starts moto's S3 server (`tests/cli/s3/server.py`, with the Python that has moto: TRACEREPLAY_PYTHON
