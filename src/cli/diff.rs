@@ -70,7 +70,8 @@ fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::R
             "no `baselines/` directory to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
         ),
     }
-    let mut found = discover(&args.paths, &args.scenario_dirs)?;
+    let mut found =
+        tracereplay::remote::discover(&args.paths, &args.scenario_dirs, &Default::default())?;
     found.look_up_in(resolved.suite_roots());
     let opts = CheckOptions {
         selection: Selection {

@@ -315,9 +315,21 @@ fn an_object_past_the_size_limit_is_an_error_row_and_is_not_read() {
 }
 
 #[test]
-fn verify_and_lint_read_a_bucket_and_require_signed_refuses_remote_traces() {
+fn verify_lint_and_diff_read_a_bucket_and_require_signed_refuses_remote_traces() {
     let env = Env::new();
-    let s3 = demo_in_s3(&env, &[]);
+    // One case's trace replaced by a run that drifts from its approved baseline.
+    let drifted = trace_text(
+        "agent.tool.basic",
+        "default",
+        &[&call("c1", "other_tool"), END],
+    );
+    let s3 = demo_in_s3(
+        &env,
+        &[(
+            "agent.tool.basic/default.trace.ndjson.zst",
+            sealed_zst(&drifted),
+        )],
+    );
     let out = s3.run(&env, &["verify", "s3://suite"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
@@ -334,6 +346,20 @@ fn verify_and_lint_read_a_bucket_and_require_signed_refuses_remote_traces() {
         lint.stdout.replace("s3://suite/", "uploaded/"),
         local.stdout
     );
+    // `diff` against the approved baselines, of the bucket and of the same files on disk.
+    let diff = s3.run(&env, &["diff", "s3://suite"]);
+    for f in files_under(&env.path("uploaded")) {
+        env.write(&format!("traces/{f}"), env.read(&format!("uploaded/{f}")));
+    }
+    let local = env.run(&["diff", "traces"]);
+    assert_eq!((diff.code, local.code), (1, 1), "{}", diff.stderr);
+    assert!(
+        diff.stdout
+            .contains("s3://suite/agent.tool.basic/default.trace.ndjson.zst"),
+        "{}",
+        diff.stdout
+    );
+    assert_eq!(diff.stdout.replace("s3://suite/", "traces/"), local.stdout);
     let signed = s3.run(&env, &["check", "s3://suite", "--require-signed"]);
     assert_eq!(signed.code, 2, "{}", signed.stderr);
     assert!(
