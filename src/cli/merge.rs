@@ -30,8 +30,19 @@ pub(super) fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
-    for path in &args.reports {
+    let (urls, local): (Vec<&camino::Utf8PathBuf>, Vec<&camino::Utf8PathBuf>) =
+        (args.reports.iter()).partition(|p| tracereplay::remote::is_remote(p.as_str()));
+    for path in local {
         reports.push((path.to_string(), read_report(path)?));
+    }
+    // Shares kept in a bucket: each URL names a report, or a prefix holding the `*.json` ones.
+    if !urls.is_empty() {
+        let urls: Vec<camino::Utf8PathBuf> = urls.into_iter().cloned().collect();
+        for (url, bytes) in tracereplay::remote::read_reports(&urls, &Default::default())? {
+            let report = serde_json::from_slice(&bytes)
+                .with_context(|| format!("`{url}` is not a tracereplay JSON report"))?;
+            reports.push((url.to_string(), report));
+        }
     }
     let merged = tracereplay::eval::merge(reports)?;
     if let Some(path) = &args.json {

@@ -28,6 +28,10 @@ fn scheme_of(path: &str) -> Option<&'static str> {
         .find(|s| head.starts_with(s))
 }
 
+/// Why a build without the `remote` feature refuses a remote path.
+#[cfg(not(feature = "remote"))]
+const NOT_BUILT: &str = "this tracereplay was built without the `remote` feature; rebuild it with `--features remote` to read object storage";
+
 /// How remote paths are read.
 #[derive(Debug, Clone, Default)]
 pub struct RemoteOptions {
@@ -84,7 +88,7 @@ impl Remote {
     ) -> Result<(Remote, Vec<Utf8PathBuf>), RemoteError> {
         #[cfg(feature = "remote")]
         {
-            let (inner, found) = store::Stores::list(urls, options)?;
+            let (inner, found) = store::Stores::list(urls, options, store::trace_named)?;
             Ok((Remote { inner }, found))
         }
         #[cfg(not(feature = "remote"))]
@@ -92,7 +96,7 @@ impl Remote {
             let _ = options;
             Err(RemoteError::Unsupported {
                 url: urls.first().map(|u| u.to_string()).unwrap_or_default(),
-                why: "this tracereplay was built without the `remote` feature; rebuild it with `--features remote` to read object storage".into(),
+                why: NOT_BUILT.into(),
             })
         }
     }
@@ -146,7 +150,7 @@ impl Remote {
     /// within `limits`: an object larger than a file may be is refused before it is read.
     pub fn read(&self, path: &Utf8Path, limits: Limits) -> Result<Vec<u8>, TraceError> {
         #[cfg(feature = "remote")]
-        return self.inner.read(path, limits);
+        return self.inner.read(path, store::Cap::trace(path, limits));
         #[cfg(not(feature = "remote"))]
         {
             let _ = limits;
@@ -155,6 +159,44 @@ impl Remote {
                 detail: "a remote trace, and this build reads no object storage".into(),
             })
         }
+    }
+}
+
+/// The largest JSON report read from a store (`merge`), in bytes.
+pub const MAX_REPORT_BYTES: u64 = 4 << 30;
+
+/// The JSON reports (`*.json`) under each of `urls` (a prefix, or one object), in URL order,
+/// each with its bytes: how `merge` reads shares kept in a bucket.
+pub fn read_reports(
+    urls: &[Utf8PathBuf],
+    options: &RemoteOptions,
+) -> Result<Vec<(Utf8PathBuf, Vec<u8>)>, RemoteError> {
+    #[cfg(feature = "remote")]
+    {
+        let named: store::Named = |name| name.ends_with(".json");
+        let (stores, found) = store::Stores::list(urls, options, named)?;
+        let cap = store::Cap {
+            bytes: MAX_REPORT_BYTES,
+            what: "the report",
+            flag: "a local copy",
+        };
+        (found.into_iter())
+            .map(|url| {
+                let bytes = stores.read(&url, cap).map_err(|e| RemoteError::List {
+                    url: url.to_string(),
+                    message: crate::eval::error_chain(&e),
+                })?;
+                Ok((url, bytes))
+            })
+            .collect()
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = options;
+        Err(RemoteError::Unsupported {
+            url: urls.first().map(|u| u.to_string()).unwrap_or_default(),
+            why: NOT_BUILT.into(),
+        })
     }
 }
 

@@ -22,6 +22,25 @@ struct Object {
     modified: i64,
 }
 
+/// How large an object may be, and what to say when it is larger.
+#[derive(Clone, Copy)]
+pub(super) struct Cap {
+    pub(super) bytes: u64,
+    pub(super) what: &'static str,
+    pub(super) flag: &'static str,
+}
+
+impl Cap {
+    /// A stored trace's: what a file of it may be.
+    pub(super) fn trace(path: &Utf8Path, limits: Limits) -> Cap {
+        Cap {
+            bytes: limits.stored_cap(path.as_str().ends_with(".zst")),
+            what: "the stored trace",
+            flag: "--max-trace-bytes",
+        }
+    }
+}
+
 /// Every object listed, and what was read ahead of them.
 pub(super) struct Stores {
     runtime: tokio::runtime::Runtime,
@@ -102,17 +121,24 @@ fn open_store(
     Ok((store, key, base))
 }
 
-/// Whether a listed key is a trace discovery would take: a trace file's name, and no hidden
-/// (`.`) segment on the way.
-fn wanted(key: &Key) -> bool {
-    let name = key.filename().unwrap_or("");
-    is_trace_path(Utf8Path::new(name)) && !key.parts().any(|p| p.as_ref().starts_with('.'))
+/// Which objects a listing takes: those whose name `named` accepts (a trace file's, say), with
+/// no hidden (`.`) segment on the way.
+pub(super) type Named = fn(&str) -> bool;
+
+fn wanted(key: &Key, named: Named) -> bool {
+    named(key.filename().unwrap_or("")) && !key.parts().any(|p| p.as_ref().starts_with('.'))
+}
+
+/// A trace file's name.
+pub(super) fn trace_named(name: &str) -> bool {
+    is_trace_path(Utf8Path::new(name))
 }
 
 impl Stores {
     pub(super) fn list(
         urls: &[Utf8PathBuf],
         options: &RemoteOptions,
+        named: Named,
     ) -> Result<(Stores, Vec<Utf8PathBuf>), RemoteError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -126,7 +152,7 @@ impl Stores {
         let mut objects = HashMap::new();
         for url in urls {
             let (store, key, base) = open_store(url.as_str(), options)?;
-            let listed = runtime.block_on(list_under(&store, &key));
+            let listed = runtime.block_on(list_under(&store, &key, named));
             let metas = listed.map_err(|e| RemoteError::List {
                 url: url.to_string(),
                 message: without_secrets(&e.to_string()),
@@ -189,17 +215,20 @@ impl Stores {
         let wanted: Vec<(&Utf8Path, &Object)> = (paths.iter())
             .filter_map(|p| Some((*p, self.objects.get(*p)?)))
             .collect();
-        let read = self.runtime.block_on(
-            futures::stream::iter(wanted)
-                .map(|(p, o)| async move { (p.to_owned(), fetch(p, o, limits).await) })
-                .buffer_unordered(self.concurrency)
-                .collect::<Vec<_>>(),
-        );
+        let read =
+            self.runtime.block_on(
+                futures::stream::iter(wanted)
+                    .map(|(p, o)| async move {
+                        (p.to_owned(), fetch(p, o, Cap::trace(p, limits)).await)
+                    })
+                    .buffer_unordered(self.concurrency)
+                    .collect::<Vec<_>>(),
+            );
         let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
         ahead.extend(read);
     }
 
-    pub(super) fn read(&self, path: &Utf8Path, limits: Limits) -> Result<Vec<u8>, TraceError> {
+    pub(super) fn read(&self, path: &Utf8Path, cap: Cap) -> Result<Vec<u8>, TraceError> {
         let taken = (self.ahead.lock().unwrap_or_else(|e| e.into_inner())).remove(path);
         if let Some(read) = taken {
             return read;
@@ -211,20 +240,18 @@ impl Stores {
                 path: path.to_owned(),
                 detail: "not among the objects listed".into(),
             })?;
-        self.runtime.block_on(fetch(path, object, limits))
+        self.runtime.block_on(fetch(path, object, cap))
     }
 }
 
-/// Every wanted object under `key`: the object itself when `key` names a trace, else the
+/// Every wanted object under `key`: the object itself when `key` names one, else the
 /// listing under it (streamed, a page at a time).
 async fn list_under(
     store: &Arc<dyn ObjectStore>,
     key: &Key,
+    named: Named,
 ) -> Result<Vec<ObjectMeta>, object_store::Error> {
-    if key
-        .filename()
-        .is_some_and(|n| is_trace_path(Utf8Path::new(n)))
-    {
+    if key.filename().is_some_and(named) {
         return Ok(vec![store.head(key).await?]);
     }
     let prefix = (!key.as_ref().is_empty()).then_some(key);
@@ -232,7 +259,7 @@ async fn list_under(
     let mut found = Vec::new();
     while let Some(meta) = listing.next().await {
         let meta = meta?;
-        if wanted(&meta.location) {
+        if wanted(&meta.location, named) {
             found.push(meta);
         }
     }
@@ -242,14 +269,18 @@ async fn list_under(
 /// The stored bytes of `object`, within the file limits: refused by its listed size before any
 /// byte is read, and cut off if it grows past the limit meanwhile. The read is conditional on
 /// the listed ETag, so what is judged is what the listing (and the cache's key) described.
-async fn fetch(path: &Utf8Path, object: &Object, limits: Limits) -> Result<Vec<u8>, TraceError> {
-    let cap = limits.stored_cap(path.as_str().ends_with(".zst"));
+async fn fetch(path: &Utf8Path, object: &Object, cap: Cap) -> Result<Vec<u8>, TraceError> {
+    let Cap {
+        bytes: cap,
+        what,
+        flag,
+    } = cap;
     let too_large = || TraceError::TooLarge {
         path: path.to_owned(),
         line: None,
-        what: "the stored trace",
+        what,
         limit: cap,
-        flag: "--max-trace-bytes",
+        flag,
     };
     if object.size > cap {
         return Err(too_large());

@@ -30,6 +30,8 @@ fn python() -> PathBuf {
 /// A moto server on loopback, with what was uploaded to it; stopped when dropped.
 struct S3 {
     child: Child,
+    /// What the server says (one line per upload, after its first).
+    said: std::io::BufReader<std::process::ChildStdout>,
     /// The variables that point a run at it with the reader's credentials.
     vars: Vec<(String, String)>,
     secret: String,
@@ -50,9 +52,8 @@ impl S3 {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut said_lines = std::io::BufReader::new(child.stdout.take().unwrap());
+        said_lines.read_line(&mut line).unwrap();
         let said: serde_json::Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("the S3 server said {line:?} ({e}); its log: {log:?}"));
         let get = |k: &str| said[k].as_str().unwrap().to_owned();
@@ -65,6 +66,7 @@ impl S3 {
         ];
         S3 {
             child,
+            said: said_lines,
             vars,
             secret: get("secret_key"),
             log: log.to_owned(),
@@ -76,6 +78,22 @@ impl S3 {
         let mut vars: Vec<(&str, &str)> = vec![("CI", "true")];
         vars.extend(self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         env.run_with(args, &vars)
+    }
+
+    /// Uploads `file` to `bucket` under `key` (with the reader's credentials).
+    fn put(&mut self, bucket: &str, key: &str, file: &Path) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "put {bucket} {key} {}", file.display()).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.said.read_line(&mut line).unwrap();
+        assert_eq!(
+            line.trim(),
+            "ok",
+            "the upload failed; the server's log: {:?}",
+            self.log
+        );
     }
 
     /// How many objects of `bucket` were read (GET of a key) so far.
@@ -206,9 +224,10 @@ fn shares_over_s3_merge_to_the_whole() {
         &env,
         &["check", "s3://suite", "--no-cache", "--json", "whole.json"],
     );
+    std::fs::create_dir_all(env.path("shares")).unwrap();
     for k in 1..=3 {
         let share = format!("hash:{k}/3");
-        let out = format!("share{k}.json");
+        let out = format!("shares/share{k}.json");
         s3.run(
             &env,
             &[
@@ -222,20 +241,46 @@ fn shares_over_s3_merge_to_the_whole() {
             ],
         );
     }
+    let read = |f: &str| -> serde_json::Value { serde_json::from_slice(&env.read(f)).unwrap() };
     let merged = env.run(&[
         "merge",
-        "share1.json",
-        "share2.json",
-        "share3.json",
+        "shares/share1.json",
+        "shares/share2.json",
+        "shares/share3.json",
         "--json",
         "merged.json",
     ]);
     assert_eq!(merged.code, whole.code, "{}", merged.stderr);
-    let read = |f: &str| -> serde_json::Value { serde_json::from_slice(&env.read(f)).unwrap() };
     assert_eq!(
         read("merged.json")["results"],
         read("whole.json")["results"]
     );
+    // The shares kept in a bucket: merged from its prefix, and from each object named.
+    let reports = S3::start(
+        &[format!("reports={}:runs/7", env.path("shares").display())],
+        &env.path("reports.log"),
+    );
+    let from_prefix = reports.run(
+        &env,
+        &["merge", "s3://reports/runs/7/", "--json", "prefix.json"],
+    );
+    assert_eq!(from_prefix.code, whole.code, "{}", from_prefix.stderr);
+    assert_eq!(
+        read("prefix.json")["results"],
+        read("whole.json")["results"]
+    );
+    let named: Vec<String> = (1..=3)
+        .map(|k| format!("s3://reports/runs/7/share{k}.json"))
+        .collect();
+    let mut args = vec!["merge"];
+    args.extend(named.iter().map(String::as_str));
+    args.extend(["--json", "named.json"]);
+    let from_objects = reports.run(&env, &args);
+    assert_eq!(from_objects.code, whole.code, "{}", from_objects.stderr);
+    assert_eq!(env.read("named.json"), env.read("prefix.json"));
+    // Two of three shares is not the whole: refused, as on disk.
+    let partial = reports.run(&env, &["merge", &named[0], &named[1]]);
+    assert_eq!(partial.code, 2, "{}", partial.stderr);
 }
 
 #[test]
@@ -485,4 +530,44 @@ fn the_kubernetes_example_validates_and_its_shares_merge_to_the_whole() {
     let merged = read(env.path("reports/merged.json"));
     assert_eq!(merged["results"], read(env.path("whole.json"))["results"]);
     assert_eq!(merged["summary"], read(env.path("whole.json"))["summary"]);
+}
+
+#[test]
+fn a_replaced_object_is_judged_again_never_served_from_the_cache() {
+    let env = Env::new();
+    let mut s3 = demo_in_s3(&env, &[]);
+    let first = s3.run(&env, &["check", "s3://suite", "--format", "json"]);
+    let read = s3.reads("suite");
+    let key = "agent.tool.basic/default.trace.ndjson.zst";
+    assert_eq!(row(&json(&first), key)["drift"], serde_json::json!([]));
+    // The same object replaced by a run that drifts from its approved baseline.
+    let drifted = trace_text(
+        "agent.tool.basic",
+        "default",
+        &[&call("c1", "other_tool"), END],
+    );
+    env.write("drifted.trace.ndjson.zst", sealed_zst(&drifted));
+    s3.put("suite", key, &env.path("drifted.trace.ndjson.zst"));
+    let again = s3.run(
+        &env,
+        &["check", "s3://suite", "--format", "json", "--timings"],
+    );
+    assert_eq!(
+        s3.reads("suite"),
+        read + 1,
+        "only the replaced object is read: {}",
+        again.stderr
+    );
+    let report = json(&again);
+    let replaced = row(&report, key);
+    assert_ne!(replaced["drift"], serde_json::json!([]), "{replaced:#}");
+    assert_ne!(
+        replaced["content_hash"],
+        row(&json(&first), key)["content_hash"]
+    );
+    assert_eq!(
+        again.code, 1,
+        "drift from the approved baseline blocks: {}",
+        again.stderr
+    );
 }

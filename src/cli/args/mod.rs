@@ -209,7 +209,8 @@ impl SecretsArg {
 /// (by their ids) when the command line does not give them.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct SuiteArgs {
-    /// Directories or files holding scenarios and traces.
+    /// Directories or files holding scenarios and traces; `check` and `lint` also read traces
+    /// from object storage (`s3://`, `gs://`, `az://`, `https://`, with the `remote` feature).
     #[arg(value_name = "PATH", default_value = "traces/")]
     pub paths: Vec<Utf8PathBuf>,
     /// A harness suite directory: every `*.json` in it is a scenario (repeatable).
@@ -282,7 +283,8 @@ pub(crate) enum DriftArg {
 /// `diff` flags.
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
-    /// Traces to compare with their approved baselines.
+    /// Traces to compare with their approved baselines (local, or in object storage as for
+    /// `check`).
     #[arg(value_name = "PATH", default_value = "traces/", conflicts_with_all = ["from", "to"])]
     pub paths: Vec<Utf8PathBuf>,
     /// The older recording: a trace file or a directory of traces.
@@ -481,7 +483,8 @@ pub(crate) fn parse_partition(s: &str) -> Result<(u64, u64), String> {
 /// `merge` flags.
 #[derive(Debug, Args)]
 pub(crate) struct MergeArgs {
-    /// JSON reports of partitioned `check` runs (`--json FILE` or `--format json`).
+    /// JSON reports of partitioned `check` runs (`--json FILE` or `--format json`); in object
+    /// storage, a report's URL, or a prefix standing for every `*.json` under it.
     #[arg(value_name = "REPORT.json", required = true)]
     pub reports: Vec<Utf8PathBuf>,
     /// Format of standard output.
@@ -571,7 +574,7 @@ pub(crate) struct CatArgs {
 /// `verify` flags.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
-    /// Directories or trace files.
+    /// Directories or trace files, or places in object storage as for `check`.
     #[arg(value_name = "PATH", default_value = "traces/")]
     pub paths: Vec<Utf8PathBuf>,
     /// Also check each trace's signature against these public keys (a file of one minisign

@@ -5,8 +5,10 @@
 
 Creates each bucket and uploads every file under DIR to it (keys: PREFIX/relative path), and
 each --forbidden bucket (empty). From then on the server checks every request's signature: the
-credentials it prints are an IAM user's that may read every bucket but the forbidden ones. It
-prints one JSON line, {"endpoint", "access_key", "secret_key"}, then serves until stdin closes.
+credentials it prints are an IAM user's that may read (and write) every bucket but the forbidden
+ones. It prints one JSON line, {"endpoint", "access_key", "secret_key"}, then serves until stdin
+closes; meanwhile each line `put BUCKET KEY FILE` on stdin uploads FILE with those credentials
+and answers `ok`.
 """
 import json
 import os
@@ -54,7 +56,7 @@ allowed = [b for b in buckets if b not in forbidden]
 statements = [
     {
         "Effect": "Allow",
-        "Action": ["s3:GetObject", "s3:ListBucket", "s3:HeadObject"],
+        "Action": ["s3:GetObject", "s3:ListBucket", "s3:HeadObject", "s3:PutObject"],
         "Resource": [f"arn:aws:s3:::{b}" for b in allowed] + [f"arn:aws:s3:::{b}/*" for b in allowed],
     }
 ]
@@ -76,5 +78,17 @@ print(
     ),
     flush=True,
 )
-sys.stdin.read()
+reader = boto3.client(
+    "s3",
+    endpoint_url=endpoint,
+    aws_access_key_id=key["AccessKeyId"],
+    aws_secret_access_key=key["SecretAccessKey"],
+    region_name="us-east-1",
+)
+for line in sys.stdin:
+    command, bucket, key_name, path = line.split()
+    assert command == "put", line
+    with open(path, "rb") as f:
+        reader.put_object(Bucket=bucket, Key=key_name, Body=f.read())
+    print("ok", flush=True)
 server.stop()
