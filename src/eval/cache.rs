@@ -414,7 +414,8 @@ fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
 /// them and keeping each one's keys and place. `Ok(None)` when it cannot be trusted.
 fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Option<CacheFile>> {
     use std::io::{BufRead, BufReader, Read};
-    const HEADER_MAX: u64 = 1 << 16;
+    // The header holds the approved baselines' record (a line of about 100 bytes each).
+    const HEADER_MAX: u64 = 256 << 20;
     let mut reader = BufReader::with_capacity(1 << 20, &file);
     let mut line = Vec::new();
     (&mut reader)

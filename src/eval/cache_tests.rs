@@ -63,6 +63,32 @@ fn a_saved_cache_loads_and_a_damaged_one_is_ignored() {
     }
 }
 
+#[test]
+fn a_cache_with_a_large_baseline_record_loads_whole_and_streamed() {
+    // The record of 100,000 approved baselines, about 10 MB in the header line.
+    let record: String = (0..100_000)
+        .map(|i| format!("{:032x} {:032x} baselines/s/case-{i}.baseline.json\n", i, i))
+        .collect();
+    for whole in [crate::eval::ROW_MEMORY as u64, 0] {
+        let key = CacheKey::from_material(b"test");
+        let dir = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(dir.path()).unwrap();
+        let load = || {
+            let file = CacheFile::read_with(dir, whole, &key);
+            ResultCache::from_file(dir, file, "ctx", record.clone(), key.clone())
+        };
+        let keys = Keys {
+            stat: Some([1; 16]),
+            content: [3; 16],
+        };
+        let a = row("a");
+        load().save(|| [(keys, &a)].into_iter(), 0, false).unwrap();
+        let loaded = load();
+        assert!(loaded.take_by_stat(&[1; 16]).is_some(), "whole: {whole}");
+        assert_eq!(loaded.file.context(), format!("ctx\n{record}"));
+    }
+}
+
 fn saved_and_damaged(whole: u64) {
     let key = CacheKey::from_material(b"test");
     let load = |dir: &Utf8Path, context: &str| {
