@@ -18,10 +18,15 @@ use rayon::prelude::*;
 #[derive(Default)]
 pub(super) struct Known<'a>(HashMap<&'a str, (&'a str, &'a str)>);
 
+/// The record in a cache file's context: the lines after its first.
+pub(super) fn record_in(context: &str) -> &str {
+    context.split_once('\n').map_or("", |(_, t)| t)
+}
+
 impl<'a> Known<'a> {
-    /// The table in a cache file's context (the lines after its first).
+    /// The record in a cache file's context ([`record_in`]).
     pub(super) fn parse(context: &'a str) -> Known<'a> {
-        let table = context.split_once('\n').map_or("", |(_, t)| t);
+        let table = record_in(context);
         let lines = table.lines().filter_map(|l| {
             let (stat, rest) = l.split_once(' ')?;
             let (content, path) = rest.split_once(' ')?;
@@ -37,15 +42,22 @@ fn short_hash(bytes: &[u8]) -> String {
     hash.to_hex()[..32].to_owned()
 }
 
-/// Each approved baseline of `paths` by content: `(path, content hash)` in the order given,
-/// where the content hash is the one `known` records for the path when its stat fingerprint is
-/// the recorded one, else the hash of its bytes read now (in parallel); and the table to record
-/// for the next run.
-pub(super) fn by_content(
-    paths: &[Utf8PathBuf],
-    known: &Known<'_>,
-) -> (Vec<(String, String)>, String) {
-    let found: Vec<(String, Option<String>)> = (paths.par_iter())
+/// What [`by_content`] found.
+pub(super) struct ByContent {
+    /// Each baseline's path and content hash, NUL-separated, in the order given: what the
+    /// cache's fingerprint takes.
+    pub(super) material: Vec<u8>,
+    /// The record to keep for the next run; `None` when it is the one `known` came from (every
+    /// baseline as recorded, none added or gone).
+    pub(super) record: Option<String>,
+}
+
+/// Each approved baseline of `paths` by content: the hash `known` records for the path when its
+/// stat fingerprint is the recorded one, else the hash of its bytes read now (in parallel).
+pub(super) fn by_content(paths: &[Utf8PathBuf], known: &Known<'_>) -> ByContent {
+    // Per baseline: its content hash, its stat's (when it has one), and whether both are as
+    // recorded.
+    let found: Vec<(String, Option<String>, bool)> = (paths.par_iter())
         .map(|path| {
             let meta = std::fs::metadata(path);
             let stat = meta
@@ -55,25 +67,35 @@ pub(super) fn by_content(
             let recorded = (known.0.get(path.as_str()))
                 .filter(|(s, _)| stat.as_deref() == Some(*s))
                 .map(|(_, c)| (*c).to_owned());
+            let as_recorded = recorded.is_some();
             let content = recorded.unwrap_or_else(|| match std::fs::read(path) {
                 Ok(bytes) => short_hash(&bytes),
                 // Not a hash: an unreadable baseline is judged (and reported) afresh.
                 Err(e) => format!("unreadable:{:?}", e.kind()),
             });
-            (content, stat)
+            (content, stat, as_recorded)
         })
         .collect();
-    let mut table = String::new();
-    let mut parts = Vec::with_capacity(paths.len());
-    for (path, (content, stat)) in paths.iter().zip(found) {
-        // A path that would break the table's lines is never recorded: it is read every run.
-        let recordable = !path.as_str().contains(['\n', '\r']) && !content.contains(' ');
-        if let Some(stat) = stat.filter(|_| recordable) {
-            table.push_str(&format!("{stat} {content} {path}\n"));
-        }
-        parts.push((path.to_string(), content));
+    let mut material = Vec::with_capacity(paths.len() * 80);
+    for (path, (content, _, _)) in paths.iter().zip(&found) {
+        material.extend_from_slice(path.as_str().as_bytes());
+        material.push(0);
+        material.extend_from_slice(content.as_bytes());
+        material.push(0);
     }
-    (parts, table)
+    let unchanged = found.len() == known.0.len() && found.iter().all(|(_, _, same)| *same);
+    let record = (!unchanged).then(|| {
+        let mut table = String::new();
+        for (path, (content, stat, _)) in paths.iter().zip(found) {
+            // A path that would break the table's lines is never recorded: it is read every run.
+            let recordable = !path.as_str().contains(['\n', '\r']) && !content.contains(' ');
+            if let Some(stat) = stat.filter(|_| recordable) {
+                table.push_str(&format!("{stat} {content} {path}\n"));
+            }
+        }
+        table
+    });
+    ByContent { material, record }
 }
 
 #[cfg(test)]
@@ -88,22 +110,36 @@ mod tests {
         std::fs::write(&a, "one").unwrap();
         std::fs::write(&b, "two").unwrap();
         let paths = vec![a.clone(), b.clone()];
-        let (first, table) = by_content(&paths, &Known::default());
-        assert_eq!(first[0].1, short_hash(b"one"));
+        let first = by_content(&paths, &Known::default());
+        let table = first
+            .record
+            .clone()
+            .expect("a first run records every baseline");
+        let hashes = |b: &ByContent| -> Vec<String> {
+            let text = String::from_utf8(b.material.clone()).unwrap();
+            text.split('\0')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(hashes(&first)[0], short_hash(b"one"));
         // A record that says otherwise of a file whose stat is unchanged is believed (that is
         // the point: no read); one whose stat changed is not.
         let forged = table.replace(&short_hash(b"one"), &"0".repeat(32));
         let context = format!("fingerprint\n{forged}");
-        let (again, _) = by_content(&paths, &Known::parse(&context));
-        assert_eq!(again[0].1, "0".repeat(32));
+        let again = by_content(&paths, &Known::parse(&context));
+        assert_eq!(hashes(&again)[0], "0".repeat(32));
+        assert!(again.record.is_none(), "nothing changed: the record stays");
         std::fs::write(&a, "changed").unwrap();
-        let (after_edit, _) = by_content(&paths, &Known::parse(&context));
-        assert_eq!(after_edit[0].1, short_hash(b"changed"));
-        assert_eq!(after_edit[1].1, short_hash(b"two"));
+        let after_edit = by_content(&paths, &Known::parse(&context));
+        assert_eq!(hashes(&after_edit)[0], short_hash(b"changed"));
+        assert_eq!(hashes(&after_edit)[1], short_hash(b"two"));
+        assert!(after_edit.record.is_some());
         // A fresh checkout: new stats, the same bytes, the same content hashes.
         std::fs::remove_file(&b).unwrap();
         std::fs::write(&b, "two").unwrap();
-        let (fresh, _) = by_content(&paths, &Known::parse(&context));
-        assert_eq!(fresh[1].1, short_hash(b"two"));
+        let fresh = by_content(&paths, &Known::parse(&context));
+        assert_eq!(hashes(&fresh)[1], short_hash(b"two"));
     }
 }

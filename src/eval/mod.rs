@@ -362,14 +362,17 @@ fn check_in_pool(
             let file =
                 cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
             let known = cache_baselines::Known::parse(file.context());
-            let (fingerprint, table) =
+            let (fingerprint, record) =
                 plan::cache_context(&loaded.sources, &loaded.scenarios, opts, &known);
             drop(known);
+            // `None`: the approved baselines are as the file recorded them.
+            let record =
+                record.unwrap_or_else(|| cache_baselines::record_in(file.context()).to_owned());
             Some(cache::ResultCache::from_file(
                 dir,
                 file,
                 &fingerprint,
-                table,
+                record,
                 key,
             ))
         });

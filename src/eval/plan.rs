@@ -321,7 +321,7 @@ pub(crate) fn cache_context(
     scenarios: &[Scenario],
     opts: &CheckOptions,
     known: &super::cache_baselines::Known<'_>,
-) -> (String, String) {
+) -> (String, Option<String>) {
     let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
     scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
@@ -345,19 +345,16 @@ pub(crate) fn cache_context(
     }
     // Approved baselines by content, read only where their stat changed since the cache
     // recorded it (pending files do not count: writing them must not invalidate the cache).
-    let mut table = String::new();
+    let mut record = Some(String::new());
     if let Baselines::Compared { policy, .. } = &opts.baselines {
         let approved: Vec<Utf8PathBuf> = (policy.store.list(crate::baseline::APPROVED_SUFFIX))
             .into_iter()
             .map(|stored| stored.path)
             .collect();
-        let (by_content, recorded) = super::cache_baselines::by_content(&approved, known);
-        for (path, content) in by_content {
-            parts.push(path.into_bytes().into());
-            parts.push(content.into_bytes().into());
-        }
-        table = recorded;
+        let found = super::cache_baselines::by_content(&approved, known);
+        parts.push(found.material.into());
+        record = found.record;
     }
     let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
-    (cache::context_fingerprint(&refs), table)
+    (cache::context_fingerprint(&refs), record)
 }
