@@ -7,7 +7,7 @@ use std::io::Write;
 use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::discover::discover;
 use tracereplay::eval::ScenarioIndex;
-use tracereplay::eval::explain::explain_trace;
+use tracereplay::eval::explain::explain_opened;
 use tracereplay::privacy::lint::read_allow_file;
 use tracereplay::report::explain::Explanation;
 use tracereplay::report::explain::{render, render_headline};
@@ -46,6 +46,29 @@ pub(super) fn run(
                 .to_owned(),
         );
     }
+    // A remote target (`s3://…`) is a trace object, or a prefix of them; its scenarios are the
+    // local ones.
+    let remote_target = tracereplay::remote::is_remote(target);
+    if remote_target {
+        roots.extend(
+            resolved
+                .suite_roots()
+                .iter()
+                .filter(|r| r.exists())
+                .cloned(),
+        );
+        roots.dedup();
+    }
+    let listed = if remote_target {
+        Some(tracereplay::remote::discover(
+            &[as_path.to_owned()],
+            &[],
+            &Default::default(),
+        )?)
+    } else {
+        None
+    };
+    let remote = listed.as_ref().and_then(|l| l.remote.as_deref());
     let found = discover(&roots, &args.scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let index = ScenarioIndex::new(&loaded.scenarios).looked_in(&found.roots);
@@ -54,7 +77,13 @@ pub(super) fn run(
     let judging = options::judging(&args.judging)?;
     let limits = judging.limits;
     let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
-    let traces: Vec<Utf8PathBuf> = if as_path.is_file() {
+    let traces: Vec<Utf8PathBuf> = if let Some(listed) = &listed {
+        if listed.trace_files.is_empty() {
+            diag!("error: no trace (`*.trace.ndjson.zst`, `*.trace.ndjson`) under `{target}`");
+            return Ok(exit::ERROR);
+        }
+        listed.trace_files.clone()
+    } else if as_path.is_file() {
         vec![as_path.to_owned()]
     } else {
         // A scenario id: every trace whose header names it.
@@ -98,7 +127,8 @@ pub(super) fn run(
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
-        let mut e = explain_trace(path, &judging, &index, baselines.policy());
+        let opened = tracereplay::remote::open(remote, path, limits);
+        let mut e = explain_opened(path, opened, &judging, &index, baselines.policy());
         unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
         e.mask_secrets(&waived);

@@ -24,6 +24,19 @@ pub fn explain_trace(
     scenarios: &ScenarioIndex<'_>,
     policy: Option<&BaselinePolicy>,
 ) -> Explanation {
+    let opened = TraceFile::open(path, judging.limits);
+    explain_opened(path, opened, judging, scenarios, policy)
+}
+
+/// [`explain_trace`] of a trace read already (from disk or from object storage, see
+/// [`crate::remote::open`]).
+pub fn explain_opened(
+    path: &Utf8Path,
+    opened: Result<TraceFile, crate::trace::TraceError>,
+    judging: &JudgeOptions,
+    scenarios: &ScenarioIndex<'_>,
+    policy: Option<&BaselinePolicy>,
+) -> Explanation {
     let mut e = Explanation {
         path: display_path(path),
         scenario: None,
@@ -36,7 +49,7 @@ pub fn explain_trace(
         events: Vec::new(),
         not_judged: false,
     };
-    let file = match TraceFile::open(path, judging.limits) {
+    let file = match opened {
         Ok(file) => file,
         Err(error) => {
             e.error = Some(super::error_chain(&error));

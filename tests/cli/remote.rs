@@ -360,7 +360,7 @@ fn an_object_past_the_size_limit_is_an_error_row_and_is_not_read() {
 }
 
 #[test]
-fn verify_lint_and_diff_read_a_bucket_and_require_signed_refuses_remote_traces() {
+fn verify_lint_diff_and_explain_read_a_bucket_and_require_signed_refuses_remote_traces() {
     let env = Env::new();
     // One case's trace replaced by a run that drifts from its approved baseline.
     let drifted = trace_text(
@@ -405,6 +405,30 @@ fn verify_lint_and_diff_read_a_bucket_and_require_signed_refuses_remote_traces()
         diff.stdout
     );
     assert_eq!(diff.stdout.replace("s3://suite/", "traces/"), local.stdout);
+    // `explain` of a trace in the bucket, and of a prefix, as of the same files on disk.
+    let object = "s3://suite/agent.tool.basic/default.trace.ndjson.zst";
+    let remote = s3.run(&env, &["explain", object]);
+    let local = env.run(&[
+        "explain",
+        "traces/agent.tool.basic/default.trace.ndjson.zst",
+    ]);
+    assert_eq!(remote.code, local.code, "{}", remote.stderr);
+    assert!(remote.stdout.contains(object), "{}", remote.stdout);
+    assert_eq!(
+        remote.stdout.replace("s3://suite/", "traces/"),
+        local.stdout
+    );
+    let prefix = s3.run(&env, &["explain", "s3://suite/agent.approval.denied/"]);
+    assert_eq!(prefix.code, 0, "{}", prefix.stderr);
+    assert_eq!(
+        prefix
+            .stdout
+            .matches("s3://suite/agent.approval.denied/")
+            .count(),
+        2,
+        "{}",
+        prefix.stdout
+    );
     let signed = s3.run(&env, &["check", "s3://suite", "--require-signed"]);
     assert_eq!(signed.code, 2, "{}", signed.stderr);
     assert!(

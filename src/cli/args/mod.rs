@@ -137,7 +137,8 @@ pub(crate) enum Command {
 /// `explain` flags.
 #[derive(Debug, Args)]
 pub(crate) struct ExplainArgs {
-    /// A trace file, or a scenario id (every trace of it). With `--last`: a scenario id,
+    /// A trace file, a scenario id (every trace of it), or a trace or prefix in object storage
+    /// (`s3://…`, every trace under it). With `--last`: a scenario id,
     /// `scenario/case` or a trace path, to narrow the run's failures to that one. None given:
     /// as `--last`.
     #[arg(value_name = "TARGET")]
