@@ -8,10 +8,9 @@ use camino::Utf8Path;
 use rayon::prelude::*;
 use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
 use tracereplay::diff::{DriftCategory, DriftFinding, DriftMode, compare};
-use tracereplay::discover::discover;
 use tracereplay::eval::{
     Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
-    error_chain, judge_trace_file,
+    error_chain, judge_opened_file,
 };
 use tracereplay::paths::display_path;
 use tracereplay::report::{RowVerdict, Source};
@@ -136,8 +135,11 @@ fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::R
 type Side = BTreeMap<(String, String), Vec<(String, JudgedTrace)>>;
 
 fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<DiffReport> {
-    let old_found = discover(&[old.to_owned()], &[])?;
-    let new_found = discover(&[new.to_owned()], &args.scenario_dirs)?;
+    // Either side may be in object storage; scenarios come from the local side and
+    // `--scenarios`.
+    let none = Default::default();
+    let old_found = tracereplay::remote::discover(&[old.to_owned()], &[], &none)?;
+    let new_found = tracereplay::remote::discover(&[new.to_owned()], &args.scenario_dirs, &none)?;
     // Scenarios of the newer recording win; the older one fills in ids the newer lacks.
     let mut files = new_found.scenario_files.clone();
     files.extend(old_found.scenario_files.iter().cloned());
@@ -161,7 +163,10 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         let judged: Vec<_> = found
             .trace_files
             .par_iter()
-            .map(|p| (display_path(p), judge_trace_file(p, &judging, &index)))
+            .map(|p| {
+                let opened = tracereplay::remote::open(found.remote.as_deref(), p, judging.limits);
+                (display_path(p), judge_opened_file(opened, &judging, &index))
+            })
             .collect();
         let mut side = Side::new();
         for (path, r) in judged {

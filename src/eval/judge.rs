@@ -45,7 +45,17 @@ pub fn judge_trace_file(
     judging: &JudgeOptions,
     scenarios: &ScenarioIndex<'_>,
 ) -> Result<JudgedTrace, NotJudged> {
-    let file = TraceFile::open(path, judging.limits)?;
+    judge_opened_file(TraceFile::open(path, judging.limits), judging, scenarios)
+}
+
+/// [`judge_trace_file`] of a trace read already (from disk or from object storage, see
+/// [`crate::remote::open`]).
+pub fn judge_opened_file(
+    opened: Result<TraceFile, TraceError>,
+    judging: &JudgeOptions,
+    scenarios: &ScenarioIndex<'_>,
+) -> Result<JudgedTrace, NotJudged> {
+    let file = opened?;
     let lookup = |id: &str| scenarios.lookup(id);
     let (scenario, read, results, behaviour) =
         match pipeline::judge_file(&file, judging, true, lookup) {

@@ -45,7 +45,7 @@ pub(crate) use cache::CacheFile;
 pub(crate) use cache::fuzz_read as fuzz_read_cache;
 pub use cache_key::CACHE_KEY_ENV;
 pub(crate) use cache_key::CacheKey;
-pub use judge::{JudgedTrace, NotJudged, judge_trace_file};
+pub use judge::{JudgedTrace, NotJudged, judge_opened_file, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
 pub use plan::ScenarioIndex;
 

@@ -405,6 +405,23 @@ fn verify_lint_diff_and_explain_read_a_bucket_and_require_signed_refuses_remote_
         diff.stdout
     );
     assert_eq!(diff.stdout.replace("s3://suite/", "traces/"), local.stdout);
+    // `diff --from --to` with the older side in the bucket, against the shipped demo.
+    let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let demo = demo.to_str().unwrap();
+    let between = s3.run(&env, &["diff", "--from", "s3://suite", "--to", demo]);
+    let local = env.run(&["diff", "--from", "uploaded", "--to", demo]);
+    assert_eq!((between.code, local.code), (1, 1), "{}", between.stderr);
+    assert!(
+        between
+            .stdout
+            .contains("s3://suite/agent.tool.basic/default.trace.ndjson.zst"),
+        "{}",
+        between.stdout
+    );
+    assert_eq!(
+        between.stdout.replace("s3://suite", "uploaded"),
+        local.stdout
+    );
     // `explain` of a trace in the bucket, and of a prefix, as of the same files on disk.
     let object = "s3://suite/agent.tool.basic/default.trace.ndjson.zst";
     let remote = s3.run(&env, &["explain", object]);

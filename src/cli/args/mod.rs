@@ -288,10 +288,10 @@ pub(crate) struct DiffArgs {
     /// `check`).
     #[arg(value_name = "PATH", default_value = "traces/", conflicts_with_all = ["from", "to"])]
     pub paths: Vec<Utf8PathBuf>,
-    /// The older recording: a trace file or a directory of traces.
+    /// The older recording: a trace file or a directory of traces (or a place in object storage).
     #[arg(long, value_name = "OLD", requires = "to")]
     pub from: Option<Utf8PathBuf>,
-    /// The newer recording: a trace file or a directory of traces.
+    /// The newer recording: a trace file or a directory of traces (or a place in object storage).
     #[arg(long, value_name = "NEW", requires = "from")]
     pub to: Option<Utf8PathBuf>,
     /// Approved baselines directory (default `baselines/`).
