@@ -57,6 +57,11 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         ),
     };
     for input in &args.inputs {
+        if tracereplay::remote::is_remote(input.as_str()) {
+            bail!(
+                "`{input}`: `ingest` reads local files only (reading a collector's bucket is not built yet); copy the objects out first"
+            );
+        }
         if !input.is_file() {
             bail!("`{input}` does not exist or is not a file");
         }

@@ -446,6 +446,16 @@ fn verify_lint_diff_and_explain_read_a_bucket_and_require_signed_refuses_remote_
         "{}",
         prefix.stdout
     );
+    let ingest = s3.run(
+        &env,
+        &["ingest", "s3://suite/otlp/", "-o", "out", "--unkeyed"],
+    );
+    assert_eq!(ingest.code, 2, "{}", ingest.stderr);
+    assert!(
+        ingest.stderr.contains("reads local files only"),
+        "{}",
+        ingest.stderr
+    );
     let signed = s3.run(&env, &["check", "s3://suite", "--require-signed"]);
     assert_eq!(signed.code, 2, "{}", signed.stderr);
     assert!(
