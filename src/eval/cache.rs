@@ -224,10 +224,7 @@ impl ResultCache {
     ) -> ResultCache {
         // The context is the fingerprint, then the approved baselines' record
         // ([`super::cache_baselines`]); only the fingerprint must match.
-        let recorded = file
-            .context
-            .split_once('\n')
-            .map_or(file.context.as_str(), |(f, _)| f);
+        let recorded = super::cache_baselines::split_context(&file.context).0;
         ResultCache {
             path: dir.join(file_name(VERSION)),
             file: if recorded == fingerprint {

@@ -18,9 +18,15 @@ use rayon::prelude::*;
 #[derive(Default)]
 pub(super) struct Known<'a>(HashMap<&'a str, (&'a str, &'a str)>);
 
-/// The record in a cache file's context: the lines after its first.
+/// A cache file's context split into its fingerprint (the first line) and the approved
+/// baselines' record (the lines after it).
+pub(super) fn split_context(context: &str) -> (&str, &str) {
+    context.split_once('\n').unwrap_or((context, ""))
+}
+
+/// The record in a cache file's context ([`split_context`]).
 pub(super) fn record_in(context: &str) -> &str {
-    context.split_once('\n').map_or("", |(_, t)| t)
+    split_context(context).1
 }
 
 impl<'a> Known<'a> {

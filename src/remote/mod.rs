@@ -178,13 +178,19 @@ pub fn read_reports(
         let cap = store::Cap {
             bytes: MAX_REPORT_BYTES,
             what: "the report",
-            flag: "a local copy",
+            flag: "",
         };
         (found.into_iter())
             .map(|url| {
                 let bytes = stores.read(&url, cap).map_err(|e| RemoteError::List {
+                    message: match e {
+                        // No flag raises this limit.
+                        TraceError::TooLarge { limit, .. } => {
+                            format!("the report is over {limit} bytes; merge a local copy")
+                        }
+                        e => crate::eval::error_chain(&e),
+                    },
                     url: url.to_string(),
-                    message: crate::eval::error_chain(&e),
                 })?;
                 Ok((url, bytes))
             })

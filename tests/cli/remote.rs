@@ -10,21 +10,10 @@ use std::process::{Child, Command, Stdio};
 use crate::util::*;
 
 fn python() -> PathBuf {
-    let candidate = std::env::var_os("TRACEREPLAY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-venv/bin/python")
-        });
-    let ok = Command::new(&candidate)
-        .args(["-c", "import moto.server, boto3"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "the object-storage tests need moto's S3 server: run `scripts/install-test-deps` (it installs \
-         `moto[server]` and boto3 into target/test-venv), or set TRACEREPLAY_PYTHON to a Python that has them"
-    );
-    candidate
+    test_python(
+        "moto.server, boto3",
+        "moto's S3 server (`moto[server]`) and boto3",
+    )
 }
 
 /// A moto server on loopback, with what was uploaded to it; stopped when dropped.
@@ -468,17 +457,10 @@ fn verify_lint_diff_and_explain_read_a_bucket_and_require_signed_refuses_remote_
 /// The manifests of the docs' ```` ```yaml kubernetes ```` blocks.
 fn kubernetes_manifests() -> Vec<String> {
     let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/object-storage.md");
-    let text = std::fs::read_to_string(docs).unwrap();
-    let fence = "```yaml kubernetes\n";
-    let mut found = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find(fence) {
-        let body = &rest[start + fence.len()..];
-        let end = body.find("```").unwrap();
-        found.push(body[..end].to_owned());
-        rest = &body[end..];
-    }
-    found
+    fenced_blocks(
+        &std::fs::read_to_string(docs).unwrap(),
+        "```yaml kubernetes\n",
+    )
 }
 
 /// Runs a container's `sh -c` script from a manifest as the pod would, with its `env` values and

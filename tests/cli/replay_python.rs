@@ -10,21 +10,7 @@ use super::replay::{Server, ingest_log, ingested, recorded_log};
 use crate::util::*;
 
 fn python() -> PathBuf {
-    let candidate = std::env::var_os("TRACEREPLAY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-venv/bin/python")
-        });
-    let ok = Command::new(&candidate)
-        .args(["-c", "import openai"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "the replay tests need the OpenAI Python SDK: run `scripts/install-test-deps` (it installs it into \
-         target/test-venv), or set TRACEREPLAY_PYTHON to a Python with `openai` installed"
-    );
-    candidate
+    test_python("openai", "the OpenAI Python SDK")
 }
 
 /// The agent loop: the model decides, the loop runs `weather` (answering with FORECAST), hands

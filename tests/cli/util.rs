@@ -226,3 +226,37 @@ pub(crate) fn sealed_zst_unchecked(text: &str) -> Vec<u8> {
     );
     zstd::bulk::compress(full.as_bytes(), 3).unwrap()
 }
+
+/// The test Python (`TRACEREPLAY_PYTHON`, else `target/test-venv`, where
+/// `scripts/install-test-deps` puts it), checked to import `modules`; without them the test
+/// fails and says how to install `what`.
+pub(crate) fn test_python(modules: &str, what: &str) -> PathBuf {
+    let candidate = std::env::var_os("TRACEREPLAY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-venv/bin/python")
+        });
+    let ok = Command::new(&candidate)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "these tests need {what}: run `scripts/install-test-deps` (it installs it into \
+         target/test-venv), or set TRACEREPLAY_PYTHON to a Python that has it (`import {modules}`)"
+    );
+    candidate
+}
+
+/// The bodies of the fenced blocks in `text` that open with `fence` (` ```yaml\n `, say).
+pub(crate) fn fenced_blocks(text: &str, fence: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```").expect("a fenced block is closed");
+        found.push(body[..end].to_owned());
+        rest = &body[end..];
+    }
+    found
+}

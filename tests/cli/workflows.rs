@@ -92,18 +92,14 @@ fn every_workflow_in_the_docs_passes_actionlint() {
     let mut files = Vec::new();
     for doc in docs {
         let text = std::fs::read_to_string(&doc).unwrap();
-        let mut rest = text.as_str();
-        while let Some(start) = rest.find("```yaml\n") {
-            let body = &rest[start + 8..];
-            let end = body.find("```").unwrap();
+        for body in fenced_blocks(&text, "```yaml\n") {
             let name = format!(
                 "{}-{}.yml",
                 doc.file_stem().unwrap().to_string_lossy(),
                 files.len()
             );
-            env.write(&name, &body[..end]);
+            env.write(&name, body);
             files.push(env.path(&name));
-            rest = &body[end..];
         }
     }
     assert!(!files.is_empty(), "the README shows a workflow");
