@@ -11,7 +11,7 @@ use std::io::Write;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use tracereplay::baseline::encode_trace_segment;
-use tracereplay::ingest::{Format, IngestOptions, IngestedRun, detect, ingest};
+use tracereplay::ingest::{Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest};
 use tracereplay::paths::display_path;
 use tracereplay::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use tracereplay::trace::Limits;
@@ -28,6 +28,7 @@ fn format_of(arg: IngestFormatArg) -> Format {
         IngestFormatArg::OpenclawScenario => Format::OpenclawScenario,
         IngestFormatArg::OpenaiMessages => Format::OpenaiMessages,
         IngestFormatArg::OtlpJson => Format::OtlpJson,
+        IngestFormatArg::OtlpProto => Format::OtlpProto,
         IngestFormatArg::OtelSpans => Format::OtelSpans,
     }
 }
@@ -47,6 +48,18 @@ struct Tally {
     events: BTreeMap<&'static str, usize>,
 }
 
+/// What one `ingest` writes to, and what it wrote so far.
+pub(super) struct Session<'a> {
+    pub(super) args: &'a IngestArgs,
+    confined: tracereplay::fsutil::Confined,
+    signer: Option<std::sync::Arc<tracereplay::sign::keys::SigningKey>>,
+    /// Traces written by this run: destination → the input that wrote it.
+    written: HashMap<Utf8PathBuf, String>,
+    /// Files this run wrote, made durable at its end.
+    durable: Vec<Utf8PathBuf>,
+    pub(super) out: &'a mut dyn Write,
+}
+
 /// Runs `ingest`; `Err` means exit 2.
 pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let hasher = match (PromptHasher::from_env(), args.unkeyed) {
@@ -57,56 +70,111 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         ),
     };
     for input in &args.inputs {
-        if tracereplay::remote::is_remote(input.as_str()) {
-            bail!(
-                "`{input}`: `ingest` reads local files only (reading a collector's bucket is not built yet); copy the objects out first"
-            );
-        }
-        if !input.is_file() {
+        if !tracereplay::remote::is_remote(input.as_str()) && !input.is_file() {
             bail!("`{input}` does not exist or is not a file");
         }
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
-    let signer = super::sign::signer(&args.signing)?;
-    // Every trace written stays inside `-o DIR`, never through a symlink under it.
-    let confined = tracereplay::fsutil::Confined::new(args.out.clone());
     let raw_opt_in = raw_prompts_opted_in(args.dev_raw_prompts);
     if raw_opt_in {
         diag!(
             "note: raw prompt text goes to `*.prompts.ndjson` sidecars (developer opt-in via `--dev-raw-prompts` or `{RAW_OPT_IN_ENV}=1`); keep them out of version control"
         );
     }
-    // Traces written by this run: destination → the input that wrote it.
-    let mut written: HashMap<Utf8PathBuf, Utf8PathBuf> = HashMap::new();
-    // Files this run wrote, made durable at its end.
-    let mut durable: Vec<Utf8PathBuf> = Vec::new();
+    let mut session = Session {
+        args,
+        // Every trace written stays inside `-o DIR`, never through a symlink under it.
+        confined: tracereplay::fsutil::Confined::new(args.out.clone()),
+        signer: super::sign::signer(&args.signing)?,
+        written: HashMap::new(),
+        durable: Vec::new(),
+        out,
+    };
+    let opts = IngestOptions {
+        hasher,
+        raw_opt_in,
+        scenario: args.scenario.clone(),
+        case: args.case.clone(),
+        name: args.name.clone(),
+        file_stem: None,
+        allow_empty: args.allow_empty,
+    };
     let mut failed = 0;
     for input in &args.inputs {
-        let bytes = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
-        let format = match args.from {
-            Some(f) => format_of(f),
-            None => match detect(&bytes) {
-                Ok(f) => {
-                    diag!("`{input}`: read as {}", f.name());
-                    f
-                }
-                Err(e) => {
-                    diag!("error: `{input}`: {e}");
-                    failed += 1;
-                    continue;
-                }
-            },
+        failed += if tracereplay::remote::is_remote(input.as_str()) {
+            super::ingest_bucket::ingest(&mut session, input.as_str(), &opts)?
+        } else {
+            ingest_file(&mut session, input, &opts)?
         };
-        let opts = IngestOptions {
-            hasher: hasher.clone(),
-            raw_opt_in,
-            scenario: args.scenario.clone(),
-            case: args.case.clone(),
-            name: args.name.clone(),
-            file_stem: Some(stem(input)),
-            allow_empty: args.allow_empty,
-        };
-        let outcome = ingest(format, &bytes, &opts);
+    }
+    // Traces were written without a sync each: made durable here, together, and only them.
+    session.sync()?;
+    Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
+}
+
+/// Ingests one local file; the number of its runs refused.
+fn ingest_file(
+    session: &mut Session<'_>,
+    input: &Utf8Path,
+    opts: &IngestOptions,
+) -> anyhow::Result<usize> {
+    use tracereplay::ingest::collector::{ExportKind, MAX_EXPORT_BYTES, export_kind, unpack};
+    let stored = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
+    // A collector's `*.gz` export is unpacked first, and its `*.binpb` is protobuf.
+    let bytes = match unpack(input.as_str(), &stored, MAX_EXPORT_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            diag!("error: `{input}`: {e}");
+            return Ok(1);
+        }
+    };
+    let format = match (session.args.from, export_kind(input.as_str())) {
+        (Some(f), _) => format_of(f),
+        (None, Some(ExportKind::Traces(Format::OtlpProto))) => {
+            diag!("`{input}`: read as otlp-proto (by its name)");
+            Format::OtlpProto
+        }
+        (None, _) => match detect(&bytes) {
+            Ok(f) => {
+                diag!("`{input}`: read as {}", f.name());
+                f
+            }
+            Err(e) => {
+                diag!("error: `{input}`: {e}");
+                return Ok(1);
+            }
+        },
+    };
+    let opts = IngestOptions {
+        file_stem: Some(stem(input)),
+        ..opts.clone()
+    };
+    let outcome = ingest(format, &bytes, &opts);
+    let emit = (session.args.emit_scenarios).then_some((&*bytes, &opts));
+    let written = session.write(input.as_str(), format.name(), &outcome, emit)?;
+    Ok(written.failed)
+}
+
+/// What [`Session::write`] did with one input's runs.
+pub(super) struct Written {
+    /// Runs refused (by the importer, or as named).
+    pub(super) failed: usize,
+    /// Whether its runs were refused as named, so that nothing of it was written.
+    pub(super) refused: bool,
+}
+
+impl Session<'_> {
+    /// Writes the runs of one input's `outcome` (read as `format`) and reports them: nothing of
+    /// the input when any of its runs cannot be written as named. `emit` is the input and its
+    /// options, for `--emit-scenarios`.
+    pub(super) fn write(
+        &mut self,
+        input: &str,
+        format: &str,
+        outcome: &IngestOutcome,
+        emit: Option<(&[u8], &IngestOptions)>,
+    ) -> anyhow::Result<Written> {
+        let args = self.args;
         let mut tally = Tally::default();
         for p in &outcome.problems {
             if p.rejected {
@@ -131,7 +199,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         let mut mine: HashMap<Utf8PathBuf, &IngestedRun> = HashMap::new();
         for run in &outcome.runs {
             let dest = destination(args, run);
-            if let Some(by) = written.get(&dest) {
+            if let Some(by) = self.written.get(&dest) {
                 refusals.push(format!(
                     "scenario `{}` case `{}` was already written by `{by}` in this run (`{}`)",
                     run.scenario,
@@ -171,23 +239,26 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 outcome.runs.len()
             );
             tally.failed += refusals.len();
-            summarise(input, format, &tally, &outcome.skipped, out)?;
-            failed += tally.failed;
-            continue;
+            summarise(input, format, &tally, &outcome.skipped, self.out)?;
+            return Ok(Written {
+                failed: tally.failed,
+                refused: true,
+            });
         }
         for (_, dest) in &claimed {
-            written.insert(dest.clone(), input.to_owned());
+            self.written.insert(dest.clone(), input.to_owned());
         }
+        let (confined, signer) = (&self.confined, &self.signer);
         let stored: Vec<anyhow::Result<Stored>> = claimed
             .par_iter()
             .zip(on_disk)
             .map(|((run, dest), there)| {
                 let (stored, bytes) = match there {
                     AtDestination::Same => (Stored::Unchanged, None),
-                    _ => (Stored::Written, Some(store(run, dest, &confined)?)),
+                    _ => (Stored::Written, Some(store(run, dest, confined)?)),
                 };
                 // What is sealed is signed, whether written now or before.
-                if let Some(key) = &signer {
+                if let Some(key) = signer {
                     sign_stored(key, run, dest, bytes, &args.out)?;
                 }
                 Ok(stored)
@@ -195,27 +266,41 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             .collect();
         for ((run, dest), result) in claimed.iter().zip(stored) {
             let result = result?;
-            if signer.is_some() {
-                durable.push(tracereplay::sign::signature_path(dest));
+            if self.signer.is_some() {
+                self.durable.push(tracereplay::sign::signature_path(dest));
             }
             if matches!(result, Stored::Written) {
-                durable.push(dest.clone());
+                self.durable.push(dest.clone());
                 if run.trace.sidecar.is_some() {
-                    durable.push(tracereplay::trace::sidecar_path(dest));
+                    self.durable.push(tracereplay::trace::sidecar_path(dest));
                 }
             }
-            report(run, dest, result, &mut tally, out)?;
+            report(run, dest, result, &mut tally, self.out)?;
         }
-        if args.emit_scenarios {
-            tally.failed += emit_scenarios(format, &bytes, input, args, &opts, &confined, out)?;
+        if let Some((bytes, opts)) = emit {
+            let input = Utf8Path::new(input);
+            tally.failed += emit_scenarios(format, bytes, input, args, opts, confined, self.out)?;
         }
-        summarise(input, format, &tally, &outcome.skipped, out)?;
-        failed += tally.failed;
+        summarise(input, format, &tally, &outcome.skipped, self.out)?;
+        Ok(Written {
+            failed: tally.failed,
+            refused: false,
+        })
     }
-    // Traces were written without a sync each: made durable here, together, and only them.
-    tracereplay::fsutil::sync_written(&durable, &args.out)
-        .with_context(|| format!("cannot sync what was written under `{}`", args.out))?;
-    Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
+
+    /// Makes what this run wrote so far durable.
+    pub(super) fn sync(&mut self) -> anyhow::Result<()> {
+        let out = &self.args.out;
+        tracereplay::fsutil::sync_written(&self.durable, out)
+            .with_context(|| format!("cannot sync what was written under `{out}`"))?;
+        self.durable.clear();
+        Ok(())
+    }
+
+    /// Where this run may write: inside `-o DIR`.
+    pub(super) fn confined(&self) -> &tracereplay::fsutil::Confined {
+        &self.confined
+    }
 }
 
 /// Where a run's trace goes: `DIR/<scenario>/<case>.trace.ndjson.zst`, or for a trial of a
@@ -312,8 +397,8 @@ fn report(
 
 /// One line per input: what was written, unchanged and skipped.
 fn summarise(
-    input: &Utf8Path,
-    format: Format,
+    input: &str,
+    format: &str,
     tally: &Tally,
     skipped: &BTreeMap<String, usize>,
     out: &mut dyn Write,
@@ -322,11 +407,8 @@ fn summarise(
         .map(|(k, n)| format!("{n} {k}"))
         .collect();
     let mut line = format!(
-        "`{input}` ({}): {} trace(s) written, {} unchanged, {} refused",
-        format.name(),
-        tally.written,
-        tally.unchanged,
-        tally.failed
+        "`{input}` ({format}): {} trace(s) written, {} unchanged, {} refused",
+        tally.written, tally.unchanged, tally.failed
     );
     if !events.is_empty() {
         line.push_str(&format!("; events written: {}", events.join(", ")));
@@ -350,7 +432,7 @@ fn summarise(
 /// `--emit-scenarios`: one scenario file per task, beside the traces; returns the number of
 /// scenario files refused.
 fn emit_scenarios(
-    format: Format,
+    format: &str,
     bytes: &[u8],
     input: &Utf8Path,
     args: &IngestArgs,
@@ -358,7 +440,7 @@ fn emit_scenarios(
     confined: &tracereplay::fsutil::Confined,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
-    if format != Format::OpenaiMessages {
+    if format != Format::OpenaiMessages.name() {
         diag!(
             "warning: `{input}`: `--emit-scenarios` reads tau-bench and tau2-bench results; this input has no ground truth to emit"
         );

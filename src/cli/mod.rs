@@ -26,6 +26,7 @@ pub(crate) mod exit;
 mod explain;
 mod gates;
 mod ingest;
+mod ingest_bucket;
 mod init;
 mod key;
 mod lint;

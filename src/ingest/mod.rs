@@ -7,6 +7,7 @@
 //! never stops the others. Runs are named by `naming`; [`detect`] picks the format when
 //! `--from` is not given.
 
+pub mod collector;
 mod detect;
 pub mod ground_truth;
 pub(crate) mod identity;
@@ -35,6 +36,9 @@ pub enum Format {
     OpenaiMessages,
     /// OTLP/JSON trace exports (GenAI conventions, OpenInference, Vercel AI SDK, Traceloop).
     OtlpJson,
+    /// OTLP protobuf trace exports (`ExportTraceServiceRequest`), the same conventions; read
+    /// by builds with the `otlp-proto` feature.
+    OtlpProto,
     /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`), the same conventions.
     OtelSpans,
 }
@@ -46,6 +50,7 @@ impl Format {
             Format::OpenclawScenario => "openclaw-scenario",
             Format::OpenaiMessages => "openai-messages",
             Format::OtlpJson => "otlp-json",
+            Format::OtlpProto => "otlp-proto",
             Format::OtelSpans => "otel-spans",
         }
     }
@@ -199,13 +204,9 @@ pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutco
     match format {
         Format::OpenclawScenario => openclaw::ingest(bytes, opts),
         Format::OpenaiMessages => openai::ingest(bytes, opts),
-        Format::OtlpJson | Format::OtelSpans => {
+        Format::OtlpJson | Format::OtlpProto | Format::OtelSpans => {
             let mut outcome = IngestOutcome::default();
-            let read = if format == Format::OtlpJson {
-                spans::otlp::read(bytes, &mut outcome)
-            } else {
-                spans::sdk::read(bytes, &mut outcome)
-            };
+            let read = spans::read(format, bytes, &mut outcome);
             spans::ingest(format, read, opts, &mut outcome);
             outcome
         }

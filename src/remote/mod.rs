@@ -32,6 +32,15 @@ fn scheme_of(path: &str) -> Option<&'static str> {
 #[cfg(not(feature = "remote"))]
 const NOT_BUILT: &str = "this tracereplay was built without the `remote` feature; rebuild it with `--features remote` to read object storage";
 
+/// What a build without the `remote` feature says when given `urls`.
+#[cfg(not(feature = "remote"))]
+fn not_built(urls: &[Utf8PathBuf]) -> RemoteError {
+    RemoteError::Unsupported {
+        url: urls.first().map(|u| u.to_string()).unwrap_or_default(),
+        why: NOT_BUILT.into(),
+    }
+}
+
 /// How remote paths are read.
 #[derive(Debug, Clone, Default)]
 pub struct RemoteOptions {
@@ -94,10 +103,7 @@ impl Remote {
         #[cfg(not(feature = "remote"))]
         {
             let _ = options;
-            Err(RemoteError::Unsupported {
-                url: urls.first().map(|u| u.to_string()).unwrap_or_default(),
-                why: NOT_BUILT.into(),
-            })
+            Err(not_built(urls))
         }
     }
 
@@ -162,6 +168,55 @@ impl Remote {
     }
 }
 
+impl Remote {
+    /// Lists the objects of a collector's export layout under `urls` (see
+    /// [`crate::ingest::collector::export_kind`]: `*.json`, `*.jsonl`, `*.binpb`, `*.pb`, each
+    /// also `.gz`), skipping hidden keys as [`Remote::list`] does; in URL order.
+    pub fn list_exports(
+        urls: &[Utf8PathBuf],
+        options: &RemoteOptions,
+    ) -> Result<(Remote, Vec<Utf8PathBuf>), RemoteError> {
+        #[cfg(feature = "remote")]
+        {
+            let named: store::Named = |name| crate::ingest::collector::export_kind(name).is_some();
+            let (inner, found) = store::Stores::list(urls, options, named)?;
+            Ok((Remote { inner }, found))
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = options;
+            Err(not_built(urls))
+        }
+    }
+
+    /// Reads the listed ones of `paths` ([`RemoteOptions::concurrency`] at a time), each
+    /// within `max_bytes` as stored; in the order of `paths`.
+    pub fn read_all(
+        &self,
+        paths: &[&Utf8Path],
+        max_bytes: u64,
+    ) -> Vec<(Utf8PathBuf, Result<Vec<u8>, TraceError>)> {
+        #[cfg(feature = "remote")]
+        {
+            let cap = |_: &Utf8Path| store::Cap {
+                bytes: max_bytes,
+                what: "the object",
+                flag: "",
+            };
+            let mut read = self.inner.read_many(paths, &cap);
+            let at: std::collections::HashMap<&Utf8Path, usize> =
+                paths.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+            read.sort_by_key(|(p, _)| at.get(p.as_path()).copied());
+            read
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (paths, max_bytes);
+            Vec::new()
+        }
+    }
+}
+
 /// The largest JSON report read from a store (`merge`), in bytes.
 pub const MAX_REPORT_BYTES: u64 = 4 << 30;
 
@@ -199,10 +254,7 @@ pub fn read_reports(
     #[cfg(not(feature = "remote"))]
     {
         let _ = options;
-        Err(RemoteError::Unsupported {
-            url: urls.first().map(|u| u.to_string()).unwrap_or_default(),
-            why: NOT_BUILT.into(),
-        })
+        Err(not_built(urls))
     }
 }
 

@@ -212,20 +212,27 @@ impl Stores {
     }
 
     pub(super) fn prefetch(&self, paths: &[&Utf8Path], limits: Limits) {
+        let read = self.read_many(paths, &|p| Cap::trace(p, limits));
+        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        ahead.extend(read);
+    }
+
+    /// Reads the listed ones of `paths`, [`Stores::concurrency`] at a time, each within its
+    /// `cap`; in the order they complete.
+    pub(super) fn read_many(
+        &self,
+        paths: &[&Utf8Path],
+        cap: &(dyn Fn(&Utf8Path) -> Cap + Sync),
+    ) -> Vec<(Utf8PathBuf, Result<Vec<u8>, TraceError>)> {
         let wanted: Vec<(&Utf8Path, &Object)> = (paths.iter())
             .filter_map(|p| Some((*p, self.objects.get(*p)?)))
             .collect();
-        let read =
-            self.runtime.block_on(
-                futures::stream::iter(wanted)
-                    .map(|(p, o)| async move {
-                        (p.to_owned(), fetch(p, o, Cap::trace(p, limits)).await)
-                    })
-                    .buffer_unordered(self.concurrency)
-                    .collect::<Vec<_>>(),
-            );
-        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        ahead.extend(read);
+        self.runtime.block_on(
+            futures::stream::iter(wanted)
+                .map(|(p, o)| async move { (p.to_owned(), fetch(p, o, cap(p)).await) })
+                .buffer_unordered(self.concurrency)
+                .collect::<Vec<_>>(),
+        )
     }
 
     pub(super) fn read(&self, path: &Utf8Path, cap: Cap) -> Result<Vec<u8>, TraceError> {

@@ -15,6 +15,9 @@ pub(crate) enum IngestFormatArg {
     OpenaiMessages,
     /// OTLP/JSON trace exports (one document per file or per line).
     OtlpJson,
+    /// OTLP protobuf trace exports (`ExportTraceServiceRequest`, a collector's `otlp_proto`);
+    /// builds with the `remote` feature.
+    OtlpProto,
     /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`: a span, a list, `{"spans": …}`).
     OtelSpans,
 }
@@ -26,7 +29,8 @@ pub(crate) struct IngestArgs {
     /// printed).
     #[arg(long, value_enum)]
     pub from: Option<IngestFormatArg>,
-    /// Input files.
+    /// Input files, or a collector's bucket prefix (`s3://BUCKET/PREFIX/`, `gs://…`, `az://…`,
+    /// with the `remote` feature): its OTLP export objects, read incrementally.
     #[arg(value_name = "IN", required = true)]
     pub inputs: Vec<Utf8PathBuf>,
     /// Output directory: traces go to `DIR/<scenario>/<case>.trace.ndjson.zst`.

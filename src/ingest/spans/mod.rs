@@ -1,5 +1,5 @@
 //! OpenTelemetry spans, however they were dumped: OTLP/JSON exports ([`otlp`], `--from
-//! otlp-json`) and OpenTelemetry SDK span JSON ([`sdk`], `--from otel-spans`) read into one span
+//! otlp-json`), OTLP protobuf exports (`proto`, `--from otlp-proto`) and OpenTelemetry SDK span JSON ([`sdk`], `--from otel-spans`) read into one span
 //! model, grouped into one run per trace id, ordered, and mapped to trace events by `map`,
 //! which understands the GenAI semantic conventions, OpenInference, the Vercel AI SDK and
 //! Traceloop/OpenLLMetry.
@@ -11,6 +11,8 @@ mod dialects;
 mod map;
 mod messages;
 pub(crate) mod otlp;
+#[cfg(feature = "otlp-proto")]
+pub(crate) mod proto;
 pub(crate) mod sdk;
 
 use std::collections::{BTreeMap, HashMap};
@@ -206,6 +208,24 @@ pub(crate) struct ReadSpans {
     pub(crate) final_output: Option<Value>,
 }
 
+/// Reads the spans of one input of a span format (OTLP/JSON, OTLP protobuf, SDK span JSON).
+pub(crate) fn read(format: Format, bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
+    match format {
+        Format::OtlpJson => otlp::read(bytes, outcome),
+        #[cfg(feature = "otlp-proto")]
+        Format::OtlpProto => proto::read(bytes, outcome),
+        #[cfg(not(feature = "otlp-proto"))]
+        Format::OtlpProto => {
+            outcome.reject(
+                "input",
+                "this tracereplay was built without the `otlp-proto` feature (part of `remote`); rebuild it with `--features remote` to read OTLP protobuf",
+            );
+            ReadSpans::default()
+        }
+        _ => sdk::read(bytes, outcome),
+    }
+}
+
 /// Groups `read` spans by trace and builds one run per trace.
 pub(crate) fn ingest(
     format: Format,
@@ -217,16 +237,29 @@ pub(crate) fn ingest(
     for s in read.spans {
         by_trace.entry(s.trace_id.clone()).or_default().push(s);
     }
-    let mut traces: Vec<(String, Vec<Span>)> = by_trace.into_iter().collect();
-    for (_, spans) in &mut traces {
+    let traces = (by_trace.into_iter())
+        .map(|(id, spans)| (id, format, spans))
+        .collect();
+    build_traces(traces, read.final_output.as_ref(), opts, outcome);
+}
+
+/// Builds one run per trace (its id, the format it was read from, its spans), in order of their
+/// first span's start, then trace id. `final_output` is a dump's own run-level output: it
+/// belongs to its run only when the dump holds one.
+pub(crate) fn build_traces(
+    mut traces: Vec<(String, Format, Vec<Span>)>,
+    final_output: Option<&Value>,
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) {
+    for (_, _, spans) in &mut traces {
         order(spans);
     }
-    traces.sort_by(|a, b| (a.1[0].start_ns, &a.0).cmp(&(b.1[0].start_ns, &b.0)));
+    traces.sort_by(|a, b| (a.2[0].start_ns, &a.0).cmp(&(b.2[0].start_ns, &b.0)));
     let single = traces.len() == 1;
-    for (trace_id, spans) in &traces {
-        // The dump's own final output belongs to its run only when it holds one.
-        let final_output = single.then_some(read.final_output.as_ref()).flatten();
-        map::build_run(format, trace_id, spans, final_output, opts, outcome);
+    for (trace_id, format, spans) in &traces {
+        let final_output = single.then_some(final_output).flatten();
+        map::build_run(*format, trace_id, spans, final_output, opts, outcome);
     }
 }
 
