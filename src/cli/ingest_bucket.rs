@@ -85,9 +85,10 @@ impl Read {
     }
 }
 
-/// Reads `urls` and their spans. `Ok(None)` when the store failed to return one (said on
-/// stderr); objects whose content is no export are reported and come back without spans.
-fn read_objects(remote: &Remote, urls: &[&Utf8Path]) -> anyhow::Result<Option<Vec<Read>>> {
+/// Reads `urls` (of the source `source`) and their spans. `None` when the store failed to
+/// return one (said on stderr, with what that means for the source); objects whose content is
+/// no export are reported and come back without spans.
+fn read_objects(remote: &Remote, urls: &[&Utf8Path], source: &str) -> Option<Vec<Read>> {
     let mut out = Vec::with_capacity(urls.len());
     let mut failed = false;
     for (url, stored) in remote.read_all(urls, MAX_EXPORT_BYTES) {
@@ -100,7 +101,7 @@ fn read_objects(remote: &Remote, urls: &[&Utf8Path]) -> anyhow::Result<Option<Ve
                 diag!("error: `{url}`: the object is over {limit} bytes; not read");
                 out.push(Read {
                     url,
-                    spans: ExportSpans::read(format, b"{\"resourceSpans\":[]}"),
+                    spans: ExportSpans::empty(format),
                     unreadable: true,
                 });
                 continue;
@@ -115,7 +116,7 @@ fn read_objects(remote: &Remote, urls: &[&Utf8Path]) -> anyhow::Result<Option<Ve
             Ok(bytes) => (ExportSpans::read(format, &bytes), false),
             Err(e) => {
                 diag!("error: `{url}`: {e}");
-                (ExportSpans::read(format, b"{\"resourceSpans\":[]}"), true)
+                (ExportSpans::empty(format), true)
             }
         };
         for p in &spans.problems {
@@ -132,7 +133,13 @@ fn read_objects(remote: &Remote, urls: &[&Utf8Path]) -> anyhow::Result<Option<Ve
             unreadable,
         });
     }
-    Ok((!failed).then_some(out))
+    if failed {
+        diag!(
+            "error: `{source}`: nothing of it was written, since an object could not be read; ingest it again"
+        );
+        return None;
+    }
+    Some(out)
 }
 
 /// Ingests the collector exports under `url`; the number of runs and objects refused.
@@ -164,10 +171,7 @@ pub(super) fn ingest(
         })
         .map(|(p, _)| *p)
         .collect();
-    let Some(fresh) = read_objects(&remote, &new)? else {
-        diag!(
-            "error: `{url}`: nothing of it was written, since an object could not be read; ingest it again"
-        );
+    let Some(fresh) = read_objects(&remote, &new, url) else {
         return Ok(1);
     };
     // The traces to build: those the new objects touch, and those held back before.
@@ -184,10 +188,7 @@ pub(super) fn ingest(
         })
         .copied()
         .collect();
-    let Some(older) = read_objects(&remote, &again)? else {
-        diag!(
-            "error: `{url}`: nothing of it was written, since an object could not be read; ingest it again"
-        );
+    let Some(older) = read_objects(&remote, &again, url) else {
         return Ok(1);
     };
     let mut pool = SpanPool::default();

@@ -100,14 +100,18 @@ impl ExportSpans {
         }
     }
 
+    /// An object of `format` that holds no span (one that could not be read as an export).
+    pub fn empty(format: Format) -> ExportSpans {
+        ExportSpans {
+            format,
+            spans: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
     /// The trace ids its spans belong to.
     pub fn trace_ids(&self) -> BTreeSet<String> {
         self.spans.iter().map(|s| s.trace_id.clone()).collect()
-    }
-
-    /// How many spans it holds.
-    pub fn spans(&self) -> usize {
-        self.spans.len()
     }
 }
 
@@ -268,13 +272,8 @@ mod tests {
 
     fn opts() -> IngestOptions {
         IngestOptions {
-            hasher: crate::privacy::PromptHasher::unkeyed(),
-            raw_opt_in: false,
             scenario: Some("s".into()),
-            case: None,
-            name: None,
-            file_stem: None,
-            allow_empty: false,
+            ..IngestOptions::for_tests(None)
         }
     }
 

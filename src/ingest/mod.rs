@@ -75,6 +75,22 @@ pub struct IngestOptions {
     pub allow_empty: bool,
 }
 
+#[cfg(test)]
+impl IngestOptions {
+    /// Unkeyed hashing, no opt-in, nothing named: what the importers' tests ingest with.
+    pub(crate) fn for_tests(file_stem: Option<&str>) -> IngestOptions {
+        IngestOptions {
+            hasher: PromptHasher::unkeyed(),
+            raw_opt_in: false,
+            scenario: None,
+            case: None,
+            name: None,
+            file_stem: file_stem.map(str::to_owned),
+            allow_empty: false,
+        }
+    }
+}
+
 impl IngestedRun {
     /// A run of `scenario`/`case`, its events counted by kind.
     pub fn new(scenario: String, case: String, trace: SealedTrace) -> IngestedRun {

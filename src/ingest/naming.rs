@@ -227,18 +227,9 @@ fn from_template(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::privacy::PromptHasher;
 
     fn opts() -> IngestOptions {
-        IngestOptions {
-            hasher: PromptHasher::unkeyed(),
-            raw_opt_in: false,
-            scenario: None,
-            case: None,
-            name: None,
-            file_stem: Some("runs".into()),
-            allow_empty: false,
-        }
+        IngestOptions::for_tests(Some("runs"))
     }
 
     fn tau(task: &str, trial: &str) -> RunIds {

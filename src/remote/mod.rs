@@ -203,11 +203,7 @@ impl Remote {
                 what: "the object",
                 flag: "",
             };
-            let mut read = self.inner.read_many(paths, &cap);
-            let at: std::collections::HashMap<&Utf8Path, usize> =
-                paths.iter().enumerate().map(|(i, p)| (*p, i)).collect();
-            read.sort_by_key(|(p, _)| at.get(p.as_path()).copied());
-            read
+            self.inner.read_many(paths, &cap)
         }
         #[cfg(not(feature = "remote"))]
         {

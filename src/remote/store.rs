@@ -218,21 +218,24 @@ impl Stores {
     }
 
     /// Reads the listed ones of `paths`, [`Stores::concurrency`] at a time, each within its
-    /// `cap`; in the order they complete.
+    /// `cap`; in the order of `paths`.
     pub(super) fn read_many(
         &self,
         paths: &[&Utf8Path],
         cap: &(dyn Fn(&Utf8Path) -> Cap + Sync),
     ) -> Vec<(Utf8PathBuf, Result<Vec<u8>, TraceError>)> {
-        let wanted: Vec<(&Utf8Path, &Object)> = (paths.iter())
-            .filter_map(|p| Some((*p, self.objects.get(*p)?)))
+        let wanted: Vec<(usize, &Utf8Path, &Object)> = (paths.iter().enumerate())
+            .filter_map(|(i, p)| Some((i, *p, self.objects.get(*p)?)))
             .collect();
-        self.runtime.block_on(
+        let mut read = self.runtime.block_on(
             futures::stream::iter(wanted)
-                .map(|(p, o)| async move { (p.to_owned(), fetch(p, o, cap(p)).await) })
+                .map(|(i, p, o)| async move { (i, p.to_owned(), fetch(p, o, cap(p)).await) })
                 .buffer_unordered(self.concurrency)
                 .collect::<Vec<_>>(),
-        )
+        );
+        // Read as they come, returned in the order asked.
+        read.sort_unstable_by_key(|(i, ..)| *i);
+        read.into_iter().map(|(_, p, r)| (p, r)).collect()
     }
 
     pub(super) fn read(&self, path: &Utf8Path, cap: Cap) -> Result<Vec<u8>, TraceError> {

@@ -105,18 +105,9 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
 mod tests {
     use super::*;
     use crate::ingest::{Format, IngestOptions, ingest};
-    use crate::privacy::PromptHasher;
 
     fn opts() -> IngestOptions {
-        IngestOptions {
-            hasher: PromptHasher::unkeyed(),
-            raw_opt_in: false,
-            scenario: None,
-            case: None,
-            name: None,
-            file_stem: Some("export".into()),
-            allow_empty: false,
-        }
+        IngestOptions::for_tests(Some("export"))
     }
 
     /// The runs of an input as text, with the importer's name taken out of the header (the
