@@ -56,7 +56,7 @@ allowed = [b for b in buckets if b not in forbidden]
 statements = [
     {
         "Effect": "Allow",
-        "Action": ["s3:GetObject", "s3:ListBucket", "s3:HeadObject", "s3:PutObject"],
+        "Action": ["s3:*"],
         "Resource": [f"arn:aws:s3:::{b}" for b in allowed] + [f"arn:aws:s3:::{b}/*" for b in allowed],
     }
 ]
