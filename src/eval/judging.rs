@@ -97,9 +97,32 @@ pub(crate) fn judge_all(
     // Which scenarios have a row: the judge stage's own record, read into the plan afterwards.
     let seen: Vec<std::sync::atomic::AtomicBool> =
         entries.values().map(|_| Default::default()).collect();
+    // A remote object whose key a scenario outside this run's scope claims is never read.
+    let claims = remote.map(|_| KeyClaims::new(entries));
+    let claim_of = |path: &Utf8PathBuf| -> Result<Option<Claim>, OutOfScope> {
+        let held = remote.is_some_and(|r| r.holds(path));
+        let Some(claim) = claims.as_ref().filter(|_| held).and_then(|c| c.claim(path)) else {
+            return Ok(None);
+        };
+        let entry = entry_of(entries, &claim.scenario);
+        match out_of_scope_of(&claim.scenario, entry, &opts.selection) {
+            true => Err(OutOfScope),
+            false => Ok(Some(claim)),
+        }
+    };
     let judge_one = |(i, path): (usize, &Utf8PathBuf)| {
         let mut out = Outputs::default();
-        let judged = judge_or_recall(path, remote, entries, opts, cache, spill, &mut out);
+        let judged = claim_of(path).ok().and_then(|claim| {
+            out.claim = claim;
+            judge_or_recall(path, remote, entries, opts, cache, spill, &mut out)
+        });
+        // A remote object is known to a share's fingerprint by its listing, read or not, so
+        // that every share of one bucket's suite gives the same fingerprint.
+        if let Some(r) = remote.filter(|r| r.holds(path)) {
+            out.identity = r
+                .identity(path)
+                .map(|id| format!("b3:{}", blake3::hash(&id)));
+        }
         if let (Some(ids), Some(id)) = (&identities, out.identity) {
             let _ = ids[i].set(id);
         }
@@ -135,7 +158,7 @@ pub(crate) fn judge_all(
             let limits = opts.judging.limits;
             let prefetch = |window: &[Utf8PathBuf]| {
                 let misses: Vec<&camino::Utf8Path> = (window.iter())
-                    .filter(|p| remote.holds(p))
+                    .filter(|p| remote.holds(p) && claim_of(p).is_ok())
                     .filter(|p| {
                         let key = remote.identity(p).map(|id| cache::identity_key(&id));
                         !(cache.zip(key)).is_some_and(|(c, k)| c.has_stat(&k))
@@ -192,6 +215,59 @@ pub(crate) struct Outputs {
     pub(crate) seen: Option<usize>,
     /// How the trace's signature was checked (`--require-signed`), before judging.
     pub(crate) signature: Option<Result<crate::sign::Signed, crate::sign::SignatureProblem>>,
+    /// The scenario a remote object's key places it under ([`KeyClaims`]).
+    pub(crate) claim: Option<Claim>,
+}
+
+/// A remote object claimed by a scenario outside the run's scope.
+struct OutOfScope;
+
+/// The scenario (its entry's id) and case a remote object's key names.
+pub(crate) struct Claim {
+    pub(crate) scenario: String,
+    pub(crate) case: String,
+}
+
+/// Where remote objects belong by their keys alone, before they are read: the first directory
+/// of a key (under its bucket) that is a loaded scenario's directory, as `ingest` writes it
+/// (`<scenario>/<case>.trace.ndjson.zst`, `<scenario>/<case>/<trial>.trace.ndjson.zst`). A
+/// partitioned run reads only the objects its share's scenarios claim (and those no scenario
+/// claims); a claimed object that names another scenario is a `misplaced` error row.
+pub(crate) struct KeyClaims<'e> {
+    dirs: foldhash::HashMap<String, &'e str>,
+}
+
+impl<'e> KeyClaims<'e> {
+    pub(crate) fn new(entries: &'e Entries<'_>) -> KeyClaims<'e> {
+        let dirs = (entries.keys())
+            .map(|id| (crate::baseline::encode_trace_segment(id), id.as_str()))
+            .collect();
+        KeyClaims { dirs }
+    }
+
+    /// The claim of the object at `url` (`scheme://bucket/key`), if a scenario makes one.
+    pub(crate) fn claim(&self, url: &camino::Utf8Path) -> Option<Claim> {
+        let (_, rest) = url.as_str().split_once("://")?;
+        let segments: Vec<&str> = rest.split('/').skip(1).collect();
+        let (file, dirs) = segments.split_last()?;
+        let (at, scenario) = (dirs.iter().enumerate()).find_map(|(i, seg)| {
+            let decoded = crate::baseline::decode_segment(seg).to_lowercase();
+            let encoded = crate::baseline::encode_trace_segment(&decoded);
+            (self.dirs.get(*seg).or_else(|| self.dirs.get(&encoded))).map(|id| (i, *id))
+        })?;
+        let stem = |f: &str| {
+            let name = f.split(".trace.").next().unwrap_or(f);
+            crate::baseline::decode_segment(name)
+        };
+        let case = match dirs.get(at + 1) {
+            Some(dir) => crate::baseline::decode_segment(dir),
+            None => stem(file),
+        };
+        Some(Claim {
+            scenario: scenario.to_owned(),
+            case,
+        })
+    }
 }
 
 /// Judges one trace file, or recalls its row from the cache. `None` when the trace is outside

@@ -48,19 +48,50 @@ pub(crate) fn judge_opened(
         row.set_error(e.kind(), error_chain(e), e.line());
         row
     };
-    let file = match opened {
-        Ok(f) => f,
-        // Unattributable rows belong to the first partition share only.
-        Err(e) => return opts.selection.partition_holds(None).then(|| fail(row, &e)),
-    };
-    // Secrets are looked for in every readable trace in scope, judged or not.
-    let (secrets_mode, waived) = (opts.counting.secrets, &opts.counting.waived);
-    let secrets = || crate::privacy::lint::scan_secrets(&shown, &file.bytes, secrets_mode, waived);
     // The scenario's entry, looked up once, or `None` when the trace is out of scope.
     let in_scope = |scenario: &str| {
         let entry = entry_of(entries, scenario);
         (!out_of_scope_of(scenario, entry, &opts.selection)).then_some(entry)
     };
+    // A remote object under a scenario's directory is that scenario's, whatever it holds.
+    let claim = out.claim.take();
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            let Some(claim) = claim else {
+                // Unattributable rows belong to the first partition share only.
+                return opts.selection.partition_holds(None).then(|| fail(row, &e));
+            };
+            let entry = in_scope(&claim.scenario)?;
+            out.seen = entry.map(|e| e.index);
+            let name = (claim.scenario.to_owned(), claim.case);
+            attribute(&mut row, entry.map(|e| e.scenario), name, policy);
+            return Some(fail(row, &e));
+        }
+    };
+    // Secrets are looked for in every readable trace in scope, judged or not.
+    let (secrets_mode, waived) = (opts.counting.secrets, &opts.counting.waived);
+    let secrets = || crate::privacy::lint::scan_secrets(&shown, &file.bytes, secrets_mode, waived);
+    let claimed = probe_header(&file.bytes);
+    if let Some(claim) = &claim {
+        let entry = in_scope(&claim.scenario)?;
+        out.seen = entry.map(|e| e.index);
+        if let Some((named, case)) = claimed
+            .clone()
+            .filter(|c| c.0.to_lowercase() != claim.scenario)
+        {
+            let name = (claim.scenario.to_owned(), case);
+            attribute(&mut row, entry.map(|e| e.scenario), name, policy);
+            row.privacy = secrets();
+            let message = format!(
+                "`{shown}` names scenario `{named}` but sits under the directory of scenario `{}`: a trace in object storage is placed by the scenario directory of its key (which decides the share of `--partition` that reads it); move it under `{}/`",
+                claim.scenario,
+                crate::baseline::encode_trace_segment(&named),
+            );
+            row.set_error(RowErrorKind::Misplaced, message, Some(1));
+            return Some(row);
+        }
+    }
     let mut found = None;
     let lookup = |id: &str| match in_scope(id) {
         None => Lookup::OutOfScope,
@@ -84,10 +115,14 @@ pub(crate) fn judge_opened(
             out.identity = seal.as_ref().map(|s| s.content_hash.clone());
             // Attribute what the first line claims, so the row names its scenario and its
             // approved baseline is not mistaken for obsolete.
-            if let Some(claimed) = probe_header(&file.bytes) {
+            if let Some(claimed) = claimed {
                 let entry = in_scope(&claimed.0)?;
                 out.seen = entry.map(|e| e.index);
                 attribute(&mut row, entry.map(|e| e.scenario), claimed, policy);
+            } else if let Some(claim) = claim {
+                let entry = in_scope(&claim.scenario)?;
+                let name = (claim.scenario.to_owned(), claim.case);
+                attribute(&mut row, entry.map(|e| e.scenario), name, policy);
             } else if !opts.selection.partition_holds(None) {
                 return None;
             }

@@ -234,11 +234,14 @@ pub enum RowErrorKind {
     Signature,
     /// A stored row that does not decode (a corrupt result cache).
     Internal,
+    /// A remote trace whose key sits under one scenario's directory and that names another:
+    /// the key decides which share of a partitioned run reads it.
+    Misplaced,
 }
 
 impl RowErrorKind {
     /// Every kind.
-    pub const ALL: [RowErrorKind; 14] = [
+    pub const ALL: [RowErrorKind; 15] = [
         RowErrorKind::Unreadable,
         RowErrorKind::TooLarge,
         RowErrorKind::Integrity,
@@ -253,6 +256,7 @@ impl RowErrorKind {
         RowErrorKind::DuplicateTrial,
         RowErrorKind::Signature,
         RowErrorKind::Internal,
+        RowErrorKind::Misplaced,
     ];
 
     /// The category id (`unknown-scenario`…).
@@ -272,6 +276,7 @@ impl RowErrorKind {
             RowErrorKind::DuplicateTrial => "duplicate-trial",
             RowErrorKind::Signature => "signature",
             RowErrorKind::Internal => "internal",
+            RowErrorKind::Misplaced => "misplaced",
         }
     }
 

@@ -31,6 +31,7 @@ mod real_corpora;
 mod real_trials;
 mod remote;
 mod remote_ingest;
+mod remote_partition;
 mod replay;
 mod replay_python;
 mod reports;

@@ -424,6 +424,7 @@ fn every_row_error_kind_round_trips_by_its_id() {
         K::DuplicateTrial => 11,
         K::Signature => 12,
         K::Internal => 13,
+        K::Misplaced => 14,
     };
     for (i, k) in K::ALL.into_iter().enumerate() {
         assert_eq!(place(k), i);

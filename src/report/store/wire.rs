@@ -17,7 +17,7 @@ use crate::report::{ResultRow, RowError, RowErrorKind, RowVerdict, Source};
 use crate::scenario::Risk;
 
 /// The version of the encoding, part of the result cache's context.
-pub(crate) const WIRE_VERSION: u32 = 7;
+pub(crate) const WIRE_VERSION: u32 = 8;
 
 /// The leading fields of an encoded row: everything the suite-level passes read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

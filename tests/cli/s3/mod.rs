@@ -85,6 +85,17 @@ impl S3 {
         );
     }
 
+    /// The keys of `bucket` read (GET of a key) so far, in order, repeats kept.
+    pub(crate) fn keys_read(&self, bucket: &str) -> Vec<String> {
+        let log = std::fs::read_to_string(&self.log).unwrap();
+        let get = format!("\"GET /{bucket}/");
+        (log.lines())
+            .filter_map(|l| l.split_once(&get))
+            .filter_map(|(_, rest)| rest.split_once(' '))
+            .map(|(key, _)| key.to_owned())
+            .collect()
+    }
+
     /// How many objects of `bucket` were read (GET of a key) so far.
     pub(crate) fn reads(&self, bucket: &str) -> usize {
         let log = std::fs::read_to_string(&self.log).unwrap();
