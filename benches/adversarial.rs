@@ -130,7 +130,7 @@ fn strength_2000_calls(b: Bencher) {
         "tools": (0..2_000).map(|i| format!("t{}", i % 2)).collect::<Vec<_>>()}));
     b.bench(|| {
         let mut strength = Strength::new(&s);
-        strength.add_trace(&s, "t", &trace);
+        strength.add_trace(&s, "t", &trace, None);
         strength.caught
     });
 }

@@ -12,7 +12,7 @@ use tracereplay::baseline::{
 use tracereplay::diff::{DriftCategory, DriftMode, compare};
 use tracereplay::discover::discover;
 use tracereplay::eval::{
-    BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Selection, check,
+    BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, Selection, check,
 };
 use tracereplay::fsutil::Confined;
 use tracereplay::paths::display_path;
@@ -22,21 +22,28 @@ use tracereplay::trace::json::eq_ci;
 use super::args::{ApproveArgs, BaselineCommand, BaselineFilterArgs, CiArgs, PendingArgs};
 use super::ci::is_ci;
 use super::exit;
+use super::settings::Settings;
 
 /// Runs a `baseline` subcommand; `Err` means exit 2.
-pub(super) fn run(cmd: &BaselineCommand, color: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    cmd: &BaselineCommand,
+    settings: &Settings,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let (dir, color) = (settings.baselines_dir().0, settings.use_color());
     match cmd {
-        BaselineCommand::Pending(a) => pending(a, color, out),
+        BaselineCommand::Pending(a) => pending(a, &dir, color, out),
         BaselineCommand::Accept(a) => apply(
             &a.filter,
+            &dir,
             Action::Accept {
                 removals: a.removals,
             },
             out,
         ),
-        BaselineCommand::Reject(a) => apply(a, Action::Reject, out),
-        BaselineCommand::Approve(a) => approve(a, out),
-        BaselineCommand::Review(a) => super::review::review(a, color, out),
+        BaselineCommand::Reject(a) => apply(a, &dir, Action::Reject, out),
+        BaselineCommand::Approve(a) => approve(a, settings, out),
+        BaselineCommand::Review(a) => super::review::review(a, &dir, color, out),
     }
 }
 
@@ -185,8 +192,12 @@ pub(super) fn summary_line(p: &Pending) -> String {
     }
 }
 
-fn pending(args: &PendingArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let dir = &args.dir.baselines;
+fn pending(
+    args: &PendingArgs,
+    dir: &Utf8Path,
+    color: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let all = list_pending(dir);
     if all.is_empty() {
         writeln!(out, "no pending baselines in `{dir}`")?;
@@ -223,7 +234,12 @@ enum Action {
     Reject,
 }
 
-fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyhow::Result<i32> {
+fn apply(
+    args: &BaselineFilterArgs,
+    dir: &Utf8Path,
+    action: Action,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let verb = match action {
         Action::Accept { .. } => "accept",
         Action::Reject => "reject",
@@ -232,7 +248,7 @@ fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyh
         return Ok(code);
     }
     let (mut chosen, mut held) = (Vec::new(), Vec::new());
-    for p in list_pending(&args.dir.baselines) {
+    for p in list_pending(dir) {
         if !matches(&p, &args.filters) {
             continue;
         }
@@ -265,13 +281,10 @@ fn apply(args: &BaselineFilterArgs, action: Action, out: &mut dyn Write) -> anyh
         return Ok(exit::FAILURE);
     }
     if chosen.is_empty() {
-        diag!(
-            "nothing to {verb}: no pending baseline matches in `{}`",
-            args.dir.baselines
-        );
+        diag!("nothing to {verb}: no pending baseline matches in `{dir}`");
         return Ok(exit::FAILURE);
     }
-    let confined = BaselineStore::new(args.dir.baselines.clone()).confined();
+    let confined = BaselineStore::new(dir).confined();
     for p in &chosen {
         let act = match (action, p.removal) {
             (Action::Accept { .. }, false) => Act::Accept,
@@ -347,23 +360,24 @@ fn promote(
     Ok(Some(display_path(&approved)))
 }
 
-fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+/// `baseline approve`: judges the traces as `check` does (the same price table and seal rule),
+/// so that the baselines it writes carry what `check` compares. It records what the traces
+/// show, whatever drift they hold, so the drift settings play no part.
+fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(code) = refuse_under_ci(&args.ci, "approve") {
         return Ok(code);
     }
-    let dir = &args.dir.baselines;
+    let dir = &settings.baselines_dir().0;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
-    let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
+    let paths = settings.paths();
+    let found = discover(&paths, &settings.scenarios())?;
     let opts = CheckOptions {
         selection: Selection {
             scenarios: args.scenarios.clone(),
-            whole_suite: tracereplay::discover::covers_suite_roots(&args.suite.paths),
+            whole_suite: tracereplay::discover::covers_suite_roots(&paths),
             ..Selection::default()
         },
-        judging: JudgeOptions {
-            limits: args.limits.limits(),
-            ..JudgeOptions::default()
-        },
+        judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
         counting: Counting {
             fail_on: FailOn::None,
             ..Counting::default()
@@ -380,7 +394,7 @@ fn approve(args: &ApproveArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         },
         ..CheckOptions::default()
     };
-    let report = check(&found, &args.suite.paths, &opts)?;
+    let report = check(&found, &paths, &opts)?;
     // Every baseline is approved from a pending file this run wrote, or none is.
     if !report.failed_writes.is_empty() {
         let failed: Vec<&str> = report

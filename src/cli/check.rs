@@ -20,7 +20,7 @@ use tracereplay::{CacheRead, Suite, in_pool};
 
 use super::args::{CheckArgs, CheckFormatArg, StatusLevelArg};
 use super::ci::is_ci;
-use super::options::Resolved;
+use super::settings::Settings;
 use super::{exit, options};
 
 /// The largest `report.json` `--last-failed` reads.
@@ -136,7 +136,7 @@ impl LastRun {
 /// Runs `check`; `Err` means exit 2.
 pub(super) fn run(
     args: &CheckArgs,
-    resolved: &Resolved,
+    settings: &Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let under_ci = is_ci(&args.ci);
@@ -152,18 +152,19 @@ pub(super) fn run(
         None
     };
     let mut left_out = 0;
-    let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), !under_ci)?;
+    let baselines = settings.baselines(!under_ci)?;
     let signing = &args.signing;
-    if signing.require_signed
-        && let Some(url) =
-            (args.suite.paths.iter()).find(|p| tracereplay::remote::is_remote(p.as_str()))
+    let paths = settings.paths();
+    let require_signed = settings.require_signed();
+    if require_signed
+        && let Some(url) = (paths.iter()).find(|p| tracereplay::remote::is_remote(p.as_str()))
     {
         bail!(
             "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
         );
     }
-    let trusted = (signing.require_signed)
-        .then(|| super::sign::trusted(signing.trusted_keys.as_deref(), "`--require-signed`"))
+    let trusted = (require_signed)
+        .then(|| super::sign::trusted(settings.trusted_keys(), "`--require-signed`"))
         .transpose()?;
     let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
     let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::sign::SignatureCheck>);
@@ -180,49 +181,48 @@ pub(super) fn run(
     let started = Instant::now();
     let threads = args.jobs.map(usize::from);
     let row_memory = (args.row_memory as usize) << 20;
+    let cache_dir = settings.cache_dir();
     // One pool of `--jobs` threads lists the directories and then judges.
     let (report, stats, discovered, judged) = in_pool(threads, || -> anyhow::Result<_> {
         // The result cache's file is read (and its hash checked) while the files are discovered.
         let (suite, cache) = std::thread::scope(|s| {
             let cache = (!args.no_cache)
-                .then(|| s.spawn(|| CacheRead::read(&args.cache_dir, row_memory as u64)));
-            let suite = Suite::open(&args.suite.paths, &args.suite.scenario_dirs);
+                .then(|| s.spawn(|| CacheRead::read(&cache_dir, row_memory as u64)));
+            let suite = Suite::open(&paths, &settings.scenarios());
             (suite, cache.and_then(|h| h.join().ok()))
         });
         let mut suite = suite?;
-        suite.look_up_in(resolved.suite_roots());
+        suite.look_up_in(settings.suite_roots());
         if let Some(last) = &last_run {
             let limits = args.judging.limits.limits();
             // Hashing the candidates is parallel, as judging them would be.
             left_out = suite.retain_traces(|p| last.keeps(p, limits));
         }
         let discovered = started.elapsed();
-        let bar = progress_bar(suite.traces(), resolved.use_progress());
+        let bar = progress_bar(suite.traces(), settings.use_progress());
         let stats = Arc::new(CheckStats::default());
         let opts = CheckOptions {
             selection: Selection {
                 scenarios: args.scenarios.clone(),
                 tags: args.tags.clone(),
                 partition: args.partition,
-                whole_suite: tracereplay::discover::covers_suite_roots(&args.suite.paths),
+                whole_suite: tracereplay::discover::covers_suite_roots(&paths),
                 scripted: args.scripted,
                 rerun: last_run.as_ref().map(|l| l.passed_scenarios.clone()),
             },
-            judging: options::judging(&args.judging)?,
+            judging: settings
+                .judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
             counting: Counting {
-                fail_on: options::fail_on(args.fail_on),
+                fail_on: settings.fail_on(),
                 secrets: args.secrets.mode(),
                 waived: options::waived(),
-                budget: tracereplay::report::usage::Budget {
-                    tokens: args.budget.budget_tokens,
-                    cost: args.budget.budget_cost,
-                },
+                budget: settings.budget(),
             },
             baselines,
             runtime: Runtime {
                 threads,
                 progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
-                cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+                cache_dir: (!args.no_cache).then(|| cache_dir.clone()),
                 stats: Some(stats.clone()),
                 row_memory: Some(row_memory),
             },
@@ -272,7 +272,7 @@ pub(super) fn run(
             } else {
                 exit::OK
             },
-            flags: judging_flags(args),
+            flags: judging_flags(args, settings),
             generated: Some(report::html::generated_now()),
             limits: args.judging.limits.limits(),
             waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
@@ -317,7 +317,7 @@ pub(super) fn run(
         args.format,
         &report,
         rows,
-        (args.quiet, resolved.use_color()),
+        (args.quiet, settings.use_color()),
         out,
     )?;
     // In GitHub Actions, the annotations come with the Markdown summary on the job's page.
@@ -375,7 +375,7 @@ pub(super) fn run(
     let code = if failed { exit::FAILURE } else { exit::OK };
     if let (Some(path), Some(key)) = (&signing.attest, &attest_key) {
         let facts = tracereplay::sign::attest::RunFacts {
-            options: judging_flags(args),
+            options: judging_flags(args, settings),
             trusted_keys: trusted_ids,
             exit_code: code,
         };
@@ -390,20 +390,23 @@ pub(super) fn run(
 }
 
 /// The options of this run that change how traces are judged or what fails the run, as flags
-/// (settings from the project file included: `args` holds them resolved).
-fn judging_flags(args: &CheckArgs) -> Vec<String> {
+/// (settings from the project file included).
+fn judging_flags(args: &CheckArgs, settings: &Settings) -> Vec<String> {
     use clap::ValueEnum;
     let name = |v: Option<clap::builder::PossibleValue>| {
         v.map(|p| p.get_name().to_owned()).unwrap_or_default()
     };
     let mut flags = vec![
-        format!("--fail-on {}", name(args.fail_on.to_possible_value())),
-        format!("--drift {}", name(args.drift.drift.to_possible_value())),
-        format!("--usage-tolerance {}", args.drift.usage_tolerance),
+        format!(
+            "--fail-on {}",
+            name(settings.fail_on_arg().to_possible_value())
+        ),
+        format!("--drift {}", name(settings.drift().to_possible_value())),
+        format!("--usage-tolerance {}", settings.usage_tolerance_pct()),
     ];
     for (on, flag) in [
-        (args.judging.require_sealed, "--require-sealed"),
-        (args.signing.require_signed, "--require-signed"),
+        (settings.require_sealed(), "--require-sealed"),
+        (settings.require_signed(), "--require-signed"),
         (args.judging.allow_raw_prompts, "--allow-raw-prompts"),
         (args.scripted, "--scripted"),
         (args.last_failed, "--last-failed"),

@@ -7,7 +7,7 @@ use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
 use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
-use tracereplay::diff::{DriftCategory, DriftFinding, DriftMode, compare};
+use tracereplay::diff::{DriftCategory, DriftFinding, compare};
 use tracereplay::eval::{
     Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
     error_chain, judge_opened_file,
@@ -16,18 +16,19 @@ use tracereplay::paths::display_path;
 use tracereplay::report::{RowVerdict, Source};
 use tracereplay::scenario::load_scenarios;
 
-use super::args::{DiffArgs, DriftArg, FormatArg};
+use super::args::{DiffArgs, FormatArg};
+use super::settings::Settings;
 use super::{exit, options};
 
 /// Runs `diff`; `Err` means exit 2.
 pub(super) fn run(
     args: &DiffArgs,
-    resolved: &options::Resolved,
+    settings: &Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let mut report = match (&args.from, &args.to) {
         (Some(old), Some(new)) => {
-            let mut report = between(old, new, args)?;
+            let mut report = between(old, new, args, settings)?;
             // The sides are the two recordings, not an approved baseline and a current run.
             let header = format!("--- {}\n+++ {}\n", display_path(old), display_path(new));
             for d in report.entries.iter_mut().flat_map(|e| &mut e.drift) {
@@ -39,7 +40,7 @@ pub(super) fn run(
             }
             report
         }
-        _ => against_baselines(args, resolved)?,
+        _ => against_baselines(args, settings)?,
     };
     // Drift shows arguments and answers: a secret among them is never shown in full.
     let waived = options::waived();
@@ -47,7 +48,7 @@ pub(super) fn run(
         e.drift.iter_mut().for_each(|d| d.mask_secrets(&waived));
     }
     match args.format {
-        FormatArg::Human => report.render_human(resolved.use_color(), out)?,
+        FormatArg::Human => report.render_human(settings.use_color(), out)?,
         FormatArg::Json => report.render_json(out)?,
     }
     Ok(if !report.errors.is_empty() {
@@ -59,9 +60,9 @@ pub(super) fn run(
     })
 }
 
-fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::Result<DiffReport> {
+fn against_baselines(args: &DiffArgs, settings: &Settings) -> anyhow::Result<DiffReport> {
     // `diff` only reads: no pending file is written.
-    let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), false)?;
+    let baselines = settings.baselines(false)?;
     match baselines {
         Baselines::Compared { .. } => {}
         Baselines::Ignored => bail!("`diff` with `--drift ignore` has nothing to compare"),
@@ -69,15 +70,16 @@ fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::R
             "no `baselines/` directory to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
         ),
     }
+    let paths = settings.paths();
     let mut found =
-        tracereplay::remote::discover(&args.paths, &args.scenario_dirs, &Default::default())?;
-    found.look_up_in(resolved.suite_roots());
+        tracereplay::remote::discover(&paths, &settings.scenarios(), &Default::default())?;
+    found.look_up_in(settings.suite_roots());
     let opts = CheckOptions {
         selection: Selection {
-            whole_suite: tracereplay::discover::covers_suite_roots(&args.paths),
+            whole_suite: tracereplay::discover::covers_suite_roots(&paths),
             ..Selection::default()
         },
-        judging: options::judging(&args.judging)?,
+        judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
         counting: Counting {
             fail_on: FailOn::None,
             ..Counting::default()
@@ -85,7 +87,7 @@ fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::R
         baselines,
         ..CheckOptions::default()
     };
-    let checked = check(&found, &args.paths, &opts)?;
+    let checked = check(&found, &paths, &opts)?;
     let mut report = DiffReport::default();
     let mut compared = 0;
     for row in checked.results.iter() {
@@ -134,21 +136,34 @@ fn against_baselines(args: &DiffArgs, resolved: &options::Resolved) -> anyhow::R
 
 type Side = BTreeMap<(String, String), Vec<(String, JudgedTrace)>>;
 
-fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<DiffReport> {
+fn between(
+    old: &Utf8Path,
+    new: &Utf8Path,
+    args: &DiffArgs,
+    settings: &Settings,
+) -> anyhow::Result<DiffReport> {
     // Either side may be in object storage; scenarios come from the local side and
-    // `--scenarios`.
+    // `--scenarios`. The project file's `paths` play no part: the two sides are named.
     let none = Default::default();
     let old_found = tracereplay::remote::discover(&[old.to_owned()], &[], &none)?;
-    let new_found = tracereplay::remote::discover(&[new.to_owned()], &args.scenario_dirs, &none)?;
-    // Scenarios of the newer recording win; the older one fills in ids the newer lacks.
+    let new_found = tracereplay::remote::discover(&[new.to_owned()], &settings.scenarios(), &none)?;
+    // Scenarios of the newer recording win; the older one fills in ids the newer lacks. A
+    // scenario file both sides hold (one directory on both sides, or overlapping ones) is one
+    // file, read once, and counts as the newer side's.
+    let same_file = |f: &camino::Utf8PathBuf| f.canonicalize_utf8().unwrap_or_else(|_| f.clone());
+    let newer_files: HashSet<camino::Utf8PathBuf> =
+        new_found.scenario_files.iter().map(same_file).collect();
+    let older_only: Vec<&camino::Utf8PathBuf> = (old_found.scenario_files.iter())
+        .filter(|f| !newer_files.contains(&same_file(f)))
+        .collect();
     let mut files = new_found.scenario_files.clone();
-    files.extend(old_found.scenario_files.iter().cloned());
+    files.extend(older_only.iter().map(|f| (*f).clone()));
     let mut roots = new_found.roots.clone();
     roots.extend(old_found.roots.iter().cloned());
     let loaded = load_scenarios(&files, &new_found.suite_files, &roots);
     // An older scenario whose id the newer recording defines is left out; two of one side with
     // one id are a problem, as in `check`.
-    let older: HashSet<&camino::Utf8PathBuf> = old_found.scenario_files.iter().collect();
+    let older: HashSet<&camino::Utf8PathBuf> = older_only.into_iter().collect();
     let newer: HashSet<String> = (loaded.scenarios.iter())
         .filter(|s| !older.contains(&s.file))
         .map(|s| s.id.to_lowercase())
@@ -157,7 +172,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         (loaded.scenarios.iter())
             .filter(|s| !older.contains(&s.file) || !newer.contains(&s.id.to_lowercase())),
     );
-    let judging = options::judging(&args.judging)?;
+    let judging = settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?;
     let mut report = DiffReport::default();
     let mut read_side = |found: &tracereplay::discover::Discovered| -> Side {
         let judged: Vec<_> = found
@@ -185,12 +200,8 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
     if old_side.is_empty() && new_side.is_empty() && report.errors.is_empty() {
         bail!("no traces found under `{old}` or `{new}`");
     }
-    let tol = options::tolerance(args.drift.usage_tolerance)?;
-    let mode = match args.drift.drift {
-        DriftArg::Default | DriftArg::Ignore => DriftMode::Default,
-        DriftArg::Strict => DriftMode::Strict,
-        DriftArg::Warn => DriftMode::Warn,
-    };
+    let tol = settings.usage_tolerance()?;
+    let mode = settings.drift_mode();
     let mut compared = 0;
     let mut sets = Vec::new();
     for (key, olds) in &old_side {
@@ -245,7 +256,7 @@ fn between(old: &Utf8Path, new: &Utf8Path, args: &DiffArgs) -> anyhow::Result<Di
         });
     }
     if !sets.is_empty() {
-        let alpha = options::alpha(args.drift.alpha)?;
+        let alpha = settings.alpha()?;
         let summary = tracereplay::diff::sets::compare_sets(sets, tol, mode, alpha);
         for e in &summary.cases_by_effect {
             report.entries.push(DiffEntry {

@@ -17,7 +17,8 @@ use tracereplay::trace::{TraceFile, probe_header};
 
 use super::args::ExplainArgs;
 use super::exit;
-use super::options::{self, ALLOW_FILE, Resolved};
+use super::options::ALLOW_FILE;
+use super::settings::Settings;
 
 /// The largest evidence file `explain --last` reads (one failing trace's results and cited
 /// events: far below a trace's own limit).
@@ -26,17 +27,18 @@ const MAX_EVIDENCE_BYTES: u64 = 256 << 20;
 /// Runs `explain`; `Err` means exit 2.
 pub(super) fn run(
     args: &ExplainArgs,
-    resolved: &Resolved,
+    settings: &Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     // With no target, `explain` explains the newest run's failures.
     if args.last || args.target.is_none() {
-        return last(args, resolved.use_color(), out);
+        return last(args, settings.use_color(), out);
     }
     let target = args.target.as_deref().unwrap_or_default();
     let as_path = Utf8Path::new(target);
     // Scenarios come from the search paths that exist, plus the directory of a trace given by path.
-    let mut roots: Vec<Utf8PathBuf> = args.paths.iter().filter(|p| p.exists()).cloned().collect();
+    let paths = settings.paths();
+    let mut roots: Vec<Utf8PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
     if as_path.is_file() {
         roots.push(
             as_path
@@ -51,7 +53,7 @@ pub(super) fn run(
     let remote_target = tracereplay::remote::is_remote(target);
     if remote_target {
         roots.extend(
-            resolved
+            settings
                 .suite_roots()
                 .iter()
                 .filter(|r| r.exists())
@@ -69,12 +71,12 @@ pub(super) fn run(
         None
     };
     let remote = listed.as_ref().and_then(|l| l.remote.as_deref());
-    let found = discover(&roots, &args.scenario_dirs)?;
+    let found = discover(&roots, &settings.scenarios())?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let index = ScenarioIndex::new(&loaded.scenarios).looked_in(&found.roots);
     // The same judging and drift options as `check`, so both say the same of a trace.
-    let baselines = resolved.baselines(&args.drift, args.baselines.as_deref(), false)?;
-    let judging = options::judging(&args.judging)?;
+    let baselines = settings.baselines_of_single_traces()?;
+    let judging = settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?;
     let limits = judging.limits;
     let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
     let traces: Vec<Utf8PathBuf> = if let Some(listed) = &listed {
@@ -132,7 +134,7 @@ pub(super) fn run(
         unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
         e.mask_secrets(&waived);
-        render(&e, resolved.use_color(), out)?;
+        render(&e, settings.use_color(), out)?;
     }
     Ok(if unknown { exit::ERROR } else { exit::OK })
 }

@@ -78,16 +78,21 @@ fn behaviour_suggestions(s: &Scenario, seen: &BehaviourSeen) -> Vec<String> {
 }
 
 /// Runs `gates`; `Err` means exit 2.
-pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &GatesArgs,
+    settings: &super::settings::Settings,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     if !(0.0..=1.0).contains(&args.min_strength) {
         anyhow::bail!(
             "`--min-strength` must be between 0 and 1, got {}",
             args.min_strength
         );
     }
-    let found = discover(&args.suite.paths, &args.suite.scenario_dirs)?;
+    let (paths, scenario_dirs) = (settings.paths(), settings.scenarios());
+    let found = discover(&paths, &scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
-    let searched: Vec<String> = (args.suite.paths.iter().chain(&args.suite.scenario_dirs))
+    let searched: Vec<String> = (paths.iter().chain(&scenario_dirs))
         .map(|p| tracereplay::paths::display_path(p))
         .collect();
     let mut problems = check_gates(&loaded, &searched.join("`, `"));
@@ -98,7 +103,7 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     {
         writeln!(out, "warning: {}", escape_controls(w))?;
     }
-    let alpha = super::options::alpha(args.alpha)?;
+    let alpha = settings.alpha()?;
     let (recorded, seen) = read_traces(&found, args);
     for s in &loaded.scenarios {
         let mut warnings = tracereplay::gates::scenario_warnings(s);
@@ -151,9 +156,8 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         // Mutants multiply the `expr` programs run: the whole measurement has a budget of its
         // own, and a mutant left without time is not counted (it never raises a score).
         let budget = std::time::Duration::from_secs(args.expr_budget);
-        tracereplay::oracle::budget::set_run_budget(Some(budget));
-        let measured = strengths(&found, args, &measurable);
-        tracereplay::oracle::budget::set_run_budget(None);
+        let run = tracereplay::oracle::budget::RunBudget::starting_now(budget);
+        let measured = strengths(&found, args, settings, &measurable, run);
         for s in measured? {
             match s.score() {
                 None => writeln!(
@@ -226,13 +230,13 @@ pub(super) fn run(args: &GatesArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
 fn strengths(
     found: &tracereplay::discover::Discovered,
     args: &GatesArgs,
+    settings: &super::settings::Settings,
     scenarios: &[&Scenario],
+    run: tracereplay::oracle::budget::RunBudget,
 ) -> anyhow::Result<Vec<Strength>> {
     let limits = args.limits.limits();
-    let prices = match &args.prices {
-        Some(file) => Some(std::sync::Arc::new(super::prices::read(file)?)),
-        None => None,
-    };
+    let prices = settings.prices()?;
+    let paths = settings.paths();
     let opts = CheckOptions {
         judging: JudgeOptions {
             limits,
@@ -245,7 +249,7 @@ fn strengths(
         },
         ..CheckOptions::default()
     };
-    let report = check(found, &args.suite.paths, &opts)?;
+    let report = check(found, &paths, &opts)?;
     let mut passing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for row in report
         .results
@@ -273,7 +277,7 @@ fn strengths(
             if let Some(p) = &prices {
                 p.apply(&mut parsed.trace);
             }
-            s.add_trace(scenario, path, &parsed.trace);
+            s.add_trace(scenario, path, &parsed.trace, Some(run));
         }
         out.push(s);
     }

@@ -177,7 +177,7 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     let store = BaselineStore::new("baselines");
     let baseline_path = store.approved_path("example.search", "default");
     let ci_path = Utf8PathBuf::from(".github/workflows/tracereplay.yml");
-    let project_path = Utf8PathBuf::from(super::config::FILE_NAME);
+    let project_path = Utf8PathBuf::from(super::settings::file::FILE_NAME);
     let targets = [
         &project_path,
         &scenario_path,

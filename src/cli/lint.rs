@@ -17,12 +17,17 @@ use super::exit;
 use super::options::ALLOW_FILE;
 
 /// Runs `lint`; `Err` means exit 2.
-pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &LintArgs,
+    settings: &super::settings::Settings,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let found = tracereplay::remote::discover(
-        &args.suite.paths,
-        &args.suite.scenario_dirs,
+        &settings.paths(),
+        &settings.scenarios(),
         &Default::default(),
     )?;
+    let prices = settings.prices()?;
     let remote = found.remote.as_deref();
     if found.trace_files.is_empty()
         && found.scenario_files.is_empty()
@@ -40,12 +45,14 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .par_iter()
         .flat_map_iter(|path| {
             let mut found = lint_trace(remote, path, limits, mode, &waived, args.allow_raw_prompts);
-            if args.behaviour {
-                found.extend(behaviour_findings(
+            if args.behaviour || prices.is_some() {
+                found.extend(parsed_findings(
                     remote,
                     path,
                     limits,
                     args.allow_raw_prompts,
+                    args.behaviour,
+                    prices.as_deref(),
                 ));
             }
             found
@@ -114,19 +121,22 @@ pub(super) fn run(args: &LintArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     })
 }
 
-/// What the default behaviour oracles find in one trace file, as warnings. A trace that does
-/// not verify or parse has none here (the privacy lint reports it).
-fn behaviour_findings(
+/// The warnings of one parsed trace file: what the default behaviour oracles find (with
+/// `behaviour`), and each model whose usage the trace records without a cost that the price
+/// table cannot price (with `prices`), once per model. A trace that does not verify or parse
+/// has none here (the privacy lint reports it).
+fn parsed_findings(
     remote: Option<&tracereplay::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
     allow_raw_prompts: bool,
+    behaviour: bool,
+    prices: Option<&tracereplay::prices::PriceTable>,
 ) -> Vec<Finding> {
     let opts = tracereplay::eval::JudgeOptions {
         limits,
         require_sealed: false,
         allow_raw_prompts,
-
         prices: None,
     };
     let Ok(file) = tracereplay::remote::open(remote, path, limits) else {
@@ -136,17 +146,64 @@ fn behaviour_findings(
         return Vec::new();
     };
     let shown = display_path(path);
-    (tracereplay::oracle::behaviour::lint(&parsed.trace).into_iter())
-        .map(|(oracle, r)| Finding {
-            file: shown.clone(),
-            line: None,
-            kind: oracle.into(),
-            fingerprint: None,
-            prefix: None,
-            message: format!("{oracle}: {}", r.message),
-            fails: false,
-        })
-        .collect()
+    let warning = |kind: &str, message: String| Finding {
+        file: shown.clone(),
+        line: None,
+        kind: kind.into(),
+        fingerprint: None,
+        prefix: None,
+        message,
+        fails: false,
+    };
+    let mut found = Vec::new();
+    if behaviour {
+        found.extend(
+            (tracereplay::oracle::behaviour::lint(&parsed.trace).into_iter())
+                .map(|(oracle, r)| warning(oracle, format!("{oracle}: {}", r.message))),
+        );
+    }
+    if let Some(table) = prices {
+        found.extend(
+            unpriced_models(&parsed.trace, table).into_iter().map(|(model, line)| {
+                let mut f = warning(
+                    "unpriced-model",
+                    format!(
+                        "model `{}` records token usage but no cost, and the price table has no price for it: its cost is unknown to `max-cost` and `budget.cost`",
+                        escape_controls(&model)
+                    ),
+                );
+                f.line = Some(line);
+                f
+            }),
+        );
+    }
+    found
+}
+
+/// The models (an inference's own, else the header's, as pricing reads them) of `trace`'s
+/// inferences that record usage and no cost and that `table` cannot price, each once, with the
+/// line of its first such inference.
+fn unpriced_models(
+    trace: &tracereplay::trace::Trace<'_>,
+    table: &tracereplay::prices::PriceTable,
+) -> Vec<(String, usize)> {
+    let header_model = trace.header.model.as_deref();
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for e in &trace.events {
+        let tracereplay::trace::EventBody::Inference(i) = &e.body else {
+            continue;
+        };
+        let Some(usage) = &i.usage else { continue };
+        if usage.cost_usd.is_some() {
+            continue;
+        }
+        let model = i.model.as_deref().or(header_model);
+        let model = model.map_or_else(|| "(no model)".to_owned(), str::to_owned);
+        if table.price_of(&model).is_none() && !out.iter().any(|(m, _)| *m == model) {
+            out.push((model, e.line));
+        }
+    }
+    out
 }
 
 /// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size

@@ -26,7 +26,7 @@ pub(super) fn read_report(path: &camino::Utf8Path) -> anyhow::Result<Report> {
 /// Runs `merge`; `Err` means exit 2.
 pub(super) fn run(
     args: &MergeArgs,
-    resolved: &super::options::Resolved,
+    settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
@@ -71,7 +71,7 @@ pub(super) fn run(
         args.format,
         &merged,
         None,
-        (false, resolved.use_color()),
+        (false, settings.use_color()),
         out,
     )?;
     Ok(if merged.is_failure() {

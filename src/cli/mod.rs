@@ -20,7 +20,6 @@ mod baseline;
 mod cat;
 mod check;
 mod ci;
-mod config;
 mod diff;
 pub(crate) mod exit;
 mod explain;
@@ -39,6 +38,7 @@ mod prices;
 mod replay;
 mod report_cmd;
 mod review;
+mod settings;
 mod sign;
 mod verify;
 
@@ -51,17 +51,15 @@ use args::{Cli, Command};
 pub(crate) fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
     tracereplay::fsutil::mark_run_start();
-    use clap::{CommandFactory, FromArgMatches};
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let matches = Cli::command().get_matches_from(&argv);
-    let first = match Cli::from_arg_matches(&matches) {
+    use clap::Parser;
+    let parsed = match Cli::try_parse() {
         Ok(p) => p,
         Err(e) => e.exit(),
     };
-    // The project file, read the same way for every command: its settings become arguments
-    // wherever the command line did not give them, and the command line is parsed again.
-    let project = config::Config::load(first.config.as_deref()).and_then(|mut c| {
-        c.choose_profile(first.profile.as_deref(), ci::env_ci())?;
+    // The project file, read the same way for every command, and the command line's settings
+    // over it: one typed value of settings per command.
+    let project = settings::Config::load(parsed.config.as_deref()).and_then(|mut c| {
+        c.choose_profile(parsed.profile.as_deref(), ci::env_ci())?;
         Ok(c)
     });
     let project = match project {
@@ -71,25 +69,13 @@ pub(crate) fn main() -> i32 {
             return exit::ERROR;
         }
     };
-    let extra = project.arguments(&Cli::command(), &matches);
-    let parsed = if extra.is_empty() {
-        first
-    } else {
-        let mut full = argv;
-        full.extend(extra.into_iter().map(Into::into));
-        let matches = Cli::command().get_matches_from(&full);
-        match Cli::from_arg_matches(&matches) {
-            Ok(p) => p,
-            Err(e) => e.exit(),
-        }
-    };
-    let resolved = options::Resolved::from(&parsed, &project);
+    let (which, cli_layer) = settings::command_layer(&parsed.command);
+    let settings = settings::Settings::resolve(which, cli_layer, &project, parsed.color);
     if matches!(parsed.command, Command::Config) {
-        let c = project;
         // Paths from the file and the working directory are shown with control characters
         // escaped, line by line, as every report shows what an input controls.
         let mut text = Vec::new();
-        let _ = c.print(&mut text);
+        let _ = settings.print(&project, &mut text);
         let shown: String = (String::from_utf8_lossy(&text).lines())
             .map(|l| tracereplay::report::escape_controls(l) + "\n")
             .collect();
@@ -100,7 +86,7 @@ pub(crate) fn main() -> i32 {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match run(&parsed, &resolved, &mut out)
+    match run(&parsed, &settings, &mut out)
         .and_then(|c| out.flush().map(|()| c).map_err(Into::into))
     {
         Ok(code) => code,
@@ -123,24 +109,24 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// Runs a parsed command line with the settings resolved from it and the project file, writing
 /// results to `out`; `Err` means exit 2.
-fn run(cli: &Cli, resolved: &options::Resolved, out: &mut dyn Write) -> anyhow::Result<i32> {
+fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow::Result<i32> {
     match &cli.command {
-        Command::Check(a) => check::run(a, resolved, out),
+        Command::Check(a) => check::run(a, settings, out),
         Command::Pack(a) => pack::run(a, out),
         Command::Cat(a) => cat::run(a, out),
-        Command::Verify(a) => verify::run(a, out),
+        Command::Verify(a) => verify::run(a, settings, out),
         Command::Sign(a) => sign::run_sign(a, out),
-        Command::VerifyAttestation(a) => sign::run_verify_attestation(a, out),
-        Command::Diff(a) => diff::run(a, resolved, out),
-        Command::Explain(a) => explain::run(a, resolved, out),
-        Command::Gates(a) => gates::run(a, out),
-        Command::Lint(a) => lint::run(a, out),
+        Command::VerifyAttestation(a) => sign::run_verify_attestation(a, settings, out),
+        Command::Diff(a) => diff::run(a, settings, out),
+        Command::Explain(a) => explain::run(a, settings, out),
+        Command::Gates(a) => gates::run(a, settings, out),
+        Command::Lint(a) => lint::run(a, settings, out),
         Command::Ingest(a) => ingest::run(a, out),
-        Command::Merge(a) => merge::run(a, resolved, out),
+        Command::Merge(a) => merge::run(a, settings, out),
         Command::Report(a) => report_cmd::run(a, out),
         Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
-        Command::Baseline(c) => baseline::run(c, resolved.use_color(), out),
+        Command::Baseline(c) => baseline::run(c, settings, out),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let shell = match shell {
@@ -195,6 +181,22 @@ fn reference() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// `docs/configuration.md` is generated from the settings' table; this keeps the committed
+    /// file current.
+    #[test]
+    fn configuration_reference_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+        let want = super::settings::configuration_reference();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/configuration.md is out of date: run `UPDATE_DOCS=1 cargo test --bin tracereplay configuration_reference`"
+        );
+    }
+
     /// `docs/cli.md` is generated from the flag definitions; this keeps the committed file
     /// current.
     #[test]

@@ -53,7 +53,12 @@ struct Tally {
 }
 
 /// Runs the review; `Err` means exit 2.
-pub(super) fn review(args: &ReviewArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn review(
+    args: &ReviewArgs,
+    dir: &camino::Utf8Path,
+    color: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     if let Some(code) = refuse_under_ci(&args.filter.ci, "review") {
         return Ok(code);
     }
@@ -63,7 +68,6 @@ pub(super) fn review(args: &ReviewArgs, color: bool, out: &mut dyn Write) -> any
         );
         return Ok(exit::FAILURE);
     }
-    let dir = &args.filter.dir.baselines;
     let chosen: Vec<Pending> = (list_pending(dir).into_iter())
         .filter(|p| matches(p, &args.filter.filters))
         .collect();
@@ -72,7 +76,7 @@ pub(super) fn review(args: &ReviewArgs, color: bool, out: &mut dyn Write) -> any
         return Ok(exit::OK);
     }
     let term = Term::stdout();
-    let confined = BaselineStore::new(dir.clone()).confined();
+    let confined = BaselineStore::new(dir).confined();
     let mut tally = Tally::default();
     let mut details = false;
     let mut done = Vec::new();

@@ -145,9 +145,10 @@ pub(super) fn run_sign(args: &SignArgs, out: &mut dyn Write) -> anyhow::Result<i
 /// `tracereplay verify-attestation FILE --trusted-keys … [--traces PATH…]`.
 pub(super) fn run_verify_attestation(
     args: &VerifyAttestationArgs,
+    settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let trusted = trusted(args.trusted_keys.as_deref(), "`verify-attestation`")?;
+    let trusted = trusted(settings.trusted_keys(), "`verify-attestation`")?;
     let file = &args.attestation;
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("cannot read the attestation `{file}`"))?;

@@ -12,14 +12,18 @@ use super::args::VerifyArgs;
 use super::exit;
 
 /// Runs `verify`; `Err` means exit 2.
-pub(super) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let found = tracereplay::remote::discover(&args.paths, &[], &Default::default())?;
+pub(super) fn run(
+    args: &VerifyArgs,
+    settings: &super::settings::Settings,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let found = tracereplay::remote::discover(&settings.paths(), &[], &Default::default())?;
     let remote = found.remote.as_deref();
     if found.trace_files.is_empty() && found.unreachable.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");
     }
     let limits = args.limits.limits();
-    let trusted = (args.trusted_keys.as_deref())
+    let trusted = (settings.trusted_keys())
         .map(|p| super::sign::trusted(Some(p), "`verify --trusted-keys`"))
         .transpose()?;
     let mut lines: Vec<(String, bool, String)> = found

@@ -5,7 +5,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::oracle::{Verdict, judge};
+use crate::oracle::budget::RunBudget;
+use crate::oracle::{Facts, Verdict, judge_facts};
 use crate::scenario::Scenario;
 use crate::trace::{Args, Event, EventBody, Json, RunStatus, Str, Trace};
 
@@ -384,8 +385,11 @@ fn weakened(scenario: &Scenario) -> Vec<String> {
 
 /// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`; `None`
 /// when some oracle could not judge it.
-fn declared_pass(scenario: &Scenario, trace: &Trace<'_>) -> Option<bool> {
-    let results = judge(&scenario.oracles, trace);
+fn declared_pass(scenario: &Scenario, trace: &Trace<'_>, run: Option<RunBudget>) -> Option<bool> {
+    let results = match run {
+        Some(run) => judge_facts(&scenario.oracles, &Facts::with_run_budget(trace, run)),
+        None => judge_facts(&scenario.oracles, &Facts::new(trace)),
+    };
     let declared = || results.iter().filter(|r| r.index.is_some());
     if declared().any(|r| r.could_not_judge() && !r.misconfigured) {
         return None;
@@ -410,8 +414,15 @@ impl Strength {
 
     /// Mutates one passing trace of the scenario (named `name` in reports) and counts catches:
     /// one mutant at a time (memory linear in the trace), at most [`MUTANTS_PER_TRACE`] of
-    /// them (sampled evenly beyond that, and recorded in `sampled`).
-    pub fn add_trace(&mut self, scenario: &Scenario, name: &str, trace: &Trace<'_>) {
+    /// them (sampled evenly beyond that, and recorded in `sampled`). The mutants' `expr`
+    /// programs run within `run`, the whole measurement's budget, when given.
+    pub fn add_trace(
+        &mut self,
+        scenario: &Scenario,
+        name: &str,
+        trace: &Trace<'_>,
+        run: Option<RunBudget>,
+    ) {
         self.traces += 1;
         let mut all = mutations(&trace.events);
         let declares = |o: &crate::scenario::OracleSpec| {
@@ -450,7 +461,7 @@ impl Strength {
                 header: trace.header.clone(),
                 events,
             };
-            match declared_pass(scenario, &mutant) {
+            match declared_pass(scenario, &mutant, run) {
                 None => self.unjudged += 1,
                 Some(true) => {
                     self.total += 1;

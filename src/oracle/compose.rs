@@ -265,7 +265,7 @@ pub(crate) fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> Oracl
         .unjudged();
     };
     let sub = turns::turn_trace(facts.trace, ranges[i].clone());
-    let mut r = inner.judge(&Facts::new(&sub));
+    let mut r = inner.judge(&Facts::part(&sub, facts));
     r.message = format!("turn {}: {}", i + 1, r.message);
     r
 }

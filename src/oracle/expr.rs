@@ -381,7 +381,7 @@ fn run(code: &str, input: &[u8]) -> Outcome {
 impl Program {
     /// Runs the program on the trace, within its budgets.
     pub fn judge(&self, facts: &Facts<'_, '_>) -> OracleResult {
-        let allowed = match super::budget::allowance(TIME_BUDGET) {
+        let allowed = match facts.budget.allowance(TIME_BUDGET) {
             Ok(d) => d,
             Err(why) => {
                 return OracleResult::fail(why, Vec::new(), json!({"jq": self.jq}), Value::Null)
@@ -390,7 +390,7 @@ impl Program {
         };
         let started = std::time::Instant::now();
         let result = self.judge_within(facts, allowed);
-        super::budget::spend(started.elapsed());
+        facts.budget.spend(started.elapsed());
         result
     }
 

@@ -85,11 +85,28 @@ pub struct Facts<'t, 'a> {
     document: std::cell::OnceCell<String>,
     /// The result of each call (derived on first use).
     results: std::cell::OnceCell<Vec<Option<usize>>>,
+    /// What the trace's `expr` programs may still take (shared with the facts of its turns).
+    pub(crate) budget: super::budget::ExprBudget,
 }
 
 impl<'t, 'a> Facts<'t, 'a> {
-    /// Derives the facts of `trace`.
+    /// Derives the facts of `trace`, whose `expr` programs have the trace's budget.
     pub fn new(trace: &'t Trace<'a>) -> Self {
+        Self::within(trace, super::budget::ExprBudget::new(None))
+    }
+
+    /// Derives the facts of `trace` judged within a whole run's `expr` budget.
+    pub fn with_run_budget(trace: &'t Trace<'a>, run: super::budget::RunBudget) -> Self {
+        Self::within(trace, super::budget::ExprBudget::new(Some(run)))
+    }
+
+    /// Derives the facts of a part of a trace (a turn), whose `expr` programs spend the
+    /// budget of the facts `of` the whole.
+    pub(crate) fn part(trace: &'t Trace<'a>, of: &Facts<'_, '_>) -> Self {
+        Self::within(trace, of.budget.clone())
+    }
+
+    fn within(trace: &'t Trace<'a>, budget: super::budget::ExprBudget) -> Self {
         let calls: Vec<_> = trace.tool_calls().collect();
         let mut messages: Vec<MessageState> = Vec::new();
         let mut final_event = None;
@@ -158,6 +175,7 @@ impl<'t, 'a> Facts<'t, 'a> {
             planned: std::cell::OnceCell::new(),
             document: std::cell::OnceCell::new(),
             results: std::cell::OnceCell::new(),
+            budget,
         }
     }
 

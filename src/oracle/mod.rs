@@ -103,7 +103,6 @@ pub fn judge(oracles: &[OracleSpec], trace: &Trace<'_>) -> Vec<OracleResult> {
 /// [`judge`] over facts already derived (so a caller that also normalises the trace derives
 /// them once).
 pub fn judge_facts(oracles: &[OracleSpec], facts: &Facts<'_, '_>) -> Vec<OracleResult> {
-    budget::begin_trace();
     let mut results: Vec<OracleResult> = (oracles.iter())
         .map(|spec| judge_oracle(spec, facts))
         .collect();

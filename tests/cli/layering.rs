@@ -103,8 +103,8 @@ fn reports_and_baselines_name_files_without_discovery() {
 
 #[test]
 fn the_command_line_keeps_no_settings_in_globals() {
-    // Settings are resolved once into `options::Resolved` and passed to the commands that read
-    // them; a process-wide cell would let a command see another's settings, or none.
+    // Settings are resolved once into `settings::Settings` and passed to the commands that
+    // read them; a process-wide cell would let a command see another's settings, or none.
     let files = sources_under("src/cli", true);
     assert!(files.len() > 20);
     for (file, text) in files {
@@ -117,6 +117,22 @@ fn the_command_line_keeps_no_settings_in_globals() {
         ] {
             assert!(!text.contains(cell), "{} holds a `{cell}`", file.display());
         }
+    }
+}
+
+#[test]
+fn the_expression_budget_is_a_value_not_a_global() {
+    // `gates --strength` gives the judging of its mutants a run budget; a process-wide deadline
+    // would reach every other judging in the process (a library user's, or a test's).
+    let budget = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/oracle/budget.rs"),
+    )
+    .unwrap();
+    for global in ["static ", "thread_local!", "Mutex", "OnceLock"] {
+        assert!(
+            !budget.contains(global),
+            "src/oracle/budget.rs holds `{global}`"
+        );
     }
 }
 

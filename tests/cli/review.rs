@@ -57,14 +57,14 @@ fn review_refuses_off_a_terminal_and_under_ci() {
 }
 
 /// A child process on a pseudo-terminal, and what it has written to it so far.
-struct Pty {
+pub(crate) struct Pty {
     master: std::fs::File,
     screen: Arc<Mutex<Vec<u8>>>,
     child: std::process::Child,
 }
 
 impl Pty {
-    fn spawn(env: &Env, args: &[&str]) -> Pty {
+    pub(crate) fn spawn(env: &Env, args: &[&str]) -> Pty {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
@@ -110,7 +110,7 @@ impl Pty {
     }
 
     /// Waits until the output after byte `from` contains `want`; returns where that ends.
-    fn wait_for(&self, from: usize, want: &str) -> usize {
+    pub(crate) fn wait_for(&self, from: usize, want: &str) -> usize {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let seen = self.screen.lock().unwrap().clone();
@@ -124,7 +124,21 @@ impl Pty {
         }
     }
 
-    fn key(&mut self, k: &str) {
+    /// Waits until the output after byte `from` contains one of `wants`; returns that output.
+    pub(crate) fn wait_for_any(&self, from: usize, wants: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let seen = self.screen.lock().unwrap().clone();
+            let text = String::from_utf8_lossy(&seen[from.min(seen.len())..]).into_owned();
+            if wants.iter().any(|w| text.contains(w)) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "none of {wants:?} in {text:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn key(&mut self, k: &str) {
         self.master.write_all(k.as_bytes()).unwrap();
         self.master.flush().unwrap();
     }

@@ -3,7 +3,7 @@
 use camino::Utf8PathBuf;
 use clap::{Args, Subcommand};
 
-use super::{CiArgs, LimitArgs, SuiteArgs};
+use super::{CiArgs, JudgingArgs, SuiteArgs};
 
 /// `baseline` subcommands.
 #[derive(Debug, Subcommand)]
@@ -28,9 +28,10 @@ pub(crate) enum BaselineCommand {
 /// The baselines directory.
 #[derive(Debug, Args)]
 pub(crate) struct BaselineDirArgs {
-    /// Approved baselines directory.
-    #[arg(long, value_name = "DIR", default_value = "baselines")]
-    pub baselines: Utf8PathBuf,
+    /// Approved baselines directory (default: the project file's `baselines`, else
+    /// `baselines`).
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<Utf8PathBuf>,
 }
 
 /// `pending` flags.
@@ -86,9 +87,10 @@ pub(crate) struct ApproveArgs {
     /// CI detection.
     #[command(flatten)]
     pub ci: CiArgs,
-    /// Size limits.
+    /// How traces are judged (as `check` judges them, so that the baselines carry what
+    /// `check` compares: priced costs included).
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub judging: JudgingArgs,
 }
 
 /// `review` flags.

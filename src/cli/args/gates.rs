@@ -21,9 +21,9 @@ pub(crate) struct GatesArgs {
     /// left without time are not counted).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub expr_budget: u64,
-    /// The α the `trials` warnings are judged at (as `check --alpha`).
-    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
-    pub alpha: f64,
+    /// The α the `trials` warnings are judged at (as `check --alpha`; default: 0.05).
+    #[arg(long, value_name = "ALPHA")]
+    pub alpha: Option<f64>,
     /// With `--strength`: the price table for `max-cost` (default: `prices.toml` at the
     /// project's root, as `check` has it).
     #[arg(long, value_name = "FILE")]

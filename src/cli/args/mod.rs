@@ -7,6 +7,7 @@ mod baseline;
 mod cost;
 mod gates;
 mod ingest;
+mod judging;
 mod replay;
 mod report;
 mod sign;
@@ -17,6 +18,7 @@ pub(crate) use baseline::{
 pub(crate) use cost::BudgetArgs;
 pub(crate) use gates::GatesArgs;
 pub(crate) use ingest::{IngestArgs, IngestFormatArg};
+pub(crate) use judging::{AlphaArgs, DriftArgs, JudgingArgs, LimitArgs};
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
 pub(crate) use report::ReportArgs;
 pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
@@ -154,8 +156,9 @@ pub(crate) struct ExplainArgs {
     /// Where run folders are (`--last`).
     #[arg(long, value_name = "DIR", default_value = ".tracereplay/runs")]
     pub runs: Utf8PathBuf,
-    /// Where scenarios and traces are looked up.
-    #[arg(long = "in", value_name = "PATH", default_value = "traces/")]
+    /// Where scenarios and traces are looked up (default: the project file's `paths`, else
+    /// `traces/`).
+    #[arg(long = "in", value_name = "PATH")]
     pub paths: Vec<Utf8PathBuf>,
     /// A harness suite directory of scenarios (repeatable).
     #[arg(long = "scenarios", value_name = "DIR")]
@@ -206,15 +209,17 @@ impl SecretsArg {
 }
 
 /// Where a suite is: declared once, for every command that reads a whole suite (`check`,
-/// `gates`, `lint`, `baseline approve`). The project file's `paths` and `scenarios` fill these in
-/// (by their ids) when the command line does not give them.
+/// `gates`, `lint`, `baseline approve`). Settings: given here, they replace the project file's
+/// `paths` and `scenarios` (see `cli::settings`).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct SuiteArgs {
     /// Directories or files holding scenarios and traces; `check` and `lint` also read traces
     /// from object storage (`s3://`, `gs://`, `az://`, `https://`, with the `remote` feature).
-    #[arg(value_name = "PATH", default_value = "traces/")]
+    /// Default: the project file's `paths`, else `traces/`.
+    #[arg(value_name = "PATH")]
     pub paths: Vec<Utf8PathBuf>,
-    /// A harness suite directory: every `*.json` in it is a scenario (repeatable).
+    /// A harness suite directory: every `*.json` in it is a scenario (repeatable; replaces the
+    /// project file's `scenarios`).
     #[arg(long = "scenarios", value_name = "DIR")]
     pub scenario_dirs: Vec<Utf8PathBuf>,
 }
@@ -239,8 +244,8 @@ pub(crate) struct LintArgs {
     /// Format of standard output.
     #[arg(long, value_enum, default_value_t = FormatArg::Human)]
     pub format: FormatArg,
-    /// The price table turning recorded token usage into US dollars (default: `prices.toml`
-    /// at the project's root, when there is one). A cost a trace records is kept.
+    /// The price table: a model missing from it is a warning (default: the project file's
+    /// `prices`, else `prices.toml` at the project's root, when there is one).
     #[arg(long, value_name = "FILE")]
     pub prices: Option<Utf8PathBuf>,
     /// Size limits.
@@ -285,16 +290,18 @@ pub(crate) enum DriftArg {
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
     /// Traces to compare with their approved baselines (local, or in object storage as for
-    /// `check`).
-    #[arg(value_name = "PATH", default_value = "traces/", conflicts_with_all = ["from", "to"])]
+    /// `check`; default: the project file's `paths`, else `traces/`).
+    #[arg(value_name = "PATH", conflicts_with_all = ["from", "to"])]
     pub paths: Vec<Utf8PathBuf>,
-    /// The older recording: a trace file or a directory of traces (or a place in object storage).
+    /// The older recording: a trace file or a directory of traces (or a place in object
+    /// storage). With `--from/--to`, the project file's `paths` are not read.
     #[arg(long, value_name = "OLD", requires = "to")]
     pub from: Option<Utf8PathBuf>,
     /// The newer recording: a trace file or a directory of traces (or a place in object storage).
     #[arg(long, value_name = "NEW", requires = "from")]
     pub to: Option<Utf8PathBuf>,
-    /// Approved baselines directory (default `baselines/`).
+    /// Approved baselines directory (default: the project file's `baselines`, else
+    /// `baselines/`).
     #[arg(long, value_name = "DIR")]
     pub baselines: Option<Utf8PathBuf>,
     /// A harness suite directory of scenarios (repeatable).
@@ -309,52 +316,9 @@ pub(crate) struct DiffArgs {
     /// How drift is judged (as `check` judges it).
     #[command(flatten)]
     pub drift: DriftArgs,
-}
-
-/// How traces are judged: shared by every command that judges (`check`, `diff`, `explain`), so
-/// they judge a trace alike.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct JudgingArgs {
-    /// Treat unsealed traces as integrity failures (recommended in CI).
-    #[arg(long)]
-    pub require_sealed: bool,
-    /// Admit raw-prompt sidecars beside traces, and prompt-side text in fields the trace format
-    /// does not define (a developer opt-in; raw text in a prompt object is never admitted).
-    #[arg(long)]
-    pub allow_raw_prompts: bool,
-    /// The price table turning recorded token usage into US dollars (default: `prices.toml`
-    /// at the project's root, when there is one). A cost a trace records is kept.
-    #[arg(long, value_name = "FILE")]
-    pub prices: Option<Utf8PathBuf>,
-    /// Size limits.
+    /// How trial sets are compared.
     #[command(flatten)]
-    pub limits: LimitArgs,
-}
-
-/// How drift from approved baselines is judged: shared by `check`, `diff` and `explain`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct DriftArgs {
-    /// Which drift from the approved baselines fails the run.
-    #[arg(long, value_enum, default_value_t = DriftArg::Default)]
-    pub drift: DriftArg,
-    /// Allowed move of a usage total, in percent of the approved value (at least 1).
-    #[arg(long, value_name = "PCT", default_value_t = 20.0)]
-    pub usage_tolerance: f64,
-    /// The false discovery rate the drift tests of trial sets are held to, over the cases of
-    /// the run (Benjamini–Hochberg).
-    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
-    pub alpha: f64,
-}
-
-/// Size limits shared by every command that reads traces.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct LimitArgs {
-    /// Longest accepted trace line, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
-    pub max_line_bytes: u64,
-    /// Largest accepted decompressed trace, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
-    pub max_trace_bytes: u64,
+    pub alpha: AlphaArgs,
 }
 
 /// `check` flags.
@@ -363,7 +327,8 @@ pub(crate) struct CheckArgs {
     /// The suite: its paths and scenario directories.
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Approved baselines directory (default `baselines/`; given explicitly, it must exist).
+    /// Approved baselines directory (default: the project file's `baselines`, else
+    /// `baselines/`; given here, it must exist).
     #[arg(long, value_name = "DIR")]
     pub baselines: Option<Utf8PathBuf>,
     /// Judge only this scenario id (repeatable, case-insensitive).
@@ -386,9 +351,9 @@ pub(crate) struct CheckArgs {
     /// Judge only scenarios with this tag or type (repeatable).
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
-    /// Which failing traces make the exit code 1, by their scenario's risk.
-    #[arg(long, value_enum, default_value_t = FailOnArg::High)]
-    pub fail_on: FailOnArg,
+    /// Which failing traces make the exit code 1, by their scenario's risk (default: `high`).
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOnArg>,
     /// How traces are judged.
     #[command(flatten)]
     pub judging: JudgingArgs,
@@ -428,9 +393,9 @@ pub(crate) struct CheckArgs {
     /// Print how long each phase took (stderr).
     #[arg(long)]
     pub timings: bool,
-    /// Where the result cache lives.
-    #[arg(long, value_name = "DIR", default_value = ".tracereplay/cache")]
-    pub cache_dir: Utf8PathBuf,
+    /// Where the result cache lives (default: `.tracereplay/cache`).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<Utf8PathBuf>,
     /// Judge every trace afresh, without reading or writing the result cache.
     #[arg(long)]
     pub no_cache: bool,
@@ -441,6 +406,9 @@ pub(crate) struct CheckArgs {
     /// How drift is judged.
     #[command(flatten)]
     pub drift: DriftArgs,
+    /// How trial sets are compared.
+    #[command(flatten)]
+    pub alpha: AlphaArgs,
     /// Suite budgets.
     #[command(flatten)]
     pub budget: BudgetArgs,
@@ -575,25 +543,16 @@ pub(crate) struct CatArgs {
 /// `verify` flags.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
-    /// Directories or trace files, or places in object storage as for `check`.
-    #[arg(value_name = "PATH", default_value = "traces/")]
+    /// Directories or trace files, or places in object storage as for `check` (default: the
+    /// project file's `paths`, else `traces/`).
+    #[arg(value_name = "PATH")]
     pub paths: Vec<Utf8PathBuf>,
     /// Also check each trace's signature against these public keys (a file of one minisign
-    /// public key per line, or a directory of `*.pub` files): an unsigned trace, a bad
-    /// signature or an untrusted key fails.
+    /// public key per line, or a directory of `*.pub` files; default: the project file's
+    /// `trusted-keys`): an unsigned trace, a bad signature or an untrusted key fails.
     #[arg(long, value_name = "PATH")]
     pub trusted_keys: Option<Utf8PathBuf>,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,
-}
-
-impl LimitArgs {
-    /// The library's limits.
-    pub(crate) fn limits(&self) -> tracereplay::trace::Limits {
-        tracereplay::trace::Limits {
-            max_line_bytes: self.max_line_bytes,
-            max_trace_bytes: self.max_trace_bytes,
-        }
-    }
 }

@@ -21,8 +21,11 @@ pub(crate) struct CheckSigningArgs {
     /// Require every trace to carry a good signature by a trusted key: an unsigned trace, a bad
     /// signature or an untrusted key is an `error` row naming the file and the key id. Needs
     /// the trusted keys (`--trusted-keys`, or `trusted-keys` in the project file).
-    #[arg(long)]
+    #[arg(long, overrides_with = "no_require_signed")]
     pub require_signed: bool,
+    /// Do not require signatures, whatever the project file says.
+    #[arg(long, overrides_with = "require_signed")]
+    pub no_require_signed: bool,
     /// The public keys to trust: a file of one minisign public key per line (a `.pub` file is
     /// one), or a directory of `*.pub` files (default: `trusted-keys` in the project file).
     #[arg(long, value_name = "PATH")]

@@ -234,7 +234,7 @@ impl Similarity {
                 let mut parts = Vec::new();
                 for (i, (range, reference)) in ranges.into_iter().zip(references).enumerate() {
                     let sub = super::turns::turn_trace(facts.trace, range);
-                    let turn = Facts::new(&sub);
+                    let turn = Facts::part(&sub, facts);
                     let (_, _, f) = rouge1(&turn.final_answer.text, reference);
                     total += f;
                     evidence.extend(turn.final_answer.seq);
