@@ -163,9 +163,11 @@ pub(super) fn run(
             "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
         );
     }
+    let run_id = settings.run_id().map(str::to_owned);
     let trusted = (require_signed)
         .then(|| super::sign::trusted(settings.trusted_keys(), "`--require-signed`"))
-        .transpose()?;
+        .transpose()?
+        .map(|keys| keys.for_run(run_id.clone()));
     let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
     let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::sign::SignatureCheck>);
     // The key is read before judging: a run asked to attest never ends without its record.

@@ -356,13 +356,12 @@ fn sign_stored(
         Some(bytes) => bytes,
         None => std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?,
     };
-    let file = dest.file_name().unwrap_or_default();
     let claims = tracereplay::sign::Claims::new(
         &run.trace.content_hash,
         &run.scenario,
         &run.case,
         run.trial.as_deref(),
-        file,
+        &tracereplay::sign::relative_file(root, dest),
     );
     tracereplay::sign::write_signature(key, root, (dest, &stored), &claims, false)
         .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;

@@ -55,7 +55,11 @@ fn traces_under(dir: &Utf8Path) -> anyhow::Result<Vec<(Utf8PathBuf, Utf8PathBuf)
 
 /// Each input trace with where its sealed copy goes: a file as given, a directory's
 /// `*.trace.ndjson` files (with `-o`, keeping their place under the directory).
-fn plan(args: &PackArgs) -> anyhow::Result<Vec<(Utf8PathBuf, Utf8PathBuf)>> {
+/// Each input, where it is written, and the directory its place is named relative to in its
+/// signature (`-o DIR`, else the directory given, else none: its own).
+type Job = (Utf8PathBuf, Utf8PathBuf, Option<Utf8PathBuf>);
+
+fn plan(args: &PackArgs) -> anyhow::Result<Vec<Job>> {
     let mut jobs = Vec::new();
     for input in &args.inputs {
         let found = if input.is_file() {
@@ -65,12 +69,16 @@ fn plan(args: &PackArgs) -> anyhow::Result<Vec<(Utf8PathBuf, Utf8PathBuf)>> {
         } else {
             anyhow::bail!("`{input}` does not exist or is not a file or directory");
         };
+        let root = args
+            .out
+            .clone()
+            .or_else(|| input.is_dir().then(|| input.clone()));
         for (trace, rel) in found {
             let dest = match &args.out {
                 Some(dir) => dir.join(rel).join(sealed_name(&trace)),
                 None => trace.with_file_name(sealed_name(&trace)),
             };
-            jobs.push((trace, dest));
+            jobs.push((trace, dest, root.clone()));
         }
     }
     Ok(jobs)
@@ -84,7 +92,7 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let signer = super::sign::signer(&args.signing)?;
     let mut refused = 0;
-    for (input, dest) in &jobs {
+    for (input, dest, root) in &jobs {
         let (input, dest) = (input.as_path(), dest.as_path());
         if let Some(parent) = dest.parent().filter(|p| !p.as_str().is_empty()) {
             if let Err(e) = std::fs::create_dir_all(parent) {
@@ -95,9 +103,11 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         let packed = pack_one(input, dest, args).and_then(|line| match &signer {
             // What is sealed is signed, whether just now or before.
-            Some(key) => super::sign::sign_written(key, dest, args.limits.limits(), true)
-                .map(|_| format!("{line}  signed by {}", key.key_id()))
-                .map_err(|e| format!("sealed `{dest}`, but cannot sign it: {e}").into()),
+            Some(key) => {
+                super::sign::sign_written(key, dest, root.as_deref(), args.limits.limits(), true)
+                    .map(|_| format!("{line}  signed by {}", key.key_id()))
+                    .map_err(|e| format!("sealed `{dest}`, but cannot sign it: {e}").into())
+            }
             None => Ok(line),
         });
         match packed {

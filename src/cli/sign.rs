@@ -22,6 +22,7 @@ use super::exit;
 /// are never written unsigned.
 pub(super) fn signer(args: &SigningArgs) -> anyhow::Result<Option<Arc<SigningKey>>> {
     let key = signing_key_from_env_or(args.signing_key.as_deref())?;
+    let key = key.map(|k| k.for_run(args.run_id.clone()));
     if let Some(k) = &key {
         diag!("note: signing with key {}", k.key_id());
     }
@@ -38,17 +39,31 @@ pub(super) fn trusted(path: Option<&Utf8Path>, what: &str) -> anyhow::Result<Tru
     Ok(TrustedKeys::load(path)?)
 }
 
-/// Signs the trace file just written at `path`; the signature's path.
+/// Signs the trace file just written at `path` under `root` (the directory its place is
+/// named relative to); the signature's path.
 pub(super) fn sign_written(
     signer: &SigningKey,
     path: &Utf8Path,
+    root: Option<&Utf8Path>,
     limits: Limits,
     durable: bool,
 ) -> Result<Utf8PathBuf, String> {
-    let stored = std::fs::read(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
-    let dir = path.parent().filter(|d| !d.as_str().is_empty());
-    let dir = dir.unwrap_or(".".into());
-    tracereplay::sign::sign_trace(signer, dir, (path, &stored), limits, durable)
+    let stored = tracereplay::fsutil::read_regular(path, limits.max_trace_bytes, "trace")
+        .map_err(|e| format!("cannot read `{path}`: {e}"))?;
+    let parent = path.parent().filter(|d| !d.as_str().is_empty());
+    let root = root
+        .filter(|r| path.starts_with(r))
+        .or(parent)
+        .unwrap_or(".".into());
+    tracereplay::sign::sign_trace(signer, root, (path, &stored), limits, durable)
+}
+
+/// The directory of `paths` a trace at `trace` was found under (the longest), if any.
+fn root_of<'p>(paths: &'p [Utf8PathBuf], trace: &Utf8Path) -> Option<&'p Utf8Path> {
+    (paths.iter())
+        .filter(|p| p.is_dir() && trace.starts_with(p))
+        .max_by_key(|p| p.as_str().len())
+        .map(Utf8PathBuf::as_path)
 }
 
 /// `key new --sign -o DIR`: a new key pair, the secret key written with mode 0600; never over
@@ -109,7 +124,10 @@ pub(super) fn run_sign(args: &SignArgs, out: &mut dyn Write) -> anyhow::Result<i
     }
     let limits = args.limits.limits();
     let mut lines: Vec<(String, Result<Utf8PathBuf, String>)> = (found.trace_files.par_iter())
-        .map(|p| (display_path(p), sign_written(&key, p, limits, true)))
+        .map(|p| {
+            let root = root_of(&args.paths, p);
+            (display_path(p), sign_written(&key, p, root, limits, true))
+        })
         .collect();
     lines.sort_by(|a, b| a.0.cmp(&b.0));
     let mut failed = 0;

@@ -79,6 +79,8 @@ pub struct SigningKey {
     public: PublicKey,
     dalek: ed25519_dalek::SigningKey,
     key_id: String,
+    /// The run the traces it signs belong to (`--run-id`).
+    run: Option<String>,
 }
 
 impl std::fmt::Debug for SigningKey {
@@ -131,14 +133,21 @@ impl SigningKey {
             public,
             dalek,
             key_id,
+            run: None,
         })
     }
 
-    /// Reads the secret key file at `path`.
+    /// Reads the secret key file at `path` (a regular file of at most 64 KiB: a FIFO or a
+    /// device is refused before anything is read).
     pub fn from_file(path: &Utf8Path) -> Result<SigningKey, KeyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| KeyError::new(format!("cannot read the signing key `{path}`: {e}")))?;
+        let text = read_small(path, "signing key")?;
         SigningKey::from_text(&text, &format!("`{path}`"))
+    }
+
+    /// The same key, binding what it signs to the run `run` (its trusted comments name it).
+    pub fn for_run(mut self, run: Option<String>) -> SigningKey {
+        self.run = run;
+        self
     }
 
     /// The key id.
@@ -176,6 +185,10 @@ impl SigningKey {
 
 impl TraceSigner for SigningKey {
     fn sign(&self, stored: &[u8], claims: &Claims) -> Result<String, String> {
+        let mut claims = claims.clone();
+        if self.run.is_some() {
+            claims.run = self.run.clone();
+        }
         self.sign_minisig(stored, &claims.comment())
             .map_err(|e| e.to_string())
     }
@@ -224,6 +237,15 @@ impl TrustedKey {
 #[derive(Debug, Clone, Default)]
 pub struct TrustedKeys {
     keys: Vec<TrustedKey>,
+    /// The run every signature must name (`check --require-signed --run-id`).
+    run: Option<String>,
+}
+
+/// The text of a small file (a key or a signature): a regular file of at most 64 KiB.
+fn read_small(path: &Utf8Path, what: &str) -> Result<String, KeyError> {
+    let bytes = crate::fsutil::read_regular(path, super::MAX_SIGNATURE_BYTES, what)
+        .map_err(|e| KeyError::new(format!("cannot read the {what} `{path}`: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| KeyError::new(format!("the {what} `{path}` is not UTF-8")))
 }
 
 impl TrustedKeys {
@@ -255,9 +277,7 @@ impl TrustedKeys {
         }
         let mut keys = TrustedKeys::default();
         for file in &files {
-            let text = std::fs::read_to_string(file).map_err(|e| {
-                KeyError::new(format!("cannot read the trusted keys `{file}`: {e}"))
-            })?;
+            let text = read_small(file, "trusted keys file")?;
             keys.add_text(&text, file)?;
         }
         if keys.keys.is_empty() {
@@ -282,6 +302,13 @@ impl TrustedKeys {
             }
         }
         Ok(())
+    }
+
+    /// Requires every signature to bind its trace to the run `run` (its trusted comment's
+    /// `run`); `None` requires nothing of the run.
+    pub fn for_run(mut self, run: Option<String>) -> TrustedKeys {
+        self.run = run;
+        self
     }
 
     /// Trusts one more key.
@@ -376,24 +403,47 @@ pub enum MinisigError {
 impl SignatureCheck for TrustedKeys {
     fn check(&self, path: &Utf8Path, stored: &[u8]) -> Result<Signed, SignatureProblem> {
         let sig = super::signature_path(path);
-        let text = match std::fs::read_to_string(&sig) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(SignatureProblem::Unsigned { sig });
+        if sig.symlink_metadata().is_err() {
+            return Err(SignatureProblem::Unsigned { sig });
+        }
+        let read = crate::fsutil::read_regular(&sig, super::MAX_SIGNATURE_BYTES, "signature");
+        let text = match read.map(String::from_utf8) {
+            Ok(Ok(t)) => t,
+            Ok(Err(_)) => {
+                let detail = "it is not UTF-8".to_owned();
+                return Err(SignatureProblem::Malformed { sig, detail });
             }
             Err(e) => {
                 let detail = e.to_string();
                 return Err(SignatureProblem::Malformed { sig, detail });
             }
         };
-        self.verify_minisig(&text, stored).map_err(|e| match e {
+        let signed = self.verify_minisig(&text, stored).map_err(|e| match e {
             MinisigError::Malformed(detail) => SignatureProblem::Malformed { sig, detail },
             MinisigError::UntrustedKey { key_id } => SignatureProblem::UntrustedKey {
                 key_id,
                 trusted: self.ids(),
             },
             MinisigError::Bad { key_id, detail } => SignatureProblem::Bad { key_id, detail },
-        })
+        })?;
+        let claims = Claims::of_comment(&signed.comment);
+        if let Some(c) = claims.as_ref().filter(|c| !c.placed_at(path)) {
+            return Err(SignatureProblem::OtherPlace {
+                key_id: signed.key_id,
+                claimed: c.file.clone(),
+            });
+        }
+        if let Some(required) = &self.run {
+            let claimed = claims.as_ref().and_then(|c| c.run.as_deref());
+            if claimed != Some(required.as_str()) {
+                return Err(SignatureProblem::OtherRun {
+                    key_id: signed.key_id,
+                    claimed: claimed.map_or_else(|| "no run".to_owned(), |r| format!("run `{r}`")),
+                    required: required.clone(),
+                });
+            }
+        }
+        Ok(signed)
     }
 }
 

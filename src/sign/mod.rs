@@ -29,7 +29,13 @@ pub fn signature_path(path: &Utf8Path) -> Utf8PathBuf {
 }
 
 /// What a tracereplay signature says of the trace it signs, in its trusted comment (which the
-/// signature covers too): the trace's seal, scenario, case and trial.
+/// signature covers too): the trace's seal, scenario, case and trial, where it was placed, and —
+/// when the recorder was given one — the run it belongs to.
+///
+/// A signature proves who signed the trace. It does not prove when the run happened or that it
+/// belongs to today's run: a signed trace from another run, copied with its signature, verifies.
+/// A run binds its signatures with a run id (`--run-id`), which `check --require-signed
+/// --run-id` then requires; the place is bound by `file`, which must name the trace's path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// Always `tracereplay`: tells these comments from minisign's default one.
@@ -43,8 +49,13 @@ pub struct Claims {
     /// The header's trial, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<String>,
-    /// The file name signed.
+    /// The file signed: its path relative to the directory it was recorded or signed under
+    /// (`SCENARIO/CASE.trace.ndjson.zst`), `/`-separated; older signatures name the file alone.
+    /// A trace whose path does not end with it is refused.
     pub file: String,
+    /// The run the trace belongs to (`--run-id` when it was recorded or signed), if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
     /// When it was signed (seconds since the Unix epoch).
     pub timestamp: u64,
 }
@@ -62,8 +73,16 @@ impl Claims {
             case: case.to_owned(),
             trial: trial.map(str::to_owned),
             file: file.to_owned(),
+            run: None,
             timestamp,
         }
+    }
+
+    /// Whether `path` is where these claims place the trace: its last components are `file`'s.
+    pub fn placed_at(&self, path: &Utf8Path) -> bool {
+        let claimed: Vec<&str> = self.file.split('/').filter(|c| !c.is_empty()).collect();
+        let found: Vec<&str> = path.components().map(|c| c.as_str()).collect();
+        !claimed.is_empty() && found.ends_with(&claimed)
     }
 
     /// The trusted comment: one line of JSON (controls and line breaks escaped).
@@ -160,7 +179,32 @@ pub enum SignatureProblem {
         /// Where the comment and the trace disagree.
         detail: String,
     },
+    /// A good signature of a trace that was signed as another file: moved or renamed.
+    #[error(
+        "is signed by key {key_id}, but its trusted comment places it at `{claimed}`: the signed trace was moved or renamed; sign it again where it is, or put it back"
+    )]
+    OtherPlace {
+        /// The signing key's id.
+        key_id: String,
+        /// The file its comment names.
+        claimed: String,
+    },
+    /// A good signature that is not bound to the run the check requires.
+    #[error(
+        "is signed by key {key_id} for {claimed}, not for run `{required}`: it was recorded by another run (or copied from one); record or sign it with `--run-id {required}`"
+    )]
+    OtherRun {
+        /// The signing key's id.
+        key_id: String,
+        /// The run its comment names, in words (`run \`X\`` or `no run`).
+        claimed: String,
+        /// The run required.
+        required: String,
+    },
 }
+
+/// The most a signature file may hold: a minisign signature is a few hundred bytes.
+pub const MAX_SIGNATURE_BYTES: u64 = 64 << 10;
 
 /// Checks trace files' detached signatures (`check --require-signed`): given to a run in
 /// [`crate::eval::CheckOptions::signatures`]. [`keys::TrustedKeys`] is the one tracereplay has.
@@ -179,9 +223,10 @@ pub trait TraceSigner: Send + Sync + std::fmt::Debug {
 }
 
 /// Signs the sealed trace file at `path`, whose stored bytes are `stored`: a detached signature
-/// whose trusted comment names its seal, scenario, case and trial, written beside it (inside
-/// `root`, never through a symlink under it; synced to disk unless the caller syncs it later,
-/// with `durable: false`). A trace that is not sealed and valid is not signed.
+/// whose trusted comment names its seal, scenario, case and trial, its path relative to `root`
+/// and the signer's run, written beside it (inside `root`, never through a symlink under it;
+/// synced to disk unless the caller syncs it later, with `durable: false`). A trace that is not
+/// sealed and valid is not signed.
 pub fn sign_trace(
     signer: &dyn TraceSigner,
     root: &Utf8Path,
@@ -207,9 +252,22 @@ pub fn sign_trace(
         &header.scenario,
         &header.case,
         header.trial.as_ref().map(|t| t.as_str()),
-        path.file_name().unwrap_or_default(),
+        &relative_file(root, path),
     );
     write_signature(signer, root, (path, stored), &claims, durable)
+}
+
+/// `path` relative to `root`, `/`-separated, as [`Claims::file`] holds it (its file name when it
+/// is not under `root`).
+pub fn relative_file(root: &Utf8Path, path: &Utf8Path) -> String {
+    let strip = |p: &Utf8Path| p.strip_prefix("./").unwrap_or(p).to_owned();
+    match strip(path).strip_prefix(strip(root)) {
+        Ok(rel) if !rel.as_str().is_empty() => {
+            let parts: Vec<&str> = rel.components().map(|c| c.as_str()).collect();
+            parts.join("/")
+        }
+        _ => path.file_name().unwrap_or_default().to_owned(),
+    }
 }
 
 /// Signs the trace file at `path`, whose stored bytes are `stored`, with `claims` a caller that

@@ -11,6 +11,7 @@ mod contained;
 mod cost;
 mod docs;
 mod everyday;
+mod evidence;
 mod explain;
 mod faults;
 mod gates;

@@ -261,6 +261,17 @@ fn cases() -> Vec<Case> {
             true,
             summary,
         ),
+        c(
+            "run-id",
+            "check",
+            fx::signed,
+            "paths = [\"suite\"]\nrequire-signed = true\ntrusted-keys = \"keys_a/tracereplay.pub\"\n",
+            "run-id = \"r2\"\n",
+            CHECK,
+            &["--run-id", "r1"],
+            true,
+            summary,
+        ),
         // diff, against the approved baselines
         c(
             "paths",

@@ -164,7 +164,10 @@ pub(crate) fn signed(env: &Env) {
         assert_eq!(out.code, 0, "{out:?}");
     }
     let key = "keys_a/tracereplay.key";
-    let out = local(env, &["sign", "suite", "--signing-key", key]);
+    let out = local(
+        env,
+        &["sign", "suite", "--signing-key", key, "--run-id", "r1"],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let args = [
         "check",

@@ -299,7 +299,7 @@ fn a_good_signature_whose_trusted_comment_names_another_trace_is_refused() {
     let trace = "traces/good/a.trace.ndjson.zst";
     key_pair(&env, "keys");
     // minisign signs the trace's bytes with tracereplay's key and a comment of another trace.
-    let comment = r#"{"tool":"tracereplay","seal":"b3:00","scenario":"good","case":"b","file":"b.trace.ndjson.zst","timestamp":1}"#;
+    let comment = r#"{"tool":"tracereplay","seal":"b3:00","scenario":"good","case":"b","file":"a.trace.ndjson.zst","timestamp":1}"#;
     let s = run_minisign(
         &env,
         &[

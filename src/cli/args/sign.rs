@@ -13,6 +13,12 @@ pub(crate) struct SigningArgs {
     /// signed gets a detached minisign signature, `NAME.trace.ndjson.zst.minisig`.
     #[arg(long, value_name = "FILE")]
     pub signing_key: Option<Utf8PathBuf>,
+    /// The run these traces belong to (a CI run id, a commit): signatures name it in their
+    /// trusted comment, and `check --require-signed --run-id ID` accepts only signatures that
+    /// name it. With `check`, the run every signature must name (and the record `--attest`
+    /// writes states it).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
 }
 
 /// What `check` does with signatures.

@@ -47,6 +47,7 @@ impl CheckSigningArgs {
     fn apply(&self, l: &mut Layer) {
         l.require_signed = switch(self.require_signed, self.no_require_signed);
         l.trusted_keys = self.trusted_keys.clone();
+        l.run_id = self.signing.run_id.clone();
     }
 }
 

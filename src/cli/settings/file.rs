@@ -116,6 +116,7 @@ fn layer_of(file: &Utf8Path, base: &Utf8Path, at: &str, t: &toml::Table) -> anyh
             "scenarios" => l.scenarios = Some(paths()?),
             "baselines" => l.baselines = Some(path()?),
             "trusted-keys" => l.trusted_keys = Some(path()?),
+            "run-id" => l.run_id = Some(string(file, &key, v)?),
             "prices" => l.prices = Some(path()?),
             "cache-dir" => {
                 // The cache is written even under CI: a project file may only put it inside

@@ -114,6 +114,8 @@ settings! {
         "Treat unsealed traces as integrity failures.";
     RequireSigned require_signed: bool, "require-signed", "boolean", "false",
         "Require every trace to carry a good signature by a trusted key.";
+    RunId run_id: String, "run-id", "string", "none",
+        "The run every signature must name (`--run-id` when the traces were recorded or signed), with `require-signed`; the record `--attest` writes states it.";
 }
 
 /// A command that reads settings.
@@ -194,6 +196,7 @@ impl Cmd {
                 Alpha,
                 RequireSealed,
                 RequireSigned,
+                RunId,
             ],
             Cmd::Diff => &[
                 Paths,
@@ -434,6 +437,11 @@ impl Settings {
         self.read(Key::RequireSigned)
             .require_signed
             .unwrap_or(false)
+    }
+
+    /// `run-id`: the run signatures must name.
+    pub(super) fn run_id(&self) -> Option<&str> {
+        self.read(Key::RunId).run_id.as_deref()
     }
 
     /// How traces are judged: the price table and `require-sealed` from the settings, the rest

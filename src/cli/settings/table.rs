@@ -31,7 +31,7 @@ impl Shown for Utf8PathBuf {
 macro_rules! shown_by_display {
     ($($t:ty),*) => { $(impl Shown for $t { fn shown(&self) -> String { self.to_string() } })* };
 }
-shown_by_display!(u64, f64, bool);
+shown_by_display!(u64, f64, bool, String);
 
 macro_rules! shown_by_value_name {
     ($($t:ty),*) => {
