@@ -288,6 +288,33 @@ pub(crate) fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File
 /// read no further than the limit (a file that grew). `what` names the kind of file in the
 /// message.
 pub fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    let (reader, len) = open_regular(path, limit, what)?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    reader.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(path, limit, what));
+    }
+    Ok(bytes)
+}
+
+fn too_large(path: &Utf8Path, limit: u64, what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "{what} `{path}` is larger than the limit of {limit} bytes for such a file; not read"
+        ),
+    )
+}
+
+/// Opens `path` to be read as a stream, as [`read_regular`] checks it: a regular file (opened
+/// without blocking, checked before anything is read) of at most `limit` bytes. The reader
+/// stops one byte past the limit, so a file that grew is caught by its reader's length; with
+/// its length when opened.
+pub fn open_regular(
+    path: &Utf8Path,
+    limit: u64,
+    what: &str,
+) -> std::io::Result<(std::io::Take<std::fs::File>, u64)> {
     let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -298,23 +325,10 @@ pub fn read_regular(path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<
             ),
         ));
     }
-    let too_large = || {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "{what} `{path}` is larger than the limit of {limit} bytes for such a file; not read"
-            ),
-        )
-    };
     if meta.len() > limit {
-        return Err(too_large());
+        return Err(too_large(path, limit, what));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    Ok(bytes)
+    Ok((file.take(limit + 1), meta.len()))
 }
 
 /// A directory that writes must stay inside (see the module documentation).

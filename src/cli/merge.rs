@@ -9,10 +9,15 @@ use tracereplay::report::{self, Report};
 use super::args::MergeArgs;
 use super::exit;
 
+/// The largest JSON report `merge` and `report --compare` read (a report of 20,000 traces is
+/// about 48 MB).
+const MAX_REPORT_BYTES: u64 = 4 << 30;
+
 /// Reads a JSON report (`check --json`) through a buffer: it is parsed (and its rows encoded)
 /// as it is read, never held whole.
 pub(super) fn read_report(path: &camino::Utf8Path) -> anyhow::Result<Report> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot read `{path}`"))?;
+    let (file, _) = tracereplay::fsutil::open_regular(path, MAX_REPORT_BYTES, "JSON report")
+        .with_context(|| format!("cannot read `{path}`"))?;
     serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file)).map_err(|e| {
         let what = if e.is_io() {
             format!("cannot read `{path}`")

@@ -39,9 +39,11 @@ pub(super) fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             .with_context(|| format!("cannot write `{path}`"))?;
     }
     compare::render_text(&c, out)?;
-    Ok(if c.broke() > 0 {
-        exit::FAILURE
-    } else {
-        exit::OK
+    Ok(match c.failure(args.allow_removed) {
+        Some(why) => {
+            writeln!(out, "fails: {why}")?;
+            exit::FAILURE
+        }
+        None => exit::OK,
     })
 }

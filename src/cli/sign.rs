@@ -168,8 +168,11 @@ pub(super) fn run_verify_attestation(
 ) -> anyhow::Result<i32> {
     let trusted = trusted(settings.trusted_keys(), "`verify-attestation`")?;
     let file = &args.attestation;
-    let text = std::fs::read_to_string(file)
+    // A record of a run lists every judged trace: bounded, and never a FIFO waited on.
+    let bytes = tracereplay::fsutil::read_regular(file, 1 << 30, "attestation")
         .with_context(|| format!("cannot read the attestation `{file}`"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("the attestation `{file}` is not UTF-8"))?;
     let verified = match attest::verify(&text, &trusted) {
         Ok(v) => v,
         Err(e) => {

@@ -143,3 +143,124 @@ fn a_signed_trace_moved_or_renamed_is_refused() {
         assert_eq!(out.code, 1, "{out:?}");
     }
 }
+
+/// `check traces/ --json FILE` under CI; a failing run is fine.
+fn report_of(env: &Env, file: &str) {
+    let out = env.run(&["check", "traces/", "--json", file]);
+    assert!(out.code <= 1, "{out:?}");
+}
+
+fn compare(env: &Env, extra: &[&str]) -> Output {
+    env.run(&[&["report", "--compare", "old.json", "new.json"][..], extra].concat())
+}
+
+#[test]
+fn compare_fails_when_a_case_is_gone_renamed_by_letter_case_or_nothing_was_judged() {
+    // A case that passed is missing from the new run.
+    let env = Env::new();
+    one_trace_suite(&env, "kept", "High", "search", "default");
+    one_trace_suite(&env, "gone", "High", "search", "default");
+    report_of(&env, "old.json");
+    std::fs::remove_dir_all(env.path("traces/gone")).unwrap();
+    report_of(&env, "new.json");
+    let out = compare(&env, &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("REMOVED  gone/default"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("missing from the new one"),
+        "{}",
+        out.stdout
+    );
+    // Removed on purpose: said so, and the comparison passes.
+    let out = compare(&env, &["--allow-removed"]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    // A case renamed by letter case, now failing: the same case, broken.
+    let env = Env::new();
+    one_trace_suite(&env, "refund", "High", "search", "Default");
+    report_of(&env, "old.json");
+    std::fs::remove_dir_all(env.path("traces/refund")).unwrap();
+    one_trace_suite(&env, "Refund", "High", "fetch", "default");
+    report_of(&env, "new.json");
+    let out = compare(&env, &["--allow-removed"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("BROKE    Refund/default"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("1 cases: 1 broke"), "{}", out.stdout);
+
+    // The new report has no rows at all.
+    let env = Env::new();
+    one_trace_suite(&env, "kept", "High", "search", "default");
+    report_of(&env, "old.json");
+    let mut empty: serde_json::Value = serde_json::from_slice(&env.read("old.json")).unwrap();
+    empty["results"] = serde_json::json!([]);
+    env.write("new.json", serde_json::to_vec(&empty).unwrap());
+    for extra in [&[][..], &["--allow-removed"]] {
+        let out = compare(&env, extra);
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stdout.contains("no result rows"), "{}", out.stdout);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_in_place_of_a_report_signature_or_key_is_refused_not_waited_on() {
+    let env = Env::new();
+    signed_suite(&env, "r1");
+    report_of(&env, "old.json");
+    let fifo = |rel: &str| {
+        let p = env.path(rel);
+        let _ = std::fs::remove_file(&p);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    fifo("new.json");
+    fifo("traces/pass/default.trace.ndjson.zst.minisig");
+    fifo("fifo.pub");
+    fifo("fifo.key");
+    fifo("record.json");
+    let runs: [&[&str]; 6] = [
+        &["report", "--compare", "old.json", "new.json"],
+        &["merge", "new.json"],
+        &[
+            "check",
+            "traces",
+            "--require-signed",
+            "--trusted-keys",
+            "keys/tracereplay.pub",
+        ],
+        &["verify", "traces", "--trusted-keys", "fifo.pub"],
+        &["sign", "traces", "--signing-key", "fifo.key"],
+        &[
+            "verify-attestation",
+            "record.json",
+            "--trusted-keys",
+            "keys/tracereplay.pub",
+        ],
+    ];
+    for args in runs {
+        let mut child = env.command(args, &[("CI", "true")]).spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("`{}` waited on a FIFO", args.join(" "));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(!status.success(), "{args:?}");
+    }
+}

@@ -97,6 +97,8 @@ pub struct RunComparison {
     pub counts: BTreeMap<Change, usize>,
     /// Every case of either run, by scenario and case.
     pub cases: Vec<CaseChange>,
+    /// How many result rows the new run has (none: it judged nothing).
+    pub new_rows: usize,
 }
 
 /// Why a row does not pass, in a line.
@@ -140,19 +142,32 @@ fn case_key(r: &ResultRow) -> String {
 /// The case column of a scenario that has no trace in a run.
 const NO_TRACE: &str = "(no trace)";
 
-/// Each case of a report, keyed by (scenario, case).
-fn sides(report: &Report) -> BTreeMap<(String, String), Side> {
-    let mut out: BTreeMap<(String, String), Side> = BTreeMap::new();
+/// A case's key: scenario ids and cases are matched without regard to letter case, as `check`
+/// matches them, so a case renamed by letter case is the same case (and its verdict compared).
+type Key = (String, String);
+
+fn key_of(scenario: &str, case: &str) -> Key {
+    (scenario.to_lowercase(), case.to_lowercase())
+}
+
+/// Each case of a report, keyed by (scenario, case) ([`key_of`]), with the names it is shown by
+/// (the first row's).
+fn sides(report: &Report) -> BTreeMap<Key, ((String, String), Side)> {
+    let mut out: BTreeMap<Key, ((String, String), Side)> = BTreeMap::new();
     for r in report.results.iter() {
-        let key = (r.scenario.clone().unwrap_or_default(), case_key(&r));
-        let side = out.entry(key).or_insert(Side {
-            verdict: RowVerdict::Pass,
-            trials: 0,
-            passed: 0,
-            flaky: false,
-            drift: Vec::new(),
-            why: None,
-        });
+        let names = (r.scenario.clone().unwrap_or_default(), case_key(&r));
+        let key = key_of(&names.0, &names.1);
+        let (_, side) = out.entry(key).or_insert((
+            names,
+            Side {
+                verdict: RowVerdict::Pass,
+                trials: 0,
+                passed: 0,
+                flaky: false,
+                drift: Vec::new(),
+                why: None,
+            },
+        ));
         side.trials += 1;
         if r.verdict == RowVerdict::Pass {
             side.passed += 1;
@@ -166,7 +181,7 @@ fn sides(report: &Report) -> BTreeMap<(String, String), Side> {
     }
     // A case of several trials is what its case line says (its policy decides the verdict).
     for c in &report.cases {
-        if let Some(side) = out.get_mut(&(c.scenario.clone(), c.case.clone())) {
+        if let Some((_, side)) = out.get_mut(&key_of(&c.scenario, &c.case)) {
             side.verdict = c.verdict;
             side.flaky = c.flaky;
             if c.verdict == RowVerdict::Pass {
@@ -178,7 +193,7 @@ fn sides(report: &Report) -> BTreeMap<(String, String), Side> {
                 .extend(c.drift.iter().map(|d| d.category.as_str().to_owned()));
         }
     }
-    for side in out.values_mut() {
+    for (_, side) in out.values_mut() {
         side.drift.sort();
         side.drift.dedup();
     }
@@ -206,20 +221,20 @@ fn change_of(old: Option<&Side>, new: Option<&Side>) -> Change {
 pub fn compare_runs(old_name: &str, old: &Report, new_name: &str, new: &Report) -> RunComparison {
     let (mut olds, news) = (sides(old), sides(new));
     let mut cases = Vec::new();
-    for (key, n) in news {
-        let o = olds.remove(&key);
+    for (key, (names, n)) in news {
+        let o = olds.remove(&key).map(|(_, o)| o);
         cases.push(CaseChange {
-            scenario: key.0,
-            case: key.1,
+            scenario: names.0,
+            case: names.1,
             change: change_of(o.as_ref(), Some(&n)),
             old: o,
             new: Some(n),
         });
     }
-    for (key, o) in olds {
+    for (_, (names, o)) in olds {
         cases.push(CaseChange {
-            scenario: key.0,
-            case: key.1,
+            scenario: names.0,
+            case: names.1,
             change: Change::Removed,
             old: Some(o),
             new: None,
@@ -235,13 +250,38 @@ pub fn compare_runs(old_name: &str, old: &Report, new_name: &str, new: &Report) 
         new: new_name.to_owned(),
         counts,
         cases,
+        new_rows: new.results.len(),
     }
 }
 
 impl RunComparison {
-    /// Cases that broke: the comparison's exit code is 1 when there is one.
+    /// Cases that broke.
     pub fn broke(&self) -> usize {
         self.counts.get(&Change::Broke).copied().unwrap_or(0)
+    }
+
+    /// Cases only the old run has: gone from the new one.
+    pub fn removed(&self) -> usize {
+        self.counts.get(&Change::Removed).copied().unwrap_or(0)
+    }
+
+    /// Why the comparison fails, if it does: a case broke; a case is gone (a case gone is a
+    /// case broken, unless `allow_removed`); or the new run judged nothing at all.
+    pub fn failure(&self, allow_removed: bool) -> Option<String> {
+        if self.new_rows == 0 && !self.cases.is_empty() {
+            return Some("the new run has no result rows: it judged nothing".to_owned());
+        }
+        let mut why = Vec::new();
+        if self.broke() > 0 {
+            why.push(format!("{} case(s) broke", self.broke()));
+        }
+        if self.removed() > 0 && !allow_removed {
+            why.push(format!(
+                "{} case(s) of the old run are missing from the new one (pass `--allow-removed` if they were removed on purpose)",
+                self.removed()
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// The count line: `20 cases: 1 broke, 2 fixed, …`.
