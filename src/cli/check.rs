@@ -229,6 +229,7 @@ pub(super) fn run(
                 row_memory: Some(row_memory),
             },
             signatures: signatures.clone(),
+            share_key: args.partition.and_then(|_| super::merge::share_key()),
         };
         let report = match cache {
             Some(cache) => suite.check_with_cache(&opts, cache)?,

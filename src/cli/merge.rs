@@ -9,6 +9,15 @@ use tracereplay::report::{self, Report};
 use super::args::MergeArgs;
 use super::exit;
 
+/// The share key from `TRACEREPLAY_SHARE_KEY` (a CI secret), when it is set: the shares'
+/// digests are keyed with it, and `merge` takes only shares keyed with it.
+pub(super) fn share_key() -> Option<tracereplay::eval::ShareKey> {
+    let value = std::env::var_os(tracereplay::eval::SHARE_KEY_ENV).filter(|v| !v.is_empty())?;
+    Some(tracereplay::eval::ShareKey::from_material(
+        value.as_encoded_bytes(),
+    ))
+}
+
 /// The largest JSON report `merge` and `report --compare` read (a report of 20,000 traces is
 /// about 48 MB).
 const MAX_REPORT_BYTES: u64 = 4 << 30;
@@ -49,7 +58,7 @@ pub(super) fn run(
             reports.push((url.to_string(), report));
         }
     }
-    let merged = tracereplay::eval::merge(reports)?;
+    let merged = tracereplay::eval::merge_with(reports, share_key().as_ref())?;
     if let Some(path) = &args.json {
         write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
             .with_context(|| format!("cannot write `{path}`"))?;

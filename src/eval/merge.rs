@@ -87,6 +87,16 @@ fn check_shares(reports: &[(String, Report)]) -> Result<(), MergeError> {
 /// `check` sorts them; counts are computed again from the merged rows. Refuses unless the reports are all N shares of one
 /// suite, each exactly once, so a lost or repeated share can never merge into a green run.
 pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
+    merge_with(reports, None)
+}
+
+/// [`merge`], checking each share's digest with `key`: every share must carry a digest keyed
+/// with it (`check` run with the same key), so a share whose rows were edited cannot be made
+/// to look as `check` wrote it.
+pub fn merge_with(
+    reports: Vec<(String, Report)>,
+    key: Option<&super::ShareKey>,
+) -> Result<Report, MergeError> {
     if reports.is_empty() {
         return Err(MergeError::Empty);
     }
@@ -103,7 +113,7 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, MergeError> {
     // Nothing a share says of itself is trusted: its counts must be its rows', its rows its
     // share's, and rows and label what `check` wrote.
     let problems: Vec<String> = (reports.iter())
-        .flat_map(|(name, r)| super::shares::problems(name, r))
+        .flat_map(|(name, r)| super::shares::problems(name, r, key))
         .collect();
     if !problems.is_empty() {
         return Err(MergeError::Shares { problems });

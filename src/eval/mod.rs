@@ -31,7 +31,8 @@ mod trace_keys;
 mod trials;
 pub use crate::report::FailOn;
 pub(crate) use crate::report::verdict_blocks;
-pub use merge::{MergeError, merge};
+pub use merge::{MergeError, merge, merge_with};
+pub use shares::{SHARE_KEY_ENV, ShareKey};
 pub(crate) use summary::{apply_budget, count_cases, summarise};
 pub(crate) use trials::single_trace_case;
 
@@ -206,6 +207,9 @@ pub struct CheckOptions {
     /// bad signature or an untrusted key makes an `error` row. With it, the result cache is
     /// neither read nor written (it holds verdicts, not signatures).
     pub signatures: Option<std::sync::Arc<dyn crate::sign::SignatureCheck>>,
+    /// Key a partitioned run's share digest (`partition.rows`) with this key, so that only who
+    /// holds it can make a share `merge` accepts ([`shares::ShareKey`]).
+    pub share_key: Option<ShareKey>,
 }
 
 /// The default budget of result rows held in memory (16 MiB): the rows of ~25,000 passing
@@ -499,7 +503,8 @@ fn check_in_pool(
     warnings.sort();
     let mut partition = partition;
     if let Some(p) = partition.as_mut() {
-        p.rows = Some(shares::digest(p, &rows, &privacy, &obsolete, &cases));
+        let findings = (&privacy[..], &obsolete[..], &cases[..]);
+        p.rows = Some(shares::digest(p, &rows, findings, opts.share_key.as_ref()));
     }
     Ok(Report {
         schema_version: crate::report::SCHEMA_VERSION,

@@ -2,18 +2,51 @@
 //! rows, that its rows belong to the share it claims to be, and that rows, findings and label
 //! are still what `check` wrote ([`digest`]). Nothing a share says about itself is taken on
 //! trust: the merged counts and exit code are computed from the rows.
+//!
+//! The digest is plain BLAKE3 unless a [`ShareKey`] is given: then it is keyed (`b3k:`). An
+//! unkeyed digest detects accidents, not forgery — anyone who edits a share's rows can compute
+//! it again. A keyed one can only be made by who holds the key, and a merge given the key
+//! refuses every share whose digest is not keyed with it.
 
 use super::{FailOn, Rows, partition_share};
 use crate::privacy::lint::Finding;
 use crate::report::{ObsoleteBaseline, Partition, Report, ResultRow, Summary};
 
+/// The environment variable whose value is the share key's material (a CI secret given to
+/// every share's `check` and to `merge`).
+pub const SHARE_KEY_ENV: &str = "TRACEREPLAY_SHARE_KEY";
+
+/// The secret key shares' digests are keyed with ([`SHARE_KEY_ENV`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ShareKey([u8; 32]);
+
+impl std::fmt::Debug for ShareKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShareKey(..)")
+    }
+}
+
+impl ShareKey {
+    /// The key derived from secret material.
+    pub fn from_material(material: &[u8]) -> ShareKey {
+        ShareKey(blake3::derive_key(
+            "tracereplay 2026-12 share digest v1",
+            material,
+        ))
+    }
+}
+
 /// The running digest of a share: its label (suite, share, of, fail-on), then each row's
-/// identity and outcome and each privacy and obsolete finding, in report order.
-struct Digest(blake3::Hasher);
+/// identity and outcome and each privacy and obsolete finding, in report order; keyed when a
+/// key is given.
+struct Digest(blake3::Hasher, bool);
 
 impl Digest {
-    fn new(p: &Partition) -> Digest {
-        let mut h = blake3::Hasher::new();
+    fn new(p: &Partition, key: Option<&ShareKey>) -> Digest {
+        let mut h = match key {
+            Some(k) => blake3::Hasher::new_keyed(&k.0),
+            None => blake3::Hasher::new(),
+        };
         let label = format!(
             "tracereplay.share v1\nsuite {}\nshare {}/{}\nfail-on {}\n",
             p.suite,
@@ -22,7 +55,7 @@ impl Digest {
             p.fail_on.as_deref().unwrap_or("-")
         );
         h.update(label.as_bytes());
-        Digest(h)
+        Digest(h, key.is_some())
     }
 
     fn line(&mut self, v: serde_json::Value) {
@@ -84,26 +117,32 @@ impl Digest {
                 o.finding.fails
             ]));
         }
-        format!("b3:{}", self.0.finalize().to_hex())
+        let prefix = if self.1 { "b3k" } else { "b3" };
+        format!("{prefix}:{}", self.0.finalize().to_hex())
     }
 }
 
-/// `b3:` over a share's label, rows and findings (what `check` writes as `partition.rows`).
+/// `b3:` over a share's label, rows and findings (what `check` writes as `partition.rows`), or
+/// `b3k:` keyed with `key`.
 pub(super) fn digest(
     p: &Partition,
     rows: &Rows,
-    privacy: &[Finding],
-    obsolete: &[ObsoleteBaseline],
-    cases: &[crate::report::cases::CaseRow],
+    (privacy, obsolete, cases): (
+        &[Finding],
+        &[ObsoleteBaseline],
+        &[crate::report::cases::CaseRow],
+    ),
+    key: Option<&ShareKey>,
 ) -> String {
-    let mut d = Digest::new(p);
+    let mut d = Digest::new(p, key);
     rows.iter().for_each(|r| d.row(&r));
     d.finish(privacy, obsolete, cases)
 }
 
 /// The problems of one share (`name` as the user knows it), each in a sentence; empty when it
 /// can be trusted. Its rows are decoded once, for the digest and the row checks together.
-pub(super) fn problems(name: &str, r: &Report) -> Vec<String> {
+/// Given `key`, its digest must be keyed with it; without, a keyed digest cannot be checked.
+pub(super) fn problems(name: &str, r: &Report, key: Option<&ShareKey>) -> Vec<String> {
     let Some(p) = &r.partition else {
         return Vec::new(); // reported by the share check
     };
@@ -113,7 +152,21 @@ pub(super) fn problems(name: &str, r: &Report) -> Vec<String> {
             "`{name}` records no `partition.fail_on`: it was written by an older tracereplay, or edited; run the shares again"
         )];
     };
-    let (mut digest, mut foreign, mut inconsistent) = (Digest::new(p), 0, 0);
+    let keyed = p.rows.as_deref().is_some_and(|d| d.starts_with("b3k:"));
+    match (keyed, key) {
+        (true, None) => {
+            return vec![format!(
+                "`{name}`: its digest is keyed, and this merge has no key to check it with: set `{SHARE_KEY_ENV}` as the shares' `check` had it"
+            )];
+        }
+        (false, Some(_)) => {
+            return vec![format!(
+                "`{name}`: its digest is not keyed, and this merge is given the share key (`{SHARE_KEY_ENV}`): an unkeyed digest can be recomputed by whoever edits the rows, so the share is not taken; run its `check` with the key set"
+            )];
+        }
+        _ => {}
+    }
+    let (mut digest, mut foreign, mut inconsistent) = (Digest::new(p, key), 0, 0);
     // The trials of a case judged as a set never block by themselves: their case does.
     let sets: std::collections::HashSet<(&str, &str)> = (r.cases.iter())
         .filter(|c| c.is_set())

@@ -264,3 +264,109 @@ fn a_fifo_in_place_of_a_report_signature_or_key_is_refused_not_waited_on() {
         assert!(!status.success(), "{args:?}");
     }
 }
+
+/// `partition.rows` recomputed from a share's JSON as anyone could (plain BLAKE3, no key).
+fn unkeyed_digest(r: &serde_json::Value) -> String {
+    let p = &r["partition"];
+    let mut h = blake3::Hasher::new();
+    let label = format!(
+        "tracereplay.share v1\nsuite {}\nshare {}/{}\nfail-on {}\n",
+        p["suite"].as_str().unwrap(),
+        p["share"],
+        p["of"],
+        p["fail_on"].as_str().unwrap()
+    );
+    h.update(label.as_bytes());
+    for row in r["results"].as_array().unwrap() {
+        let oracles: Vec<serde_json::Value> = (row["oracles"].as_array().unwrap().iter())
+            .map(|o| serde_json::json!([o["type"], o["verdict"]]))
+            .collect();
+        let drift: Vec<serde_json::Value> = (row["drift"].as_array().unwrap().iter())
+            .map(|d| serde_json::json!([d["category"], d["fails"]]))
+            .collect();
+        let line = serde_json::json!([
+            row["scenario"],
+            row["case"],
+            row["path"],
+            row["content_hash"],
+            row["verdict"],
+            row["risk"],
+            row["known_gap"],
+            row["blocking"],
+            row["error"]["category"],
+            oracles,
+            drift,
+        ]);
+        h.update(line.to_string().as_bytes()).update(b"\n");
+    }
+    format!("b3:{}", h.finalize().to_hex())
+}
+
+/// Edits a one-share report's failing rows to pass, its counts to match, and recomputes the
+/// unkeyed digest: the forgery the campaign did in 25 lines of Python.
+fn forge(path: &std::path::Path) {
+    let mut r: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    for row in r["results"].as_array_mut().unwrap() {
+        row["verdict"] = "pass".into();
+        row["blocking"] = false.into();
+        for o in row["oracles"].as_array_mut().unwrap() {
+            o["verdict"] = "pass".into();
+        }
+    }
+    let traces = r["summary"]["traces"].clone();
+    r["summary"]["passed"] = traces;
+    r["summary"]["failed"] = 0.into();
+    r["summary"]["blocking"] = 0.into();
+    r["partition"]["rows"] = unkeyed_digest(&r).into();
+    std::fs::write(path, serde_json::to_vec(&r).unwrap()).unwrap();
+}
+
+#[test]
+fn a_forged_share_merges_only_without_the_share_key() {
+    let env = Env::new();
+    one_trace_suite(&env, "bad", "High", "fetch", "default");
+    let share = [
+        "check",
+        "traces",
+        "--partition",
+        "hash:1/1",
+        "--json",
+        "share.json",
+    ];
+    // Unkeyed: the digest is one anyone can recompute, so the forgery merges green — the
+    // documented limit of an unkeyed digest (it detects accidents, not forgery).
+    assert_eq!(env.run(&share).code, 1);
+    let r: serde_json::Value = serde_json::from_slice(&env.read("share.json")).unwrap();
+    assert_eq!(
+        r["partition"]["rows"],
+        unkeyed_digest(&r),
+        "the test recomputes the digest as check does"
+    );
+    forge(&env.path("share.json"));
+    assert_eq!(env.run(&["merge", "share.json"]).code, 0);
+    // Keyed: the shares' `check` and `merge` share a secret, and the forgery is refused.
+    let key = [("TRACEREPLAY_SHARE_KEY", "ci-secret"), ("CI", "true")];
+    assert_eq!(env.run_with(&share, &key).code, 1);
+    let r: serde_json::Value = serde_json::from_slice(&env.read("share.json")).unwrap();
+    assert!(
+        r["partition"]["rows"].as_str().unwrap().starts_with("b3k:"),
+        "{r:#}"
+    );
+    let out = env.run_with(&["merge", "share.json"], &key);
+    assert_eq!(
+        out.code, 1,
+        "the untouched keyed share merges to its true result: {out:?}"
+    );
+    // Without the key, a keyed share cannot be checked: refused, never taken on trust.
+    let out = env.run(&["merge", "share.json"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("TRACEREPLAY_SHARE_KEY"),
+        "{}",
+        out.stderr
+    );
+    forge(&env.path("share.json"));
+    let out = env.run_with(&["merge", "share.json"], &key);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("not keyed"), "{}", out.stderr);
+}
