@@ -381,6 +381,9 @@ pub(super) fn run(
             options: judging_flags(args, settings),
             trusted_keys: trusted_ids,
             exit_code: code,
+            time: Some(report::html::report_time_nanos() / 1_000_000_000),
+            commit: super::sign::current_commit(),
+            run_id: settings.run_id().map(str::to_owned),
         };
         let statement = tracereplay::sign::attest::statement(&report, facts);
         let text = tracereplay::sign::attest::sign(&statement, key);

@@ -29,6 +29,25 @@ pub(super) fn signer(args: &SigningArgs) -> anyhow::Result<Option<Arc<SigningKey
     Ok(key.map(Arc::new))
 }
 
+/// The commit the working directory is at: `GITHUB_SHA` or `CI_COMMIT_SHA` when set (CI knows
+/// best), else `git rev-parse HEAD` where git and a commit are there; `None` otherwise.
+pub(super) fn current_commit() -> Option<String> {
+    for var in ["GITHUB_SHA", "CI_COMMIT_SHA"] {
+        if let Some(v) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+            return Some(v.trim().to_owned());
+        }
+    }
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--verify", "--quiet", "HEAD"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let sha = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && sha.len() >= 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(sha)
+}
+
 /// The trusted keys at `path`, which `what` needs.
 pub(super) fn trusted(path: Option<&Utf8Path>, what: &str) -> anyhow::Result<TrustedKeys> {
     let Some(path) = path else {
@@ -186,6 +205,33 @@ pub(super) fn run_verify_attestation(
         "ok    attestation `{file}`: signed by trusted key {}",
         verified.key_id
     )?;
+    let when = p
+        .time
+        .map_or_else(|| "no time".to_owned(), tracereplay::report::rfc3339);
+    let commit = p.commit.as_deref().unwrap_or("no commit");
+    let run = p
+        .run_id
+        .as_deref()
+        .map_or_else(String::new, |r| format!(", run `{r}`"));
+    writeln!(
+        out,
+        "      the run: exit code {}, ended {when}, {commit}{}",
+        p.exit_code,
+        escape_controls(&run)
+    )?;
+    let now = tracereplay::report::html::report_time_nanos() / 1_000_000_000;
+    let want = attest::Expectations {
+        passed: !args.signature_only,
+        dated: !args.signature_only,
+        max_age: args.max_age,
+        now,
+        commit: args.commit.clone(),
+        run_id: args.run_id.clone(),
+    };
+    let shortfalls = attest::shortfalls(&verified.statement, &want);
+    for s in &shortfalls {
+        writeln!(out, "FAIL  {}", escape_controls(s))?;
+    }
     let sealed = p.results.iter().filter(|r| r.seal.is_some()).count();
     writeln!(
         out,
@@ -197,8 +243,13 @@ pub(super) fn run_verify_attestation(
         p.exit_code
     )?;
     writeln!(out, "      options: {}", p.options.join(" "))?;
+    let failed = if shortfalls.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILURE
+    };
     if args.traces.is_empty() {
-        return Ok(exit::OK);
+        return Ok(failed);
     }
     let found = tracereplay::discover::discover(&args.traces, &[])?;
     let limits = args.limits.limits();
@@ -209,21 +260,33 @@ pub(super) fn run_verify_attestation(
     for problem in &check.problems {
         writeln!(out, "FAIL  {}", escape_controls(problem))?;
     }
+    // A trace the run did not judge could be one it should have failed on.
+    let (level, extra_fails) = if args.allow_extra {
+        ("note", false)
+    } else {
+        ("FAIL", !check.unattested.is_empty())
+    };
     for path in &check.unattested {
         writeln!(
             out,
-            "note  `{}` is not named by the attestation (the run did not judge it)",
-            escape_controls(path)
+            "{level}  `{}` is not named by the attestation (the run did not judge it){}",
+            escape_controls(path),
+            if args.allow_extra {
+                ""
+            } else {
+                "; pass `--allow-extra` if it was added after the run"
+            }
         )?;
     }
     writeln!(
         out,
-        "\n{sealed} attested traces: {} match, {} do not",
+        "\n{sealed} attested traces: {} match, {} do not; {} not attested",
         check.matched,
-        check.problems.len()
+        check.problems.len(),
+        check.unattested.len()
     )?;
-    Ok(if check.problems.is_empty() {
-        exit::OK
+    Ok(if check.problems.is_empty() && !extra_fails {
+        failed
     } else {
         exit::FAILURE
     })

@@ -15,6 +15,7 @@ mod model;
 pub mod otlp;
 pub mod runfolder;
 mod stamp;
+pub use stamp::rfc3339;
 pub(crate) mod store;
 pub mod usage;
 

@@ -1,6 +1,20 @@
 //! Time stamps of reports and run folders: a leaf that the HTML page and the run folder both
 //! read, so neither imports the other for it.
 
+/// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for Unix seconds.
+pub fn rfc3339(secs: u64) -> String {
+    let s = utc_stamp(secs);
+    format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &s[0..4],
+        &s[4..6],
+        &s[6..8],
+        &s[9..11],
+        &s[11..13],
+        &s[13..15]
+    )
+}
+
 /// `YYYYMMDDTHHMMSSZ` for Unix seconds (UTC, proleptic Gregorian).
 pub fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;

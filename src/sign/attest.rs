@@ -59,8 +59,19 @@ pub struct Predicate {
     pub results: Vec<AttestedResult>,
     /// The report's counts.
     pub summary: Summary,
-    /// The exit code the run ended with (0 or 1).
+    /// The exit code the run ended with (0 or 1): the run's outcome.
     pub exit_code: i32,
+    /// When the run ended, in seconds since the Unix epoch (`SOURCE_DATE_EPOCH` when set);
+    /// absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<u64>,
+    /// The commit the run judged, where known (`GITHUB_SHA`, `CI_COMMIT_SHA`, or the checkout's
+    /// `HEAD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The run id the run was given (`--run-id`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// A scenario file the run loaded.
@@ -117,6 +128,12 @@ pub struct RunFacts {
     pub trusted_keys: Vec<String>,
     /// The exit code the run ends with.
     pub exit_code: i32,
+    /// When it ends (seconds since the Unix epoch).
+    pub time: Option<u64>,
+    /// The commit it judged, where known.
+    pub commit: Option<String>,
+    /// Its run id, if given.
+    pub run_id: Option<String>,
 }
 
 /// The Statement of a run. Subjects are read again (in parallel) to take their digests.
@@ -168,6 +185,9 @@ pub fn statement(report: &Report, facts: RunFacts) -> Statement {
             results,
             summary: report.summary.clone(),
             exit_code: facts.exit_code,
+            time: facts.time,
+            commit: facts.commit,
+            run_id: facts.run_id,
         },
     }
 }
@@ -223,6 +243,70 @@ pub fn verify(text: &str, trusted: &TrustedKeys) -> Result<Verified, Attestation
         statement,
         key_id: opened.key_id,
     })
+}
+
+/// What a verified record must also say of its run before it is taken as evidence of a good
+/// one (`verify-attestation`'s checks beyond the signature).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expectations {
+    /// The run must have passed (exit code 0).
+    pub passed: bool,
+    /// The record must state when the run ended, and — with `max_age` — not longer ago than
+    /// that many seconds before `now`.
+    pub dated: bool,
+    /// The most seconds between the run's end and `now`.
+    pub max_age: Option<u64>,
+    /// Now, in seconds since the Unix epoch.
+    pub now: u64,
+    /// The commit the run must have judged.
+    pub commit: Option<String>,
+    /// The run id it must have been given.
+    pub run_id: Option<String>,
+}
+
+/// Where `statement`'s run falls short of `want`, one sentence each; empty when it does not.
+pub fn shortfalls(statement: &Statement, want: &Expectations) -> Vec<String> {
+    let p = &statement.predicate;
+    let mut out = Vec::new();
+    if want.passed && p.exit_code != 0 {
+        out.push(format!(
+            "the attested run failed (exit code {}): it is a record of a red run, not evidence of a green one",
+            p.exit_code
+        ));
+    }
+    match p.time {
+        None if want.dated || want.max_age.is_some() => out.push(
+            "the record states no time (an older tracereplay wrote it), so it cannot be told from an old one".to_owned(),
+        ),
+        Some(t) => {
+            if let Some(max) = want.max_age.filter(|m| want.now.saturating_sub(t) > *m) {
+                out.push(format!(
+                    "the run ended {} s ago, longer than `--max-age` {max} s",
+                    want.now.saturating_sub(t)
+                ));
+            }
+        }
+        None => {}
+    }
+    if let Some(commit) = &want.commit {
+        match &p.commit {
+            Some(c) if c.eq_ignore_ascii_case(commit) => {}
+            Some(c) => out.push(format!("the run judged commit `{c}`, not `{commit}`")),
+            None => out.push(format!(
+                "the record states no commit, so it is not shown to be of `{commit}`"
+            )),
+        }
+    }
+    if let Some(run) = &want.run_id {
+        match &p.run_id {
+            Some(r) if r == run => {}
+            Some(r) => out.push(format!("the record is of run `{r}`, not `{run}`")),
+            None => out.push(format!(
+                "the record names no run, so it is not shown to be of run `{run}`"
+            )),
+        }
+    }
+    out
 }
 
 /// What a trace file given to `verify-attestation` is now.

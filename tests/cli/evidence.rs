@@ -370,3 +370,114 @@ fn a_forged_share_merges_only_without_the_share_key() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("not keyed"), "{}", out.stderr);
 }
+
+/// `check traces --attest record.json` with the key in `keys/` (CI, and `env` besides).
+fn attest(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Output {
+    let args = [
+        &["check", "traces", "--attest", "record.json"][..],
+        &["--signing-key", "keys/tracereplay.key"],
+        extra,
+    ]
+    .concat();
+    env.run_with(&args, &[&[("CI", "true")][..], vars].concat())
+}
+
+fn verify_record(env: &Env, extra: &[&str]) -> Output {
+    let args = [
+        &[
+            "verify-attestation",
+            "record.json",
+            "--trusted-keys",
+            "keys/tracereplay.pub",
+        ][..],
+        extra,
+    ]
+    .concat();
+    env.run(&args)
+}
+
+#[test]
+fn a_record_of_a_failed_run_an_undated_one_or_one_missing_a_trace_does_not_verify() {
+    let env = Env::new();
+    signed_suite(&env, "r1");
+    // A record of the failing run: signed and intact, but of a red run.
+    assert_eq!(attest(&env, &[], &[]).code, 1);
+    let out = verify_record(&env, &["--traces", "traces"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("the attested run failed (exit code 1)"),
+        "{}",
+        out.stdout
+    );
+    let out = verify_record(&env, &["--traces", "traces", "--signature-only"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // A green run's record verifies; a failing trace added later, which it does not name,
+    // fails the verification unless allowed.
+    std::fs::remove_dir_all(env.path("traces/fail")).unwrap();
+    assert_eq!(attest(&env, &[], &[]).code, 0);
+    assert_eq!(verify_record(&env, &["--traces", "traces"]).code, 0);
+    one_trace_suite(&env, "late", "High", "fetch", "default");
+    let out = verify_record(&env, &["--traces", "traces"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("FAIL  `traces/late/default.trace.ndjson.zst` is not named"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        verify_record(&env, &["--traces", "traces", "--allow-extra"]).code,
+        0
+    );
+    std::fs::remove_dir_all(env.path("traces/late")).unwrap();
+    // Its time, commit and run id are stated, and checked when asked.
+    let vars = [
+        ("SOURCE_DATE_EPOCH", "1000000000"),
+        ("GITHUB_SHA", "abc123"),
+    ];
+    assert_eq!(attest(&env, &["--run-id", "r1"], &vars).code, 0);
+    let out = verify_record(&env, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("exit code 0, ended 2001-09-09T01:46:40Z, abc123, run `r1`"),
+        "{}",
+        out.stdout
+    );
+    for (flags, fails) in [
+        (&["--max-age", "3600"][..], "longer than `--max-age` 3600 s"),
+        (
+            &["--commit", "def456"],
+            "the run judged commit `abc123`, not `def456`",
+        ),
+        (&["--run-id", "r2"], "the record is of run `r1`, not `r2`"),
+    ] {
+        let out = verify_record(&env, flags);
+        assert_eq!(out.code, 1, "{flags:?}: {out:?}");
+        assert!(out.stdout.contains(fails), "{}", out.stdout);
+    }
+    assert_eq!(
+        verify_record(&env, &["--commit", "ABC123", "--run-id", "r1"]).code,
+        0
+    );
+    // A record that states no time (as an older version wrote them) is not taken as fresh.
+    let secret = String::from_utf8(env.read("keys/tracereplay.key")).unwrap();
+    let key = tracereplay::sign::keys::SigningKey::from_text(&secret, "the test key").unwrap();
+    let text = String::from_utf8(env.read("record.json")).unwrap();
+    let keys = tracereplay::sign::keys::TrustedKeys::load(
+        camino::Utf8Path::from_path(&env.path("keys/tracereplay.pub")).unwrap(),
+    )
+    .unwrap();
+    let mut statement = tracereplay::sign::attest::verify(&text, &keys)
+        .unwrap()
+        .statement;
+    statement.predicate.time = None;
+    env.write(
+        "record.json",
+        tracereplay::sign::attest::sign(&statement, &key),
+    );
+    let out = verify_record(&env, &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("states no time"), "{}", out.stdout);
+    assert_eq!(verify_record(&env, &["--signature-only"]).code, 0);
+}

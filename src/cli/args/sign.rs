@@ -75,6 +75,23 @@ pub(crate) struct VerifyAttestationArgs {
     /// bytes.
     #[arg(long = "traces", value_name = "PATH")]
     pub traces: Vec<Utf8PathBuf>,
+    /// Check only the signature (and, with `--traces`, the traces): a record of a failed run,
+    /// or one that states no time, then verifies too.
+    #[arg(long)]
+    pub signature_only: bool,
+    /// A trace among `--traces` that the record does not name is fine (it was added after the
+    /// run); without this it fails the verification.
+    #[arg(long)]
+    pub allow_extra: bool,
+    /// The record must be of this commit.
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// The record must be of this run id (`check --run-id`).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// The run must have ended at most this many seconds ago.
+    #[arg(long, value_name = "SECONDS")]
+    pub max_age: Option<u64>,
     /// Size limits.
     #[command(flatten)]
     pub limits: super::LimitArgs,
