@@ -306,10 +306,32 @@ fn answers_from(facts: &Facts<'_, '_>) -> Vec<usize> {
 /// Whether a failed call was handled; when not, the evidence and why.
 type Handled = Result<(), (Vec<u64>, String)>;
 
+/// The first answer after event `seq` (a final answer or final message): its `seq` and text.
+fn answer_after(seq: u64, facts: &Facts<'_, '_>, answers: &[usize]) -> Option<(u64, String)> {
+    let events = &facts.trace.events;
+    let start = events.partition_point(|e| e.seq <= seq);
+    let k = answers.get(start).copied().filter(|&k| k < events.len())?;
+    answer_text(&events[k].body).map(|t| (events[k].seq, t))
+}
+
+/// The `seq`s of the results of each tool's (lowercased) successful calls, sorted.
+fn successes_by_tool(all: &[Step<'_>]) -> foldhash::HashMap<String, Vec<u64>> {
+    let mut out: foldhash::HashMap<String, Vec<u64>> = Default::default();
+    for s in all {
+        if let Some((seq, false)) = s.result {
+            out.entry(s.tool.to_lowercase()).or_default().push(seq);
+        }
+    }
+    out.values_mut().for_each(|v| v.sort_unstable());
+    out
+}
+
 /// `tool-errors-handled`: every failed call is followed by a retry with other arguments, a call
 /// of another tool, or an answer (a final answer or final message) — and, with `success`
-/// phrases, never by an answer that claims success with one. An unchanged retry hands the
-/// question on to the retry: handled when it succeeds, else as its own failure is. Scores the
+/// phrases, no answer after it claims success with one until a call of the same tool succeeds
+/// (calls of other tools in between do not make a claim of success true). An unchanged retry
+/// hands the question on to the retry: handled when it succeeds, else as its own failure is.
+/// Phrases are matched on normalised text ([`crate::trace::json::normalise_text`]). Scores the
 /// share of failed calls handled.
 pub fn tool_errors_handled(
     success: &[String],
@@ -328,6 +350,16 @@ pub fn tool_errors_handled(
     // worked out from the last one back, so an unchanged retry's verdict is there when its
     // predecessor hands the question on to it.
     let answers = answers_from(facts);
+    let succeeded = successes_by_tool(&all);
+    // A claim of success in the first answer after the failure, made before any call of the
+    // failed tool succeeded: the failure was covered up, whatever was called in between.
+    let claimed = |i: usize, error_seq: u64| -> Option<(u64, String)> {
+        let (seq, text) = answer_after(error_seq, facts, &answers)?;
+        let phrase = success.iter().find(|p| contains_ci(&text, p))?;
+        let retried = (succeeded.get(&all[i].tool.to_lowercase()))
+            .is_some_and(|s| s.iter().any(|&r| r > error_seq && r < seq));
+        (!retried).then(|| (seq, phrase.clone()))
+    };
     let mut memo: foldhash::HashMap<usize, Handled> = Default::default();
     for &i in failed.iter().rev() {
         let s = &all[i];
@@ -336,7 +368,16 @@ pub fn tool_errors_handled(
             After::Call(j) if all[j].key == s.key && all[j].failed() => {
                 memo.get(&j).cloned().unwrap_or(Ok(()))
             }
-            After::Call(_) => Ok(()),
+            After::Call(_) => match claimed(i, error_seq) {
+                Some((seq, p)) => Err((
+                    vec![error_seq, seq],
+                    format!(
+                        "the answer at seq {seq} claims success (`{p}`), though no call of `{}` succeeded after it failed",
+                        s.tool
+                    ),
+                )),
+                None => Ok(()),
+            },
             After::Answer(seq, text) => match success.iter().find(|p| contains_ci(&text, p)) {
                 Some(p) => Err((
                     vec![error_seq, seq],

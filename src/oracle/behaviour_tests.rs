@@ -143,6 +143,65 @@ fn no_retry_spiral_counts_unchanged_retries_of_a_failing_call() {
 }
 
 #[test]
+fn a_claim_of_success_after_another_call_is_no_handling() {
+    let o = json!({"type":"tool-errors-handled","success":["refund issued"]});
+    // The campaign's false green: the refund fails, another tool is called (and succeeds), and
+    // the answer claims the refund.
+    let covered = [
+        call("c1", "refund", r#"{"order":7}"#),
+        result("c1", false),
+        call("c2", "lookup_order", r#"{"order":7}"#),
+        result("c2", true),
+        answer("Refund issued!"),
+    ];
+    let r = one(o.clone(), &run(&covered));
+    check(
+        &r,
+        Verdict::Fail,
+        "the answer at seq 5 claims success (`refund issued`), though no call of `refund` succeeded after it failed",
+        &[2, 5],
+    );
+    // A retry with other arguments that fails does not make the claim true either.
+    let retried_badly = [
+        call("c1", "refund", r#"{"order":7}"#),
+        result("c1", false),
+        call("c2", "refund", r#"{"order":7,"force":true}"#),
+        result("c2", false),
+        answer("Refund issued!"),
+    ];
+    assert_eq!(one(o.clone(), &run(&retried_badly)).verdict, Verdict::Fail);
+    // A retry that succeeds does: the claim is then true.
+    let retried = [
+        call("c1", "refund", r#"{"order":7}"#),
+        result("c1", false),
+        call("c2", "lookup_order", r#"{"order":7}"#),
+        result("c2", true),
+        call("c3", "refund", r#"{"order":7,"force":true}"#),
+        result("c3", true),
+        answer("Refund issued!"),
+    ];
+    assert_eq!(one(o.clone(), &run(&retried)).verdict, Verdict::Pass);
+    // Zero-width and non-breaking spaces, and full-width letters, hide no phrase.
+    for hidden in [
+        "Refund\\u200b issued!",
+        "Refund\\u00a0issued!",
+        "Re\\u200dfund issued",
+        "\\uff32efund issued",
+    ] {
+        let claims = [
+            call("c1", "refund", "{}"),
+            result("c1", false),
+            answer(hidden),
+        ];
+        assert_eq!(
+            one(o.clone(), &run(&claims)).verdict,
+            Verdict::Fail,
+            "{hidden}"
+        );
+    }
+}
+
+#[test]
 fn tool_errors_handled_wants_a_change_of_course_or_an_honest_answer() {
     let other_tool = [
         call("c1", "pay", "{}"),

@@ -259,7 +259,9 @@ pub fn lower(s: &str) -> String {
     s.chars().flat_map(char::to_lowercase).collect()
 }
 
-/// Case-insensitive substring test, as the `*-contains` oracles use.
+/// Case-insensitive substring test, as every phrase check uses (the `*-contains` oracles,
+/// `tool-errors-handled`'s `success`): both sides normalised first ([`normalise_text`]), so a
+/// zero-width or non-breaking space, or a full-width letter, never hides a phrase.
 pub fn contains_ci(haystack: &str, needle: &str) -> bool {
     if haystack.is_ascii() && needle.is_ascii() {
         let n = needle.len();
@@ -271,7 +273,23 @@ pub fn contains_ci(haystack: &str, needle: &str) -> bool {
             .windows(n)
             .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()));
     }
-    lower(haystack).contains(&lower(needle))
+    normalise_text(haystack).contains(&normalise_text(needle))
+}
+
+/// Text as phrase checks compare it: Unicode NFKC (a non-breaking space is a space, `ﬁ` is
+/// `fi`, full-width letters are letters), invisible format characters removed (zero-width
+/// spaces and joiners, the word joiner, the byte-order mark, the soft hyphen), lowercased.
+pub fn normalise_text(s: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let invisible = |c: &char| {
+        matches!(
+            c,
+            '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'
+        )
+    };
+    let visible: String = s.chars().filter(|c| !invisible(c)).collect();
+    lower(&visible.nfkc().collect::<String>())
 }
 
 /// How deep a trace line's values may nest (objects and arrays), as serde_json's own limit for
