@@ -89,6 +89,21 @@ impl Approved {
         Approved::parse(path, &bytes)
     }
 
+    /// [`Approved::read`], refusing a symlink in the file's place (an approved baseline beside a
+    /// listed pending file is never read through one).
+    pub fn read_unlinked(path: &Utf8Path) -> Result<Approved, BaselineError> {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(BaselineError::Io {
+                path: path.to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("`{path}` is a symlink; approved baselines are never read through one"),
+                ),
+            });
+        }
+        Approved::read(path)
+    }
+
     /// Parses baseline bytes of either kind, read from `path`.
     pub fn parse(path: &Utf8Path, bytes: &[u8]) -> Result<Approved, BaselineError> {
         let invalid = |detail: String| BaselineError::Invalid {

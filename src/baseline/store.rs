@@ -5,6 +5,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
+use super::set::Approved;
 use crate::fsutil::{Confined, read_regular};
 
 /// The largest baseline file read (a baseline is a small multiple of its trace's behaviour, and
@@ -357,6 +358,29 @@ impl BaselineStore {
         self.dir
             .join(encode_segment(scenario))
             .join(format!("{}{APPROVED_SUFFIX}", encode_segment(case)))
+    }
+
+    /// Reads the approved baseline of (scenario, case) — never through a symlink: a symlink in
+    /// the scenario directory's place or the file's (which a pull request can add inside
+    /// `baselines/`) is refused, as writes refuse it, so nothing outside the store is ever
+    /// taken for an approved baseline. (The store's root may be a symlink: the user's choice.)
+    pub fn read_approved(&self, scenario: &str, case: &str) -> Result<Approved, BaselineError> {
+        let path = self.approved_path(scenario, case);
+        let dir = self.dir.join(encode_segment(scenario));
+        for p in [&dir, &path] {
+            if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(BaselineError::Io {
+                    path: path.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!(
+                            "`{p}` is a symlink; approved baselines are never read through one (it could lead anywhere); replace it with the file itself"
+                        ),
+                    ),
+                });
+            }
+        }
+        Approved::read_unlinked(&path)
     }
 
     /// `<approved>.new`.

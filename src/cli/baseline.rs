@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use camino::Utf8Path;
 use tracereplay::baseline::{
     Approved, BaselineFile, BaselineSet, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase,
-    decode_segment,
+    decode_segment, encode_segment,
 };
 use tracereplay::diff::{DriftCategory, DriftMode, compare};
 use tracereplay::discover::discover;
@@ -63,6 +63,8 @@ pub(super) struct Pending {
     pub(super) removal: bool,
     pub(super) scenario: String,
     pub(super) case: String,
+    /// Why it may not be accepted: its content names another (scenario, case) than its place.
+    pub(super) misplaced: Option<String>,
 }
 
 pub(super) fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
@@ -70,21 +72,37 @@ pub(super) fn list_pending(dir: &Utf8Path) -> Vec<Pending> {
     let mut all = Vec::new();
     for (suffix, removal) in [(NEW_SUFFIX, false), (DELETED_SUFFIX, true)] {
         for stored in store.list(suffix) {
-            let (scenario, case) = match Approved::read(&stored.path) {
-                Ok(b) => {
-                    let (s, c) = b.names();
-                    (s.to_owned(), c.to_owned())
+            // The place decides what a pending file is about; the content must agree with it,
+            // or accepting it would replace (or delete) another case's approved baseline.
+            let placed = (
+                decode_segment(&stored.scenario_segment),
+                decode_segment(&stored.case_segment),
+            );
+            let (mut scenario, mut case, mut misplaced) =
+                (placed.0.clone(), placed.1.clone(), None);
+            if let Ok(b) = Approved::read(&stored.path) {
+                let (s, c) = b.names();
+                let agrees = encode_segment(s) == stored.scenario_segment
+                    && encode_segment(c) == stored.case_segment;
+                if agrees {
+                    (scenario, case) = (s.to_owned(), c.to_owned());
+                } else {
+                    misplaced = Some(format!(
+                        "`{}` names `{}/{}` inside but sits where the pending file of `{}/{}` belongs: a pending file's place and content must agree (delete it, and run `check` again to write it where it belongs)",
+                        stored.path,
+                        escape_controls(s),
+                        escape_controls(c),
+                        escape_controls(&placed.0),
+                        escape_controls(&placed.1)
+                    ));
                 }
-                Err(_) => (
-                    decode_segment(&stored.scenario_segment),
-                    decode_segment(&stored.case_segment),
-                ),
-            };
+            }
             all.push(Pending {
                 stored,
                 removal,
                 scenario,
                 case,
+                misplaced,
             });
         }
     }
@@ -100,7 +118,7 @@ fn set_summary_line(p: &Pending, set: &BaselineSet, approved: &Utf8Path) -> Stri
             .count()
     };
     let now = format!("{}/{} trials pass", passing(set), set.trials.len());
-    match Approved::read(approved) {
+    match Approved::read_unlinked(approved) {
         Ok(Approved::Set(old)) => format!(
             "changed  {}/{}  {}  (set: {now}; approved {}/{})",
             p.scenario,
@@ -203,6 +221,10 @@ fn pending(
         writeln!(out, "no pending baselines in `{dir}`")?;
     }
     for p in &all {
+        if let Some(why) = &p.misplaced {
+            writeln!(out, "refused  {}", escape_controls(why))?;
+            continue;
+        }
         writeln!(out, "{}", escape_controls(&summary_line(p)))?;
         if args.diff {
             let approved = approved_of(&p.stored.path);
@@ -285,15 +307,21 @@ fn apply(
         return Ok(exit::FAILURE);
     }
     let confined = BaselineStore::new(dir).confined();
+    let mut refused = 0;
     for p in &chosen {
         let act = match (action, p.removal) {
             (Action::Accept { .. }, false) => Act::Accept,
             (Action::Accept { .. }, true) => Act::Remove,
             (Action::Reject, _) => Act::Reject,
         };
+        if let (Some(why), true) = (&p.misplaced, act != Act::Reject) {
+            refused += 1;
+            diag!("error: refused: {why}");
+            continue;
+        }
         writeln!(out, "{}", act_on(&confined, p, act)?)?;
     }
-    Ok(exit::OK)
+    Ok(if refused > 0 { exit::FAILURE } else { exit::OK })
 }
 
 /// What is done with one pending file.
@@ -310,6 +338,10 @@ pub(super) enum Act {
 /// Does `act` with the pending file `p`; returns the line that says so.
 pub(super) fn act_on(confined: &Confined, p: &Pending, act: Act) -> anyhow::Result<String> {
     let pending = &p.stored.path;
+    // Rejecting only deletes the pending file itself; anything else touches an approved one.
+    if let (Some(why), true) = (&p.misplaced, act != Act::Reject) {
+        bail!("refused: {why}");
+    }
     let approved = approved_of(pending);
     let (scenario, case) = (escape_controls(&p.scenario), escape_controls(&p.case));
     Ok(match act {

@@ -22,7 +22,7 @@ pub(super) fn write(
     color: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let old = Approved::read(approved).ok();
+    let old = Approved::read_unlinked(approved).ok();
     if removal {
         return match &old {
             Some(old) => whole(old, '-', color, out),

@@ -68,12 +68,24 @@ pub(super) fn review(
         );
         return Ok(exit::FAILURE);
     }
-    let chosen: Vec<Pending> = (list_pending(dir).into_iter())
+    let (misplaced, chosen): (Vec<Pending>, Vec<Pending>) = (list_pending(dir).into_iter())
         .filter(|p| matches(p, &args.filter.filters))
-        .collect();
+        .partition(|p| p.misplaced.is_some());
+    // A pending file whose content names another case is never shown as that case's change.
+    for p in &misplaced {
+        diag!(
+            "error: refused: {}",
+            p.misplaced.as_deref().unwrap_or_default()
+        );
+    }
+    let code = if misplaced.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILURE
+    };
     if chosen.is_empty() {
         writeln!(out, "no pending baseline to review in `{dir}`")?;
-        return Ok(exit::OK);
+        return Ok(code);
     }
     let term = Term::stdout();
     let confined = BaselineStore::new(dir).confined();
@@ -141,7 +153,7 @@ pub(super) fn review(
         tally.skipped,
         if quit_at.is_some() { " (quit)" } else { "" }
     )?;
-    Ok(exit::OK)
+    Ok(code)
 }
 
 /// One pending file's screen: where the review is, the file's summary line and verdict, the
@@ -192,7 +204,7 @@ fn verdict(p: &Pending, approved: &Utf8Path) -> String {
     } else {
         "this run"
     };
-    match Approved::read(read) {
+    match Approved::read_unlinked(read) {
         Ok(Approved::Single(b)) => {
             let o = &b.behaviour.oracles;
             let passing = o.values().filter(|v| *v == "pass").count();
@@ -211,7 +223,7 @@ fn verdict(p: &Pending, approved: &Utf8Path) -> String {
 
 /// Which trace and tool version a baseline file was written from.
 fn recorded_by(path: &Utf8Path) -> Option<String> {
-    match Approved::read(path).ok()? {
+    match Approved::read_unlinked(path).ok()? {
         Approved::Single(b) => Some(format!(
             "content hash {}, written by tracereplay {}",
             b.content_hash, b.tool_version

@@ -131,7 +131,7 @@ pub fn compare(
         |category, detail: String| vec![DriftFinding::new(category, detail, None, policy.mode)];
     let mut stale = false;
     let mut approved_usage = None;
-    let findings = match crate::baseline::Approved::read(&approved_path) {
+    let findings = match policy.store.read_approved(scenario, case) {
         Ok(crate::baseline::Approved::Set(set)) => finding(
             DriftCategory::TrialsChanged,
             format!(

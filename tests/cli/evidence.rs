@@ -481,3 +481,105 @@ fn a_record_of_a_failed_run_an_undated_one_or_one_missing_a_trace_does_not_verif
     assert!(out.stdout.contains("states no time"), "{}", out.stdout);
     assert_eq!(verify_record(&env, &["--signature-only"]).code, 0);
 }
+
+/// Two scenarios with approved baselines (`harmless`, `guarded`), off CI.
+fn two_approved(env: &Env) {
+    one_trace_suite(env, "harmless", "Low", "search", "x");
+    one_trace_suite(env, "guarded", "High", "search", "default");
+    assert_eq!(local(env, &["baseline", "approve", "traces"]).code, 0);
+}
+
+#[test]
+fn a_pending_file_whose_content_names_another_case_is_refused() {
+    let env = Env::new();
+    two_approved(&env);
+    let guarded = "baselines/guarded/default.baseline.json";
+    let before = env.read(guarded);
+    // A crafted pending file at `guarded`'s place that names `harmless/x` inside.
+    let harmless = String::from_utf8(env.read("baselines/harmless/x.baseline.json")).unwrap();
+    env.write(
+        &format!("{guarded}.new"),
+        harmless.replace("\"final_answer\"", "\"final_answer\" "),
+    );
+    let out = local(&env, &["baseline", "accept", "harmless"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        env.read(guarded),
+        before,
+        "another case's approved baseline was replaced"
+    );
+    let out = local(&env, &["baseline", "accept"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("a pending file's place and content must agree"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read(guarded), before);
+    // A crafted removal that names `harmless/x` at `guarded`'s place deletes nothing.
+    std::fs::remove_file(env.path(&format!("{guarded}.new"))).unwrap();
+    env.write(&format!("{guarded}.deleted"), &harmless);
+    for args in [
+        &["baseline", "accept", "harmless/x"][..],
+        &["baseline", "accept", "--removals"],
+    ] {
+        let out = local(&env, args);
+        assert_eq!(out.code, 1, "{args:?}: {out:?}");
+        assert_eq!(
+            env.read(guarded),
+            before,
+            "{args:?} deleted another case's baseline"
+        );
+    }
+    // `pending` says so; rejecting (deleting the crafted file itself) is allowed.
+    let out = local(&env, &["baseline", "pending"]);
+    assert!(out.stdout.contains("refused  "), "{}", out.stdout);
+    let out = local(&env, &["baseline", "reject", "guarded"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!env.path(&format!("{guarded}.deleted")).exists());
+    assert_eq!(env.read(guarded), before);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_approved_baseline_is_never_read_through_a_symlink() {
+    let env = Env::new();
+    two_approved(&env);
+    // Elsewhere, a baseline that would make `guarded` drift.
+    let approved = "baselines/guarded/default.baseline.json";
+    let text = String::from_utf8(env.read(approved)).unwrap();
+    env.write(
+        "elsewhere/default.baseline.json",
+        text.replace("\"search\"", "\"other\""),
+    );
+    let outside = env.path("elsewhere/default.baseline.json");
+    // The file, then the scenario directory, replaced by a symlink leading out of the store.
+    for link_dir in [false, true] {
+        let env2 = Env::new();
+        two_approved(&env2);
+        if link_dir {
+            std::fs::remove_dir_all(env2.path("baselines/guarded")).unwrap();
+            std::os::unix::fs::symlink(outside.parent().unwrap(), env2.path("baselines/guarded"))
+                .unwrap();
+        } else {
+            std::fs::remove_file(env2.path(approved)).unwrap();
+            std::os::unix::fs::symlink(&outside, env2.path(approved)).unwrap();
+        }
+        let out = env2.run(&["check", "traces", "--format", "json"]);
+        let r = json(&out);
+        let row = row(&r, "guarded/default.trace.ndjson.zst");
+        let drift: Vec<&str> = (row["drift"].as_array().unwrap().iter())
+            .filter_map(|d| d["category"].as_str())
+            .collect();
+        assert!(
+            !drift.contains(&"arguments-changed"),
+            "compared with the file outside: {row:#}"
+        );
+        let shown = row["drift"].to_string();
+        assert!(
+            link_dir || shown.contains("never read through"),
+            "the symlinked file is said to be refused: {row:#}"
+        );
+    }
+}

@@ -92,7 +92,7 @@ pub(super) fn compare(
         let mut sides = None;
         let mut stale = false;
         let mut usage = None;
-        let outcome = match Approved::read(&path) {
+        let outcome = match policy.store.read_approved(scenario, case) {
             Ok(Approved::Set(approved)) => {
                 let ids = |s: &BaselineSet| -> Vec<(String, String)> {
                     (s.trials.iter())
