@@ -583,3 +583,30 @@ fn an_approved_baseline_is_never_read_through_a_symlink() {
         );
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn signature_and_key_files_are_bounded_and_devices_are_refused() {
+    let env = Env::new();
+    signed_suite(&env, "r1");
+    let sig = "traces/pass/default.trace.ndjson.zst.minisig";
+    // A signature file far larger than any signature: refused unread, by its size.
+    env.write(sig, vec![b'x'; 100 << 10]);
+    let out = require_signed(&env, &["--fail-on", "none"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("larger than the limit of 65536 bytes"), "{}", out.stdout);
+    // `/dev/zero` as a signature, a trusted key or a signing key: refused, never read.
+    std::fs::remove_file(env.path(sig)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.path(sig)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.path("zero.pub")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.path("zero.key")).unwrap();
+    let out = require_signed(&env, &["--fail-on", "none"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("not a regular file"), "{}", out.stdout);
+    let out = local(&env, &["verify", "traces", "--trusted-keys", "zero.pub"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+    let out = local(&env, &["sign", "traces", "--signing-key", "zero.key"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
