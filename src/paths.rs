@@ -18,9 +18,117 @@ pub fn display_path(path: &Utf8Path) -> String {
         None
     };
     let p = rel.unwrap_or(path);
+    if p.as_str().contains("://") {
+        return redact_url(p.as_str());
+    }
     let mut s = p.as_str().replace('\\', "/");
     while let Some(rest) = s.strip_prefix("./") {
         s = rest.to_owned();
     }
     s
+}
+
+/// `url` with what could be a secret hidden: the password of its user information
+/// (`https://user:***@host/`) and the value of each query parameter (`?api_key=***`). Anything
+/// that is no `scheme://` URL is returned as it is.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let valid_scheme = !scheme.is_empty()
+        && scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    if !valid_scheme {
+        return url.to_owned();
+    }
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (rest, None),
+    };
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (before_fragment, None),
+    };
+    let authority_end = before_query.find('/').unwrap_or(before_query.len());
+    let (authority, path) = before_query.split_at(authority_end);
+    // A password is hidden; a user name alone may be a token (`https://TOKEN@host/`), so it is
+    // hidden whole.
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => format!("***@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    let mut out = format!("{scheme}://{authority}{path}");
+    if let Some(q) = query {
+        let pairs: Vec<String> = (q.split('&'))
+            .map(|pair| match pair.split_once('=') {
+                Some((k, v)) if !v.is_empty() => format!("{k}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    out
+}
+
+/// `text` with every `scheme://` URL in it redacted ([`redact_url`]): for messages that may
+/// name a URL a user gave with a secret in it.
+pub fn redact_urls_in(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        // The scheme runs back from `://` over scheme characters.
+        let head = &rest[..at];
+        let start = head
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_ascii_alphanumeric() || "+-.".contains(*c))
+            .last()
+            .map_or(at, |(i, _)| i);
+        // The URL runs on to whitespace or a quote.
+        let end = rest[at..]
+            .find(|c: char| c.is_whitespace() || "`'\"<>".contains(c))
+            .map_or(rest.len(), |e| at + e);
+        out.push_str(&rest[..start]);
+        out.push_str(&redact_url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::*;
+
+    #[test]
+    fn passwords_and_query_values_are_hidden() {
+        assert_eq!(
+            redact_url("https://ci:s3cret@collector.example:4318/v1/logs?api_key=abc&x=&debug"),
+            "https://ci:***@collector.example:4318/v1/logs?api_key=***&x=&debug"
+        );
+        assert_eq!(redact_url("https://ghp_token@h/p"), "https://***@h/p");
+        assert_eq!(redact_url("s3://bucket/key.zst"), "s3://bucket/key.zst");
+        assert_eq!(redact_url("traces/a.zst"), "traces/a.zst");
+        assert_eq!(
+            redact_urls_in("cannot send to `http://u:pw@127.0.0.1:1/v1/logs?token=t`: refused"),
+            "cannot send to `http://u:***@127.0.0.1:1/v1/logs?token=***`: refused"
+        );
+        assert_eq!(redact_urls_in("no url here"), "no url here");
+    }
 }

@@ -244,7 +244,8 @@ pub(super) fn run(
     // Diagnostics go to stderr, in report order, so they are as deterministic as the report.
     let mut err = std::io::stderr().lock();
     for w in &report.warnings {
-        let _ = writeln!(err, "warning: {}", report::escape_controls(w));
+        let w = tracereplay::paths::redact_urls_in(w);
+        let _ = writeln!(err, "warning: {}", report::escape_controls(&w));
     }
     if report.results.metas().any(|m| m.has_warnings) {
         for row in report.results.summaries() {

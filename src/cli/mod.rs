@@ -93,7 +93,11 @@ pub(crate) fn main() -> i32 {
         Err(e) if is_broken_pipe(&e) => exit::OK,
         Err(e) => {
             let _ = out.flush();
-            diag!("error: {e:#}");
+            // A URL the user gave may hold a password or a token: never printed.
+            diag!(
+                "error: {}",
+                tracereplay::paths::redact_urls_in(&format!("{e:#}"))
+            );
             exit::ERROR
         }
     }

@@ -46,7 +46,11 @@ pub(super) fn export(
             ));
         }
     }
-    problems
+    // The endpoint (and the client's error, which may repeat it) can hold a password or a
+    // token in its user information or query: never printed.
+    (problems.iter())
+        .map(|p| tracereplay::paths::redact_urls_in(p))
+        .collect()
 }
 
 /// The OpenTelemetry ids of the report's traces that hold them, by shown path.

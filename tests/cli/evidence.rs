@@ -594,7 +594,11 @@ fn signature_and_key_files_are_bounded_and_devices_are_refused() {
     env.write(sig, vec![b'x'; 100 << 10]);
     let out = require_signed(&env, &["--fail-on", "none"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stdout.contains("larger than the limit of 65536 bytes"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("larger than the limit of 65536 bytes"),
+        "{}",
+        out.stdout
+    );
     // `/dev/zero` as a signature, a trusted key or a signing key: refused, never read.
     std::fs::remove_file(env.path(sig)).unwrap();
     std::os::unix::fs::symlink("/dev/zero", env.path(sig)).unwrap();
@@ -609,4 +613,35 @@ fn signature_and_key_files_are_bounded_and_devices_are_refused() {
     let out = local(&env, &["sign", "traces", "--signing-key", "zero.key"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
+
+#[test]
+fn a_url_never_shows_its_password_or_query_tokens() {
+    let env = Env::new();
+    good_suite(&env);
+    // Nothing listens on port 1: the send fails, and the message names the endpoint.
+    let url = "http://ci-user:hunter2@127.0.0.1:1/v1/logs?api_key=sk-live-123&region=eu";
+    let out = env.run(&["check", "traces", "--otlp-endpoint", url]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("cannot send the OpenTelemetry logs"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("ci-user:***@127.0.0.1:1"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("api_key=***&region=***"),
+        "{}",
+        out.stderr
+    );
+    for secret in ["hunter2", "sk-live-123"] {
+        assert!(
+            !out.stderr.contains(secret) && !out.stdout.contains(secret),
+            "{out:?}"
+        );
+    }
 }
