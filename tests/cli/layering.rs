@@ -228,3 +228,41 @@ fn the_judging_workers_only_read_the_plan() {
         }
     }
 }
+
+#[test]
+fn every_test_runs_under_a_deadline_that_names_and_kills_it() {
+    // `.ci/run` runs `scripts/test`, which runs nextest's `ci` profile; that profile kills a
+    // test past its deadline and fails it by name.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let ci = read(".ci/run");
+    assert!(ci.lines().any(|l| l.trim() == "scripts/test"), "{ci}");
+    let script = read("scripts/test");
+    assert!(
+        script.contains("cargo nextest run --profile ci"),
+        "{script}"
+    );
+    assert!(
+        script.contains("cargo test --doc"),
+        "the doc tests, which nextest skips: {script}"
+    );
+    let config: toml::Table = toml::from_str(&read(".config/nextest.toml")).unwrap();
+    let ci_profile = &config["profile"]["ci"];
+    let slow = &ci_profile["slow-timeout"];
+    let period: u64 = slow["period"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('s')
+        .parse()
+        .unwrap();
+    let after = slow["terminate-after"].as_integer().unwrap() as u64;
+    assert!(
+        period * after <= 600,
+        "a hung test is killed within 10 minutes: {slow}"
+    );
+    let readme = read("README.md");
+    assert!(
+        readme.contains("\nscripts/test "),
+        "the README's test command"
+    );
+}
