@@ -183,7 +183,11 @@ pub(super) fn problems(name: &str, r: &Report, key: Option<&ShareKey>) -> Vec<St
         // Each row's blocking flag as `check` derives it.
         let in_set =
             (row.scenario.as_deref().zip(row.case.as_deref())).is_some_and(|k| sets.contains(&k));
-        let expected = !in_set && super::blocks(&row, fail_on);
+        // ...except the rows of a case whose traces lack distinct trials: each is an error row
+        // that blocks by itself, as `check` marks it.
+        let duplicate = (row.error.as_ref())
+            .is_some_and(|e| e.category == crate::report::RowErrorKind::DuplicateTrial);
+        let expected = (!in_set || duplicate) && super::blocks(&row, fail_on);
         inconsistent += usize::from(row.blocking != expected);
     }
     if p.rows.as_deref() != Some(digest.finish(&r.privacy, &r.obsolete, &r.cases).as_str()) {

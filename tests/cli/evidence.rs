@@ -645,3 +645,35 @@ fn a_url_never_shows_its_password_or_query_tokens() {
         );
     }
 }
+
+#[test]
+fn shares_of_a_suite_with_a_duplicate_trial_case_merge_to_the_whole() {
+    let env = Env::new();
+    // Two recordings of `s/c` that both say they are trial 1; `t` passes.
+    for i in 0..2 {
+        let text = trace_text("s", "c", &[&call("c1", "search"), END]).replacen(
+            "\"case\":\"c\"",
+            "\"case\":\"c\",\"trial\":1",
+            1,
+        );
+        env.write(
+            &format!("traces/s/c/{i}.trace.ndjson.zst"),
+            sealed_zst(&text),
+        );
+    }
+    env.write("traces/s/s.scenario.json", scenario("s", "High", "search"));
+    one_trace_suite(&env, "t", "High", "search", "c");
+    let whole = env.run(&["check", "traces", "--json", "whole.json"]);
+    assert_eq!(whole.code, 1, "{whole:?}");
+    let mut shares = Vec::new();
+    for k in 1..=2 {
+        let share = format!("share{k}.json");
+        let p = format!("hash:{k}/2");
+        let out = env.run(&["check", "traces", "--partition", &p, "--json", &share]);
+        assert!(out.code <= 1, "{out:?}");
+        shares.push(share);
+    }
+    let out = env.run(&["merge", &shares[0], &shares[1], "--json", "merged.json"]);
+    assert_eq!(out.code, whole.code, "{out:?}");
+    assert_eq!(env.read("merged.json"), env.read("whole.json"));
+}
