@@ -101,7 +101,8 @@ pub(crate) fn configure_max_cost(
 /// is at most the limit; `not-evaluable` when some inference's cost is unknown.
 pub(crate) fn max_cost(limit_nanos: u64, facts: &Facts<'_, '_>) -> OracleResult {
     let header_model = facts.trace.header.model.as_deref();
-    let (mut total, mut seqs, mut unknown) = (0u64, Vec::new(), Vec::new());
+    // Summed exactly, rounded to nano-dollars once (see `RunUsage::of`).
+    let (mut sum, mut seqs, mut unknown) = (0.0_f64, Vec::new(), Vec::new());
     let mut unpriced: Vec<String> = Vec::new();
     for e in &facts.trace.events {
         let EventBody::Inference(i) = &e.body else {
@@ -109,7 +110,7 @@ pub(crate) fn max_cost(limit_nanos: u64, facts: &Facts<'_, '_>) -> OracleResult 
         };
         seqs.push(e.seq);
         match i.usage.and_then(|u| u.cost_usd) {
-            Some(c) => total = total.saturating_add(nanos(c)),
+            Some(c) => sum += c,
             None => {
                 unknown.push(e.seq);
                 let model = i.model.as_deref().or(header_model);
@@ -135,6 +136,7 @@ pub(crate) fn max_cost(limit_nanos: u64, facts: &Facts<'_, '_>) -> OracleResult 
             unknown,
         );
     }
+    let total = nanos(sum);
     let spent = usd(total);
     let found = json!({ "cost_usd": spent });
     if total <= limit_nanos {

@@ -44,6 +44,9 @@ impl RunUsage {
     /// The totals of a trace (priced already, when a price table was given).
     pub fn of(trace: &Trace<'_>) -> RunUsage {
         let mut out = RunUsage::default();
+        // Summed exactly and rounded to nano-dollars once: many sub-nano-dollar requests add up
+        // to what they cost, never to zero.
+        let mut cost = 0.0_f64;
         for e in &trace.events {
             let EventBody::Inference(i) = &e.body else {
                 continue;
@@ -54,7 +57,7 @@ impl RunUsage {
                     out.input_tokens = out.input_tokens.saturating_add(u.input_tokens);
                     out.output_tokens = out.output_tokens.saturating_add(u.output_tokens);
                     match u.cost_usd {
-                        Some(c) => out.cost_nanos = out.cost_nanos.saturating_add(nanos(c)),
+                        Some(c) => cost += c,
                         None => out.uncosted += 1,
                     }
                     out.priced += u64::from(u.priced);
@@ -65,6 +68,7 @@ impl RunUsage {
                 }
             }
         }
+        out.cost_nanos = nanos(cost);
         out
     }
 

@@ -212,6 +212,23 @@ impl Parser<'_> {
                 lines.join(", ")
             ));
         }
+        // Usage that cannot be: more tokens read from the cache than the request's input holds.
+        // Pricing counts at most the input as cached; said, never silently clamped.
+        let impossible: Vec<String> = (events.iter())
+            .filter(|e| {
+                matches!(&e.body, crate::trace::EventBody::Inference(i)
+                    if i.usage.is_some_and(|u| u.cache_read_tokens.is_some_and(|c| c > u.input_tokens)))
+            })
+            .map(|e| e.line.to_string())
+            .collect();
+        if !impossible.is_empty() {
+            warnings.push(format!(
+                "`{}`: {} inference(s) record more cache-read tokens than input tokens (line(s) {}): impossible usage, priced as if every input token were a cache read",
+                self.path,
+                impossible.len(),
+                impossible.join(", ")
+            ));
+        }
         Ok(ParsedTrace {
             trace: Trace { header, events },
             warnings,

@@ -677,3 +677,47 @@ fn shares_of_a_suite_with_a_duplicate_trial_case_merge_to_the_whole() {
     assert_eq!(out.code, whole.code, "{out:?}");
     assert_eq!(env.read("merged.json"), env.read("whole.json"));
 }
+
+#[test]
+fn many_sub_nano_dollar_costs_add_up_and_impossible_usage_is_said() {
+    let env = Env::new();
+    env.write(
+        "traces/cheap/cheap.scenario.json",
+        r#"{"id":"cheap","title":"t","risk":"High","oracles":[{"type":"max-cost","limit":0.0000001}]}"#,
+    );
+    // 1,000 requests of $0.0000000004 each: $0.0000004 in all, four times the limit. Rounded to
+    // nano-dollars one by one, each was $0 and the run passed.
+    let inference = r#"{"kind":"inference","output":{"text":"ok"},"usage":{"input_tokens":1,"output_tokens":0,"cost_usd":4e-10}}"#;
+    let mut events = vec![inference; 1000];
+    events.push(END);
+    env.write(
+        "traces/cheap/default.trace.ndjson.zst",
+        sealed_zst(&trace_text("cheap", "default", &events)),
+    );
+    let out = env.run(&["check", "traces", "--format", "json"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let r = json(&out);
+    let message = r["results"][0]["oracles"][0]["message"].as_str().unwrap();
+    assert!(message.contains("exceeds the limit"), "{message}");
+    // More cache reads than input tokens: priced, and said.
+    let env = Env::new();
+    env.write(
+        "traces/odd/odd.scenario.json",
+        scenario("odd", "High", "search"),
+    );
+    let odd = r#"{"kind":"inference","output":{"text":"ok"},"usage":{"input_tokens":10,"output_tokens":1,"cache_read_tokens":50}}"#;
+    env.write(
+        "traces/odd/default.trace.ndjson.zst",
+        sealed_zst(&trace_text(
+            "odd",
+            "default",
+            &[odd, &call("c1", "search"), END],
+        )),
+    );
+    let out = env.run(&["check", "traces"]);
+    assert!(
+        out.stderr
+            .contains("more cache-read tokens than input tokens (line(s) 2)"),
+        "{out:?}"
+    );
+}
