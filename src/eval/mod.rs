@@ -207,8 +207,7 @@ pub struct CheckOptions {
     /// bad signature or an untrusted key makes an `error` row. With it, the result cache is
     /// neither read nor written (it holds verdicts, not signatures).
     pub signatures: Option<std::sync::Arc<dyn crate::sign::SignatureCheck>>,
-    /// Key a partitioned run's share digest (`partition.rows`) with this key, so that only who
-    /// holds it can make a share `merge` accepts ([`shares::ShareKey`]).
+    /// Key a share's digest (`partition.rows`) with this: only its holder makes shares to merge.
     pub share_key: Option<ShareKey>,
 }
 
