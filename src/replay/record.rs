@@ -469,6 +469,37 @@ impl Recording {
     }
 }
 
+/// The run recorded at `path`, in words, when it is another run than this one (scenario, case
+/// or trial spelt otherwise, as two ids that differ only in letter case share a file name);
+/// `None` when nothing is there, it is this run, or it cannot be read (then it is replaced, as
+/// any unreadable file in a recording's place).
+pub(crate) fn other_run_at(
+    path: &camino::Utf8Path,
+    script: &super::Script,
+    options: &super::server::Options,
+) -> Option<String> {
+    let file = crate::trace::TraceFile::open(path, options.limits).ok()?;
+    let first = file.bytes.split(|b| *b == b'\n').next()?;
+    let header: serde_json::Value = serde_json::from_slice(first).ok()?;
+    let text = |k: &str| match &header[k] {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let theirs = (text("scenario")?, text("case")?, text("trial"));
+    let ours = (
+        script.scenario.clone(),
+        script.case.clone(),
+        options.trial.as_ref().map(|t| t.as_str().to_owned()),
+    );
+    (theirs != ours).then(|| {
+        let trial = theirs
+            .2
+            .map_or_else(String::new, |t| format!(" trial `{t}`"));
+        format!("scenario `{}` case `{}`{trial}", theirs.0, theirs.1)
+    })
+}
+
 /// Where a session's recording goes under the record directory: `<scenario>/<case>.trace.ndjson.zst`,
 /// or `<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial (lowercased path segments, as
 /// baselines have them).

@@ -171,6 +171,14 @@ impl Session {
             &self.script,
             options.trial.as_ref(),
         ));
+        // File names ignore letter case; the ids in a header do not. A recording of trial `A`
+        // is never replaced by one of trial `a` (nor a case or scenario spelt otherwise): that
+        // would lose a run silently.
+        if let Some(other) = super::record::other_run_at(&path, &self.script, options) {
+            return Err(format!(
+                "`{path}` holds the recording of {other}, which differs only in letter case from this run's; not replaced — give this run another `--trial` (or case)"
+            ));
+        }
         let compressed =
             zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL).map_err(|e| e.to_string())?;
         let confined = crate::fsutil::Confined::new(dir.clone());

@@ -760,3 +760,40 @@ fn each_session_hashes_as_its_recording_was_hashed() {
         "{text}"
     );
 }
+
+#[test]
+fn a_trial_spelt_in_other_letter_case_never_replaces_a_recording() {
+    let env = Env::new();
+    ingested(&env);
+    let start = |trial: &str| {
+        let args = [
+            "traces/",
+            "--record",
+            "replayed",
+            "--trial",
+            trial,
+            "--exit-when-finished",
+        ];
+        let server = Server::start(&env, &args);
+        agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+        server
+    };
+    let (code, rest) = start("A").finish(&["weather/paris"]);
+    assert_eq!(code, 0, "{rest}");
+    let file = "replayed/weather/paris/a.trace.ndjson.zst";
+    let first = env.read(file);
+    // Trial `a` shares trial `A`'s file name: its finish is refused, and says why.
+    let server = start("a");
+    let (status, body) = server.post(
+        "/tracereplay/v1/finish",
+        &[("x-tracereplay-case", "weather/paris")],
+        "{}",
+    );
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("differs only in letter case"), "{body}");
+    drop(server);
+    assert_eq!(env.read(file), first, "the first recording was replaced");
+    // The same trial recorded again replaces it, as before.
+    let (code, rest) = start("A").finish(&["weather/paris"]);
+    assert_eq!(code, 0, "{rest}");
+}
