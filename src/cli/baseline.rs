@@ -303,7 +303,10 @@ fn apply(
         return Ok(exit::FAILURE);
     }
     if chosen.is_empty() {
-        diag!("nothing to {verb}: no pending baseline matches in `{dir}`");
+        diag!(
+            "nothing to {verb}: no pending baseline matches in `{}`",
+            escape_controls(dir.as_str())
+        );
         return Ok(exit::FAILURE);
     }
     let confined = BaselineStore::new(dir).confined();
@@ -316,10 +319,10 @@ fn apply(
         };
         if let (Some(why), true) = (&p.misplaced, act != Act::Reject) {
             refused += 1;
-            diag!("error: refused: {why}");
+            diag!("error: refused: {}", escape_controls(why));
             continue;
         }
-        writeln!(out, "{}", act_on(&confined, p, act)?)?;
+        writeln!(out, "{}", escape_controls(&act_on(&confined, p, act)?))?;
     }
     Ok(if refused > 0 { exit::FAILURE } else { exit::OK })
 }

@@ -75,7 +75,7 @@ pub(super) fn review(
     for p in &misplaced {
         diag!(
             "error: refused: {}",
-            p.misplaced.as_deref().unwrap_or_default()
+            escape_controls(p.misplaced.as_deref().unwrap_or_default())
         );
     }
     let code = if misplaced.is_empty() {
@@ -141,7 +141,7 @@ pub(super) fn review(
     }
     term.clear_screen()?;
     for line in &done {
-        writeln!(out, "{line}")?;
+        writeln!(out, "{}", escape_controls(line))?;
     }
     let left = quit_at.map_or(0, |i| chosen.len() - i) + tally.skipped;
     writeln!(
@@ -167,25 +167,28 @@ fn screen(
     done: &[String],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    // Everything shown comes from files a pull request may have made: control characters are
+    // shown escaped, never sent to the terminal.
     if let Some(last) = done.last() {
-        writeln!(out, "{last}")?;
+        writeln!(out, "{}", escape_controls(last))?;
     }
     let kind = if p.removal { "removal" } else { "baseline" };
     writeln!(out, "pending {kind} {} of {n}", i + 1)?;
     writeln!(out, "{}", escape_controls(&summary_line(p)))?;
     let approved = approved_of(&p.stored.path);
-    writeln!(out, "verdict: {}", verdict(p, &approved))?;
+    writeln!(out, "verdict: {}", escape_controls(&verdict(p, &approved)))?;
     super::pending_diff::write(&p.stored.path, &approved, p.removal, color, out)?;
     if details {
         writeln!(out, "details:")?;
-        writeln!(out, "  pending file   {}", display_path(&p.stored.path))?;
-        writeln!(out, "  approved file  {}", display_path(&approved))?;
+        let shown = |p: &Utf8Path| escape_controls(&display_path(p)).into_owned();
+        writeln!(out, "  pending file   {}", shown(&p.stored.path))?;
+        writeln!(out, "  approved file  {}", shown(&approved))?;
         for (what, path) in [
             ("approved", approved.as_path()),
             ("pending", &p.stored.path),
         ] {
             if let Some(line) = recorded_by(path) {
-                writeln!(out, "  {what:<8}       {line}")?;
+                writeln!(out, "  {what:<8}       {}", escape_controls(&line))?;
             }
         }
     }

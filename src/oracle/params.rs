@@ -37,7 +37,10 @@ pub(crate) enum Limit {
     Invalid(String),
 }
 
-fn integer(v: &Value) -> Option<Result<u64, String>> {
+/// A non-negative integer; a numeric string only with `strings` (the harness's `value`, which is
+/// a string as often as not). A numeric parameter of this format written as a string (`"max":
+/// "2"`) is a mistake, named, never read as the number.
+fn integer(v: &Value, strings: bool) -> Option<Result<u64, String>> {
     match v {
         Value::Null => None,
         Value::Number(n) => Some(
@@ -50,7 +53,11 @@ fn integer(v: &Value) -> Option<Result<u64, String>> {
                 .ok_or_else(|| n.to_string()),
         ),
         Value::String(s) if s.trim().is_empty() => None,
-        Value::String(s) => Some(s.trim().parse::<u64>().map_err(|_| s.clone())),
+        Value::String(s) if strings => Some(s.trim().parse::<u64>().map_err(|_| s.clone())),
+        Value::String(s) => Some(Err(format!(
+            "{} (a string: write the number without quotes)",
+            Value::String(s.clone())
+        ))),
         other => Some(Err(other.to_string())),
     }
 }
@@ -58,14 +65,14 @@ fn integer(v: &Value) -> Option<Result<u64, String>> {
 /// The limit an oracle names: `limit`, else an integer or numeric-string `value`, else
 /// `metadata.limit`, else `metadata.value`.
 pub(crate) fn limit(spec: &OracleSpec) -> Limit {
-    if let Some(r) = spec.get("limit").and_then(integer) {
+    if let Some(r) = spec.get("limit").and_then(|v| integer(v, false)) {
         return match r {
             Ok(n) => Limit::Valid(n),
             Err(bad) => Limit::Invalid(bad),
         };
     }
     // `value` counts only when numeric: the harness falls through otherwise.
-    if let Some(Ok(n)) = spec.get("value").and_then(integer) {
+    if let Some(Ok(n)) = spec.get("value").and_then(|v| integer(v, true)) {
         return Limit::Valid(n);
     }
     for key in ["limit", "value"] {
@@ -82,7 +89,7 @@ pub(crate) fn limit(spec: &OracleSpec) -> Limit {
 /// A count parameter (`max`, `max_errors`…): `None` when not given, an error naming it when it
 /// is not a non-negative integer.
 pub(crate) fn count(spec: &OracleSpec, name: &str) -> Result<Option<u64>, ConfigError> {
-    match spec.get(name).and_then(integer) {
+    match spec.get(name).and_then(|v| integer(v, false)) {
         None => Ok(None),
         Some(Ok(n)) => Ok(Some(n)),
         Some(Err(bad)) => Err(ConfigError::value(
@@ -185,7 +192,15 @@ mod tests {
             ),
             (r#"{"metadata":{"value":"6"}}"#, Limit::Valid(6)),
             (r#"{"limit":-1}"#, Limit::Invalid("-1".into())),
-            (r#"{"limit":"x"}"#, Limit::Invalid("x".into())),
+            (
+                r#"{"limit":"x"}"#,
+                Limit::Invalid("\"x\" (a string: write the number without quotes)".into()),
+            ),
+            // A number written as a string is named, never read as the number.
+            (
+                r#"{"limit":"2"}"#,
+                Limit::Invalid("\"2\" (a string: write the number without quotes)".into()),
+            ),
             (r#"{}"#, Limit::Missing),
         ] {
             assert_eq!(limit(&spec(json)), want, "{json}");
