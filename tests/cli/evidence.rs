@@ -721,3 +721,33 @@ fn many_sub_nano_dollar_costs_add_up_and_impossible_usage_is_said() {
         "{out:?}"
     );
 }
+
+#[test]
+fn small_holes_budget_nan_string_limits_and_control_characters() {
+    let env = Env::new();
+    good_suite(&env);
+    for bad in ["nan", "inf", "-1"] {
+        let out = env.run(&["check", "traces", "--budget-cost", bad]);
+        assert_eq!(out.code, 2, "{bad}: {out:?}");
+    }
+    // A count written as a string is a misconfiguration, named.
+    env.write(
+        "traces/good/good.scenario.json",
+        r#"{"id":"good","title":"t","risk":"High","oracles":[{"type":"max-tool-calls","limit":"2"}]}"#,
+    );
+    let out = env.run(&["check", "traces", "--format", "json"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let e = &json(&out)["results"][0]["error"];
+    assert_eq!(e["category"], "scenario-invalid", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("\"2\" (a string"), "{e}");
+    // A pending file under a directory whose name holds an escape sequence: shown escaped.
+    let env = Env::new();
+    good_suite(&env);
+    assert_eq!(local(&env, &["baseline", "approve", "traces"]).code, 0);
+    let approved = env.read("baselines/good/default.baseline.json");
+    env.write("baselines/x\u{1b}[2J/y.baseline.json.new", approved);
+    for args in [&["baseline", "pending"][..], &["baseline", "accept"], &["config"]] {
+        let out = local(&env, args);
+        assert!(!out.stdout.contains('\u{1b}') && !out.stderr.contains('\u{1b}'), "{args:?}: {out:?}");
+    }
+}
