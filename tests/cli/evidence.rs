@@ -739,15 +739,25 @@ fn small_holes_budget_nan_string_limits_and_control_characters() {
     assert_eq!(out.code, 1, "{out:?}");
     let e = &json(&out)["results"][0]["error"];
     assert_eq!(e["category"], "scenario-invalid", "{e}");
-    assert!(e["message"].as_str().unwrap().contains("\"2\" (a string"), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("\"2\" (a string"),
+        "{e}"
+    );
     // A pending file under a directory whose name holds an escape sequence: shown escaped.
     let env = Env::new();
     good_suite(&env);
     assert_eq!(local(&env, &["baseline", "approve", "traces"]).code, 0);
     let approved = env.read("baselines/good/default.baseline.json");
     env.write("baselines/x\u{1b}[2J/y.baseline.json.new", approved);
-    for args in [&["baseline", "pending"][..], &["baseline", "accept"], &["config"]] {
+    for args in [
+        &["baseline", "pending"][..],
+        &["baseline", "accept"],
+        &["config"],
+    ] {
         let out = local(&env, args);
-        assert!(!out.stdout.contains('\u{1b}') && !out.stderr.contains('\u{1b}'), "{args:?}: {out:?}");
+        assert!(
+            !out.stdout.contains('\u{1b}') && !out.stderr.contains('\u{1b}'),
+            "{args:?}: {out:?}"
+        );
     }
 }
