@@ -1,11 +1,16 @@
-//! SIGINT and SIGTERM for `replay serve`, registered before the address is announced.
+//! SIGINT, SIGTERM and SIGHUP for `replay serve`, registered before the address is announced:
+//! each stops the server the same way, recording every open session first. (SIGHUP is what a
+//! closed terminal or a stopped `nohup`-less job sends; its default would end the process with
+//! the sessions unwritten.)
 
-/// SIGINT and SIGTERM, listened for from the moment the server is bound.
+/// SIGINT, SIGTERM and SIGHUP, listened for from the moment the server is bound.
 pub(super) struct Signals {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
     #[cfg(unix)]
     terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -17,18 +22,20 @@ impl Signals {
             Ok(Signals {
                 interrupt: signal(SignalKind::interrupt())?,
                 terminate: signal(SignalKind::terminate())?,
+                hangup: signal(SignalKind::hangup())?,
             })
         }
         #[cfg(not(unix))]
         Ok(Signals {})
     }
 
-    /// Completes on the first SIGINT or SIGTERM.
+    /// Completes on the first SIGINT, SIGTERM or SIGHUP.
     pub(super) async fn recv(&mut self) {
         #[cfg(unix)]
         tokio::select! {
             _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
         }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;

@@ -797,3 +797,29 @@ fn a_trial_spelt_in_other_letter_case_never_replaces_a_recording() {
     let (code, rest) = start("A").finish(&["weather/paris"]);
     assert_eq!(code, 0, "{rest}");
 }
+
+#[test]
+fn sighup_records_the_open_session_before_the_server_stops() {
+    let env = Env::new();
+    ingested(&env);
+    let mut server = Server::start(&env, &["traces/", "--record", "replayed"]);
+    agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+    // The terminal closes: the session was never finished.
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&server.child),
+        rustix::process::Signal::HUP,
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not stop on SIGHUP"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        env.path("replayed/weather/paris.trace.ndjson.zst")
+            .is_file(),
+        "the open session was lost"
+    );
+}
