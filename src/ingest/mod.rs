@@ -206,7 +206,7 @@ impl IngestOutcome {
         self.runs.push(run);
     }
 
-    fn warn(&mut self, position: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn warn(&mut self, position: impl Into<String>, message: impl Into<String>) {
         self.problems.push(IngestProblem {
             position: position.into(),
             message: message.into(),

@@ -325,3 +325,26 @@ fn one_scenario_for_two_result_files_refuses_to_replace() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(env.path("t/other/1-0.trace.ndjson.zst").exists());
 }
+
+#[test]
+fn an_attribute_given_twice_is_said_not_silently_overwritten() {
+    let env = Env::new();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("vercel.otlp.json")).unwrap())
+            .unwrap();
+    let span = &mut doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+    let first = span["attributes"][0].clone();
+    span["attributes"]
+        .as_array_mut()
+        .unwrap()
+        .push(first.clone());
+    env.write("dup.otlp.json", serde_json::to_vec(&doc).unwrap());
+    let out = ingest(&env, &["-o", "t", "dup.otlp.json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let key = first["key"].as_str().unwrap();
+    let said = format!("attribute(s) `{key}` given more than once; the last value of each is kept");
+    assert!(
+        out.stdout.contains(&said) || out.stderr.contains(&said),
+        "{out:?}"
+    );
+}

@@ -116,6 +116,32 @@ impl Span {
 
 /// Lowercase hex of an id written as hex (with or without `0x`), as a decimal integer, or as
 /// base64 (OTLP's protobuf JSON mapping); `None` when it is none of these.
+/// Warns at `position` of every attribute key a span gives more than once (OTLP requires them
+/// unique): the last value is kept, as collectors keep it — and said, never silently.
+pub(crate) fn warn_duplicate_keys<'k>(
+    keys: impl Iterator<Item = &'k str>,
+    position: &str,
+    outcome: &mut IngestOutcome,
+) {
+    let mut seen: std::collections::BTreeSet<&str> = Default::default();
+    let mut twice: std::collections::BTreeSet<&str> = Default::default();
+    for k in keys {
+        if !seen.insert(k) {
+            twice.insert(k);
+        }
+    }
+    if !twice.is_empty() {
+        let names: Vec<String> = twice.iter().map(|k| format!("`{k}`")).collect();
+        outcome.warn(
+            position,
+            format!(
+                "attribute(s) {} given more than once; the last value of each is kept",
+                names.join(", ")
+            ),
+        );
+    }
+}
+
 pub(crate) fn hex_id(raw: &str, bytes: usize) -> Option<String> {
     let t = raw.trim();
     let t = t

@@ -90,6 +90,13 @@ impl Sink<'_> {
                 .reject(position, "a span without a readable `traceId`");
             return;
         };
+        let keys = (s
+            .get("attributes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten())
+        .filter_map(|kv| kv.get("key")?.as_str());
+        super::warn_duplicate_keys(keys, &position, self.outcome);
         let status = s.get("status");
         let code = status.and_then(|st| st.get("code"));
         let is_error = matches!(code, Some(Value::String(c)) if c == "STATUS_CODE_ERROR")

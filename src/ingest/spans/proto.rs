@@ -80,6 +80,8 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
             );
             continue;
         };
+        let keys = s.attributes.iter().map(|kv| kv.key.as_str());
+        super::warn_duplicate_keys(keys, &format!("message, span {n}"), outcome);
         let error = (s.status.as_ref())
             .filter(|st| st.code == STATUS_ERROR)
             .map(|st| match st.message.as_str() {
