@@ -275,7 +275,7 @@ impl Session<'_> {
                     self.durable.push(tracereplay::trace::sidecar_path(dest));
                 }
             }
-            report(run, dest, result, &mut tally, self.out)?;
+            report(run, dest, result, &mut tally, args.quiet, self.out)?;
         }
         if let Some((bytes, opts)) = emit {
             let input = Utf8Path::new(input);
@@ -374,9 +374,16 @@ fn report(
     dest: &Utf8Path,
     stored: Stored,
     tally: &mut Tally,
+    quiet: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let shown = display_path(dest);
+    let mut out = |line: String| -> std::io::Result<()> {
+        if quiet {
+            return Ok(());
+        }
+        writeln!(out, "{line}")
+    };
     let (scenario, case, hash) = (&run.scenario, &run.case, &run.trace.content_hash);
     match stored {
         Stored::Written => {
@@ -384,11 +391,11 @@ fn report(
             for (k, n) in &run.events {
                 *tally.events.entry(k).or_default() += n;
             }
-            writeln!(out, "wrote {shown}  {scenario}/{case}  {hash}")?;
+            out(format!("wrote {shown}  {scenario}/{case}  {hash}"))?;
         }
         Stored::Unchanged => {
             tally.unchanged += 1;
-            writeln!(out, "unchanged {shown}  {scenario}/{case}  {hash}")?;
+            out(format!("unchanged {shown}  {scenario}/{case}  {hash}"))?;
         }
     }
     Ok(())

@@ -187,11 +187,19 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
         zstd::bulk::compress(&bytes, tracereplay::trace::ZSTD_LEVEL)?
     };
     write_atomic(dest, &compressed)?;
-    let note = if resealed {
-        " (the edited trace was validated and sealed again)"
+    let mut note = if resealed {
+        " (the edited trace was validated and sealed again)".to_owned()
     } else {
-        ""
+        String::new()
     };
+    // An unsealed source left beside its sealed copy is the same trace twice to discovery.
+    let beside = dest != input && dest.parent() == input.parent() && !file.compressed;
+    if beside && args.rm_source {
+        std::fs::remove_file(input)?;
+        note.push_str("; the unsealed source removed");
+    } else if beside {
+        note.push_str("; the unsealed source is still beside it, and `check` would read both: remove it, or pack with `--rm-source`");
+    }
     Ok(format!("{verb}  {input} -> {dest}  {content_hash}{note}"))
 }
 

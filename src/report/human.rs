@@ -231,9 +231,8 @@ fn case_line(
             esc(&d.detail)
         )?;
     }
-    if let Some(u) = &c.underpowered_detail {
-        writeln!(out, "      underpowered: {}", esc(u))?;
-    }
+    // Underpowered cases are said once, in the summary (a suite of 50 cases printed it 50
+    // times); each case's own detail stays in the JSON report.
     Ok(())
 }
 
@@ -260,6 +259,20 @@ fn summary(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io:
             "cases: {cases} ({} flaky, {} underpowered); passed, failed and errors count cases",
             s.flaky.unwrap_or(0),
             s.underpowered.unwrap_or(0)
+        )?;
+    }
+    let mut weak = report
+        .cases
+        .iter()
+        .filter(|c| c.underpowered_detail.is_some());
+    if let Some(first) = weak.next() {
+        writeln!(
+            out,
+            "underpowered: {} case(s), the first `{}/{}`: {}",
+            1 + weak.count(),
+            esc(&first.scenario),
+            esc(&first.case),
+            esc(first.underpowered_detail.as_deref().unwrap_or_default())
         )?;
     }
     if s.privacy > 0 {
@@ -289,15 +302,27 @@ pub fn next_step(report: &Report) -> Option<String> {
                 .into(),
         );
     }
-    // A failure or error first; a row blocked by drift alone is a baseline to review.
+    // A failure or error first; a row blocked by drift alone is a baseline to review. Only a
+    // trace's row is explained by its path; a scenario's own row (no trace, a scripted trace)
+    // names a scenario file, which `explain` would try to read as a trace.
     let first = (report.results.summaries())
-        .find(|r| r.blocking && r.verdict != RowVerdict::Pass && r.path.is_some())
-        .and_then(|r| r.path);
-    if let Some(p) = first {
-        return Some(format!(
-            "{} blocking: `tracereplay explain {p}` shows the first in full",
-            s.blocking
-        ));
+        .find(|r| r.blocking && r.verdict != RowVerdict::Pass && r.path.is_some());
+    match first {
+        Some(r) if r.source == super::Source::Trace => {
+            return Some(format!(
+                "{} blocking: `tracereplay explain {}` shows the first in full",
+                s.blocking,
+                r.path.unwrap_or_default()
+            ));
+        }
+        Some(r) => {
+            return Some(format!(
+                "{} blocking: the first is scenario `{}` itself (its row above says why; `tracereplay gates` checks scenario files)",
+                s.blocking,
+                r.scenario.unwrap_or_default()
+            ));
+        }
+        None => {}
     }
     if let Some(c) = report.cases.iter().find(|c| c.blocking && c.is_set()) {
         return Some(format!(

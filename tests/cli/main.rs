@@ -24,6 +24,7 @@ mod ingest;
 mod ingest_otel;
 mod init_workflows;
 mod layering;
+mod newcomer;
 mod otlp;
 mod pending_diff;
 mod privacy;

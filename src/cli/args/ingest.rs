@@ -67,6 +67,9 @@ pub(crate) struct IngestArgs {
     /// Developer opt-in: also write raw prompt text to `NAME.prompts.ndjson` sidecars.
     #[arg(long)]
     pub dev_raw_prompts: bool,
+    /// Print only each input's summary line and the problems, not a line per trace.
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Signing.
     #[command(flatten)]
     pub signing: SigningArgs,

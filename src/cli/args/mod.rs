@@ -521,6 +521,10 @@ pub(crate) struct PackArgs {
     /// Replace a sealed trace that exists with different content.
     #[arg(long)]
     pub force: bool,
+    /// Remove each unsealed source once its sealed copy is written beside it (otherwise both
+    /// stay, and discovery reads the same trace twice).
+    #[arg(long)]
+    pub rm_source: bool,
     /// Size limits.
     #[command(flatten)]
     pub limits: LimitArgs,

@@ -324,13 +324,30 @@ fn duplicate_trials(
     pending: &mut Vec<Pending>,
 ) {
     let paths: Vec<String> = g.paths.iter().map(|p| format!("`{p}`")).collect();
-    let message = format!(
-        "{} traces of scenario `{}` case `{}` lack distinct trials ({}); give each recording its own `trial` in its header (or its own `case`)",
-        g.rows.len(),
-        g.scenario,
-        g.case,
-        paths.join(", ")
-    );
+    // The commonest cause: `pack` sealed `X.trace.ndjson` into `X.trace.ndjson.zst` beside it.
+    let sealed_and_not = match g.paths.as_slice() {
+        [a, b] => {
+            let (a, b) = (a.to_string(), b.to_string());
+            a.strip_suffix(".zst") == Some(b.as_str()) || b.strip_suffix(".zst") == Some(a.as_str())
+        }
+        _ => false,
+    };
+    let message = if sealed_and_not {
+        format!(
+            "{} hold the same trace twice, sealed and not, for scenario `{}` case `{}`: remove the unsealed `.trace.ndjson` (`tracereplay pack --rm-source` removes it when it seals)",
+            paths.join(" and "),
+            g.scenario,
+            g.case
+        )
+    } else {
+        format!(
+            "{} traces of scenario `{}` case `{}` lack distinct trials ({}); give each recording its own `trial` in its header (or its own `case`)",
+            g.rows.len(),
+            g.scenario,
+            g.case,
+            paths.join(", ")
+        )
+    };
     for r in rows.iter_mut() {
         r.set_error(
             crate::report::RowErrorKind::DuplicateTrial,
