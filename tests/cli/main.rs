@@ -20,6 +20,7 @@ mod hostile;
 mod html;
 mod html_conversation;
 mod html_keys;
+mod html_trials;
 mod ingest;
 mod ingest_otel;
 mod init_workflows;

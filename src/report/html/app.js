@@ -203,6 +203,11 @@
       risks[r.risk || "none"] = (risks[r.risk || "none"] || 0) + 1;
       (r.drift || []).forEach(function (d) { drift[d.category] = (drift[d.category] || 0) + 1; });
     });
+    // A set of trials carries its drift on its case, not its rows: counted there, as
+    // `summary.drifted` counts it.
+    (report.cases || []).forEach(function (c) {
+      (c.drift || []).forEach(function (d) { drift[d.category] = (drift[d.category] || 0) + 1; });
+    });
     var counts = el("dl", { class: "counts", id: "counts" });
     [["traces", s.traces], ["scenarios", s.scenarios], ["passed", s.passed], ["failed", s.failed],
      ["errors", s.errors], ["ignored failures", s.ignored_failures], ["drifted", s.drifted],
@@ -228,41 +233,18 @@
     ]);
   }
 
-  // ---- cases of several trials ----------------------------------------------------------------
-  function casesView() {
-    var sets = (report.cases || []).filter(function (c) { return c.trials >= 2 || c.reason; });
-    if (!sets.length) return null;
-    var items = sets.map(function (c) {
-      var mark = c.verdict === "pass" ? (c.flaky ? "FLAKY" : "PASS") : c.verdict.toUpperCase();
-      var rate = c.pass_rate === null || c.pass_rate === undefined ? "" :
-        ", pass rate " + c.pass_rate.toFixed(2) + " (95% " + c.wilson[0].toFixed(2) + "–" + c.wilson[1].toFixed(2) + ")";
-      var trials = [];
-      rows.forEach(function (r, i) {
-        if (r.scenario !== c.scenario || r.case !== c.case) return;
-        trials.push(el("li", null, [
-          el("button", { type: "button", class: "link", onclick: function () { writeHash({ trace: linkOf(i) }); } },
-            ["trial " + text(r.trial) + ": " + r.verdict]),
-          " " + text(r.path),
-        ]));
-      });
-      var notes = [];
-      if (c.reason) notes.push(el("p", { text: c.reason }));
-      (c.flaky_oracles || []).forEach(function (f) {
-        notes.push(el("p", { text: f.oracle + " passed " + f.passed + " of " + f.of + " trials" }));
-      });
-      (c.drift || []).forEach(function (d) {
-        var p = d.p_adjusted === null || d.p_adjusted === undefined ? "" : " (adjusted p = " + d.p_adjusted.toPrecision(4) + ")";
-        notes.push(el("p", { class: d.fails ? "error" : "muted", text: d.category + ": " + d.detail + p }));
-      });
-      if (c.underpowered_detail) notes.push(el("p", { class: "muted", text: "underpowered: " + c.underpowered_detail }));
-      return el("details", { class: "case verdict-" + c.verdict, "data-case": c.scenario + "/" + c.case }, [
-        el("summary", { text: mark + " " + c.scenario + "/" + c.case + ": " + c.passed + "/" + c.trials + " trials pass" + rate }),
-      ].concat(notes).concat([el("ol", { class: "trials" }, trials)]));
-    });
-    var s = report.summary;
-    return el("section", { id: "cases", "aria-label": "Cases" }, [
-      el("h2", { text: "Cases (" + s.cases + ", " + s.flaky + " flaky, " + s.underpowered + " underpowered)" }),
-    ].concat(items));
+  // ---- cases of several trials (cases.js) ---------------------------------------------------
+  function isSet(c) { return c.trials >= 2 || c.reason; }
+  // The set of trials a link names (`#SCENARIO/CASE` of a case of several trials), if any.
+  function caseOfLink(link) {
+    if (link === null || link === undefined || rowOf(link) >= 0) return null;
+    return (report.cases || []).filter(function (c) {
+      return isSet(c) && encodeURIComponent(c.scenario) + "/" + encodeURIComponent(c.case) === link;
+    })[0] || null;
+  }
+  function casesView(linked) {
+    var h = { el: el, text: text, natural: natural, open: function (i) { writeHash({ trace: linkOf(i) }); } };
+    return tracereplayCases(h, report, rows, linked);
   }
 
   // ---- the table ----------------------------------------------------------------------------
@@ -551,7 +533,10 @@
     var app = document.getElementById("app");
     while (app.firstChild) app.removeChild(app.firstChild);
     app.appendChild(identity());
-    if (state.trace !== null && state.trace !== undefined) {
+    // `#SCENARIO/CASE` of a case of several trials names the case, not one trace: its line,
+    // opened, with its trials one click away.
+    var linkedCase = caseOfLink(state.trace);
+    if (state.trace !== null && state.trace !== undefined && !linkedCase) {
       document.body.classList.add("viewing");
       app.appendChild(traceView(rowOf(state.trace)));
       var c = document.getElementById("close");
@@ -559,9 +544,11 @@
     } else {
       document.body.classList.remove("viewing");
       app.appendChild(overview());
-      var cases = casesView();
+      var cases = casesView(linkedCase);
       if (cases) app.appendChild(cases);
       app.appendChild(table());
+      var target = document.getElementById("linked-case");
+      if (target && target.scrollIntoView) target.scrollIntoView();
       refocus();
     }
     document.body.setAttribute("data-ready", "1");

@@ -23,6 +23,7 @@ use crate::trace::{Limits, TraceFile, parse_trace};
 pub(crate) const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("app.js");
 const CONVERSATION: &str = include_str!("conversation.js");
+const CASES: &str = include_str!("cases.js");
 const DOM: &str = include_str!("dom.js");
 
 /// Strings longer than this (in characters) are folded in the embedded events.
@@ -387,7 +388,7 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
         "This report is drawn by a script; the same results are in the JSON report \
          (`tracereplay check --json FILE`).",
         &mut |w| write_data(report, ctx, w),
-        &[CONVERSATION, SCRIPT],
+        &[CONVERSATION, CASES, SCRIPT],
     )?;
     report.results.readable()
 }
