@@ -128,5 +128,5 @@ fn a_link_to_a_set_opens_its_case() {
     // The trials' links still open each trace.
     let (dom, console) = render_dom(&page(&env), "#trace=m.flaky/c/2");
     ready(&dom, &console);
-    assert!(app(&dom).contains("traces/m.flaky/c/2.trace.ndjson.zst"));
+    assert!(crate::html::app(&dom).contains("traces/m.flaky/c/2.trace.ndjson.zst"));
 }
