@@ -217,19 +217,31 @@ fn pending(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let all = list_pending(dir);
+    // Diffs can run long: on a terminal they go through the pager, as `git diff` does.
+    let mut text: Vec<u8> = Vec::new();
     if all.is_empty() {
-        writeln!(out, "no pending baselines in `{dir}`")?;
+        writeln!(
+            text,
+            "no pending baselines in `{}`",
+            escape_controls(dir.as_str())
+        )?;
     }
     for p in &all {
         if let Some(why) = &p.misplaced {
-            writeln!(out, "refused  {}", escape_controls(why))?;
+            writeln!(text, "refused  {}", escape_controls(why))?;
             continue;
         }
-        writeln!(out, "{}", escape_controls(&summary_line(p)))?;
+        writeln!(text, "{}", escape_controls(&summary_line(p)))?;
         if args.diff {
             let approved = approved_of(&p.stored.path);
-            super::pending_diff::write(&p.stored.path, &approved, p.removal, color, out)?;
+            let how = (color, args.trials);
+            super::pending_diff::write(&p.stored.path, &approved, p.removal, how, &mut text)?;
         }
+    }
+    if args.diff {
+        super::pager::show(&text, out)?;
+    } else {
+        out.write_all(&text)?;
     }
     Ok(exit::OK)
 }

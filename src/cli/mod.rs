@@ -33,6 +33,7 @@ mod merge;
 mod options;
 mod otlp;
 mod pack;
+mod pager;
 mod pending_diff;
 mod prices;
 mod replay;

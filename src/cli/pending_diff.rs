@@ -1,6 +1,8 @@
 //! `baseline pending --diff`: under each pending file's line, what approving it changes — the
 //! drift findings against the approved baseline with their diffs (as `check` shows drift), a new
-//! baseline's behaviour as additions, a removal's as removals, and a trial set trial by trial.
+//! baseline's behaviour as additions, a removal's as removals, and for a trial set the set's own
+//! findings (the Fisher and Mann–Whitney tests `check` runs; trials are never paired one to one),
+//! its trials listed only when asked.
 
 use std::io::Write;
 
@@ -19,13 +21,13 @@ pub(super) fn write(
     pending: &Utf8Path,
     approved: &Utf8Path,
     removal: bool,
-    color: bool,
+    (color, trials): (bool, bool),
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let old = Approved::read_unlinked(approved).ok();
     if removal {
         return match &old {
-            Some(old) => whole(old, '-', color, out),
+            Some(old) => whole(old, '-', (color, trials), out),
             None => writeln!(out, "      (the approved baseline is gone already)"),
         };
     }
@@ -34,15 +36,15 @@ pub(super) fn write(
         return Ok(());
     };
     match (old, new) {
-        (None, new) => whole(&new, '+', color, out),
+        (None, new) => whole(&new, '+', (color, trials), out),
         (Some(Approved::Single(old)), Approved::Single(new)) => {
             behaviours(&old.behaviour, &new.behaviour, color, out)
         }
-        (Some(Approved::Set(old)), Approved::Set(new)) => sets(&old, &new, color, out),
+        (Some(Approved::Set(old)), Approved::Set(new)) => sets(&old, &new, (color, trials), out),
         (Some(old), new) => {
             writeln!(out, "      the approved baseline is replaced whole:")?;
-            whole(&old, '-', color, out)?;
-            whole(&new, '+', color, out)
+            whole(&old, '-', (color, trials), out)?;
+            whole(&new, '+', (color, trials), out)
         }
     }
 }
@@ -64,50 +66,73 @@ fn behaviours(
     Ok(())
 }
 
-/// A set against the approved set, trial by trial (paired by trial id).
+/// A set against the approved set: the set's findings first, as `check` tests sets (trials are
+/// samples of a stochastic agent, never paired one to one), then — with `trials` — the pending
+/// trials themselves.
 fn sets(
     old: &BaselineSet,
     new: &BaselineSet,
-    color: bool,
+    (color, trials): (bool, bool),
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    for t in &new.trials {
-        match old.trials.iter().find(|o| o.trial == t.trial) {
-            Some(o) if o.behaviour == t.behaviour => {
-                writeln!(out, "      trial {}: unchanged", t.trial)?;
-            }
-            Some(o) => {
-                writeln!(out, "      trial {}:", t.trial)?;
-                behaviours(&o.behaviour, &t.behaviour, color, out)?;
-            }
-            None => {
-                writeln!(out, "      trial {}: new", t.trial)?;
-                listing(&t.behaviour, '+', color, out)?;
-            }
-        }
+    let behaviours = |s: &BaselineSet| s.trials.iter().map(|t| t.behaviour.clone()).collect();
+    let input = tracereplay::diff::sets::SetInput {
+        scenario: new.scenario.clone(),
+        case: new.case.clone(),
+        old: behaviours(old),
+        new: behaviours(new),
+    };
+    let alpha = tracereplay::eval::pipeline::DEFAULT_ALPHA;
+    let summary =
+        tracereplay::diff::sets::compare_sets(vec![input], TOLERANCE, DriftMode::Default, alpha);
+    let findings: Vec<_> = (summary.cases_by_effect.iter())
+        .flat_map(|e| e.drift())
+        .collect();
+    if findings.is_empty() {
+        writeln!(
+            out,
+            "      the set's tests find no drift: {} approved trials, {} pending",
+            old.trials.len(),
+            new.trials.len()
+        )?;
     }
-    for o in old
-        .trials
-        .iter()
-        .filter(|o| !new.trials.iter().any(|t| t.trial == o.trial))
-    {
-        writeln!(out, "      trial {}: removed", o.trial)?;
-        listing(&o.behaviour, '-', color, out)?;
+    for f in &findings {
+        write_finding(f, color, out)?;
+    }
+    whole_set(new, '+', (color, trials), out)
+}
+
+/// A set's trials as additions or removals with `trials`; else a line saying how to see them.
+fn whole_set(
+    set: &BaselineSet,
+    sign: char,
+    (color, trials): (bool, bool),
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if !trials {
+        return writeln!(
+            out,
+            "      {} trials (`i` in `baseline review`, `--trials` with `pending --diff` lists them)",
+            set.trials.len()
+        );
+    }
+    for t in &set.trials {
+        writeln!(out, "      trial {}:", t.trial)?;
+        listing(&t.behaviour, sign, color, out)?;
     }
     Ok(())
 }
 
 /// A whole baseline as additions (`+`) or removals (`-`).
-fn whole(b: &Approved, sign: char, color: bool, out: &mut dyn Write) -> std::io::Result<()> {
+fn whole(
+    b: &Approved,
+    sign: char,
+    (color, trials): (bool, bool),
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     match b {
         Approved::Single(b) => listing(&b.behaviour, sign, color, out),
-        Approved::Set(set) => {
-            for t in &set.trials {
-                writeln!(out, "      trial {}:", t.trial)?;
-                listing(&t.behaviour, sign, color, out)?;
-            }
-            Ok(())
-        }
+        Approved::Set(set) => whole_set(set, sign, (color, trials), out),
     }
 }
 

@@ -90,13 +90,12 @@ pub(super) fn review(
     let term = Term::stdout();
     let confined = BaselineStore::new(dir).confined();
     let mut tally = Tally::default();
-    let mut details = false;
     let mut done = Vec::new();
     let mut quit_at = None;
     'items: for (i, p) in chosen.iter().enumerate() {
         loop {
             term.clear_screen()?;
-            screen(p, i, chosen.len(), details, color, &done, out)?;
+            screen(p, i, chosen.len(), false, color, &done, out)?;
             out.flush()?;
             let c = loop {
                 match choice(&term.read_key_raw()?) {
@@ -105,7 +104,14 @@ pub(super) fn review(
                 }
             };
             match c {
-                Choice::Details => details = !details,
+                // The details — a set's trials, the files — can run to hundreds of lines: they
+                // go through the pager, and the screen comes back when it is quit.
+                Choice::Details => {
+                    let mut text = Vec::new();
+                    screen(p, i, chosen.len(), true, color, &done, &mut text)?;
+                    term.clear_screen()?;
+                    super::pager::show_until_quit(&text, out)?;
+                }
                 Choice::Skip => {
                     tally.skipped += 1;
                     continue 'items;
@@ -177,7 +183,8 @@ fn screen(
     writeln!(out, "{}", escape_controls(&summary_line(p)))?;
     let approved = approved_of(&p.stored.path);
     writeln!(out, "verdict: {}", escape_controls(&verdict(p, &approved)))?;
-    super::pending_diff::write(&p.stored.path, &approved, p.removal, color, out)?;
+    // A trial set shows its own findings; its trials only with the details (`i`).
+    super::pending_diff::write(&p.stored.path, &approved, p.removal, (color, details), out)?;
     if details {
         writeln!(out, "details:")?;
         let shown = |p: &Utf8Path| escape_controls(&display_path(p)).into_owned();

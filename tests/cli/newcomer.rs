@@ -117,3 +117,58 @@ fn ingest_quiet_prints_one_line_per_input() {
         quiet.stdout
     );
 }
+
+/// Scenario `s` (8 trials, passing once is enough), approved at 8/8 and re-recorded at 0/8; the
+/// pending set file `check` wrote.
+fn pending_set(env: &Env) {
+    env.write(
+        "traces/s/s.scenario.json",
+        r#"{"id":"s","title":"t","risk":"High","trials":{"min":8,"pass":{"at-least":1}},"oracles":[{"type":"tool-called","tool":"search"}]}"#,
+    );
+    let write = |tool: &str| {
+        for t in 0..8 {
+            env.write(
+                &format!("traces/s/c/{t}.trace.ndjson.zst"),
+                trial_trace("s", "c", &t.to_string(), tool),
+            );
+        }
+    };
+    write("search");
+    assert_eq!(local(env, &["baseline", "approve", "traces"]).code, 0);
+    write("fetch");
+    assert_eq!(local(env, &["check", "traces"]).code, 1);
+}
+
+#[test]
+fn a_pending_trial_set_shows_its_own_findings_first_and_its_trials_on_demand() {
+    let env = Env::new();
+    pending_set(&env);
+    let out = local(&env, &["baseline", "pending", "--diff"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("passed 8/8 approved trials, 0/8 current (p = 0.000078"),
+        "the set's Fisher line: {}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("trial 0:"),
+        "no trial listed unasked: {}",
+        out.stdout
+    );
+    assert!(out.stdout.lines().count() < 30, "{}", out.stdout);
+    let all = local(&env, &["baseline", "pending", "--diff", "--trials"]);
+    assert!(
+        all.stdout.contains("trial 0:") && all.stdout.contains("trial 7:"),
+        "{}",
+        all.stdout
+    );
+    // On a terminal, `review` shows the findings, and the trials (with `i`) through the pager.
+    let mut pty = crate::review::Pty::spawn(&env, &["baseline", "review"]);
+    let at = pty.wait_for(0, "a accept · r reject · s skip · i details · q quit");
+    let seen = pty.wait_for_any(0, &["p = 0.000078"]);
+    assert!(!seen[..at.min(seen.len())].contains("trial 3:"), "{seen}");
+    pty.key("i");
+    pty.wait_for(at, "trial 3:");
+    pty.key("q");
+}

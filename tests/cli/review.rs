@@ -83,7 +83,7 @@ impl Pty {
         };
         rustix::termios::tcsetwinsize(&slave, size).unwrap();
         let child = env
-            .command(args, &[("CI", "false")])
+            .command(args, &[("CI", "false"), ("PAGER", "cat")])
             .stdin(slave.try_clone().unwrap())
             .stdout(slave.try_clone().unwrap())
             .stderr(slave)

@@ -42,9 +42,13 @@ pub(crate) struct PendingArgs {
     pub dir: BaselineDirArgs,
     /// Under each line, what approving it changes: the drift findings against the approved
     /// baseline with their diffs (as `check` shows drift), a new baseline's behaviour as
-    /// additions, a removal's as removals, a trial set trial by trial.
+    /// additions, a removal's as removals, a trial set's own findings (its tests, as `check`
+    /// runs them). On a terminal, through the pager (`$PAGER`, else `less -R`).
     #[arg(long)]
     pub diff: bool,
+    /// With `--diff`: also list a trial set's trials.
+    #[arg(long, requires = "diff")]
+    pub trials: bool,
 }
 
 /// `accept` / `reject` flags.
