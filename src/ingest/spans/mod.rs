@@ -252,6 +252,15 @@ pub(crate) fn read(format: Format, bytes: &[u8], outcome: &mut IngestOutcome) ->
     }
 }
 
+/// [`otlp::ingest_streaming`]: one OTLP/JSON document ingested as it is read.
+pub(crate) fn ingest_otlp_streaming(
+    bytes: &[u8],
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) -> bool {
+    otlp::ingest_streaming(bytes, opts, outcome)
+}
+
 /// Groups `read` spans by trace and builds one run per trace.
 pub(crate) fn ingest(
     format: Format,

@@ -3,6 +3,8 @@
 //! shared span model. Ids may be hex or base64, times numbers or numeric strings, attribute
 //! values OTLP `AnyValue`s (`intValue` as a string included).
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::{ReadSpans, Span, hex_id, nanos};
@@ -72,6 +74,18 @@ struct Sink<'r> {
     n: usize,
     /// Whether the document has `resourceSpans`.
     found: bool,
+    /// Where spans go instead of `read` when the export is ingested as it is read.
+    mode: Mode<'r>,
+}
+
+/// What is done with each span read.
+enum Mode<'r> {
+    /// Kept in `read.spans`.
+    Collect,
+    /// Only counted, by trace id (the first pass of [`ingest_streaming`]).
+    Count(&'r mut HashMap<String, usize>),
+    /// Handed to the trace it belongs to, which is built once its last span is read.
+    Build(&'r mut Stream),
 }
 
 impl Sink<'_> {
@@ -79,12 +93,18 @@ impl Sink<'_> {
     fn span(&mut self, s: &Value) {
         self.n += 1;
         let n = self.n;
-        let position = format!("{}, span {n}", self.at);
         let id = |key: &str, bytes| {
             s.get(key)
                 .and_then(Value::as_str)
                 .and_then(|t| hex_id(t, bytes))
         };
+        if let Mode::Count(counts) = &mut self.mode {
+            if let Some(t) = id("traceId", 16) {
+                *counts.entry(t).or_default() += 1;
+            }
+            return;
+        }
+        let position = format!("{}, span {n}", self.at);
         let Some(trace_id) = id("traceId", 16) else {
             self.outcome
                 .reject(position, "a span without a readable `traceId`");
@@ -101,7 +121,7 @@ impl Sink<'_> {
         let code = status.and_then(|st| st.get("code"));
         let is_error = matches!(code, Some(Value::String(c)) if c == "STATUS_CODE_ERROR")
             || matches!(code, Some(Value::Number(c)) if c.as_u64() == Some(2));
-        self.read.spans.push(Span {
+        let span = Span {
             trace_id,
             span_id: id("spanId", 8).unwrap_or_else(|| format!("span{n:012}")),
             parent_id: id("parentSpanId", 8),
@@ -117,8 +137,117 @@ impl Sink<'_> {
                 .unwrap_or("error")
                 .to_owned()
             }),
-        });
+        };
+        match &mut self.mode {
+            Mode::Build(stream) => stream.push(span, self.outcome),
+            _ => self.read.spans.push(span),
+        }
     }
+}
+
+/// An export ingested as it is read: each trace is built as soon as its last span is read (the
+/// first pass counted them), so memory holds the open traces' spans, never every span of the
+/// export — as the receiver holds only the runs still open.
+pub(crate) struct Stream {
+    format: crate::ingest::Format,
+    opts: crate::ingest::IngestOptions,
+    /// Spans still to come, by trace id.
+    remaining: HashMap<String, usize>,
+    /// The spans read so far of each open trace.
+    open: HashMap<String, Vec<Span>>,
+    /// Each run built, with the key runs are ordered by (first span's start, trace id).
+    keys: Vec<((u128, String), usize)>,
+}
+
+impl Stream {
+    fn push(&mut self, span: Span, outcome: &mut IngestOutcome) {
+        let id = span.trace_id.clone();
+        self.open.entry(id.clone()).or_default().push(span);
+        let left = self.remaining.get_mut(&id).map(|n| {
+            *n = n.saturating_sub(1);
+            *n
+        });
+        if left == Some(0) {
+            let spans = self.open.remove(&id).unwrap_or_default();
+            self.build(id, spans, outcome);
+        }
+    }
+
+    fn build(&mut self, id: String, spans: Vec<Span>, outcome: &mut IngestOutcome) {
+        let before = outcome.runs.len();
+        let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
+        super::build_traces(
+            vec![(id.clone(), self.format, spans)],
+            None,
+            &self.opts,
+            outcome,
+        );
+        for i in before..outcome.runs.len() {
+            self.keys.push(((first, id.clone()), i));
+        }
+    }
+}
+
+/// Ingests one OTLP/JSON export document in two passes over its bytes — the first counts each
+/// trace's spans, the second builds each trace when its last span is read — giving what
+/// `read` then `super::ingest` give, in the same order, with memory for the open traces only.
+/// `false` (nothing added) when the bytes are not one JSON document (JSON Lines reads the
+/// other way).
+pub(crate) fn ingest_streaming(
+    bytes: &[u8],
+    opts: &crate::ingest::IngestOptions,
+    outcome: &mut IngestOutcome,
+) -> bool {
+    let mut counts = HashMap::new();
+    let (mut unused, mut scratch) = (ReadSpans::default(), IngestOutcome::default());
+    if walk(
+        bytes,
+        "document",
+        &mut unused,
+        &mut scratch,
+        Mode::Count(&mut counts),
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut stream = Stream {
+        format: crate::ingest::Format::OtlpJson,
+        opts: opts.clone(),
+        remaining: counts,
+        open: HashMap::new(),
+        keys: Vec::new(),
+    };
+    let mut built = IngestOutcome::default();
+    let read = walk(
+        bytes,
+        "document",
+        &mut unused,
+        &mut built,
+        Mode::Build(&mut stream),
+    );
+    if read.is_err() {
+        return false;
+    }
+    // A trace whose counted spans did not all come back (none should): built as it is.
+    let mut left: Vec<(String, Vec<Span>)> = stream.open.drain().collect();
+    left.sort_by(|a, b| a.0.cmp(&b.0));
+    for (id, spans) in left {
+        stream.build(id, spans, &mut built);
+    }
+    // The runs in the order the whole export gives them (first span's start, then trace id).
+    let mut keys = std::mem::take(&mut stream.keys);
+    keys.sort();
+    let mut runs: Vec<Option<crate::ingest::IngestedRun>> =
+        built.runs.drain(..).map(Some).collect();
+    outcome
+        .runs
+        .extend(keys.into_iter().filter_map(|(_, i)| runs[i].take()));
+    outcome.problems.extend(built.problems);
+    for (k, n) in built.skipped {
+        *outcome.skipped.entry(k).or_default() += n;
+    }
+    true
 }
 
 /// The levels of an export document the reader walks into, streaming: the document, its
@@ -231,12 +360,24 @@ fn collect(
     read: &mut ReadSpans,
     outcome: &mut IngestOutcome,
 ) -> Result<(), serde_json::Error> {
+    walk(text, at, read, outcome, Mode::Collect)
+}
+
+/// Walks one export document, handing each span to `mode`.
+fn walk<'r>(
+    text: &[u8],
+    at: &'r str,
+    read: &'r mut ReadSpans,
+    outcome: &'r mut IngestOutcome,
+    mode: Mode<'r>,
+) -> Result<(), serde_json::Error> {
     let mut sink = Sink {
         at,
         read,
         outcome,
         n: 0,
         found: false,
+        mode,
     };
     let mut de = serde_json::Deserializer::from_slice(text);
     serde::de::DeserializeSeed::deserialize(
@@ -293,4 +434,109 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
         }
     }
     read
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::{Format, IngestOptions};
+
+    /// What an outcome holds, comparably: each run's names and content hash, then the problems.
+    fn seen(o: &IngestOutcome) -> (Vec<(String, String, String)>, Vec<String>) {
+        let runs = (o.runs.iter())
+            .map(|r| {
+                (
+                    r.scenario.clone(),
+                    r.case.clone(),
+                    r.trace.content_hash.clone(),
+                )
+            })
+            .collect();
+        let problems = o
+            .problems
+            .iter()
+            .map(|p| format!("{}: {}", p.position, p.message))
+            .collect();
+        (runs, problems)
+    }
+
+    /// An export of `n` traces whose spans are interleaved (each trace's root last, as SDKs
+    /// export them), one span without a trace id, and one trace's spans spread over the export.
+    fn interleaved(n: usize) -> Vec<u8> {
+        let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
+        let mut spans = Vec::new();
+        for step in 0..3 {
+            for t in 0..n {
+                let tid = format!("{:032x}", t + 1);
+                let id = |i: usize| format!("{:016x}", t * 16 + i + 1);
+                let mut s = match step {
+                    0 => {
+                        serde_json::json!({"traceId": tid, "spanId": id(1), "parentSpanId": id(0), "name": "chat",
+                        "startTimeUnixNano": format!("{}", 1_000 + t * 7 % 5), "endTimeUnixNano": "2000",
+                        "attributes": [kv("gen_ai.operation.name", "chat"),
+                            kv("gen_ai.output.messages", r#"[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]"#)]})
+                    }
+                    1 => {
+                        serde_json::json!({"traceId": tid, "spanId": id(2), "parentSpanId": id(0), "name": "execute_tool t",
+                        "startTimeUnixNano": "1500", "endTimeUnixNano": "1600",
+                        "attributes": [kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.name", "t"),
+                            kv("gen_ai.tool.call.id", "c1")]})
+                    }
+                    _ => {
+                        serde_json::json!({"traceId": tid, "spanId": id(0), "name": "invoke_agent a",
+                        "startTimeUnixNano": "900", "endTimeUnixNano": "3000",
+                        "attributes": [kv("gen_ai.operation.name", "invoke_agent"), kv("gen_ai.agent.name", "a")]})
+                    }
+                };
+                if step == 1 && t == 0 {
+                    s["attributes"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(kv("gen_ai.tool.name", "t"));
+                }
+                spans.push(s);
+            }
+        }
+        spans.push(serde_json::json!({"spanId": "0000000000000001", "name": "orphan"}));
+        serde_json::to_vec(
+            &serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn streaming_gives_what_reading_whole_gives() {
+        let opts = IngestOptions::for_tests(Some("export"));
+        let fixtures = [
+            "openinference.otlp.json",
+            "vercel.otlp.json",
+            "traceloop.otlp.json",
+            "http-only.otlp.json",
+        ];
+        let mut inputs: Vec<Vec<u8>> = (fixtures.iter())
+            .map(|f| {
+                let p = format!("{}/tests/fixtures/ingest/{f}", env!("CARGO_MANIFEST_DIR"));
+                std::fs::read(p).unwrap()
+            })
+            .collect();
+        inputs.push(interleaved(40));
+        for bytes in &inputs {
+            let mut whole = IngestOutcome::default();
+            let read = super::read(bytes, &mut whole);
+            super::super::ingest(Format::OtlpJson, read, &opts, &mut whole);
+            let mut streamed = IngestOutcome::default();
+            assert!(ingest_streaming(bytes, &opts, &mut streamed));
+            assert_eq!(seen(&streamed), seen(&whole));
+        }
+        // 40 traces, each built, in the whole export's order.
+        let mut streamed = IngestOutcome::default();
+        assert!(ingest_streaming(&interleaved(40), &opts, &mut streamed));
+        assert_eq!(streamed.runs.len(), 40);
+        // JSON Lines is not one document: left to the reader of whole inputs.
+        assert!(!ingest_streaming(
+            b"{}\n{}\n",
+            &opts,
+            &mut IngestOutcome::default()
+        ));
+    }
 }
