@@ -759,8 +759,20 @@ fn strict_drift_reports_unseen_behaviour_without_failing_on_it() {
         "{}",
         pending.stdout
     );
-    // `--diff` compares the set trial by trial with the approved one.
+    // `--diff` shows the set's own findings (trials are never paired one to one)…
     let diff = env.run_with(&["baseline", "pending", "--diff"], &[("CI", "0")]);
+    assert!(
+        diff.stdout
+            .contains("tool-usage-changed: tool `lookup` called (p = 0.028571"),
+        "{}",
+        diff.stdout
+    );
+    assert!(!diff.stdout.contains("      trial 0:\n"), "{}", diff.stdout);
+    // …and `--trials` lists the pending trials, each calling `lookup`.
+    let diff = env.run_with(
+        &["baseline", "pending", "--diff", "--trials"],
+        &[("CI", "0")],
+    );
     for i in 0..4 {
         assert!(
             diff.stdout.contains(&format!("      trial {i}:\n")),
@@ -769,7 +781,7 @@ fn strict_drift_reports_unseen_behaviour_without_failing_on_it() {
         );
     }
     assert_eq!(
-        diff.stdout.matches("+call#2 lookup").count(),
+        diff.stdout.matches("+ call#2 lookup").count(),
         4,
         "{}",
         diff.stdout
