@@ -222,10 +222,9 @@ pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutco
         Format::OpenaiMessages => openai::ingest(bytes, opts),
         Format::OtlpJson | Format::OtlpProto | Format::OtelSpans => {
             let mut outcome = IngestOutcome::default();
-            // One OTLP/JSON document is ingested as it is read, trace by trace (JSON Lines, and
-            // the other span formats, are read whole first).
-            if format == Format::OtlpJson && spans::ingest_otlp_streaming(bytes, opts, &mut outcome)
-            {
+            // OTLP exports are ingested as they are read, trace by trace (SDK span dumps are
+            // read whole first).
+            if spans::ingest_streaming(format, bytes, opts, &mut outcome) {
                 return outcome;
             }
             let read = spans::read(format, bytes, &mut outcome);

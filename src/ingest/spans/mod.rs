@@ -14,6 +14,7 @@ pub(crate) mod otlp;
 #[cfg(feature = "otlp-proto")]
 pub(crate) mod proto;
 pub(crate) mod sdk;
+mod stream;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -252,13 +253,23 @@ pub(crate) fn read(format: Format, bytes: &[u8], outcome: &mut IngestOutcome) ->
     }
 }
 
-/// [`otlp::ingest_streaming`]: one OTLP/JSON document ingested as it is read.
-pub(crate) fn ingest_otlp_streaming(
+/// Ingests an OTLP export (JSON or protobuf) as it is read, trace by trace ([`stream`]);
+/// `false`, with nothing done, for a format read whole first.
+pub(crate) fn ingest_streaming(
+    format: Format,
     bytes: &[u8],
     opts: &IngestOptions,
     outcome: &mut IngestOutcome,
 ) -> bool {
-    otlp::ingest_streaming(bytes, opts, outcome)
+    match format {
+        Format::OtlpJson => otlp::ingest_streaming(bytes, opts, outcome),
+        #[cfg(feature = "otlp-proto")]
+        Format::OtlpProto => {
+            proto::ingest_streaming(bytes, opts, outcome);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Groups `read` spans by trace and builds one run per trace.

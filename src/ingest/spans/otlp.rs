@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::stream::Stream;
 use super::{ReadSpans, Span, hex_id, nanos};
 use crate::ingest::IngestOutcome;
 
@@ -145,108 +146,70 @@ impl Sink<'_> {
     }
 }
 
-/// An export ingested as it is read: each trace is built as soon as its last span is read (the
-/// first pass counted them), so memory holds the open traces' spans, never every span of the
-/// export — as the receiver holds only the runs still open.
-pub(crate) struct Stream {
-    format: crate::ingest::Format,
-    opts: crate::ingest::IngestOptions,
-    /// Spans still to come, by trace id.
-    remaining: HashMap<String, usize>,
-    /// The spans read so far of each open trace.
-    open: HashMap<String, Vec<Span>>,
-    /// Each run built, with the key runs are ordered by (first span's start, trace id).
-    keys: Vec<((u128, String), usize)>,
-}
+/// One document of an OTLP/JSON input: where it is (`document`, `line 3`), its bytes, and where
+/// and why it stops being JSON, when it does.
+type Document<'b> = (String, &'b [u8], Option<(usize, String)>);
 
-impl Stream {
-    fn push(&mut self, span: Span, outcome: &mut IngestOutcome) {
-        let id = span.trace_id.clone();
-        self.open.entry(id.clone()).or_default().push(span);
-        let left = self.remaining.get_mut(&id).map(|n| {
-            *n = n.saturating_sub(1);
-            *n
-        });
-        if left == Some(0) {
-            let spans = self.open.remove(&id).unwrap_or_default();
-            self.build(id, spans, outcome);
-        }
-    }
-
-    fn build(&mut self, id: String, spans: Vec<Span>, outcome: &mut IngestOutcome) {
-        let before = outcome.runs.len();
-        let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
-        super::build_traces(
-            vec![(id.clone(), self.format, spans)],
-            None,
-            &self.opts,
-            outcome,
-        );
-        for i in before..outcome.runs.len() {
-            self.keys.push(((first, id.clone()), i));
-        }
-    }
-}
-
-/// Ingests one OTLP/JSON export document in two passes over its bytes — the first counts each
-/// trace's spans, the second builds each trace when its last span is read — giving what
-/// `read` then `super::ingest` give, in the same order, with memory for the open traces only.
-/// `false` (nothing added) when the bytes are not one JSON document (JSON Lines reads the
-/// other way).
+/// Ingests OTLP/JSON — one export document, or one per line — in two passes over its bytes:
+/// the first counts each trace's spans, the second builds each trace as soon as its last span
+/// is read. It gives what [`read`] then [`super::ingest`] give, in the same order, with memory
+/// for the open traces only. A line that is not JSON is rejected whole, as [`read`] rejects it.
 pub(crate) fn ingest_streaming(
     bytes: &[u8],
     opts: &crate::ingest::IngestOptions,
     outcome: &mut IngestOutcome,
 ) -> bool {
-    let mut counts = HashMap::new();
     let (mut unused, mut scratch) = (ReadSpans::default(), IngestOutcome::default());
-    if walk(
+    // The documents: the whole input, else its lines (each counted alone: a line that breaks
+    // off counts for nothing, as `read` drops what it read of it).
+    let mut counts = HashMap::new();
+    let whole = walk(
         bytes,
         "document",
         &mut unused,
         &mut scratch,
         Mode::Count(&mut counts),
-    )
-    .is_err()
-    {
-        return false;
-    }
-    let mut stream = Stream {
-        format: crate::ingest::Format::OtlpJson,
-        opts: opts.clone(),
-        remaining: counts,
-        open: HashMap::new(),
-        keys: Vec::new(),
-    };
-    let mut built = IngestOutcome::default();
-    let read = walk(
-        bytes,
-        "document",
-        &mut unused,
-        &mut built,
-        Mode::Build(&mut stream),
     );
-    if read.is_err() {
-        return false;
+    // Each document with why it is not JSON (from the first pass), when it is not.
+    let docs: Vec<Document<'_>> = if whole.is_ok() {
+        vec![("document".to_owned(), bytes, None)]
+    } else {
+        counts.clear();
+        let mut docs = Vec::new();
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let mut one = HashMap::new();
+            let at = format!("line {}", i + 1);
+            let counted = walk(line, &at, &mut unused, &mut scratch, Mode::Count(&mut one));
+            let broken = counted.err().map(|e| {
+                let why = crate::trace::json::message_without_position(&e);
+                (e.column(), why)
+            });
+            if broken.is_none() {
+                for (k, n) in one {
+                    *counts.entry(k).or_insert(0) += n;
+                }
+            }
+            docs.push((at, line, broken));
+        }
+        docs
+    };
+    let mut stream = Stream::new(crate::ingest::Format::OtlpJson, opts.clone(), counts);
+    let mut built = IngestOutcome::default();
+    for (at, text, broken) in &docs {
+        match broken {
+            // As `read` words it: the line and column where it stops being JSON.
+            Some((column, why)) => {
+                built.reject(format!("{at}, column {column}"), format!("not JSON: {why}"))
+            }
+            None => {
+                let _ = walk(text, at, &mut unused, &mut built, Mode::Build(&mut stream));
+            }
+        }
     }
-    // A trace whose counted spans did not all come back (none should): built as it is.
-    let mut left: Vec<(String, Vec<Span>)> = stream.open.drain().collect();
-    left.sort_by(|a, b| a.0.cmp(&b.0));
-    for (id, spans) in left {
-        stream.build(id, spans, &mut built);
-    }
-    // The runs in the order the whole export gives them (first span's start, then trace id).
-    let mut keys = std::mem::take(&mut stream.keys);
-    keys.sort();
-    let mut runs: Vec<Option<crate::ingest::IngestedRun>> =
-        built.runs.drain(..).map(Some).collect();
-    outcome
-        .runs
-        .extend(keys.into_iter().filter_map(|(_, i)| runs[i].take()));
-    outcome.problems.extend(built.problems);
-    for (k, n) in built.skipped {
-        *outcome.skipped.entry(k).or_default() += n;
-    }
+    stream.finish(&mut built, outcome);
     true
 }
 
@@ -437,7 +400,7 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ingest::{Format, IngestOptions};
 
@@ -462,7 +425,7 @@ mod tests {
 
     /// An export of `n` traces whose spans are interleaved (each trace's root last, as SDKs
     /// export them), one span without a trace id, and one trace's spans spread over the export.
-    fn interleaved(n: usize) -> Vec<u8> {
+    pub(crate) fn interleaved(n: usize) -> Vec<u8> {
         let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
         let mut spans = Vec::new();
         for step in 0..3 {
@@ -520,6 +483,11 @@ mod tests {
             })
             .collect();
         inputs.push(interleaved(40));
+        // JSON Lines: an export per line, one line broken off, a blank line.
+        let mut lines = interleaved(3);
+        lines.extend_from_slice(b"\n{\"resourceSpans\": [\n\n");
+        lines.extend_from_slice(&inputs[1]);
+        inputs.push(lines);
         for bytes in &inputs {
             let mut whole = IngestOutcome::default();
             let read = super::read(bytes, &mut whole);
@@ -532,11 +500,5 @@ mod tests {
         let mut streamed = IngestOutcome::default();
         assert!(ingest_streaming(&interleaved(40), &opts, &mut streamed));
         assert_eq!(streamed.runs.len(), 40);
-        // JSON Lines is not one document: left to the reader of whole inputs.
-        assert!(!ingest_streaming(
-            b"{}\n{}\n",
-            &opts,
-            &mut IngestOutcome::default()
-        ));
     }
 }

@@ -5,7 +5,6 @@
 //! as OTLP/JSON spells it), the error status with its message.
 
 use base64::Engine as _;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use prost::Message as _;
 use serde_json::{Map, Value};
@@ -54,59 +53,153 @@ fn hex_id(raw: &[u8], bytes: usize) -> Option<String> {
     })
 }
 
+/// Calls `each` with the number and bytes of every length-delimited field of the message in
+/// `buf` (other fields skipped); `Err` when `buf` is no protobuf message.
+fn fields<'b>(
+    mut buf: &'b [u8],
+    each: &mut dyn FnMut(u32, &'b [u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    use prost::encoding::{DecodeContext, WireType, decode_key, decode_varint, skip_field};
+    while !buf.is_empty() {
+        let (tag, wire) = decode_key(&mut buf).map_err(|e| e.to_string())?;
+        if wire != WireType::LengthDelimited {
+            skip_field(wire, tag, &mut buf, DecodeContext::default()).map_err(|e| e.to_string())?;
+            continue;
+        }
+        let len = decode_varint(&mut buf).map_err(|e| e.to_string())?;
+        let len = usize::try_from(len).ok().filter(|l| *l <= buf.len());
+        let len = len.ok_or_else(|| "a field runs past the end of the message".to_owned())?;
+        let (value, rest) = buf.split_at(len);
+        each(tag, value)?;
+        buf = rest;
+    }
+    Ok(())
+}
+
+/// Calls `each` with every span of a protobuf export (`ExportTraceServiceRequest`: its
+/// `resource_spans`, their `scope_spans`, their `spans`), decoding one span at a time — the
+/// request is never decoded whole, so memory holds one span, not the export's model.
+fn for_each_span(
+    bytes: &[u8],
+    each: &mut dyn FnMut(opentelemetry_proto::tonic::trace::v1::Span),
+) -> Result<(), String> {
+    use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
+    fields(bytes, &mut |field, resource_spans| {
+        if field != 1 {
+            return Ok(());
+        }
+        fields(resource_spans, &mut |field, scope_spans| {
+            if field != 2 {
+                return Ok(());
+            }
+            fields(scope_spans, &mut |field, span| {
+                if field == 2 {
+                    each(ProtoSpan::decode(span).map_err(|e| e.to_string())?);
+                }
+                Ok(())
+            })
+        })
+    })
+}
+
+/// The span model of protobuf span `s`, the `n`th of its message; `None` (rejected in
+/// `outcome`) without a readable trace id.
+fn span_of(
+    s: opentelemetry_proto::tonic::trace::v1::Span,
+    n: usize,
+    outcome: &mut IngestOutcome,
+) -> Option<Span> {
+    let Some(trace_id) = hex_id(&s.trace_id, 16) else {
+        outcome.reject(
+            format!("message, span {n}"),
+            "a span without a readable `traceId`",
+        );
+        return None;
+    };
+    let keys = s.attributes.iter().map(|kv| kv.key.as_str());
+    super::warn_duplicate_keys(keys, &format!("message, span {n}"), outcome);
+    let error = (s.status.as_ref())
+        .filter(|st| st.code == STATUS_ERROR)
+        .map(|st| match st.message.as_str() {
+            "" => "error".to_owned(),
+            m => m.to_owned(),
+        });
+    Some(Span {
+        trace_id,
+        span_id: hex_id(&s.span_id, 8).unwrap_or_else(|| format!("span{n:012}")),
+        parent_id: hex_id(&s.parent_span_id, 8),
+        name: s.name,
+        start_ns: u128::from(s.start_time_unix_nano),
+        end_ns: u128::from(s.end_time_unix_nano),
+        attrs: attributes(&s.attributes),
+        read: Default::default(),
+        error,
+    })
+}
+
+/// Why bytes are not an export, as a rejection.
+fn not_an_export(e: &str, outcome: &mut IngestOutcome) {
+    outcome.reject(
+        "message",
+        format!("not an OTLP protobuf trace export (`ExportTraceServiceRequest`): {e}"),
+    );
+}
+
 /// Reads one protobuf export. Bytes that do not decode as one are rejected as a whole.
 pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
     let mut read = ReadSpans::default();
-    let request = match ExportTraceServiceRequest::decode(bytes) {
-        Ok(r) => r,
-        Err(e) => {
-            outcome.reject(
-                "message",
-                format!("not an OTLP protobuf trace export (`ExportTraceServiceRequest`): {e}"),
-            );
-            return read;
-        }
-    };
+    let mut found = IngestOutcome::default();
     let mut n = 0usize;
-    let spans = (request.resource_spans.into_iter())
-        .flat_map(|r| r.scope_spans)
-        .flat_map(|s| s.spans);
-    for s in spans {
+    let walked = for_each_span(bytes, &mut |s| {
         n += 1;
-        let Some(trace_id) = hex_id(&s.trace_id, 16) else {
-            outcome.reject(
-                format!("message, span {n}"),
-                "a span without a readable `traceId`",
-            );
-            continue;
-        };
-        let keys = s.attributes.iter().map(|kv| kv.key.as_str());
-        super::warn_duplicate_keys(keys, &format!("message, span {n}"), outcome);
-        let error = (s.status.as_ref())
-            .filter(|st| st.code == STATUS_ERROR)
-            .map(|st| match st.message.as_str() {
-                "" => "error".to_owned(),
-                m => m.to_owned(),
-            });
-        read.spans.push(Span {
-            trace_id,
-            span_id: hex_id(&s.span_id, 8).unwrap_or_else(|| format!("span{n:012}")),
-            parent_id: hex_id(&s.parent_span_id, 8),
-            name: s.name,
-            start_ns: u128::from(s.start_time_unix_nano),
-            end_ns: u128::from(s.end_time_unix_nano),
-            attrs: attributes(&s.attributes),
-            read: Default::default(),
-            error,
-        });
+        read.spans.extend(span_of(s, n, &mut found));
+    });
+    match walked {
+        Ok(()) => outcome.problems.append(&mut found.problems),
+        Err(e) => {
+            not_an_export(&e, outcome);
+            read.spans.clear();
+        }
     }
     read
+}
+
+/// Ingests one protobuf export as it is read ([`super::stream`]): a pass counting each trace's
+/// spans, then one building each trace when its last span is read. What [`read`] then
+/// [`super::ingest`] give, with memory for the open traces only.
+pub(crate) fn ingest_streaming(
+    bytes: &[u8],
+    opts: &crate::ingest::IngestOptions,
+    outcome: &mut IngestOutcome,
+) {
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    let counted = for_each_span(bytes, &mut |s| {
+        if let Some(id) = hex_id(&s.trace_id, 16) {
+            *counts.entry(id).or_default() += 1;
+        }
+    });
+    if let Err(e) = counted {
+        return not_an_export(&e, outcome);
+    }
+    let format = crate::ingest::Format::OtlpProto;
+    let mut stream = super::stream::Stream::new(format, opts.clone(), counts);
+    let (mut built, mut n) = (IngestOutcome::default(), 0usize);
+    let _ = for_each_span(bytes, &mut |s| {
+        n += 1;
+        let mut problems = IngestOutcome::default();
+        if let Some(span) = span_of(s, n, &mut problems) {
+            stream.push(span, &mut built);
+        }
+        built.problems.append(&mut problems.problems);
+    });
+    stream.finish(&mut built, outcome);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ingest::{Format, IngestOptions, ingest};
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
     fn opts() -> IngestOptions {
         IngestOptions::for_tests(Some("export"))
@@ -198,6 +291,40 @@ mod tests {
             assert!(!from_json.0.is_empty() || !from_json.1.is_empty(), "{name}");
             assert_eq!(from_json, from_proto, "{name}");
         }
+    }
+
+    #[test]
+    fn streaming_a_protobuf_export_gives_what_reading_it_whole_gives() {
+        let mut doc: Value =
+            serde_json::from_slice(&super::super::otlp::tests::interleaved(30)).unwrap();
+        enums_as_numbers(&mut doc);
+        let request: ExportTraceServiceRequest = serde_json::from_value(doc).unwrap();
+        let proto = request.encode_to_vec();
+        let seen = |o: &IngestOutcome| -> Vec<(String, String, String)> {
+            (o.runs.iter())
+                .map(|r| {
+                    (
+                        r.scenario.clone(),
+                        r.case.clone(),
+                        r.trace.content_hash.clone(),
+                    )
+                })
+                .collect()
+        };
+        let mut whole = IngestOutcome::default();
+        let read = super::read(&proto, &mut whole);
+        assert_eq!(
+            read.spans.len(),
+            90,
+            "one span without a trace id is refused"
+        );
+        super::super::ingest(Format::OtlpProto, read, &opts(), &mut whole);
+        let mut streamed = IngestOutcome::default();
+        super::ingest_streaming(&proto, &opts(), &mut streamed);
+        assert_eq!(seen(&streamed), seen(&whole));
+        assert_eq!(streamed.runs.len(), 30);
+        let problems = |o: &IngestOutcome| o.problems.len();
+        assert_eq!(problems(&streamed), problems(&whole));
     }
 
     #[test]
