@@ -153,7 +153,7 @@ pub fn scenario_warnings(s: &Scenario) -> Vec<String> {
                 Split::Whole => cfg.expected.iter().collect(),
                 Split::Turns(l) | Split::Inferences(l) => l.iter().flatten().collect(),
             };
-            for (tool, _) in &cfg.overrides {
+            for (tool, mode) in &cfg.overrides {
                 let names = |e: &&crate::oracle::sequence::ExpectedCall| {
                     crate::oracle::names::tool_matches(tool, &e.tool)
                         || crate::oracle::names::tool_matches(&e.tool, tool)
@@ -164,6 +164,27 @@ pub fn scenario_warnings(s: &Scenario) -> Vec<String> {
                         spec.index,
                         spec.type_name()
                     ));
+                }
+                // A path missing on both sides passes (the spec's rule), so a path that names
+                // nothing in any expected call's arguments (a typo: `ordr.id`) compares nothing.
+                let crate::oracle::jsoneq::ArgsMatch::Paths(paths) = mode else {
+                    continue;
+                };
+                let args: Vec<&serde_json::Value> = (lists.iter())
+                    .filter(|e| names(e))
+                    .filter_map(|e| e.args.as_ref())
+                    .collect();
+                for path in paths.iter().filter(|_| !args.is_empty()) {
+                    if !args
+                        .iter()
+                        .any(|a| crate::oracle::jsoneq::resolve_path(a, path).is_some())
+                    {
+                        out.push(format!(
+                            "oracle {} (`{}`): `argsMatchOverrides.{tool}` path `{path}` names nothing in the expected arguments of `{tool}`; a path missing on both sides passes, so it compares nothing",
+                            spec.index,
+                            spec.type_name()
+                        ));
+                    }
                 }
             }
         }

@@ -761,3 +761,18 @@ fn small_holes_budget_nan_string_limits_and_control_characters() {
         );
     }
 }
+
+#[test]
+fn gates_warns_of_an_override_path_that_names_nothing() {
+    let env = Env::new();
+    env.write(
+        "traces/r/r.scenario.json",
+        r#"{"id":"r","title":"t","risk":"High","oracles":[{"type":"tool-sequence","mode":"exact","calls":[{"tool":"refund","args":{"order":{"id":7}}}],"argsMatchOverrides":{"refund":["ordr.id","order.id"]}}]}"#,
+    );
+    let out = env.run(&["gates", "traces"]);
+    assert!(
+        out.stdout.contains("`argsMatchOverrides.refund` path `ordr.id` names nothing in the expected arguments of `refund`"),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("path `order.id`"), "{}", out.stdout);
+}
