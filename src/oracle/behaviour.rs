@@ -13,7 +13,7 @@ use super::params;
 use super::result::OracleResult;
 use super::typed::{Fallbacks, Oracle};
 use crate::oracle::spec::OracleSpec;
-use crate::trace::json::contains_ci;
+use crate::trace::json::contains_normalised;
 use crate::trace::{EventBody, Phase};
 
 /// One executed call.
@@ -355,7 +355,7 @@ pub fn tool_errors_handled(
     // failed tool succeeded: the failure was covered up, whatever was called in between.
     let claimed = |i: usize, error_seq: u64| -> Option<(u64, String)> {
         let (seq, text) = answer_after(error_seq, facts, &answers)?;
-        let phrase = success.iter().find(|p| contains_ci(&text, p))?;
+        let phrase = success.iter().find(|p| contains_normalised(&text, p))?;
         let retried = (succeeded.get(&all[i].tool.to_lowercase()))
             .is_some_and(|s| s.iter().any(|&r| r > error_seq && r < seq));
         (!retried).then(|| (seq, phrase.clone()))
@@ -378,13 +378,15 @@ pub fn tool_errors_handled(
                 )),
                 None => Ok(()),
             },
-            After::Answer(seq, text) => match success.iter().find(|p| contains_ci(&text, p)) {
-                Some(p) => Err((
-                    vec![error_seq, seq],
-                    format!("the answer at seq {seq} claims success (`{p}`)"),
-                )),
-                None => Ok(()),
-            },
+            After::Answer(seq, text) => {
+                match success.iter().find(|p| contains_normalised(&text, p)) {
+                    Some(p) => Err((
+                        vec![error_seq, seq],
+                        format!("the answer at seq {seq} claims success (`{p}`)"),
+                    )),
+                    None => Ok(()),
+                }
+            }
             After::Nothing => Err((vec![error_seq], "nothing followed it".to_owned())),
         };
         memo.insert(i, verdict);
