@@ -57,6 +57,16 @@ fn run_shares(env: &Env, s3: &S3, n: u64) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `merge` of the three shares `run_shares` wrote, into `merged.json`.
+fn merge_three(env: &Env) -> Output {
+    let shares = [
+        "shares/share1.json",
+        "shares/share2.json",
+        "shares/share3.json",
+    ];
+    env.run(&[&["merge"][..], &shares, &["--json", "merged.json"]].concat())
+}
+
 fn report(env: &Env, file: &str) -> serde_json::Value {
     serde_json::from_slice(&env.read(file)).unwrap()
 }
@@ -98,14 +108,7 @@ fn a_share_reads_only_the_objects_its_scenarios_claim() {
         }
     }
     assert_eq!(union, all);
-    let merged = env.run(&[
-        "merge",
-        "shares/share1.json",
-        "shares/share2.json",
-        "shares/share3.json",
-        "--json",
-        "merged.json",
-    ]);
+    let merged = merge_three(&env);
     assert_eq!(merged.code, whole.code, "{}", merged.stderr);
     let (merged, whole) = (report(&env, "merged.json"), report(&env, "whole.json"));
     assert_eq!(merged["results"], whole["results"]);
@@ -183,14 +186,7 @@ fn a_misplaced_or_unreadable_object_belongs_to_the_scenario_its_key_names() {
         let share = report(&env, &format!("shares/share{}.json", holders[0]));
         assert!(scenarios_of(&share).contains(scenario));
     }
-    let merged = env.run(&[
-        "merge",
-        "shares/share1.json",
-        "shares/share2.json",
-        "shares/share3.json",
-        "--json",
-        "merged.json",
-    ]);
+    let merged = merge_three(&env);
     assert_eq!(merged.code, whole.code, "{}", merged.stderr);
     assert_eq!(report(&env, "merged.json")["results"], full["results"]);
 }
