@@ -123,6 +123,29 @@ impl PriceTable {
             .map(|(k, p)| (k.as_str(), p))
     }
 
+    /// The models of `trace`'s inferences that record usage and no cost and that this table
+    /// cannot price — by the model [`PriceTable::apply`] would price them by (the inference's
+    /// own, else the header's; `(no model)` when neither names one) — each once, with the line
+    /// of its first such inference.
+    pub fn unpriced(&self, trace: &Trace<'_>) -> Vec<(String, usize)> {
+        let header_model = trace.header.model.as_deref();
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for e in &trace.events {
+            let EventBody::Inference(i) = &e.body else {
+                continue;
+            };
+            if i.usage.is_none_or(|u| u.cost_usd.is_some()) {
+                continue;
+            }
+            let model = i.model.as_deref().or(header_model);
+            let model = model.map_or_else(|| "(no model)".to_owned(), str::to_owned);
+            if self.price_of(&model).is_none() && !out.iter().any(|(m, _)| *m == model) {
+                out.push((model, e.line));
+            }
+        }
+        out
+    }
+
     /// Fills in `cost_usd` (marked `priced`) on every inference of `trace` that records usage
     /// but no cost and whose model (its own, else the header's) the table prices. Returns how
     /// many it priced.

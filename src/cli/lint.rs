@@ -164,7 +164,7 @@ fn parsed_findings(
     }
     if let Some(table) = prices {
         found.extend(
-            unpriced_models(&parsed.trace, table).into_iter().map(|(model, line)| {
+            table.unpriced(&parsed.trace).into_iter().map(|(model, line)| {
                 let mut f = warning(
                     "unpriced-model",
                     format!(
@@ -178,32 +178,6 @@ fn parsed_findings(
         );
     }
     found
-}
-
-/// The models (an inference's own, else the header's, as pricing reads them) of `trace`'s
-/// inferences that record usage and no cost and that `table` cannot price, each once, with the
-/// line of its first such inference.
-fn unpriced_models(
-    trace: &tracereplay::trace::Trace<'_>,
-    table: &tracereplay::prices::PriceTable,
-) -> Vec<(String, usize)> {
-    let header_model = trace.header.model.as_deref();
-    let mut out: Vec<(String, usize)> = Vec::new();
-    for e in &trace.events {
-        let tracereplay::trace::EventBody::Inference(i) = &e.body else {
-            continue;
-        };
-        let Some(usage) = &i.usage else { continue };
-        if usage.cost_usd.is_some() {
-            continue;
-        }
-        let model = i.model.as_deref().or(header_model);
-        let model = model.map_or_else(|| "(no model)".to_owned(), str::to_owned);
-        if table.price_of(&model).is_none() && !out.iter().any(|(m, _)| *m == model) {
-            out.push((model, e.line));
-        }
-    }
-    out
 }
 
 /// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size
