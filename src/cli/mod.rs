@@ -36,6 +36,7 @@ mod pack;
 mod pager;
 mod pending_diff;
 mod prices;
+mod record;
 mod replay;
 mod report_cmd;
 mod review;
@@ -146,6 +147,7 @@ fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow:
         }
         Command::Config => Ok(exit::OK),
         Command::Replay(c) => replay::run(c, out),
+        Command::Record(a) => record::run(a, out),
         Command::Man => {
             use clap::CommandFactory;
             clap_mangen::Man::new(Cli::command()).render(out)?;

@@ -67,7 +67,11 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         // writer winning. Refused, as `ingest` refuses two runs of one name.
         let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
         for s in &scripts {
-            let path = tracereplay::replay::record::recording_path(s, args.trial.as_ref());
+            let path = tracereplay::replay::place::recording_path(
+                &s.scenario,
+                &s.case,
+                args.trial.as_ref(),
+            );
             if let Some(first) = by_path.insert(path.clone(), &s.path) {
                 anyhow::bail!(
                     "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",
@@ -90,6 +94,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         raw_prompts: tracereplay::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
         limits: args.limits.limits(),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
+        chunking: args.chunking,
     };
     if options.raw_prompts {
         diag!(

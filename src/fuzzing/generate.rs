@@ -287,6 +287,7 @@ impl Gen<'_, '_> {
                             input_tokens: self.u.arbitrary()?,
                             output_tokens: self.u.arbitrary()?,
                             cache_read_tokens: self.u.arbitrary()?,
+                            cache_write_tokens: self.u.arbitrary()?,
                             reasoning_tokens: self.u.arbitrary()?,
                             // Whole cents: a cost that round-trips through JSON text exactly.
                             cost_usd: self
@@ -309,6 +310,7 @@ impl Gen<'_, '_> {
                     } else {
                         None
                     },
+                    latency_ms: self.u.arbitrary()?,
                 }))
             }
             2 => EventBody::ToolCall {

@@ -55,6 +55,7 @@ pub fn replay_requests(data: &[u8]) {
         raw_prompts: false,
         limits,
         signer: None,
+        chunking: Default::default(),
     };
     let replay = Replay::new(vec![script()], options);
     for part in data.split(|b| *b == 0).take(64) {

@@ -23,6 +23,7 @@ pub(super) fn usage_of(m: &Value) -> Option<Usage> {
             "input_tokens_details",
             "cached_tokens",
         ),
+        cache_write_tokens: None,
         reasoning_tokens: detail(
             "completion_tokens_details",
             "output_tokens_details",

@@ -10,13 +10,21 @@
 //! finishes, the replayed run is recorded as a sealed trace, which `check` and `diff` read like
 //! any other.
 
+pub mod answer;
+pub(crate) mod anthropic;
+pub mod canonical;
+pub mod chunking;
+mod models;
 pub(crate) mod openai;
+pub mod place;
+pub mod proxy;
 pub mod record;
 pub(crate) mod running;
 pub(crate) mod script;
 pub mod server;
-mod signals;
+pub(crate) mod signals;
 
+pub use chunking::Chunking;
 pub use running::{Running, StopWhen, spawn};
 pub use script::{Script, Step, load, load_all};
 pub use server::{Options, Replay, SessionReport};

@@ -19,7 +19,7 @@ pub(crate) fn finish_reason(step: &Step) -> &'static str {
     }
 }
 
-fn id(prefix: &str, script: &Script, n: usize) -> String {
+pub(super) fn id(prefix: &str, script: &Script, n: usize) -> String {
     // Stable and readable: the session and the request number, with characters an id should
     // not hold replaced.
     let clean: String = format!("{}-{}", script.scenario, script.case)
@@ -35,11 +35,11 @@ fn id(prefix: &str, script: &Script, n: usize) -> String {
     format!("{prefix}-replay-{clean}-{n}")
 }
 
-fn created(step: &Step) -> i64 {
+pub(super) fn created(step: &Step) -> i64 {
     step.ts_ms.map_or(0, |t| t.div_euclid(1000))
 }
 
-fn model(script: &Script, step: &Step) -> String {
+pub(super) fn model(script: &Script, step: &Step) -> String {
     (step.model.clone())
         .or_else(|| script.model.clone())
         .unwrap_or_else(|| "tracereplay-replay".to_owned())
@@ -173,4 +173,53 @@ pub(crate) fn response(script: &Script, step: &Step, n: usize) -> Value {
 /// The error body every non-2xx answer carries, in the API's shape.
 pub(crate) fn error(message: &str, kind: &str) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": kind}})
+}
+
+/// The same response as the Responses API streams it: typed events (`response.created`, an
+/// `output_item.added`/`done` pair per item with the text's and each call's argument deltas
+/// between), ending with `response.completed`, which carries the whole response.
+pub(crate) fn response_stream(script: &Script, step: &Step, n: usize) -> String {
+    let whole = response(script, step, n);
+    let mut events: Vec<Value> = Vec::new();
+    let mut started = whole.clone();
+    started["status"] = json!("in_progress");
+    started["output"] = json!([]);
+    started.as_object_mut().expect("an object").remove("usage");
+    events.push(json!({"type": "response.created", "response": started}));
+    for (i, item) in whole["output"].as_array().into_iter().flatten().enumerate() {
+        let item_id = item["id"].clone();
+        let mut opened = item.clone();
+        opened["status"] = json!("in_progress");
+        if item["type"] == "message" {
+            opened["content"] = json!([]);
+            events.push(
+                json!({"type": "response.output_item.added", "output_index": i, "item": opened}),
+            );
+            let text = item["content"][0]["text"].clone();
+            let part = json!({"type": "output_text", "text": "", "annotations": []});
+            events.push(json!({"type": "response.content_part.added", "item_id": item_id, "output_index": i, "content_index": 0, "part": part}));
+            events.push(json!({"type": "response.output_text.delta", "item_id": item_id, "output_index": i, "content_index": 0, "delta": text}));
+            events.push(json!({"type": "response.output_text.done", "item_id": item_id, "output_index": i, "content_index": 0, "text": text}));
+            events.push(json!({"type": "response.content_part.done", "item_id": item_id, "output_index": i, "content_index": 0, "part": item["content"][0]}));
+        } else {
+            opened["arguments"] = json!("");
+            events.push(
+                json!({"type": "response.output_item.added", "output_index": i, "item": opened}),
+            );
+            events.push(json!({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": i, "delta": item["arguments"]}));
+            events.push(json!({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": i, "arguments": item["arguments"]}));
+        }
+        events.push(json!({"type": "response.output_item.done", "output_index": i, "item": item}));
+    }
+    events.push(json!({"type": "response.completed", "response": whole}));
+    let mut out = String::new();
+    for (i, mut e) in events.into_iter().enumerate() {
+        e["sequence_number"] = json!(i);
+        out.push_str("event: ");
+        out.push_str(e["type"].as_str().unwrap_or(""));
+        out.push_str("\ndata: ");
+        out.push_str(&e.to_string());
+        out.push_str("\n\n");
+    }
+    out
 }

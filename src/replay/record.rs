@@ -7,9 +7,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::script::{Script, Step};
+use super::canonical::Api;
+use super::script::Step;
 use crate::privacy::PromptHasher;
-use crate::trace::{Limits, Packed, TraceFile, pack};
+use crate::trace::{Limits, TraceFile};
 
 /// Event kinds the server records itself; the runtime may report every other known kind.
 pub const SERVER_RECORDED: &[&str] = &["inference", "tool_call", "tool_result"];
@@ -22,26 +23,23 @@ pub fn reportable() -> impl Iterator<Item = &'static str> {
 /// A request as the capture sees it.
 #[derive(Debug, Default)]
 pub struct Captured {
-    /// `input_h` of the request's conversation (Chat Completions), when it has one.
+    /// `input_h` of the request's conversation (in the canonical form of
+    /// [`super::canonical`], whichever API carried it).
     pub input_h: Option<String>,
     /// The tool names offered.
     pub tools: Option<Vec<String>>,
-    /// Tool results handed back: (call id, content).
-    pub results: Vec<(String, Value)>,
+    /// Tool results handed back: (call id, content, whether the call succeeded).
+    pub results: Vec<(String, Value, bool)>,
     /// The model asked for.
     pub model: Option<String>,
     /// The hashed input's raw text, only under the developer opt-in (for the sidecar).
     pub raw_input: Option<String>,
 }
 
-/// Reads what the capture needs from a Chat Completions request (the raw input text too when
-/// `raw` — the developer opt-in).
-pub fn capture_chat(request: &Value, hasher: &PromptHasher, raw: bool) -> Captured {
-    let messages: Vec<Value> = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+/// Reads what the capture needs from a request of `api` (the raw input text too when `raw` —
+/// the developer opt-in).
+pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> Captured {
+    let messages = super::canonical::messages_of(api, request);
     let results = (messages.iter())
         .filter(|m| {
             matches!(
@@ -51,10 +49,9 @@ pub fn capture_chat(request: &Value, hasher: &PromptHasher, raw: bool) -> Captur
         })
         .filter_map(|m| {
             let id = (m.get("tool_call_id").or_else(|| m.get("id")))?.as_str()?;
-            Some((
-                id.to_owned(),
-                m.get("content").cloned().unwrap_or(Value::Null),
-            ))
+            let content = m.get("content").cloned().unwrap_or(Value::Null);
+            let ok = m.get("is_error") != Some(&Value::Bool(true));
+            Some((id.to_owned(), content, ok))
         })
         .collect();
     let raw_input = raw.then(|| {
@@ -65,7 +62,7 @@ pub fn capture_chat(request: &Value, hasher: &PromptHasher, raw: bool) -> Captur
     });
     Captured {
         input_h: Some(crate::ingest::identity::input_hash(hasher, &messages)),
-        tools: tools_of(request),
+        tools: super::canonical::tools_of(request),
         results,
         model: request
             .get("model")
@@ -73,48 +70,6 @@ pub fn capture_chat(request: &Value, hasher: &PromptHasher, raw: bool) -> Captur
             .map(str::to_owned),
         raw_input,
     }
-}
-
-/// Reads what the capture needs from a Responses request (its input is not hashed: the
-/// recording's `input_h` follows the Chat Completions form).
-pub fn capture_responses(request: &Value) -> Captured {
-    let results = (request
-        .get("input")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten())
-    .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call_output"))
-    .filter_map(|i| {
-        Some((
-            i.get("call_id")?.as_str()?.to_owned(),
-            i.get("output").cloned().unwrap_or(Value::Null),
-        ))
-    })
-    .collect();
-    Captured {
-        input_h: None,
-        tools: tools_of(request),
-        results,
-        model: request
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        raw_input: None,
-    }
-}
-
-fn tools_of(request: &Value) -> Option<Vec<String>> {
-    let tools = request.get("tools")?.as_array()?;
-    Some(
-        tools
-            .iter()
-            .filter_map(|t| {
-                (t.pointer("/function/name").or_else(|| t.get("name")))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .collect(),
-    )
 }
 
 /// How a request departs from the recording, one sentence per field; empty when it does not.
@@ -229,7 +184,7 @@ impl Recording {
         // then kept (or none of them).
         let mut fresh: Vec<(Value, u64)> = Vec::new();
         let mut seen = BTreeSet::new();
-        for (id, content) in &captured.results {
+        for (id, content, ok) in &captured.results {
             if self.handed_back.contains(id) || !seen.insert(id) {
                 continue;
             }
@@ -240,7 +195,7 @@ impl Recording {
                 .unwrap_or_else(|| ("unknown".to_owned(), json!({})));
             for e in [
                 json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}),
-                json!({"kind": "tool_result", "call_id": id, "ok": true, "output": content}),
+                json!({"kind": "tool_result", "call_id": id, "ok": ok, "output": content}),
             ] {
                 let len = e.to_string().len() as u64;
                 fresh.push((e, len));
@@ -254,8 +209,15 @@ impl Recording {
         Ok(())
     }
 
-    /// Records a served inference.
-    pub fn inference(&mut self, script: &Script, step: &Step, captured: &Captured) {
+    /// Records an answered request: `step` is the answer (served from a recording, or read
+    /// from the upstream's), `model` the model named when the answer names none.
+    pub fn inference(
+        &mut self,
+        model: Option<&str>,
+        step: &Step,
+        captured: &Captured,
+        timing: Timing,
+    ) {
         let mut output = serde_json::Map::new();
         if let Some(t) = &step.text {
             output.insert("text".into(), json!(t));
@@ -273,8 +235,10 @@ impl Recording {
             output.insert("tool_calls".into(), json!(calls));
         }
         let mut e = json!({"kind": "inference", "output": output});
-        let model = (step.model.clone()).or_else(|| script.model.clone());
-        if let Some(m) = model {
+        if let Some(ts) = timing.ts_ms {
+            e["ts_ms"] = json!(ts);
+        }
+        if let Some(m) = step.model.as_deref().or(model) {
             e["model"] = json!(m);
         }
         if let Some(h) = &captured.input_h {
@@ -288,12 +252,51 @@ impl Recording {
             e["tools_offered"] = json!(t);
         }
         if let Some(u) = step.usage {
-            e["usage"] = json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens});
+            e["usage"] = json!(u);
         }
         if let Some(f) = step.finish {
             e["finish"] = json!(f.as_str());
         }
+        if let Some(l) = timing.latency_ms {
+            e["latency_ms"] = json!(l);
+        }
         self.push(e);
+    }
+
+    /// Records an `error` event (an upstream's failure, a cut stream), bounded like a
+    /// divergence; `false` when the recording was full.
+    pub fn error(&mut self, message: &str, code: &str, ts_ms: Option<i64>, limits: Limits) -> bool {
+        if self.room(message.len() as u64 + 100, limits).is_err() {
+            self.dropped += 1;
+            return false;
+        }
+        let mut e = json!({"kind": "error", "message": message, "code": code});
+        if let Some(ts) = ts_ms {
+            e["ts_ms"] = json!(ts);
+        }
+        self.push(e);
+        true
+    }
+
+    /// Whether any model request was recorded (answered, failed or cut).
+    pub fn requested(&self) -> bool {
+        self.events.iter().any(|e| {
+            matches!(e["kind"].as_str(), Some("inference"))
+                || matches!(e["code"].as_str(), Some(c) if c.starts_with("upstream") || c == "stream-truncated")
+        })
+    }
+
+    /// Whether the runtime ran a tool in this run (a tool result was handed back, or a
+    /// `tool_call` reported).
+    pub fn ran_tools(&self) -> bool {
+        !self.handed_back.is_empty()
+    }
+
+    /// The status of the `run_end` the runtime reported, if it did.
+    pub fn end_status(&self) -> Option<&str> {
+        (self.events.iter().rev())
+            .find(|e| e["kind"] == "run_end")
+            .and_then(|e| e["status"].as_str())
     }
 
     /// Records a divergence as an `error` event; once the recording is full, divergences are
@@ -417,28 +420,25 @@ impl Recording {
         Some(out)
     }
 
-    /// The recorded run as sealed trace bytes (uncompressed): header, events numbered in
-    /// order, and the `run_end` the runtime reported — or, when it reported none, `failed`
-    /// (a run that never said how it ended is never taken for a completed one).
+    /// The recorded run as a sealed trace: header, events numbered in order, and the
+    /// `run_end` the runtime reported — or, when it reported none, `failed` (a run that never
+    /// said how it ended is never taken for a completed one). Every event is read back by the
+    /// trace reader and written by the one trace writer ([`crate::trace::TraceWriter`]), in the
+    /// format's key order, with the raw-prompt sidecar when the developer opted in.
     pub fn seal(
         &self,
-        script: &Script,
+        run: &RunHeader<'_>,
         hasher: &PromptHasher,
         limits: Limits,
-        trial: Option<&crate::trials::TrialId>,
-    ) -> Result<Vec<u8>, String> {
-        let mut privacy = json!({"prompts": "hashed", "hash": hasher.scheme()});
-        if let Some(kid) = hasher.kid() {
-            privacy["kid"] = json!(kid);
-        }
+    ) -> Result<crate::trace::SealedTrace, String> {
         let mut header = json!({
             "kind": "header", "format": "tracereplay.trace", "version": 1,
-            "scenario": script.scenario, "case": script.case, "source": "replay", "privacy": privacy,
+            "scenario": run.scenario, "case": run.case, "source": run.source,
         });
-        if let Some(t) = trial {
+        if let Some(t) = run.trial {
             header["trial"] = json!(t);
         }
-        if let Some(m) = &script.model {
+        if let Some(m) = run.model {
             header["model"] = json!(m);
         }
         let mut text = header.to_string();
@@ -447,13 +447,13 @@ impl Recording {
         if self.dropped > 0 {
             events.push(json!({
                 "kind": "error", "code": "replay-divergence",
-                "message": format!("{} more divergence(s), not recorded: the recording was full", self.dropped),
+                "message": format!("{} more error(s) and divergence(s), not recorded: the recording was full", self.dropped),
             }));
         }
         if !self.ended {
             events.push(json!({
                 "kind": "run_end", "status": "failed",
-                "error": "the runtime reported no run end to the replay server",
+                "error": format!("the runtime reported no run end to the {} server", run.source),
             }));
         }
         for (i, mut e) in events.into_iter().enumerate() {
@@ -461,53 +461,51 @@ impl Recording {
             text.push_str(&e.to_string());
             text.push('\n');
         }
-        let file = TraceFile::from_bytes("recorded replay", text.into_bytes(), false);
-        match pack(&file, limits).map_err(|e| e.to_string())? {
-            Packed::Sealed { bytes, .. } => Ok(bytes),
-            Packed::AlreadySealed { .. } => Err("the recording is already sealed".into()),
+        let file = TraceFile::from_bytes("recorded run", text.into_bytes(), false);
+        let seal = file.verify_seal(false).map_err(|e| e.to_string())?;
+        let parsed = crate::trace::parse_trace(&file, &seal, limits).map_err(|e| e.to_string())?;
+        let mut writer = crate::trace::TraceWriter::with_prompts(
+            parsed.trace.header.clone(),
+            hasher.clone(),
+            false,
+        );
+        for e in &parsed.trace.events {
+            writer.push_event(e);
         }
+        let mut sealed = writer.finish();
+        sealed.sidecar = self.sidecar();
+        if sealed.bytes.len() as u64 > limits.max_trace_bytes {
+            return Err(format!(
+                "the recording is {} bytes, over the trace size limit of {} bytes",
+                sealed.bytes.len(),
+                limits.max_trace_bytes
+            ));
+        }
+        Ok(sealed)
     }
 }
 
-/// The run recorded at `path`, in words, when it is another run than this one (scenario, case
-/// or trial spelt otherwise, as two ids that differ only in letter case share a file name);
-/// `None` when nothing is there, it is this run, or it cannot be read (then it is replaced, as
-/// any unreadable file in a recording's place).
-pub(crate) fn other_run_at(
-    path: &camino::Utf8Path,
-    script: &super::Script,
-    options: &super::server::Options,
-) -> Option<String> {
-    let file = crate::trace::TraceFile::open(path, options.limits).ok()?;
-    let first = file.bytes.split(|b| *b == b'\n').next()?;
-    let header: serde_json::Value = serde_json::from_slice(first).ok()?;
-    let text = |k: &str| match &header[k] {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    };
-    let theirs = (text("scenario")?, text("case")?, text("trial"));
-    let ours = (
-        script.scenario.clone(),
-        script.case.clone(),
-        options.trial.as_ref().map(|t| t.as_str().to_owned()),
-    );
-    (theirs != ours).then(|| {
-        let trial = theirs
-            .2
-            .map_or_else(String::new, |t| format!(" trial `{t}`"));
-        format!("scenario `{}` case `{}`{trial}", theirs.0, theirs.1)
-    })
+/// The header of a recorded run.
+#[derive(Debug, Clone, Copy)]
+pub struct RunHeader<'a> {
+    /// The scenario id.
+    pub scenario: &'a str,
+    /// The case.
+    pub case: &'a str,
+    /// The trial, when the case is recorded several times.
+    pub trial: Option<&'a crate::trials::TrialId>,
+    /// The model the run asked for.
+    pub model: Option<&'a str>,
+    /// `replay` or `record`.
+    pub source: &'static str,
 }
 
-/// Where a session's recording goes under the record directory: `<scenario>/<case>.trace.ndjson.zst`,
-/// or `<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial (lowercased path segments, as
-/// baselines have them).
-pub fn recording_path(script: &super::Script, trial: Option<&crate::trials::TrialId>) -> String {
-    let segment = crate::baseline::encode_trace_segment;
-    let (scenario, case) = (segment(&script.scenario), segment(&script.case));
-    match trial {
-        None => format!("{scenario}/{case}.trace.ndjson.zst"),
-        Some(t) => format!("{scenario}/{case}/{}.trace.ndjson.zst", segment(t.as_str())),
-    }
+/// When an inference happened and how long it took (a live recording's; replay records none,
+/// so that one recording replayed twice gives the same bytes).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    /// When the request arrived (Unix milliseconds).
+    pub ts_ms: Option<i64>,
+    /// From the request's arrival to its answer's last byte.
+    pub latency_ms: Option<u64>,
 }

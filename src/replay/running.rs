@@ -15,56 +15,66 @@ pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 impl Replay {
-    /// Runs the server on `listener` until `shutdown` completes: then it stops accepting, lets
-    /// the requests in flight finish for at most `SHUTDOWN_GRACE`, and drops the rest (a
-    /// stalled client never holds the server open). A connection that sends no complete
-    /// request head within `HEADER_READ_TIMEOUT` is closed.
+    /// Runs the server on `listener` until `shutdown` completes (see [`serve_until`]).
     pub async fn run(
         self: Arc<Self>,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let router = self.router();
-        let (close, closing) = tokio::sync::watch::channel(false);
-        let mut connections = tokio::task::JoinSet::new();
-        let shutdown = std::pin::pin!(shutdown);
-        let mut shutdown = shutdown;
-        loop {
-            let (stream, _) = tokio::select! {
-                _ = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    // Out of file descriptors, say: wait a moment rather than spin.
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                        continue;
-                    }
-                },
-            };
-            let service = hyper_util::service::TowerToHyperService::new(router.clone());
-            let mut closing = closing.clone();
-            connections.spawn(async move {
-                let mut builder = hyper::server::conn::http1::Builder::new();
-                builder
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT);
-                let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                let mut conn = std::pin::pin!(conn);
-                tokio::select! {
-                    _ = conn.as_mut() => return,
-                    _ = closing.wait_for(|c| *c) => conn.as_mut().graceful_shutdown(),
-                }
-                let _ = conn.await;
-            });
-        }
-        drop(listener);
-        let _ = close.send(true);
-        let drained = async { while connections.join_next().await.is_some() {} };
-        if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
-            connections.abort_all();
-        }
-        Ok(())
+        serve_until(self.router(), listener, shutdown).await
     }
+}
+
+/// Serves `router` on `listener` until `shutdown` completes: then it stops accepting, lets the
+/// requests in flight finish for at most `SHUTDOWN_GRACE`, and drops the rest (a stalled client
+/// never holds the server open). A connection that sends no complete request head within
+/// `HEADER_READ_TIMEOUT` is closed. Writes go out as they are made (no Nagle delay), so a
+/// streamed answer's pieces reach the client as they are sent.
+pub(crate) async fn serve_until(
+    router: axum::Router,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (close, closing) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let shutdown = std::pin::pin!(shutdown);
+    let mut shutdown = shutdown;
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                // Out of file descriptors, say: wait a moment rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut closing = closing.clone();
+        connections.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = closing.wait_for(|c| *c) => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    let _ = close.send(true);
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
+        connections.abort_all();
+    }
+    Ok(())
 }
 
 /// Starts serving `scripts` on `addr` on a runtime of its own, in a background thread; returns

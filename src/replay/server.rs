@@ -25,6 +25,7 @@ use axum::routing::post;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::canonical::Api;
 use super::openai;
 use super::record::{self, Recording};
 use super::script::Script;
@@ -85,6 +86,8 @@ pub struct Options {
     pub limits: Limits,
     /// Signs each recording (a detached signature beside it), when set.
     pub signer: Option<std::sync::Arc<dyn crate::sign::TraceSigner>>,
+    /// How streamed answers are cut into writes (`--chunking`).
+    pub chunking: super::chunking::Chunking,
 }
 
 impl Options {
@@ -110,18 +113,19 @@ impl Default for Options {
             raw_prompts: false,
             limits: Limits::default(),
             signer: None,
+            chunking: super::chunking::Chunking::Recorded,
         }
     }
 }
 
-struct Session {
-    script: Script,
-    hasher: PromptHasher,
-    served: usize,
-    exhausted: usize,
-    divergences: Vec<String>,
-    finished: bool,
-    recording: Recording,
+pub(super) struct Session {
+    pub(super) script: Script,
+    pub(super) hasher: PromptHasher,
+    pub(super) served: usize,
+    pub(super) exhausted: usize,
+    pub(super) divergences: Vec<String>,
+    pub(super) finished: bool,
+    pub(super) recording: Recording,
     recorded: Option<String>,
     not_recorded: Option<String>,
 }
@@ -161,41 +165,22 @@ impl Session {
             return Ok(());
         }
         self.not_recorded = None;
-        let bytes = self.recording.seal(
-            &self.script,
-            &self.hasher,
-            options.limits,
-            options.trial.as_ref(),
-        )?;
-        let path = dir.join(super::record::recording_path(
-            &self.script,
-            options.trial.as_ref(),
-        ));
-        // File names ignore letter case; the ids in a header do not. A recording of trial `A`
-        // is never replaced by one of trial `a` (nor a case or scenario spelt otherwise): that
-        // would lose a run silently.
-        if let Some(other) = super::record::other_run_at(&path, &self.script, options) {
-            return Err(format!(
-                "`{path}` holds the recording of {other}, which differs only in letter case from this run's; not replaced — give this run another `--trial` (or case)"
-            ));
-        }
-        let compressed =
-            zstd::bulk::compress(&bytes, crate::trace::ZSTD_LEVEL).map_err(|e| e.to_string())?;
-        let confined = crate::fsutil::Confined::new(dir.clone());
-        confined
-            .write(&path, &compressed, true)
-            .map_err(|e| format!("cannot write `{path}`: {e}"))?;
-        if let Some(sidecar) = self.recording.sidecar().filter(|_| options.raw_prompts) {
-            let side = crate::trace::sidecar_path(&path);
-            confined
-                .write(&side, &sidecar, true)
-                .map_err(|e| format!("cannot write `{side}`: {e}"))?;
-        }
-        if let Some(signer) = &options.signer {
-            let what = (path.as_path(), compressed.as_slice());
-            crate::sign::sign_trace(signer.as_ref(), dir, what, options.limits, true)
-                .map_err(|e| format!("cannot sign `{path}`: {e}"))?;
-        }
+        let run = record::RunHeader {
+            scenario: &self.script.scenario,
+            case: &self.script.case,
+            trial: options.trial.as_ref(),
+            model: self.script.model.as_deref(),
+            source: "replay",
+        };
+        let sealed = self.recording.seal(&run, &self.hasher, options.limits)?;
+        let how = super::place::Placement {
+            dir,
+            raw_prompts: options.raw_prompts,
+            signer: options.signer.as_deref(),
+            limits: options.limits,
+            replace: true,
+        };
+        let path = super::place::place(&run, &sealed, &how)?;
         self.recorded = Some(path.to_string());
         Ok(())
     }
@@ -204,7 +189,7 @@ impl Session {
 /// The served recordings, one session each.
 pub struct Replay {
     sessions: BTreeMap<String, Mutex<Session>>,
-    options: Options,
+    pub(super) options: Options,
 }
 
 impl Replay {
@@ -256,52 +241,60 @@ impl Replay {
     pub fn router(self: Arc<Self>) -> Router {
         let api = |prefix: &str| {
             Router::new()
-                .route(&format!("{prefix}/v1/chat/completions"), post(chat))
-                .route(&format!("{prefix}/v1/responses"), post(responses))
+                .route(
+                    &format!("{prefix}/v1/chat/completions"),
+                    post(super::models::chat),
+                )
+                .route(
+                    &format!("{prefix}/v1/responses"),
+                    post(super::models::responses),
+                )
+                .route(
+                    &format!("{prefix}/v1/messages"),
+                    post(super::models::messages),
+                )
                 .route(&format!("{prefix}/tracereplay/v1/finish"), post(finish))
                 .route(&format!("{prefix}/tracereplay/v1/events"), post(events))
         };
         api("")
             .merge(api("/replay/{scenario}/{case}"))
             .fallback(|| async {
-                error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses, /tracereplay/v1/events and /tracereplay/v1/finish", "not_found")
+                error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses, /v1/messages, /tracereplay/v1/events and /tracereplay/v1/finish", "not_found")
             })
             .layer(middleware::from_fn(timeout))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self)
     }
 
-    fn session(
+    pub(super) fn session(
         &self,
         path: Option<(String, String)>,
         headers: &HeaderMap,
-    ) -> Result<&Mutex<Session>, Box<Response>> {
+    ) -> Result<&Mutex<Session>, Fail> {
         let named = match path {
             Some((s, c)) => Some(format!("{s}/{c}")),
             None => (headers.get(CASE_HEADER))
                 .map(|v| v.to_str().map(str::to_owned).unwrap_or_default()),
         };
         match named {
-            Some(key) => self.sessions.get(&key).ok_or_else(|| {
-                Box::new(error(
-                    StatusCode::NOT_FOUND,
-                    &format!(
-                        "no recording of `{key}` is served (served: {})",
-                        self.keys()
-                    ),
-                    "unknown_session",
-                ))
+            Some(key) => self.sessions.get(&key).ok_or_else(|| Fail {
+                status: StatusCode::NOT_FOUND,
+                message: format!(
+                    "no recording of `{key}` is served (served: {})",
+                    self.keys()
+                ),
+                kind: "unknown_session",
             }),
             None if self.sessions.len() == 1 => Ok(self.sessions.values().next().expect("one")),
-            None => Err(Box::new(error(
-                StatusCode::BAD_REQUEST,
-                &format!(
+            None => Err(Fail {
+                status: StatusCode::BAD_REQUEST,
+                message: format!(
                     "{} recordings are served: name one with the path prefix /replay/<scenario>/<case>/ or the X-Tracereplay-Case header (served: {})",
                     self.sessions.len(),
                     self.keys()
                 ),
-                "session_not_named",
-            ))),
+                kind: "session_not_named",
+            }),
         }
     }
 
@@ -311,8 +304,11 @@ impl Replay {
     pub fn answer(&self, route: &str, body: &[u8]) -> u16 {
         let (headers, body) = (HeaderMap::new(), Bytes::copy_from_slice(body));
         let r = match route {
-            "chat" => next_response(self, None, &headers, &body, Shape::Chat),
-            "responses" => next_response(self, None, &headers, &body, Shape::Responses),
+            "chat" => super::models::next_response(self, None, &headers, &body, Api::Chat),
+            "responses" => {
+                super::models::next_response(self, None, &headers, &body, Api::Responses)
+            }
+            "messages" => super::models::next_response(self, None, &headers, &body, Api::Anthropic),
             "events" => post_events(self, None, &headers, &body),
             "finish" => match self.session(None, &headers) {
                 Ok(s) => {
@@ -320,7 +316,7 @@ impl Replay {
                     s.finished = true;
                     StatusCode::OK.into_response()
                 }
-                Err(r) => *r,
+                Err(f) => f.respond(None),
             },
             _ => StatusCode::NOT_FOUND.into_response(),
         };
@@ -333,12 +329,16 @@ impl Replay {
         (self.sessions.values())
             .map(|s| {
                 let s = s.lock().unwrap_or_else(|e| e.into_inner());
-                s.recording.seal(
-                    &s.script,
-                    &s.hasher,
-                    self.options.limits,
-                    self.options.trial.as_ref(),
-                )
+                let run = record::RunHeader {
+                    scenario: &s.script.scenario,
+                    case: &s.script.case,
+                    trial: self.options.trial.as_ref(),
+                    model: s.script.model.as_deref(),
+                    source: "replay",
+                };
+                s.recording
+                    .seal(&run, &s.hasher, self.options.limits)
+                    .map(|sealed| sealed.bytes)
             })
             .collect()
     }
@@ -350,7 +350,7 @@ impl Replay {
 }
 
 /// The error type of a refusal.
-fn kind_of(why: &record::Refused) -> &'static str {
+pub(super) fn kind_of(why: &record::Refused) -> &'static str {
     match why {
         record::Refused::Invalid(_) => "invalid_event",
         record::Refused::Conflict(_) => "event_conflict",
@@ -359,7 +359,7 @@ fn kind_of(why: &record::Refused) -> &'static str {
 }
 
 /// The status of a refusal: 400, 409 or 413.
-fn status_of(why: &record::Refused) -> StatusCode {
+pub(super) fn status_of(why: &record::Refused) -> StatusCode {
     match why {
         record::Refused::Invalid(_) => StatusCode::BAD_REQUEST,
         record::Refused::Conflict(_) => StatusCode::CONFLICT,
@@ -368,12 +368,41 @@ fn status_of(why: &record::Refused) -> StatusCode {
 }
 
 /// The response to a refusal, with its reason.
-fn refused(why: &record::Refused) -> Response {
+pub(super) fn refused(why: &record::Refused) -> Response {
     error(status_of(why), why.message(), kind_of(why))
 }
 
-fn error(status: StatusCode, message: &str, kind: &str) -> Response {
-    let mut r = (status, axum::Json(openai::error(message, kind))).into_response();
+/// A refusal, answered in the shape of the API asked (OpenAI's when none).
+#[derive(Debug)]
+pub(super) struct Fail {
+    pub(super) status: StatusCode,
+    pub(super) message: String,
+    pub(super) kind: &'static str,
+}
+
+impl Fail {
+    pub(super) fn respond(self, api: Option<Api>) -> Response {
+        error_in(api, self.status, &self.message, self.kind)
+    }
+}
+
+pub(super) fn error(status: StatusCode, message: &str, kind: &str) -> Response {
+    error_in(None, status, message, kind)
+}
+
+/// An error answer in `api`'s error body shape (Anthropic's for the Messages API, OpenAI's
+/// otherwise), never retried by the SDKs.
+pub(super) fn error_in(
+    api: Option<Api>,
+    status: StatusCode,
+    message: &str,
+    kind: &str,
+) -> Response {
+    let body = match api {
+        Some(Api::Anthropic) => super::anthropic::error(message, kind),
+        _ => openai::error(message, kind),
+    };
+    let mut r = (status, axum::Json(body)).into_response();
     // The OpenAI SDKs honour this: retrying would only ask past the end again.
     r.headers_mut()
         .insert("x-should-retry", HeaderValue::from_static("false"));
@@ -402,122 +431,8 @@ async fn timeout(req: Request, next: Next) -> Response {
     }
 }
 
-/// Which API shape a request wants.
-#[derive(Clone, Copy)]
-enum Shape {
-    Chat,
-    Responses,
-}
-
-fn next_response(
-    replay: &Replay,
-    path: Option<(String, String)>,
-    headers: &HeaderMap,
-    body: &Bytes,
-    shape: Shape,
-) -> Response {
-    let session = match replay.session(path, headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let request: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("the request body is not JSON: {e}"),
-                "invalid_request",
-            );
-        }
-    };
-    // Only a request of the endpoint's shape gets the next recorded response.
-    // (Whatever it asks: a request without `messages` is still served.)
-    let shaped = request.is_object()
-        && match shape {
-            Shape::Chat => request.get("messages").is_none_or(Value::is_array),
-            Shape::Responses => {
-                (request.get("input")).is_none_or(|i| i.is_array() || i.is_string())
-            }
-        };
-    if !shaped {
-        let want = match shape {
-            Shape::Chat => "a Chat Completions request: an object, whose `messages` is a list",
-            Shape::Responses => {
-                "a Responses request: an object, whose `input` is a string or a list"
-            }
-        };
-        return error(
-            StatusCode::BAD_REQUEST,
-            &format!("the request body is not {want}"),
-            "invalid_request",
-        );
-    }
-    let mut guard = session.lock().unwrap_or_else(|e| e.into_inner());
-    let s = &mut *guard;
-    let total = s.script.steps.len();
-    if s.served >= total {
-        s.exhausted += 1;
-        let message = format!(
-            "replay exhausted: {} of {total} recorded model responses served",
-            s.served
-        );
-        s.recording.divergence(&message, replay.options.limits);
-        return error(StatusCode::GONE, &message, "replay_exhausted");
-    }
-    let captured = match shape {
-        Shape::Chat => record::capture_chat(&request, &s.hasher, replay.options.raw_prompts),
-        Shape::Responses => record::capture_responses(&request),
-    };
-    if let Err(why) = s.recording.results(&captured, replay.options.limits) {
-        return refused(&why);
-    }
-    let n = s.served + 1;
-    let step = &s.script.steps[n - 1];
-    let diverging = record::divergences(n, step, &captured);
-    for d in &diverging {
-        s.recording.divergence(d, replay.options.limits);
-    }
-    s.divergences.extend(diverging.iter().cloned());
-    if replay.options.strict && !diverging.is_empty() {
-        return error(
-            StatusCode::CONFLICT,
-            &format!("replay diverged (--strict): {}", diverging.join("; ")),
-            "replay_diverged",
-        );
-    }
-    s.served = n;
-    s.recording.inference(&s.script, step, &captured);
-    let step = &s.script.steps[n - 1];
-    match shape {
-        Shape::Chat if request.get("stream") == Some(&Value::Bool(true)) => {
-            let body = openai::chat_completion_stream(&s.script, step, n);
-            ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
-        }
-        Shape::Chat => axum::Json(openai::chat_completion(&s.script, step, n)).into_response(),
-        Shape::Responses => axum::Json(openai::response(&s.script, step, n)).into_response(),
-    }
-}
-
-fn named(path: Option<Path<(String, String)>>) -> Option<(String, String)> {
+pub(super) fn named(path: Option<Path<(String, String)>>) -> Option<(String, String)> {
     path.map(|Path(p)| p)
-}
-
-async fn chat(
-    State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    next_response(&replay, named(path), &headers, &body, Shape::Chat)
-}
-
-async fn responses(
-    State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    next_response(&replay, named(path), &headers, &body, Shape::Responses)
 }
 
 async fn finish(
@@ -527,7 +442,7 @@ async fn finish(
 ) -> Response {
     let session = match replay.session(named(path), &headers) {
         Ok(s) => s,
-        Err(r) => return *r,
+        Err(f) => return f.respond(None),
     };
     let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
     s.finished = true;
@@ -561,7 +476,7 @@ fn post_events(
 ) -> Response {
     let session = match replay.session(path, headers) {
         Ok(s) => s,
-        Err(r) => return *r,
+        Err(f) => return f.respond(None),
     };
     let events = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Array(items)) => items,

@@ -4,7 +4,7 @@
 //! the sessions unwritten.)
 
 /// SIGINT, SIGTERM and SIGHUP, listened for from the moment the server is bound.
-pub(super) struct Signals {
+pub(crate) struct Signals {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -15,7 +15,7 @@ pub(super) struct Signals {
 
 impl Signals {
     /// Registers the handlers (inside the server's runtime).
-    pub(super) fn install() -> std::io::Result<Signals> {
+    pub(crate) fn install() -> std::io::Result<Signals> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -30,7 +30,7 @@ impl Signals {
     }
 
     /// Completes on the first SIGINT, SIGTERM or SIGHUP.
-    pub(super) async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         #[cfg(unix)]
         tokio::select! {
             _ = self.interrupt.recv() => {}

@@ -197,6 +197,9 @@ pub struct Inference<'a> {
     pub output: Option<InferenceOutput<'a>>,
     pub usage: Option<Usage>,
     pub finish: Option<Finish>,
+    /// How long the request took, from its first byte sent to its answer's last byte
+    /// received, in milliseconds (an extension of format v1: `record` writes it).
+    pub latency_ms: Option<u64>,
 }
 
 /// What the model answered.
@@ -232,6 +235,11 @@ pub struct Usage {
     pub output_tokens: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`), counted in `input_tokens` too (an extension of format
+    /// v1, as `cost_usd`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

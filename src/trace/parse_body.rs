@@ -104,6 +104,7 @@ impl Parser<'_> {
                     output,
                     usage: raw.usage,
                     finish,
+                    latency_ms: raw.latency_ms,
                 }))
             }
             "tool_call" => {

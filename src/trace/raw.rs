@@ -136,6 +136,7 @@ raw_events! {
     usage: Option<Usage>,
     #[serde(borrow)]
     finish: Option<Str<'a>>,
+    latency_ms: Option<u64>,
     #[serde(borrow)]
     call_id: Option<Str<'a>>,
     #[serde(borrow)]

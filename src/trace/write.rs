@@ -55,6 +55,7 @@ impl Serialize for Event<'_> {
                 opt(&mut m, "output", &i.output)?;
                 opt(&mut m, "usage", &i.usage)?;
                 opt(&mut m, "finish", &i.finish)?;
+                opt(&mut m, "latency_ms", &i.latency_ms)?;
             }
             EventBody::ToolCall {
                 call_id,

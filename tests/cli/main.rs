@@ -33,6 +33,7 @@ mod project;
 mod public_api;
 mod real_corpora;
 mod real_trials;
+mod record;
 mod remote;
 mod remote_ingest;
 mod remote_partition;

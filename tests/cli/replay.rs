@@ -23,6 +23,13 @@ impl Server {
     pub(super) fn start_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Server {
         let mut full = vec!["replay", "serve"];
         full.extend_from_slice(args);
+        Server::spawn(env, &full, vars)
+    }
+
+    /// Starts `tracereplay ARGS` (a server that prints `listening on URL` first), with CI set.
+    pub(super) fn spawn(env: &Env, full: &[&str], vars: &[(&str, &str)]) -> Server {
+        let args = full;
+        let full = full.to_vec();
         let mut vars = vars.to_vec();
         vars.push(("CI", "true"));
         let mut child = env

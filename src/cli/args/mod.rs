@@ -8,6 +8,7 @@ mod cost;
 mod gates;
 mod ingest;
 mod judging;
+mod record;
 mod replay;
 mod report;
 mod sign;
@@ -19,6 +20,7 @@ pub(crate) use cost::BudgetArgs;
 pub(crate) use gates::GatesArgs;
 pub(crate) use ingest::{IngestArgs, IngestFormatArg};
 pub(crate) use judging::{AlphaArgs, DriftArgs, JudgingArgs, LimitArgs};
+pub(crate) use record::RecordArgs;
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
 pub(crate) use report::ReportArgs;
 pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
@@ -131,9 +133,14 @@ pub(crate) enum Command {
     /// Print the settings `check` runs with (project file, profile, defaults) and where each
     /// came from.
     Config,
-    /// Serve recorded model outputs to a real agent loop (an OpenAI-compatible endpoint).
+    /// Serve recorded model outputs to a real agent loop (an OpenAI- and Anthropic-compatible
+    /// endpoint).
     #[command(subcommand)]
     Replay(ReplayCommand),
+    /// Record an agent's model requests as sealed traces: a proxy for the OpenAI (Chat
+    /// Completions, Responses) and Anthropic Messages APIs; the first line printed is
+    /// `listening on http://HOST:PORT`.
+    Record(RecordArgs),
 }
 
 /// `explain` flags.

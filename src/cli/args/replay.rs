@@ -8,8 +8,9 @@ use super::LimitArgs;
 /// `replay` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ReplayCommand {
-    /// Serve traces' recorded model responses, in order, over the OpenAI API (Chat Completions,
-    /// streamed or not, and Responses); the first line printed is `listening on http://HOST:PORT`.
+    /// Serve traces' recorded model responses, in order, over the OpenAI API (Chat Completions
+    /// and Responses) and the Anthropic Messages API, streamed or not; the first line printed is
+    /// `listening on http://HOST:PORT`.
     Serve(ReplayServeArgs),
 }
 
@@ -43,9 +44,15 @@ pub(crate) struct ReplayServeArgs {
     /// `trial` in its header): an integer or 1-64 characters of [A-Za-z0-9._-].
     #[arg(long, value_name = "ID", requires = "record", value_parser = parse_trial)]
     pub trial: Option<tracereplay::trials::TrialId>,
-    /// Answer a request that diverges from the recording with an error, not the recorded output.
+    /// Answer a request that diverges from the recording with an error, not the recorded output;
+    /// a session that ends with recorded responses left unserved is a divergence too.
     #[arg(long)]
     pub strict: bool,
+    /// How streamed answers are cut into writes: `recorded` (one per event, as providers send
+    /// them), `whole` (one per line), `bytes:N` (N-byte writes, cutting through lines and UTF-8
+    /// sequences) or `coalesce` (the whole stream in one write). The bytes served are the same.
+    #[arg(long, value_name = "MODE", default_value = "recorded", value_parser = parse_chunking)]
+    pub chunking: tracereplay::replay::Chunking,
     /// Accepted for symmetry with `ingest --unkeyed`: each session hashes request inputs as its
     /// recording's header says its prompts were hashed — unkeyed, or with the key in
     /// `TRACEREPLAY_HASH_KEY` (required then, and its key id must match the recording's).
@@ -60,6 +67,10 @@ pub(crate) struct ReplayServeArgs {
     pub signing: super::SigningArgs,
 }
 
-fn parse_trial(s: &str) -> Result<tracereplay::trials::TrialId, String> {
+fn parse_chunking(s: &str) -> Result<tracereplay::replay::Chunking, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_trial(s: &str) -> Result<tracereplay::trials::TrialId, String> {
     tracereplay::trials::TrialId::parse(s)
 }

@@ -1,0 +1,64 @@
+//! `record` flags.
+
+use camino::Utf8PathBuf;
+use clap::Args;
+
+use super::LimitArgs;
+
+/// `record` flags.
+#[derive(Debug, Args)]
+pub(crate) struct RecordArgs {
+    /// The upstream every request is forwarded to: a provider's base URL
+    /// (`https://api.openai.com`, `https://api.anthropic.com`) or another server's (a request
+    /// for `/v1/chat/completions` goes to `URL/v1/chat/completions`).
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// Where sessions are written: `DIR/<scenario>/<case>.trace.ndjson.zst`, or
+    /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial.
+    #[arg(long, value_name = "DIR")]
+    pub out: Utf8PathBuf,
+    /// Where to listen (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow listening on an address other than loopback (anyone who reaches it can spend the
+    /// credentials its requests carry).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Allow a plain-HTTP upstream that is not on loopback (credentials would cross the network
+    /// unencrypted).
+    #[arg(long)]
+    pub allow_insecure_upstream: bool,
+    /// Record each session as this trial of its case, unless its X-Tracereplay-Trial header
+    /// names another: an integer or 1-64 characters of [A-Za-z0-9._-].
+    #[arg(long, value_name = "ID", value_parser = super::replay::parse_trial)]
+    pub trial: Option<tracereplay::trials::TrialId>,
+    /// Write a session once it has had no request in flight for SECS seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub idle: Option<std::time::Duration>,
+    /// How long the upstream may stay silent in an answer before the request counts as timed
+    /// out (recorded as an `error` event, answered 504).
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_secs)]
+    pub upstream_timeout: std::time::Duration,
+    /// Hash prompts unkeyed (plain BLAKE3) instead of with the key in `TRACEREPLAY_HASH_KEY`.
+    #[arg(long)]
+    pub unkeyed: bool,
+    /// Developer opt-in: also write the raw text of each hashed request input to a
+    /// `NAME.prompts.ndjson` sidecar beside the recording (never into the trace or a log).
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
+    /// Size limits of each session's recording.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Signing of the recordings.
+    #[command(flatten)]
+    pub signing: super::SigningArgs,
+}
+
+fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 * 365.0 => {
+            Ok(std::time::Duration::from_secs_f64(v))
+        }
+        _ => Err(format!("`{s}` is not a number of seconds above 0")),
+    }
+}

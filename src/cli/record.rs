@@ -1,0 +1,85 @@
+//! `tracereplay record`: the recording proxy.
+
+use std::io::Write;
+
+use tracereplay::privacy::{KEY_ENV, PromptHasher, raw_prompts_opted_in};
+use tracereplay::replay::proxy;
+use tracereplay::report::escape_controls;
+
+use super::args::RecordArgs;
+use super::exit;
+
+/// Runs `record` until SIGINT, SIGTERM or SIGHUP; `Err` means exit 2. Exits 1 when a session
+/// could not be written (a secret in it, a file in its place), 0 otherwise.
+pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if !args.listen.ip().is_loopback() {
+        if !args.allow_remote {
+            anyhow::bail!(
+                "`{}` is not a loopback address: anyone who reaches it can spend the credentials its requests carry; pass --allow-remote to mean it",
+                args.listen
+            );
+        }
+        diag!(
+            "warning: listening on {}, which is not loopback",
+            args.listen
+        );
+    }
+    let upstream = proxy::check_upstream(&args.upstream, args.allow_insecure_upstream)
+        .map_err(anyhow::Error::msg)?;
+    let hasher = match (PromptHasher::from_env(), args.unkeyed) {
+        (_, true) => PromptHasher::unkeyed(),
+        (Some(h), false) => h,
+        (None, false) => anyhow::bail!(
+            "`record` hashes prompts with a key: set `{KEY_ENV}` (make one with `tracereplay key new`), or pass `--unkeyed` for unkeyed hashes"
+        ),
+    };
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
+    let raw_prompts = raw_prompts_opted_in(args.dev_raw_prompts);
+    if raw_prompts {
+        diag!(
+            "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
+        );
+    }
+    let options = proxy::Options {
+        upstream,
+        out: args.out.clone(),
+        hasher,
+        raw_prompts,
+        trial: args.trial.clone(),
+        idle: args.idle,
+        upstream_timeout: args.upstream_timeout,
+        limits: args.limits.limits(),
+        signer: super::sign::signer(&args.signing)?.map(|k| k as _),
+    };
+    let server = proxy::spawn(args.listen, options)?;
+    writeln!(out, "listening on http://{}", server.addr)?;
+    out.flush()?;
+    diag!(
+        "recording to `{}`, forwarding to {}",
+        escape_controls(args.out.as_str()),
+        escape_controls(&tracereplay::paths::redact_url(&args.upstream))
+    );
+    let ends = server.wait(|end| {
+        let session = escape_controls(&end.session);
+        match (&end.recorded_to, &end.not_recorded) {
+            (Some(path), _) => {
+                // Each written session is a line of stdout, as it is written.
+                let _ = writeln!(
+                    out,
+                    "recorded {session}: {} request(s) -> {}",
+                    end.requests,
+                    escape_controls(path)
+                );
+                let _ = out.flush();
+            }
+            (None, Some(why)) if end.failed => diag!("error: {session}: {}", escape_controls(why)),
+            (None, Some(why)) => diag!("note: {session}: not recorded: {}", escape_controls(why)),
+            (None, None) => {}
+        }
+    });
+    let failed = ends.iter().filter(|e| e.failed).count();
+    let written = ends.iter().filter(|e| e.recorded_to.is_some()).count();
+    diag!("{written} session(s) recorded, {failed} refused");
+    Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
+}

@@ -1,0 +1,364 @@
+//! One canonical request for every API: a Responses or Anthropic Messages request read as the
+//! Chat Completions conversation it is, so that `input_h` (the hash of
+//! [`crate::ingest::identity::canonical_message`] of each message) is the same whichever API
+//! carried the conversation — and so that a divergence can name the first field that differs
+//! ([`canonical_request`], [`first_difference`]).
+//!
+//! - Responses: `instructions` is a leading `system` message; a string `input` one `user`
+//!   message; `message` items keep their role and text; consecutive `function_call` items (and
+//!   the assistant message before them) are one assistant message with `tool_calls`;
+//!   `function_call_output` is a `tool` message.
+//! - Anthropic Messages: `system` (a string or text blocks) is a leading `system` message; in a
+//!   message, `text` blocks are its content, `tool_use` blocks its `tool_calls` (their `input`
+//!   the arguments), and each `tool_result` block a `tool` message of its own, placed before the
+//!   message's text.
+
+use serde_json::{Map, Value, json};
+
+use crate::ingest::content_text;
+
+/// Which API a request was made to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+    Chat,
+    /// The OpenAI Responses API (`POST /v1/responses`).
+    Responses,
+    /// The Anthropic Messages API (`POST /v1/messages`).
+    Anthropic,
+}
+
+impl Api {
+    /// The API a request path ends with, if it is one of the three.
+    pub fn of_path(path: &str) -> Option<Api> {
+        let path = path.trim_end_matches('/');
+        if path.ends_with("/v1/chat/completions") || path == "/chat/completions" {
+            Some(Api::Chat)
+        } else if path.ends_with("/v1/responses") || path == "/responses" {
+            Some(Api::Responses)
+        } else if path.ends_with("/v1/messages") || path == "/messages" {
+            Some(Api::Anthropic)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a request body is this API's: an object, with its conversation where the API
+    /// keeps it (`messages` a list; `input` a string or a list).
+    pub fn shaped(self, request: &Value) -> bool {
+        request.is_object()
+            && match self {
+                Api::Chat | Api::Anthropic => request.get("messages").is_none_or(Value::is_array),
+                Api::Responses => {
+                    (request.get("input")).is_none_or(|i| i.is_array() || i.is_string())
+                }
+            }
+    }
+
+    /// What [`Api::shaped`] wants, in words.
+    pub fn shape_wanted(self) -> &'static str {
+        match self {
+            Api::Chat => "a Chat Completions request: an object, whose `messages` is a list",
+            Api::Responses => "a Responses request: an object, whose `input` is a string or a list",
+            Api::Anthropic => "a Messages request: an object, whose `messages` is a list",
+        }
+    }
+}
+
+/// The conversation of a request as Chat Completions messages.
+pub fn messages_of(api: Api, request: &Value) -> Vec<Value> {
+    match api {
+        Api::Chat => (request.get("messages").and_then(Value::as_array))
+            .cloned()
+            .unwrap_or_default(),
+        Api::Responses => responses_messages(request),
+        Api::Anthropic => anthropic_messages(request),
+    }
+}
+
+fn responses_messages(request: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(text) = request.get("instructions").and_then(content_text) {
+        out.push(json!({"role": "system", "content": text}));
+    }
+    let items = match request.get("input") {
+        Some(Value::String(s)) => return with(out, json!({"role": "user", "content": s})),
+        Some(Value::Array(items)) => items,
+        _ => return out,
+    };
+    for item in items {
+        let kind = item
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
+        match kind {
+            "function_call" => {
+                let call = json!({
+                    "id": item.get("call_id").cloned().unwrap_or(Value::Null),
+                    "type": "function",
+                    "function": {"name": item.get("name").cloned().unwrap_or(Value::Null),
+                                 "arguments": item.get("arguments").cloned().unwrap_or(Value::Null)},
+                });
+                // Calls planned together are one assistant message, as Chat Completions has it.
+                match out.last_mut() {
+                    Some(last) if is_assistant(last) => {
+                        let calls = last.as_object_mut().expect("an object").entry("tool_calls");
+                        match calls.or_insert_with(|| json!([])) {
+                            Value::Array(a) => a.push(call),
+                            other => *other = json!([call]),
+                        }
+                    }
+                    _ => out.push(json!({"role": "assistant", "tool_calls": [call]})),
+                }
+            }
+            "function_call_output" => out.push(json!({
+                "role": "tool",
+                "tool_call_id": item.get("call_id").cloned().unwrap_or(Value::Null),
+                "content": item.get("output").cloned().unwrap_or(Value::Null),
+            })),
+            "message" => {
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
+                let role = if role == "developer" { "system" } else { role };
+                let mut m = json!({"role": role});
+                if let Some(c) = item.get("content") {
+                    m["content"] = c.clone();
+                }
+                out.push(m);
+            }
+            // Reasoning items and the like carry no conversation text the hash covers.
+            _ => {}
+        }
+    }
+    out
+}
+
+fn is_assistant(m: &Value) -> bool {
+    m.get("role").and_then(Value::as_str) == Some("assistant")
+}
+
+fn with(mut out: Vec<Value>, m: Value) -> Vec<Value> {
+    out.push(m);
+    out
+}
+
+fn anthropic_messages(request: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(text) = request.get("system").and_then(content_text) {
+        out.push(json!({"role": "system", "content": text}));
+    }
+    for m in (request.get("messages").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+    {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        let blocks = match m.get("content") {
+            Some(Value::Array(blocks)) => blocks.as_slice(),
+            Some(other) => {
+                out.push(json!({"role": role, "content": other}));
+                continue;
+            }
+            None => {
+                out.push(json!({"role": role}));
+                continue;
+            }
+        };
+        let mut texts = Vec::new();
+        let mut calls = Vec::new();
+        for b in blocks {
+            match b.get("type").and_then(Value::as_str) {
+                Some("tool_result") => {
+                    let mut t = json!({
+                        "role": "tool",
+                        "tool_call_id": b.get("tool_use_id").cloned().unwrap_or(Value::Null),
+                        "content": b.get("content").cloned().unwrap_or(Value::Null),
+                    });
+                    if b.get("is_error") == Some(&Value::Bool(true)) {
+                        t["is_error"] = json!(true);
+                    }
+                    out.push(t);
+                }
+                Some("tool_use") => calls.push(json!({
+                    "id": b.get("id").cloned().unwrap_or(Value::Null),
+                    "type": "function",
+                    "function": {"name": b.get("name").cloned().unwrap_or(Value::Null),
+                                 "arguments": b.get("input").cloned().unwrap_or(Value::Null)},
+                })),
+                Some("text") => texts.push(
+                    json!({"type": "text", "text": b.get("text").cloned().unwrap_or(Value::Null)}),
+                ),
+                // Images, documents and thinking blocks: kept whole, so a change in them
+                // changes the hash.
+                _ => texts.push(b.clone()),
+            }
+        }
+        if texts.is_empty() && calls.is_empty() {
+            continue;
+        }
+        let mut msg = Map::new();
+        msg.insert("role".into(), json!(role));
+        if !texts.is_empty() {
+            msg.insert("content".into(), Value::Array(texts));
+        }
+        if !calls.is_empty() {
+            msg.insert("tool_calls".into(), Value::Array(calls));
+        }
+        out.push(Value::Object(msg));
+    }
+    out
+}
+
+/// The tools a request offers, by name (Chat's `function.name`, or the `name` of Responses and
+/// Anthropic tools); `None` when it offers none.
+pub fn tools_of(request: &Value) -> Option<Vec<String>> {
+    let tools = request.get("tools")?.as_array()?;
+    Some(
+        (tools.iter())
+            .filter_map(|t| {
+                (t.pointer("/function/name").or_else(|| t.get("name")))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect(),
+    )
+}
+
+/// The tool definitions of a request in one shape, Chat Completions' (`{"type": "function",
+/// "function": {"name", "description"?, "parameters"?}}`; Anthropic's `input_schema` is the
+/// `parameters`), in the order offered: what a divergence compares besides the names.
+pub fn tool_definitions(request: &Value) -> Vec<Value> {
+    (request
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten())
+    .map(|t| {
+        let f = t.get("function").unwrap_or(t);
+        let mut d = Map::new();
+        for (k, from) in [
+            ("name", "name"),
+            ("description", "description"),
+            ("parameters", "parameters"),
+            ("parameters", "input_schema"),
+        ] {
+            if let Some(v) = f.get(from).filter(|v| !v.is_null()) {
+                d.insert(k.into(), v.clone());
+            }
+        }
+        json!({"type": "function", "function": Value::Object(d)})
+    })
+    .collect()
+}
+
+/// The canonical request a divergence is told in: `{"messages": [canonical messages],
+/// "tools": [definitions]}` — each message as `input_h` hashes it (parsed back to JSON).
+pub fn canonical_request(api: Api, request: &Value) -> Value {
+    let messages: Vec<Value> = (messages_of(api, request).iter())
+        .map(|m| {
+            serde_json::from_str(&crate::ingest::identity::canonical_message(m))
+                .unwrap_or(Value::Null)
+        })
+        .collect();
+    json!({"messages": messages, "tools": tool_definitions(request)})
+}
+
+/// The JSON pointer of the first place where `a` and `b` differ (depth first, object keys in
+/// order, a missing key or element a difference at its own pointer), or `None` when equal.
+pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
+    fn walk(a: &Value, b: &Value, at: &mut String) -> bool {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    let len = at.len();
+                    at.push('/');
+                    at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    match (x.get(k), y.get(k)) {
+                        (Some(p), Some(q)) if !walk(p, q, at) => return false,
+                        (Some(_), Some(_)) => {}
+                        _ => return false,
+                    }
+                    at.truncate(len);
+                }
+                true
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for i in 0..x.len().max(y.len()) {
+                    let len = at.len();
+                    at.push_str(&format!("/{i}"));
+                    match (x.get(i), y.get(i)) {
+                        (Some(p), Some(q)) if !walk(p, q, at) => return false,
+                        (Some(_), Some(_)) => {}
+                        _ => return false,
+                    }
+                    at.truncate(len);
+                }
+                true
+            }
+            _ => a == b,
+        }
+    }
+    let mut at = String::new();
+    (!walk(a, b, &mut at)).then_some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(api: Api, request: &Value) -> String {
+        let hasher = crate::privacy::PromptHasher::unkeyed();
+        crate::ingest::identity::input_hash(&hasher, &messages_of(api, request))
+    }
+
+    #[test]
+    fn one_conversation_hashes_alike_in_all_three_apis() {
+        let chat = json!({"messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        ]});
+        let responses = json!({"instructions": "Be brief.", "input": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{\"city\": \"Paris\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        ]});
+        let anthropic = json!({"system": "Be brief.", "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "sunny"}]}]},
+        ]});
+        let h = hash(Api::Chat, &chat);
+        assert_eq!(hash(Api::Responses, &responses), h);
+        assert_eq!(hash(Api::Anthropic, &anthropic), h);
+        let mut other = anthropic.clone();
+        other["messages"][2]["content"][0]["content"][0]["text"] = json!("rain");
+        assert_ne!(hash(Api::Anthropic, &other), h);
+    }
+
+    #[test]
+    fn the_first_difference_is_named_by_its_json_pointer() {
+        let a = json!({"messages": [{"role": "user", "content": "a"}], "tools": [{"function": {"name": "f", "parameters": {"required": ["x"]}}}]});
+        let mut b = a.clone();
+        assert_eq!(first_difference(&a, &b), None);
+        b["tools"][0]["function"]["parameters"]["required"] = json!(["y"]);
+        assert_eq!(
+            first_difference(&a, &b).as_deref(),
+            Some("/tools/0/function/parameters/required/0")
+        );
+        b["messages"][0]["content"] = json!("b");
+        assert_eq!(
+            first_difference(&a, &b).as_deref(),
+            Some("/messages/0/content")
+        );
+        let c = json!({"messages": [{"role": "user", "content": "a"}, {"role": "user"}]});
+        assert_eq!(first_difference(&a, &c).as_deref(), Some("/messages/1"));
+        let d = json!({"a/b~": 1});
+        assert_eq!(
+            first_difference(&d, &json!({"a/b~": 2})).as_deref(),
+            Some("/a~1b~0")
+        );
+    }
+}

@@ -1,0 +1,569 @@
+//! `tracereplay record`: a recording proxy. An agent's model client points its base URL here;
+//! each request is forwarded unchanged to the upstream (a provider, or another server), its
+//! answer streamed back as it arrives, and the exchange recorded — through the same capture,
+//! [`Recording`] and placement as `replay serve --record` — as one sealed trace per session.
+//!
+//! A session is named by the path prefix `/record/<scenario>/<case>/…` or the
+//! `X-Tracereplay-Case: <scenario>/<case>` header, and is a trial of its case with `--trial` or
+//! the `X-Tracereplay-Trial` header. It ends at `POST …/tracereplay/v1/finish`, after the idle
+//! time, or when the server stops; `POST …/tracereplay/v1/cancel` drops it unwritten.
+
+mod forward;
+mod running;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use camino::Utf8PathBuf;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::canonical::Api;
+use super::record::{Recording, RunHeader};
+use super::server::{BODY_LIMIT, CASE_HEADER, error_in};
+use crate::privacy::PromptHasher;
+use crate::trace::Limits;
+use crate::trials::TrialId;
+
+pub use running::{RecordingServer, spawn};
+
+/// The header that names a session's trial.
+pub const TRIAL_HEADER: &str = "x-tracereplay-trial";
+
+/// How the recorder forwards and records.
+#[derive(Clone)]
+pub struct Options {
+    /// The upstream's base URL (`https://api.openai.com`, `http://127.0.0.1:8080/prefix`): a
+    /// request for `/v1/chat/completions` goes to `<upstream>/v1/chat/completions`.
+    pub upstream: String,
+    /// Where sessions are written (`DIR/<scenario>/<case>.trace.ndjson.zst`).
+    pub out: Utf8PathBuf,
+    /// Hashes request inputs (keyed with `TRACEREPLAY_HASH_KEY`, or unkeyed).
+    pub hasher: PromptHasher,
+    /// Developer opt-in: the raw text of each hashed input goes to the sidecar.
+    pub raw_prompts: bool,
+    /// The trial each session is, unless its `X-Tracereplay-Trial` header says.
+    pub trial: Option<TrialId>,
+    /// A session with no request in flight for this long is written.
+    pub idle: Option<Duration>,
+    /// How long the upstream may go silent in an answer before it counts as timed out.
+    pub upstream_timeout: Duration,
+    /// Limits of each session's recording.
+    pub limits: Limits,
+    /// Signs each recording, when set.
+    pub signer: Option<Arc<dyn crate::sign::TraceSigner>>,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionEnd {
+    /// `scenario/case`, and ` trial ID` for a trial.
+    pub session: String,
+    /// Model requests made.
+    pub requests: usize,
+    /// Where it was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_to: Option<String>,
+    /// Why it was not written: nothing to write (no request made, or cancelled) or a refusal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_recorded: Option<String>,
+    /// Whether not writing it is a failure (a refused or failed write), not a choice.
+    pub failed: bool,
+}
+
+type Key = (String, String, Option<String>);
+
+struct Session {
+    scenario: String,
+    case: String,
+    trial: Option<TrialId>,
+    model: Option<String>,
+    recording: Recording,
+    requests: usize,
+    in_flight: usize,
+    last: Instant,
+    /// Credential values seen in this session's requests, kept out of everything recorded.
+    secrets: BTreeSet<String>,
+}
+
+impl Session {
+    fn name(&self) -> String {
+        let trial = (self.trial.as_ref()).map_or_else(String::new, |t| format!(" trial {t}"));
+        format!("{}/{}{trial}", self.scenario, self.case)
+    }
+
+    fn path(&self) -> String {
+        super::place::recording_path(&self.scenario, &self.case, self.trial.as_ref())
+    }
+}
+
+/// The recorder: its sessions, and the client it forwards with.
+pub struct Recorder {
+    options: Options,
+    client: reqwest::Client,
+    sessions: Mutex<BTreeMap<Key, Session>>,
+    /// Recording paths written (or being written) by this server: never written twice.
+    claimed: Mutex<BTreeSet<String>>,
+    ends: Mutex<Vec<SessionEnd>>,
+    /// Each session's end as it happens, for whoever waits on the server.
+    told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
+}
+
+impl Recorder {
+    /// A recorder forwarding to `options.upstream`; `told` hears of each session's end.
+    pub fn new(
+        options: Options,
+        told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
+    ) -> std::io::Result<Recorder> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(options.upstream_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(std::io::Error::other)?;
+        Ok(Recorder {
+            options,
+            client,
+            sessions: Mutex::new(BTreeMap::new()),
+            claimed: Mutex::new(BTreeSet::new()),
+            ends: Mutex::new(Vec::new()),
+            told,
+        })
+    }
+
+    /// How every session that ended so far ended.
+    pub fn ends(&self) -> Vec<SessionEnd> {
+        self.ends.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The router: every request goes through [`handle`].
+    pub fn router(self: Arc<Self>) -> axum::Router {
+        axum::Router::new().fallback(handle).with_state(self)
+    }
+
+    /// Writes every open session (at shutdown), in-flight exchanges first given `grace` to end.
+    pub async fn end_all(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && self.in_flight() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let keys: Vec<Key> = self.lock().keys().cloned().collect();
+        for k in keys {
+            self.end(&k, "the recorder stopped");
+        }
+    }
+
+    /// Writes the sessions idle for longer than the idle time.
+    pub fn end_idle(&self) {
+        let Some(idle) = self.options.idle else {
+            return;
+        };
+        let keys: Vec<Key> = (self.lock().iter())
+            .filter(|(_, s)| s.in_flight == 0 && s.last.elapsed() >= idle)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            self.end(&k, "idle");
+        }
+    }
+
+    fn ended(&self, end: &SessionEnd) {
+        let _ = self.told.send(end.clone());
+        self.ends
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(end.clone());
+    }
+
+    fn in_flight(&self) -> usize {
+        self.lock().values().map(|s| s.in_flight).sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Key, Session>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the session `key`: writes it (unless there is nothing to write), and reports how.
+    fn end(&self, key: &Key, why: &str) -> Option<SessionEnd> {
+        let mut s = self.lock().remove(key)?;
+        if s.in_flight > 0 {
+            let message = format!(
+                "{} request(s) still in flight when the session ended ({why}): their answers are not recorded",
+                s.in_flight
+            );
+            s.recording
+                .error(&message, "stream-truncated", None, self.options.limits);
+        }
+        let end = self.write(&s);
+        if end.recorded_to.is_none() {
+            // A session not written frees its place for another.
+            self.claimed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&s.path());
+        }
+        self.ended(&end);
+        Some(end)
+    }
+
+    fn write(&self, s: &Session) -> SessionEnd {
+        let mut end = SessionEnd {
+            session: s.name(),
+            requests: s.requests,
+            recorded_to: None,
+            not_recorded: None,
+            failed: false,
+        };
+        let cancelled_early =
+            s.recording.end_status() == Some("cancelled") && !s.recording.ran_tools();
+        if !s.recording.requested() {
+            end.not_recorded = Some("no model request was made".to_owned());
+            return end;
+        }
+        if cancelled_early {
+            end.not_recorded = Some("the runtime cancelled the run before any tool ran".to_owned());
+            return end;
+        }
+        let run = RunHeader {
+            scenario: &s.scenario,
+            case: &s.case,
+            trial: s.trial.as_ref(),
+            model: s.model.as_deref(),
+            source: "record",
+        };
+        let how = super::place::Placement {
+            dir: &self.options.out,
+            raw_prompts: self.options.raw_prompts,
+            signer: self.options.signer.as_deref(),
+            limits: self.options.limits,
+            replace: false,
+        };
+        let placed = (s
+            .recording
+            .seal(&run, &self.options.hasher, self.options.limits))
+        .and_then(|sealed| super::place::place(&run, &sealed, &how));
+        match placed {
+            Ok(path) => end.recorded_to = Some(path.to_string()),
+            Err(e) => {
+                end.not_recorded = Some(e);
+                end.failed = true;
+            }
+        }
+        end
+    }
+
+    /// The session a request names (opened if new), or the refusal to answer it with.
+    fn open(&self, named: Option<(String, String)>, headers: &HeaderMap) -> Result<Key, Refusal> {
+        let (scenario, case) = match named {
+            Some(n) => n,
+            None => {
+                let value = (headers.get(CASE_HEADER).and_then(|v| v.to_str().ok()))
+                    .ok_or_else(|| Refusal::new(StatusCode::BAD_REQUEST, "name the session: put the base URL under /record/<scenario>/<case>/ or send the X-Tracereplay-Case: <scenario>/<case> header", "session_not_named"))?;
+                let (s, c) = value.split_once('/').ok_or_else(|| {
+                    Refusal::new(
+                        StatusCode::BAD_REQUEST,
+                        "X-Tracereplay-Case must be <scenario>/<case>",
+                        "session_not_named",
+                    )
+                })?;
+                (s.to_owned(), c.to_owned())
+            }
+        };
+        if scenario.is_empty() || case.is_empty() {
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "a session's scenario and case must not be empty",
+                "session_not_named",
+            ));
+        }
+        let trial = match headers.get(TRIAL_HEADER) {
+            Some(v) => {
+                let t = v.to_str().unwrap_or("");
+                Some(TrialId::parse(t).map_err(|e| {
+                    Refusal::new(
+                        StatusCode::BAD_REQUEST,
+                        &format!("X-Tracereplay-Trial: {e}"),
+                        "invalid_trial",
+                    )
+                })?)
+            }
+            None => self.options.trial.clone(),
+        };
+        let key = (
+            scenario.clone(),
+            case.clone(),
+            trial.as_ref().map(|t| t.as_str().to_owned()),
+        );
+        let mut sessions = self.lock();
+        if sessions.contains_key(&key) {
+            return Ok(key);
+        }
+        let session = Session {
+            scenario,
+            case,
+            trial,
+            model: None,
+            recording: Recording::default(),
+            requests: 0,
+            in_flight: 0,
+            last: Instant::now(),
+            secrets: BTreeSet::new(),
+        };
+        let path = session.path();
+        let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = claimed.contains(&path) || self.options.out.join(&path).exists();
+        if taken {
+            return Err(Refusal::new(
+                StatusCode::CONFLICT,
+                &format!(
+                    "session {} would be recorded as `{}`, which is recorded already: nothing was forwarded — give the run a trial (`--trial`, or the X-Tracereplay-Trial header), or record into another directory",
+                    session.name(),
+                    self.options.out.join(&path)
+                ),
+                "already_recorded",
+            ));
+        }
+        claimed.insert(path);
+        sessions.insert(key.clone(), session);
+        Ok(key)
+    }
+}
+
+/// A refusal, answered in the asking API's error shape.
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    message: String,
+    kind: &'static str,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, message: &str, kind: &'static str) -> Refusal {
+        Refusal {
+            status,
+            message: message.to_owned(),
+            kind,
+        }
+    }
+
+    fn respond(&self, api: Option<Api>) -> Response {
+        error_in(api, self.status, &self.message, self.kind)
+    }
+}
+
+/// Splits `/record/<scenario>/<case>/<rest>` (percent-decoded names) from a request path.
+fn split_path(path: &str) -> (Option<(String, String)>, String) {
+    let Some(tail) = path.strip_prefix("/record/") else {
+        return (None, path.to_owned());
+    };
+    let mut parts = tail.splitn(3, '/');
+    match (parts.next(), parts.next()) {
+        (Some(s), Some(c)) if !s.is_empty() && !c.is_empty() => {
+            let rest = parts.next().map_or_else(String::new, |r| format!("/{r}"));
+            (Some((decode(s), decode(c))), rest)
+        }
+        _ => (None, path.to_owned()),
+    }
+}
+
+fn decode(segment: &str) -> String {
+    let b = segment.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every request: a control endpoint, a model request (forwarded and recorded), or anything
+/// else (forwarded, not recorded).
+async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let (named, rest) = split_path(parts.uri.path());
+    let api = Api::of_path(&rest).filter(|_| parts.method == Method::POST);
+    let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(_) => {
+            let message = format!("the request body is larger than {BODY_LIMIT} bytes, or was cut");
+            return error_in(
+                api,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &message,
+                "body_too_large",
+            );
+        }
+    };
+    let control = rest
+        .strip_prefix("/tracereplay/v1/")
+        .filter(|_| parts.method == Method::POST);
+    match (control, api) {
+        (Some(what), _) => recorder.control(what, named, &parts.headers, &body),
+        (None, Some(api)) => {
+            let key = match recorder.open(named, &parts.headers) {
+                Ok(k) => k,
+                Err(r) => return r.respond(Some(api)),
+            };
+            forward::exchange(recorder, key, api, parts, rest, body).await
+        }
+        (None, None) => forward::pass(&recorder, parts, rest, body).await,
+    }
+}
+
+impl Recorder {
+    /// `finish`, `cancel` and `events`.
+    fn control(
+        &self,
+        what: &str,
+        named: Option<(String, String)>,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> Response {
+        let events = match what {
+            "finish" | "events" => match parse_events(body) {
+                Ok(e) => e,
+                Err(r) => return r.respond(None),
+            },
+            "cancel" => Vec::new(),
+            _ => return Refusal::new(StatusCode::NOT_FOUND, "no such endpoint: the recorder answers POST /tracereplay/v1/events, /finish and /cancel", "not_found").respond(None),
+        };
+        let key = match self.open(named, headers) {
+            Ok(k) => k,
+            Err(r) => return r.respond(None),
+        };
+        if !events.is_empty() {
+            let mut sessions = self.lock();
+            let s = sessions.get_mut(&key).expect("opened above");
+            s.last = Instant::now();
+            if let Err((i, why)) = s.recording.report_all(events, self.options.limits) {
+                let message = format!(
+                    "event {i} refused (none of this request's events was recorded): {}",
+                    why.message()
+                );
+                return super::server::error(
+                    super::server::status_of(&why),
+                    &message,
+                    super::server::kind_of(&why),
+                );
+            }
+        }
+        match what {
+            "events" => axum::Json(serde_json::json!({"recorded": true})).into_response(),
+            "cancel" => {
+                let s = self.lock().remove(&key);
+                if let Some(s) = &s {
+                    self.claimed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&s.path());
+                    let end = SessionEnd {
+                        session: s.name(),
+                        requests: s.requests,
+                        recorded_to: None,
+                        not_recorded: Some("cancelled by the runtime".to_owned()),
+                        failed: false,
+                    };
+                    self.ended(&end);
+                    return axum::Json(end).into_response();
+                }
+                StatusCode::NO_CONTENT.into_response()
+            }
+            _ => match self.end(&key, "finished") {
+                Some(end) if end.failed => {
+                    let message = format!(
+                        "session {}: {}",
+                        end.session,
+                        end.not_recorded.as_deref().unwrap_or("")
+                    );
+                    super::server::error(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        &message,
+                        "record_refused",
+                    )
+                }
+                Some(end) => axum::Json(end).into_response(),
+                None => StatusCode::NO_CONTENT.into_response(),
+            },
+        }
+    }
+}
+
+/// The events of a `finish` or `events` body: one event object, an array of them, or nothing.
+fn parse_events(body: &Bytes) -> Result<Vec<Value>, Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(Value::Object(m)) if m.is_empty() => Ok(Vec::new()),
+        Ok(one @ Value::Object(_)) => Ok(vec![one]),
+        Ok(_) => Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "send an event object or an array of them",
+            "invalid_request",
+        )),
+        Err(e) => Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            &format!("the request body is not JSON: {e}"),
+            "invalid_request",
+        )),
+    }
+}
+
+/// Checks an upstream URL: `https`, or plain `http` to a loopback host (`localhost`, `127.x`,
+/// `::1`) unless `allow_insecure`; no credentials, query or fragment in it. Returns it without
+/// a trailing slash.
+pub fn check_upstream(url: &str, allow_insecure: bool) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let shown = crate::paths::redact_url(url);
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!(
+            "`{shown}` carries credentials: send them as the client's headers, which the recorder forwards and never writes"
+        ));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!(
+            "`{shown}`: an upstream URL has no query or fragment"
+        ));
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(format!("`{shown}` names no host")),
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback || allow_insecure => {}
+        "http" => {
+            return Err(format!(
+                "`{shown}` is plain HTTP to a host that is not loopback: credentials would cross the network unencrypted; use https, or pass --allow-insecure-upstream to mean it"
+            ));
+        }
+        other => {
+            return Err(format!(
+                "`{shown}`: the upstream must be http or https, not {other}"
+            ));
+        }
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
