@@ -34,6 +34,7 @@ mod public_api;
 mod real_corpora;
 mod real_trials;
 mod record;
+mod record_faults;
 mod remote;
 mod remote_ingest;
 mod remote_partition;

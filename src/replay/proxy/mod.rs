@@ -122,6 +122,7 @@ impl Recorder {
     ) -> std::io::Result<Recorder> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
             .read_timeout(options.upstream_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -1,0 +1,418 @@
+//! `tracereplay record` when things go wrong, and its sessions: an upstream that fails, refuses
+//! connections or cuts a stream, a client that leaves mid-stream, SIGTERM with sessions open,
+//! sessions that made no request or were cancelled, two runs of one case, a secret in a tool
+//! result. The upstream here is a loopback server written for the test, told per request path
+//! what to do.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use super::replay::Server;
+use crate::util::*;
+
+/// A loopback upstream: `/ok/…` answers a Chat Completion (text `hello`), `/fail/…` a 500,
+/// `/stream/…` the same streamed with a usage frame, `/cut/…` two stream chunks and then closes, `/slow/…` one chunk, then another a second
+/// later, then the rest.
+pub(super) fn fake_upstream() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = answer(stream);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+const COMPLETION: &str = r#"{"id":"c1","object":"chat.completion","created":1,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":1,"total_tokens":8}}"#;
+
+fn chunk(text: &str) -> String {
+    format!(
+        "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-model\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null}}]}}\n\n",
+        serde_json::json!(text)
+    )
+}
+
+fn answer(stream: std::net::TcpStream) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+        let mut length = 0usize;
+        let mut key = String::new();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h)?;
+            if h.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if let Some(v) = h.strip_prefix("authorization: Bearer ") {
+                key = v.trim().to_owned();
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        let mut out = stream.try_clone()?;
+        let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        if path.starts_with("/ok/") {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{COMPLETION}",
+                COMPLETION.len()
+            )?;
+        } else if path.starts_with("/stream/") {
+            let usage = r#"data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake-model","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":4}}}"#;
+            let stop = r#"data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake-model","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+            write!(
+                out,
+                "{sse}{}{}{stop}\n\n{usage}\n\ndata: [DONE]\n\n",
+                chunk("hel"),
+                chunk("lo")
+            )?;
+            return Ok(());
+        } else if path.starts_with("/fail/") {
+            // As providers do, the error echoes the key it was sent.
+            let body = format!(
+                r#"{{"error":{{"message":"the upstream broke; key {key}","type":"server_error"}}}}"#
+            );
+            write!(
+                out,
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )?;
+        } else if path.starts_with("/cut/") {
+            write!(out, "{sse}{}{}", chunk("Hel"), chunk("lo, wor"))?;
+            return Ok(());
+        } else if path.starts_with("/slow/") {
+            write!(out, "{sse}{}", chunk("one "))?;
+            out.flush()?;
+            for piece in ["two ", "three "] {
+                std::thread::sleep(Duration::from_millis(700));
+                write!(out, "{}", chunk(piece))?;
+                out.flush()?;
+            }
+            write!(out, "data: [DONE]\n\n")?;
+            return Ok(());
+        }
+    }
+}
+
+pub(super) fn recorder(env: &Env, upstream: &str, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "record",
+        "--upstream",
+        upstream,
+        "--out",
+        "out",
+        "--unkeyed",
+    ];
+    args.extend_from_slice(extra);
+    Server::spawn(env, &args, &[])
+}
+
+pub(super) const ASK: &str = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+
+/// The decompressed trace at `path` under the environment.
+pub(super) fn trace_text(env: &Env, path: &str) -> String {
+    let bytes = std::fs::read(env.path(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    String::from_utf8(zstd::decode_all(&bytes[..]).unwrap()).unwrap()
+}
+
+#[test]
+fn upstream_failures_pass_through_and_are_recorded_as_errors() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &up, &[]);
+    let key = "sk-proj-ECHOED0123456789abcdef";
+    let auth = format!("Bearer {key}");
+    let headers = [("authorization", auth.as_str())];
+    let (status, body) = rec.post("/record/s/fail/fail/v1/chat/completions", &headers, ASK);
+    assert_eq!(status, 500, "{body}");
+    // Passed to the agent as it came; recorded with the key redacted.
+    assert!(
+        body.contains("the upstream broke") && body.contains(key),
+        "{body}"
+    );
+    // Nothing listens on port 9 of loopback: the connection is refused.
+    let refused = recorder(&env, "http://127.0.0.1:9", &[]);
+    let (status, body) = refused.post("/record/s/refused/v1/chat/completions", &[], ASK);
+    assert_eq!(status, 502, "{body}");
+    assert!(body.contains("could not be reached"), "{body}");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let (code, printed) = refused.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let failed = trace_text(&env, "out/s/fail.trace.ndjson.zst");
+    assert!(failed.contains(r#""code":"upstream-error""#), "{failed}");
+    assert!(failed.contains("500 Internal Server Error"), "{failed}");
+    assert!(
+        failed.contains("key [redacted]") && !failed.contains("ECHOED"),
+        "{failed}"
+    );
+    assert!(!failed.contains(r#""kind":"inference""#), "{failed}");
+    let refused = trace_text(&env, "out/s/refused.trace.ndjson.zst");
+    assert!(
+        refused.contains(r#""code":"upstream-unreachable""#),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_cut_stream_and_a_client_that_leaves_are_recorded_as_truncated() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &up, &[]);
+    let streamed = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let (status, body) = rec.post("/record/s/cut/cut/v1/chat/completions", &[], streamed);
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("lo, wor") && !body.contains("[DONE]"),
+        "{body}"
+    );
+    // The client reads the first piece of a slow stream, then hangs up.
+    let url = rec.url.strip_prefix("http://").unwrap().to_owned();
+    let mut conn = std::net::TcpStream::connect(&url).unwrap();
+    write!(
+        conn,
+        "POST /record/s/left/slow/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{streamed}",
+        streamed.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 64];
+    let n = conn.read(&mut first).unwrap();
+    assert!(n > 0);
+    drop(conn);
+    std::thread::sleep(Duration::from_millis(2000));
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let cut = trace_text(&env, "out/s/cut.trace.ndjson.zst");
+    assert!(cut.contains(r#""code":"stream-truncated""#), "{cut}");
+    assert!(
+        cut.contains("no final event") && cut.contains("Hello, wor"),
+        "{cut}"
+    );
+    assert!(!cut.contains(r#""kind":"inference""#), "{cut}");
+    let left = trace_text(&env, "out/s/left.trace.ndjson.zst");
+    assert!(
+        left.contains("the client closed the connection before the answer ended"),
+        "{left}"
+    );
+    assert!(!left.contains(r#""kind":"inference""#), "{left}");
+}
+
+#[test]
+fn sigterm_writes_every_open_session_and_a_usage_frame_is_kept() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &format!("{up}/ok"), &[]);
+    for case in ["a", "b", "c"] {
+        let header = ("x-tracereplay-case", format!("s/{case}"));
+        let (status, body) = rec.post("/v1/chat/completions", &[(header.0, &header.1)], ASK);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&body).unwrap()["choices"][0]["message"]["content"],
+            "hello"
+        );
+    }
+    let streamed =
+        r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}"#;
+    let header = [("x-tracereplay-case", "s/streamed")];
+    let stream_up = recorder(&env, &format!("{up}/stream"), &[]);
+    let (status, body) = stream_up.post("/v1/chat/completions", &header, streamed);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+    assert_eq!(stream_up.finish(&[]).0, 0);
+    let text = trace_text(&env, "out/s/streamed.trace.ndjson.zst");
+    assert!(
+        text.contains(r#""output":{"text":"hello"},"usage":{"input_tokens":9,"output_tokens":2,"cache_read_tokens":4},"finish":"stop""#),
+        "{text}"
+    );
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    for case in ["a", "b", "c"] {
+        let path = format!("out/s/{case}.trace.ndjson.zst");
+        assert!(
+            printed.contains(&format!("recorded s/{case}: 1 request(s) -> {path}")),
+            "{printed}"
+        );
+        let text = trace_text(&env, &path);
+        assert!(
+            text.contains(r#""usage":{"input_tokens":7,"output_tokens":1}"#),
+            "{text}"
+        );
+        assert!(text.contains(r#""model":"fake-model""#), "{text}");
+        // The runtime never said how the run ended: never taken for a completed run.
+        assert!(
+            text.contains(r#""kind":"run_end","seq":2,"status":"failed""#),
+            "{text}"
+        );
+        let verify = env.run(&["verify", &path]);
+        assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    }
+}
+
+#[test]
+fn sessions_that_made_no_request_or_were_cancelled_are_not_written_and_none_is_written_twice() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &format!("{up}/ok"), &["--idle", "0.3"]);
+    let (status, body) = rec.post("/record/s/nothing/tracereplay/v1/finish", &[], "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("no model request was made"), "{body}");
+    // Cancelled by the endpoint, and by a `run_end` of `cancelled` before any tool ran.
+    assert_eq!(
+        rec.post("/record/s/cancelled/v1/chat/completions", &[], ASK)
+            .0,
+        200
+    );
+    let (status, body) = rec.post("/record/s/cancelled/tracereplay/v1/cancel", &[], "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        rec.post("/record/s/gave-up/v1/chat/completions", &[], ASK)
+            .0,
+        200
+    );
+    let end = r#"[{"kind":"run_end","status":"cancelled"}]"#;
+    let (status, body) = rec.post("/record/s/gave-up/tracereplay/v1/finish", &[], end);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("cancelled the run before any tool ran"),
+        "{body}"
+    );
+    // A finished run; a second run of the same case is refused before anything is forwarded;
+    // as trials, two runs of one case are two files.
+    assert_eq!(
+        rec.post("/record/s/once/v1/chat/completions", &[], ASK).0,
+        200
+    );
+    let done =
+        r#"[{"kind":"final_answer","text":"hello"},{"kind":"run_end","status":"completed"}]"#;
+    assert_eq!(
+        rec.post("/record/s/once/tracereplay/v1/finish", &[], done)
+            .0,
+        200
+    );
+    let (status, body) = rec.post("/record/s/once/v1/chat/completions", &[], ASK);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("is recorded already: nothing was forwarded"),
+        "{body}"
+    );
+    for trial in ["1", "2"] {
+        let h = [("x-tracereplay-trial", trial)];
+        assert_eq!(
+            rec.post("/record/s/twice/v1/chat/completions", &h, ASK).0,
+            200
+        );
+    }
+    // Idle sessions are written without being finished.
+    std::thread::sleep(Duration::from_millis(1200));
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let files = files_under(&env.path("out"));
+    assert_eq!(
+        files,
+        [
+            "s/once.trace.ndjson.zst",
+            "s/twice/1.trace.ndjson.zst",
+            "s/twice/2.trace.ndjson.zst"
+        ],
+        "{printed}"
+    );
+    let once = trace_text(&env, "out/s/once.trace.ndjson.zst");
+    assert!(once.contains(r#""status":"completed""#), "{once}");
+    let trial = trace_text(&env, "out/s/twice/2.trace.ndjson.zst");
+    assert!(trial.contains(r#""trial":2"#), "{trial}");
+    assert!(
+        printed.contains("s/cancelled: not recorded: cancelled by the runtime"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn a_secret_in_a_tool_result_refuses_the_write_naming_the_session_not_the_secret() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &format!("{up}/ok"), &[]);
+    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let ask = serde_json::json!({"model": "m", "messages": [
+        {"role": "user", "content": "read the config"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": format!("token = {secret}")},
+    ]});
+    assert_eq!(
+        rec.post("/record/s/leaky/v1/chat/completions", &[], &ask.to_string())
+            .0,
+        200
+    );
+    let (status, body) = rec.post("/record/s/leaky/tracereplay/v1/finish", &[], "");
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.contains("session s/leaky") && body.contains("github-token"),
+        "{body}"
+    );
+    assert!(!body.contains(secret) && !body.contains("ghp_"), "{body}");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 1, "{printed}");
+    assert!(printed.contains("error: s/leaky: not written"), "{printed}");
+    assert!(!printed.contains("ghp_"), "{printed}");
+    assert!(!env.path("out/s/leaky.trace.ndjson.zst").exists());
+}
+
+#[test]
+fn an_upstream_in_the_clear_or_with_credentials_in_its_url_is_refused() {
+    let env = Env::new();
+    let run = |upstream: &str, extra: &[&str]| {
+        let mut args = vec!["record", "--upstream", upstream, "--out", "o", "--unkeyed"];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let clear = run("http://models.example.com", &[]);
+    assert_eq!(clear.code, 2, "{}", clear.stderr);
+    assert!(
+        clear.stderr.contains("--allow-insecure-upstream"),
+        "{}",
+        clear.stderr
+    );
+    let with_password = run("https://user:hunter2secret@models.example.com", &[]);
+    assert_eq!(with_password.code, 2);
+    assert!(
+        with_password.stderr.contains("carries credentials"),
+        "{}",
+        with_password.stderr
+    );
+    assert!(
+        !with_password.stderr.contains("hunter2"),
+        "{}",
+        with_password.stderr
+    );
+    let remote = run("https://models.example.com", &["--listen", "0.0.0.0:0"]);
+    assert_eq!(remote.code, 2);
+    assert!(
+        remote.stderr.contains("--allow-remote"),
+        "{}",
+        remote.stderr
+    );
+    let unkeyed_missing = env.run(&[
+        "record",
+        "--upstream",
+        "https://models.example.com",
+        "--out",
+        "o",
+    ]);
+    assert_eq!(unkeyed_missing.code, 2);
+    assert!(
+        unkeyed_missing.stderr.contains("TRACEREPLAY_HASH_KEY"),
+        "{}",
+        unkeyed_missing.stderr
+    );
+}
