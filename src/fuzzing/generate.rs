@@ -311,6 +311,7 @@ impl Gen<'_, '_> {
                         None
                     },
                     latency_ms: self.u.arbitrary()?,
+                    request_h: None,
                 }))
             }
             2 => EventBody::ToolCall {

@@ -27,6 +27,7 @@ fn script() -> Script {
         usage: None,
         input_h: None,
         tools_offered: Some(vec!["weather".into()]),
+        request_h: None,
     };
     Script {
         path: "fuzz/recording.trace.ndjson".into(),

@@ -40,6 +40,7 @@ impl Answer {
             usage: self.usage,
             input_h: None,
             tools_offered: None,
+            request_h: None,
         }
     }
 

@@ -261,6 +261,84 @@ pub fn canonical_request(api: Api, request: &Value) -> Value {
     json!({"messages": messages, "tools": tool_definitions(request)})
 }
 
+/// How deep [`parts`] goes: `/tools/1/function/parameters/required` and
+/// `/messages/3/tool_calls/0/arguments` are parts; what lies below them is hashed whole.
+const PART_DEPTH: usize = 5;
+
+/// The parts of a canonical request, hashed: each value at most [`PART_DEPTH`] steps down (a
+/// scalar, an empty container, or a container at that depth, hashed as compact JSON), by its
+/// JSON pointer.
+pub fn parts(
+    canonical: &Value,
+    hasher: &crate::privacy::PromptHasher,
+) -> std::collections::BTreeMap<String, String> {
+    fn walk(
+        v: &Value,
+        at: &mut String,
+        depth: usize,
+        hasher: &crate::privacy::PromptHasher,
+        out: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) if depth < PART_DEPTH && !m.is_empty() => (m.iter())
+                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
+                .collect(),
+            Value::Array(a) if depth < PART_DEPTH && !a.is_empty() => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+            _ => {
+                out.insert(at.clone(), hasher.hash(&v.to_string()));
+                return;
+            }
+        };
+        for (k, child) in children {
+            let len = at.len();
+            at.push('/');
+            at.push_str(&k);
+            walk(child, at, depth + 1, hasher, out);
+            at.truncate(len);
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for key in ["messages", "tools"] {
+        if let Some(v) = canonical.get(key) {
+            walk(v, &mut format!("/{key}"), 1, hasher, &mut out);
+        }
+    }
+    out
+}
+
+/// The first pointer, in document order, where two requests' [`parts`] differ — a part one
+/// side lacks counts — with each side's hash (`None` where a side has no such part).
+pub fn first_differing_part<'m>(
+    recorded: &'m std::collections::BTreeMap<String, String>,
+    now: &'m std::collections::BTreeMap<String, String>,
+    under: &str,
+) -> Option<(&'m str, Option<&'m str>, Option<&'m str>)> {
+    let order = |p: &str| -> Vec<(u64, String)> {
+        // Numeric segments compare as numbers (`/messages/10` after `/messages/9`).
+        (p.split('/'))
+            .map(|s| {
+                s.parse::<u64>()
+                    .map_or((u64::MAX, s.to_owned()), |n| (n, String::new()))
+            })
+            .collect()
+    };
+    (recorded.keys().chain(now.keys()))
+        .filter(|k| k.starts_with(under))
+        .filter(|k| recorded.get(*k) != now.get(*k))
+        .min_by_key(|k| order(k))
+        .map(|k| {
+            (
+                k.as_str(),
+                recorded.get(k).map(String::as_str),
+                now.get(k).map(String::as_str),
+            )
+        })
+}
+
 /// The JSON pointer of the first place where `a` and `b` differ (depth first, object keys in
 /// order, a missing key or element a difference at its own pointer), or `None` when equal.
 pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
@@ -336,6 +414,30 @@ mod tests {
         let mut other = anthropic.clone();
         other["messages"][2]["content"][0]["content"][0]["text"] = json!("rain");
         assert_ne!(hash(Api::Anthropic, &other), h);
+    }
+
+    #[test]
+    fn parts_name_the_first_differing_field_in_document_order() {
+        let hasher = crate::privacy::PromptHasher::unkeyed();
+        let mut messages: Vec<Value> = (0..12)
+            .map(|i| json!({"role": "user", "content": format!("m{i}")}))
+            .collect();
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": ["x"]}}}]);
+        let a = json!({"messages": messages.clone(), "tools": tools.clone()});
+        messages[10]["content"] = json!("changed");
+        messages[9]["content"] = json!("changed too");
+        let mut b = json!({"messages": messages, "tools": tools});
+        let (pa, pb) = (parts(&a, &hasher), parts(&b, &hasher));
+        assert_eq!(pa.len(), 12 * 2 + 4);
+        let (at, was, now) = first_differing_part(&pa, &pb, "/messages").unwrap();
+        assert_eq!(at, "/messages/9/content");
+        assert_eq!(was, Some(hasher.hash("\"m9\"").as_str()));
+        assert_ne!(was, now);
+        assert_eq!(first_differing_part(&pa, &pb, "/tools"), None);
+        b["tools"][0]["function"]["parameters"]["required"] = json!(["y"]);
+        let pb = parts(&b, &hasher);
+        let (at, _, _) = first_differing_part(&pa, &pb, "/tools").unwrap();
+        assert_eq!(at, "/tools/0/function/parameters/required");
     }
 
     #[test]

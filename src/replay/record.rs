@@ -34,6 +34,8 @@ pub struct Captured {
     pub model: Option<String>,
     /// The hashed input's raw text, only under the developer opt-in (for the sidecar).
     pub raw_input: Option<String>,
+    /// The request's parts, hashed (see [`super::canonical::parts`]).
+    pub parts: std::collections::BTreeMap<String, String>,
 }
 
 /// Reads what the capture needs from a request of `api` (the raw input text too when `raw` —
@@ -60,8 +62,10 @@ pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> C
             .collect();
         format!("[{}]", parts.join(","))
     });
+    let canonical = super::canonical::canonical_request(api, request);
     Captured {
         input_h: Some(crate::ingest::identity::input_hash(hasher, &messages)),
+        parts: super::canonical::parts(&canonical, hasher),
         tools: super::canonical::tools_of(request),
         results,
         model: request
@@ -73,15 +77,28 @@ pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> C
 }
 
 /// How a request departs from the recording, one sentence per field; empty when it does not.
+/// Where the recording keeps its request's parts, the sentence names the first differing field
+/// by its JSON pointer into the canonical request, with both values' hashes.
 pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
     let mut out = Vec::new();
+    let part = |under: &str| {
+        let recorded = step.request_h.as_ref()?;
+        let (at, was, is) = super::canonical::first_differing_part(recorded, &now.parts, under)?;
+        Some(format!(
+            " at {at}: recorded {}, now {}",
+            was.unwrap_or("absent"),
+            is.unwrap_or("absent")
+        ))
+    };
     if let (Some(recorded), Some(now_h)) = (&step.input_h, &now.input_h) {
         if recorded != now_h {
-            out.push(format!(
-                "request {n}: input_h differs: recorded {recorded}, now {now_h}"
-            ));
+            out.push(match part("/messages") {
+                Some(at) => format!("request {n}: input_h differs{at}"),
+                None => format!("request {n}: input_h differs: recorded {recorded}, now {now_h}"),
+            });
         }
     }
+    let mut tools_differ = false;
     if let Some(recorded) = &step.tools_offered {
         // A request that offers no tools (`tools` absent or `null`) where the recording offered
         // some differs as much as one offering others.
@@ -92,6 +109,7 @@ pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
             now_t.iter().map(String::as_str).collect(),
         );
         if a != b {
+            tools_differ = true;
             let list = |s: BTreeSet<&str>| match s.is_empty() {
                 true => "none".to_owned(),
                 false => s.into_iter().collect::<Vec<_>>().join(", "),
@@ -101,6 +119,12 @@ pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
                 list(a),
                 list(b)
             ));
+        }
+    }
+    // The same tools by name, defined otherwise (a parameter made required, say).
+    if !tools_differ {
+        if let Some(at) = part("/tools") {
+            out.push(format!("request {n}: tool definitions differ{at}"));
         }
     }
     out
@@ -259,6 +283,9 @@ impl Recording {
         }
         if let Some(l) = timing.latency_ms {
             e["latency_ms"] = json!(l);
+        }
+        if !captured.parts.is_empty() {
+            e["request_h"] = json!(captured.parts);
         }
         self.push(e);
     }

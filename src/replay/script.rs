@@ -36,6 +36,8 @@ pub struct Step {
     pub input_h: Option<String>,
     /// The tools offered, for divergence.
     pub tools_offered: Option<Vec<String>>,
+    /// The recorded request's parts, hashed, by JSON pointer (when the recording kept them).
+    pub request_h: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A recorded run's script.
@@ -96,6 +98,11 @@ pub fn load(path: &Utf8Path, limits: Limits) -> anyhow::Result<Script> {
                 input_h: i.input_h.as_ref().map(|h| h.to_string()),
                 tools_offered: (i.tools_offered.as_ref())
                     .map(|t| t.iter().map(|s| s.to_string()).collect()),
+                request_h: (i.request_h.as_ref()).map(|parts| {
+                    (parts.iter())
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                }),
             }),
             _ => None,
         })

@@ -125,6 +125,8 @@ pub(super) struct Session {
     pub(super) exhausted: usize,
     pub(super) divergences: Vec<String>,
     pub(super) finished: bool,
+    /// Whether the session was closed (finished, or the server stopped).
+    closed: bool,
     pub(super) recording: Recording,
     recorded: Option<String>,
     not_recorded: Option<String>,
@@ -149,6 +151,21 @@ impl Session {
     /// Whether the runtime asked anything of this session (served, refused or past the end).
     fn requested(&self) -> bool {
         self.served > 0 || self.exhausted > 0 || !self.divergences.is_empty()
+    }
+
+    /// Ends the session (once): under `--strict`, recorded responses left unserved by a session
+    /// that made requests are a divergence.
+    fn close(&mut self, options: &Options) {
+        let total = self.script.steps.len();
+        if options.strict && !self.closed && self.requested() && self.served < total {
+            let message = format!(
+                "the session ended with {} of {total} recorded model responses unserved (--strict)",
+                total - self.served
+            );
+            self.recording.divergence(&message, options.limits);
+            self.divergences.push(message);
+        }
+        self.closed = true;
     }
 
     /// Writes the replayed run under the record directory (once); `Err` says why not.
@@ -207,6 +224,7 @@ impl Replay {
                             exhausted: 0,
                             divergences: Vec::new(),
                             finished: false,
+                            closed: false,
                             recording: Recording::default(),
                             recorded: None,
                             not_recorded: None,
@@ -223,6 +241,7 @@ impl Replay {
         let mut problems = Vec::new();
         for s in self.sessions.values() {
             let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            s.close(&self.options);
             if let Err(e) = s.write_recording(&self.options) {
                 problems.push(format!("{}: {e}", s.script.key()));
             }
@@ -435,17 +454,29 @@ pub(super) fn named(path: Option<Path<(String, String)>>) -> Option<(String, Str
     path.map(|Path(p)| p)
 }
 
+/// `POST /tracereplay/v1/finish`: ends the session — after recording the events its body
+/// carries, if any (as `events` would) — and says what was served.
 async fn finish(
     State(replay): State<Arc<Replay>>,
     path: Option<Path<(String, String)>>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
-    let session = match replay.session(named(path), &headers) {
+    let path = named(path);
+    let carries = !(body.iter().all(u8::is_ascii_whitespace) || body.as_ref() == b"{}");
+    if carries {
+        let answer = post_events(&replay, path.clone(), &headers, &body);
+        if !answer.status().is_success() {
+            return answer;
+        }
+    }
+    let session = match replay.session(path, &headers) {
         Ok(s) => s,
         Err(f) => return f.respond(None),
     };
     let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
     s.finished = true;
+    s.close(&replay.options);
     if let Err(e) = s.write_recording(&replay.options) {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,

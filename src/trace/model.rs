@@ -200,6 +200,10 @@ pub struct Inference<'a> {
     /// How long the request took, from its first byte sent to its answer's last byte
     /// received, in milliseconds (an extension of format v1: `record` writes it).
     pub latency_ms: Option<u64>,
+    /// The request's parts, hashed: (JSON pointer into the canonical request, hash of the value
+    /// there), so that a replay can name the first field a changed request differs in (an
+    /// extension of format v1: `record` and `replay serve --record` write it).
+    pub request_h: Option<Vec<(Str<'a>, Str<'a>)>>,
 }
 
 /// What the model answered.

@@ -105,6 +105,12 @@ impl Parser<'_> {
                     usage: raw.usage,
                     finish,
                     latency_ms: raw.latency_ms,
+                    request_h: match raw.request_h {
+                        None => None,
+                        Some(r) => Some(request_parts(r.get()).ok_or_else(|| {
+                            self.privacy(n, "`request_h` must be an object of JSON pointers (`/messages/…`, `/tools/…`) to prompt hashes (`b3:` or `b3k:` followed by 64 lowercase hex digits)")
+                        })?),
+                    },
                 }))
             }
             "tool_call" => {
@@ -249,4 +255,19 @@ impl Parser<'_> {
             _ => Err(self.malformed(n, "`args` must be a JSON object or a string")),
         }
     }
+}
+
+/// An inference's `request_h`: JSON pointers into the canonical request, each to a prompt hash;
+/// `None` when anything else stands there (which may be the raw text itself).
+fn request_parts<'a>(raw: &str) -> Option<Vec<(Str<'a>, Str<'a>)>> {
+    let map: std::collections::BTreeMap<String, String> = serde_json::from_str(raw).ok()?;
+    map.into_iter()
+        .map(|(k, v)| {
+            let pointer = ["/messages", "/tools"].iter().any(|root| {
+                k.strip_prefix(root)
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+            });
+            (pointer && is_hash(&v, true)).then(|| (Str::from(k), Str::from(v)))
+        })
+        .collect()
 }

@@ -382,3 +382,20 @@ fn events_are_reserved_for_from_the_seal_within_what_the_bytes_allow() {
         );
     }
 }
+
+#[test]
+fn request_parts_hold_only_pointers_to_hashes() {
+    let h = format!("b3:{}", "a".repeat(64));
+    let good = format!(
+        r#"{{"kind":"inference","seq":1,"latency_ms":5,"request_h":{{"/messages/0/content":"{h}","/tools":"{h}"}}}}"#
+    );
+    assert!(parse_text(&format!("{H}\n{good}\n"), false).is_ok());
+    for bad in [
+        r#"{"kind":"inference","seq":1,"request_h":{"/messages/0/content":"What is my password?"}}"#.to_owned(),
+        format!(r#"{{"kind":"inference","seq":1,"request_h":{{"note":"{h}"}}}}"#),
+        r#"{"kind":"inference","seq":1,"request_h":["x"]}"#.to_owned(),
+    ] {
+        let e = parse_text(&format!("{H}\n{bad}\n"), false).unwrap_err();
+        assert!(e.to_string().contains("`request_h` must be an object"), "{e}");
+    }
+}

@@ -37,6 +37,8 @@ const INFERENCE: &[&str] = &[
     "output",
     "usage",
     "finish",
+    "latency_ms",
+    "request_h",
 ];
 /// Fields an event of any kind may carry without carrying text.
 const ANY_EVENT: &[&str] = &["kind", "seq", "ts_ms"];

@@ -138,6 +138,8 @@ raw_events! {
     finish: Option<Str<'a>>,
     latency_ms: Option<u64>,
     #[serde(borrow)]
+    request_h: Option<&'a RawValue>,
+    #[serde(borrow)]
     call_id: Option<Str<'a>>,
     #[serde(borrow)]
     tool: Option<Str<'a>>,

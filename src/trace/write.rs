@@ -56,6 +56,13 @@ impl Serialize for Event<'_> {
                 opt(&mut m, "usage", &i.usage)?;
                 opt(&mut m, "finish", &i.finish)?;
                 opt(&mut m, "latency_ms", &i.latency_ms)?;
+                if let Some(parts) = &i.request_h {
+                    let map: std::collections::BTreeMap<&str, &str> = parts
+                        .iter()
+                        .map(|(k, v)| (k.as_ref(), v.as_ref()))
+                        .collect();
+                    m.serialize_entry("request_h", &map)?;
+                }
             }
             EventBody::ToolCall {
                 call_id,

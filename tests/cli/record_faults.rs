@@ -11,16 +11,19 @@ use std::time::Duration;
 use super::replay::Server;
 use crate::util::*;
 
-/// A loopback upstream: `/ok/…` answers a Chat Completion (text `hello`), `/fail/…` a 500,
+/// A loopback upstream: `/ok/…` answers a Chat Completion (text `hello`), `/count/…` one whose
+/// text counts the requests (`answer 1`, `answer 2`…), `/fail/…` a 500,
 /// `/stream/…` the same streamed with a usage frame, `/cut/…` two stream chunks and then closes, `/slow/…` one chunk, then another a second
 /// later, then the rest.
 pub(super) fn fake_upstream() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
+            let count = count.clone();
             std::thread::spawn(move || {
-                let _ = answer(stream);
+                let _ = answer(stream, &count);
             });
         }
     });
@@ -36,7 +39,10 @@ fn chunk(text: &str) -> String {
     )
 }
 
-fn answer(stream: std::net::TcpStream) -> std::io::Result<()> {
+fn answer(
+    stream: std::net::TcpStream,
+    count: &std::sync::atomic::AtomicUsize,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     loop {
         let mut line = String::new();
@@ -63,7 +69,15 @@ fn answer(stream: std::net::TcpStream) -> std::io::Result<()> {
         reader.read_exact(&mut body)?;
         let mut out = stream.try_clone()?;
         let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-        if path.starts_with("/ok/") {
+        if path.starts_with("/count/") {
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let body = COMPLETION.replace("\"hello\"", &format!("\"answer {n}\""));
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )?;
+        } else if path.starts_with("/ok/") {
             write!(
                 out,
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{COMPLETION}",

@@ -1,0 +1,134 @@
+//! Replay that tells you why it missed: a request changed in one nested field is named by the
+//! JSON pointer of that field in the canonical request, with both values' hashes; identical
+//! requests are served in their recorded order; `--strict` fails a session that ends with
+//! recorded responses left unserved. The recordings are made with `record`.
+
+use super::record_faults::{fake_upstream, recorder};
+use super::replay::Server;
+use crate::util::*;
+
+fn ask(content: &str, required: &str) -> String {
+    serde_json::json!({"model": "m", "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": content},
+    ], "tools": [{"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": [required]}}}]})
+    .to_string()
+}
+
+/// Records two identical requests, answered `answer 1` and `answer 2`, as `s/twice`.
+fn recorded_twice(env: &Env) {
+    let up = fake_upstream();
+    let rec = recorder(env, &format!("{up}/count"), &[]);
+    for _ in 0..2 {
+        let (status, body) = rec.post(
+            "/record/s/twice/v1/chat/completions",
+            &[],
+            &ask("Paris?", "city"),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let done =
+        r#"[{"kind":"final_answer","text":"answer 2"},{"kind":"run_end","status":"completed"}]"#;
+    assert_eq!(
+        rec.post("/record/s/twice/tracereplay/v1/finish", &[], done)
+            .0,
+        200
+    );
+    assert_eq!(rec.finish(&[]).0, 0);
+}
+
+fn content(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    v["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn identical_requests_replay_in_their_recorded_order() {
+    let env = Env::new();
+    recorded_twice(&env);
+    let server = Server::start(&env, &["out/", "--exit-when-finished"]);
+    let answers: Vec<String> = (0..2)
+        .map(|_| {
+            content(
+                &server
+                    .post("/v1/chat/completions", &[], &ask("Paris?", "city"))
+                    .1,
+            )
+        })
+        .collect();
+    assert_eq!(answers, ["answer 1", "answer 2"]);
+    let (code, rest) = server.finish(&["s/twice"]);
+    assert_eq!(code, 0, "{rest}");
+}
+
+#[test]
+fn a_changed_nested_field_is_named_by_its_json_pointer_with_both_hashes() {
+    let env = Env::new();
+    recorded_twice(&env);
+    let strict = Server::start(&env, &["out/", "--strict", "--exit-when-finished"]);
+    let (status, body) = strict.post("/v1/chat/completions", &[], &ask("Lyon?", "city"));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("request 1: input_h differs at /messages/1/content: recorded b3:"),
+        "{body}"
+    );
+    assert!(body.contains(", now b3:"), "{body}");
+    let (status, body) = strict.post("/v1/chat/completions", &[], &ask("Paris?", "country"));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("request 1: tool definitions differ at /tools/0/function/parameters/required: recorded b3:"),
+        "{body}"
+    );
+    strict.finish(&["s/twice"]);
+
+    // Without --strict the recorded output is served, and the divergence recorded with the
+    // pointer.
+    let lenient = Server::start(
+        &env,
+        &["out/", "--record", "replayed", "--exit-when-finished"],
+    );
+    let (status, _) = lenient.post("/v1/chat/completions", &[], &ask("Lyon?", "city"));
+    assert_eq!(status, 200);
+    let (code, rest) = lenient.finish(&["s/twice"]);
+    assert_eq!(code, 1, "{rest}");
+    assert!(
+        rest.contains("divergence: request 1: input_h differs at /messages/1/content"),
+        "{rest}"
+    );
+    let check = env.run(&["cat", "replayed/s/twice.trace.ndjson.zst"]);
+    assert!(
+        check
+            .stdout
+            .contains("input_h differs at /messages/1/content"),
+        "{}",
+        check.stdout
+    );
+}
+
+#[test]
+fn strict_fails_a_session_that_ends_with_recorded_responses_unserved() {
+    let env = Env::new();
+    recorded_twice(&env);
+    let strict = Server::start(&env, &["out/", "--strict", "--exit-when-finished"]);
+    let (status, body) = strict.post("/v1/chat/completions", &[], &ask("Paris?", "city"));
+    assert_eq!(status, 200, "{body}");
+    let (code, rest) = strict.finish(&["s/twice"]);
+    assert_eq!(code, 1, "{rest}");
+    assert!(
+        rest.contains("the session ended with 1 of 2 recorded model responses unserved (--strict)"),
+        "{rest}"
+    );
+    // Without --strict, stopping early is no divergence.
+    let lenient = Server::start(&env, &["out/", "--exit-when-finished"]);
+    assert_eq!(
+        lenient
+            .post("/v1/chat/completions", &[], &ask("Paris?", "city"))
+            .0,
+        200
+    );
+    assert_eq!(lenient.finish(&["s/twice"]).0, 0);
+}
