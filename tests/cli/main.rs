@@ -39,6 +39,7 @@ mod remote;
 mod remote_ingest;
 mod remote_partition;
 mod replay;
+mod replay_chunking;
 mod replay_divergence;
 mod replay_python;
 mod reports;
