@@ -243,3 +243,42 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
         }
     }
 }
+
+#[test]
+fn the_recording_docs_examples_run_as_written_for_each_sdk() {
+    let docs = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
+    )
+    .unwrap();
+    let examples = fenced_blocks(&docs, "```python\n");
+    assert_eq!(examples.len(), 3, "one example per SDK");
+    for (i, example) in examples.iter().enumerate() {
+        assert!(example.lines().count() <= 5, "{example}");
+        let env = Env::new();
+        copy_demo(&env, true);
+        let up = upstream(&env);
+        let rec = recorder(&env, &up.url, "recorded", &[]);
+        let out = Command::new(python())
+            .arg("-c")
+            .arg(example)
+            .env("RECORDER", &rec.url)
+            .env("OPENAI_API_KEY", SENTINEL)
+            .env("ANTHROPIC_API_KEY", SENTINEL)
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .current_dir(env.root())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "example {i}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("weather"), "example {i}: {stdout}");
+        let (code, printed) = rec.finish(&[]);
+        assert_eq!(code, 0, "example {i}: {printed}");
+        let (_, served) = up.finish(&[]);
+        assert!(!served.contains("divergence"), "example {i}: {served}");
+        let path = "recorded/agent.replay.weather/paris.trace.ndjson.zst";
+        assert!(env.path(path).exists(), "example {i}: {printed}");
+        assert!(!everything_under(&env, "recorded").contains("SENTINEL"));
+        assert!(!printed.contains("SENTINEL"), "{printed}");
+    }
+}
