@@ -270,7 +270,11 @@ fn the_recording_docs_examples_run_as_written_for_each_sdk() {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "example {i}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "example {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(stdout.contains("weather"), "example {i}: {stdout}");
         let (code, printed) = rec.finish(&[]);
         assert_eq!(code, 0, "example {i}: {printed}");

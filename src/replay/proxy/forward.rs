@@ -79,33 +79,51 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The upstream request: `rest` (and the query) under the upstream's base URL, the headers
-/// but the hop's own and the recorder's, identity encoding (so the recorder can read the
-/// answer it passes on), the body unchanged.
-fn upstream_request(
+/// Why the upstream gave no answer.
+enum Unanswered {
+    /// Silent for longer than the upstream timeout.
+    TimedOut,
+    /// Not reached, or the exchange failed (the error and its causes).
+    Failed(String),
+}
+
+/// Sends the request to the upstream: `rest` (and the query) under the upstream's base URL,
+/// the headers but the hop's own and the recorder's, identity encoding (so the recorder can
+/// read the answer it passes on), the body unchanged.
+async fn send(
     recorder: &Recorder,
     parts: &Parts,
     rest: &str,
     body: Bytes,
-) -> reqwest::RequestBuilder {
+) -> Result<hyper::Response<hyper::body::Incoming>, Unanswered> {
     let mut url = format!("{}{rest}", recorder.options.upstream.trim_end_matches('/'));
     if let Some(q) = parts.uri.query() {
         url.push('?');
         url.push_str(q);
     }
-    let mut builder = recorder.client.request(parts.method.clone(), url);
+    let mut request = hyper::Request::builder()
+        .method(parts.method.clone())
+        .uri(url);
     for (name, value) in &parts.headers {
         let n = name.as_str();
         if HOP.contains(&n) || n.starts_with("x-tracereplay-") || n == "accept-encoding" {
             continue;
         }
-        builder = builder.header(name, value);
+        request = request.header(name, value);
     }
-    builder.header("accept-encoding", "identity").body(body)
+    let request = (request.header("accept-encoding", "identity"))
+        .body(http_body_util::Full::new(body))
+        .map_err(|e| Unanswered::Failed(e.to_string()))?;
+    let timeout = recorder.options.upstream_timeout;
+    match tokio::time::timeout(timeout, recorder.client.request(request)).await {
+        Err(_) => Err(Unanswered::TimedOut),
+        Ok(Err(e)) => Err(Unanswered::Failed(error_chain(&e))),
+        Ok(Ok(answer)) => Ok(answer),
+    }
 }
 
 /// The answer's headers to pass back: all but the hop's own.
-fn answer_headers(from: &reqwest::header::HeaderMap) -> HeaderMap {
+fn answer_headers(from: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (name, value) in from {
         if HOP.contains(&name.as_str()) && name.as_str() != "content-length" {
@@ -118,31 +136,71 @@ fn answer_headers(from: &reqwest::header::HeaderMap) -> HeaderMap {
     out
 }
 
+/// The next piece of an answer's body: `Ok(None)` at its end, `Err` when it was cut or the
+/// upstream fell silent for longer than the timeout.
+async fn next_piece(
+    body: &mut hyper::body::Incoming,
+    timeout: std::time::Duration,
+) -> Result<Option<Bytes>, String> {
+    use http_body_util::BodyExt;
+    loop {
+        match tokio::time::timeout(timeout, body.frame()).await {
+            Err(_) => {
+                return Err(format!(
+                    "the upstream was silent for {} s",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(None) => return Ok(None),
+            Ok(Some(Err(e))) => return Err(error_chain(&e)),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+                // Trailers: nothing to pass on.
+            }
+        }
+    }
+}
+
 /// A request forwarded as it is, its answer passed back, nothing recorded (`/v1/models`,
 /// `count_tokens`, anything that is not one of the three model APIs).
 pub(super) async fn pass(recorder: &Recorder, parts: Parts, rest: String, body: Bytes) -> Response {
-    let answer = match upstream_request(recorder, &parts, &rest, body).send().await {
+    let answer = match send(recorder, &parts, &rest, body).await {
         Ok(a) => a,
-        Err(e) => {
-            let message = format!(
-                "the upstream could not be reached: {}",
-                crate::paths::redact_urls_in(&e.to_string())
-            );
-            return error_in(
-                None,
-                StatusCode::BAD_GATEWAY,
-                &message,
-                "upstream_unreachable",
-            );
+        Err(why) => {
+            let (status, kind, what) = unanswered(&why);
+            let message = format!("the upstream {what}");
+            return error_in(None, status, &message, kind);
         }
     };
     let status = answer.status();
     let headers = answer_headers(answer.headers());
-    let bytes = answer.bytes().await.unwrap_or_default();
+    let mut incoming = answer.into_body();
+    let mut bytes = Vec::new();
+    while let Ok(Some(piece)) = next_piece(&mut incoming, recorder.options.upstream_timeout).await {
+        bytes.extend_from_slice(&piece);
+    }
     let mut r = Response::new(Body::from(bytes));
     *r.status_mut() = status;
     *r.headers_mut() = headers;
     r
+}
+
+/// The status, error type and sentence of an unanswered request.
+fn unanswered(why: &Unanswered) -> (StatusCode, &'static str, String) {
+    match why {
+        Unanswered::TimedOut => (
+            StatusCode::GATEWAY_TIMEOUT,
+            "upstream_timeout",
+            "timed out".to_owned(),
+        ),
+        Unanswered::Failed(e) => (
+            StatusCode::BAD_GATEWAY,
+            "upstream_unreachable",
+            format!("could not be reached: {}", crate::paths::redact_urls_in(e)),
+        ),
+    }
 }
 
 /// One model request: forwarded, its answer streamed back and recorded.
@@ -203,23 +261,11 @@ pub(super) async fn exchange(
         ts_ms,
         started,
     };
-    let answer = match upstream_request(&recorder, &parts, &rest, body)
-        .send()
-        .await
-    {
+    let answer = match send(&recorder, &parts, &rest, body).await {
         Ok(a) => a,
-        Err(e) => {
-            let (status, kind, what) = if e.is_timeout() {
-                (StatusCode::GATEWAY_TIMEOUT, "upstream_timeout", "timed out")
-            } else {
-                (
-                    StatusCode::BAD_GATEWAY,
-                    "upstream_unreachable",
-                    "could not be reached",
-                )
-            };
-            let cause = crate::paths::redact_urls_in(&error_chain(&e));
-            let message = format!("the upstream {what}: {cause}");
+        Err(why) => {
+            let (status, kind, what) = unanswered(&why);
+            let message = format!("the upstream {what}");
             done.failed(&message, &kind.replace('_', "-"));
             return error_in(Some(api), status, &message, kind);
         }
@@ -301,18 +347,20 @@ impl Done {
 /// records it: whole, or cut (by the upstream or the client) as an `error` event with what
 /// arrived.
 async fn pump(
-    mut answer: reqwest::Response,
+    answer: hyper::Response<hyper::body::Incoming>,
     tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
     done: Done,
     api: Api,
     status: StatusCode,
     streamed: bool,
 ) {
+    let timeout = done.recorder.options.upstream_timeout;
+    let mut incoming = answer.into_body();
     let mut reader = streamed.then(|| StreamReader::new(api));
     let mut kept: Vec<u8> = Vec::new();
     let mut overflow = false;
     let cut: Option<String> = loop {
-        match answer.chunk().await {
+        match next_piece(&mut incoming, timeout).await {
             Ok(Some(piece)) => {
                 match &mut reader {
                     Some(r) => r.feed(&piece),
@@ -327,7 +375,7 @@ async fn pump(
             }
             Ok(None) => break None,
             Err(e) => {
-                let why = format!("the upstream cut the answer: {}", error_chain(&e));
+                let why = format!("the upstream cut the answer: {e}");
                 let _ = tx.send(Err(std::io::Error::other(why.clone()))).await;
                 break Some(why);
             }

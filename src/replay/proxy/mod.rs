@@ -8,6 +8,7 @@
 //! the `X-Tracereplay-Trial` header. It ends at `POST …/tracereplay/v1/finish`, after the idle
 //! time, or when the server stops; `POST …/tracereplay/v1/cancel` drops it unwritten.
 
+mod client;
 mod forward;
 mod running;
 
@@ -105,7 +106,7 @@ impl Session {
 /// The recorder: its sessions, and the client it forwards with.
 pub struct Recorder {
     options: Options,
-    client: reqwest::Client,
+    client: client::Upstream,
     sessions: Mutex<BTreeMap<Key, Session>>,
     /// Recording paths written (or being written) by this server: never written twice.
     claimed: Mutex<BTreeSet<String>>,
@@ -120,13 +121,7 @@ impl Recorder {
         options: Options,
         told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
     ) -> std::io::Result<Recorder> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true)
-            .read_timeout(options.upstream_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(std::io::Error::other)?;
+        let client = client::upstream()?;
         Ok(Recorder {
             options,
             client,
@@ -534,35 +529,43 @@ fn parse_events(body: &Bytes) -> Result<Vec<Value>, Refusal> {
 /// `::1`) unless `allow_insecure`; no credentials, query or fragment in it. Returns it without
 /// a trailing slash.
 pub fn check_upstream(url: &str, allow_insecure: bool) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
     let shown = crate::paths::redact_url(url);
-    if !parsed.username().is_empty() || parsed.password().is_some() {
+    let parsed: axum::http::Uri = url
+        .parse()
+        .map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
+    let authority = parsed
+        .authority()
+        .ok_or_else(|| format!("`{shown}` names no host"))?;
+    if authority.as_str().contains('@') {
         return Err(format!(
             "`{shown}` carries credentials: send them as the client's headers, which the recorder forwards and never writes"
         ));
     }
-    if parsed.query().is_some() || parsed.fragment().is_some() {
+    if parsed.query().is_some() || url.contains('#') {
         return Err(format!(
             "`{shown}`: an upstream URL has no query or fragment"
         ));
     }
-    let loopback = match parsed.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(format!("`{shown}` names no host")),
-    };
-    match parsed.scheme() {
-        "https" => {}
-        "http" if loopback || allow_insecure => {}
-        "http" => {
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match parsed.scheme_str() {
+        Some("https") => {}
+        Some("http") if loopback || allow_insecure => {}
+        Some("http") => {
             return Err(format!(
                 "`{shown}` is plain HTTP to a host that is not loopback: credentials would cross the network unencrypted; use https, or pass --allow-insecure-upstream to mean it"
             ));
         }
         other => {
             return Err(format!(
-                "`{shown}`: the upstream must be http or https, not {other}"
+                "`{shown}`: the upstream must be http or https, not {}",
+                other.unwrap_or("a relative URL")
             ));
         }
     }
