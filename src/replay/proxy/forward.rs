@@ -148,7 +148,7 @@ async fn next_piece(
             Err(_) => {
                 return Err(format!(
                     "the upstream was silent for {} s",
-                    timeout.as_secs()
+                    timeout.as_secs_f64()
                 ));
             }
             Ok(None) => return Ok(None),
