@@ -110,15 +110,7 @@ pub(crate) fn message_stream(script: &Script, step: &Step, n: usize) -> String {
         "usage": {"output_tokens": whole["usage"]["output_tokens"]},
     }));
     events.push(json!({"type": "message_stop"}));
-    let mut out = String::new();
-    for e in events {
-        out.push_str("event: ");
-        out.push_str(e["type"].as_str().unwrap_or(""));
-        out.push_str("\ndata: ");
-        out.push_str(&e.to_string());
-        out.push_str("\n\n");
-    }
-    out
+    super::openai::typed_events(&events)
 }
 
 /// The error body of a non-2xx answer, in the Messages API's shape.

@@ -212,9 +212,17 @@ pub(crate) fn response_stream(script: &Script, step: &Step, n: usize) -> String 
         events.push(json!({"type": "response.output_item.done", "output_index": i, "item": item}));
     }
     events.push(json!({"type": "response.completed", "response": whole}));
-    let mut out = String::new();
-    for (i, mut e) in events.into_iter().enumerate() {
+    for (i, e) in events.iter_mut().enumerate() {
         e["sequence_number"] = json!(i);
+    }
+    typed_events(&events)
+}
+
+/// Server-sent events, each named by its `type` (`event: T`, `data: JSON`, a blank line), as
+/// the Responses and Anthropic Messages APIs stream them.
+pub(super) fn typed_events(events: &[Value]) -> String {
+    let mut out = String::new();
+    for e in events {
         out.push_str("event: ");
         out.push_str(e["type"].as_str().unwrap_or(""));
         out.push_str("\ndata: ");

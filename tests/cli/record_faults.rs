@@ -459,7 +459,10 @@ fn an_upstream_that_falls_silent_times_out_as_the_flag_says() {
     let _ = conn.read_to_end(&mut got);
     let got = String::from_utf8_lossy(&got);
     assert!(got.contains("one ") && !got.contains("[DONE]"), "{got}");
-    assert!(!got.ends_with("0\r\n\r\n"), "a cut stream never ends cleanly: {got}");
+    assert!(
+        !got.ends_with("0\r\n\r\n"),
+        "a cut stream never ends cleanly: {got}"
+    );
     let (code, printed) = rec.finish(&[]);
     assert_eq!(code, 0, "{printed}");
     let hung = trace_text(&env, "out/s/hung.trace.ndjson.zst");
