@@ -14,6 +14,8 @@ pub mod answer;
 pub(crate) mod anthropic;
 pub mod canonical;
 pub mod chunking;
+mod client;
+mod forward;
 mod models;
 pub(crate) mod openai;
 pub mod place;

@@ -8,8 +8,6 @@
 //! the `X-Tracereplay-Trial` header. It ends at `POST …/tracereplay/v1/finish`, after the idle
 //! time, or when the server stops; `POST …/tracereplay/v1/cancel` drops it unwritten.
 
-mod client;
-mod forward;
 mod running;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::canonical::Api;
+use super::forward::{self, Forwarder, Sink};
 use super::record::{Recording, RunHeader};
 use super::server::{BODY_LIMIT, CASE_HEADER, error_in};
 use crate::privacy::PromptHasher;
@@ -106,7 +105,7 @@ impl Session {
 /// The recorder: its sessions, and the client it forwards with.
 pub struct Recorder {
     options: Options,
-    client: client::Upstream,
+    forwarder: Arc<Forwarder>,
     sessions: Mutex<BTreeMap<Key, Session>>,
     /// Recording paths written (or being written) by this server: never written twice.
     claimed: Mutex<BTreeSet<String>>,
@@ -121,10 +120,14 @@ impl Recorder {
         options: Options,
         told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
     ) -> std::io::Result<Recorder> {
-        let client = client::upstream()?;
+        let forwarder = Arc::new(Forwarder::new(
+            options.upstream.clone(),
+            options.upstream_timeout,
+            options.limits,
+        )?);
         Ok(Recorder {
             options,
-            client,
+            forwarder,
             sessions: Mutex::new(BTreeMap::new()),
             claimed: Mutex::new(BTreeSet::new()),
             ends: Mutex::new(Vec::new()),
@@ -352,6 +355,77 @@ impl Refusal {
     }
 }
 
+/// One model request of a session: captured, its tool results recorded, then forwarded and its
+/// answer recorded into the session.
+async fn exchange(
+    recorder: Arc<Recorder>,
+    key: Key,
+    api: Api,
+    (parts, rest, body): (axum::http::request::Parts, String, Bytes),
+) -> Response {
+    let fail = |status, message: &str, kind| error_in(Some(api), status, message, kind);
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) if api.shaped(&v) => v,
+        Ok(_) => {
+            let message = format!("the request body is not {}", api.shape_wanted());
+            return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
+        }
+        Err(e) => {
+            let message = format!("the request body is not JSON: {e}");
+            return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
+        }
+    };
+    let options = &recorder.options;
+    let captured = super::record::capture(api, &request, &options.hasher, options.raw_prompts);
+    {
+        let mut sessions = recorder.lock();
+        let Some(s) = sessions.get_mut(&key) else {
+            let message =
+                "the session ended while this request arrived; send it again to start a new one";
+            return fail(StatusCode::CONFLICT, message, "session_ended");
+        };
+        if let Err(why) = s.recording.results(&captured, options.limits) {
+            return super::server::refused(&why);
+        }
+        s.secrets.extend(forward::credentials(&parts.headers));
+        if s.model.is_none() {
+            s.model = captured.model.clone();
+        }
+        s.requests += 1;
+        s.in_flight += 1;
+        s.last = Instant::now();
+    }
+    let sink = Box::new(SessionSink {
+        recorder: recorder.clone(),
+        key,
+    });
+    forward::forward(
+        recorder.forwarder.clone(),
+        sink,
+        api,
+        (parts, rest, body),
+        captured,
+    )
+    .await
+}
+
+/// A recorder session, as where its exchanges are recorded.
+struct SessionSink {
+    recorder: Arc<Recorder>,
+    key: Key,
+}
+
+impl Sink for SessionSink {
+    fn record(&self, f: &mut dyn FnMut(&mut Recording, &BTreeSet<String>, Option<&str>)) {
+        let mut sessions = self.recorder.lock();
+        if let Some(s) = sessions.get_mut(&self.key) {
+            s.in_flight = s.in_flight.saturating_sub(1);
+            s.last = Instant::now();
+            f(&mut s.recording, &s.secrets, s.model.as_deref());
+        }
+    }
+}
+
 /// Splits `/record/<scenario>/<case>/<rest>` (percent-decoded names) from a request path.
 fn split_path(path: &str) -> (Option<(String, String)>, String) {
     let Some(tail) = path.strip_prefix("/record/") else {
@@ -419,9 +493,9 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
                 Ok(k) => k,
                 Err(r) => return r.respond(Some(api)),
             };
-            forward::exchange(recorder, key, api, parts, rest, body).await
+            exchange(recorder, key, api, (parts, rest, body)).await
         }
-        (None, None) => forward::pass(&recorder, parts, rest, body).await,
+        (None, None) => forward::pass(&recorder.forwarder, parts, rest, body).await,
     }
 }
 

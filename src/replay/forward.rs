@@ -1,9 +1,11 @@
 //! One exchange with the upstream: the request forwarded unchanged, the answer streamed back
 //! piece by piece as it arrives (never buffered to its end), and read on the way through into
 //! what the recording keeps — or, when it fails or is cut, into an `error` event saying so.
+//! The recorder (`record`) and `replay serve` going live forward through it, each recording
+//! into its own session ([`Sink`]).
 
-use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::http::request::Parts;
@@ -11,11 +13,45 @@ use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::{Key, Recorder};
-use crate::replay::answer::{Answer, StreamReader};
-use crate::replay::canonical::Api;
-use crate::replay::record::{self, Timing};
-use crate::replay::server::error_in;
+use super::answer::{Answer, StreamReader};
+use super::canonical::Api;
+use super::record::{self, Recording, Timing};
+use super::server::error_in;
+
+/// Where a forwarded exchange is recorded: its session's recording, if the session is still
+/// open when the exchange ends.
+pub(crate) trait Sink: Send + Sync + 'static {
+    /// Runs `f` on the session's recording, with the credentials its requests carried (kept out
+    /// of what is recorded) and the model it asked for; does nothing once the session ended.
+    fn record(&self, f: &mut dyn FnMut(&mut Recording, &BTreeSet<String>, Option<&str>));
+}
+
+/// The upstream and how to reach it.
+pub(crate) struct Forwarder {
+    /// The upstream's base URL.
+    pub(crate) upstream: String,
+    /// How long the upstream may stay silent.
+    pub(crate) timeout: Duration,
+    /// Limits of what is recorded.
+    pub(crate) limits: crate::trace::Limits,
+    client: super::client::Upstream,
+}
+
+impl Forwarder {
+    /// A forwarder to `upstream` (checked already).
+    pub(crate) fn new(
+        upstream: String,
+        timeout: Duration,
+        limits: crate::trace::Limits,
+    ) -> std::io::Result<Forwarder> {
+        Ok(Forwarder {
+            upstream,
+            timeout,
+            limits,
+            client: super::client::upstream()?,
+        })
+    }
+}
 
 /// The most of a non-streamed answer (or an error body) kept for reading: larger answers are
 /// still passed through whole, and recorded as too large to read.
@@ -43,7 +79,7 @@ fn is_credential(name: &str) -> bool {
 }
 
 /// The credential values of `headers` (a bearer token's token too), longest first.
-fn credentials(headers: &HeaderMap) -> Vec<String> {
+pub(crate) fn credentials(headers: &HeaderMap) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (name, value) in headers {
         if !is_credential(name.as_str()) {
@@ -65,7 +101,7 @@ fn credentials(headers: &HeaderMap) -> Vec<String> {
 }
 
 /// `text` with every credential of the session replaced by `[redacted]`.
-fn redact(text: &str, secrets: &std::collections::BTreeSet<String>) -> String {
+fn redact(text: &str, secrets: &BTreeSet<String>) -> String {
     let mut sorted: Vec<&String> = secrets.iter().collect();
     sorted.sort_by_key(|c| std::cmp::Reverse(c.len()));
     sorted
@@ -73,7 +109,7 @@ fn redact(text: &str, secrets: &std::collections::BTreeSet<String>) -> String {
         .fold(text.to_owned(), |t, s| t.replace(s.as_str(), "[redacted]"))
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -91,12 +127,12 @@ enum Unanswered {
 /// the headers but the hop's own and the recorder's, identity encoding (so the recorder can
 /// read the answer it passes on), the body unchanged.
 async fn send(
-    recorder: &Recorder,
+    forwarder: &Forwarder,
     parts: &Parts,
     rest: &str,
     body: Bytes,
 ) -> Result<hyper::Response<hyper::body::Incoming>, Unanswered> {
-    let mut url = format!("{}{rest}", recorder.options.upstream.trim_end_matches('/'));
+    let mut url = format!("{}{rest}", forwarder.upstream.trim_end_matches('/'));
     if let Some(q) = parts.uri.query() {
         url.push('?');
         url.push_str(q);
@@ -114,8 +150,7 @@ async fn send(
     let request = (request.header("accept-encoding", "identity"))
         .body(http_body_util::Full::new(body))
         .map_err(|e| Unanswered::Failed(e.to_string()))?;
-    let timeout = recorder.options.upstream_timeout;
-    match tokio::time::timeout(timeout, recorder.client.request(request)).await {
+    match tokio::time::timeout(forwarder.timeout, forwarder.client.request(request)).await {
         Err(_) => Err(Unanswered::TimedOut),
         Ok(Err(e)) => Err(Unanswered::Failed(error_chain(&e))),
         Ok(Ok(answer)) => Ok(answer),
@@ -165,8 +200,13 @@ async fn next_piece(
 
 /// A request forwarded as it is, its answer passed back, nothing recorded (`/v1/models`,
 /// `count_tokens`, anything that is not one of the three model APIs).
-pub(super) async fn pass(recorder: &Recorder, parts: Parts, rest: String, body: Bytes) -> Response {
-    let answer = match send(recorder, &parts, &rest, body).await {
+pub(crate) async fn pass(
+    forwarder: &Forwarder,
+    parts: Parts,
+    rest: String,
+    body: Bytes,
+) -> Response {
+    let answer = match send(forwarder, &parts, &rest, body).await {
         Ok(a) => a,
         Err(why) => {
             let (status, kind, what) = unanswered(&why);
@@ -178,7 +218,7 @@ pub(super) async fn pass(recorder: &Recorder, parts: Parts, rest: String, body: 
     let headers = answer_headers(answer.headers());
     let mut incoming = answer.into_body();
     let mut bytes = Vec::new();
-    while let Ok(Some(piece)) = next_piece(&mut incoming, recorder.options.upstream_timeout).await {
+    while let Ok(Some(piece)) = next_piece(&mut incoming, forwarder.timeout).await {
         bytes.extend_from_slice(&piece);
     }
     let mut r = Response::new(Body::from(bytes));
@@ -203,65 +243,23 @@ fn unanswered(why: &Unanswered) -> (StatusCode, &'static str, String) {
     }
 }
 
-/// One model request: forwarded, its answer streamed back and recorded.
-pub(super) async fn exchange(
-    recorder: Arc<Recorder>,
-    key: Key,
+/// One model request, captured and its tool results recorded already: forwarded, its answer
+/// streamed back, and recorded into `sink` when it ends.
+pub(crate) async fn forward(
+    forwarder: std::sync::Arc<Forwarder>,
+    sink: Box<dyn Sink>,
     api: Api,
-    parts: Parts,
-    rest: String,
-    body: Bytes,
+    (parts, rest, body): (Parts, String, Bytes),
+    captured: record::Captured,
 ) -> Response {
-    let request: Value = match serde_json::from_slice(&body) {
-        Ok(v) if api.shaped(&v) => v,
-        Ok(_) => {
-            let message = format!("the request body is not {}", api.shape_wanted());
-            return error_in(
-                Some(api),
-                StatusCode::BAD_REQUEST,
-                &message,
-                "invalid_request",
-            );
-        }
-        Err(e) => {
-            let message = format!("the request body is not JSON: {e}");
-            return error_in(
-                Some(api),
-                StatusCode::BAD_REQUEST,
-                &message,
-                "invalid_request",
-            );
-        }
-    };
-    let options = &recorder.options;
-    let captured = record::capture(api, &request, &options.hasher, options.raw_prompts);
-    let (started, ts_ms) = (Instant::now(), now_ms());
-    {
-        let mut sessions = recorder.lock();
-        let Some(s) = sessions.get_mut(&key) else {
-            let message =
-                "the session ended while this request arrived; send it again to start a new one";
-            return error_in(Some(api), StatusCode::CONFLICT, message, "session_ended");
-        };
-        if let Err(why) = s.recording.results(&captured, options.limits) {
-            return crate::replay::server::refused(&why);
-        }
-        s.secrets.extend(credentials(&parts.headers));
-        if s.model.is_none() {
-            s.model = captured.model.clone();
-        }
-        s.requests += 1;
-        s.in_flight += 1;
-        s.last = Instant::now();
-    }
     let done = Done {
-        recorder: recorder.clone(),
-        key,
+        sink,
         captured,
-        ts_ms,
-        started,
+        ts_ms: now_ms(),
+        started: Instant::now(),
+        limits: forwarder.limits,
     };
-    let answer = match send(&recorder, &parts, &rest, body).await {
+    let answer = match send(&forwarder, &parts, &rest, body).await {
         Ok(a) => a,
         Err(why) => {
             let (status, kind, what) = unanswered(&why);
@@ -278,7 +276,13 @@ pub(super) async fn exchange(
         .and_then(|v| v.to_str().ok()))
     .is_some_and(|t| t.starts_with("text/event-stream"));
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
-    tokio::spawn(pump(answer, tx, done, api, status, streamed));
+    tokio::spawn(pump(
+        answer,
+        tx,
+        done,
+        (api, status, streamed),
+        forwarder.timeout,
+    ));
     let body = Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|piece| (piece, rx))
     }));
@@ -302,29 +306,19 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// What an exchange records when it ends.
 struct Done {
-    recorder: Arc<Recorder>,
-    key: Key,
+    sink: Box<dyn Sink>,
     captured: record::Captured,
     ts_ms: i64,
     started: Instant,
+    limits: crate::trace::Limits,
 }
 
 impl Done {
-    fn with_session(&self, f: impl FnOnce(&mut super::Session)) {
-        let mut sessions = self.recorder.lock();
-        if let Some(s) = sessions.get_mut(&self.key) {
-            s.in_flight = s.in_flight.saturating_sub(1);
-            s.last = Instant::now();
-            f(s);
-        }
-    }
-
     /// Records the exchange as an `error` event (credentials redacted).
     fn failed(&self, message: &str, code: &str) {
-        let limits = self.recorder.options.limits;
-        self.with_session(|s| {
-            let message = redact(message, &s.secrets);
-            s.recording.error(&message, code, Some(self.ts_ms), limits);
+        self.sink.record(&mut |recording, secrets, _| {
+            let message = redact(message, secrets);
+            recording.error(&message, code, Some(self.ts_ms), self.limits);
         });
     }
 
@@ -335,10 +329,8 @@ impl Done {
             ts_ms: Some(self.ts_ms),
             latency_ms: Some(latency),
         };
-        self.with_session(|s| {
-            let model = s.model.clone();
-            s.recording
-                .inference(model.as_deref(), &answer.step(), &self.captured, timing);
+        self.sink.record(&mut |recording, _, model| {
+            recording.inference(model, &answer.step(), &self.captured, timing);
         });
     }
 }
@@ -350,11 +342,9 @@ async fn pump(
     answer: hyper::Response<hyper::body::Incoming>,
     tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
     done: Done,
-    api: Api,
-    status: StatusCode,
-    streamed: bool,
+    (api, status, streamed): (Api, StatusCode, bool),
+    timeout: Duration,
 ) {
-    let timeout = done.recorder.options.upstream_timeout;
     let mut incoming = answer.into_body();
     let mut reader = streamed.then(|| StreamReader::new(api));
     let mut kept: Vec<u8> = Vec::new();
