@@ -95,6 +95,22 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         limits: args.limits.limits(),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
         chunking: args.chunking,
+        live: match &args.upstream {
+            None => None,
+            Some(url) => Some(server::Live {
+                upstream: tracereplay::replay::proxy::check_upstream(
+                    url,
+                    args.allow_insecure_upstream,
+                )
+                .map_err(anyhow::Error::msg)?,
+                timeout: args.upstream_timeout,
+                from: match (args.live_from, args.live_on_divergence) {
+                    (Some(n), _) => server::LiveFrom::Request(n as usize),
+                    (None, true) => server::LiveFrom::Divergence,
+                    (None, false) => server::LiveFrom::Exhausted,
+                },
+            }),
+        },
     };
     if options.raw_prompts {
         diag!(
@@ -137,6 +153,13 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             },
             if r.diverged { " (diverged)" } else { "" }
         )?;
+        if let Some(at) = r.went_live_at {
+            writeln!(
+                out,
+                "  went live at request {at}: {} request(s) forwarded to the upstream",
+                r.live
+            )?;
+        }
         for d in &r.divergences {
             writeln!(
                 out,

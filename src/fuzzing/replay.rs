@@ -57,6 +57,7 @@ pub fn replay_requests(data: &[u8]) {
         limits,
         signer: None,
         chunking: Default::default(),
+        live: None,
     };
     let replay = Replay::new(vec![script()], options);
     for part in data.split(|b| *b == 0).take(64) {

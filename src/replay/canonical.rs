@@ -1,6 +1,6 @@
 //! One canonical request for every API: a Responses or Anthropic Messages request read as the
 //! Chat Completions conversation it is, so that `input_h` (the hash of
-//! [`crate::ingest::identity::canonical_message`] of each message) is the same whichever API
+//! the canonical form of each message, as `ingest` hashes a recorded conversation) is the same whichever API
 //! carried the conversation — and so that a divergence can name the first field that differs
 //! ([`canonical_request`], [`first_difference`]).
 //!
@@ -40,6 +40,15 @@ impl Api {
             Some(Api::Anthropic)
         } else {
             None
+        }
+    }
+
+    /// The API's request path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Responses => "/v1/responses",
+            Api::Anthropic => "/v1/messages",
         }
     }
 
@@ -265,7 +274,7 @@ pub fn canonical_request(api: Api, request: &Value) -> Value {
 /// `/messages/3/tool_calls/0/arguments` are parts; what lies below them is hashed whole.
 const PART_DEPTH: usize = 5;
 
-/// The parts of a canonical request, hashed: each value at most [`PART_DEPTH`] steps down (a
+/// The parts of a canonical request, hashed: each value at most five steps down (a
 /// scalar, an empty container, or a container at that depth, hashed as compact JSON), by its
 /// JSON pointer.
 pub fn parts(

@@ -29,4 +29,4 @@ pub(crate) mod signals;
 pub use chunking::Chunking;
 pub use running::{Running, StopWhen, spawn};
 pub use script::{Script, Step, load, load_all};
-pub use server::{Options, Replay, SessionReport};
+pub use server::{Live, LiveFrom, Options, Replay, SessionReport};

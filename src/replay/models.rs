@@ -6,17 +6,28 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::canonical::Api;
+use super::forward;
 use super::record::{self, Timing};
-use super::server::{Replay, error_in, named, refused};
+use super::server::{BODY_LIMIT, LiveFrom, Replay, Session, error_in, named, refused};
 use super::{anthropic, openai};
 
-/// Answers a model request of `api` with the session's next recorded response.
+/// What a model request gets: a response now, or forwarding (the session is live).
+pub(super) enum Answered {
+    /// Served from the recording, or refused.
+    Now(Response),
+    /// Forwarded to the upstream: the session, and the request as captured (its tool
+    /// results recorded already).
+    Live(String, record::Captured),
+}
+
+/// Answers a model request of `api` with the session's next recorded response (the fuzz
+/// target's and the tests' way in: a request that would go live gets 503 here).
 pub(super) fn next_response(
     replay: &Replay,
     path: Option<(String, String)>,
@@ -24,40 +35,88 @@ pub(super) fn next_response(
     body: &Bytes,
     api: Api,
 ) -> Response {
+    match decide(replay, path, headers, body, api) {
+        Answered::Now(r) => r,
+        Answered::Live(..) => error_in(
+            Some(api),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "live forwarding needs the server",
+            "not_served",
+        ),
+    }
+}
+
+/// Serves the next recorded response — or, once the session is live (`--upstream`), says to
+/// forward the request — recording what the request hands back either way.
+fn decide(
+    replay: &Replay,
+    path: Option<(String, String)>,
+    headers: &HeaderMap,
+    body: &Bytes,
+    api: Api,
+) -> Answered {
     let fail = |status, message: &str, kind| error_in(Some(api), status, message, kind);
     let session = match replay.session(path, headers) {
         Ok(s) => s,
-        Err(f) => return f.respond(Some(api)),
+        Err(f) => return Answered::Now(f.respond(Some(api))),
     };
     let request: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
             let message = format!("the request body is not JSON: {e}");
-            return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
+            return Answered::Now(fail(StatusCode::BAD_REQUEST, &message, "invalid_request"));
         }
     };
     // Only a request of the endpoint's shape gets the next recorded response.
     // (Whatever it asks: a request without `messages` is still served.)
     if !api.shaped(&request) {
         let message = format!("the request body is not {}", api.shape_wanted());
-        return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
+        return Answered::Now(fail(StatusCode::BAD_REQUEST, &message, "invalid_request"));
     }
     let options = &replay.options;
     let mut guard = session.lock().unwrap_or_else(|e| e.into_inner());
     let s = &mut *guard;
     let total = s.script.steps.len();
+    let live = options.live.as_ref().map(|l| l.from);
+    // Once live, every request is forwarded.
+    if s.went_live_at.is_some() {
+        return go_live(s, replay, (api, &request, headers), None, None);
+    }
     if s.served >= total {
+        if live.is_some() {
+            let why = format!("the recording's {total} responses were all served");
+            return go_live(s, replay, (api, &request, headers), Some(why), None);
+        }
         s.exhausted += 1;
         let message = format!(
             "replay exhausted: {} of {total} recorded model responses served",
             s.served
         );
         s.recording.divergence(&message, options.limits);
-        return fail(StatusCode::GONE, &message, "replay_exhausted");
+        return Answered::Now(fail(StatusCode::GONE, &message, "replay_exhausted"));
+    }
+    if let Some(LiveFrom::Request(at)) = live {
+        if s.served + 1 >= at {
+            let why = format!("--live-from {at}");
+            return go_live(s, replay, (api, &request, headers), Some(why), None);
+        }
     }
     let captured = record::capture(api, &request, &s.hasher, options.raw_prompts);
     if let Err(why) = s.recording.results(&captured, options.limits) {
-        return refused(&why);
+        return Answered::Now(refused(&why));
+    }
+    if live == Some(LiveFrom::Divergence) {
+        let diverging = record::divergences(s.served + 1, &s.script.steps[s.served], &captured);
+        if !diverging.is_empty() {
+            let why = format!("it diverged ({})", diverging.join("; "));
+            return go_live(
+                s,
+                replay,
+                (api, &request, headers),
+                Some(why),
+                Some(captured),
+            );
+        }
     }
     let n = s.served + 1;
     let step = &s.script.steps[n - 1];
@@ -68,7 +127,7 @@ pub(super) fn next_response(
     s.divergences.extend(diverging.iter().cloned());
     if options.strict && !diverging.is_empty() {
         let message = format!("replay diverged (--strict): {}", diverging.join("; "));
-        return fail(StatusCode::CONFLICT, &message, "replay_diverged");
+        return Answered::Now(fail(StatusCode::CONFLICT, &message, "replay_diverged"));
     }
     s.served = n;
     let model = s.script.model.clone();
@@ -80,39 +139,140 @@ pub(super) fn next_response(
         let body = options.chunking.body(&text);
         ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
     };
-    match (api, streamed) {
+    Answered::Now(match (api, streamed) {
         (Api::Chat, true) => stream(openai::chat_completion_stream(script, step, n)),
         (Api::Chat, false) => axum::Json(openai::chat_completion(script, step, n)).into_response(),
         (Api::Responses, true) => stream(openai::response_stream(script, step, n)),
         (Api::Responses, false) => axum::Json(openai::response(script, step, n)).into_response(),
         (Api::Anthropic, true) => stream(anthropic::message_stream(script, step, n)),
         (Api::Anthropic, false) => axum::Json(anthropic::message(script, step, n)).into_response(),
+    })
+}
+
+/// Takes the session live at this request (noting where and why, the first time), and says to
+/// forward it; the request's tool results are recorded first.
+fn go_live(
+    s: &mut Session,
+    replay: &Replay,
+    (api, request, headers): (Api, &Value, &HeaderMap),
+    why: Option<String>,
+    captured: Option<record::Captured>,
+) -> Answered {
+    let options = &replay.options;
+    let captured = match captured {
+        Some(c) => c,
+        None => {
+            let c = record::capture(api, request, &s.hasher, options.raw_prompts);
+            if let Err(why) = s.recording.results(&c, options.limits) {
+                return Answered::Now(refused(&why));
+            }
+            c
+        }
+    };
+    if let Some(why) = why {
+        let n = s.served + s.exhausted + 1;
+        s.went_live_at = Some(n);
+        let text = format!(
+            "replay went live at request {n}: {why}; from here on the run is the upstream's"
+        );
+        s.recording.note(&text, options.limits);
+    }
+    s.live += 1;
+    s.secrets.extend(forward::credentials(headers));
+    Answered::Live(s.script.key(), captured)
+}
+
+/// A replayed session, as where its live exchanges are recorded.
+struct ReplaySink {
+    replay: Arc<Replay>,
+    key: String,
+}
+
+impl forward::Sink for ReplaySink {
+    fn record(
+        &self,
+        f: &mut dyn FnMut(
+            &mut record::Recording,
+            &std::collections::BTreeSet<String>,
+            Option<&str>,
+        ),
+    ) {
+        if let Some(s) = self.replay.session_by_key(&self.key) {
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            let s = &mut *s;
+            if s.recorded_to().is_none() {
+                f(&mut s.recording, &s.secrets, s.script.model.as_deref());
+            }
+        }
+    }
+}
+
+/// A model request of `api`, served or forwarded.
+async fn answer(
+    replay: Arc<Replay>,
+    path: Option<Path<(String, String)>>,
+    request: Request,
+    api: Api,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(_) => {
+            let message = format!("the request body is larger than {BODY_LIMIT} bytes, or was cut");
+            return error_in(
+                Some(api),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &message,
+                "body_too_large",
+            );
+        }
+    };
+    match decide(&replay, named(path), &parts.headers, &body, api) {
+        Answered::Now(r) => r,
+        Answered::Live(key, captured) => {
+            let forwarder = match &replay.forwarder {
+                Some(Ok(f)) => f.clone(),
+                Some(Err(e)) => {
+                    let message = format!("the upstream client could not be made: {e}");
+                    return error_in(
+                        Some(api),
+                        StatusCode::BAD_GATEWAY,
+                        &message,
+                        "upstream_unreachable",
+                    );
+                }
+                None => unreachable!("a session goes live only with an upstream"),
+            };
+            let sink = Box::new(ReplaySink {
+                replay: replay.clone(),
+                key,
+            });
+            let rest = api.path().to_owned();
+            forward::forward(forwarder, sink, api, (parts, rest, body), captured).await
+        }
     }
 }
 
 pub(super) async fn chat(
     State(replay): State<Arc<Replay>>,
     path: Option<Path<(String, String)>>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
-    next_response(&replay, named(path), &headers, &body, Api::Chat)
+    answer(replay, path, request, Api::Chat).await
 }
 
 pub(super) async fn responses(
     State(replay): State<Arc<Replay>>,
     path: Option<Path<(String, String)>>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
-    next_response(&replay, named(path), &headers, &body, Api::Responses)
+    answer(replay, path, request, Api::Responses).await
 }
 
 pub(super) async fn messages(
     State(replay): State<Arc<Replay>>,
     path: Option<Path<(String, String)>>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
-    next_response(&replay, named(path), &headers, &body, Api::Anthropic)
+    answer(replay, path, request, Api::Anthropic).await
 }

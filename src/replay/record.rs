@@ -305,6 +305,15 @@ impl Recording {
         true
     }
 
+    /// Records a `note` event (where a replay went live), bounded like an error.
+    pub fn note(&mut self, text: &str, limits: Limits) {
+        if self.room(text.len() as u64 + 64, limits).is_err() {
+            self.dropped += 1;
+            return;
+        }
+        self.push(json!({"kind": "note", "text": text}));
+    }
+
     /// Whether any model request was recorded (answered, failed or cut).
     pub fn requested(&self) -> bool {
         self.events.iter().any(|e| {

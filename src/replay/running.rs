@@ -15,7 +15,8 @@ pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 impl Replay {
-    /// Runs the server on `listener` until `shutdown` completes (see [`serve_until`]).
+    /// Runs the server on `listener` until `shutdown` completes: then it stops accepting, lets
+    /// the requests in flight finish for a moment, and drops the rest.
     pub async fn run(
         self: Arc<Self>,
         listener: tokio::net::TcpListener,

@@ -65,6 +65,11 @@ pub struct SessionReport {
     /// Why the run was not recorded although recording was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_recorded: Option<String>,
+    /// The request at which the session went live (`--upstream`), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub went_live_at: Option<usize>,
+    /// Requests forwarded to the upstream once live.
+    pub live: usize,
 }
 
 /// How the server captures and records.
@@ -88,6 +93,31 @@ pub struct Options {
     pub signer: Option<std::sync::Arc<dyn crate::sign::TraceSigner>>,
     /// How streamed answers are cut into writes (`--chunking`).
     pub chunking: super::chunking::Chunking,
+    /// Replay, then live: where to forward once the recording is left (`--upstream`).
+    pub live: Option<Live>,
+}
+
+/// Replay, then live: the recording served up to a point, the rest forwarded to an upstream
+/// and recorded as `record` records.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// The upstream's base URL (checked as `record` checks it).
+    pub upstream: String,
+    /// How long the upstream may stay silent in an answer.
+    pub timeout: Duration,
+    /// When the session goes live.
+    pub from: LiveFrom,
+}
+
+/// When a replayed session goes live; always once its recording is exhausted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveFrom {
+    /// Once every recorded response was served.
+    Exhausted,
+    /// At this request (1-based).
+    Request(usize),
+    /// At the first request that diverges from the recording.
+    Divergence,
 }
 
 impl Options {
@@ -114,6 +144,7 @@ impl Default for Options {
             limits: Limits::default(),
             signer: None,
             chunking: super::chunking::Chunking::Recorded,
+            live: None,
         }
     }
 }
@@ -127,6 +158,11 @@ pub(super) struct Session {
     pub(super) finished: bool,
     /// Whether the session was closed (finished, or the server stopped).
     closed: bool,
+    /// The request at which the session went live, and the requests forwarded since.
+    pub(super) went_live_at: Option<usize>,
+    pub(super) live: usize,
+    /// Credentials the live requests carried, kept out of what is recorded.
+    pub(super) secrets: std::collections::BTreeSet<String>,
     pub(super) recording: Recording,
     recorded: Option<String>,
     not_recorded: Option<String>,
@@ -145,19 +181,22 @@ impl Session {
             run_end_reported: self.recording.ended(),
             recorded_to: self.recorded.clone(),
             not_recorded: self.not_recorded.clone(),
+            went_live_at: self.went_live_at,
+            live: self.live,
         }
     }
 
     /// Whether the runtime asked anything of this session (served, refused or past the end).
     fn requested(&self) -> bool {
-        self.served > 0 || self.exhausted > 0 || !self.divergences.is_empty()
+        self.served > 0 || self.exhausted > 0 || !self.divergences.is_empty() || self.live > 0
     }
 
     /// Ends the session (once): under `--strict`, recorded responses left unserved by a session
     /// that made requests are a divergence.
     fn close(&mut self, options: &Options) {
         let total = self.script.steps.len();
-        if options.strict && !self.closed && self.requested() && self.served < total {
+        let unserved = self.served < total && self.went_live_at.is_none();
+        if options.strict && !self.closed && self.requested() && unserved {
             let message = format!(
                 "the session ended with {} of {total} recorded model responses unserved (--strict)",
                 total - self.served
@@ -166,6 +205,11 @@ impl Session {
             self.divergences.push(message);
         }
         self.closed = true;
+    }
+
+    /// Where the run was recorded, once it was.
+    pub(super) fn recorded_to(&self) -> Option<&str> {
+        self.recorded.as_deref()
     }
 
     /// Writes the replayed run under the record directory (once); `Err` says why not.
@@ -207,6 +251,8 @@ impl Session {
 pub struct Replay {
     sessions: BTreeMap<String, Mutex<Session>>,
     pub(super) options: Options,
+    /// The upstream client once live (`Options::live`); `Err` when it could not be made.
+    pub(super) forwarder: Option<Result<Arc<super::forward::Forwarder>, String>>,
 }
 
 impl Replay {
@@ -225,6 +271,9 @@ impl Replay {
                             divergences: Vec::new(),
                             finished: false,
                             closed: false,
+                            went_live_at: None,
+                            live: 0,
+                            secrets: Default::default(),
                             recording: Recording::default(),
                             recorded: None,
                             not_recorded: None,
@@ -232,8 +281,18 @@ impl Replay {
                     )
                 })
                 .collect(),
+            forwarder: (options.live.as_ref()).map(|l| {
+                super::forward::Forwarder::new(l.upstream.clone(), l.timeout, options.limits)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            }),
             options,
         }
+    }
+
+    /// The session named `key`.
+    pub(super) fn session_by_key(&self, key: &str) -> Option<&Mutex<Session>> {
+        self.sessions.get(key)
     }
 
     /// Records every session not recorded yet (at shutdown); returns the problems.
@@ -280,7 +339,11 @@ impl Replay {
             .fallback(|| async {
                 error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses, /v1/messages, /tracereplay/v1/events and /tracereplay/v1/finish", "not_found")
             })
-            .layer(middleware::from_fn(timeout))
+            // A live request waits for the upstream's answer as long as it may stay silent.
+            .layer(middleware::from_fn_with_state(
+                (self.options.live.as_ref()).map_or(REQUEST_TIMEOUT, |l| l.timeout.max(REQUEST_TIMEOUT)),
+                timeout,
+            ))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self)
     }
@@ -428,7 +491,7 @@ pub(super) fn error_in(
     r
 }
 
-async fn timeout(req: Request, next: Next) -> Response {
+async fn timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
     // A body announced larger than the limit is refused before a byte of it is read.
     let announced = (req.headers().get(header::CONTENT_LENGTH))
         .and_then(|v| v.to_str().ok())
@@ -440,7 +503,7 @@ async fn timeout(req: Request, next: Next) -> Response {
             "body_too_large",
         );
     }
-    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+    match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
         Err(_) => error(
             StatusCode::REQUEST_TIMEOUT,

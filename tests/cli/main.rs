@@ -41,6 +41,7 @@ mod remote_partition;
 mod replay;
 mod replay_chunking;
 mod replay_divergence;
+mod replay_live;
 mod replay_python;
 mod reports;
 mod review;

@@ -7,7 +7,7 @@ use super::record_faults::{fake_upstream, recorder};
 use super::replay::Server;
 use crate::util::*;
 
-fn ask(content: &str, required: &str) -> String {
+pub(super) fn ask(content: &str, required: &str) -> String {
     serde_json::json!({"model": "m", "messages": [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": content},
@@ -17,7 +17,7 @@ fn ask(content: &str, required: &str) -> String {
 }
 
 /// Records two identical requests, answered `answer 1` and `answer 2`, as `s/twice`.
-fn recorded_twice(env: &Env) {
+pub(super) fn recorded_twice(env: &Env) {
     let up = fake_upstream();
     let rec = recorder(env, &format!("{up}/count"), &[]);
     for _ in 0..2 {
@@ -38,7 +38,7 @@ fn recorded_twice(env: &Env) {
     assert_eq!(rec.finish(&[]).0, 0);
 }
 
-fn content(body: &str) -> String {
+pub(super) fn content(body: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
     v["choices"][0]["message"]["content"]
         .as_str()

@@ -54,7 +54,7 @@ pub(crate) struct RecordArgs {
     pub signing: super::SigningArgs,
 }
 
-fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 * 365.0 => {
             Ok(std::time::Duration::from_secs_f64(v))

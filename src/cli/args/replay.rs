@@ -53,6 +53,26 @@ pub(crate) struct ReplayServeArgs {
     /// sequences) or `coalesce` (the whole stream in one write). The bytes served are the same.
     #[arg(long, value_name = "MODE", default_value = "recorded", value_parser = parse_chunking)]
     pub chunking: tracereplay::replay::Chunking,
+    /// Replay, then live: once a session leaves its recording — every recorded response served,
+    /// or as `--live-from`/`--live-on-divergence` say — forward its requests to this upstream
+    /// (a provider's base URL, as `record --upstream`) and record the answers as `record` does;
+    /// a `note` event says where the run went live.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Go live at request N of each session (the requests before it are served from the
+    /// recording).
+    #[arg(long, value_name = "N", requires = "upstream", conflicts_with = "live_on_divergence", value_parser = clap::value_parser!(u64).range(1..))]
+    pub live_from: Option<u64>,
+    /// Go live at a session's first request that diverges from the recording (that request is
+    /// forwarded, not answered from the recording).
+    #[arg(long, requires = "upstream")]
+    pub live_on_divergence: bool,
+    /// Allow a plain-HTTP upstream that is not on loopback.
+    #[arg(long, requires = "upstream")]
+    pub allow_insecure_upstream: bool,
+    /// How long the upstream may stay silent in an answer.
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = super::record::parse_secs)]
+    pub upstream_timeout: std::time::Duration,
     /// Accepted for symmetry with `ingest --unkeyed`: each session hashes request inputs as its
     /// recording's header says its prompts were hashed — unkeyed, or with the key in
     /// `TRACEREPLAY_HASH_KEY` (required then, and its key id must match the recording's).

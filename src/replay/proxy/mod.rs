@@ -140,7 +140,7 @@ impl Recorder {
         self.ends.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The router: every request goes through [`handle`].
+    /// The router: every request goes through one handler.
     pub fn router(self: Arc<Self>) -> axum::Router {
         axum::Router::new().fallback(handle).with_state(self)
     }
