@@ -18,12 +18,15 @@ use super::canonical::Api;
 use super::record::{self, Recording, Timing};
 use super::server::error_in;
 
+/// What records an ended exchange into its session: given the session's recording, the
+/// credentials its requests carried (kept out of what is recorded) and the model it asked for.
+pub(crate) type RecordInto<'a> = dyn FnMut(&mut Recording, &BTreeSet<String>, Option<&str>) + 'a;
+
 /// Where a forwarded exchange is recorded: its session's recording, if the session is still
 /// open when the exchange ends.
 pub(crate) trait Sink: Send + Sync + 'static {
-    /// Runs `f` on the session's recording, with the credentials its requests carried (kept out
-    /// of what is recorded) and the model it asked for; does nothing once the session ended.
-    fn record(&self, f: &mut dyn FnMut(&mut Recording, &BTreeSet<String>, Option<&str>));
+    /// Runs `f` on the session's recording; does nothing once the session ended.
+    fn record(&self, f: &mut RecordInto<'_>);
 }
 
 /// The upstream and how to reach it.

@@ -189,14 +189,7 @@ struct ReplaySink {
 }
 
 impl forward::Sink for ReplaySink {
-    fn record(
-        &self,
-        f: &mut dyn FnMut(
-            &mut record::Recording,
-            &std::collections::BTreeSet<String>,
-            Option<&str>,
-        ),
-    ) {
+    fn record(&self, f: &mut forward::RecordInto<'_>) {
         if let Some(s) = self.replay.session_by_key(&self.key) {
             let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
             let s = &mut *s;

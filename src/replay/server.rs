@@ -18,7 +18,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::canonical::Api;
-use super::openai;
+pub(super) use super::errors::{Fail, error, error_in, kind_of, refused, status_of};
 use super::record::{self, Recording};
 use super::script::Script;
 use crate::privacy::PromptHasher;
@@ -429,66 +429,6 @@ impl Replay {
         let keys: Vec<&str> = self.sessions.keys().map(String::as_str).collect();
         keys.join(", ")
     }
-}
-
-/// The error type of a refusal.
-pub(super) fn kind_of(why: &record::Refused) -> &'static str {
-    match why {
-        record::Refused::Invalid(_) => "invalid_event",
-        record::Refused::Conflict(_) => "event_conflict",
-        record::Refused::TooLarge(_) => "recording_too_large",
-    }
-}
-
-/// The status of a refusal: 400, 409 or 413.
-pub(super) fn status_of(why: &record::Refused) -> StatusCode {
-    match why {
-        record::Refused::Invalid(_) => StatusCode::BAD_REQUEST,
-        record::Refused::Conflict(_) => StatusCode::CONFLICT,
-        record::Refused::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-    }
-}
-
-/// The response to a refusal, with its reason.
-pub(super) fn refused(why: &record::Refused) -> Response {
-    error(status_of(why), why.message(), kind_of(why))
-}
-
-/// A refusal, answered in the shape of the API asked (OpenAI's when none).
-#[derive(Debug)]
-pub(super) struct Fail {
-    pub(super) status: StatusCode,
-    pub(super) message: String,
-    pub(super) kind: &'static str,
-}
-
-impl Fail {
-    pub(super) fn respond(self, api: Option<Api>) -> Response {
-        error_in(api, self.status, &self.message, self.kind)
-    }
-}
-
-pub(super) fn error(status: StatusCode, message: &str, kind: &str) -> Response {
-    error_in(None, status, message, kind)
-}
-
-/// An error answer in `api`'s error body shape (Anthropic's for the Messages API, OpenAI's
-/// otherwise), never retried by the SDKs.
-pub(super) fn error_in(
-    api: Option<Api>,
-    status: StatusCode,
-    message: &str,
-    kind: &str,
-) -> Response {
-    let body = match api {
-        Some(Api::Anthropic) => super::anthropic::error(message, kind),
-        _ => openai::error(message, kind),
-    };
-    let mut r = (status, axum::Json(body)).into_response();
-    // The OpenAI SDKs honour this: retrying would only ask past the end again.
-    r.headers_mut()
-        .insert("x-should-retry", HeaderValue::from_static("false"));
-    r
 }
 
 async fn timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {

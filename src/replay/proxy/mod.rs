@@ -8,6 +8,7 @@
 //! the `X-Tracereplay-Trial` header. It ends at `POST …/tracereplay/v1/finish`, after the idle
 //! time, or when the server stops; `POST …/tracereplay/v1/cancel` drops it unwritten.
 
+mod control;
 mod running;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use camino::Utf8PathBuf;
 use serde::Serialize;
 use serde_json::Value;
@@ -416,7 +417,7 @@ struct SessionSink {
 }
 
 impl Sink for SessionSink {
-    fn record(&self, f: &mut dyn FnMut(&mut Recording, &BTreeSet<String>, Option<&str>)) {
+    fn record(&self, f: &mut forward::RecordInto<'_>) {
         let mut sessions = self.recorder.lock();
         if let Some(s) = sessions.get_mut(&self.key) {
             s.in_flight = s.in_flight.saturating_sub(1);
@@ -496,106 +497,6 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
             exchange(recorder, key, api, (parts, rest, body)).await
         }
         (None, None) => forward::pass(&recorder.forwarder, parts, rest, body).await,
-    }
-}
-
-impl Recorder {
-    /// `finish`, `cancel` and `events`.
-    fn control(
-        &self,
-        what: &str,
-        named: Option<(String, String)>,
-        headers: &HeaderMap,
-        body: &Bytes,
-    ) -> Response {
-        let events = match what {
-            "finish" | "events" => match parse_events(body) {
-                Ok(e) => e,
-                Err(r) => return r.respond(None),
-            },
-            "cancel" => Vec::new(),
-            _ => return Refusal::new(StatusCode::NOT_FOUND, "no such endpoint: the recorder answers POST /tracereplay/v1/events, /finish and /cancel", "not_found").respond(None),
-        };
-        let key = match self.open(named, headers) {
-            Ok(k) => k,
-            Err(r) => return r.respond(None),
-        };
-        if !events.is_empty() {
-            let mut sessions = self.lock();
-            let s = sessions.get_mut(&key).expect("opened above");
-            s.last = Instant::now();
-            if let Err((i, why)) = s.recording.report_all(events, self.options.limits) {
-                let message = format!(
-                    "event {i} refused (none of this request's events was recorded): {}",
-                    why.message()
-                );
-                return super::server::error(
-                    super::server::status_of(&why),
-                    &message,
-                    super::server::kind_of(&why),
-                );
-            }
-        }
-        match what {
-            "events" => axum::Json(serde_json::json!({"recorded": true})).into_response(),
-            "cancel" => {
-                let s = self.lock().remove(&key);
-                if let Some(s) = &s {
-                    self.claimed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&s.path());
-                    let end = SessionEnd {
-                        session: s.name(),
-                        requests: s.requests,
-                        recorded_to: None,
-                        not_recorded: Some("cancelled by the runtime".to_owned()),
-                        failed: false,
-                    };
-                    self.ended(&end);
-                    return axum::Json(end).into_response();
-                }
-                StatusCode::NO_CONTENT.into_response()
-            }
-            _ => match self.end(&key, "finished") {
-                Some(end) if end.failed => {
-                    let message = format!(
-                        "session {}: {}",
-                        end.session,
-                        end.not_recorded.as_deref().unwrap_or("")
-                    );
-                    super::server::error(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        &message,
-                        "record_refused",
-                    )
-                }
-                Some(end) => axum::Json(end).into_response(),
-                None => StatusCode::NO_CONTENT.into_response(),
-            },
-        }
-    }
-}
-
-/// The events of a `finish` or `events` body: one event object, an array of them, or nothing.
-fn parse_events(body: &Bytes) -> Result<Vec<Value>, Refusal> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Vec::new());
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Array(items)) => Ok(items),
-        Ok(Value::Object(m)) if m.is_empty() => Ok(Vec::new()),
-        Ok(one @ Value::Object(_)) => Ok(vec![one]),
-        Ok(_) => Err(Refusal::new(
-            StatusCode::BAD_REQUEST,
-            "send an event object or an array of them",
-            "invalid_request",
-        )),
-        Err(e) => Err(Refusal::new(
-            StatusCode::BAD_REQUEST,
-            &format!("the request body is not JSON: {e}"),
-            "invalid_request",
-        )),
     }
 }
 
