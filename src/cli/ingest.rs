@@ -30,6 +30,7 @@ fn format_of(arg: IngestFormatArg) -> Format {
         IngestFormatArg::OtlpJson => Format::OtlpJson,
         IngestFormatArg::OtlpProto => Format::OtlpProto,
         IngestFormatArg::OtelSpans => Format::OtelSpans,
+        IngestFormatArg::Atif => Format::Atif,
     }
 }
 

@@ -23,6 +23,7 @@ mod ci;
 mod diff;
 pub(crate) mod exit;
 mod explain;
+mod export;
 mod gates;
 mod ingest;
 mod ingest_bucket;
@@ -128,6 +129,7 @@ fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow:
         Command::Gates(a) => gates::run(a, settings, out),
         Command::Lint(a) => lint::run(a, settings, out),
         Command::Ingest(a) => ingest::run(a, out),
+        Command::Export(a) => export::run(a, out),
         Command::Merge(a) => merge::run(a, settings, out),
         Command::Report(a) => report_cmd::run(a, out),
         Command::Init => init::run(out),

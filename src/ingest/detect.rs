@@ -9,7 +9,7 @@ use super::spans::{otlp, sdk};
 use crate::scenario::field;
 
 /// What each format is recognised by, for the message when nothing matches.
-const LOOKED_FOR: &str = "an OTLP/JSON export (`resourceSpans`), OpenTelemetry SDK span JSON (spans with `context.span_id`), an OpenClaw scenario (`scriptedTrace`), or OpenAI-style messages (items with `role` or `type`, or runs with `messages`, `traj` or `simulations`)";
+const LOOKED_FOR: &str = "an OTLP/JSON export (`resourceSpans`), OpenTelemetry SDK span JSON (spans with `context.span_id`), an OpenClaw scenario (`scriptedTrace`), OpenAI-style messages (items with `role` or `type`, or runs with `messages`, `traj` or `simulations`), or an ATIF trajectory (`schema_version` `ATIF-v…`)";
 
 /// The format of `bytes`, or why it cannot be told.
 pub fn detect(bytes: &[u8]) -> Result<Format, String> {
@@ -26,6 +26,12 @@ pub fn detect(bytes: &[u8]) -> Result<Format, String> {
         }
         None => return Err(format!("empty; looked for {LOOKED_FOR}")),
     };
+    let atif = |v: &Value| {
+        (v.get("schema_version").and_then(Value::as_str)).is_some_and(|s| s.starts_with("ATIF"))
+    };
+    if atif(&first) || first.as_array().and_then(|a| a.first()).is_some_and(atif) {
+        return Ok(Format::Atif);
+    }
     if otlp::is_export(&first) {
         return Ok(Format::OtlpJson);
     }
@@ -91,6 +97,10 @@ mod tests {
                 Format::OpenaiMessages,
             ),
             (r#"{"tasks":[],"simulations":[]}"#, Format::OpenaiMessages),
+            (
+                r#"{"schema_version":"ATIF-v1.6","agent":{},"steps":[]}"#,
+                Format::Atif,
+            ),
             (
                 "{\"messages\":[]}\n{\"messages\":[]}",
                 Format::OpenaiMessages,

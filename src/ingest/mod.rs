@@ -7,6 +7,8 @@
 //! never stops the others. Runs are named by `naming`; [`detect`] picks the format when
 //! `--from` is not given.
 
+mod atif;
+pub mod atif_export;
 pub mod collector;
 mod detect;
 pub mod ground_truth;
@@ -41,6 +43,8 @@ pub enum Format {
     OtlpProto,
     /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`), the same conventions.
     OtelSpans,
+    /// Harbor's Agent Trajectory Interchange Format (ATIF) trajectories.
+    Atif,
 }
 
 impl Format {
@@ -52,6 +56,7 @@ impl Format {
             Format::OtlpJson => "otlp-json",
             Format::OtlpProto => "otlp-proto",
             Format::OtelSpans => "otel-spans",
+            Format::Atif => "atif",
         }
     }
 }
@@ -219,6 +224,7 @@ impl IngestOutcome {
 pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     match format {
         Format::OpenclawScenario => openclaw::ingest(bytes, opts),
+        Format::Atif => atif::ingest(bytes, opts),
         Format::OpenaiMessages => openai::ingest(bytes, opts),
         Format::OtlpJson | Format::OtlpProto | Format::OtelSpans => {
             let mut outcome = IngestOutcome::default();

@@ -14,7 +14,7 @@ pub mod markdown;
 mod model;
 pub mod otlp;
 pub mod runfolder;
-mod stamp;
+pub(crate) mod stamp;
 pub use stamp::rfc3339;
 pub(crate) mod store;
 pub mod usage;

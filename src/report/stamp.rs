@@ -36,3 +36,10 @@ pub fn utc_stamp(secs: u64) -> String {
         rem % 60
     )
 }
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339, UTC) for Unix milliseconds (times before 1970 as 1970).
+pub(crate) fn rfc3339_ms(ms: i64) -> String {
+    let ms = ms.max(0) as u64;
+    let whole = rfc3339(ms / 1000);
+    format!("{}.{:03}Z", whole.trim_end_matches('Z'), ms % 1000)
+}

@@ -1,6 +1,7 @@
 //! Integration tests: the real `tracereplay` binary in temporary directories.
 
 mod adoption;
+mod atif;
 mod attest;
 mod bad_input;
 mod baselines;

@@ -20,6 +20,9 @@ pub(crate) enum IngestFormatArg {
     OtlpProto,
     /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`: a span, a list, `{"spans": …}`).
     OtelSpans,
+    /// Harbor's Agent Trajectory Interchange Format (ATIF v1.x) trajectories; embedded
+    /// subagent trajectories are runs of their own.
+    Atif,
 }
 
 /// `ingest` flags.
@@ -73,4 +76,28 @@ pub(crate) struct IngestArgs {
     /// Signing.
     #[command(flatten)]
     pub signing: SigningArgs,
+}
+
+/// `export --to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormatArg {
+    /// Harbor's Agent Trajectory Interchange Format: one trajectory (prompts as their hashes).
+    Atif,
+}
+
+/// `export` flags.
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The format to write.
+    #[arg(long, value_enum)]
+    pub to: ExportFormatArg,
+    /// The trace to export.
+    #[arg(value_name = "TRACE")]
+    pub trace: Utf8PathBuf,
+    /// Write to FILE instead of standard output.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<Utf8PathBuf>,
+    /// Size limits of the trace read.
+    #[command(flatten)]
+    pub limits: super::LimitArgs,
 }

@@ -18,7 +18,7 @@ pub(crate) use baseline::{
 };
 pub(crate) use cost::BudgetArgs;
 pub(crate) use gates::GatesArgs;
-pub(crate) use ingest::{IngestArgs, IngestFormatArg};
+pub(crate) use ingest::{ExportArgs, IngestArgs, IngestFormatArg};
 pub(crate) use judging::{AlphaArgs, DriftArgs, JudgingArgs, LimitArgs};
 pub(crate) use record::RecordArgs;
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
@@ -112,6 +112,8 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Convert foreign recordings into sealed traces, hashing prompts on the way in.
     Ingest(IngestArgs),
+    /// Write a trace in another format (`--to atif`: an ATIF trajectory), saying what it drops.
+    Export(ExportArgs),
     /// Privacy and secret lint over traces and scenarios.
     Lint(LintArgs),
     /// Make a prompt-hashing key or a signing key pair, or show the key id of the one in use.
