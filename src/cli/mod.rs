@@ -20,6 +20,7 @@ mod baseline;
 mod cat;
 mod check;
 mod ci;
+mod collect;
 mod diff;
 pub(crate) mod exit;
 mod explain;
@@ -150,6 +151,7 @@ fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow:
         Command::Config => Ok(exit::OK),
         Command::Replay(c) => replay::run(c, out),
         Command::Record(a) => record::run(a, out),
+        Command::Collect(a) => collect::run(a, out),
         Command::Man => {
             use clap::CommandFactory;
             clap_mangen::Man::new(Cli::command()).render(out)?;

@@ -15,6 +15,7 @@ pub(crate) mod anthropic;
 pub mod canonical;
 pub mod chunking;
 mod client;
+pub mod collect;
 pub(crate) mod errors;
 mod forward;
 mod models;

@@ -83,6 +83,7 @@ fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
             "tests/cli/html_keys.rs",
             "tests/cli/record_faults.rs",
             "tests/cli/replay_live.rs",
+            "tests/cli/collect.rs",
             "benches/record.rs",
         ]
         .contains(&shown.as_str());

@@ -7,6 +7,7 @@ mod bad_input;
 mod baselines;
 mod behaviour;
 mod check;
+mod collect;
 mod compare;
 mod contained;
 mod cost;

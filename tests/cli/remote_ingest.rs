@@ -60,13 +60,13 @@ fn enums_as_numbers(v: &mut Value) {
 }
 
 /// An `otlp_proto` object of `doc`.
-fn protobuf(mut doc: Value) -> Vec<u8> {
+pub(super) fn protobuf(mut doc: Value) -> Vec<u8> {
     enums_as_numbers(&mut doc);
     let request: ExportTraceServiceRequest = serde_json::from_value(doc).unwrap();
     request.encode_to_vec()
 }
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
+pub(super) fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     enc.write_all(bytes).unwrap();
     enc.finish().unwrap()

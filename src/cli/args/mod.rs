@@ -20,7 +20,7 @@ pub(crate) use cost::BudgetArgs;
 pub(crate) use gates::GatesArgs;
 pub(crate) use ingest::{ExportArgs, IngestArgs, IngestFormatArg};
 pub(crate) use judging::{AlphaArgs, DriftArgs, JudgingArgs, LimitArgs};
-pub(crate) use record::RecordArgs;
+pub(crate) use record::{CollectArgs, RecordArgs};
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
 pub(crate) use report::ReportArgs;
 pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
@@ -143,6 +143,10 @@ pub(crate) enum Command {
     /// Completions, Responses) and Anthropic Messages APIs; the first line printed is
     /// `listening on http://HOST:PORT`.
     Record(RecordArgs),
+    /// Receive OTLP/HTTP traces from live-instrumented agents and write one sealed trace per
+    /// run, mapped as `ingest` maps an export; the first line printed is
+    /// `listening on http://HOST:PORT`.
+    Collect(CollectArgs),
 }
 
 /// `explain` flags.

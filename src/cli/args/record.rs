@@ -62,3 +62,42 @@ pub(crate) fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
         _ => Err(format!("`{s}` is not a number of seconds above 0")),
     }
 }
+
+/// `collect` flags.
+#[derive(Debug, Args)]
+pub(crate) struct CollectArgs {
+    /// Where runs are written: `DIR/<scenario>/<case>.trace.ndjson.zst`, named as `ingest`
+    /// names the runs of an OTLP export.
+    #[arg(long, value_name = "DIR")]
+    pub out: Utf8PathBuf,
+    /// Where to listen (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow listening on an address other than loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Write a run that has had no span for SECS seconds, root span or not.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub idle: Option<std::time::Duration>,
+    /// How long after its root span a run waits for late spans before it is written.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
+    pub settle: std::time::Duration,
+    /// Runs held open at most (past it, exporters get 503 and retry).
+    #[arg(long, value_name = "N", default_value = "10000")]
+    pub max_open_runs: usize,
+    /// Megabytes of spans held at most (past it, exporters get 503 and retry).
+    #[arg(long, value_name = "MB", default_value = "256")]
+    pub max_buffered_mb: usize,
+    /// The scenario of every run (else named from the spans: the agent, or the root span).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Hash prompts unkeyed (plain BLAKE3) instead of with the key in `TRACEREPLAY_HASH_KEY`.
+    #[arg(long)]
+    pub unkeyed: bool,
+    /// Developer opt-in: also write the raw text of each hashed prompt to a sidecar.
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
+    /// Size limits of each run's trace.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}

@@ -1,0 +1,372 @@
+//! `tracereplay collect`: an OTLP/HTTP receiver for live-instrumented agents. `POST /v1/traces`
+//! takes OTLP/JSON or protobuf (gzip or not); spans are grouped by trace id into runs, and each
+//! run is written — mapped exactly as `ingest` maps the same spans from a file (one mapping,
+//! `ingest::spans`) — once its root span has arrived and a moment has passed for stragglers,
+//! after `--idle` seconds without a span, or when the receiver stops.
+//!
+//! It answers 200 only for what it parsed and kept: a body it cannot read gets 400 with the
+//! reason, a content type it does not read 415, a body that unpacks past the limit 413, and a
+//! request that would take it past its bounds (open runs, buffered bytes) 503 with
+//! `Retry-After` — nothing of such a request is kept.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use camino::Utf8PathBuf;
+
+use crate::ingest::spans::Span;
+use crate::ingest::{Format, IngestOptions, IngestOutcome};
+
+/// How the receiver keeps and writes runs.
+#[derive(Clone)]
+pub struct CollectOptions {
+    /// Where runs are written (`DIR/<scenario>/<case>.trace.ndjson.zst`).
+    pub out: Utf8PathBuf,
+    /// Hashing and naming, as `ingest` takes them.
+    pub ingest: IngestOptions,
+    /// A run with no span for this long is written even without its root span.
+    pub idle: Option<Duration>,
+    /// How long after its root span a run waits for stragglers before it is written.
+    pub settle: Duration,
+    /// Runs held open at most; past it, requests get 503.
+    pub max_open_runs: usize,
+    /// Bytes of spans held at most (their request bodies' size); past it, requests get 503.
+    pub max_buffered: usize,
+    /// Largest request body, after unpacking gzip.
+    pub body_limit: usize,
+    /// Limits of the traces written.
+    pub limits: crate::trace::Limits,
+}
+
+/// A run written, or why it was not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collected {
+    /// `scenario/case` (or the trace id, when the run could not be named).
+    pub run: String,
+    /// Where it was written, or why not.
+    pub outcome: Result<String, String>,
+}
+
+struct Open {
+    format: Format,
+    spans: Vec<Span>,
+    bytes: usize,
+    last: Instant,
+    root_at: Option<Instant>,
+}
+
+/// The receiver's state: the runs still open.
+pub struct Collector {
+    options: CollectOptions,
+    open: Mutex<(HashMap<String, Open>, usize)>,
+    told: tokio::sync::mpsc::UnboundedSender<Collected>,
+}
+
+impl Collector {
+    /// A receiver writing under `options.out`; `told` hears of each run written.
+    pub fn new(
+        options: CollectOptions,
+        told: tokio::sync::mpsc::UnboundedSender<Collected>,
+    ) -> Collector {
+        Collector {
+            options,
+            open: Mutex::new((HashMap::new(), 0)),
+            told,
+        }
+    }
+
+    /// The router: `POST /v1/traces`, `POST /v1/logs`.
+    pub fn router(self: Arc<Self>) -> axum::Router {
+        axum::Router::new()
+            .route("/v1/traces", axum::routing::post(traces))
+            .route("/v1/logs", axum::routing::post(logs))
+            .layer(axum::extract::DefaultBodyLimit::max(
+                self.options.body_limit,
+            ))
+            .with_state(self)
+    }
+
+    /// Writes the runs that are due: settled after their root span, or idle.
+    pub fn write_due(&self) {
+        let now = Instant::now();
+        let due: Vec<(String, Open)> = {
+            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<String> = (open.0.iter())
+                .filter(|(_, o)| {
+                    o.root_at.is_some_and(|r| now >= r + self.options.settle)
+                        || self.options.idle.is_some_and(|i| now >= o.last + i)
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| {
+                    let o = open.0.remove(&id)?;
+                    open.1 = open.1.saturating_sub(o.bytes);
+                    Some((id, o))
+                })
+                .collect()
+        };
+        self.write(due);
+    }
+
+    /// Writes every open run (at shutdown).
+    pub fn write_all(&self) {
+        let all: Vec<(String, Open)> = {
+            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+            open.1 = 0;
+            open.0.drain().collect()
+        };
+        self.write(all);
+    }
+
+    fn write(&self, mut runs: Vec<(String, Open)>) {
+        runs.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, o) in runs {
+            let mut outcome = IngestOutcome::default();
+            let traces = vec![(id.clone(), o.format, o.spans)];
+            crate::ingest::spans::build_traces(traces, None, &self.options.ingest, &mut outcome);
+            for p in outcome.problems.iter().filter(|p| p.rejected) {
+                let _ = self.told.send(Collected {
+                    run: id.clone(),
+                    outcome: Err(p.message.clone()),
+                });
+            }
+            for run in outcome.runs {
+                let trial = run
+                    .trial
+                    .as_deref()
+                    .and_then(|t| crate::trials::TrialId::parse(t).ok());
+                let header = super::record::RunHeader {
+                    scenario: &run.scenario,
+                    case: &run.case,
+                    trial: trial.as_ref(),
+                    model: None,
+                    source: "collect",
+                };
+                let how = super::place::Placement {
+                    dir: &self.options.out,
+                    raw_prompts: self.options.ingest.raw_opt_in,
+                    signer: None,
+                    limits: self.options.limits,
+                    replace: false,
+                };
+                let placed = super::place::place(&header, &run.trace, &how).map(|p| p.to_string());
+                let name = format!("{}/{}", run.scenario, run.case);
+                let _ = self.told.send(Collected {
+                    run: name,
+                    outcome: placed,
+                });
+            }
+        }
+    }
+
+    /// Keeps the spans of one request, all or none.
+    fn keep(&self, format: Format, spans: Vec<Span>, bytes: usize) -> Result<(), Box<Response>> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let new_runs = {
+            let mut ids: Vec<&str> = spans
+                .iter()
+                .map(|s| s.trace_id.as_str())
+                .filter(|id| !open.0.contains_key(*id))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len()
+        };
+        if open.0.len() + new_runs > self.options.max_open_runs
+            || open.1 + bytes > self.options.max_buffered
+        {
+            let mut r = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "the receiver is full ({} open runs, {} bytes held; at most {} and {}): nothing of this request was kept; retry",
+                    open.0.len(),
+                    open.1,
+                    self.options.max_open_runs,
+                    self.options.max_buffered
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Err(Box::new(r));
+        }
+        let now = Instant::now();
+        let share = bytes / spans.len().max(1);
+        for s in spans {
+            let run = open.0.entry(s.trace_id.clone()).or_insert_with(|| Open {
+                format,
+                spans: Vec::new(),
+                bytes: 0,
+                last: now,
+                root_at: None,
+            });
+            if s.parent_id.is_none() {
+                run.root_at = Some(now);
+            }
+            run.last = now;
+            run.bytes += share;
+            run.spans.push(s);
+        }
+        open.1 += bytes;
+        Ok(())
+    }
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({"code": status.as_u16(), "message": message});
+    (status, axum::Json(body)).into_response()
+}
+
+/// The body, unpacked when it says it is gzip (or starts like gzip), within `limit`.
+fn unpacked(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u8>, Box<Response>> {
+    let gzip = (headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok()))
+    .is_some_and(|e| e.eq_ignore_ascii_case("gzip"))
+        || body.starts_with(&[0x1f, 0x8b]);
+    if !gzip {
+        return Ok(body.to_vec());
+    }
+    crate::ingest::collector::unpack("request.gz", body, limit as u64)
+        .map(|b| b.into_owned())
+        .map_err(|e| {
+            let status = if e.contains("unpacks to more than") {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            Box::new(refuse(status, &format!("the body is {e}")))
+        })
+}
+
+/// `POST /v1/traces`.
+async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
+    let kind = (headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok()))
+    .unwrap_or("")
+    .split(';')
+    .next()
+    .unwrap_or("")
+    .trim()
+    .to_ascii_lowercase();
+    let format = match kind.as_str() {
+        "application/json" => Format::OtlpJson,
+        "application/x-protobuf" => Format::OtlpProto,
+        other => {
+            let message = format!(
+                "content type `{other}` is not read: send application/json or application/x-protobuf (OTLP/HTTP)"
+            );
+            return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
+        }
+    };
+    let bytes = match unpacked(&headers, &body, c.options.body_limit) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let mut outcome = IngestOutcome::default();
+    let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
+    if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            &format!("not kept: {}: {}", p.position, p.message),
+        );
+    }
+    if let Err(r) = c.keep(format, read.spans, bytes.len()) {
+        return *r;
+    }
+    match format {
+        Format::OtlpProto => (
+            [(header::CONTENT_TYPE, "application/x-protobuf")],
+            Vec::new(),
+        )
+            .into_response(),
+        _ => axum::Json(serde_json::json!({"partialSuccess": {}})).into_response(),
+    }
+}
+
+/// `POST /v1/logs`: not read yet — refused, so that no exporter takes its content for kept.
+async fn logs() -> Response {
+    refuse(
+        StatusCode::NOT_IMPLEMENTED,
+        "log records are not read yet: content sent as log records is not kept; send spans to /v1/traces",
+    )
+}
+
+/// A receiver running in the background (its own runtime, signals in place before its address
+/// is announced).
+pub struct Receiving {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    collector: Arc<Collector>,
+    told: tokio::sync::mpsc::UnboundedReceiver<Collected>,
+    signals: Option<super::signals::Signals>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// Starts receiving on `addr`.
+pub fn spawn(addr: std::net::SocketAddr, options: CollectOptions) -> std::io::Result<Receiving> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let (tell, told) = tokio::sync::mpsc::unbounded_channel();
+    let collector = Arc::new(Collector::new(options, tell));
+    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
+    let local = listener.local_addr()?;
+    let signals = runtime.block_on(async { super::signals::Signals::install() })?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = collector.clone().router();
+    runtime.spawn(super::running::serve_until(router, listener, async {
+        let _ = stopped.await;
+    }));
+    let ticking = collector.clone();
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let c = ticking.clone();
+            let _ = tokio::task::spawn_blocking(move || c.write_due()).await;
+        }
+    });
+    Ok(Receiving {
+        addr: local,
+        collector,
+        told,
+        signals: Some(signals),
+        stop: Some(stop),
+        runtime,
+    })
+}
+
+impl Receiving {
+    /// Waits for SIGINT, SIGTERM or SIGHUP, then stops and writes every open run; `told` hears
+    /// of each run written (or refused) as it happens, on the calling thread.
+    pub fn wait(mut self, mut told: impl FnMut(&Collected)) {
+        if let Some(mut signals) = self.signals.take() {
+            let heard = &mut self.told;
+            self.runtime.block_on(async {
+                loop {
+                    tokio::select! {
+                        _ = signals.recv() => break,
+                        Some(c) = heard.recv() => told(&c),
+                    }
+                }
+            });
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Requests in flight get a moment to be kept.
+        (self.runtime).block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+        self.collector.write_all();
+        while let Ok(c) = self.told.try_recv() {
+            told(&c);
+        }
+    }
+}
