@@ -348,3 +348,27 @@ fn an_attribute_given_twice_is_said_not_silently_overwritten() {
         "{out:?}"
     );
 }
+
+#[test]
+fn cache_writes_are_read_under_both_names_the_conventions_gave_them() {
+    for name in [
+        "gen_ai.usage.cache_creation.input_tokens",
+        "gen_ai.usage.cache_write.input_tokens",
+    ] {
+        let env = Env::new();
+        let text = std::fs::read_to_string(fixture("otlp.jsonl")).unwrap();
+        let mut doc: serde_json::Value =
+            serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let span = &mut doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1];
+        span["attributes"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"key": name, "value": {"intValue": "30"}}));
+        env.write("export.json", doc.to_string());
+        let out = ingest(&env, &["--from", "otlp-json", "-o", "t", "export.json"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        let (_, events) = traces(&env, "t").remove(0);
+        let usage = &events.iter().find(|e| e["kind"] == "inference").unwrap()["usage"];
+        assert_eq!(usage["cache_write_tokens"], 30, "{name}: {usage}");
+    }
+}

@@ -59,6 +59,8 @@ pub(super) struct Usage {
     pub(super) input: &'static [&'static str],
     pub(super) output: &'static [&'static str],
     pub(super) cache_read: &'static [&'static str],
+    /// Input tokens written to the prompt cache (both names the conventions have used).
+    pub(super) cache_write: &'static [&'static str],
     pub(super) reasoning: &'static [&'static str],
     pub(super) cost: &'static [&'static str],
 }
@@ -69,6 +71,7 @@ impl Usage {
         input: &[],
         output: &[],
         cache_read: &[],
+        cache_write: &[],
         reasoning: &[],
         cost: &[],
     };
@@ -108,6 +111,10 @@ const GENAI: Dialect = Dialect {
             "gen_ai.usage.completion_tokens",
         ],
         cache_read: &["gen_ai.usage.cache_read.input_tokens"],
+        cache_write: &[
+            "gen_ai.usage.cache_creation.input_tokens",
+            "gen_ai.usage.cache_write.input_tokens",
+        ],
         reasoning: &["gen_ai.usage.reasoning_tokens"],
         // Langfuse's name for the request's cost.
         cost: &["gen_ai.usage.cost"],
@@ -141,6 +148,7 @@ const OPENINFERENCE: Dialect = Dialect {
         input: &["llm.token_count.prompt"],
         output: &["llm.token_count.completion"],
         cache_read: &["llm.token_count.prompt_details.cache_read"],
+        cache_write: &["llm.token_count.prompt_details.cache_write"],
         reasoning: &["llm.token_count.completion_details.reasoning"],
         cost: &["llm.cost.total"],
     },
@@ -175,6 +183,7 @@ const VERCEL: Dialect = Dialect {
         input: &["ai.usage.inputTokens", "ai.usage.promptTokens"],
         output: &["ai.usage.outputTokens", "ai.usage.completionTokens"],
         cache_read: &[],
+        cache_write: &[],
         reasoning: &[],
         cost: &[],
     },
@@ -248,6 +257,7 @@ pub(super) struct Keys {
     pub(super) usage_input: Vec<&'static str>,
     pub(super) usage_output: Vec<&'static str>,
     pub(super) cache_read: Vec<&'static str>,
+    pub(super) cache_write: Vec<&'static str>,
     pub(super) reasoning: Vec<&'static str>,
     pub(super) cost: Vec<&'static str>,
     pub(super) tool_name: Vec<&'static str>,
@@ -272,6 +282,7 @@ pub(super) static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(|| 
         usage_input: all(|d| d.usage.input),
         usage_output: all(|d| d.usage.output),
         cache_read: all(|d| d.usage.cache_read),
+        cache_write: all(|d| d.usage.cache_write),
         reasoning: all(|d| d.usage.reasoning),
         cost: all(|d| d.usage.cost),
         tool_name: all(|d| d.tool.name),

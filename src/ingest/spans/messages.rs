@@ -270,7 +270,7 @@ pub(super) fn usage_of(s: &Span) -> Option<Usage> {
         input_tokens: input,
         output_tokens: output,
         cache_read_tokens: s.u64_attr(&KEYS.cache_read),
-        cache_write_tokens: None,
+        cache_write_tokens: s.u64_attr(&KEYS.cache_write),
         reasoning_tokens: s.u64_attr(&KEYS.reasoning),
         cost_usd: s.amount_attr(&KEYS.cost),
         priced: false,
