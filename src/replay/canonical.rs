@@ -288,8 +288,15 @@ pub fn parts(
         hasher: &crate::privacy::PromptHasher,
         out: &mut std::collections::BTreeMap<String, String>,
     ) {
+        // An object whose keys could not be pointer segments (see the trace reader's rule) is
+        // hashed whole, as a value at the depth limit is.
+        let named = |m: &serde_json::Map<String, Value>| {
+            (m.keys()).all(|k| {
+                crate::trace::request_part_segment(&k.replace('~', "~0").replace('/', "~1"))
+            })
+        };
         let children: Vec<(String, &Value)> = match v {
-            Value::Object(m) if depth < PART_DEPTH && !m.is_empty() => (m.iter())
+            Value::Object(m) if depth < PART_DEPTH && !m.is_empty() && named(m) => (m.iter())
                 .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
                 .collect(),
             Value::Array(a) if depth < PART_DEPTH && !a.is_empty() => a
@@ -459,6 +466,10 @@ mod tests {
             first_difference(&a, &b).as_deref(),
             Some("/tools/0/function/parameters/required/0")
         );
+        // An object whose keys are no field names is one part.
+        let odd = json!({"tools": [{"function": {"parameters": {"my key": 1}}}]});
+        let p = parts(&odd, &crate::privacy::PromptHasher::unkeyed());
+        assert!(p.contains_key("/tools/0/function/parameters"), "{p:?}");
         b["messages"][0]["content"] = json!("b");
         assert_eq!(
             first_difference(&a, &b).as_deref(),

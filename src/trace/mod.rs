@@ -18,6 +18,7 @@ pub use json::{Json, Str};
 pub use model::*;
 pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
+pub(crate) use parse_body::request_part_segment;
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
 pub(crate) use shape::type_name as json_type_name;

@@ -257,15 +257,35 @@ impl Parser<'_> {
     }
 }
 
+/// Whether `seg` may be a segment of a `request_h` pointer: an index or a field name — short,
+/// no spaces — never a place to carry text.
+pub(crate) fn request_part_segment(seg: &str) -> bool {
+    !seg.is_empty()
+        && seg.len() <= 64
+        && seg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.$~".contains(&b))
+}
+
 /// An inference's `request_h`: JSON pointers into the canonical request, each to a prompt hash;
 /// `None` when anything else stands there (which may be the raw text itself).
 fn request_parts<'a>(raw: &str) -> Option<Vec<(Str<'a>, Str<'a>)>> {
     let map: std::collections::BTreeMap<String, String> = serde_json::from_str(raw).ok()?;
     map.into_iter()
         .map(|(k, v)| {
+            // A pointer into the canonical request: its segments are indexes and field names
+            // (short, no spaces), never a place to carry text.
+            let segment_ok = |seg: &str| {
+                !seg.is_empty()
+                    && seg.len() <= 64
+                    && seg
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_-.$~".contains(&b))
+            };
             let pointer = ["/messages", "/tools"].iter().any(|root| {
-                k.strip_prefix(root)
-                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+                k.strip_prefix(root).is_some_and(|r| {
+                    r.is_empty() || (r.starts_with('/') && r[1..].split('/').all(segment_ok))
+                })
             });
             (pointer && is_hash(&v, true)).then(|| (Str::from(k), Str::from(v)))
         })

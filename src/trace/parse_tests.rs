@@ -393,6 +393,7 @@ fn request_parts_hold_only_pointers_to_hashes() {
     for bad in [
         r#"{"kind":"inference","seq":1,"request_h":{"/messages/0/content":"What is my password?"}}"#.to_owned(),
         format!(r#"{{"kind":"inference","seq":1,"request_h":{{"note":"{h}"}}}}"#),
+        format!(r#"{{"kind":"inference","seq":1,"request_h":{{"/messages/0/my password is hunter2":"{h}"}}}}"#),
         r#"{"kind":"inference","seq":1,"request_h":["x"]}"#.to_owned(),
     ] {
         let e = parse_text(&format!("{H}\n{bad}\n"), false).unwrap_err();
