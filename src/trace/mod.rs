@@ -18,6 +18,7 @@ pub use json::{Json, Str};
 pub use model::*;
 pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
+#[cfg_attr(not(feature = "replay"), allow(unused_imports))] // the recorder's
 pub(crate) use parse_body::request_part_segment;
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};

@@ -273,15 +273,7 @@ fn request_parts<'a>(raw: &str) -> Option<Vec<(Str<'a>, Str<'a>)>> {
     let map: std::collections::BTreeMap<String, String> = serde_json::from_str(raw).ok()?;
     map.into_iter()
         .map(|(k, v)| {
-            // A pointer into the canonical request: its segments are indexes and field names
-            // (short, no spaces), never a place to carry text.
-            let segment_ok = |seg: &str| {
-                !seg.is_empty()
-                    && seg.len() <= 64
-                    && seg
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"_-.$~".contains(&b))
-            };
+            let segment_ok = request_part_segment;
             let pointer = ["/messages", "/tools"].iter().any(|root| {
                 k.strip_prefix(root).is_some_and(|r| {
                     r.is_empty() || (r.starts_with('/') && r[1..].split('/').all(segment_ok))
