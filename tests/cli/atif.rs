@@ -191,3 +191,50 @@ fn an_exported_trace_is_a_valid_atif_trajectory_and_the_round_trip_keeps_what_a_
     assert_eq!(back["agent"]["name"], "weather-bot");
     assert_eq!(back["agent"]["model_name"], "gpt-4.1-mini");
 }
+
+#[test]
+fn the_recording_docs_atif_example_runs_as_written() {
+    let docs = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
+    )
+    .unwrap();
+    let start = docs
+        .find("## Trajectories in ATIF")
+        .expect("the ATIF section");
+    let block = fenced_blocks(&docs[start..], "```sh\n").remove(0);
+    let env = Env::new();
+    env.write("trajectory.json", py(BUILD, None));
+    // A scenario for the run, so that `check` judges it.
+    env.write(
+        "traces/weather/weather.scenario.json",
+        r#"{"id": "weather", "title": "weather", "risk": "Low", "type": "agent", "oracles": [{"type": "final-answer-contains", "value": "sunny"}]}"#,
+    );
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_tracereplay"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for line in block.lines() {
+        let out = Command::new("sh")
+            .args(["-c", line])
+            .current_dir(env.root())
+            .env("PATH", &path)
+            .env("CI", "true")
+            .env_remove("TRACEREPLAY_HASH_KEY")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("again.json")).unwrap()).unwrap();
+    assert_eq!(again["session_id"], "run-7");
+    py(VALIDATE, Some(&again.to_string()));
+}
