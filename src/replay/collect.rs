@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use camino::Utf8PathBuf;
 
 use crate::ingest::spans::Span;
+use crate::ingest::spans::logs::LogRecord;
 use crate::ingest::{Format, IngestOptions, IngestOutcome};
 
 /// How the receiver keeps and writes runs.
@@ -55,6 +56,8 @@ pub struct Collected {
 struct Open {
     format: Format,
     spans: Vec<Span>,
+    /// Content the run's inferences sent as log records, merged into their spans when written.
+    logs: Vec<LogRecord>,
     bytes: usize,
     last: Instant,
     root_at: Option<Instant>,
@@ -128,7 +131,17 @@ impl Collector {
         runs.sort_by(|a, b| a.0.cmp(&b.0));
         for (id, o) in runs {
             let mut outcome = IngestOutcome::default();
-            let traces = vec![(id.clone(), o.format, o.spans)];
+            if o.spans.is_empty() {
+                let why = "only log records arrived for this trace, no span: nothing to write";
+                let _ = self.told.send(Collected {
+                    run: id.clone(),
+                    outcome: Err(why.to_owned()),
+                });
+                continue;
+            }
+            let mut spans = o.spans;
+            crate::ingest::spans::logs::merge(&mut spans, &o.logs);
+            let traces = vec![(id.clone(), o.format, spans)];
             crate::ingest::spans::build_traces(traces, None, &self.options.ingest, &mut outcome);
             for p in outcome.problems.iter().filter(|p| p.rejected) {
                 let _ = self.told.send(Collected {
@@ -163,6 +176,45 @@ impl Collector {
                 });
             }
         }
+    }
+
+    /// Keeps the log records of one request with their runs, all or none (within the bounds).
+    fn keep_logs(&self, records: Vec<LogRecord>, bytes: usize) -> Result<(), Box<Response>> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids: Vec<&str> = (records.iter())
+            .map(|r| r.trace_id.as_str())
+            .filter(|id| !open.0.contains_key(*id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if open.0.len() + ids.len() > self.options.max_open_runs
+            || open.1 + bytes > self.options.max_buffered
+        {
+            let mut r = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the receiver is full: nothing of this request was kept; retry",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Err(Box::new(r));
+        }
+        let now = Instant::now();
+        let share = bytes / records.len().max(1);
+        for rec in records {
+            let run = open.0.entry(rec.trace_id.clone()).or_insert_with(|| Open {
+                format: Format::OtlpJson,
+                spans: Vec::new(),
+                logs: Vec::new(),
+                bytes: 0,
+                last: now,
+                root_at: None,
+            });
+            run.last = now;
+            run.bytes += share;
+            run.logs.push(rec);
+        }
+        open.1 += bytes;
+        Ok(())
     }
 
     /// Keeps the spans of one request, all or none.
@@ -201,6 +253,7 @@ impl Collector {
             let run = open.0.entry(s.trace_id.clone()).or_insert_with(|| Open {
                 format,
                 spans: Vec::new(),
+                logs: Vec::new(),
                 bytes: 0,
                 last: now,
                 root_at: None,
@@ -208,6 +261,8 @@ impl Collector {
             if s.parent_id.is_none() {
                 run.root_at = Some(now);
             }
+            // Spans decide the format a run was read in (logs may come first).
+            run.format = format;
             run.last = now;
             run.bytes += share;
             run.spans.push(s);
@@ -290,12 +345,63 @@ async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes
     }
 }
 
-/// `POST /v1/logs`: not read yet — refused, so that no exporter takes its content for kept.
-async fn logs() -> Response {
-    refuse(
-        StatusCode::NOT_IMPLEMENTED,
-        "log records are not read yet: content sent as log records is not kept; send spans to /v1/traces",
-    )
+/// `POST /v1/logs`: the `gen_ai.client.inference.operation.details` records (an inference's
+/// content sent apart from its span) are kept with their run; other records are not, and the
+/// answer's `partialSuccess` counts them.
+async fn logs(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
+    let proto = match content_type(&headers).as_str() {
+        "application/json" => false,
+        "application/x-protobuf" => true,
+        other => {
+            let message = format!(
+                "content type `{other}` is not read: send application/json or application/x-protobuf (OTLP/HTTP)"
+            );
+            return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
+        }
+    };
+    let bytes = match unpacked(&headers, &body, c.options.body_limit) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let read = match proto {
+        false => crate::ingest::spans::logs::read_json(&bytes),
+        #[cfg(feature = "otlp-proto")]
+        true => crate::ingest::spans::logs::read_proto(&bytes),
+        #[cfg(not(feature = "otlp-proto"))]
+        true => Err("this tracereplay was built without the `otlp-proto` feature (part of `remote`) that reads protobuf".to_owned()),
+    };
+    let (records, other) = match read {
+        Ok(r) => r,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &format!("not kept: {e}")),
+    };
+    if let Err(r) = c.keep_logs(records, bytes.len()) {
+        return *r;
+    }
+    let mut partial = serde_json::json!({});
+    if other > 0 {
+        partial = serde_json::json!({"rejectedLogRecords": other, "errorMessage": format!("{other} record(s) are not `{}` events of a span: not kept", crate::ingest::spans::logs::DETAILS)});
+    }
+    match proto {
+        true => (
+            [(header::CONTENT_TYPE, "application/x-protobuf")],
+            Vec::new(),
+        )
+            .into_response(),
+        false => axum::Json(serde_json::json!({"partialSuccess": partial})).into_response(),
+    }
+}
+
+/// The media type of a request, lowercased, without parameters.
+fn content_type(headers: &HeaderMap) -> String {
+    (headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok()))
+    .unwrap_or("")
+    .split(';')
+    .next()
+    .unwrap_or("")
+    .trim()
+    .to_ascii_lowercase()
 }
 
 /// A receiver running in the background (its own runtime, signals in place before its address

@@ -20,6 +20,15 @@ from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from openai import OpenAI
 
 collector, replay, spans_file = sys.argv[1:4]
+if len(sys.argv) > 4:
+    # Content as log records (the instrumentation's `EVENT_ONLY`), exported to the receiver.
+    from opentelemetry import _logs
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{collector}/v1/logs")))
+    _logs.set_logger_provider(logs)
 kept = []
 class Keep(SpanExporter):
     def export(self, spans):
@@ -51,6 +60,8 @@ with tracer.start_as_current_span("invoke_agent weather", attributes=agent):
             with tracer.start_as_current_span("execute_tool " + call.function.name, attributes=attrs):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"})
 provider.shutdown()
+if len(sys.argv) > 4:
+    logs.shutdown()
 with open(spans_file, "wb") as f:
     f.write(encode_spans(kept).SerializeToString())
 print(json.dumps({"spans": len(kept), "final": msg.content}))
@@ -125,4 +136,69 @@ fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_sam
     ] {
         assert!(text.contains(want), "{want}\n{text}");
     }
+}
+
+#[test]
+fn content_sent_as_log_records_reaches_its_inference_hashed() {
+    let python = test_python(
+        "opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http, opentelemetry.instrumentation.openai_v2, openai",
+        "the OpenTelemetry Python SDK, its OTLP/HTTP exporter and the openai-v2 instrumentation",
+    );
+    let env = Env::new();
+    copy_demo(&env, false);
+    let replay = Server::start(&env, &["traces/agent.replay.weather"]);
+    let collect = Server::spawn(
+        &env,
+        &[
+            "collect",
+            "--out",
+            "collected",
+            "--unkeyed",
+            "--settle",
+            "0.5",
+        ],
+        &[],
+    );
+    let out = Command::new(python)
+        .args([
+            "-c",
+            AGENT,
+            &collect.url,
+            &replay.url,
+            "spans.binpb",
+            "logs",
+        ])
+        .current_dir(env.root())
+        .env(
+            "OTEL_SEMCONV_STABILITY_OPT_IN",
+            "gen_ai_latest_experimental",
+        )
+        .env(
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+            "EVENT_ONLY",
+        )
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    let (code, printed) = collect.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    replay.finish(&[]);
+    let files = files_under(&env.path("collected"));
+    assert_eq!(files.len(), 1, "{printed}");
+    let bytes = zstd::decode_all(&env.read(&format!("collected/{}", files[0]))[..]).unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    // The conversation arrived only through the log records: the inferences carry its hash and
+    // the answer's text, and no prompt text is anywhere.
+    assert_eq!(text.matches(r#""input_h":"b3:"#).count(), 2, "{text}");
+    assert!(text.contains("It is sunny in Paris, 21 C."), "{text}");
+    assert!(
+        !text.contains("What is the weather") && !text.contains("You answer weather"),
+        "{text}"
+    );
 }

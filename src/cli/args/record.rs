@@ -79,8 +79,9 @@ pub(crate) struct CollectArgs {
     /// Write a run that has had no span for SECS seconds, root span or not.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub idle: Option<std::time::Duration>,
-    /// How long after its root span a run waits for late spans before it is written.
-    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
+    /// How long after its root span a run waits for late spans and log records before it is
+    /// written (the SDKs' batch processors export every 5 seconds).
+    #[arg(long, value_name = "SECS", default_value = "6", value_parser = parse_secs)]
     pub settle: std::time::Duration,
     /// Runs held open at most (past it, exporters get 503 and retry).
     #[arg(long, value_name = "N", default_value = "10000")]

@@ -8,6 +8,8 @@
 //! id. Runs are ordered by their first span's start, then trace id.
 
 mod dialects;
+#[cfg(feature = "replay")]
+pub(crate) mod logs;
 mod map;
 mod messages;
 pub(crate) mod otlp;

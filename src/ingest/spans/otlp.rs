@@ -50,7 +50,7 @@ fn any_value(v: &Value) -> Value {
     Value::Null
 }
 
-fn attributes(list: Option<&Value>) -> Map<String, Value> {
+pub(super) fn attributes(list: Option<&Value>) -> Map<String, Value> {
     (list.and_then(Value::as_array).into_iter().flatten())
         .filter_map(|kv| {
             Some((

@@ -32,7 +32,7 @@ fn any_value(v: &AnyValue) -> Value {
     }
 }
 
-fn attributes(list: &[KeyValue]) -> Map<String, Value> {
+pub(super) fn attributes(list: &[KeyValue]) -> Map<String, Value> {
     (list.iter())
         .map(|kv| {
             let value = kv.value.as_ref().map(any_value).unwrap_or(Value::Null);
@@ -42,7 +42,7 @@ fn attributes(list: &[KeyValue]) -> Map<String, Value> {
 }
 
 /// An id of `bytes` bytes as lowercase hex; `None` when absent (empty) or of another length.
-fn hex_id(raw: &[u8], bytes: usize) -> Option<String> {
+pub(super) fn hex_id(raw: &[u8], bytes: usize) -> Option<String> {
     (raw.len() == bytes).then(|| {
         use std::fmt::Write as _;
         raw.iter()
