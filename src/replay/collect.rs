@@ -178,52 +178,18 @@ impl Collector {
         }
     }
 
-    /// Keeps the log records of one request with their runs, all or none (within the bounds).
-    fn keep_logs(&self, records: Vec<LogRecord>, bytes: usize) -> Result<(), Box<Response>> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ids: Vec<&str> = (records.iter())
-            .map(|r| r.trace_id.as_str())
-            .filter(|id| !open.0.contains_key(*id))
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        if open.0.len() + ids.len() > self.options.max_open_runs
-            || open.1 + bytes > self.options.max_buffered
-        {
-            let mut r = refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the receiver is full: nothing of this request was kept; retry",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return Err(Box::new(r));
-        }
-        let now = Instant::now();
-        let share = bytes / records.len().max(1);
-        for rec in records {
-            let run = open.0.entry(rec.trace_id.clone()).or_insert_with(|| Open {
-                format: Format::OtlpJson,
-                spans: Vec::new(),
-                logs: Vec::new(),
-                bytes: 0,
-                last: now,
-                root_at: None,
-            });
-            run.last = now;
-            run.bytes += share;
-            run.logs.push(rec);
-        }
-        open.1 += bytes;
-        Ok(())
-    }
-
-    /// Keeps the spans of one request, all or none.
-    fn keep(&self, format: Format, spans: Vec<Span>, bytes: usize) -> Result<(), Box<Response>> {
+    /// Keeps what one request carried — spans, log records or both — with their runs, all or
+    /// none: refused with 503 and `Retry-After` when it would take the receiver past its bounds.
+    fn keep(
+        &self,
+        format: Format,
+        (spans, logs): (Vec<Span>, Vec<LogRecord>),
+        bytes: usize,
+    ) -> Result<(), Box<Response>> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let new_runs = {
-            let mut ids: Vec<&str> = spans
-                .iter()
-                .map(|s| s.trace_id.as_str())
+            let ids = spans.iter().map(|s| s.trace_id.as_str());
+            let mut ids: Vec<&str> = (ids.chain(logs.iter().map(|l| l.trace_id.as_str())))
                 .filter(|id| !open.0.contains_key(*id))
                 .collect();
             ids.sort_unstable();
@@ -248,9 +214,14 @@ impl Collector {
             return Err(Box::new(r));
         }
         let now = Instant::now();
-        let share = bytes / spans.len().max(1);
-        for s in spans {
-            let run = open.0.entry(s.trace_id.clone()).or_insert_with(|| Open {
+        let share = bytes / (spans.len() + logs.len()).max(1);
+        // The run a span or record joins, opened with this request's format if new.
+        fn run<'m>(
+            runs: &'m mut HashMap<String, Open>,
+            id: &str,
+            (format, now, share): (Format, Instant, usize),
+        ) -> &'m mut Open {
+            let run = runs.entry(id.to_owned()).or_insert_with(|| Open {
                 format,
                 spans: Vec::new(),
                 logs: Vec::new(),
@@ -258,14 +229,22 @@ impl Collector {
                 last: now,
                 root_at: None,
             });
+            run.last = now;
+            run.bytes += share;
+            run
+        }
+        let at = (format, now, share);
+        for s in spans {
+            let run = run(&mut open.0, &s.trace_id, at);
             if s.parent_id.is_none() {
                 run.root_at = Some(now);
             }
-            // Spans decide the format a run was read in (logs may come first).
+            // Spans decide the format a run was read in (its log records may come first).
             run.format = format;
-            run.last = now;
-            run.bytes += share;
             run.spans.push(s);
+        }
+        for l in logs {
+            run(&mut open.0, &l.trace_id, at).logs.push(l);
         }
         open.1 += bytes;
         Ok(())
@@ -299,8 +278,13 @@ fn unpacked(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u8>, 
         })
 }
 
-/// `POST /v1/traces`.
-async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
+/// A request's body, unpacked, and whether it is protobuf (else OTLP/JSON); or the answer to a
+/// content type the receiver does not read, or a body past the limit.
+fn request(
+    c: &Collector,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(bool, Vec<u8>), Box<Response>> {
     let kind = (headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok()))
@@ -310,38 +294,56 @@ async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes
     .unwrap_or("")
     .trim()
     .to_ascii_lowercase();
-    let format = match kind.as_str() {
-        "application/json" => Format::OtlpJson,
-        "application/x-protobuf" => Format::OtlpProto,
+    let proto = match kind.as_str() {
+        "application/json" => false,
+        "application/x-protobuf" => true,
         other => {
             let message = format!(
                 "content type `{other}` is not read: send application/json or application/x-protobuf (OTLP/HTTP)"
             );
-            return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
+            return Err(Box::new(refuse(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &message,
+            )));
         }
     };
-    let bytes = match unpacked(&headers, &body, c.options.body_limit) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let mut outcome = IngestOutcome::default();
-    let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
-    if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            &format!("not kept: {}: {}", p.position, p.message),
-        );
-    }
-    if let Err(r) = c.keep(format, read.spans, bytes.len()) {
-        return *r;
-    }
-    match format {
-        Format::OtlpProto => (
+    let bytes = unpacked(headers, body, c.options.body_limit)?;
+    Ok((proto, bytes))
+}
+
+/// The answer to a request whose content was kept: an empty protobuf response, or OTLP/JSON's
+/// `partialSuccess` (empty, or counting what was not kept).
+fn kept(proto: bool, partial: serde_json::Value) -> Response {
+    match proto {
+        true => (
             [(header::CONTENT_TYPE, "application/x-protobuf")],
             Vec::new(),
         )
             .into_response(),
-        _ => axum::Json(serde_json::json!({"partialSuccess": {}})).into_response(),
+        false => axum::Json(serde_json::json!({"partialSuccess": partial})).into_response(),
+    }
+}
+
+/// `POST /v1/traces`.
+async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
+    let (proto, bytes) = match request(&c, &headers, &body) {
+        Ok(r) => r,
+        Err(r) => return *r,
+    };
+    let format = if proto {
+        Format::OtlpProto
+    } else {
+        Format::OtlpJson
+    };
+    let mut outcome = IngestOutcome::default();
+    let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
+    if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
+        let message = format!("not kept: {}: {}", p.position, p.message);
+        return refuse(StatusCode::BAD_REQUEST, &message);
+    }
+    match c.keep(format, (read.spans, Vec::new()), bytes.len()) {
+        Ok(()) => kept(proto, serde_json::json!({})),
+        Err(r) => *r,
     }
 }
 
@@ -349,18 +351,8 @@ async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes
 /// content sent apart from its span) are kept with their run; other records are not, and the
 /// answer's `partialSuccess` counts them.
 async fn logs(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
-    let proto = match content_type(&headers).as_str() {
-        "application/json" => false,
-        "application/x-protobuf" => true,
-        other => {
-            let message = format!(
-                "content type `{other}` is not read: send application/json or application/x-protobuf (OTLP/HTTP)"
-            );
-            return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
-        }
-    };
-    let bytes = match unpacked(&headers, &body, c.options.body_limit) {
-        Ok(b) => b,
+    let (proto, bytes) = match request(&c, &headers, &body) {
+        Ok(r) => r,
         Err(r) => return *r,
     };
     let read = match proto {
@@ -374,34 +366,22 @@ async fn logs(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) 
         Ok(r) => r,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, &format!("not kept: {e}")),
     };
-    if let Err(r) = c.keep_logs(records, bytes.len()) {
+    let format = if proto {
+        Format::OtlpProto
+    } else {
+        Format::OtlpJson
+    };
+    if let Err(r) = c.keep(format, (Vec::new(), records), bytes.len()) {
         return *r;
     }
     let mut partial = serde_json::json!({});
     if other > 0 {
-        partial = serde_json::json!({"rejectedLogRecords": other, "errorMessage": format!("{other} record(s) are not `{}` events of a span: not kept", crate::ingest::spans::logs::DETAILS)});
+        partial = serde_json::json!({
+            "rejectedLogRecords": other,
+            "errorMessage": format!("{other} record(s) are not `{}` events of a span: not kept", crate::ingest::spans::logs::DETAILS),
+        });
     }
-    match proto {
-        true => (
-            [(header::CONTENT_TYPE, "application/x-protobuf")],
-            Vec::new(),
-        )
-            .into_response(),
-        false => axum::Json(serde_json::json!({"partialSuccess": partial})).into_response(),
-    }
-}
-
-/// The media type of a request, lowercased, without parameters.
-fn content_type(headers: &HeaderMap) -> String {
-    (headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok()))
-    .unwrap_or("")
-    .split(';')
-    .next()
-    .unwrap_or("")
-    .trim()
-    .to_ascii_lowercase()
+    kept(proto, partial)
 }
 
 /// A receiver running in the background (its own runtime, signals in place before its address
