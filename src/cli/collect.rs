@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use tracereplay::privacy::{KEY_ENV, PromptHasher, raw_prompts_opted_in};
+use tracereplay::privacy::raw_prompts_opted_in;
 use tracereplay::replay::collect;
 use tracereplay::report::escape_controls;
 
@@ -12,19 +12,8 @@ use super::exit;
 /// Runs `collect` until SIGINT, SIGTERM or SIGHUP; `Err` means exit 2; 1 when a run could not
 /// be written.
 pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    if !args.listen.ip().is_loopback() && !args.allow_remote {
-        anyhow::bail!(
-            "`{}` is not a loopback address: anyone who reaches it can write traces; pass --allow-remote to mean it",
-            args.listen
-        );
-    }
-    let hasher = match (PromptHasher::from_env(), args.unkeyed) {
-        (_, true) => PromptHasher::unkeyed(),
-        (Some(h), false) => h,
-        (None, false) => anyhow::bail!(
-            "`collect` hashes prompts with a key: set `{KEY_ENV}` (make one with `tracereplay key new`), or pass `--unkeyed` for unkeyed hashes"
-        ),
-    };
+    super::options::check_listen(args.listen, args.allow_remote, "can write traces")?;
+    let hasher = super::options::prompt_hasher("collect", args.unkeyed)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
     let options = collect::CollectOptions {

@@ -13,7 +13,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::baseline::encode_trace_segment;
 use tracereplay::ingest::{Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest};
 use tracereplay::paths::display_path;
-use tracereplay::privacy::{KEY_ENV, PromptHasher, RAW_OPT_IN_ENV, raw_prompts_opted_in};
+use tracereplay::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use tracereplay::trace::Limits;
 
 use super::options::{AtDestination, at_destination, not_replaced};
@@ -63,13 +63,7 @@ pub(super) struct Session<'a> {
 
 /// Runs `ingest`; `Err` means exit 2.
 pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let hasher = match (PromptHasher::from_env(), args.unkeyed) {
-        (_, true) => PromptHasher::unkeyed(),
-        (Some(h), false) => h,
-        (None, false) => bail!(
-            "`ingest` hashes prompts with a key: set `{KEY_ENV}` (make one with `tracereplay key new`), or pass `--unkeyed` for unkeyed hashes"
-        ),
-    };
+    let hasher = super::options::prompt_hasher("ingest", args.unkeyed)?;
     for input in &args.inputs {
         if !tracereplay::remote::is_remote(input.as_str()) && !input.is_file() {
             bail!("`{input}` does not exist or is not a file");

@@ -53,3 +53,39 @@ pub(super) fn not_replaced(dest: &Utf8Path, existing: Option<&str>, new: &str) -
         tracereplay::paths::display_path(dest)
     )
 }
+
+/// Checks where a server (`replay serve`, `record`, `collect`) is to listen: loopback, or
+/// elsewhere only with `--allow-remote`, then with a warning. `risk` says what anyone who
+/// reaches it could do ("is served", "can write traces").
+pub(super) fn check_listen(
+    addr: std::net::SocketAddr,
+    allow_remote: bool,
+    risk: &str,
+) -> anyhow::Result<()> {
+    if addr.ip().is_loopback() {
+        return Ok(());
+    }
+    if !allow_remote {
+        anyhow::bail!(
+            "`{addr}` is not a loopback address: anyone who reaches it {risk}; pass --allow-remote to mean it"
+        );
+    }
+    diag!("warning: listening on {addr}, which is not loopback: anyone who reaches it {risk}");
+    Ok(())
+}
+
+/// How a command that writes traces (`ingest`, `record`, `collect`) hashes prompts: with the
+/// key in `TRACEREPLAY_HASH_KEY`, or unkeyed with `--unkeyed`; neither is an error naming `cmd`.
+pub(super) fn prompt_hasher(
+    cmd: &str,
+    unkeyed: bool,
+) -> anyhow::Result<tracereplay::privacy::PromptHasher> {
+    use tracereplay::privacy::{KEY_ENV, PromptHasher};
+    match (PromptHasher::from_env(), unkeyed) {
+        (_, true) => Ok(PromptHasher::unkeyed()),
+        (Some(h), false) => Ok(h),
+        (None, false) => anyhow::bail!(
+            "`{cmd}` hashes prompts with a key: set `{KEY_ENV}` (make one with `tracereplay key new`), or pass `--unkeyed` for unkeyed hashes"
+        ),
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use tracereplay::privacy::{KEY_ENV, PromptHasher, raw_prompts_opted_in};
+use tracereplay::privacy::raw_prompts_opted_in;
 use tracereplay::replay::proxy;
 use tracereplay::report::escape_controls;
 
@@ -12,27 +12,14 @@ use super::exit;
 /// Runs `record` until SIGINT, SIGTERM or SIGHUP; `Err` means exit 2. Exits 1 when a session
 /// could not be written (a secret in it, a file in its place), 0 otherwise.
 pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    if !args.listen.ip().is_loopback() {
-        if !args.allow_remote {
-            anyhow::bail!(
-                "`{}` is not a loopback address: anyone who reaches it can spend the credentials its requests carry; pass --allow-remote to mean it",
-                args.listen
-            );
-        }
-        diag!(
-            "warning: listening on {}, which is not loopback",
-            args.listen
-        );
-    }
+    super::options::check_listen(
+        args.listen,
+        args.allow_remote,
+        "can spend the credentials its requests carry",
+    )?;
     let upstream = proxy::check_upstream(&args.upstream, args.allow_insecure_upstream)
         .map_err(anyhow::Error::msg)?;
-    let hasher = match (PromptHasher::from_env(), args.unkeyed) {
-        (_, true) => PromptHasher::unkeyed(),
-        (Some(h), false) => h,
-        (None, false) => anyhow::bail!(
-            "`record` hashes prompts with a key: set `{KEY_ENV}` (make one with `tracereplay key new`), or pass `--unkeyed` for unkeyed hashes"
-        ),
-    };
+    let hasher = super::options::prompt_hasher("record", args.unkeyed)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
     let raw_prompts = raw_prompts_opted_in(args.dev_raw_prompts);

@@ -15,18 +15,7 @@ pub(super) fn run(cmd: &ReplayCommand, out: &mut dyn Write) -> anyhow::Result<i3
 }
 
 fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    if !args.listen.ip().is_loopback() {
-        if !args.allow_remote {
-            anyhow::bail!(
-                "`{}` is not a loopback address: anyone who reaches it is served; pass --allow-remote to mean it",
-                args.listen
-            );
-        }
-        diag!(
-            "warning: listening on {}, which is not loopback: anyone who reaches it is served",
-            args.listen
-        );
-    }
+    super::options::check_listen(args.listen, args.allow_remote, "is served")?;
     let scripts = load_all(&args.traces, args.limits.limits())?;
     // Each session hashes request inputs as its recording's prompts were hashed (the trace's
     // header says how): unkeyed recordings need nothing; keyed ones need the key they used.
