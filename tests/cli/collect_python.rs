@@ -67,33 +67,49 @@ with open(spans_file, "wb") as f:
 print(json.dumps({"spans": len(kept), "final": msg.content}))
 "#;
 
-#[test]
-fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_same_spans() {
+/// Runs the instrumented agent against a `replay serve` of the demo recording, exporting to a
+/// `collect` with `--settle SETTLE` (and its content as log records with `logs`), and stops both.
+/// Returns what the agent printed, the receiver's exit code and output, and the traces under
+/// `collected/` (relative path, decompressed bytes).
+fn run_agent(
+    env: &Env,
+    settle: &str,
+    logs: bool,
+) -> (serde_json::Value, i32, String, Vec<(String, Vec<u8>)>) {
     let python = test_python(
         "opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http, opentelemetry.instrumentation.openai_v2, openai",
         "the OpenTelemetry Python SDK, its OTLP/HTTP exporter and the openai-v2 instrumentation",
     );
-    let env = Env::new();
-    copy_demo(&env, false);
-    let replay = Server::start(&env, &["traces/agent.replay.weather"]);
+    copy_demo(env, false);
+    let replay = Server::start(env, &["traces/agent.replay.weather"]);
     let collect = Server::spawn(
-        &env,
+        env,
         &[
             "collect",
             "--out",
             "collected",
             "--unkeyed",
             "--settle",
-            "0.2",
+            settle,
         ],
         &[],
     );
-    let out = Command::new(python)
-        .args(["-c", AGENT, &collect.url, &replay.url, "spans.binpb"])
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", AGENT, &collect.url, &replay.url, "spans.binpb"])
         .current_dir(env.root())
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .output()
-        .unwrap();
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+    if logs {
+        cmd.arg("logs")
+            .env(
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            )
+            .env(
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                "EVENT_ONLY",
+            );
+    }
+    let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -101,12 +117,30 @@ fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_sam
         String::from_utf8_lossy(&out.stderr)
     );
     let printed: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    // The run is written once its root span settled (the receiver is not stopped for it).
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    let (code, said) = collect.finish(&[]);
+    replay.finish(&[]);
+    (printed, code, said, traces(env, "collected"))
+}
+
+/// The traces under `dir`: (relative path, decompressed bytes).
+fn traces(env: &Env, dir: &str) -> Vec<(String, Vec<u8>)> {
+    (files_under(&env.path(dir)).into_iter())
+        .map(|f| {
+            let bytes = zstd::decode_all(&env.read(&format!("{dir}/{f}"))[..]).unwrap();
+            (f, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_same_spans() {
+    let env = Env::new();
+    let (printed, code, said, collected) = run_agent(&env, "0.2", false);
     assert_eq!(printed["final"], "It is sunny in Paris, 21 C.");
     assert_eq!(printed["spans"], 4, "the agent, two chats and a tool");
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    let (code, printed) = collect.finish(&[]);
-    assert_eq!(code, 0, "{printed}");
-    replay.finish(&[]);
+    assert_eq!(code, 0, "{said}");
     let ingested = env.run(&[
         "ingest",
         "--unkeyed",
@@ -117,17 +151,8 @@ fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_sam
         "spans.binpb",
     ]);
     assert_eq!(ingested.code, 0, "{}{}", ingested.stdout, ingested.stderr);
-    let files = |dir: &str| -> Vec<(String, Vec<u8>)> {
-        (files_under(&env.path(dir)).into_iter())
-            .map(|f| {
-                let bytes = zstd::decode_all(&env.read(&format!("{dir}/{f}"))[..]).unwrap();
-                (f, bytes)
-            })
-            .collect()
-    };
-    let (collected, from_file) = (files("collected"), files("ingested"));
-    assert_eq!(collected.len(), 1, "{printed}");
-    assert_eq!(collected, from_file);
+    assert_eq!(collected.len(), 1, "{said}");
+    assert_eq!(collected, traces(&env, "ingested"));
     let text = String::from_utf8_lossy(&collected[0].1).into_owned();
     for want in [
         r#""kind":"inference""#,
@@ -140,59 +165,11 @@ fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_sam
 
 #[test]
 fn content_sent_as_log_records_reaches_its_inference_hashed() {
-    let python = test_python(
-        "opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http, opentelemetry.instrumentation.openai_v2, openai",
-        "the OpenTelemetry Python SDK, its OTLP/HTTP exporter and the openai-v2 instrumentation",
-    );
     let env = Env::new();
-    copy_demo(&env, false);
-    let replay = Server::start(&env, &["traces/agent.replay.weather"]);
-    let collect = Server::spawn(
-        &env,
-        &[
-            "collect",
-            "--out",
-            "collected",
-            "--unkeyed",
-            "--settle",
-            "0.5",
-        ],
-        &[],
-    );
-    let out = Command::new(python)
-        .args([
-            "-c",
-            AGENT,
-            &collect.url,
-            &replay.url,
-            "spans.binpb",
-            "logs",
-        ])
-        .current_dir(env.root())
-        .env(
-            "OTEL_SEMCONV_STABILITY_OPT_IN",
-            "gen_ai_latest_experimental",
-        )
-        .env(
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
-            "EVENT_ONLY",
-        )
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::thread::sleep(std::time::Duration::from_millis(900));
-    let (code, printed) = collect.finish(&[]);
-    assert_eq!(code, 0, "{printed}");
-    replay.finish(&[]);
-    let files = files_under(&env.path("collected"));
-    assert_eq!(files.len(), 1, "{printed}");
-    let bytes = zstd::decode_all(&env.read(&format!("collected/{}", files[0]))[..]).unwrap();
-    let text = String::from_utf8(bytes).unwrap();
+    let (_, code, said, collected) = run_agent(&env, "0.5", true);
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(collected.len(), 1, "{said}");
+    let text = String::from_utf8(collected[0].1.clone()).unwrap();
     // The conversation arrived only through the log records: the inferences carry its hash and
     // the answer's text, and no prompt text is anywhere.
     assert_eq!(text.matches(r#""input_h":"b3:"#).count(), 2, "{text}");
