@@ -11,7 +11,10 @@ use std::io::Write;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use tracereplay::baseline::encode_trace_segment;
-use tracereplay::ingest::{Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest};
+use tracereplay::ingest::collector::OtlpLogs;
+use tracereplay::ingest::{
+    Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest_with_logs,
+};
 use tracereplay::paths::display_path;
 use tracereplay::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use tracereplay::trace::Limits;
@@ -94,12 +97,13 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         file_stem: None,
         allow_empty: args.allow_empty,
     };
+    let (logs, inputs) = logs_first(args)?;
     let mut failed = 0;
-    for input in &args.inputs {
+    for input in inputs {
         failed += if tracereplay::remote::is_remote(input.as_str()) {
             super::ingest_bucket::ingest(&mut session, input.as_str(), &opts)?
         } else {
-            ingest_file(&mut session, input, &opts)?
+            ingest_file(&mut session, input, &opts, &logs)?
         };
     }
     // Traces were written without a sync each: made durable here, together, and only them.
@@ -107,11 +111,52 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
 }
 
-/// Ingests one local file; the number of its runs refused.
+/// Reads the local inputs that are OTLP logs exports (the content of inferences sent as log
+/// records) before the others, whose spans they carry content for; returns their records and
+/// the other inputs, in order.
+fn logs_first(args: &IngestArgs) -> anyhow::Result<(OtlpLogs, Vec<&Utf8PathBuf>)> {
+    use tracereplay::ingest::collector::{MAX_EXPORT_BYTES, unpack};
+    let mut logs = OtlpLogs::default();
+    let mut rest = Vec::new();
+    for input in &args.inputs {
+        let may_be_logs = match args.from {
+            Some(f) => matches!(f, IngestFormatArg::OtlpJson | IngestFormatArg::OtlpProto),
+            None => true,
+        };
+        if !may_be_logs || tracereplay::remote::is_remote(input.as_str()) {
+            rest.push(input);
+            continue;
+        }
+        let stored = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
+        let read = unpack(input.as_str(), &stored, MAX_EXPORT_BYTES)
+            .ok()
+            .and_then(|bytes| OtlpLogs::read(&bytes));
+        match read {
+            Some(l) => {
+                diag!(
+                    "`{input}`: read as OTLP logs: {} record(s) of inference content for the spans of the other inputs, {} other record(s) not used",
+                    l.records(),
+                    l.others()
+                );
+                logs.join(&l);
+            }
+            None => rest.push(input),
+        }
+    }
+    if rest.is_empty() && logs.records() + logs.others() > 0 {
+        bail!(
+            "only OTLP logs exports were given: their records carry content for spans; pass the trace export they belong to as well"
+        );
+    }
+    Ok((logs, rest))
+}
+
+/// Ingests one local file, its spans given what `logs` carry; the number of its runs refused.
 fn ingest_file(
     session: &mut Session<'_>,
     input: &Utf8Path,
     opts: &IngestOptions,
+    logs: &OtlpLogs,
 ) -> anyhow::Result<usize> {
     use tracereplay::ingest::collector::{ExportKind, MAX_EXPORT_BYTES, export_kind, unpack};
     let stored = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
@@ -144,7 +189,7 @@ fn ingest_file(
         file_stem: Some(stem(input)),
         ..opts.clone()
     };
-    let outcome = ingest(format, &bytes, &opts);
+    let outcome = ingest_with_logs(format, &bytes, &opts, logs);
     let emit = (session.args.emit_scenarios).then_some((&*bytes, &opts));
     let written = session.write(input.as_str(), format.name(), &outcome, emit)?;
     Ok(written.failed)

@@ -79,6 +79,80 @@ pub fn unpack<'a>(
     }
 }
 
+/// The inference content of OTLP logs exports — the log records of the GenAI conventions'
+/// content events (`gen_ai.client.inference.operation.details`, and the older per-message
+/// events), by the span they name — for the spans of other inputs: `ingest spans.binpb
+/// logs.binpb` reads the logs export first and gives each span of the trace export what its
+/// records carry, as `collect` does for records and spans that arrive apart.
+#[derive(Debug, Default, Clone)]
+pub struct OtlpLogs {
+    index: spans::logs::LogIndex,
+    others: usize,
+}
+
+impl OtlpLogs {
+    /// Reads `bytes` as an OTLP logs export: OTLP/JSON whose every document is a logs one
+    /// (`resourceLogs`, one document or one per line), or — built with the `otlp-proto` feature —
+    /// protobuf that is an `ExportLogsServiceRequest` and no trace export. `None` when they are
+    /// none of these (a trace export, say, even one holding logs documents too).
+    pub fn read(bytes: &[u8]) -> Option<OtlpLogs> {
+        let mut logs = OtlpLogs::default();
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'{') {
+            let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+            if !has(b"\"resourceLogs\"") || has(b"\"resourceSpans\"") {
+                return None;
+            }
+            for doc in serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>()
+            {
+                let doc = doc
+                    .ok()
+                    .filter(|d| d.get("resourceLogs").is_some_and(|l| l.is_array()))?;
+                let (kept, others) = spans::logs::records_of(&doc);
+                logs.index.extend(kept);
+                logs.others += others;
+            }
+            return Some(logs);
+        }
+        #[cfg(feature = "otlp-proto")]
+        {
+            if spans::proto::is_trace_export(bytes) {
+                return None;
+            }
+            let (kept, others) = spans::logs::read_proto(bytes).ok()?;
+            if kept.is_empty() && others == 0 {
+                return None;
+            }
+            logs.index.extend(kept);
+            logs.others = others;
+            Some(logs)
+        }
+        #[cfg(not(feature = "otlp-proto"))]
+        None
+    }
+
+    /// Adds the records of `other`, after its own.
+    pub fn join(&mut self, other: &OtlpLogs) {
+        self.index.join(&other.index);
+        self.others += other.others;
+    }
+
+    /// How many records it keeps: those carrying an inference's content and naming its span.
+    pub fn records(&self) -> usize {
+        self.index.len()
+    }
+
+    /// How many records it read and does not keep (other events, plain log lines, records
+    /// naming no span).
+    pub fn others(&self) -> usize {
+        self.others
+    }
+
+    pub(crate) fn index(&self) -> &spans::logs::LogIndex {
+        &self.index
+    }
+}
+
 /// The spans of one export object, with the problems met reading it.
 #[derive(Debug)]
 pub struct ExportSpans {

@@ -222,6 +222,18 @@ impl IngestOutcome {
 
 /// Imports one input file's bytes.
 pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
+    ingest_with_logs(format, bytes, opts, &collector::OtlpLogs::default())
+}
+
+/// Imports one input file's bytes, its spans given the inference content that `logs` (OTLP log
+/// records read from other inputs) carry for them.
+pub fn ingest_with_logs(
+    format: Format,
+    bytes: &[u8],
+    opts: &IngestOptions,
+    logs: &collector::OtlpLogs,
+) -> IngestOutcome {
+    let logs = logs.index();
     match format {
         Format::OpenclawScenario => openclaw::ingest(bytes, opts),
         Format::Atif => atif::ingest(bytes, opts),
@@ -230,11 +242,11 @@ pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutco
             let mut outcome = IngestOutcome::default();
             // OTLP exports are ingested as they are read, trace by trace (SDK span dumps are
             // read whole first).
-            if spans::ingest_streaming(format, bytes, opts, &mut outcome) {
+            if spans::ingest_streaming(format, bytes, opts, logs, &mut outcome) {
                 return outcome;
             }
             let read = spans::read(format, bytes, &mut outcome);
-            spans::ingest(format, read, opts, &mut outcome);
+            spans::ingest(format, read, opts, logs, &mut outcome);
             outcome
         }
     }

@@ -140,7 +140,9 @@ impl Collector {
                 continue;
             }
             let mut spans = o.spans;
-            crate::ingest::spans::logs::merge(&mut spans, &o.logs);
+            let mut logs = crate::ingest::spans::logs::LogIndex::default();
+            logs.extend(o.logs);
+            logs.apply(&mut spans);
             let traces = vec![(id.clone(), o.format, spans)];
             crate::ingest::spans::build_traces(traces, None, &self.options.ingest, &mut outcome);
             for p in outcome.problems.iter().filter(|p| p.rejected) {
@@ -378,7 +380,7 @@ async fn logs(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) 
     if other > 0 {
         partial = serde_json::json!({
             "rejectedLogRecords": other,
-            "errorMessage": format!("{other} record(s) are not `{}` events of a span: not kept", crate::ingest::spans::logs::DETAILS),
+            "errorMessage": format!("{other} record(s) carry no inference content of a span (`{}` or the per-message `gen_ai.*.message`/`gen_ai.choice` events): not kept", crate::ingest::spans::logs::DETAILS),
         });
     }
     kept(proto, partial)

@@ -20,14 +20,18 @@ from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from openai import OpenAI
 
 collector, replay, spans_file = sys.argv[1:4]
-if len(sys.argv) > 4:
-    # Content as log records (the instrumentation's `EVENT_ONLY`), exported to the receiver.
+logs_file = sys.argv[4] if len(sys.argv) > 4 else None
+if logs_file:
+    # Content as log records, exported to the receiver and kept for a file.
     from opentelemetry import _logs
     from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor, InMemoryLogRecordExporter
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
     logs = LoggerProvider()
     logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{collector}/v1/logs")))
+    kept_logs = InMemoryLogRecordExporter()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(kept_logs))
     _logs.set_logger_provider(logs)
 kept = []
 class Keep(SpanExporter):
@@ -40,7 +44,19 @@ provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{collector}/v1/traces")))
 provider.add_span_processor(SimpleSpanProcessor(Keep()))
 trace.set_tracer_provider(provider)
-OpenAIInstrumentor().instrument()
+if len(sys.argv) > 5 and sys.argv[5] == "per-message":
+    # The instrumentation's legacy path (the per-message events `gen_ai.user.message`…
+    # `gen_ai.choice` as log records, message content captured), which this release keeps but
+    # no longer selects: installed as `instrument()` installed it before.
+    from wrapt import wrap_function_wrapper
+    from opentelemetry import _logs, metrics
+    from opentelemetry.instrumentation.openai_v2.instruments import Instruments
+    from opentelemetry.instrumentation.openai_v2.patch import chat_completions_create_v_old
+    wrap_function_wrapper("openai.resources.chat.completions", "Completions.create",
+        chat_completions_create_v_old(trace.get_tracer("openai_v2"), _logs.get_logger("openai_v2"),
+                                      Instruments(metrics.get_meter("openai_v2")), True))
+else:
+    OpenAIInstrumentor().instrument()
 tracer = trace.get_tracer("weather-agent")
 client = OpenAI(base_url=f"{replay}/v1", api_key="replay-needs-no-key", max_retries=0)
 tools = [{"type": "function", "function": {"name": "weather",
@@ -60,21 +76,34 @@ with tracer.start_as_current_span("invoke_agent weather", attributes=agent):
             with tracer.start_as_current_span("execute_tool " + call.function.name, attributes=attrs):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"})
 provider.shutdown()
-if len(sys.argv) > 4:
-    logs.shutdown()
 with open(spans_file, "wb") as f:
     f.write(encode_spans(kept).SerializeToString())
+if logs_file:
+    with open(logs_file, "wb") as f:
+        f.write(encode_logs(kept_logs.get_finished_logs()).SerializeToString())
+    logs.shutdown()
 print(json.dumps({"spans": len(kept), "final": msg.content}))
 "#;
 
+/// How the instrumented agent sends its conversation.
+#[derive(Clone, Copy, PartialEq)]
+enum Content {
+    /// Not at all: spans only.
+    None,
+    /// As `gen_ai.client.inference.operation.details` log records (the current conventions).
+    Details,
+    /// As the older per-message events (`gen_ai.user.message`, `gen_ai.choice`…), log records.
+    PerMessage,
+}
+
 /// Runs the instrumented agent against a `replay serve` of the demo recording, exporting to a
-/// `collect` with `--settle SETTLE` (and its content as log records with `logs`), and stops both.
-/// Returns what the agent printed, the receiver's exit code and output, and the traces under
-/// `collected/` (relative path, decompressed bytes).
+/// `collect` with `--settle SETTLE` (and its `content` as log records, also written to
+/// `logs.binpb`), and stops both. Returns what the agent printed, the receiver's exit code and
+/// output, and the traces under `collected/` (relative path, decompressed bytes).
 fn run_agent(
     env: &Env,
     settle: &str,
-    logs: bool,
+    content: Content,
 ) -> (serde_json::Value, i32, String, Vec<(String, Vec<u8>)>) {
     let python = test_python(
         "opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http, opentelemetry.instrumentation.openai_v2, openai",
@@ -97,17 +126,25 @@ fn run_agent(
     let mut cmd = Command::new(python);
     cmd.args(["-c", AGENT, &collect.url, &replay.url, "spans.binpb"])
         .current_dir(env.root())
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
-    if logs {
-        cmd.arg("logs")
-            .env(
-                "OTEL_SEMCONV_STABILITY_OPT_IN",
-                "gen_ai_latest_experimental",
-            )
-            .env(
-                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
-                "EVENT_ONLY",
-            );
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_SEMCONV_STABILITY_OPT_IN")
+        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT");
+    match content {
+        Content::None => {}
+        Content::Details => {
+            cmd.arg("logs.binpb")
+                .env(
+                    "OTEL_SEMCONV_STABILITY_OPT_IN",
+                    "gen_ai_latest_experimental",
+                )
+                .env(
+                    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                    "EVENT_ONLY",
+                );
+        }
+        Content::PerMessage => {
+            cmd.args(["logs.binpb", "per-message"]);
+        }
     }
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -134,25 +171,31 @@ fn traces(env: &Env, dir: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-#[test]
-fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_same_spans() {
-    let env = Env::new();
-    let (printed, code, said, collected) = run_agent(&env, "0.2", false);
-    assert_eq!(printed["final"], "It is sunny in Paris, 21 C.");
-    assert_eq!(printed["spans"], 4, "the agent, two chats and a tool");
-    assert_eq!(code, 0, "{said}");
-    let ingested = env.run(&[
+/// What `ingest` makes of the agent's exports written to files (`inputs`), under `ingested/`.
+fn ingested(env: &Env, inputs: &[&str]) -> Vec<(String, Vec<u8>)> {
+    let mut args = vec![
         "ingest",
         "--unkeyed",
         "--from",
         "otlp-proto",
         "-o",
         "ingested",
-        "spans.binpb",
-    ]);
+    ];
+    args.extend(inputs);
+    let ingested = env.run(&args);
     assert_eq!(ingested.code, 0, "{}{}", ingested.stdout, ingested.stderr);
+    traces(env, "ingested")
+}
+
+#[test]
+fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_same_spans() {
+    let env = Env::new();
+    let (printed, code, said, collected) = run_agent(&env, "0.2", Content::None);
+    assert_eq!(printed["final"], "It is sunny in Paris, 21 C.");
+    assert_eq!(printed["spans"], 4, "the agent, two chats and a tool");
+    assert_eq!(code, 0, "{said}");
     assert_eq!(collected.len(), 1, "{said}");
-    assert_eq!(collected, traces(&env, "ingested"));
+    assert_eq!(collected, ingested(&env, &["spans.binpb"]));
     let text = String::from_utf8_lossy(&collected[0].1).into_owned();
     for want in [
         r#""kind":"inference""#,
@@ -163,19 +206,85 @@ fn the_python_sdk_exports_to_collect_and_the_run_is_what_ingest_makes_of_the_sam
     }
 }
 
-#[test]
-fn content_sent_as_log_records_reaches_its_inference_hashed() {
-    let env = Env::new();
-    let (_, code, said, collected) = run_agent(&env, "0.5", true);
+/// The conversation arrived only through log records: the run's two inferences carry its hash
+/// and the answer's text, no prompt text is anywhere, and `ingest` of the same spans and
+/// records written to files makes the same trace.
+fn content_arrived_through_log_records(env: &Env, content: Content) -> String {
+    let (_, code, said, collected) = run_agent(env, "0.5", content);
     assert_eq!(code, 0, "{said}");
     assert_eq!(collected.len(), 1, "{said}");
     let text = String::from_utf8(collected[0].1.clone()).unwrap();
-    // The conversation arrived only through the log records: the inferences carry its hash and
-    // the answer's text, and no prompt text is anywhere.
     assert_eq!(text.matches(r#""input_h":"b3:"#).count(), 2, "{text}");
     assert!(text.contains("It is sunny in Paris, 21 C."), "{text}");
     assert!(
         !text.contains("What is the weather") && !text.contains("You answer weather"),
         "{text}"
     );
+    assert_eq!(collected, ingested(env, &["spans.binpb", "logs.binpb"]));
+    text
+}
+
+#[test]
+fn content_sent_as_details_log_records_reaches_its_inference_hashed() {
+    content_arrived_through_log_records(&Env::new(), Content::Details);
+}
+
+#[test]
+fn content_sent_as_the_older_per_message_events_reaches_its_inference_hashed() {
+    let text = content_arrived_through_log_records(&Env::new(), Content::PerMessage);
+    // The planned call came from the `gen_ai.choice` record, the tool result went back to the
+    // model in a `gen_ai.tool.message` one.
+    for want in [r#""finish":"tool_call""#, r#""consumes":["#] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+}
+
+/// The five-line agent of the recording docs' `collect` example, run as written: exporting to
+/// the docs' `collect` line through `OTEL_EXPORTER_OTLP_ENDPOINT`, talking to a replay of the
+/// demo's weather run through `OPENAI_BASE_URL`. Stopping the receiver writes its run.
+#[test]
+fn the_recording_docs_collect_example_runs_as_written() {
+    let docs = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("## Receive OpenTelemetry").unwrap()..];
+    let shell = fenced_blocks(section, "```sh\n").remove(0);
+    let example = fenced_blocks(section, "```python\n").remove(0);
+    assert!(example.lines().count() <= 5, "{example}");
+    let line = shell.lines().next().unwrap();
+    assert!(line.starts_with("tracereplay collect "), "{line}");
+    let env = Env::new();
+    copy_demo(&env, false);
+    let replay = Server::start(&env, &["traces/agent.replay.weather"]);
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let collect = Server::spawn(&env, &args, &[]);
+    let python = test_python(
+        "opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http, opentelemetry.instrumentation.openai_v2, openai",
+        "the OpenTelemetry Python SDK, its OTLP/HTTP exporter and the openai-v2 instrumentation",
+    );
+    let out = Command::new(python)
+        .args(["-c", &example])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collect.url)
+        .env("OPENAI_BASE_URL", format!("{}/v1", replay.url))
+        .env(&super::record::key_vars()[0], "replay-needs-no-key")
+        .env_remove("OTEL_SEMCONV_STABILITY_OPT_IN")
+        .current_dir(env.root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("weather"), "{stdout}");
+    let (code, said) = collect.finish(&[]);
+    replay.finish(&[]);
+    assert_eq!(code, 0, "{said}");
+    let collected = traces(&env, "collected");
+    assert_eq!(collected.len(), 1, "{said}");
+    let text = String::from_utf8_lossy(&collected[0].1);
+    assert!(text.contains(r#""kind":"inference""#), "{text}");
+    assert!(said.contains("collected "), "{said}");
 }

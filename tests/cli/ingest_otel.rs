@@ -372,3 +372,62 @@ fn cache_writes_are_read_under_both_names_the_conventions_gave_them() {
         assert_eq!(usage["cache_write_tokens"], 30, "{name}: {usage}");
     }
 }
+
+/// Content sent as OTLP log records, in an export of its own: read before the span export of
+/// the same command, whatever their order; alone, it is refused with what to pass.
+#[test]
+fn a_logs_export_gives_its_content_to_the_spans_of_the_other_inputs() {
+    let env = Env::new();
+    let kv = |k: &str, v: &str| serde_json::json!({"key": k, "value": {"stringValue": v}});
+    let (trace, span) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let spans = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": trace, "spanId": span, "name": "chat m", "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2", "attributes": [kv("gen_ai.operation.name", "chat")]}]}]}]});
+    let logs = serde_json::json!({"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"eventName": "gen_ai.user.message", "traceId": trace, "spanId": span,
+         "body": {"kvlistValue": {"values": [
+            {"key": "content", "value": {"stringValue": "What is the weather in Paris?"}}]}}},
+        {"eventName": "gen_ai.choice", "traceId": trace, "spanId": span,
+         "body": {"kvlistValue": {"values": [
+            {"key": "finish_reason", "value": {"stringValue": "stop"}},
+            {"key": "message", "value": {"kvlistValue": {"values": [
+                {"key": "content", "value": {"stringValue": "Sunny."}}]}}}]}}},
+        {"body": {"stringValue": "a plain log line"}}]}]}]});
+    env.write("spans.json", spans.to_string());
+    env.write("logs.json", logs.to_string());
+    let alone = env.run(&["ingest", "--unkeyed", "-o", "out", "logs.json"]);
+    assert_eq!(alone.code, 2, "{}{}", alone.stdout, alone.stderr);
+    assert!(
+        alone.stderr.contains("only OTLP logs exports were given"),
+        "{}",
+        alone.stderr
+    );
+    let both = env.run(&[
+        "ingest",
+        "--unkeyed",
+        "-o",
+        "out",
+        "logs.json",
+        "spans.json",
+    ]);
+    assert_eq!(both.code, 0, "{}{}", both.stdout, both.stderr);
+    assert!(
+        both.stderr.contains(
+            "`logs.json`: read as OTLP logs: 2 record(s) of inference content for the spans of the other inputs, 1 other record(s) not used"
+        ),
+        "{}",
+        both.stderr
+    );
+    let written = traces(&env, "out");
+    assert_eq!(written.len(), 1);
+    let inference = written[0]
+        .1
+        .iter()
+        .find(|e| e["kind"] == "inference")
+        .unwrap();
+    assert!(inference["input_h"].as_str().unwrap().starts_with("b3:"));
+    assert_eq!(inference["output"]["text"], "Sunny.");
+    assert_eq!(inference["finish"], "stop");
+    let text = serde_json::to_string(&written[0].1).unwrap();
+    assert!(!text.contains("weather in Paris"), "{text}");
+}

@@ -21,7 +21,7 @@ pub(super) fn sentinel() -> String {
 }
 
 /// The SDKs' key variables, set to the sentinel (and never read).
-fn key_vars() -> [String; 2] {
+pub(super) fn key_vars() -> [String; 2] {
     [
         ["OPENAI", "_API_KEY"].concat(),
         ["ANTHROPIC", "_API_KEY"].concat(),
@@ -267,7 +267,9 @@ fn the_recording_docs_examples_run_as_written_for_each_sdk() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
     )
     .unwrap();
-    let examples = fenced_blocks(&docs, "```python\n");
+    // The recorder's examples: those before the next sections' (collect, replay-then-live).
+    let end = docs.find("## What is recorded").unwrap();
+    let examples = fenced_blocks(&docs[..end], "```python\n");
     assert_eq!(examples.len(), 3, "one example per SDK");
     for (i, example) in examples.iter().enumerate() {
         assert!(example.lines().count() <= 5, "{example}");

@@ -106,3 +106,60 @@ fn an_upstream_in_the_clear_is_refused_and_live_flags_need_an_upstream() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("--upstream"), "{}", out.stderr);
 }
+
+/// The five-line agent of the recording docs' replay-then-live example, run as written against
+/// the docs' `replay serve` line (its upstream a loopback model that counts): the recording's
+/// first inference, a note, then the model's answer, in one run.
+#[test]
+fn the_recording_docs_replay_then_live_example_runs_as_written() {
+    let docs = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
+    )
+    .unwrap();
+    let section = &docs[docs.find("## Same start, then live").unwrap()..];
+    let shell = fenced_blocks(section, "```sh\n").remove(0);
+    let example = fenced_blocks(section, "```python\n").remove(0);
+    assert!(example.lines().count() <= 5, "{example}");
+    let line = shell.lines().next().unwrap();
+    let args: Vec<String> = (line.split_whitespace().skip(3))
+        .map(|a| match a {
+            "https://api.openai.com" => format!("{}/count", fake_upstream()),
+            a => a.to_owned(),
+        })
+        .collect();
+    assert!(line.starts_with("tracereplay replay serve "), "{line}");
+    let env = Env::new();
+    copy_demo(&env, false);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&env, &args);
+    let out = std::process::Command::new(super::record::python())
+        .args(["-c", &example])
+        .env("REPLAY", &server.url)
+        .env(&super::record::key_vars()[0], "replay-needs-no-key")
+        .env_remove("OPENAI_BASE_URL")
+        .current_dir(env.root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, said) = server.finish(&[]);
+    assert_eq!(code, 0, "{said}");
+    let trace = (env.run(&["cat", "relived/agent.replay.weather/paris.trace.ndjson.zst"])).stdout;
+    let kinds: Vec<String> = (trace.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(
+        kinds[1..4],
+        [r#""inference""#, r#""tool_call""#, r#""tool_result""#].map(str::to_owned),
+        "{trace}"
+    );
+    assert!(
+        trace.contains("replay went live at request 2: --live-from 2"),
+        "{trace}"
+    );
+    // The live model's answer ends the loop.
+    assert!(trace.contains(r#""text":"answer 1""#), "{trace}");
+}

@@ -8,7 +8,6 @@
 //! id. Runs are ordered by their first span's start, then trace id.
 
 mod dialects;
-#[cfg(feature = "replay")]
 pub(crate) mod logs;
 mod map;
 mod messages;
@@ -235,6 +234,8 @@ pub(crate) struct ReadSpans {
     pub(crate) spans: Vec<Span>,
     /// A run-level final output the dump carries beside its spans (any-agent's `final_output`).
     pub(crate) final_output: Option<Value>,
+    /// Log records carrying its inferences' content (an OTLP/JSON input's logs documents).
+    pub(crate) logs: logs::LogIndex,
 }
 
 /// Reads the spans of one input of a span format (OTLP/JSON, OTLP protobuf, SDK span JSON).
@@ -261,29 +262,43 @@ pub(crate) fn ingest_streaming(
     format: Format,
     bytes: &[u8],
     opts: &IngestOptions,
+    logs: &logs::LogIndex,
     outcome: &mut IngestOutcome,
 ) -> bool {
     match format {
-        Format::OtlpJson => otlp::ingest_streaming(bytes, opts, outcome),
+        Format::OtlpJson => otlp::ingest_streaming(bytes, opts, logs, outcome),
         #[cfg(feature = "otlp-proto")]
         Format::OtlpProto => {
-            proto::ingest_streaming(bytes, opts, outcome);
+            proto::ingest_streaming(bytes, opts, logs, outcome);
             true
         }
         _ => false,
     }
 }
 
-/// Groups `read` spans by trace and builds one run per trace.
+/// Groups `read` spans by trace and builds one run per trace, each span given the content its
+/// log records carry (`read`'s own, and `logs` from other inputs).
 pub(crate) fn ingest(
     format: Format,
-    read: ReadSpans,
+    mut read: ReadSpans,
     opts: &IngestOptions,
+    logs: &logs::LogIndex,
     outcome: &mut IngestOutcome,
 ) {
     let mut by_trace: BTreeMap<String, Vec<Span>> = BTreeMap::new();
     for s in read.spans {
         by_trace.entry(s.trace_id.clone()).or_default().push(s);
+    }
+    let unmatched = read.logs.unmatched(&|id| by_trace.contains_key(id));
+    if unmatched > 0 {
+        outcome.warn(
+            "input",
+            format!("{unmatched} log record(s) name a trace none of whose spans is in this input: not used"),
+        );
+    }
+    read.logs.join(logs);
+    for spans in by_trace.values_mut() {
+        read.logs.apply(spans);
     }
     let traces = (by_trace.into_iter())
         .map(|(id, spans)| (id, format, spans))

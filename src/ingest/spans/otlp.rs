@@ -12,7 +12,7 @@ use super::{ReadSpans, Span, hex_id, nanos};
 use crate::ingest::IngestOutcome;
 
 /// A plain JSON value of an OTLP `AnyValue`.
-fn any_value(v: &Value) -> Value {
+pub(super) fn any_value(v: &Value) -> Value {
     let Some(o) = v.as_object() else {
         return v.clone();
     };
@@ -122,7 +122,7 @@ impl Sink<'_> {
         let code = status.and_then(|st| st.get("code"));
         let is_error = matches!(code, Some(Value::String(c)) if c == "STATUS_CODE_ERROR")
             || matches!(code, Some(Value::Number(c)) if c.as_u64() == Some(2));
-        let span = Span {
+        let mut span = Span {
             trace_id,
             span_id: id("spanId", 8).unwrap_or_else(|| format!("span{n:012}")),
             parent_id: id("parentSpanId", 8),
@@ -139,6 +139,18 @@ impl Sink<'_> {
                 .to_owned()
             }),
         };
+        // Content sent as span events (older conventions) joins the span's own attributes.
+        let events = (s
+            .get("events")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten())
+        .filter_map(|e| {
+            let name = e.get("name").and_then(Value::as_str)?;
+            super::logs::span_event(&span, name, attributes(e.get("attributes")))
+        })
+        .collect::<Vec<_>>();
+        super::logs::fold(&mut span, &events);
         match &mut self.mode {
             Mode::Build(stream) => stream.push(span, self.outcome),
             _ => self.read.spans.push(span),
@@ -157,16 +169,18 @@ type Document<'b> = (String, &'b [u8], Option<(usize, String)>);
 pub(crate) fn ingest_streaming(
     bytes: &[u8],
     opts: &crate::ingest::IngestOptions,
+    logs: &super::logs::LogIndex,
     outcome: &mut IngestOutcome,
 ) -> bool {
-    let (mut unused, mut scratch) = (ReadSpans::default(), IngestOutcome::default());
+    let (mut first, mut scratch) = (ReadSpans::default(), IngestOutcome::default());
     // The documents: the whole input, else its lines (each counted alone: a line that breaks
-    // off counts for nothing, as `read` drops what it read of it).
+    // off counts for nothing, as `read` drops what it read of it). Log records are kept from
+    // the first pass.
     let mut counts = HashMap::new();
     let whole = walk(
         bytes,
         "document",
-        &mut unused,
+        &mut first,
         &mut scratch,
         Mode::Count(&mut counts),
     );
@@ -175,14 +189,21 @@ pub(crate) fn ingest_streaming(
         vec![("document".to_owned(), bytes, None)]
     } else {
         counts.clear();
+        first = ReadSpans::default();
         let mut docs = Vec::new();
         for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let mut one = HashMap::new();
+            let (mut one, mut line_read) = (HashMap::new(), ReadSpans::default());
             let at = format!("line {}", i + 1);
-            let counted = walk(line, &at, &mut unused, &mut scratch, Mode::Count(&mut one));
+            let counted = walk(
+                line,
+                &at,
+                &mut line_read,
+                &mut scratch,
+                Mode::Count(&mut one),
+            );
             let broken = counted.err().map(|e| {
                 let why = crate::trace::json::message_without_position(&e);
                 (e.column(), why)
@@ -191,13 +212,23 @@ pub(crate) fn ingest_streaming(
                 for (k, n) in one {
                     *counts.entry(k).or_insert(0) += n;
                 }
+                first.logs.join(&line_read.logs);
             }
             docs.push((at, line, broken));
         }
         docs
     };
-    let mut stream = Stream::new(crate::ingest::Format::OtlpJson, opts.clone(), counts);
     let mut built = IngestOutcome::default();
+    let unmatched = first.logs.unmatched(&|id| counts.contains_key(id));
+    if unmatched > 0 {
+        built.warn(
+            "input",
+            format!("{unmatched} log record(s) name a trace none of whose spans is in this input: not used"),
+        );
+    }
+    first.logs.join(logs);
+    let (format, opts) = (crate::ingest::Format::OtlpJson, opts.clone());
+    let mut stream = Stream::new(format, opts, counts, std::mem::take(&mut first.logs));
     for (at, text, broken) in &docs {
         match broken {
             // As `read` words it: the line and column where it stops being JSON.
@@ -205,7 +236,7 @@ pub(crate) fn ingest_streaming(
                 built.reject(format!("{at}, column {column}"), format!("not JSON: {why}"))
             }
             None => {
-                let _ = walk(text, at, &mut unused, &mut built, Mode::Build(&mut stream));
+                let _ = walk(text, at, &mut first, &mut built, Mode::Build(&mut stream));
             }
         }
     }
@@ -249,10 +280,24 @@ impl<'de> serde::de::Visitor<'de> for Walk<'_, '_> {
                     self.sink.found = true;
                     Some(Level::ResourceSpans)
                 }
+                // A logs document (the collector's `file` exporter writes both signals to one
+                // file): its content records are kept for the spans they name.
+                (Level::Document, "resourceLogs") if !matches!(self.sink.mode, Mode::Build(_)) => {
+                    self.sink.found = true;
+                    let logs: Value = map.next_value()?;
+                    let doc = serde_json::json!({ "resourceLogs": logs });
+                    let (records, _) = super::logs::records_of(&doc);
+                    self.sink.read.logs.extend(records);
+                    continue;
+                }
                 (Level::ResourceSpans, "scopeSpans" | "instrumentationLibrarySpans") => {
                     Some(Level::ScopeSpans)
                 }
                 (Level::ScopeSpans, "spans") => Some(Level::Spans),
+                (Level::Document, "resourceLogs") => {
+                    self.sink.found = true;
+                    None
+                }
                 _ => None,
             };
             match inner {
@@ -375,17 +420,15 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
         if line.trim().is_empty() {
             continue;
         }
-        let mut one = IngestOutcome::default();
-        let before = read.spans.len();
-        match collect(
-            line.as_bytes(),
-            &format!("line {}", i + 1),
-            &mut read,
-            &mut one,
-        ) {
-            Ok(()) => outcome.problems.extend(one.problems),
+        let (mut one, mut line_read) = (IngestOutcome::default(), ReadSpans::default());
+        let at = format!("line {}", i + 1);
+        match collect(line.as_bytes(), &at, &mut line_read, &mut one) {
+            Ok(()) => {
+                outcome.problems.extend(one.problems);
+                read.spans.append(&mut line_read.spans);
+                read.logs.join(&line_read.logs);
+            }
             Err(e) => {
-                read.spans.truncate(before);
                 outcome.reject(
                     format!("line {}, column {}", i + 1, e.column()),
                     format!(
@@ -491,14 +534,30 @@ pub(crate) mod tests {
         for bytes in &inputs {
             let mut whole = IngestOutcome::default();
             let read = super::read(bytes, &mut whole);
-            super::super::ingest(Format::OtlpJson, read, &opts, &mut whole);
+            super::super::ingest(
+                Format::OtlpJson,
+                read,
+                &opts,
+                &Default::default(),
+                &mut whole,
+            );
             let mut streamed = IngestOutcome::default();
-            assert!(ingest_streaming(bytes, &opts, &mut streamed));
+            assert!(ingest_streaming(
+                bytes,
+                &opts,
+                &Default::default(),
+                &mut streamed
+            ));
             assert_eq!(seen(&streamed), seen(&whole));
         }
         // 40 traces, each built, in the whole export's order.
         let mut streamed = IngestOutcome::default();
-        assert!(ingest_streaming(&interleaved(40), &opts, &mut streamed));
+        assert!(ingest_streaming(
+            &interleaved(40),
+            &opts,
+            &Default::default(),
+            &mut streamed
+        ));
         assert_eq!(streamed.runs.len(), 40);
     }
 }

@@ -16,7 +16,7 @@ use crate::ingest::IngestOutcome;
 const STATUS_ERROR: i32 = 2;
 
 /// A plain JSON value of an OTLP `AnyValue`, as [`super::otlp`] makes of its JSON form.
-fn any_value(v: &AnyValue) -> Value {
+pub(super) fn any_value(v: &AnyValue) -> Value {
     use any_value::Value as V;
     match &v.value {
         Some(V::StringValue(s)) => Value::String(s.clone()),
@@ -102,6 +102,12 @@ fn for_each_span(
     })
 }
 
+/// Whether `bytes` are a protobuf trace export holding a span.
+pub(crate) fn is_trace_export(bytes: &[u8]) -> bool {
+    let mut n = 0usize;
+    for_each_span(bytes, &mut |_| n += 1).is_ok() && n > 0
+}
+
 /// The span model of protobuf span `s`, the `n`th of its message; `None` (rejected in
 /// `outcome`) without a readable trace id.
 fn span_of(
@@ -124,7 +130,7 @@ fn span_of(
             "" => "error".to_owned(),
             m => m.to_owned(),
         });
-    Some(Span {
+    let mut span = Span {
         trace_id,
         span_id: hex_id(&s.span_id, 8).unwrap_or_else(|| format!("span{n:012}")),
         parent_id: hex_id(&s.parent_span_id, 8),
@@ -134,7 +140,13 @@ fn span_of(
         attrs: attributes(&s.attributes),
         read: Default::default(),
         error,
-    })
+    };
+    // Content sent as span events (older conventions) joins the span's own attributes.
+    let events: Vec<_> = (s.events.iter())
+        .filter_map(|e| super::logs::span_event(&span, &e.name, attributes(&e.attributes)))
+        .collect();
+    super::logs::fold(&mut span, &events);
+    Some(span)
 }
 
 /// Why bytes are not an export, as a rejection.
@@ -170,6 +182,7 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
 pub(crate) fn ingest_streaming(
     bytes: &[u8],
     opts: &crate::ingest::IngestOptions,
+    logs: &super::logs::LogIndex,
     outcome: &mut IngestOutcome,
 ) {
     let mut counts: std::collections::HashMap<String, usize> = Default::default();
@@ -182,7 +195,7 @@ pub(crate) fn ingest_streaming(
         return not_an_export(&e, outcome);
     }
     let format = crate::ingest::Format::OtlpProto;
-    let mut stream = super::stream::Stream::new(format, opts.clone(), counts);
+    let mut stream = super::stream::Stream::new(format, opts.clone(), counts, logs.clone());
     let (mut built, mut n) = (IngestOutcome::default(), 0usize);
     let _ = for_each_span(bytes, &mut |s| {
         n += 1;
@@ -318,9 +331,15 @@ mod tests {
             90,
             "one span without a trace id is refused"
         );
-        super::super::ingest(Format::OtlpProto, read, &opts(), &mut whole);
+        super::super::ingest(
+            Format::OtlpProto,
+            read,
+            &opts(),
+            &Default::default(),
+            &mut whole,
+        );
         let mut streamed = IngestOutcome::default();
-        super::ingest_streaming(&proto, &opts(), &mut streamed);
+        super::ingest_streaming(&proto, &opts(), &Default::default(), &mut streamed);
         assert_eq!(seen(&streamed), seen(&whole));
         assert_eq!(streamed.runs.len(), 30);
         let problems = |o: &IngestOutcome| o.problems.len();

@@ -21,14 +21,18 @@ pub(crate) struct Stream {
     open: HashMap<String, Vec<Span>>,
     /// Each run built, with the key runs are ordered by (first span's start, trace id).
     keys: Vec<((u128, String), usize)>,
+    /// The log records carrying content of the spans.
+    logs: super::logs::LogIndex,
 }
 
 impl Stream {
-    /// A stream of `format` spans, `remaining` of each trace still to come.
+    /// A stream of `format` spans, `remaining` of each trace still to come, given what `logs`
+    /// carry for them as each trace is built.
     pub(crate) fn new(
         format: Format,
         opts: IngestOptions,
         remaining: HashMap<String, usize>,
+        logs: super::logs::LogIndex,
     ) -> Stream {
         Stream {
             format,
@@ -36,6 +40,7 @@ impl Stream {
             remaining,
             open: HashMap::new(),
             keys: Vec::new(),
+            logs,
         }
     }
 
@@ -53,7 +58,8 @@ impl Stream {
         }
     }
 
-    fn build(&mut self, id: String, spans: Vec<Span>, outcome: &mut IngestOutcome) {
+    fn build(&mut self, id: String, mut spans: Vec<Span>, outcome: &mut IngestOutcome) {
+        self.logs.apply(&mut spans);
         let before = outcome.runs.len();
         let first = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
         super::build_traces(
