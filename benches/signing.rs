@@ -33,7 +33,7 @@ fn sign_all(key: &SigningKey, files: &[Utf8PathBuf]) {
         let stored = std::fs::read(path).unwrap();
         let dir = path.parent().unwrap();
         let limits = tracereplay::trace::Limits::default();
-        tracereplay::sign::sign_trace(key, dir, (path, &stored), limits, false).unwrap();
+        tracereplay::eval::sign_trace(key, dir, (path, &stored), limits, false).unwrap();
     });
 }
 

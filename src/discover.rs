@@ -529,6 +529,25 @@ enum Kind {
     Suite,
 }
 
+/// [`discover`] of `paths` and `scenario_dirs`, with the remote ones among
+/// `paths` listed (as `options` says) and their traces added, named by URL; the listing is kept
+/// in [`Discovered::remote`] to read them by.
+pub fn find(
+    paths: &[Utf8PathBuf],
+    scenario_dirs: &[Utf8PathBuf],
+    options: &crate::remote::RemoteOptions,
+) -> Result<Discovered, crate::Error> {
+    let (urls, local): (Vec<Utf8PathBuf>, Vec<Utf8PathBuf>) =
+        (paths.iter().cloned()).partition(|p| crate::remote::is_remote(p.as_str()));
+    let mut found = discover(&local, scenario_dirs)?;
+    if !urls.is_empty() {
+        let (listed, traces) = crate::remote::Remote::list(&urls, options)?;
+        found.trace_files.extend(traces);
+        found.remote = Some(std::sync::Arc::new(listed));
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 #[path = "discover_tests.rs"]
 mod tests;

@@ -28,6 +28,7 @@
 //! [`ResultRow`].
 
 pub mod baseline;
+pub mod common;
 pub mod diff;
 pub mod discover;
 pub mod eval;

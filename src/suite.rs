@@ -50,7 +50,7 @@ impl Suite {
     /// `*.trace.ndjson`) under `paths`, as the command line does.
     pub fn discover<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Suite, Error> {
         let paths = utf8_paths(paths)?;
-        let found = crate::remote::discover(&paths, &[], &Default::default())?;
+        let found = crate::discover::find(&paths, &[], &Default::default())?;
         Ok(Suite { paths, found })
     }
 
@@ -76,7 +76,7 @@ impl Suite {
         scenario_dirs: &[Utf8PathBuf],
         remote: &crate::remote::RemoteOptions,
     ) -> Result<Suite, Error> {
-        let found = crate::remote::discover(paths, scenario_dirs, remote)?;
+        let found = crate::discover::find(paths, scenario_dirs, remote)?;
         let mut paths = paths.to_vec();
         paths.extend(scenario_dirs.iter().cloned());
         Ok(Suite { paths, found })

@@ -4,6 +4,7 @@ mod behaviour;
 mod set;
 mod store;
 
+pub mod usage;
 pub use behaviour::*;
 pub use set::*;
 pub use store::*;

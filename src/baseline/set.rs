@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::behaviour::Behaviour;
 use super::store::{BASELINE_FORMAT, BaselineError, BaselineFile, MAX_BASELINE_BYTES, pretty};
 use crate::fsutil::read_regular;
-use crate::trials::TrialId;
+use crate::trace::TrialId;
 
 /// `format` of a trial-set baseline.
 pub const SET_FORMAT: &str = "tracereplay.baseline-set";
@@ -56,7 +56,7 @@ pub enum Approved {
 impl BaselineSet {
     /// A set baseline of `trials`, put in trial order.
     pub fn new(scenario: &str, case: &str, mut trials: Vec<SetTrial>) -> BaselineSet {
-        trials.sort_by(|a, b| crate::trials::id::order(a.trial.as_str(), b.trial.as_str()));
+        trials.sort_by(|a, b| crate::trace::trial::order(a.trial.as_str(), b.trial.as_str()));
         BaselineSet {
             format: SET_FORMAT.to_owned(),
             version: SET_VERSION,
@@ -163,7 +163,7 @@ impl Approved {
 mod trial_json {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    use crate::trials::TrialId;
+    use crate::trace::TrialId;
 
     pub(super) fn serialize<S: Serializer>(t: &TrialId, s: S) -> Result<S::Ok, S::Error> {
         t.serialize(s)

@@ -72,7 +72,7 @@ fn against_baselines(args: &DiffArgs, settings: &Settings) -> anyhow::Result<Dif
     }
     let paths = settings.paths();
     let mut found =
-        tracereplay::remote::discover(&paths, &settings.scenarios(), &Default::default())?;
+        tracereplay::discover::find(&paths, &settings.scenarios(), &Default::default())?;
     found.look_up_in(settings.suite_roots());
     let opts = CheckOptions {
         selection: Selection {
@@ -145,8 +145,8 @@ fn between(
     // Either side may be in object storage; scenarios come from the local side and
     // `--scenarios`. The project file's `paths` play no part: the two sides are named.
     let none = Default::default();
-    let old_found = tracereplay::remote::discover(&[old.to_owned()], &[], &none)?;
-    let new_found = tracereplay::remote::discover(&[new.to_owned()], &settings.scenarios(), &none)?;
+    let old_found = tracereplay::discover::find(&[old.to_owned()], &[], &none)?;
+    let new_found = tracereplay::discover::find(&[new.to_owned()], &settings.scenarios(), &none)?;
     // Scenarios of the newer recording win; the older one fills in ids the newer lacks. A
     // scenario file both sides hold (one directory on both sides, or overlapping ones) is one
     // file, read once, and counts as the newer side's.
@@ -281,9 +281,9 @@ fn between(
     Ok(report.finish(compared))
 }
 
-fn side_n(s: &tracereplay::trials::drift::Side) -> u64 {
+fn side_n(s: &tracereplay::diff::trial_drift::Side) -> u64 {
     match s {
-        tracereplay::trials::drift::Side::Counts { n, .. }
-        | tracereplay::trials::drift::Side::Median { n, .. } => *n,
+        tracereplay::diff::trial_drift::Side::Counts { n, .. }
+        | tracereplay::diff::trial_drift::Side::Median { n, .. } => *n,
     }
 }

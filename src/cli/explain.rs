@@ -62,7 +62,7 @@ pub(super) fn run(
         roots.dedup();
     }
     let listed = if remote_target {
-        Some(tracereplay::remote::discover(
+        Some(tracereplay::discover::find(
             &[as_path.to_owned()],
             &[],
             &Default::default(),

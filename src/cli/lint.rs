@@ -22,7 +22,7 @@ pub(super) fn run(
     settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let found = tracereplay::remote::discover(
+    let found = tracereplay::discover::find(
         &settings.paths(),
         &settings.scenarios(),
         &Default::default(),

@@ -74,7 +74,7 @@ pub(super) fn sign_written(
         .filter(|r| path.starts_with(r))
         .or(parent)
         .unwrap_or(".".into());
-    tracereplay::sign::sign_trace(signer, root, (path, &stored), limits, durable)
+    tracereplay::eval::sign_trace(signer, root, (path, &stored), limits, durable)
 }
 
 /// The directory of `paths` a trace at `trace` was found under (the longest), if any.

@@ -17,7 +17,7 @@ pub(super) fn run(
     settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let found = tracereplay::remote::discover(&settings.paths(), &[], &Default::default())?;
+    let found = tracereplay::discover::find(&settings.paths(), &[], &Default::default())?;
     let remote = found.remote.as_deref();
     if found.trace_files.is_empty() && found.unreachable.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");

@@ -4,6 +4,7 @@
 pub(crate) mod render;
 pub mod report;
 pub mod sets;
+pub mod trial_drift;
 
 use serde::{Deserialize, Serialize};
 
@@ -440,9 +441,9 @@ pub fn compare(
                 DriftCategory::UsageOutsideTolerance,
                 format!(
                     "cost_usd {} → {} (allowed ±{} at {:.0} %)",
-                    crate::report::usage::dollars(old),
-                    crate::report::usage::dollars(new),
-                    crate::report::usage::dollars(allowed),
+                    crate::common::money::dollars(old),
+                    crate::common::money::dollars(new),
+                    crate::common::money::dollars(allowed),
                     tolerance * 100.0
                 ),
                 None,

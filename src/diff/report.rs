@@ -62,10 +62,10 @@ pub fn write_finding(d: &DriftFinding, color: bool, out: &mut dyn Write) -> std:
     } else {
         paint("33", "warning")
     };
-    let detail = crate::report::escape_controls(&d.detail);
+    let detail = crate::common::text::escape_controls(&d.detail);
     writeln!(out, "      {tag} {}: {detail}", d.category.as_str())?;
     for line in d.diff.iter().flat_map(|t| t.lines()) {
-        let line = &*crate::report::escape_controls(line);
+        let line = &*crate::common::text::escape_controls(line);
         let text = match line.as_bytes().first() {
             Some(b'+') => paint("32", line),
             Some(b'-') => paint("31", line),
@@ -174,9 +174,11 @@ impl DiffReport {
                 sets.alpha
             )?;
             for e in &sets.cases_by_effect {
-                let counts = |s: &crate::trials::drift::Side| match s {
-                    crate::trials::drift::Side::Counts { n, passed } => format!("{passed}/{n}"),
-                    crate::trials::drift::Side::Median { n, median } => format!("{median} of {n}"),
+                let counts = |s: &crate::diff::trial_drift::Side| match s {
+                    crate::diff::trial_drift::Side::Counts { n, passed } => format!("{passed}/{n}"),
+                    crate::diff::trial_drift::Side::Median { n, median } => {
+                        format!("{median} of {n}")
+                    }
                 };
                 writeln!(
                     out,

@@ -1,5 +1,5 @@
 //! `diff --from OLD --to NEW` for cases recorded as several trials: the set tests of
-//! [`crate::trials::drift`] between the two recordings, the run's thresholds over every case
+//! [`crate::diff::trial_drift`] between the two recordings, the run's thresholds over every case
 //! compared as a set, and the suite-level summary a team reads after switching model or
 //! runtime (the mean pass rate on each side, the change, and the cases by effect size).
 
@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use super::{DriftFinding, DriftMode};
 use crate::baseline::Behaviour;
-use crate::trials::drift::{self, CaseFinding, Family, SetComparison, Side, TrialFacts};
+use crate::diff::trial_drift::{
+    self as drift, CaseFinding, Family, SetComparison, Side, TrialFacts,
+};
 
 /// One case compared as a set.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::stats;
+use super::{DriftCategory, DriftFinding, DriftMode};
 use crate::baseline::Behaviour;
-use crate::diff::{DriftCategory, DriftFinding, DriftMode};
+use crate::trials::stats;
 
 /// The family a test belongs to, for multiple comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -452,7 +452,7 @@ pub fn underpowered(n_a: u64, n_c: u64, alpha: f64) -> Option<String> {
     (!stats::at_most(smallest, alpha)).then(|| {
         format!(
             "{n_a} and {n_c} trials cannot show a regression at α = {alpha} (the smallest possible p is {smallest:.6}); {}",
-            super::policy::smallest_power(alpha)
+            crate::trials::policy::smallest_power(alpha)
         )
     })
 }

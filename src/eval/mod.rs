@@ -26,6 +26,7 @@ pub mod pipeline;
 mod plan;
 mod row;
 mod shares;
+mod signing;
 mod summary;
 mod trace_keys;
 mod trials;
@@ -562,17 +563,8 @@ pub(crate) fn blocks(row: &ResultRow, fail_on: FailOn) -> bool {
         || row.drift.iter().any(|d| d.fails)
 }
 
-/// The error and its sources, joined with `: `.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+pub use crate::common::error_chain;
+pub use signing::sign_trace;
 
 #[cfg(test)]
 mod tests {

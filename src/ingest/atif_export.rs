@@ -44,7 +44,7 @@ pub fn export(trace: &Trace<'_>) -> (Value, BTreeMap<String, usize>) {
     // The step each call id is on, to put its result there.
     let mut call_step: BTreeMap<String, usize> = BTreeMap::new();
     for e in &trace.events {
-        let ts = e.ts_ms.map(crate::report::stamp::rfc3339_ms);
+        let ts = e.ts_ms.map(crate::common::stamp::rfc3339_ms);
         let step = |mut s: Value, steps: &mut Vec<Value>| {
             if let Some(t) = &ts {
                 s["timestamp"] = json!(t);

@@ -102,10 +102,7 @@ pub(crate) fn canonical_message(m: &Value) -> String {
 /// The hash `input_h` of a conversation so far: [`canonical_message`] of each message, as a
 /// compact JSON array.
 #[cfg_attr(not(feature = "replay"), allow(dead_code))] // replay's, which records live requests
-pub(crate) fn input_hash(
-    hasher: &crate::privacy::hash::PromptHasher,
-    messages: &[Value],
-) -> String {
+pub(crate) fn input_hash(hasher: &crate::trace::hash::PromptHasher, messages: &[Value]) -> String {
     let mut g = hasher.growing();
     g.push("[");
     for (i, m) in messages.iter().enumerate() {

@@ -112,7 +112,7 @@ impl IngestedRun {
             .unwrap_or_default();
         let trial = (serde_json::from_slice::<Trial>(first).ok())
             .and_then(|t| t.trial)
-            .and_then(|t| crate::trials::TrialId::from_json(&t.to_string()).ok())
+            .and_then(|t| crate::trace::TrialId::from_json(&t.to_string()).ok())
             .map(|t| t.as_str().to_owned());
         IngestedRun {
             scenario,
@@ -289,7 +289,7 @@ impl RunBuilder {
     ) -> RunBuilder {
         let mut header = Header::new(scenario.to_owned(), case.to_owned());
         header.labels = labels;
-        header.trial = trial.and_then(|t| crate::trials::TrialId::parse(t).ok());
+        header.trial = trial.and_then(|t| crate::trace::TrialId::parse(t).ok());
         header.source = Some(Str::from(format.name()));
         header.model = model.map(Str::from);
         RunBuilder {

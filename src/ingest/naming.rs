@@ -155,7 +155,7 @@ fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bo
     if let (Some(a), Some(_)) = (&ids.agent, &ids.task) {
         parts.push(a.clone());
     } else if let (Some(t), Some(_)) = (&ids.trial, &ids.task) {
-        if crate::trials::TrialId::parse(t).is_ok() {
+        if crate::trace::TrialId::parse(t).is_ok() {
             parts.push(
                 opts.file_stem
                     .clone()
@@ -168,7 +168,7 @@ fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bo
     if let Some(t) = ids
         .trial
         .as_ref()
-        .filter(|t| crate::trials::TrialId::parse(t).is_err())
+        .filter(|t| crate::trace::TrialId::parse(t).is_err())
     {
         parts.push(format!("trial-{t}"));
     }

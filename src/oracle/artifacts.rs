@@ -7,9 +7,9 @@ use super::facts::Facts;
 use super::params;
 use super::result::{FOUND_CHARS, OracleResult, shorten};
 use super::typed::{Fallbacks, Oracle};
-use crate::baseline::normalize_artifact_path;
 use crate::oracle::spec::OracleSpec;
 use crate::trace::json::contains_ci;
+use crate::trace::values::normalize_artifact_path;
 use crate::trace::{EventBody, Phase};
 
 fn path_param(spec: &OracleSpec) -> Option<String> {

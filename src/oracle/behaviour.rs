@@ -40,7 +40,7 @@ fn steps<'t>(facts: &'t Facts<'t, '_>) -> Vec<Step<'t>> {
             let key = format!(
                 "{}\u{0}{}",
                 c.tool.to_lowercase(),
-                crate::baseline::result_hash(&c.args.value())
+                crate::trace::values::result_hash(&c.args.value())
             );
             Step {
                 seq: c.event.seq,

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::typed::{Fallbacks, Oracle};
 use super::{Facts, OracleResult};
+use crate::common::money::{dollars, nanos, usd};
 use crate::oracle::spec::OracleSpec;
-use crate::report::usage::{dollars, nanos, usd};
 use crate::trace::EventBody;
 
 /// A limit on the median and the maximum of a value over a case's trials.

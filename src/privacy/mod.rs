@@ -1,10 +1,9 @@
 //! Prompt privacy: keyed hashing, the privacy and secret lint, and masking found secrets.
 
-pub(crate) mod hash;
 pub mod lint;
 pub(crate) mod mask;
 
-pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
+pub use crate::trace::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 
 /// The environment variable that opts a developer in to raw-prompt sidecars (`1`).
 pub const RAW_OPT_IN_ENV: &str = "TRACEREPLAY_DEV_RAW_PROMPTS";

@@ -239,7 +239,7 @@ pub fn read_reports(
                         TraceError::TooLarge { limit, .. } => {
                             format!("the report is over {limit} bytes; merge a local copy")
                         }
-                        e => crate::eval::error_chain(&e),
+                        e => crate::common::error_chain(&e),
                     },
                     url: url.to_string(),
                 })?;
@@ -252,25 +252,6 @@ pub fn read_reports(
         let _ = options;
         Err(not_built(urls))
     }
-}
-
-/// [`crate::discover::discover`] of `paths` and `scenario_dirs`, with the remote ones among
-/// `paths` listed (as `options` says) and their traces added, named by URL; the listing is kept
-/// in [`crate::discover::Discovered::remote`] to read them by.
-pub fn discover(
-    paths: &[Utf8PathBuf],
-    scenario_dirs: &[Utf8PathBuf],
-    options: &RemoteOptions,
-) -> Result<crate::discover::Discovered, crate::Error> {
-    let (urls, local): (Vec<Utf8PathBuf>, Vec<Utf8PathBuf>) =
-        (paths.iter().cloned()).partition(|p| is_remote(p.as_str()));
-    let mut found = crate::discover::discover(&local, scenario_dirs)?;
-    if !urls.is_empty() {
-        let (listed, traces) = Remote::list(&urls, options)?;
-        found.trace_files.extend(traces);
-        found.remote = Some(std::sync::Arc::new(listed));
-    }
-    Ok(found)
 }
 
 /// [`TraceFile::open_with`] wherever the trace is: through `remote` when it holds `path`, else

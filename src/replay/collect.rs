@@ -155,7 +155,7 @@ impl Collector {
                 let trial = run
                     .trial
                     .as_deref()
-                    .and_then(|t| crate::trials::TrialId::parse(t).ok());
+                    .and_then(|t| crate::trace::TrialId::parse(t).ok());
                 let header = super::record::RunHeader {
                     scenario: &run.scenario,
                     case: &run.case,

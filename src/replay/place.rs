@@ -11,11 +11,7 @@ use crate::trace::{Limits, SealedTrace};
 /// Where a run's recording goes under the output directory: `<scenario>/<case>.trace.ndjson.zst`,
 /// or `<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial (lowercased path segments, as
 /// baselines have them).
-pub fn recording_path(
-    scenario: &str,
-    case: &str,
-    trial: Option<&crate::trials::TrialId>,
-) -> String {
+pub fn recording_path(scenario: &str, case: &str, trial: Option<&crate::trace::TrialId>) -> String {
     let segment = crate::baseline::encode_trace_segment;
     let (scenario, case) = (segment(scenario), segment(case));
     match trial {
@@ -118,7 +114,7 @@ pub(crate) fn place(
     }
     if let Some(signer) = how.signer {
         let what = (path.as_path(), compressed.as_slice());
-        crate::sign::sign_trace(signer, how.dir, what, how.limits, true)
+        crate::eval::sign_trace(signer, how.dir, what, how.limits, true)
             .map_err(|e| format!("cannot sign `{path}`: {e}"))?;
     }
     Ok(path)

@@ -529,7 +529,7 @@ pub struct RunHeader<'a> {
     /// The case.
     pub case: &'a str,
     /// The trial, when the case is recorded several times.
-    pub trial: Option<&'a crate::trials::TrialId>,
+    pub trial: Option<&'a crate::trace::TrialId>,
     /// The model the run asked for.
     pub model: Option<&'a str>,
     /// `replay` or `record`.

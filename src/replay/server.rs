@@ -81,7 +81,7 @@ pub struct Options {
     pub record: Option<camino::Utf8PathBuf>,
     /// The trial each recorded run is (`--trial`): its header's `trial`, and its file
     /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst`.
-    pub trial: Option<crate::trials::TrialId>,
+    pub trial: Option<crate::trace::TrialId>,
     /// Answer a diverging request with an error instead of the recorded output.
     pub strict: bool,
     /// Developer opt-in: the raw text of each hashed input goes to a `NAME.prompts.ndjson`

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::RowVerdict;
+pub(crate) use crate::diff::trial_drift::{CaseFinding, Family, SetTest};
 use crate::scenario::Risk;
-pub(crate) use crate::trials::drift::{CaseFinding, Family, SetTest};
 
 /// One case of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,7 +162,7 @@ pub(crate) fn decide_again(
     thresholds: &mut Thresholds,
     fail_on: super::FailOn,
 ) {
-    use crate::trials::drift;
+    use crate::diff::trial_drift as drift;
     let mode = match thresholds.mode.as_str() {
         "strict" => crate::diff::DriftMode::Strict,
         "warn" => crate::diff::DriftMode::Warn,

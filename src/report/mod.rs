@@ -14,7 +14,7 @@ pub mod markdown;
 mod model;
 pub mod otlp;
 pub mod runfolder;
-pub(crate) mod stamp;
+pub(crate) use crate::common::stamp;
 pub use stamp::rfc3339;
 pub(crate) mod store;
 pub mod usage;

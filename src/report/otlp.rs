@@ -13,10 +13,7 @@ use serde_json::{Value, json};
 
 use super::{Report, ResultRow};
 
-/// The header label an ingested OpenTelemetry run keeps its trace id in.
-pub const TRACE_ID_LABEL: &str = "otel.trace_id";
-/// The header label an ingested OpenTelemetry run keeps its agent (or root) span id in.
-pub const SPAN_ID_LABEL: &str = "otel.span_id";
+pub use crate::trace::{SPAN_ID_LABEL, TRACE_ID_LABEL};
 /// The event name of the GenAI semantic conventions for an evaluation's result.
 pub const EVENT_NAME: &str = "gen_ai.evaluation.result";
 

@@ -222,41 +222,6 @@ pub trait TraceSigner: Send + Sync + std::fmt::Debug {
     fn key_id(&self) -> String;
 }
 
-/// Signs the sealed trace file at `path`, whose stored bytes are `stored`: a detached signature
-/// whose trusted comment names its seal, scenario, case and trial, its path relative to `root`
-/// and the signer's run, written beside it (inside `root`, never through a symlink under it;
-/// synced to disk unless the caller syncs it later, with `durable: false`). A trace that is not
-/// sealed and valid is not signed.
-pub fn sign_trace(
-    signer: &dyn TraceSigner,
-    root: &Utf8Path,
-    (path, stored): (&Utf8Path, &[u8]),
-    limits: crate::trace::Limits,
-    durable: bool,
-) -> Result<Utf8PathBuf, String> {
-    let compressed = path.as_str().ends_with(".zst");
-    let file = crate::trace::TraceFile::from_stored(path, stored, compressed, limits)
-        .map_err(|e| crate::eval::error_chain(&e))?;
-    let opts = crate::eval::JudgeOptions {
-        limits,
-        require_sealed: true,
-        allow_raw_prompts: true,
-
-        prices: None,
-    };
-    let (seal, parsed) = crate::eval::pipeline::verify_and_parse(&file, &opts)
-        .map_err(|e| crate::eval::error_chain(&e))?;
-    let header = &parsed.trace.header;
-    let claims = Claims::new(
-        &seal.content_hash,
-        &header.scenario,
-        &header.case,
-        header.trial.as_ref().map(|t| t.as_str()),
-        &relative_file(root, path),
-    );
-    write_signature(signer, root, (path, stored), &claims, durable)
-}
-
 /// `path` relative to `root`, `/`-separated, as [`Claims::file`] holds it (its file name when it
 /// is not under `root`).
 pub fn relative_file(root: &Utf8Path, path: &Utf8Path) -> String {
@@ -272,7 +237,7 @@ pub fn relative_file(root: &Utf8Path, path: &Utf8Path) -> String {
 
 /// Signs the trace file at `path`, whose stored bytes are `stored`, with `claims` a caller that
 /// built the trace already knows (so nothing is parsed again), writing its signature as
-/// [`sign_trace`] does.
+/// [`crate::eval::sign_trace`] does.
 pub fn write_signature(
     signer: &dyn TraceSigner,
     root: &Utf8Path,

@@ -90,8 +90,8 @@ impl TraceError {
     }
 
     /// The report's kind of this problem.
-    pub fn kind(&self) -> crate::report::RowErrorKind {
-        use crate::report::RowErrorKind as K;
+    pub fn kind(&self) -> crate::common::RowErrorKind {
+        use crate::common::RowErrorKind as K;
         match self {
             TraceError::Io { .. } | TraceError::Unreadable { .. } => K::Unreadable,
             TraceError::TooLarge { .. } => K::TooLarge,

@@ -1,6 +1,7 @@
 //! Traces: the model, reading (bounded decompression, seal verification, parsing), and writing.
 
 mod error;
+pub(crate) mod hash;
 pub mod json;
 mod model;
 mod pack;
@@ -11,9 +12,12 @@ mod raw;
 mod read;
 mod seal;
 mod shape;
+pub(crate) mod trial;
+pub(crate) mod values;
 mod write;
 
 pub use error::TraceError;
+pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 pub use json::{Json, Str};
 pub use model::*;
 pub use pack::{Packed, pack};
@@ -23,4 +27,11 @@ pub(crate) use parse_body::request_part_segment;
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
 pub(crate) use shape::type_name as json_type_name;
+pub use trial::TrialId;
 pub use write::{SealedTrace, TraceWriter, ZSTD_LEVEL, sidecar_path};
+
+/// The header label holding the OpenTelemetry trace id a trace was ingested from (and that
+/// `check --otlp` writes its verdicts back onto).
+pub const TRACE_ID_LABEL: &str = "otel.trace_id";
+/// The header label holding the id of the span a trace was ingested from (its agent span).
+pub const SPAN_ID_LABEL: &str = "otel.span_id";

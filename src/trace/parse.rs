@@ -300,7 +300,7 @@ impl Parser<'_> {
         let trial = match raw.trial {
             None => None,
             Some(t) => {
-                Some(crate::trials::TrialId::from_json(t.get()).map_err(|e| self.malformed(1, e))?)
+                Some(crate::trace::TrialId::from_json(t.get()).map_err(|e| self.malformed(1, e))?)
             }
         };
         let privacy = match raw.privacy {

@@ -8,7 +8,7 @@ use serde::ser::{SerializeMap, Serializer};
 use super::json::{Json, Str};
 use super::model::*;
 use super::seal::{content_hash, footer_line};
-use crate::privacy::PromptHasher;
+use crate::trace::PromptHasher;
 
 impl Serialize for Event<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

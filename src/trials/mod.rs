@@ -1,11 +1,9 @@
 //! Trials: several recordings of one (scenario, case), judged as a set. A case's verdict comes
 //! from its trials under the scenario's `trials` policy (`policy`); its drift from an approved
-//! set is a matter of statistics (`stats`, [`drift`]), never of comparing trials one to one.
+//! set is a matter of statistics (`stats`, [`crate::diff::trial_drift`]), never of comparing trials one to one.
 //! A case with one trace is judged exactly as a trace is.
 
-pub mod drift;
-pub(crate) mod id;
 pub(crate) mod policy;
 pub(crate) mod stats;
 
-pub use id::TrialId;
+pub use crate::trace::TrialId;

@@ -1,7 +1,10 @@
-//! The import rules of the library's layers, checked over the `use` lines: the base of the
-//! oracles (`oracle/facts.rs`) knows no oracle family, and the statistics of trials know
-//! nothing of judging, reports or the command line.
+//! The import rules of the library's layers, checked over the `use` lines: no root module
+//! depends on itself through others, each layer names only the layers below it (one line per
+//! layer in [`each_layer_names_only_the_layers_below_it`]), the base of the oracles
+//! (`oracle/facts.rs`) knows no oracle family, and the statistics of trials know nothing of
+//! judging, reports or the command line.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 fn source(rel: &str) -> String {
@@ -28,6 +31,131 @@ fn named_paths(text: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The root modules of the library (`src/*.rs` and `src/*/`, the binary's `cli` and `main`
+/// and the test-only files left out), each with the root modules its code names (`crate::x`),
+/// its tests left out.
+fn root_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut roots = BTreeSet::new();
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let name = name.strip_suffix(".rs").unwrap_or(&name).to_owned();
+        if !["lib", "main", "cli"].contains(&name.as_str()) && !name.ends_with("_tests") {
+            roots.insert(name);
+        }
+    }
+    let mut deps = BTreeMap::new();
+    for root in &roots {
+        let files = match src.join(root).is_dir() {
+            true => sources_under(&format!("src/{root}"), false),
+            false => vec![(
+                src.join(format!("{root}.rs")),
+                source(&format!("src/{root}.rs")),
+            )],
+        };
+        let mut named = BTreeSet::new();
+        for (_, text) in files {
+            // The code before its unit tests.
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+            for path in named_paths(code) {
+                let first = path
+                    .trim_start_matches("crate::")
+                    .split("::")
+                    .next()
+                    .unwrap_or("");
+                if path.starts_with("crate::") && first != root && roots.contains(first) {
+                    named.insert(first.to_owned());
+                }
+            }
+        }
+        deps.insert(root.clone(), named);
+    }
+    deps
+}
+
+#[test]
+fn no_root_module_depends_on_itself_through_others() {
+    let deps = root_dependencies();
+    assert!(deps.len() > 15, "{deps:?}");
+    // Depth-first from each module: reaching it again is a cycle, named in full.
+    for start in deps.keys() {
+        let mut stack: Vec<Vec<&str>> = vec![vec![start.as_str()]];
+        let mut seen = BTreeSet::new();
+        while let Some(path) = stack.pop() {
+            let last = *path.last().unwrap();
+            for next in &deps[last] {
+                let mut longer = path.clone();
+                longer.push(next);
+                assert!(
+                    next != start,
+                    "a cycle of root modules: {}",
+                    longer.join(" -> ")
+                );
+                if seen.insert(next.as_str()) {
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn each_layer_names_only_the_layers_below_it() {
+    let deps = root_dependencies();
+    let below = |module: &str, allowed: &[&str]| {
+        for d in &deps[module] {
+            assert!(
+                allowed.contains(&d.as_str()),
+                "`{module}` names `{d}`, which is not below it"
+            );
+        }
+    };
+    // Leaves: shared values, file and path helpers.
+    below("common", &[]);
+    below("fsutil", &[]);
+    below("paths", &[]);
+    // The trace format (read, seal, write, prompt hashes, trial ids) knows nothing above it.
+    below("trace", &["common", "fsutil"]);
+    below("privacy", &["common", "fsutil", "paths", "trace"]);
+    below("trials", &["common", "trace"]);
+    below("oracle", &["common", "fsutil", "paths", "privacy", "trace"]);
+    below("prices", &["common", "oracle", "trace"]);
+    below(
+        "baseline",
+        &["common", "fsutil", "oracle", "privacy", "trace", "trials"],
+    );
+    below(
+        "diff",
+        &[
+            "baseline", "common", "fsutil", "oracle", "privacy", "trace", "trials",
+        ],
+    );
+    below(
+        "scenario",
+        &["common", "fsutil", "oracle", "paths", "trace", "trials"],
+    );
+    below("gates", &["common", "oracle", "paths", "scenario", "trace"]);
+    below(
+        "ingest",
+        &["common", "oracle", "privacy", "scenario", "trace", "trials"],
+    );
+    // The report's model, stores and formats: filled by the pipeline, never calling it.
+    let report = [
+        "baseline", "common", "diff", "fsutil", "oracle", "paths", "privacy",
+    ];
+    below(
+        "report",
+        &[&report[..], &["scenario", "trace", "trials"]].concat(),
+    );
+    // Leaves the pipeline calls, never calling back.
+    below("sign", &["common", "fsutil", "report", "trace"]);
+    below("remote", &["common", "fsutil", "ingest", "trace"]);
+    below(
+        "discover",
+        &["common", "fsutil", "paths", "remote", "trace"],
+    );
 }
 
 #[test]
@@ -69,9 +197,9 @@ fn shared_parameters_come_from_params_not_from_another_family() {
 fn the_statistics_of_trials_know_nothing_of_judging_reports_or_the_cli() {
     for file in [
         "src/trials/stats.rs",
-        "src/trials/id.rs",
+        "src/trace/trial.rs",
         "src/trials/policy.rs",
-        "src/trials/drift.rs",
+        "src/diff/trial_drift.rs",
     ] {
         for path in named_paths(&source(file)) {
             for layer in ["crate::eval", "crate::report", "crate::cli"] {

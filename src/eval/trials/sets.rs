@@ -1,17 +1,17 @@
 //! Comparing a case's trials with its approved baseline: a set with an approved set by the
-//! statistical tests of [`crate::trials::drift`], a set with a single baseline (or a single
+//! statistical tests of [`crate::diff::trial_drift`], a set with a single baseline (or a single
 //! trace with a set) as `trials-changed`; and the pending set file each comparison calls for.
 
 use super::super::baselines::Pending;
 use super::super::pipeline::{self, BaselinePolicy};
 use super::super::{CheckOptions, error_chain};
 use crate::baseline::{Approved, BaselineError, BaselineSet, Behaviour, SetTrial};
+use crate::diff::trial_drift::{self as drift, SetComparison, TrialFacts};
 use crate::diff::{DriftCategory, DriftMode};
 use crate::paths::display_path;
 use crate::report::ResultRow;
 use crate::report::cases::{CaseFinding, CaseRow, Family, Thresholds};
-use crate::trials::TrialId;
-use crate::trials::drift::{self, SetComparison, TrialFacts};
+use crate::trace::TrialId;
 
 /// Compares one trace's behaviour with its approved baseline, as the judge stage does for a
 /// trace without a trial (it left trial traces to this stage, which knows the case has one).

@@ -105,14 +105,11 @@ pub(super) fn build_run(
     };
     let model = spans.iter().find_map(|s| s.str_attr(&KEYS.model));
     let mut labels = std::collections::BTreeMap::from([(
-        crate::report::otlp::TRACE_ID_LABEL.to_owned(),
+        crate::trace::TRACE_ID_LABEL.to_owned(),
         trace_id.to_owned(),
     )]);
     if let Some(a) = agent {
-        labels.insert(
-            crate::report::otlp::SPAN_ID_LABEL.to_owned(),
-            a.span_id.clone(),
-        );
+        labels.insert(crate::trace::SPAN_ID_LABEL.to_owned(), a.span_id.clone());
     }
     let ids = (scenario.as_str(), case.as_str(), None);
     let mut b = RunBuilder::with_labels(format, ids, model, labels, opts);

@@ -29,7 +29,7 @@ use super::record::{Recording, RunHeader};
 use super::server::{BODY_LIMIT, CASE_HEADER, error_in};
 use crate::privacy::PromptHasher;
 use crate::trace::Limits;
-use crate::trials::TrialId;
+use crate::trace::TrialId;
 
 pub use running::{RecordingServer, spawn};
 

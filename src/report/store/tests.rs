@@ -231,7 +231,7 @@ fn the_head_decoder_agrees_with_serde() {
             [
                 field(by_serde.scenario),
                 field(by_serde.case),
-                crate::trials::id::sort_key(by_serde.trial.map(str::as_bytes)),
+                crate::trace::trial::sort_key(by_serde.trial.map(str::as_bytes)),
                 field(by_serde.path)
             ]
         );

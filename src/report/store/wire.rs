@@ -478,7 +478,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResultRow, DecodeError> {
 
 /// A row's place in the report: scenario id, case, trial, then path, bytewise (absent ones
 /// empty, so first), read without decoding the rest; the trial as its
-/// [`crate::trials::id::sort_key`] when the row has one. Every row's head decodes (see
+/// [`crate::trace::trial::sort_key`] when the row has one. Every row's head decodes (see
 /// `head_unchecked`); one that did not would sort first, as its empty head does.
 pub(super) fn sort_key(bytes: &[u8]) -> [Cow<'_, [u8]>; 4] {
     let none = || std::array::from_fn(|_| Cow::Borrowed(&b""[..]));
@@ -486,7 +486,7 @@ pub(super) fn sort_key(bytes: &[u8]) -> [Cow<'_, [u8]>; 4] {
     let mut key: [Cow<'_, [u8]>; 4] = none();
     for (i, k) in key.iter_mut().enumerate() {
         match c.option(Cursor::bytes) {
-            Some(Some(s)) if i == 2 => *k = Cow::Owned(crate::trials::id::sort_key(Some(s))),
+            Some(Some(s)) if i == 2 => *k = Cow::Owned(crate::trace::trial::sort_key(Some(s))),
             Some(Some(s)) => *k = Cow::Borrowed(s),
             Some(None) => {}
             None => return none(),
