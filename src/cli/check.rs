@@ -8,17 +8,17 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::{Context, bail};
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8Path;
 use tracereplay::eval::{CheckOptions, CheckStats, Counting, Progress, Runtime, Selection};
 use tracereplay::fsutil::write_atomic_streaming;
 use tracereplay::paths::display_path;
 use tracereplay::report::{
-    self,
+    self, ExportContext,
     human::{HumanOptions, StatusLevel},
 };
 use tracereplay::{CacheRead, Suite, in_pool};
 
-use super::args::{CheckArgs, CheckFormatArg, StatusLevelArg};
+use super::args::{CheckArgs, Format, StatusLevelArg};
 use super::ci::is_ci;
 use super::settings::Settings;
 use super::{exit, options};
@@ -254,23 +254,8 @@ pub(super) fn run(
             }
         }
     }
-    let files: [(&Option<Utf8PathBuf>, Renderer, &str); 3] = [
-        (&args.json, report::json::render, "JSON report"),
-        (&args.junit, report::junit::render, "JUnit report"),
-        (&args.markdown, report::markdown::render, "Markdown summary"),
-    ];
-    // A file that cannot be written fails the run (exit 2), but only after the report is shown:
-    // the results are never lost with it, and what existed before stays as it was.
-    let mut not_written: Vec<String> = Vec::new();
-    for (path, render, what) in files {
-        if let Some(path) = path {
-            if let Err(e) = write_atomic_streaming(path, &mut |out| render(&report, out)) {
-                not_written.push(format!("cannot write the {what} to `{path}`: {e}"));
-            }
-        }
-    }
-    let html =
-        (args.html.is_some() || args.artifacts.is_some()).then(|| report::html::HtmlContext {
+    let html = (args.html.is_some() || args.artifacts.is_some() || args.format == Format::Html)
+        .then(|| report::html::HtmlContext {
             exit_code: if report.is_failure() {
                 exit::FAILURE
             } else {
@@ -282,20 +267,35 @@ pub(super) fn run(
             waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
             raw_prompts: args.judging.allow_raw_prompts,
         });
-    if let (Some(path), Some(ctx)) = (&args.html, &html) {
-        if let Err(e) =
-            write_atomic_streaming(path, &mut |out| report::html::render(&report, ctx, out))
-        {
-            not_written.push(format!("cannot write the HTML report to `{path}`: {e}"));
+    let ctx = ExportContext {
+        html: html.as_ref(),
+        limits: args.judging.limits.limits(),
+        // One time for every format that stamps it: the OTLP file and what is sent agree.
+        time_unix_nano: Some(report::html::report_time_nanos()),
+        ..ExportContext::default()
+    };
+    // Every format the run also writes to a file, through its exporter. A file that cannot be
+    // written fails the run (exit 2), but only after the report is shown: the results are never
+    // lost with it, and what existed before stays as it was.
+    let mut not_written: Vec<String> = Vec::new();
+    for format in Format::ALL {
+        if let Some(path) = args.also_written(format) {
+            let exporter = format.exporter();
+            if let Err(e) =
+                write_atomic_streaming(path, &mut |out| exporter.export(&report, &ctx, out))
+            {
+                not_written.push(format!(
+                    "cannot write the {} to `{path}`: {e}",
+                    exporter.what()
+                ));
+            }
         }
     }
-    if args.otlp.is_some() || args.otlp_endpoint.is_some() {
-        let limits = args.judging.limits.limits();
-        let (file, endpoint) = (args.otlp.as_deref(), args.otlp_endpoint.as_deref());
-        not_written.extend(super::otlp::export(&report, limits, file, endpoint));
+    if let Some(endpoint) = args.otlp_endpoint.as_deref() {
+        not_written.extend(super::otlp::send_to(&report, &ctx, endpoint));
     }
     if let Some(dir) = &args.artifacts {
-        match report::runfolder::write(dir, &report, html.as_ref()) {
+        match report::runfolder::write(dir, &report, &ctx) {
             Ok((run, problems)) => {
                 for p in problems {
                     let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
@@ -322,10 +322,11 @@ pub(super) fn run(
         &report,
         rows,
         (args.quiet, settings.use_color()),
+        &ctx,
         out,
     )?;
     // In GitHub Actions, the annotations come with the Markdown summary on the job's page.
-    if args.format == CheckFormatArg::Github {
+    if args.format == Format::Github {
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
             let appended = std::fs::OpenOptions::new()
                 .create(true)
@@ -333,7 +334,7 @@ pub(super) fn run(
                 .open(&path)
                 .and_then(|f| {
                     let mut w = std::io::BufWriter::new(f);
-                    report::markdown::render(&report, &mut w)?;
+                    Format::Markdown.export(&report, &ctx, &mut w)?;
                     w.flush()
                 });
             if let Err(e) = appended {
@@ -350,7 +351,7 @@ pub(super) fn run(
             "last-failed: judged {} trace(s) that failed, errored, changed or were not judged in run {}; {left_out} that passed then, unchanged, were left out (a re-run for a person, not a CI gate)",
             report.summary.traces, last.id
         );
-        if args.format == CheckFormatArg::Human {
+        if args.format == Format::Human {
             writeln!(out, "{note}")?;
         } else {
             diag!("{note}");
@@ -440,30 +441,26 @@ fn status_level(arg: StatusLevelArg) -> StatusLevel {
     }
 }
 
-type Renderer = fn(&tracereplay::report::Report, &mut dyn Write) -> std::io::Result<()>;
-
-/// Writes `report` to `out` in `format` (shared by `check` and `merge`).
+/// Writes `report` to `out` in `format`, through its exporter (shared by `check` and `merge`):
+/// the human format with `rows` (else as many as suit the run's size), quiet and colour as
+/// given.
 pub(super) fn render(
-    format: CheckFormatArg,
+    format: Format,
     report: &tracereplay::report::Report,
     rows: Option<StatusLevel>,
     (quiet, color): (bool, bool),
+    ctx: &ExportContext<'_>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    match format {
-        CheckFormatArg::Human => {
-            let opts = HumanOptions {
-                color,
-                rows: rows.unwrap_or_else(|| StatusLevel::for_run(report.summary.traces)),
-                quiet,
-            };
-            report::human::render(report, opts, out)
-        }
-        CheckFormatArg::Json => report::json::render(report, out),
-        CheckFormatArg::Junit => report::junit::render(report, out),
-        CheckFormatArg::Markdown => report::markdown::render(report, out),
-        CheckFormatArg::Github => report::github::render(report, out),
-    }
+    let ctx = ExportContext {
+        human: HumanOptions {
+            color,
+            rows: rows.unwrap_or_else(|| StatusLevel::for_run(report.summary.traces)),
+            quiet,
+        },
+        ..*ctx
+    };
+    format.export(report, &ctx, out)
 }
 
 /// A progress bar on stderr for long runs on a terminal; none otherwise.

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use tracereplay::fsutil::write_atomic_streaming;
-use tracereplay::report::{self, Report};
+use tracereplay::report::{self, ExportContext, Format, Report};
 
 use super::args::MergeArgs;
 use super::exit;
@@ -59,33 +59,37 @@ pub(super) fn run(
         }
     }
     let merged = tracereplay::eval::merge_with(reports, share_key().as_ref())?;
-    if let Some(path) = &args.json {
-        write_atomic_streaming(path, &mut |out| report::json::render(&merged, out))
-            .with_context(|| format!("cannot write `{path}`"))?;
-    }
-    if let Some(path) = &args.html {
-        let ctx = report::html::HtmlContext {
-            exit_code: if merged.is_failure() {
-                exit::FAILURE
-            } else {
-                exit::OK
-            },
-            flags: vec![format!("merged from {} report(s)", args.reports.len())],
-            generated: Some(report::html::generated_now()),
-            limits: tracereplay::trace::Limits::default(),
-            waived: tracereplay::privacy::lint::read_allow_file(camino::Utf8Path::new(
-                super::options::ALLOW_FILE,
-            )),
-            raw_prompts: false,
-        };
-        write_atomic_streaming(path, &mut |out| report::html::render(&merged, &ctx, out))
-            .with_context(|| format!("cannot write `{path}`"))?;
+    let html = report::html::HtmlContext {
+        exit_code: if merged.is_failure() {
+            exit::FAILURE
+        } else {
+            exit::OK
+        },
+        flags: vec![format!("merged from {} report(s)", args.reports.len())],
+        generated: Some(report::html::generated_now()),
+        limits: tracereplay::trace::Limits::default(),
+        waived: tracereplay::privacy::lint::read_allow_file(camino::Utf8Path::new(
+            super::options::ALLOW_FILE,
+        )),
+        raw_prompts: false,
+    };
+    let ctx = ExportContext {
+        html: Some(&html),
+        ..ExportContext::default()
+    };
+    // The files it also writes, each through its format's exporter.
+    for (format, path) in [(Format::Json, &args.json), (Format::Html, &args.html)] {
+        if let Some(path) = path {
+            write_atomic_streaming(path, &mut |out| format.export(&merged, &ctx, out))
+                .with_context(|| format!("cannot write `{path}`"))?;
+        }
     }
     super::check::render(
         args.format,
         &merged,
         None,
         (false, settings.use_color()),
+        &ctx,
         out,
     )?;
     Ok(if merged.is_failure() {

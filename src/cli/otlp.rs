@@ -1,69 +1,32 @@
 //! `check --otlp FILE` and `--otlp-endpoint URL`: the verdicts as OTLP/JSON logs, written to a
 //! file and/or sent over OTLP/HTTP.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use camino::Utf8Path;
-use rayon::prelude::*;
-
-use tracereplay::fsutil::write_atomic_streaming;
-use tracereplay::report::{self, Report};
+use tracereplay::report::{self, ExportContext, Format, Report};
 
 /// The environment variable of OTLP exporters that holds the headers to send.
 const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 
-/// Writes and/or sends the OTLP/JSON logs of `report`; what could not be done, in words (the
-/// run then ends with exit 2, after every report is written).
-pub(super) fn export(
-    report: &Report,
-    limits: tracereplay::trace::Limits,
-    file: Option<&Utf8Path>,
-    endpoint: Option<&str>,
-) -> Vec<String> {
+/// Sends the OTLP/JSON logs of `report` (its exporter's bytes, as `--otlp FILE` writes them)
+/// to `endpoint`; what could not be done, in words (the run then ends with exit 2, after every
+/// report is written).
+pub(super) fn send_to(report: &Report, ctx: &ExportContext<'_>, endpoint: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let mut body = Vec::new();
-    if let Err(e) = report::otlp::render(
-        report,
-        &ids(report, limits),
-        report::html::report_time_nanos(),
-        &mut body,
-    ) {
+    if let Err(e) = Format::Otlp.export(report, ctx, &mut body) {
         return vec![format!("cannot render the OpenTelemetry logs: {e}")];
     }
-    if let Some(path) = file {
-        if let Err(e) = write_atomic_streaming(path, &mut |out| out.write_all(&body)) {
-            problems.push(format!(
-                "cannot write the OpenTelemetry logs to `{path}`: {e}"
-            ));
-        }
-    }
-    if let Some(url) = endpoint {
-        if let Err(e) = send(url, &body) {
-            problems.push(format!(
-                "cannot send the OpenTelemetry logs to `{}`: {e}",
-                logs_url(url)
-            ));
-        }
+    if let Err(e) = send(endpoint, &body) {
+        problems.push(format!(
+            "cannot send the OpenTelemetry logs to `{}`: {e}",
+            logs_url(endpoint)
+        ));
     }
     // The endpoint (and the client's error, which may repeat it) can hold a password or a
     // token in its user information or query: never printed.
     (problems.iter())
         .map(|p| tracereplay::paths::redact_urls_in(p))
-        .collect()
-}
-
-/// The OpenTelemetry ids of the report's traces that hold them, by shown path.
-fn ids(
-    report: &Report,
-    limits: tracereplay::trace::Limits,
-) -> BTreeMap<String, report::otlp::OtelIds> {
-    let paths: Vec<String> = report.results.summaries().filter_map(|r| r.path).collect();
-    (paths.into_par_iter())
-        .filter_map(|p| {
-            let ids = report::otlp::otel_ids_of(Utf8Path::new(&p), limits)?;
-            Some((p, ids))
-        })
         .collect()
 }
 

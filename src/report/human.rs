@@ -398,6 +398,28 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
     Ok(())
 }
 
+/// The human report as a [`super::Exporter`].
+pub struct Human;
+
+impl super::Exporter for Human {
+    fn what(&self) -> &'static str {
+        "human report"
+    }
+
+    fn file_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn export(
+        &self,
+        report: &Report,
+        ctx: &super::ExportContext<'_>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        render(report, ctx.human, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::push_padded;

@@ -10,3 +10,25 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     out.write_all(b"\n")?;
     report.results.readable()
 }
+
+/// The JSON report as a [`super::Exporter`].
+pub struct Json;
+
+impl super::Exporter for Json {
+    fn what(&self) -> &'static str {
+        "JSON report"
+    }
+
+    fn file_name(&self) -> Option<&'static str> {
+        Some("report.json")
+    }
+
+    fn export(
+        &self,
+        report: &Report,
+        _: &super::ExportContext<'_>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        render(report, out)
+    }
+}

@@ -240,3 +240,25 @@ fn row_line(r: &super::model::ResultRow) -> String {
         what,
     )
 }
+
+/// The Markdown summary as a [`super::Exporter`].
+pub struct Markdown;
+
+impl super::Exporter for Markdown {
+    fn what(&self) -> &'static str {
+        "Markdown summary"
+    }
+
+    fn file_name(&self) -> Option<&'static str> {
+        Some("report.md")
+    }
+
+    fn export(
+        &self,
+        report: &Report,
+        _: &super::ExportContext<'_>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        render(report, out)
+    }
+}

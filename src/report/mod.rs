@@ -4,6 +4,7 @@ pub(crate) mod cases;
 pub mod compare;
 mod escape;
 pub mod explain;
+mod export;
 mod fail_on;
 pub mod github;
 pub mod html;
@@ -20,6 +21,7 @@ pub(crate) mod store;
 pub mod usage;
 
 pub use escape::{escape_controls, markdown_cell};
+pub use export::{ExportContext, Exporter, Format};
 pub use fail_on::{FailOn, verdict_blocks};
 pub use model::*;
 pub use store::{RowMeta, Rows};

@@ -87,6 +87,19 @@ fn record(time: &str, ids: Option<&OtelIds>, fail: bool, attributes: Vec<Value>)
     r
 }
 
+/// The OpenTelemetry ids of the report's traces that have them (read from their headers, in
+/// parallel), by the path the report shows.
+pub fn otel_ids(report: &Report, limits: crate::trace::Limits) -> BTreeMap<String, OtelIds> {
+    use rayon::prelude::*;
+    let paths: Vec<String> = report.results.summaries().filter_map(|r| r.path).collect();
+    (paths.into_par_iter())
+        .filter_map(|p| {
+            let ids = otel_ids_of(Utf8Path::new(&p), limits)?;
+            Some((p, ids))
+        })
+        .collect()
+}
+
 /// Writes the OTLP/JSON logs of `report`. `ids` holds the OpenTelemetry ids of the traces that
 /// have them, by the path the report shows; `time_unix_nano` is every record's time (the run's,
 /// so that the same run gives the same bytes).
@@ -139,4 +152,27 @@ pub fn render(
     serde_json::to_writer(&mut *out, &request)?;
     writeln!(out)?;
     report.results.readable()
+}
+
+/// The OpenTelemetry logs as a [`super::Exporter`].
+pub struct Otlp;
+
+impl super::Exporter for Otlp {
+    fn what(&self) -> &'static str {
+        "OpenTelemetry logs"
+    }
+
+    fn file_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn export(
+        &self,
+        report: &Report,
+        ctx: &super::ExportContext<'_>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let time = (ctx.time_unix_nano).unwrap_or_else(super::html::report_time_nanos);
+        render(report, &otel_ids(report, ctx.limits), time, out)
+    }
 }

@@ -81,7 +81,7 @@ pub fn evidence_of(r: &ResultRow) -> Explanation {
 pub fn write(
     dir: &Utf8Path,
     report: &Report,
-    html: Option<&super::html::HtmlContext>,
+    ctx: &super::ExportContext<'_>,
 ) -> std::io::Result<(Utf8PathBuf, Vec<String>)> {
     let confined = Confined::new(dir);
     let mut run = dir.join(new_run_id());
@@ -97,19 +97,14 @@ pub fn write(
         run = dir.join(format!("{stamp}{nanos:08x}"));
         bump += 1;
     }
-    type Renderer = fn(&Report, &mut dyn std::io::Write) -> std::io::Result<()>;
-    let files: [(&str, Renderer); 3] = [
-        ("report.json", super::json::render),
-        ("junit.xml", super::junit::render),
-        ("report.md", super::markdown::render),
-    ];
-    for (name, render) in files {
-        confined.write_streaming(&run.join(name), true, &mut |out| render(report, out))?;
-    }
-    if let Some(ctx) = html {
-        confined.write_streaming(&run.join("report.html"), true, &mut |out| {
-            super::html::render(report, ctx, out)
-        })?;
+    // Every format that has a file in a run folder, through its exporter.
+    for format in super::Format::ALL {
+        let exporter = format.exporter();
+        if let Some(name) = exporter.file_name() {
+            confined.write_streaming(&run.join(name), true, &mut |out| {
+                exporter.export(report, ctx, out)
+            })?;
+        }
     }
     let mut problems = Vec::new();
     for r in report.results.iter().filter(needs_evidence) {

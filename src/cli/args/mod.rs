@@ -2,6 +2,7 @@
 
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+pub(crate) use tracereplay::report::Format;
 
 mod baseline;
 mod cost;
@@ -377,8 +378,8 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_enum, default_value_t = SecretsArg::Fail)]
     pub secrets: SecretsArg,
     /// Format of standard output.
-    #[arg(long, value_enum, default_value_t = CheckFormatArg::Human)]
-    pub format: CheckFormatArg,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<Utf8PathBuf>,
@@ -440,6 +441,22 @@ pub(crate) struct CheckArgs {
     pub signing: CheckSigningArgs,
 }
 
+impl CheckArgs {
+    /// The file each format is also written to: every format has its arm, so a new one says
+    /// whether it has a flag of its own (human and GitHub annotations go to standard output
+    /// only).
+    pub(crate) fn also_written(&self, format: Format) -> Option<&camino::Utf8Path> {
+        match format {
+            Format::Json => self.json.as_deref(),
+            Format::Junit => self.junit.as_deref(),
+            Format::Markdown => self.markdown.as_deref(),
+            Format::Html => self.html.as_deref(),
+            Format::Otlp => self.otlp.as_deref(),
+            Format::Human | Format::Github => None,
+        }
+    }
+}
+
 /// Parses `hash:K/N` with 1 ≤ K ≤ N.
 pub(crate) fn parse_partition(s: &str) -> Result<(u64, u64), String> {
     let rest = s
@@ -470,8 +487,8 @@ pub(crate) struct MergeArgs {
     #[arg(value_name = "REPORT.json", required = true)]
     pub reports: Vec<Utf8PathBuf>,
     /// Format of standard output.
-    #[arg(long, value_enum, default_value_t = CheckFormatArg::Human)]
-    pub format: CheckFormatArg,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
     /// Also write the merged JSON report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<Utf8PathBuf>,
@@ -491,21 +508,6 @@ pub(crate) enum FailOnArg {
     Critical,
     /// No failure counts (errors still do).
     None,
-}
-
-/// `--format` of `check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CheckFormatArg {
-    /// One line per result, failures with evidence, a summary.
-    Human,
-    /// The JSON report (`schema_version` 1).
-    Json,
-    /// JUnit XML.
-    Junit,
-    /// Markdown for a pull request or `$GITHUB_STEP_SUMMARY`.
-    Markdown,
-    /// GitHub Actions annotations (`::error` / `::warning`).
-    Github,
 }
 
 /// `--format` of `diff`.

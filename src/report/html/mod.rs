@@ -54,6 +54,17 @@ pub struct HtmlContext {
     pub raw_prompts: bool,
 }
 
+impl HtmlContext {
+    /// What the report alone says of its run: its exit code, no flags, no time.
+    pub fn of(report: &Report, limits: Limits) -> HtmlContext {
+        HtmlContext {
+            exit_code: i32::from(report.is_failure()),
+            limits,
+            ..HtmlContext::default()
+        }
+    }
+}
+
 /// A report's time in nanoseconds since the Unix epoch: `SOURCE_DATE_EPOCH` (seconds) when
 /// set (reproducible builds' convention, so that a report can be byte-identical), else now.
 pub fn report_time_nanos() -> u64 {
@@ -391,6 +402,31 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
         &[CONVERSATION, CASES, SCRIPT],
     )?;
     report.results.readable()
+}
+
+/// The HTML report as a [`super::Exporter`].
+pub struct Html;
+
+impl super::Exporter for Html {
+    fn what(&self) -> &'static str {
+        "HTML report"
+    }
+
+    fn file_name(&self) -> Option<&'static str> {
+        Some("report.html")
+    }
+
+    fn export(
+        &self,
+        report: &Report,
+        ctx: &super::ExportContext<'_>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        match ctx.html {
+            Some(html) => render(report, html, out),
+            None => render(report, &HtmlContext::of(report, ctx.limits), out),
+        }
+    }
 }
 
 #[cfg(test)]
