@@ -217,3 +217,21 @@ fn every_oracle_example_in_the_docs_passes_and_fails_as_it_says() {
         );
     }
 }
+
+#[test]
+fn the_readme_stays_short_and_says_where_each_kind_of_change_goes() {
+    // Reference material lives in `docs/`; the README is the front door.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 400, "the README has {lines} lines (at most 400)");
+    let places = &readme[readme.find("Where things go:").unwrap()..];
+    for kind in [
+        "**a new oracle**",
+        "**a new report format**",
+        "**a new ingest format**",
+        "**a new recorder**",
+        "**a new subcommand**",
+    ] {
+        assert_eq!(places.matches(kind).count(), 1, "{kind}");
+    }
+}
