@@ -5,7 +5,7 @@ use camino::Utf8Path;
 use serde_json::Value;
 
 use super::ScenarioIndex;
-use super::pipeline::{self, BaselinePolicy, JudgeOptions, Outcome};
+use super::pipeline::{self, BaselinePolicy, FileOutcome, JudgeOptions};
 use crate::paths::display_path;
 pub use crate::report::explain::Explanation;
 use crate::trace::TraceFile;
@@ -63,35 +63,37 @@ pub fn explain_opened(
     let lookup = |id: &str| scenarios.lookup(id);
     let outcome = pipeline::judge_file(&file, judging, policy.is_some(), lookup);
     let read = match &outcome {
-        Outcome::Unreadable { error, seal } => {
+        FileOutcome::Unreadable { error, seal } => {
             e.content_hash = seal.as_ref().map(|s| s.content_hash.clone());
             e.sealed = seal.as_ref().map(|s| s.sealed);
             e.error = Some(super::error_chain(error));
             return e;
         }
-        Outcome::OutOfScope { .. } => unreachable!("the index never puts a trace out of scope"),
-        Outcome::UnknownScenario(read)
-        | Outcome::ScenarioInvalid { read, .. }
-        | Outcome::Judged { read, .. } => read,
+        FileOutcome::OutOfScope { .. } => unreachable!("the index never puts a trace out of scope"),
+        FileOutcome::UnknownScenario(read)
+        | FileOutcome::ScenarioInvalid { read, .. }
+        | FileOutcome::Judged { read, .. } => read,
     };
     e.content_hash = Some(read.seal.content_hash.clone());
     e.sealed = Some(read.seal.sealed);
     e.events = to_values(&read.parsed.trace.events);
     match outcome {
-        Outcome::Unreadable { .. } | Outcome::OutOfScope { .. } => unreachable!("mapped above"),
-        Outcome::UnknownScenario(read) => {
+        FileOutcome::Unreadable { .. } | FileOutcome::OutOfScope { .. } => {
+            unreachable!("mapped above")
+        }
+        FileOutcome::UnknownScenario(read) => {
             let id = &read.parsed.trace.header.scenario;
             e.error = Some(scenarios.unknown_message(&e.path, id));
             e.not_judged = true;
         }
-        Outcome::ScenarioInvalid {
+        FileOutcome::ScenarioInvalid {
             scenario, problems, ..
         } => {
             e.scenario = Some(scenario.id.clone());
             e.error = Some(pipeline::scenario_invalid_message(scenario, problems));
             e.not_judged = true;
         }
-        Outcome::Judged {
+        FileOutcome::Judged {
             scenario,
             read,
             judgement,

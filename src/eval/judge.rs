@@ -1,11 +1,11 @@
 //! `diff --from/--to`'s view of one trace file outside a full `check`: the one sequencer's
-//! [`Outcome`] mapped to the behaviour two recordings are compared on (a trace whose scenario
+//! [`FileOutcome`] mapped to the behaviour two recordings are compared on (a trace whose scenario
 //! is unknown is compared on its behaviour alone).
 
 use camino::Utf8Path;
 
 use super::ScenarioIndex;
-use super::pipeline::{self, JudgeOptions, Outcome};
+use super::pipeline::{self, FileOutcome, JudgeOptions};
 use crate::baseline::Behaviour;
 use crate::oracle::{self, OracleResult};
 use crate::trace::{TraceError, TraceFile};
@@ -59,22 +59,24 @@ pub fn judge_opened_file(
     let lookup = |id: &str| scenarios.lookup(id);
     let (scenario, read, results, behaviour) =
         match pipeline::judge_file(&file, judging, true, lookup) {
-            Outcome::Unreadable { error, .. } => return Err(error.into()),
-            Outcome::OutOfScope { .. } => unreachable!("the index never puts a trace out of scope"),
-            Outcome::ScenarioInvalid {
+            FileOutcome::Unreadable { error, .. } => return Err(error.into()),
+            FileOutcome::OutOfScope { .. } => {
+                unreachable!("the index never puts a trace out of scope")
+            }
+            FileOutcome::ScenarioInvalid {
                 scenario, problems, ..
             } => {
                 let message = pipeline::scenario_invalid_message(scenario, problems);
                 return Err(NotJudged::ScenarioInvalid(message));
             }
             // Without a scenario a trace is compared on its behaviour alone.
-            Outcome::UnknownScenario(read) => {
+            FileOutcome::UnknownScenario(read) => {
                 let facts = oracle::Facts::new(&read.parsed.trace);
                 let behaviour = Behaviour::from_facts(&facts, &[]);
                 let id = read.parsed.trace.header.scenario.to_string();
                 (id, read, Vec::new(), behaviour)
             }
-            Outcome::Judged {
+            FileOutcome::Judged {
                 scenario,
                 read,
                 judgement,

@@ -75,7 +75,7 @@ fn remote_windows<'f>(files: &'f [Utf8PathBuf], remote: &Remote) -> Vec<&'f [Utf
 }
 
 /// Judges (or recalls) every trace file of `files` (each local, or one of `remote`'s objects).
-pub(crate) fn judge_all(
+pub(crate) fn judge_stage(
     files: &[Utf8PathBuf],
     remote: Option<&Remote>,
     entries: &Entries<'_>,
@@ -390,7 +390,7 @@ fn judge_fresh(
     spill: &Spill,
     out: &mut Outputs,
 ) -> Option<Judged> {
-    let mut row = row::judge_opened(path, opened, entries, opts, out)?;
+    let mut row = row::row_of_opened(path, opened, entries, opts, out)?;
     set_blocking(&mut row, opts.counting.fail_on);
     Some(Judged {
         row: spill.row(&row),

@@ -25,6 +25,7 @@ mod persist;
 pub mod pipeline;
 mod plan;
 mod row;
+mod run;
 mod shares;
 mod signing;
 mod summary;
@@ -39,7 +40,7 @@ pub(crate) use trials::single_trace_case;
 
 use std::collections::HashSet;
 
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8PathBuf;
 
 pub use crate::report::{RowMeta, Rows};
 pub(crate) use cache::CacheFile;
@@ -53,9 +54,8 @@ pub use plan::ScenarioIndex;
 
 use crate::discover::Discovered;
 use crate::paths::display_path;
-use crate::report::store::{self, Spill};
-use crate::report::{Report, ResultRow, ToolInfo};
-use crate::scenario::load_scenarios;
+use crate::report::store;
+use crate::report::{Report, ResultRow};
 
 /// Called once per trace file judged, from the worker threads (a progress bar's tick).
 #[derive(Clone)]
@@ -283,7 +283,7 @@ pub(crate) fn check_with_cache_file(
 ) -> Result<Report, CheckError> {
     // Everything parallel in the run uses `--jobs` threads.
     in_pool(opts.runtime.threads, || {
-        check_in_pool(found, searched, opts, cache_file)
+        run::check_in_pool(found, searched, opts, cache_file)
     })?
 }
 
@@ -304,223 +304,6 @@ pub(crate) fn in_pool<R: Send>(
             .install(f)),
         _ => Ok(f()),
     }
-}
-
-fn check_in_pool(
-    found: &Discovered,
-    searched: &[Utf8PathBuf],
-    opts: &CheckOptions,
-    cache_file: Option<CacheFile>,
-) -> Result<Report, CheckError> {
-    // Plan.
-    let files: Vec<Utf8PathBuf> = (found.scenario_files.iter())
-        .chain(&found.lookup_files)
-        .cloned()
-        .collect();
-    let mut loaded = load_scenarios(&files, &found.suite_files, &found.roots);
-    // Look-up scenarios are not the run's: their problems and secrets are their own suite's.
-    let looked_up: HashSet<&Utf8Path> = found.lookup_files.iter().map(|p| p.as_path()).collect();
-    loaded.errors.retain(|e| !looked_up.contains(e.path()));
-    if loaded.scenarios.is_empty() && loaded.errors.is_empty() && found.trace_files.is_empty() {
-        let paths: Vec<String> = searched.iter().map(|p| format!("`{p}`")).collect();
-        let hint = (found.warnings.iter())
-            .filter(|w| w.starts_with("found scenario-like file"))
-            .map(|w| format!("; {w}"))
-            .collect();
-        return Err(CheckError::NothingFound {
-            paths: paths.join(", "),
-            hint,
-        });
-    }
-    // The scenario files' bytes as loading read them: scanned here, not read again.
-    let sources: Vec<(&Utf8Path, &[u8])> = (loaded.sources.iter())
-        .filter(|(p, _)| !looked_up.contains(p.as_path()))
-        .map(|(p, b)| (p.as_path(), b.as_slice()))
-        .collect();
-    let mut privacy = crate::privacy::lint::scan_scenarios_and_sidecars(
-        &sources,
-        &found.sidecar_files,
-        opts.counting.secrets,
-        &opts.counting.waived,
-        opts.judging.allow_raw_prompts,
-    );
-    let secret_files: HashSet<&str> = (privacy.iter())
-        .filter(|f| f.fingerprint.is_some())
-        .map(|f| f.file.as_str())
-        .collect();
-    let mut entries = plan::index_scenarios(
-        &loaded.scenarios,
-        &opts.selection,
-        &secret_files,
-        &found.lookup_files,
-    );
-    plan::check_filters(&opts.selection, &entries)?;
-    let row_memory = opts.runtime.row_memory.unwrap_or(ROW_MEMORY);
-    // No key, no cache: an unauthenticated cache is never trusted. A run that checks
-    // signatures neither reads nor writes it: it holds verdicts, not signatures.
-    let cache_dir = opts.runtime.cache_dir.as_deref();
-    let cache = cache_dir
-        .filter(|_| opts.signatures.is_none())
-        .and_then(|dir| {
-            let key = CacheKey::resolve()?;
-            let file =
-                cache_file.unwrap_or_else(|| CacheFile::read_with(dir, row_memory as u64, &key));
-            let known = cache_baselines::Known::parse(file.context());
-            let (fingerprint, record) =
-                plan::cache_context(&loaded.sources, &loaded.scenarios, opts, &known);
-            drop(known);
-            // `None`: the approved baselines are as the file recorded them.
-            let record =
-                record.unwrap_or_else(|| cache_baselines::record_in(file.context()).to_owned());
-            Some(cache::ResultCache::from_file(
-                dir,
-                file,
-                &fingerprint,
-                record,
-                key,
-            ))
-        });
-
-    // Judge.
-    let spill = Spill::new(row_memory);
-    let judged = judging::judge_all(
-        &found.trace_files,
-        found.remote.as_deref(),
-        &entries,
-        opts,
-        cache.as_ref(),
-        &spill,
-    );
-    plan::note_seen(&mut entries, &judged.seen);
-    let partition = opts.selection.partition.map(|(share, of)| {
-        let identities = judged.identities.as_deref().unwrap_or(&[]);
-        crate::report::Partition {
-            share,
-            of,
-            suite: plan::suite_fingerprint(found, &loaded, identities, opts),
-            fail_on: Some(opts.counting.fail_on.as_str().to_owned()),
-            rows: None,
-        }
-    });
-    let mut warnings = found.warnings.clone();
-    // Persist (the cache): what was judged, before the rows become the report's.
-    let mut failed_writes = Vec::new();
-    if let Some(c) = &cache {
-        if let Some(failed) = save_cache(c, &judged, &opts.selection) {
-            warnings.push(failed.message.clone());
-            failed_writes.push(failed);
-        }
-    }
-    let mut pending = judged.pending;
-    let mut rows = Rows::from_rows(judged.rows.into_iter().flatten().collect());
-    // Traces in scope: every row read from a trace file (filtered-out traces have no row).
-    let traces = rows.len();
-    let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
-    let scenarios_in_scope = entries.values().filter(|e| e.in_run()).count();
-    // Remote traces have their scenarios in the checkout by design: nothing to note.
-    if found.remote.is_none() {
-        warnings.extend(plan::looked_up(&entries));
-    }
-    let fail_on = opts.counting.fail_on;
-    for (mut row, p) in summary::other_rows(found, &loaded, &entries, opts) {
-        set_blocking(&mut row, fail_on);
-        rows.push(&row);
-        pending.extend(p);
-    }
-    rows.sort();
-    // Cases: the trials of each (scenario, case) judged together.
-    let mut behaviours = judged.behaviours;
-    let cases = trials::judge_cases(&mut rows, &entries, opts, &mut behaviours, &mut pending);
-
-    // Compare, with the whole run in view.
-    let mut obsolete = Vec::new();
-    let mut pending_written = 0;
-    if let Some(policy) = opts.baselines.policy() {
-        baselines::mark_ambiguous(&mut rows, policy, fail_on, &mut pending, &cases.grouped);
-        if unattributed > 0 || !found.unreachable.is_empty() {
-            warnings.push(format!(
-                "{} trace(s) or path(s) could not be read or attributed to a scenario, so obsolete baselines were not looked for in this run",
-                unattributed + found.unreachable.len()
-            ));
-        } else {
-            // Always: baselines of the scenarios found and in scope. A whole-suite run (one
-            // covering the suite's own roots, unfiltered): every baseline, so those of scenarios
-            // that are gone too. `--partition`: baselines whose scenario id falls in this share,
-            // so the shares together report every obsolete baseline once.
-            let selected: HashSet<String> = (entries.values())
-                .filter(|e| e.in_run())
-                .map(|e| crate::baseline::encode_segment(&e.scenario.id))
-                .collect();
-            // A run that selects traces rather than scenarios judges no obsolescence: paths
-            // that do not cover the suite's roots (a scenario's traces may live elsewhere) and
-            // `--last-failed` (which leaves out traces whose baselines are still in use).
-            let s = &opts.selection;
-            let judges = s.whole_suite && s.rerun.is_none();
-            let everything = judges && !s.filtered();
-            let in_scope = |segment: &str| {
-                judges
-                    && (everything || selected.contains(segment))
-                    && s.partition_holds(Some(&crate::baseline::decode_segment(segment)))
-            };
-            obsolete = baselines::find_obsolete(&rows, policy, &in_scope, &mut pending);
-        }
-        // Persist (the pending baseline files), never under CI.
-        if opts.baselines.writes_pending() {
-            let (w, failed, written) = persist::write_pending(&policy.store, &pending);
-            warnings.extend(w);
-            failed_writes.extend(failed);
-            pending_written = written;
-        }
-    }
-
-    summary::name_where_unknown_scenarios_were_looked_for(&mut rows, &found.roots);
-
-    // Summarise. Secrets found in traces move from their rows to the report's list (a rare
-    // re-encode).
-    let with_privacy: Vec<usize> = (rows.metas().enumerate())
-        .filter(|(_, m)| m.has_privacy)
-        .map(|(i, _)| i)
-        .collect();
-    for i in with_privacy {
-        let mut row = rows.get(i);
-        privacy.append(&mut row.privacy);
-        rows.set(i, &row);
-    }
-    privacy.sort();
-    let mut summary = summary::summarise(
-        &rows,
-        &privacy,
-        &obsolete,
-        traces,
-        scenarios_in_scope,
-        fail_on,
-    );
-    let trials::Cases {
-        cases, thresholds, ..
-    } = cases;
-    summary::count_cases(&mut summary, &rows, &cases, fail_on);
-    summary::apply_budget(&mut summary, &opts.counting.budget);
-    warnings.sort();
-    let mut partition = partition;
-    if let Some(p) = partition.as_mut() {
-        let findings = (&privacy[..], &obsolete[..], &cases[..]);
-        p.rows = Some(shares::digest(p, &rows, findings, opts.share_key.as_ref()));
-    }
-    Ok(Report {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: ToolInfo::default(),
-        partition,
-        summary,
-        baselines: opts.baselines.describe(pending_written),
-        results: rows,
-        cases,
-        thresholds,
-        privacy,
-        obsolete,
-        warnings,
-        failed_writes,
-        fail_on: Some(fail_on.as_str()),
-    })
 }
 
 /// Saves the rows judged this run into the result cache; what could not be written, if it

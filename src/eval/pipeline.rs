@@ -203,7 +203,7 @@ pub enum Lookup<'s> {
 // cost an allocation per trace for nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Outcome<'f, 's> {
+pub enum FileOutcome<'f, 's> {
     /// The file does not open, its seal does not hold, or its body does not parse. `seal` is
     /// the seal when it held (the body did not parse).
     Unreadable {
@@ -240,14 +240,14 @@ pub enum Outcome<'f, 's> {
     },
 }
 
-impl<'f> Outcome<'f, '_> {
+impl<'f> FileOutcome<'f, '_> {
     /// The verified and parsed trace, unless it was unreadable.
     pub fn read(&self) -> Option<&ReadTrace<'f>> {
         match self {
-            Outcome::Unreadable { .. } | Outcome::OutOfScope { .. } => None,
-            Outcome::UnknownScenario(read)
-            | Outcome::ScenarioInvalid { read, .. }
-            | Outcome::Judged { read, .. } => Some(read),
+            FileOutcome::Unreadable { .. } | FileOutcome::OutOfScope { .. } => None,
+            FileOutcome::UnknownScenario(read)
+            | FileOutcome::ScenarioInvalid { read, .. }
+            | FileOutcome::Judged { read, .. } => Some(read),
         }
     }
 }
@@ -261,30 +261,32 @@ pub fn judge_file<'f, 's>(
     opts: &JudgeOptions,
     with_behaviour: bool,
     lookup: impl FnOnce(&str) -> Lookup<'s>,
-) -> Outcome<'f, 's> {
+) -> FileOutcome<'f, 's> {
     let seal = match file.verify_seal(opts.require_sealed) {
         Ok(seal) => seal,
-        Err(error) => return Outcome::Unreadable { error, seal: None },
+        Err(error) => return FileOutcome::Unreadable { error, seal: None },
     };
     let parsed = match parse(file, &seal, opts) {
         Ok(parsed) => parsed,
         Err(error) => {
             let seal = Some(seal);
-            return Outcome::Unreadable { error, seal };
+            return FileOutcome::Unreadable { error, seal };
         }
     };
     let read = ReadTrace { seal, parsed };
     match lookup(&read.parsed.trace.header.scenario) {
-        Lookup::OutOfScope => Outcome::OutOfScope { seal: read.seal },
-        Lookup::Unknown => Outcome::UnknownScenario(read),
-        Lookup::Found { scenario, problems } if !problems.is_empty() => Outcome::ScenarioInvalid {
-            scenario,
-            problems,
-            read,
-        },
+        Lookup::OutOfScope => FileOutcome::OutOfScope { seal: read.seal },
+        Lookup::Unknown => FileOutcome::UnknownScenario(read),
+        Lookup::Found { scenario, problems } if !problems.is_empty() => {
+            FileOutcome::ScenarioInvalid {
+                scenario,
+                problems,
+                read,
+            }
+        }
         Lookup::Found { scenario, .. } => {
             let judgement = judge(scenario, &read.parsed.trace, with_behaviour);
-            Outcome::Judged {
+            FileOutcome::Judged {
                 scenario,
                 read,
                 judgement,

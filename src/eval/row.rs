@@ -6,7 +6,7 @@ use camino::Utf8PathBuf;
 
 use super::baselines::Pending;
 use super::judging::Outputs;
-use super::pipeline::{self, BaselinePolicy, Lookup, Outcome};
+use super::pipeline::{self, BaselinePolicy, FileOutcome, Lookup};
 use super::plan::{Entries, Entry, entry_of, out_of_scope_of, unknown_scenario_message};
 use super::{CheckOptions, error_chain};
 use crate::paths::display_path;
@@ -30,11 +30,11 @@ fn attribute(
 }
 
 /// Judges one trace file, opened (or not) already, by mapping the one sequencer's
-/// [`Outcome`] to a row. `None` when the trace belongs to a scenario outside the filters. `out`
+/// [`FileOutcome`] to a row. `None` when the trace belongs to a scenario outside the filters. `out`
 /// receives the trace's content hash whenever its seal holds, in scope or not (a partitioned
 /// run fingerprints its whole suite by them), the entry of the scenario its row names, and the
 /// pending baseline file its comparison calls for.
-pub(crate) fn judge_opened(
+pub(crate) fn row_of_opened(
     path: &Utf8PathBuf,
     opened: Result<TraceFile, TraceError>,
     entries: &Entries<'_>,
@@ -106,11 +106,11 @@ pub(crate) fn judge_opened(
     };
     let outcome = pipeline::judge_file(&file, &opts.judging, policy.is_some(), lookup);
     let read = match &outcome {
-        Outcome::OutOfScope { seal } => {
+        FileOutcome::OutOfScope { seal } => {
             out.identity = Some(seal.content_hash.clone());
             return None;
         }
-        Outcome::Unreadable { error, seal } => {
+        FileOutcome::Unreadable { error, seal } => {
             // The seal's hash is the trace's identity even when the body does not parse.
             out.identity = seal.as_ref().map(|s| s.content_hash.clone());
             // Attribute what the first line claims, so the row names its scenario and its
@@ -129,9 +129,9 @@ pub(crate) fn judge_opened(
             row.privacy = secrets();
             return Some(fail(row, error));
         }
-        Outcome::UnknownScenario(read)
-        | Outcome::ScenarioInvalid { read, .. }
-        | Outcome::Judged { read, .. } => read,
+        FileOutcome::UnknownScenario(read)
+        | FileOutcome::ScenarioInvalid { read, .. }
+        | FileOutcome::Judged { read, .. } => read,
     };
     let (seal, header) = (&read.seal, &read.parsed.trace.header);
     out.identity = Some(seal.content_hash.clone());
@@ -153,28 +153,30 @@ pub(crate) fn judge_opened(
         return Some(row);
     }
     let (scenario, read, judgement) = match outcome {
-        Outcome::Unreadable { .. } | Outcome::OutOfScope { .. } => unreachable!("mapped above"),
-        Outcome::UnknownScenario(read) => {
+        FileOutcome::Unreadable { .. } | FileOutcome::OutOfScope { .. } => {
+            unreachable!("mapped above")
+        }
+        FileOutcome::UnknownScenario(read) => {
             let id = &read.parsed.trace.header.scenario;
             let message = unknown_scenario_message(&shown, id, entries);
             row.set_error(RowErrorKind::UnknownScenario, message, Some(1));
             return Some(row);
         }
-        Outcome::ScenarioInvalid {
+        FileOutcome::ScenarioInvalid {
             scenario, problems, ..
         } => {
             let message = pipeline::scenario_invalid_message(scenario, problems);
             row.set_error(RowErrorKind::ScenarioInvalid, message, None);
             return Some(row);
         }
-        Outcome::Judged {
+        FileOutcome::Judged {
             scenario,
             read,
             judgement,
         } => (scenario, read, judgement),
     };
     let header = &read.parsed.trace.header;
-    let (pending, behaviour) = judge_into(
+    let (pending, behaviour) = judged_row(
         &mut row,
         (scenario, judgement),
         &read.parsed.trace,
@@ -218,7 +220,7 @@ fn signature_problem(
 
 /// Judges a scenario's `scriptedTrace` directly (`check --scripted`), as case `scripted`, with
 /// the pending baseline file its comparison calls for.
-pub(crate) fn judge_scripted(
+pub(crate) fn row_of_scripted(
     entry: &Entry<'_>,
     opts: &CheckOptions,
 ) -> Option<(ResultRow, Option<Pending>)> {
@@ -275,23 +277,23 @@ pub(crate) fn judge_scripted(
         row.sealed = Some(true);
     }
     let (read, judgement) = match outcome {
-        Outcome::Unreadable { error, .. } => {
+        FileOutcome::Unreadable { error, .. } => {
             row.set_error(error.kind(), error_chain(&error), error.line());
             return Some((row, None));
         }
-        Outcome::UnknownScenario(_) | Outcome::OutOfScope { .. } => {
+        FileOutcome::UnknownScenario(_) | FileOutcome::OutOfScope { .. } => {
             unreachable!("the script's scenario is its own")
         }
-        Outcome::ScenarioInvalid { problems, .. } => {
+        FileOutcome::ScenarioInvalid { problems, .. } => {
             let message = pipeline::scenario_invalid_message(scenario, problems);
             row.set_error(RowErrorKind::ScenarioInvalid, message, None);
             return Some((row, None));
         }
-        Outcome::Judged {
+        FileOutcome::Judged {
             read, judgement, ..
         } => (read, judgement),
     };
-    let (pending, _) = judge_into(
+    let (pending, _) = judged_row(
         &mut row,
         (scenario, judgement),
         &read.parsed.trace,
@@ -311,7 +313,7 @@ pub(crate) fn judge_scripted(
 /// Returns the pending baseline file the comparison calls for (off CI). A `trial` trace is not
 /// compared: its behaviour is returned for the case stage, which knows whether the case is a
 /// set.
-fn judge_into(
+fn judged_row(
     row: &mut ResultRow,
     (scenario, judged): (&Scenario, pipeline::Judgement),
     trace: &crate::trace::Trace<'_>,

@@ -28,7 +28,7 @@ pub(super) fn other_rows(
         .filter(|e| !e.seen && !left_out(&e.scenario.id))
     {
         if opts.selection.scripted {
-            if let Some(judged) = row::judge_scripted(e, opts) {
+            if let Some(judged) = row::row_of_scripted(e, opts) {
                 out.push(judged);
                 continue;
             }

@@ -243,7 +243,7 @@ fn trim_number(x: f64) -> String {
 }
 
 /// Judges an oracle on one turn of the trace.
-pub(crate) fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn check_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> OracleResult {
     let ranges = turns::turn_ranges(&facts.trace.events);
     if ranges.is_empty() {
         return OracleResult::not_evaluable(
@@ -271,7 +271,7 @@ pub(crate) fn judge_turn(inner: &Oracle, n: i64, facts: &Facts<'_, '_>) -> Oracl
 }
 
 /// Judges `not`.
-pub(crate) fn judge_not(inner: &Inner, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn check_not(inner: &Inner, facts: &Facts<'_, '_>) -> OracleResult {
     let r = inner.oracle.judge(facts);
     if r.misconfigured || r.verdict == Verdict::NotEvaluable {
         return r;
@@ -321,7 +321,7 @@ fn cannot_judge(message: String, evidence: Vec<u64>) -> OracleResult {
 /// not judge decides nothing, so `all-of` fails only on an inner failure and `any-of` passes
 /// only on an inner pass; when the verdict would hang on an inner oracle that could not judge,
 /// the composition is `not-evaluable`, naming it.
-pub(crate) fn judge_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> OracleResult {
+pub(crate) fn check_group(inners: &[Inner], all: bool, facts: &Facts<'_, '_>) -> OracleResult {
     let results: Vec<OracleResult> = inners.iter().map(|i| i.oracle.judge(facts)).collect();
     let passed = |r: &OracleResult| r.verdict == Verdict::Pass;
     let failed = |r: &OracleResult| !passed(r) && !r.could_not_judge();

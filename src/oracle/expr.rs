@@ -178,7 +178,7 @@ fn snippet(at: &str) -> String {
 /// What one run produced.
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum Outcome {
+enum RunOutput {
     /// The outputs (at most two are taken) as JSON.
     Outputs(Vec<Value>),
     /// A jq error.
@@ -220,7 +220,7 @@ pub fn worker_main() -> i32 {
         };
         let outcome = match String::from_utf8(code) {
             Ok(code) => run(&code, &trace),
-            Err(_) => Outcome::Error("the program is not UTF-8".into()),
+            Err(_) => RunOutput::Error("the program is not UTF-8".into()),
         };
         let line = serde_json::to_string(&outcome)
             .unwrap_or_else(|_| "{\"error\":\"unencodable output\"}".into());
@@ -290,7 +290,7 @@ thread_local! {
 }
 
 /// Evaluates in this thread's worker process, starting (or replacing) it as needed.
-fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration) -> Outcome {
+fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration) -> RunOutput {
     use std::io::Write;
     WORKER.with(|slot| {
         let mut slot = slot.borrow_mut();
@@ -298,12 +298,12 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration)
             match Worker::start(exe) {
                 Ok(w) => *slot = Some(w),
                 Err(e) => {
-                    return Outcome::Error(format!("the jq worker could not be started: {e}"));
+                    return RunOutput::Error(format!("the jq worker could not be started: {e}"));
                 }
             }
         }
         let Some(worker) = slot.as_mut() else {
-            return Outcome::Error("the jq worker could not be started".into());
+            return RunOutput::Error("the jq worker could not be started".into());
         };
         let mut frame = Vec::with_capacity(code.len() + input.len() + 16);
         frame.extend_from_slice(&(code.len() as u64).to_le_bytes());
@@ -321,18 +321,18 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration)
         };
         match answer {
             Ok(Some(line)) => serde_json::from_str(&line)
-                .unwrap_or_else(|_| Outcome::Error("the jq worker answered garbage".into())),
+                .unwrap_or_else(|_| RunOutput::Error("the jq worker answered garbage".into())),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Some(w) = slot.take() {
                     w.stop();
                 }
-                Outcome::Error(super::budget::out_of_time(allowed, TIME_BUDGET))
+                RunOutput::Error(super::budget::out_of_time(allowed, TIME_BUDGET))
             }
             Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 if let Some(w) = slot.take() {
                     w.stop();
                 }
-                Outcome::Error(
+                RunOutput::Error(
                     "the jq program crashed its evaluator (recursion too deep, or memory exhausted)"
                         .into(),
                 )
@@ -341,14 +341,14 @@ fn in_worker(exe: &std::path::Path, code: &str, input: &[u8], allowed: Duration)
     })
 }
 
-fn run(code: &str, input: &[u8]) -> Outcome {
+fn run(code: &str, input: &[u8]) -> RunOutput {
     let filter = match compile(code) {
         Ok(f) => f,
-        Err(e) => return Outcome::Error(e.to_string()),
+        Err(e) => return RunOutput::Error(e.to_string()),
     };
     let input = match jaq_json::read::parse_single(input) {
         Ok(v) => v,
-        Err(e) => return Outcome::Error(format!("the trace is not readable as jq input: {e}")),
+        Err(e) => return RunOutput::Error(format!("the trace is not readable as jq input: {e}")),
     };
     let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
     let mut outputs = Vec::new();
@@ -357,7 +357,7 @@ fn run(code: &str, input: &[u8]) -> Outcome {
             Ok(v) => {
                 let text = v.to_string();
                 if text.len() > OUTPUT_BYTES {
-                    return Outcome::Error(format!(
+                    return RunOutput::Error(format!(
                         "the program's output is larger than {OUTPUT_BYTES} bytes"
                     ));
                 }
@@ -368,14 +368,14 @@ fn run(code: &str, input: &[u8]) -> Outcome {
                 }
             }
             Err(e) => {
-                return Outcome::Error(match e.get_err() {
+                return RunOutput::Error(match e.get_err() {
                     Ok(err) => format!("jq error: {err}"),
                     Err(_) => "jq error: the program halted".to_owned(),
                 });
             }
         }
     }
-    Outcome::Outputs(outputs)
+    RunOutput::Outputs(outputs)
 }
 
 impl Program {
@@ -432,22 +432,22 @@ impl Program {
             Ok(o) => o,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 RUNAWAYS.fetch_add(1, Ordering::Relaxed);
-                Outcome::Error(super::budget::out_of_time(allowed, TIME_BUDGET))
+                RunOutput::Error(super::budget::out_of_time(allowed, TIME_BUDGET))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Outcome::Error("the jq program stopped without a result".to_owned())
+                RunOutput::Error("the jq program stopped without a result".to_owned())
             }
         };
         self.verdict(outcome)
     }
 
-    fn verdict(&self, outcome: Outcome) -> OracleResult {
+    fn verdict(&self, outcome: RunOutput) -> OracleResult {
         let expected = json!({"jq": self.jq, "output": true});
         let outputs = match outcome {
-            Outcome::Error(e) => {
+            RunOutput::Error(e) => {
                 return OracleResult::fail(e, Vec::new(), expected, Value::Null).unjudged();
             }
-            Outcome::Outputs(o) => o,
+            RunOutput::Outputs(o) => o,
         };
         let [only] = outputs.as_slice() else {
             let n = if outputs.is_empty() {

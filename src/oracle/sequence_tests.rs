@@ -26,7 +26,7 @@ fn cfg(mode: &str, calls: Value, args_match: &str) -> SeqConfig {
 }
 
 fn verdict(mode: &str, calls: Value, args_match: &str, a: &[(&str, Value, Option<u64>)]) -> bool {
-    judge_sequence(&cfg(mode, calls, args_match), &actual(a)).verdict == super::super::Verdict::Pass
+    check_sequence(&cfg(mode, calls, args_match), &actual(a)).verdict == super::super::Verdict::Pass
 }
 
 const MODES: [&str; 5] = ["exact", "in-order", "unordered", "superset", "subset"];
@@ -192,7 +192,7 @@ fn args_recorded_as_json_strings_compare_as_objects() {
             "exact",
         );
         assert_eq!(
-            judge_sequence(&c, &a).verdict,
+            check_sequence(&c, &a).verdict,
             super::super::Verdict::Pass,
             "{mode}"
         );
@@ -278,7 +278,7 @@ fn batches_run_in_any_order_unless_strict() {
         .unwrap(),
     );
     assert!(
-        judge_sequence(&configure(&spec).unwrap(), &actual(&a)).verdict
+        check_sequence(&configure(&spec).unwrap(), &actual(&a)).verdict
             != super::super::Verdict::Pass
     );
     // Calls of different batches keep their order.
@@ -311,7 +311,7 @@ fn overrides_and_tools_shorthand() {
         ("order", json!({"order":{"id":7.0,"note":"other"}}), None),
     ]);
     assert_eq!(
-        judge_sequence(&configure(&s).unwrap(), &a).verdict,
+        check_sequence(&configure(&s).unwrap(), &a).verdict,
         super::super::Verdict::Pass
     );
     let s = spec(json!({"type":"tool-sequence","mode":"in_order","tools":["read","write"]}));
@@ -321,7 +321,7 @@ fn overrides_and_tools_shorthand() {
         ("write", json!({}), None),
     ]);
     assert_eq!(
-        judge_sequence(&configure(&s).unwrap(), &a).verdict,
+        check_sequence(&configure(&s).unwrap(), &a).verdict,
         super::super::Verdict::Pass
     );
 }
@@ -371,7 +371,7 @@ fn failure_evidence_names_the_unplaced_call_and_the_closest_candidate() {
         ("write", json!({"path":"out.txt","content":"y"}), None),
         ("write", json!({"path":"other","content":"z"}), None),
     ]);
-    let r = judge_sequence(&c, &a);
+    let r = check_sequence(&c, &a);
     assert_eq!(r.verdict, super::super::Verdict::Fail);
     assert_eq!(r.evidence, vec![2]);
     assert_eq!(
@@ -381,7 +381,7 @@ fn failure_evidence_names_the_unplaced_call_and_the_closest_candidate() {
     assert_eq!(r.found.as_ref().unwrap()["differs"], json!(["content"]));
     // subset: the lowest unplaced actual call.
     let c = cfg("subset", json!([{"tool":"read"}]), "exact");
-    let r = judge_sequence(
+    let r = check_sequence(
         &c,
         &actual(&[
             ("read", json!({}), None),
@@ -470,7 +470,7 @@ fn large_unordered_sequences_are_fast() {
         .collect();
     let a = actual(&refs);
     // (Its time is measured by the `sequence` bench group, not asserted here.)
-    let r = judge_sequence(&cfg("unordered", json!(expected), "exact"), &a);
+    let r = check_sequence(&cfg("unordered", json!(expected), "exact"), &a);
     assert_eq!(r.verdict, super::super::Verdict::Fail);
     assert!(r.message.contains("expected call 3000"), "{}", r.message);
 }
@@ -478,7 +478,7 @@ fn large_unordered_sequences_are_fast() {
 fn score(mode: &str, tools: &[&str], a: &[&str]) -> f64 {
     let calls: Vec<Value> = tools.iter().map(|t| json!({"tool": t})).collect();
     let acts: Vec<(&str, Value, Option<u64>)> = a.iter().map(|t| (*t, json!({}), None)).collect();
-    judge_sequence(&cfg(mode, json!(calls), "ignore"), &actual(&acts)).score
+    check_sequence(&cfg(mode, json!(calls), "ignore"), &actual(&acts)).score
 }
 
 #[test]
@@ -510,7 +510,7 @@ fn natural_fractions_per_mode() {
         "ignore",
     );
     let batch = actual(&[("b", json!({}), Some(1)), ("a", json!({}), Some(1))]);
-    assert_eq!(judge_sequence(&c, &batch).score, 2.0 / 3.0);
+    assert_eq!(check_sequence(&c, &batch).score, 2.0 / 3.0);
 }
 
 #[test]

@@ -272,13 +272,13 @@ impl Oracle {
             }
             Oracle::ResponseSimilarity(s) => s.judge(facts),
             Oracle::Expr(p) => p.judge(facts),
-            Oracle::Not(inner) => compose::judge_not(inner, facts),
-            Oracle::AllOf(inners) => compose::judge_group(inners, true, facts),
-            Oracle::AnyOf(inners) => compose::judge_group(inners, false, facts),
+            Oracle::Not(inner) => compose::check_not(inner, facts),
+            Oracle::AllOf(inners) => compose::check_group(inners, true, facts),
+            Oracle::AnyOf(inners) => compose::check_group(inners, false, facts),
             Oracle::Threshold { inner, threshold } => {
                 compose::apply_threshold(inner.judge(facts), *threshold)
             }
-            Oracle::Turn { inner, turn } => compose::judge_turn(inner, *turn, facts),
+            Oracle::Turn { inner, turn } => compose::check_turn(inner, *turn, facts),
         }
     }
 }

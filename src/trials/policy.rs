@@ -54,7 +54,7 @@ impl Default for TrialsPolicy {
 
 /// How a case's pass/fail trials measure up to the policy.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum PolicyVerdict {
     /// The policy is met.
     Pass,
     /// It is not: why, in a sentence.
@@ -127,30 +127,30 @@ impl TrialsPolicy {
     }
 
     /// Judges `passed` passing trials of `n` pass/fail ones.
-    pub fn judge(&self, passed: u64, n: u64) -> Outcome {
+    pub fn verdict(&self, passed: u64, n: u64) -> PolicyVerdict {
         if n < self.min {
-            return Outcome::TooFew(format!(
+            return PolicyVerdict::TooFew(format!(
                 "{n} trial(s) recorded, the scenario needs {}",
                 self.min
             ));
         }
         let failed = n - passed;
         match self.pass {
-            PassRule::All if failed == 0 => Outcome::Pass,
-            PassRule::All => Outcome::Fail(format!(
+            PassRule::All if failed == 0 => PolicyVerdict::Pass,
+            PassRule::All => PolicyVerdict::Fail(format!(
                 "{failed} of {n} trials fail and the scenario's `trials.pass` is \"all\""
             )),
-            PassRule::AtLeast(k) if passed >= k && failed <= self.min - k => Outcome::Pass,
-            PassRule::AtLeast(k) => Outcome::Fail(format!(
+            PassRule::AtLeast(k) if passed >= k && failed <= self.min - k => PolicyVerdict::Pass,
+            PassRule::AtLeast(k) => PolicyVerdict::Fail(format!(
                 "the scenario needs at least {k} passing and at most {} failing",
                 self.min - k
             )),
             PassRule::Rate { rate, confidence } => {
                 let lower = stats::wilson_lower(passed, n, confidence);
                 if lower >= rate {
-                    Outcome::Pass
+                    PolicyVerdict::Pass
                 } else {
-                    Outcome::Fail(format!(
+                    PolicyVerdict::Fail(format!(
                         "the lower {}% Wilson bound of the pass rate is {lower:.6}, below the scenario's {rate}",
                         confidence * 100.0
                     ))
@@ -222,24 +222,24 @@ mod tests {
     #[test]
     fn the_three_shapes_read_and_judge() {
         let all = policy(json!({"min": 4, "pass": "all"})).unwrap();
-        assert_eq!(all.judge(4, 4), Outcome::Pass);
-        assert!(matches!(all.judge(3, 4), Outcome::Fail(_)));
+        assert_eq!(all.verdict(4, 4), PolicyVerdict::Pass);
+        assert!(matches!(all.verdict(3, 4), PolicyVerdict::Fail(_)));
         assert_eq!(
-            all.judge(3, 3),
-            Outcome::TooFew("3 trial(s) recorded, the scenario needs 4".into())
+            all.verdict(3, 3),
+            PolicyVerdict::TooFew("3 trial(s) recorded, the scenario needs 4".into())
         );
         let at_least = policy(json!({"min": 8, "pass": {"at-least": 6}})).unwrap();
-        assert_eq!(at_least.judge(6, 8), Outcome::Pass);
-        assert!(matches!(at_least.judge(5, 8), Outcome::Fail(_)));
+        assert_eq!(at_least.verdict(6, 8), PolicyVerdict::Pass);
+        assert!(matches!(at_least.verdict(5, 8), PolicyVerdict::Fail(_)));
         // More trials than `min`: at most min − N may fail.
-        assert!(matches!(at_least.judge(7, 10), Outcome::Fail(_)));
-        assert_eq!(at_least.judge(8, 10), Outcome::Pass);
+        assert!(matches!(at_least.verdict(7, 10), PolicyVerdict::Fail(_)));
+        assert_eq!(at_least.verdict(8, 10), PolicyVerdict::Pass);
         let rate = policy(json!({"min": 8, "pass": {"rate": 0.70, "confidence": 0.95}})).unwrap();
-        assert_eq!(rate.judge(8, 8), Outcome::Pass);
-        assert!(matches!(rate.judge(7, 8), Outcome::Fail(_)));
+        assert_eq!(rate.verdict(8, 8), PolicyVerdict::Pass);
+        assert!(matches!(rate.verdict(7, 8), PolicyVerdict::Fail(_)));
         let strict = policy(json!({"min": 8, "pass": {"rate": 0.75}})).unwrap();
         assert!(
-            matches!(strict.judge(8, 8), Outcome::Fail(_)),
+            matches!(strict.verdict(8, 8), PolicyVerdict::Fail(_)),
             "0.747276 misses 0.75"
         );
         assert_eq!(

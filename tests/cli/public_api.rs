@@ -231,7 +231,7 @@ fn the_lister_sees_what_is_public_and_nothing_test_only() {
     }
     // `pub(crate)` items and test modules are not listed.
     assert!(
-        !api.contains("fn tracereplay::eval::row::judge_opened"),
+        !api.contains("fn tracereplay::eval::row::row_of_opened"),
         "a pub(crate) fn is listed"
     );
     assert!(!api.contains("_tests"), "a test module is listed");

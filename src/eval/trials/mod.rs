@@ -116,7 +116,7 @@ fn distinct(g: &Group) -> bool {
 
 /// What one group comes to, decided in parallel and applied in report order.
 #[derive(Default)]
-struct Outcome {
+struct GroupResult {
     /// Its case line (single traces only when cases are listed).
     case: Option<CaseRow>,
     /// Rows to store again: (index, row).
@@ -132,7 +132,7 @@ struct Outcome {
 /// Runs the case stage over the sorted rows: verdicts of cases, error rows of traces without
 /// distinct trials, single-trial comparisons the judge stage left to it, and set comparisons.
 /// Each (scenario, case) is worked out in parallel; the results are applied in report order.
-pub(crate) fn judge_cases(
+pub(crate) fn case_stage(
     rows: &mut Rows,
     entries: &Entries<'_>,
     opts: &CheckOptions,
@@ -172,7 +172,7 @@ pub(crate) fn judge_cases(
         .map(|g| g.paths.iter().map(|p| behaviours.remove(p)).collect())
         .collect();
     let shared: &Rows = rows;
-    let outcomes: Vec<Outcome> = (groups.par_iter().zip(taken))
+    let outcomes: Vec<GroupResult> = (groups.par_iter().zip(taken))
         .map(|(g, b)| {
             let rules = (&policy_of(&g.scenario), limits_of(&g.scenario));
             group_outcome(g, b, shared, (rules.0, &rules.1), listed, opts)
@@ -226,9 +226,9 @@ fn group_outcome(
     (policy, limits): (&TrialsPolicy, &[TrialLimit]),
     listed: bool,
     opts: &CheckOptions,
-) -> Outcome {
+) -> GroupResult {
     let fail_on = opts.counting.fail_on;
-    let mut out = Outcome::default();
+    let mut out = GroupResult::default();
     if g.rows.len() < 2 {
         // One trace: it is the case. A trial trace's comparison was left to this stage.
         let i = g.rows[0];
@@ -459,13 +459,13 @@ fn decided(
         let why = format!("{} could not be judged", errors.join(", "));
         (RowVerdict::Error, (verdicts.len() > 1).then_some(why))
     } else {
-        match policy.judge(passed as u64, n as u64) {
-            policy::Outcome::Pass => (RowVerdict::Pass, None),
-            policy::Outcome::Fail(why) => (
+        match policy.verdict(passed as u64, n as u64) {
+            policy::PolicyVerdict::Pass => (RowVerdict::Pass, None),
+            policy::PolicyVerdict::Fail(why) => (
                 RowVerdict::Fail,
                 (!policy.is_default() || n > 1).then_some(why),
             ),
-            policy::Outcome::TooFew(why) => (RowVerdict::Error, Some(why)),
+            policy::PolicyVerdict::TooFew(why) => (RowVerdict::Error, Some(why)),
         }
     };
     let mut flaky_oracles = Vec::new();

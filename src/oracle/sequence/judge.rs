@@ -234,15 +234,15 @@ pub(crate) fn tool_sequence(cfg: &SeqConfig, facts: &Facts<'_, '_>) -> OracleRes
                     .map(|e| e.tool.as_str()),
             );
             let compared = |tool: &str| with_args.matches(tool);
-            let result = judge_sequence(cfg, &actual_calls_with(facts, &compared));
+            let result = check_sequence(cfg, &actual_calls_with(facts, &compared));
             let every_call_parsed = facts.calls.iter().all(|c| compared(c.tool));
             if result.verdict == crate::oracle::Verdict::Pass || every_call_parsed {
                 return result;
             }
             // A failure shows the actual arguments: parse them now (failures are rare).
-            judge_sequence(cfg, &actual_calls(facts))
+            check_sequence(cfg, &actual_calls(facts))
         }
-        (Split::Whole, Of::Planned) => judge_sequence(cfg, facts.planned()),
+        (Split::Whole, Of::Planned) => check_sequence(cfg, facts.planned()),
         (Split::Turns(lists), of) => per_turn(cfg, lists, of, facts),
         (Split::Inferences(lists), _) => per_inference(cfg, lists, facts),
     }
@@ -347,7 +347,7 @@ fn per_turn(
                 .filter(|a| a.seq >= lo && a.seq <= hi)
                 .cloned()
                 .collect();
-            judge_sequence(&part(cfg, list, cfg.mode), &actual)
+            check_sequence(&part(cfg, list, cfg.mode), &actual)
         })
         .collect();
     mean_of_parts("turn", results)
@@ -378,7 +378,7 @@ fn per_inference(
         );
     }
     let results = (lists.iter().zip(&groups))
-        .map(|(list, actual)| judge_sequence(&part(cfg, list, SeqMode::Unordered), actual))
+        .map(|(list, actual)| check_sequence(&part(cfg, list, SeqMode::Unordered), actual))
         .collect();
     mean_of_parts("inference", results)
 }
@@ -447,9 +447,9 @@ fn in_order_matched(cfg: &SeqConfig, actual: &[ActualCall]) -> usize {
 }
 
 /// Judges configured expectations against actual calls.
-pub(crate) fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
+pub(crate) fn check_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleResult {
     let whole = whole_matching(cfg, actual);
-    let result = judge_sequence_verdict(cfg, actual, whole.as_deref());
+    let result = sequence_verdict(cfg, actual, whole.as_deref());
     if result.verdict == crate::oracle::Verdict::Pass {
         result
     } else {
@@ -458,7 +458,7 @@ pub(crate) fn judge_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleRe
     }
 }
 
-fn judge_sequence_verdict(
+fn sequence_verdict(
     cfg: &SeqConfig,
     actual: &[ActualCall],
     whole: Option<&[Option<usize>]>,

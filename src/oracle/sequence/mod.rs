@@ -8,7 +8,7 @@ use crate::oracle::ConfigError;
 use crate::oracle::facts::ActualCall;
 pub(crate) use judge::tool_sequence;
 #[cfg(test)]
-use judge::{actual_calls, judge_sequence, max_matching};
+use judge::{actual_calls, check_sequence, max_matching};
 
 use serde_json::{Value, json};
 
