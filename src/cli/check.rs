@@ -133,140 +133,45 @@ impl LastRun {
     }
 }
 
+/// What a run settles before judging: the last run it re-judges, the signatures it requires,
+/// and the key its attestation will be signed with — read first, so that a run asked to attest
+/// never ends without its record.
+struct Prepared {
+    last_run: Option<LastRun>,
+    signatures: Option<Arc<dyn tracereplay::sign::SignatureCheck>>,
+    trusted_ids: Vec<String>,
+    attest_key: Option<Arc<tracereplay::sign::keys::SigningKey>>,
+}
+
+/// A judged suite, with how long discovering and judging took.
+struct Judged {
+    report: report::Report,
+    stats: Arc<CheckStats>,
+    /// Traces `--last-failed` left out.
+    left_out: usize,
+    discovered: std::time::Duration,
+    judged: std::time::Duration,
+}
+
 /// Runs `check`; `Err` means exit 2.
 pub(super) fn run(
     args: &CheckArgs,
     settings: &Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let under_ci = is_ci(&args.ci);
-    if args.last_failed && under_ci {
-        bail!(
-            "`--last-failed` re-judges only what failed in the last run folder, so it is no CI gate: under CI, run the whole `check` (or pass `--no-ci` if this is not CI)"
-        );
-    }
-    let last_run = if args.last_failed {
-        let runs = (args.artifacts.clone()).unwrap_or_else(|| ".tracereplay/runs".into());
-        Some(LastRun::read(&runs)?)
-    } else {
-        None
-    };
-    let mut left_out = 0;
-    let baselines = settings.baselines(!under_ci)?;
-    let signing = &args.signing;
-    let paths = settings.paths();
-    let require_signed = settings.require_signed();
-    if require_signed
-        && let Some(url) = (paths.iter()).find(|p| tracereplay::remote::is_remote(p.as_str()))
-    {
-        bail!(
-            "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
-        );
-    }
-    let run_id = settings.run_id().map(str::to_owned);
-    let trusted = (require_signed)
-        .then(|| super::sign::trusted(settings.trusted_keys(), "`--require-signed`"))
-        .transpose()?
-        .map(|keys| keys.for_run(run_id.clone()));
-    let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
-    let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::sign::SignatureCheck>);
-    // The key is read before judging: a run asked to attest never ends without its record.
-    let attest_key = match &signing.attest {
-        Some(_) => Some(super::sign::signer(&signing.signing)?.with_context(|| {
-            format!(
-                "`--attest` signs the record with the signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE`",
-                tracereplay::sign::SIGNING_KEY_ENV
-            )
-        })?),
-        None => None,
-    };
-    let started = Instant::now();
-    let threads = args.jobs.map(usize::from);
-    let row_memory = (args.row_memory as usize) << 20;
-    let cache_dir = settings.cache_dir();
-    // One pool of `--jobs` threads lists the directories and then judges.
-    let (report, stats, discovered, judged) = in_pool(threads, || -> anyhow::Result<_> {
-        // The result cache's file is read (and its hash checked) while the files are discovered.
-        let (suite, cache) = std::thread::scope(|s| {
-            let cache = (!args.no_cache)
-                .then(|| s.spawn(|| CacheRead::read(&cache_dir, row_memory as u64)));
-            let suite = Suite::open(&paths, &settings.scenarios());
-            (suite, cache.and_then(|h| h.join().ok()))
-        });
-        let mut suite = suite?;
-        suite.look_up_in(settings.suite_roots());
-        if let Some(last) = &last_run {
-            let limits = args.judging.limits.limits();
-            // Hashing the candidates is parallel, as judging them would be.
-            left_out = suite.retain_traces(|p| last.keeps(p, limits));
-        }
-        let discovered = started.elapsed();
-        let bar = progress_bar(suite.traces(), settings.use_progress());
-        let stats = Arc::new(CheckStats::default());
-        let opts = CheckOptions {
-            selection: Selection {
-                scenarios: args.scenarios.clone(),
-                tags: args.tags.clone(),
-                partition: args.partition,
-                whole_suite: tracereplay::discover::covers_suite_roots(&paths),
-                scripted: args.scripted,
-                rerun: last_run.as_ref().map(|l| l.passed_scenarios.clone()),
-            },
-            judging: settings
-                .judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
-            counting: Counting {
-                fail_on: settings.fail_on(),
-                secrets: args.secrets.mode(),
-                waived: options::waived(),
-                budget: settings.budget(),
-            },
-            baselines,
-            runtime: Runtime {
-                threads,
-                progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
-                cache_dir: (!args.no_cache).then(|| cache_dir.clone()),
-                stats: Some(stats.clone()),
-                row_memory: Some(row_memory),
-            },
-            signatures: signatures.clone(),
-            share_key: args.partition.and_then(|_| super::merge::share_key()),
-        };
-        let report = match cache {
-            Some(cache) => suite.check_with_cache(&opts, cache)?,
-            None => suite.check(&opts)?,
-        };
-        if let Some(b) = &bar {
-            b.finish_and_clear();
-        }
-        Ok((report, stats, discovered, started.elapsed() - discovered))
-    })??;
-
+    let prepared = prepare(args, settings)?;
+    let Judged {
+        report,
+        stats,
+        left_out,
+        discovered,
+        judged,
+    } = judge_suite(args, settings, &prepared)?;
     // Diagnostics go to stderr, in report order, so they are as deterministic as the report.
     let mut err = std::io::stderr().lock();
-    for w in &report.warnings {
-        let w = tracereplay::paths::redact_urls_in(w);
-        let _ = writeln!(err, "warning: {}", report::escape_controls(&w));
-    }
-    if report.results.metas().any(|m| m.has_warnings) {
-        for row in report.results.summaries() {
-            for w in &row.warnings {
-                let _ = writeln!(err, "warning: {}", report::escape_controls(w));
-            }
-        }
-    }
+    print_warnings(&report, &mut err);
     let html = (args.html.is_some() || args.artifacts.is_some() || args.format == Format::Html)
-        .then(|| report::html::HtmlContext {
-            exit_code: if report.is_failure() {
-                exit::FAILURE
-            } else {
-                exit::OK
-            },
-            flags: judging_flags(args, settings),
-            generated: Some(report::html::generated_now()),
-            limits: args.judging.limits.limits(),
-            waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
-            raw_prompts: args.judging.allow_raw_prompts,
-        });
+        .then(|| html_context(args, settings, &report));
     let ctx = ExportContext {
         html: html.as_ref(),
         limits: args.judging.limits.limits(),
@@ -274,79 +179,19 @@ pub(super) fn run(
         time_unix_nano: Some(report::html::report_time_nanos()),
         ..ExportContext::default()
     };
-    // Every format the run also writes to a file, through its exporter. A file that cannot be
-    // written fails the run (exit 2), but only after the report is shown: the results are never
-    // lost with it, and what existed before stays as it was.
-    let mut not_written: Vec<String> = Vec::new();
-    for format in Format::ALL {
-        if let Some(path) = args.also_written(format) {
-            let exporter = format.exporter();
-            if let Err(e) =
-                write_atomic_streaming(path, &mut |out| exporter.export(&report, &ctx, out))
-            {
-                not_written.push(format!(
-                    "cannot write the {} to `{path}`: {e}",
-                    exporter.what()
-                ));
-            }
-        }
-    }
-    if let Some(endpoint) = args.otlp_endpoint.as_deref() {
-        not_written.extend(super::otlp::send_to(&report, &ctx, endpoint));
-    }
-    if let Some(dir) = &args.artifacts {
-        match report::runfolder::write(dir, &report, &ctx) {
-            Ok((run, problems)) => {
-                for p in problems {
-                    let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
-                }
-                let _ = writeln!(err, "run folder: {run}");
-            }
-            Err(e) => not_written.push(format!("cannot write the run folder under `{dir}`: {e}")),
-        }
-    }
-    // A full disk is never a mere warning, even for the cache or a pending baseline file.
-    not_written.extend(
-        (report.failed_writes.iter())
-            .filter(|f| f.disk_full)
-            .map(|f| format!("the disk is full: {}", f.message)),
-    );
+    let not_written = write_files(args, &report, &ctx, &mut err);
     let render_start = Instant::now();
     let rows = if args.verbose {
         Some(StatusLevel::All)
     } else {
         args.status_level.map(status_level)
     };
-    render(
-        args.format,
-        &report,
-        rows,
-        (args.quiet, settings.use_color()),
-        &ctx,
-        out,
-    )?;
-    // In GitHub Actions, the annotations come with the Markdown summary on the job's page.
+    let shown = (args.quiet, settings.use_color());
+    render(args.format, &report, rows, shown, &ctx, out)?;
     if args.format == Format::Github {
-        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|f| {
-                    let mut w = std::io::BufWriter::new(f);
-                    Format::Markdown.export(&report, &ctx, &mut w)?;
-                    w.flush()
-                });
-            if let Err(e) = appended {
-                let _ = writeln!(
-                    err,
-                    "warning: cannot append the summary to `GITHUB_STEP_SUMMARY` ({}): {e}",
-                    path.to_string_lossy()
-                );
-            }
-        }
+        append_step_summary(&report, &ctx, &mut err);
     }
-    if let Some(last) = &last_run {
+    if let Some(last) = &prepared.last_run {
         let note = format!(
             "last-failed: judged {} trace(s) that failed, errored, changed or were not judged in run {}; {left_out} that passed then, unchanged, were left out (a re-run for a person, not a CI gate)",
             report.summary.traces, last.id
@@ -376,25 +221,276 @@ pub(super) fn run(
             not_written.join("; ")
         );
     }
-    let failed = report.is_failure();
-    let code = if failed { exit::FAILURE } else { exit::OK };
-    if let (Some(path), Some(key)) = (&signing.attest, &attest_key) {
-        let facts = tracereplay::sign::attest::RunFacts {
-            options: judging_flags(args, settings),
-            trusted_keys: trusted_ids,
-            exit_code: code,
-            time: Some(report::html::report_time_nanos() / 1_000_000_000),
-            commit: super::sign::current_commit(),
-            run_id: settings.run_id().map(str::to_owned),
-        };
-        let statement = tracereplay::sign::attest::statement(&report, facts);
-        let text = tracereplay::sign::attest::sign(&statement, key);
+    let code = if report.is_failure() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    };
+    if let (Some(path), Some(key)) = (&args.signing.attest, &prepared.attest_key) {
         out.flush()?;
-        write_atomic_streaming(path, &mut |w| w.write_all(text.as_bytes()))
-            .with_context(|| format!("cannot write the attestation to `{path}`"))?;
-        diag!("attestation: {path} (signed by key {})", key.key_id());
+        attest(
+            args,
+            settings,
+            (&report, code),
+            (path, key),
+            prepared.trusted_ids,
+        )?;
     }
     Ok(code)
+}
+
+/// Settles what the run needs before judging ([`Prepared`]), refusing what cannot work:
+/// `--last-failed` under CI, `--require-signed` on remote traces, `--attest` without a key.
+fn prepare(args: &CheckArgs, settings: &Settings) -> anyhow::Result<Prepared> {
+    if args.last_failed && is_ci(&args.ci) {
+        bail!(
+            "`--last-failed` re-judges only what failed in the last run folder, so it is no CI gate: under CI, run the whole `check` (or pass `--no-ci` if this is not CI)"
+        );
+    }
+    let last_run = if args.last_failed {
+        let runs = (args.artifacts.clone()).unwrap_or_else(|| ".tracereplay/runs".into());
+        Some(LastRun::read(&runs)?)
+    } else {
+        None
+    };
+    let require_signed = settings.require_signed();
+    if require_signed
+        && let Some(url) =
+            (settings.paths().iter()).find(|p| tracereplay::remote::is_remote(p.as_str()))
+    {
+        bail!(
+            "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
+        );
+    }
+    let run_id = settings.run_id().map(str::to_owned);
+    let trusted = (require_signed)
+        .then(|| super::sign::trusted(settings.trusted_keys(), "`--require-signed`"))
+        .transpose()?
+        .map(|keys| keys.for_run(run_id.clone()));
+    let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
+    let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::sign::SignatureCheck>);
+    let attest_key = match &args.signing.attest {
+        Some(_) => Some(super::sign::signer(&args.signing.signing)?.with_context(|| {
+            format!(
+                "`--attest` signs the record with the signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE`",
+                tracereplay::sign::SIGNING_KEY_ENV
+            )
+        })?),
+        None => None,
+    };
+    Ok(Prepared {
+        last_run,
+        signatures,
+        trusted_ids,
+        attest_key,
+    })
+}
+
+/// Discovers the suite and judges it, in one pool of `--jobs` threads (the result cache's file
+/// read while the files are discovered).
+fn judge_suite(
+    args: &CheckArgs,
+    settings: &Settings,
+    prepared: &Prepared,
+) -> anyhow::Result<Judged> {
+    let baselines = settings.baselines(!is_ci(&args.ci))?;
+    let paths = settings.paths();
+    let started = Instant::now();
+    let threads = args.jobs.map(usize::from);
+    let row_memory = (args.row_memory as usize) << 20;
+    let cache_dir = settings.cache_dir();
+    let last_run = prepared.last_run.as_ref();
+    in_pool(threads, || -> anyhow::Result<Judged> {
+        let (suite, cache) = std::thread::scope(|s| {
+            let cache = (!args.no_cache)
+                .then(|| s.spawn(|| CacheRead::read(&cache_dir, row_memory as u64)));
+            let suite = Suite::open(&paths, &settings.scenarios());
+            (suite, cache.and_then(|h| h.join().ok()))
+        });
+        let mut suite = suite?;
+        suite.look_up_in(settings.suite_roots());
+        let mut left_out = 0;
+        if let Some(last) = last_run {
+            let limits = args.judging.limits.limits();
+            // Hashing the candidates is parallel, as judging them would be.
+            left_out = suite.retain_traces(|p| last.keeps(p, limits));
+        }
+        let discovered = started.elapsed();
+        let bar = progress_bar(suite.traces(), settings.use_progress());
+        let stats = Arc::new(CheckStats::default());
+        let opts = CheckOptions {
+            selection: Selection {
+                scenarios: args.scenarios.clone(),
+                tags: args.tags.clone(),
+                partition: args.partition,
+                whole_suite: tracereplay::discover::covers_suite_roots(&paths),
+                scripted: args.scripted,
+                rerun: last_run.map(|l| l.passed_scenarios.clone()),
+            },
+            judging: settings
+                .judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
+            counting: Counting {
+                fail_on: settings.fail_on(),
+                secrets: args.secrets.mode(),
+                waived: options::waived(),
+                budget: settings.budget(),
+            },
+            baselines,
+            runtime: Runtime {
+                threads,
+                progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
+                cache_dir: (!args.no_cache).then(|| cache_dir.clone()),
+                stats: Some(stats.clone()),
+                row_memory: Some(row_memory),
+            },
+            signatures: prepared.signatures.clone(),
+            share_key: args.partition.and_then(|_| super::merge::share_key()),
+        };
+        let report = match cache {
+            Some(cache) => suite.check_with_cache(&opts, cache)?,
+            None => suite.check(&opts)?,
+        };
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        Ok(Judged {
+            report,
+            stats,
+            left_out,
+            discovered,
+            judged: started.elapsed() - discovered,
+        })
+    })?
+}
+
+/// The run's warnings and its rows', on stderr (URLs' credentials redacted, controls escaped).
+fn print_warnings(report: &report::Report, err: &mut dyn Write) {
+    for w in &report.warnings {
+        let w = tracereplay::paths::redact_urls_in(w);
+        let _ = writeln!(err, "warning: {}", report::escape_controls(&w));
+    }
+    if report.results.metas().any(|m| m.has_warnings) {
+        for row in report.results.summaries() {
+            for w in &row.warnings {
+                let _ = writeln!(err, "warning: {}", report::escape_controls(w));
+            }
+        }
+    }
+}
+
+/// How the run was made, for its HTML report.
+fn html_context(
+    args: &CheckArgs,
+    settings: &Settings,
+    report: &report::Report,
+) -> report::html::HtmlContext {
+    report::html::HtmlContext {
+        exit_code: if report.is_failure() {
+            exit::FAILURE
+        } else {
+            exit::OK
+        },
+        flags: judging_flags(args, settings),
+        generated: Some(report::html::generated_now()),
+        limits: args.judging.limits.limits(),
+        waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
+        raw_prompts: args.judging.allow_raw_prompts,
+    }
+}
+
+/// Writes every file the run also writes — each format's, through its exporter; the OTLP
+/// endpoint; the run folder — and returns what could not be written, in words. A file that
+/// cannot be written fails the run (exit 2), but only after the report is shown: the results
+/// are never lost with it, and what existed before stays as it was. A full disk is never a mere
+/// warning, even for the cache or a pending baseline file.
+fn write_files(
+    args: &CheckArgs,
+    report: &report::Report,
+    ctx: &ExportContext<'_>,
+    err: &mut dyn Write,
+) -> Vec<String> {
+    let mut not_written: Vec<String> = Vec::new();
+    for format in Format::ALL {
+        if let Some(path) = args.also_written(format) {
+            let exporter = format.exporter();
+            if let Err(e) =
+                write_atomic_streaming(path, &mut |out| exporter.export(report, ctx, out))
+            {
+                not_written.push(format!(
+                    "cannot write the {} to `{path}`: {e}",
+                    exporter.what()
+                ));
+            }
+        }
+    }
+    if let Some(endpoint) = args.otlp_endpoint.as_deref() {
+        not_written.extend(super::otlp::send_to(report, ctx, endpoint));
+    }
+    if let Some(dir) = &args.artifacts {
+        match report::runfolder::write(dir, report, ctx) {
+            Ok((run, problems)) => {
+                for p in problems {
+                    let _ = writeln!(err, "warning: {}", report::escape_controls(&p));
+                }
+                let _ = writeln!(err, "run folder: {run}");
+            }
+            Err(e) => not_written.push(format!("cannot write the run folder under `{dir}`: {e}")),
+        }
+    }
+    not_written.extend(
+        (report.failed_writes.iter())
+            .filter(|f| f.disk_full)
+            .map(|f| format!("the disk is full: {}", f.message)),
+    );
+    not_written
+}
+
+/// In GitHub Actions, the annotations come with the Markdown summary on the job's page: it is
+/// appended to `GITHUB_STEP_SUMMARY` (a warning when it cannot be).
+fn append_step_summary(report: &report::Report, ctx: &ExportContext<'_>, err: &mut dyn Write) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            Format::Markdown.export(report, ctx, &mut w)?;
+            w.flush()
+        });
+    if let Err(e) = appended {
+        let _ = writeln!(
+            err,
+            "warning: cannot append the summary to `GITHUB_STEP_SUMMARY` ({}): {e}",
+            path.to_string_lossy()
+        );
+    }
+}
+
+/// Writes the signed in-toto record of the run's verdicts (`--attest`).
+fn attest(
+    args: &CheckArgs,
+    settings: &Settings,
+    (report, code): (&report::Report, i32),
+    (path, key): (&camino::Utf8PathBuf, &tracereplay::sign::keys::SigningKey),
+    trusted_keys: Vec<String>,
+) -> anyhow::Result<()> {
+    let facts = tracereplay::sign::attest::RunFacts {
+        options: judging_flags(args, settings),
+        trusted_keys,
+        exit_code: code,
+        time: Some(report::html::report_time_nanos() / 1_000_000_000),
+        commit: super::sign::current_commit(),
+        run_id: settings.run_id().map(str::to_owned),
+    };
+    let statement = tracereplay::sign::attest::statement(report, facts);
+    let text = tracereplay::sign::attest::sign(&statement, key);
+    write_atomic_streaming(path, &mut |w| w.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot write the attestation to `{path}`"))?;
+    diag!("attestation: {path} (signed by key {})", key.key_id());
+    Ok(())
 }
 
 /// The options of this run that change how traces are judged or what fails the run, as flags
