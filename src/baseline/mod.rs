@@ -5,9 +5,16 @@ mod set;
 mod store;
 
 pub mod usage;
-pub use behaviour::*;
-pub use set::*;
-pub use store::*;
+pub use behaviour::{
+    ApprovalRecord, ArtifactRecord, Behaviour, CallRecord, MessageRecord, UsageRecord, canonical,
+    normalize_artifact_path, oracle_key, recorded_result_hash, result_hash,
+};
+pub use set::{Approved, BaselineSet, SET_FORMAT, SET_VERSION, SetTrial};
+pub use store::{
+    APPROVED_SUFFIX, BASELINE_FORMAT, BASELINE_VERSION, BaselineError, BaselineFile, BaselineStore,
+    DELETED_SUFFIX, MAX_BASELINE_BYTES, MAX_SEGMENT_BYTES, NEW_SUFFIX, StoredCase, decode_segment,
+    encode_segment, encode_trace_segment,
+};
 
 #[cfg(test)]
 mod properties_tests;

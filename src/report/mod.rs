@@ -23,5 +23,8 @@ pub mod usage;
 pub use escape::{escape_controls, markdown_cell};
 pub use export::{ExportContext, Exporter, Format};
 pub use fail_on::{FailOn, verdict_blocks};
-pub use model::*;
+pub use model::{
+    DriftCategory, DriftFinding, FailedWrite, ObsoleteBaseline, Partition, Report, ResultRow,
+    RowError, RowErrorKind, RowSummary, RowVerdict, SCHEMA_VERSION, Source, Summary, ToolInfo,
+};
 pub use store::{RowMeta, Rows};

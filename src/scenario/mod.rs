@@ -8,4 +8,4 @@ mod model;
 pub use load::{
     FileResult, LoadedScenarios, MAX_SCENARIO_BYTES, ScenarioError, load_file, load_scenarios,
 };
-pub use model::*;
+pub use model::{Expected, OracleSpec, Risk, Scenario, field, metadata_string, scalar_string};

@@ -19,7 +19,11 @@ mod write;
 pub use error::TraceError;
 pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 pub use json::{Json, Str};
-pub use model::*;
+pub use model::{
+    Args, Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Finish, Header, Inference,
+    InferenceOutput, KNOWN_KINDS, Phase, PlannedCall, Privacy, PromptRef, RunStatus, Runtime,
+    ToolCallRef, Trace, Usage, normalize_kind, squash,
+};
 pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
 #[cfg_attr(not(feature = "replay"), allow(unused_imports))] // the recorder's

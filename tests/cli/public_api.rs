@@ -236,3 +236,14 @@ fn the_lister_sees_what_is_public_and_nothing_test_only() {
     );
     assert!(!api.contains("_tests"), "a test module is listed");
 }
+
+#[test]
+fn no_glob_re_exports() {
+    // Every re-export names what it exports, so the surface is what the snapshot lists and an
+    // item added to a module does not become public by the way.
+    let api = public_api();
+    let globs: Vec<&str> = (api.lines())
+        .filter(|l| l.starts_with("use ") && l.contains('*'))
+        .collect();
+    assert!(globs.is_empty(), "glob re-exports: {globs:#?}");
+}
