@@ -295,17 +295,7 @@ pub(crate) async fn forward(
     r
 }
 
-/// The error and its causes, in one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
+use crate::common::error_chain;
 
 /// What an exchange records when it ends.
 struct Done {

@@ -39,6 +39,34 @@ pub trait Exporter: Sync {
     ) -> std::io::Result<()>;
 }
 
+/// Implements [`Exporter`] for a format's unit struct: `exporter!(Json, "JSON report",
+/// Some("report.json"), |report, ctx, out| render(report, out));` — what it writes, its
+/// run-folder file and the writing — in the format's own file.
+macro_rules! exporter {
+    ($name:ident, $what:literal, $file:expr,
+     |$report:ident, $ctx:pat_param, $out:ident| $body:expr) => {
+        impl $crate::report::Exporter for $name {
+            fn what(&self) -> &'static str {
+                $what
+            }
+
+            fn file_name(&self) -> Option<&'static str> {
+                $file
+            }
+
+            fn export(
+                &self,
+                $report: &$crate::report::Report,
+                $ctx: &$crate::report::ExportContext<'_>,
+                $out: &mut dyn std::io::Write,
+            ) -> std::io::Result<()> {
+                $body
+            }
+        }
+    };
+}
+pub(crate) use exporter;
+
 /// Every report format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]

@@ -199,24 +199,9 @@ fn collect(report: &Report, a: &mut Annotations) {
 /// The GitHub annotations as a [`super::Exporter`].
 pub struct Github;
 
-impl super::Exporter for Github {
-    fn what(&self) -> &'static str {
-        "GitHub annotations"
-    }
-
-    fn file_name(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        _: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        render(report, out)
-    }
-}
+super::export::exporter!(Github, "GitHub annotations", None, |report, _, out| render(
+    report, out
+));
 
 #[cfg(test)]
 mod tests {

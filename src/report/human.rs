@@ -401,24 +401,9 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
 /// The human report as a [`super::Exporter`].
 pub struct Human;
 
-impl super::Exporter for Human {
-    fn what(&self) -> &'static str {
-        "human report"
-    }
-
-    fn file_name(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        ctx: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        render(report, ctx.human, out)
-    }
-}
+super::export::exporter!(Human, "human report", None, |report, ctx, out| render(
+    report, ctx.human, out
+));
 
 #[cfg(test)]
 mod tests {

@@ -14,21 +14,9 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 /// The JSON report as a [`super::Exporter`].
 pub struct Json;
 
-impl super::Exporter for Json {
-    fn what(&self) -> &'static str {
-        "JSON report"
-    }
-
-    fn file_name(&self) -> Option<&'static str> {
-        Some("report.json")
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        _: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        render(report, out)
-    }
-}
+super::export::exporter!(
+    Json,
+    "JSON report",
+    Some("report.json"),
+    |report, _, out| render(report, out)
+);

@@ -321,21 +321,9 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 /// The JUnit report as a [`super::Exporter`].
 pub struct Junit;
 
-impl super::Exporter for Junit {
-    fn what(&self) -> &'static str {
-        "JUnit report"
-    }
-
-    fn file_name(&self) -> Option<&'static str> {
-        Some("junit.xml")
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        _: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        render(report, out)
-    }
-}
+super::export::exporter!(
+    Junit,
+    "JUnit report",
+    Some("junit.xml"),
+    |report, _, out| render(report, out)
+);

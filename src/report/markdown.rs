@@ -244,21 +244,9 @@ fn row_line(r: &super::model::ResultRow) -> String {
 /// The Markdown summary as a [`super::Exporter`].
 pub struct Markdown;
 
-impl super::Exporter for Markdown {
-    fn what(&self) -> &'static str {
-        "Markdown summary"
-    }
-
-    fn file_name(&self) -> Option<&'static str> {
-        Some("report.md")
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        _: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        render(report, out)
-    }
-}
+super::export::exporter!(
+    Markdown,
+    "Markdown summary",
+    Some("report.md"),
+    |report, _, out| render(report, out)
+);

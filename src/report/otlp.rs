@@ -157,22 +157,7 @@ pub fn render(
 /// The OpenTelemetry logs as a [`super::Exporter`].
 pub struct Otlp;
 
-impl super::Exporter for Otlp {
-    fn what(&self) -> &'static str {
-        "OpenTelemetry logs"
-    }
-
-    fn file_name(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        ctx: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        let time = (ctx.time_unix_nano).unwrap_or_else(super::html::report_time_nanos);
-        render(report, &otel_ids(report, ctx.limits), time, out)
-    }
-}
+super::export::exporter!(Otlp, "OpenTelemetry logs", None, |report, ctx, out| {
+    let time = (ctx.time_unix_nano).unwrap_or_else(super::html::report_time_nanos);
+    render(report, &otel_ids(report, ctx.limits), time, out)
+});

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use super::collect_python::traces;
 use super::replay::Server;
 use crate::util::*;
 
@@ -110,7 +111,7 @@ fn the_js_sdk_exports_json_spans_and_log_records_to_collect_and_the_run_is_what_
     std::thread::sleep(std::time::Duration::from_millis(900));
     let (code, said) = collect.finish(&[]);
     assert_eq!(code, 0, "{said}");
-    let collected = decoded_traces(&env, "collected");
+    let collected = traces(&env, "collected");
     assert_eq!(collected.len(), 1, "{said}");
     let ingested = env.run(&[
         "ingest",
@@ -123,7 +124,7 @@ fn the_js_sdk_exports_json_spans_and_log_records_to_collect_and_the_run_is_what_
     ]);
     assert_eq!(ingested.code, 0, "{}{}", ingested.stdout, ingested.stderr);
     // The same bytes but for the importer's name: `collect` of JSON says `otlp-json` too.
-    assert_eq!(collected, decoded_traces(&env, "ingested"));
+    assert_eq!(collected, traces(&env, "ingested"));
     let text = String::from_utf8(collected[0].1.clone()).unwrap();
     assert_eq!(text.matches(r#""input_h":"b3:"#).count(), 2, "{text}");
     assert_eq!(text.matches(r#""system_h":"b3:"#).count(), 2, "{text}");
@@ -138,14 +139,4 @@ fn the_js_sdk_exports_json_spans_and_log_records_to_collect_and_the_run_is_what_
         !text.contains("What is the weather") && !text.contains("You answer weather"),
         "{text}"
     );
-}
-
-/// The traces under `dir`: (relative path, decompressed bytes).
-fn decoded_traces(env: &Env, dir: &str) -> Vec<(String, Vec<u8>)> {
-    (files_under(&env.path(dir)).into_iter())
-        .map(|f| {
-            let bytes = zstd::decode_all(&env.read(&format!("{dir}/{f}"))[..]).unwrap();
-            (f, bytes)
-        })
-        .collect()
 }

@@ -162,7 +162,7 @@ fn run_agent(
 }
 
 /// The traces under `dir`: (relative path, decompressed bytes).
-fn traces(env: &Env, dir: &str) -> Vec<(String, Vec<u8>)> {
+pub(super) fn traces(env: &Env, dir: &str) -> Vec<(String, Vec<u8>)> {
     (files_under(&env.path(dir)).into_iter())
         .map(|f| {
             let bytes = zstd::decode_all(&env.read(&format!("{dir}/{f}"))[..]).unwrap();

@@ -292,6 +292,22 @@ impl LogIndex {
             .sum()
     }
 
+    /// Warns in `outcome` of the records whose trace `known` does not know: they name no span
+    /// of the input and are not used.
+    pub(crate) fn warn_unmatched(
+        &self,
+        known: &dyn Fn(&str) -> bool,
+        outcome: &mut crate::ingest::IngestOutcome,
+    ) {
+        let unmatched = self.unmatched(known);
+        if unmatched > 0 {
+            outcome.warn(
+                "input",
+                format!("{unmatched} log record(s) name a trace none of whose spans is in this input: not used"),
+            );
+        }
+    }
+
     /// Gives each of `spans` what the records naming it carry ([`fold`]).
     pub(crate) fn apply(&self, spans: &mut [Span]) {
         for span in spans.iter_mut() {

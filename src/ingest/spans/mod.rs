@@ -289,13 +289,7 @@ pub(crate) fn ingest(
     for s in read.spans {
         by_trace.entry(s.trace_id.clone()).or_default().push(s);
     }
-    let unmatched = read.logs.unmatched(&|id| by_trace.contains_key(id));
-    if unmatched > 0 {
-        outcome.warn(
-            "input",
-            format!("{unmatched} log record(s) name a trace none of whose spans is in this input: not used"),
-        );
-    }
+    (read.logs).warn_unmatched(&|id| by_trace.contains_key(id), outcome);
     read.logs.join(logs);
     for spans in by_trace.values_mut() {
         read.logs.apply(spans);

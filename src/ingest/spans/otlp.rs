@@ -219,13 +219,7 @@ pub(crate) fn ingest_streaming(
         docs
     };
     let mut built = IngestOutcome::default();
-    let unmatched = first.logs.unmatched(&|id| counts.contains_key(id));
-    if unmatched > 0 {
-        built.warn(
-            "input",
-            format!("{unmatched} log record(s) name a trace none of whose spans is in this input: not used"),
-        );
-    }
+    (first.logs).warn_unmatched(&|id| counts.contains_key(id), &mut built);
     first.logs.join(logs);
     let (format, opts) = (crate::ingest::Format::OtlpJson, opts.clone());
     let mut stream = Stream::new(format, opts, counts, std::mem::take(&mut first.logs));

@@ -407,27 +407,15 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
 /// The HTML report as a [`super::Exporter`].
 pub struct Html;
 
-impl super::Exporter for Html {
-    fn what(&self) -> &'static str {
-        "HTML report"
+crate::report::export::exporter!(
+    Html,
+    "HTML report",
+    Some("report.html"),
+    |report, ctx, out| match ctx.html {
+        Some(html) => render(report, html, out),
+        None => render(report, &HtmlContext::of(report, ctx.limits), out),
     }
-
-    fn file_name(&self) -> Option<&'static str> {
-        Some("report.html")
-    }
-
-    fn export(
-        &self,
-        report: &Report,
-        ctx: &super::ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        match ctx.html {
-            Some(html) => render(report, html, out),
-            None => render(report, &HtmlContext::of(report, ctx.limits), out),
-        }
-    }
-}
+);
 
 #[cfg(test)]
 mod tests {
