@@ -116,7 +116,9 @@ impl OtlpLogs {
         }
         #[cfg(feature = "otlp-proto")]
         {
-            if spans::proto::is_trace_export(bytes) {
+            // A request with any record starts with its first `resource_logs` (field 1, bytes):
+            // anything else (text, say) is not tried as protobuf.
+            if bytes.first() != Some(&0x0a) || spans::proto::is_trace_export(bytes) {
                 return None;
             }
             let (kept, others) = spans::logs::read_proto(bytes).ok()?;

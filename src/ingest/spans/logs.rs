@@ -513,6 +513,9 @@ mod tests {
         assert_eq!((other.records(), other.others()), (1, 0));
         assert_eq!(one_trace(bare.to_string().as_bytes(), &other), expected);
         assert!(crate::ingest::collector::OtlpLogs::read(lines.as_bytes()).is_none());
+        for other in [&b"[{\"role\":\"user\"}]"[..], b"", b"\x0a\x02garbage"] {
+            assert!(crate::ingest::collector::OtlpLogs::read(other).is_none());
+        }
         // The first conventions' span events.
         let events = chat(
             serde_json::json!([op]),
