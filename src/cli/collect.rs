@@ -12,15 +12,19 @@ use super::exit;
 /// Runs `collect` until SIGINT, SIGTERM or SIGHUP; `Err` means exit 2; 1 when a run could not
 /// be written.
 pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    super::options::check_listen(args.listen, args.allow_remote, "can write traces")?;
-    let hasher = super::options::prompt_hasher("collect", args.unkeyed)?;
+    super::options::check_listen(
+        args.server.listen,
+        args.server.allow_remote,
+        "can write traces",
+    )?;
+    let hasher = super::options::prompt_hasher("collect", args.prompts.unkeyed)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
     let options = collect::CollectOptions {
         out: args.out.clone(),
         ingest: tracereplay::ingest::IngestOptions {
             hasher,
-            raw_opt_in: raw_prompts_opted_in(args.dev_raw_prompts),
+            raw_opt_in: raw_prompts_opted_in(args.prompts.dev_raw_prompts),
             scenario: args.scenario.clone(),
             case: None,
             name: None,
@@ -34,7 +38,7 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
         body_limit: 64 << 20,
         limits: args.limits.limits(),
     };
-    let receiving = collect::spawn(args.listen, options)?;
+    let receiving = collect::spawn(args.server.listen, options)?;
     writeln!(out, "listening on http://{}", receiving.addr)?;
     out.flush()?;
     let mut failed = 0usize;

@@ -66,14 +66,14 @@ pub(super) struct Session<'a> {
 
 /// Runs `ingest`; `Err` means exit 2.
 pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let hasher = super::options::prompt_hasher("ingest", args.unkeyed)?;
+    let hasher = super::options::prompt_hasher("ingest", args.prompts.unkeyed)?;
     for input in &args.inputs {
         if !tracereplay::remote::is_remote(input.as_str()) && !input.is_file() {
             bail!("`{input}` does not exist or is not a file");
         }
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out))?;
-    let raw_opt_in = raw_prompts_opted_in(args.dev_raw_prompts);
+    let raw_opt_in = raw_prompts_opted_in(args.prompts.dev_raw_prompts);
     if raw_opt_in {
         diag!(
             "note: raw prompt text goes to `*.prompts.ndjson` sidecars (developer opt-in via `--dev-raw-prompts` or `{RAW_OPT_IN_ENV}=1`); keep them out of version control"

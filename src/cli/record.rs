@@ -13,16 +13,16 @@ use super::exit;
 /// could not be written (a secret in it, a file in its place), 0 otherwise.
 pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     super::options::check_listen(
-        args.listen,
-        args.allow_remote,
+        args.server.listen,
+        args.server.allow_remote,
         "can spend the credentials its requests carry",
     )?;
     let upstream = proxy::check_upstream(&args.upstream, args.allow_insecure_upstream)
         .map_err(anyhow::Error::msg)?;
-    let hasher = super::options::prompt_hasher("record", args.unkeyed)?;
+    let hasher = super::options::prompt_hasher("record", args.prompts.unkeyed)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
-    let raw_prompts = raw_prompts_opted_in(args.dev_raw_prompts);
+    let raw_prompts = raw_prompts_opted_in(args.prompts.dev_raw_prompts);
     if raw_prompts {
         diag!(
             "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
@@ -39,7 +39,7 @@ pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         limits: args.limits.limits(),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
     };
-    let server = proxy::spawn(args.listen, options)?;
+    let server = proxy::spawn(args.server.listen, options)?;
     writeln!(out, "listening on http://{}", server.addr)?;
     out.flush()?;
     diag!(

@@ -15,7 +15,7 @@ pub(super) fn run(cmd: &ReplayCommand, out: &mut dyn Write) -> anyhow::Result<i3
 }
 
 fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
-    super::options::check_listen(args.listen, args.allow_remote, "is served")?;
+    super::options::check_listen(args.server.listen, args.server.allow_remote, "is served")?;
     let scripts = load_all(&args.traces, args.limits.limits())?;
     // Each session hashes request inputs as its recording's prompts were hashed (the trace's
     // header says how): unkeyed recordings need nothing; keyed ones need the key they used.
@@ -106,7 +106,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
         );
     }
-    let running = tracereplay::replay::spawn(scripts, args.listen, options)?;
+    let running = tracereplay::replay::spawn(scripts, args.server.listen, options)?;
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {

@@ -64,12 +64,9 @@ pub(crate) struct IngestArgs {
     /// own expectations, for a person to review.
     #[arg(long)]
     pub emit_scenarios: bool,
-    /// Write unkeyed `b3:` prompt hashes instead of requiring `TRACEREPLAY_HASH_KEY`.
-    #[arg(long)]
-    pub unkeyed: bool,
-    /// Developer opt-in: also write raw prompt text to `NAME.prompts.ndjson` sidecars.
-    #[arg(long)]
-    pub dev_raw_prompts: bool,
+    /// How prompts are hashed.
+    #[command(flatten)]
+    pub prompts: super::record::PromptArgs,
     /// Print only each input's summary line and the problems, not a line per trace.
     #[arg(short, long)]
     pub quiet: bool,

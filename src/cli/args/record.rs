@@ -17,13 +17,9 @@ pub(crate) struct RecordArgs {
     /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial.
     #[arg(long, value_name = "DIR")]
     pub out: Utf8PathBuf,
-    /// Where to listen (port 0 picks a free port).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    pub listen: std::net::SocketAddr,
-    /// Allow listening on an address other than loopback (anyone who reaches it can spend the
-    /// credentials its requests carry).
-    #[arg(long)]
-    pub allow_remote: bool,
+    /// Where it listens.
+    #[command(flatten)]
+    pub server: ListenArgs,
     /// Allow a plain-HTTP upstream that is not on loopback (credentials would cross the network
     /// unencrypted).
     #[arg(long)]
@@ -39,19 +35,40 @@ pub(crate) struct RecordArgs {
     /// out (recorded as an `error` event, answered 504).
     #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_secs)]
     pub upstream_timeout: std::time::Duration,
-    /// Hash prompts unkeyed (plain BLAKE3) instead of with the key in `TRACEREPLAY_HASH_KEY`.
-    #[arg(long)]
-    pub unkeyed: bool,
-    /// Developer opt-in: also write the raw text of each hashed request input to a
-    /// `NAME.prompts.ndjson` sidecar beside the recording (never into the trace or a log).
-    #[arg(long)]
-    pub dev_raw_prompts: bool,
+    /// How prompts are hashed.
+    #[command(flatten)]
+    pub prompts: PromptArgs,
     /// Size limits of each session's recording.
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Signing of the recordings.
     #[command(flatten)]
     pub signing: super::SigningArgs,
+}
+
+/// Where a server (`record`, `collect`, `replay serve`) listens.
+#[derive(Debug, Args)]
+pub(crate) struct ListenArgs {
+    /// Where to listen (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow listening on an address other than loopback: anyone who reaches it is served,
+    /// can have traces written, and can spend the credentials its requests carry.
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+/// How prompts are hashed by what records (`record`, `collect`, `ingest`).
+#[derive(Debug, Args)]
+pub(crate) struct PromptArgs {
+    /// Hash prompts unkeyed (plain BLAKE3, `b3:`) instead of with the key in
+    /// `TRACEREPLAY_HASH_KEY`.
+    #[arg(long)]
+    pub unkeyed: bool,
+    /// Developer opt-in: also write the raw text of each hashed prompt to a
+    /// `NAME.prompts.ndjson` sidecar beside its trace (never into the trace or a log).
+    #[arg(long)]
+    pub dev_raw_prompts: bool,
 }
 
 pub(crate) fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
@@ -70,12 +87,9 @@ pub(crate) struct CollectArgs {
     /// names the runs of an OTLP export.
     #[arg(long, value_name = "DIR")]
     pub out: Utf8PathBuf,
-    /// Where to listen (port 0 picks a free port).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    pub listen: std::net::SocketAddr,
-    /// Allow listening on an address other than loopback.
-    #[arg(long)]
-    pub allow_remote: bool,
+    /// Where it listens.
+    #[command(flatten)]
+    pub server: ListenArgs,
     /// Write a run that has had no span for SECS seconds, root span or not.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub idle: Option<std::time::Duration>,
@@ -92,12 +106,9 @@ pub(crate) struct CollectArgs {
     /// The scenario of every run (else named from the spans: the agent, or the root span).
     #[arg(long)]
     pub scenario: Option<String>,
-    /// Hash prompts unkeyed (plain BLAKE3) instead of with the key in `TRACEREPLAY_HASH_KEY`.
-    #[arg(long)]
-    pub unkeyed: bool,
-    /// Developer opt-in: also write the raw text of each hashed prompt to a sidecar.
-    #[arg(long)]
-    pub dev_raw_prompts: bool,
+    /// How prompts are hashed.
+    #[command(flatten)]
+    pub prompts: PromptArgs,
     /// Size limits of each run's trace.
     #[command(flatten)]
     pub limits: LimitArgs,

@@ -20,12 +20,9 @@ pub(crate) struct ReplayServeArgs {
     /// Traces, or directories of traces, to serve (one session per scenario and case).
     #[arg(value_name = "TRACE", required = true)]
     pub traces: Vec<Utf8PathBuf>,
-    /// Where to listen (port 0 picks a free port).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    pub listen: std::net::SocketAddr,
-    /// Allow listening on an address other than loopback (anyone who reaches it is served).
-    #[arg(long)]
-    pub allow_remote: bool,
+    /// Where it listens.
+    #[command(flatten)]
+    pub server: super::record::ListenArgs,
     /// Stop once every session was finished (`POST /tracereplay/v1/finish`).
     #[arg(long)]
     pub exit_when_finished: bool,
