@@ -99,7 +99,7 @@ impl OtlpLogs {
         let mut logs = OtlpLogs::default();
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
         if first == Some(&b'{') {
-            let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+            let has = |needle: &[u8]| memchr::memmem::find(bytes, needle).is_some();
             if !has(b"\"resourceLogs\"") || has(b"\"resourceSpans\"") {
                 return None;
             }

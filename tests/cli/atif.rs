@@ -194,14 +194,8 @@ fn an_exported_trace_is_a_valid_atif_trajectory_and_the_round_trip_keeps_what_a_
 
 #[test]
 fn the_recording_docs_atif_example_runs_as_written() {
-    let docs = std::fs::read_to_string(
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
-    )
-    .unwrap();
-    let start = docs
-        .find("## Trajectories in ATIF")
-        .expect("the ATIF section");
-    let block = fenced_blocks(&docs[start..], "```sh\n").remove(0);
+    let docs = recording_docs_from("## Trajectories in ATIF");
+    let block = fenced_blocks(&docs, "```sh\n").remove(0);
     let env = Env::new();
     env.write("trajectory.json", py(BUILD, None));
     // A scenario for the run, so that `check` judges it.

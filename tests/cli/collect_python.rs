@@ -244,15 +244,7 @@ fn content_sent_as_the_older_per_message_events_reaches_its_inference_hashed() {
 /// demo's weather run through `OPENAI_BASE_URL`. Stopping the receiver writes its run.
 #[test]
 fn the_recording_docs_collect_example_runs_as_written() {
-    let docs = std::fs::read_to_string(
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
-    )
-    .unwrap();
-    let section = &docs[docs.find("## Receive OpenTelemetry").unwrap()..];
-    let shell = fenced_blocks(section, "```sh\n").remove(0);
-    let example = fenced_blocks(section, "```python\n").remove(0);
-    assert!(example.lines().count() <= 5, "{example}");
-    let line = shell.lines().next().unwrap();
+    let (line, example) = recording_docs_example("## Receive OpenTelemetry");
     assert!(line.starts_with("tracereplay collect "), "{line}");
     let env = Env::new();
     copy_demo(&env, false);

@@ -263,10 +263,7 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
 
 #[test]
 fn the_recording_docs_examples_run_as_written_for_each_sdk() {
-    let docs = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
-    )
-    .unwrap();
+    let docs = recording_docs_from("# Record an agent's runs");
     // The recorder's examples: those before the next sections' (collect, replay-then-live).
     let end = docs.find("## What is recorded").unwrap();
     let examples = fenced_blocks(&docs[..end], "```python\n");

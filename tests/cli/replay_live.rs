@@ -112,15 +112,7 @@ fn an_upstream_in_the_clear_is_refused_and_live_flags_need_an_upstream() {
 /// first inference, a note, then the model's answer, in one run.
 #[test]
 fn the_recording_docs_replay_then_live_example_runs_as_written() {
-    let docs = std::fs::read_to_string(
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
-    )
-    .unwrap();
-    let section = &docs[docs.find("## Same start, then live").unwrap()..];
-    let shell = fenced_blocks(section, "```sh\n").remove(0);
-    let example = fenced_blocks(section, "```python\n").remove(0);
-    assert!(example.lines().count() <= 5, "{example}");
-    let line = shell.lines().next().unwrap();
+    let (line, example) = recording_docs_example("## Same start, then live");
     let args: Vec<String> = (line.split_whitespace().skip(3))
         .map(|a| match a {
             a if a.starts_with("https:") => format!("{}/count", fake_upstream()),

@@ -260,3 +260,25 @@ pub(crate) fn fenced_blocks(text: &str, fence: &str) -> Vec<String> {
     }
     found
 }
+
+/// The text of `docs/recording.md` from the section headed `heading` on.
+pub(crate) fn recording_docs_from(heading: &str) -> String {
+    let docs = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/recording.md"),
+    )
+    .unwrap();
+    let start = docs
+        .find(heading)
+        .unwrap_or_else(|| panic!("no `{heading}` in recording.md"));
+    docs[start..].to_owned()
+}
+
+/// The first shell line and the agent (at most five lines, as the docs promise) of the section
+/// of `docs/recording.md` headed `heading`.
+pub(crate) fn recording_docs_example(heading: &str) -> (String, String) {
+    let section = recording_docs_from(heading);
+    let shell = fenced_blocks(&section, "```sh\n").remove(0);
+    let example = fenced_blocks(&section, "```python\n").remove(0);
+    assert!(example.lines().count() <= 5, "{example}");
+    (shell.lines().next().unwrap().to_owned(), example)
+}
