@@ -13,10 +13,11 @@ use tracereplay::eval::{
     error_chain, judge_opened_file,
 };
 use tracereplay::paths::display_path;
-use tracereplay::report::{RowVerdict, Source};
+use tracereplay::report::human::HumanOptions;
+use tracereplay::report::{ExportContext, Format, RowVerdict, Source};
 use tracereplay::scenario::load_scenarios;
 
-use super::args::{DiffArgs, FormatArg};
+use super::args::DiffArgs;
 use super::settings::Settings;
 use super::{exit, options};
 
@@ -47,10 +48,14 @@ pub(super) fn run(
     for e in &mut report.entries {
         e.drift.iter_mut().for_each(|d| d.mask_secrets(&waived));
     }
-    match args.format {
-        FormatArg::Human => report.render_human(settings.use_color(), out)?,
-        FormatArg::Json => report.render_json(out)?,
-    }
+    let ctx = ExportContext {
+        human: HumanOptions {
+            color: settings.use_color(),
+            ..HumanOptions::default()
+        },
+        ..ExportContext::default()
+    };
+    Format::from(args.format).export(&report, &ctx, out)?;
     Ok(if !report.errors.is_empty() {
         exit::ERROR
     } else if report.has_drift() {

@@ -7,12 +7,12 @@ use rayon::prelude::*;
 use tracereplay::eval::error_chain;
 use tracereplay::paths::display_path;
 use tracereplay::privacy::lint::{
-    Finding, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
+    Finding, LintReport, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
 };
-use tracereplay::report::escape_controls;
+use tracereplay::report::{ExportContext, Format, escape_controls};
 use tracereplay::trace::{Seal, TraceError, parse_trace_with};
 
-use super::args::{FormatArg, LintArgs};
+use super::args::LintArgs;
 use super::exit;
 use super::options::ALLOW_FILE;
 
@@ -94,27 +94,9 @@ pub(super) fn run(
         args.allow_raw_prompts,
     ));
     findings.sort();
-    match args.format {
-        FormatArg::Json => {
-            serde_json::to_writer_pretty(&mut *out, &findings)?;
-            writeln!(out)?;
-        }
-        FormatArg::Human => {
-            for f in &findings {
-                let level = if f.fails { "error  " } else { "warning" };
-                let (at, message) = (f.located(), &f.message);
-                let (at, message) = (escape_controls(&at), escape_controls(message));
-                writeln!(out, "{level}  {at}\n      {message}")?;
-            }
-            writeln!(
-                out,
-                "{} finding(s), {} failing",
-                findings.len(),
-                findings.iter().filter(|f| f.fails).count()
-            )?;
-        }
-    }
-    Ok(if findings.iter().any(|f| f.fails) {
+    let lint = LintReport(findings);
+    Format::from(args.format).export(&lint, &ExportContext::default(), out)?;
+    Ok(if lint.failing() > 0 {
         exit::FAILURE
     } else {
         exit::OK

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::{Context, bail};
 use tracereplay::fsutil::write_atomic_streaming;
-use tracereplay::report::{self, SCHEMA_VERSION, compare};
+use tracereplay::report::{self, ExportContext, Format, SCHEMA_VERSION, compare};
 
 use super::args::ReportArgs;
 use super::exit;
@@ -26,19 +26,14 @@ pub(super) fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     };
     let (old, new) = (read(old_path)?, read(new_path)?);
     let c = compare::compare_runs(old_path.as_str(), &old, new_path.as_str(), &new);
-    if let Some(path) = &args.json {
-        write_atomic_streaming(path, &mut |w| {
-            serde_json::to_writer_pretty(&mut *w, &c)?;
-            w.write_all(b"\n")
-        })
-        .with_context(|| format!("cannot write `{path}`"))?;
+    let ctx = ExportContext::default();
+    for (format, path) in [(Format::Json, &args.json), (Format::Html, &args.html)] {
+        if let Some(path) = path {
+            write_atomic_streaming(path, &mut |w| format.export(&c, &ctx, w))
+                .with_context(|| format!("cannot write `{path}`"))?;
+        }
     }
-    if let Some(path) = &args.html {
-        let generated = report::html::generated_now();
-        write_atomic_streaming(path, &mut |w| compare::html::render(&c, &generated, w))
-            .with_context(|| format!("cannot write `{path}`"))?;
-    }
-    compare::render_text(&c, out)?;
+    Format::Human.export(&c, &ctx, out)?;
     Ok(match c.failure(args.allow_removed) {
         Some(why) => {
             writeln!(out, "fails: {why}")?;

@@ -29,6 +29,19 @@ pub struct Finding {
     pub fails: bool,
 }
 
+/// Everything `lint` found, sorted: the document its formats write (the JSON format writes the
+/// list itself).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct LintReport(pub Vec<Finding>);
+
+impl LintReport {
+    /// How many findings fail the run.
+    pub fn failing(&self) -> usize {
+        self.0.iter().filter(|f| f.fails).count()
+    }
+}
+
 impl Finding {
     /// `file:line  kind  fingerprint`, as both `check` and `lint` print it.
     pub fn located(&self) -> String {

@@ -1,13 +1,19 @@
-//! Report formats behind one trait: each format implements [`Exporter`] once, in its own file,
-//! and is one variant of [`Format`]. `check` (its `--format` and the files it also writes),
-//! `merge` and the run folder write every format through it, so a new format is one file, one
-//! variant and its arm in [`Format::exporter`].
+//! Report formats behind one trait: each format implements [`Exporter`] once per document it
+//! writes, in its own file, and is one variant of [`Format`]. The documents are the run's
+//! [`Report`], `diff`'s [`DiffReport`], `lint`'s [`LintReport`] and `report --compare`'s
+//! [`RunComparison`], each an [`Exportable`] that says which formats write it. `check` (its
+//! `--format` and the files it also writes), `diff`, `lint`, `merge`, `report --compare` and the
+//! run folder write every format through it, so a new format is one file, one variant and its
+//! arm in each document's [`Exportable::exporter`].
 
 use std::io::Write;
 
 use super::Report;
+use super::compare::RunComparison;
 use super::html::HtmlContext;
 use super::human::HumanOptions;
+use crate::diff::report::DiffReport;
+use crate::privacy::lint::LintReport;
 use crate::trace::Limits;
 
 /// What a format may need beyond the report: how the run was made and shown.
@@ -24,28 +30,23 @@ pub struct ExportContext<'a> {
     pub time_unix_nano: Option<u64>,
 }
 
-/// One report format.
-pub trait Exporter: Sync {
+/// One report format, for one kind of document (`D`, by default the run's [`Report`]).
+pub trait Exporter<D: ?Sized = Report>: Sync {
     /// What it writes, in words (`JSON report`): messages name it so.
     fn what(&self) -> &'static str;
     /// Its file's name in a run folder (`report.json`), when a run folder keeps it.
     fn file_name(&self) -> Option<&'static str>;
-    /// Writes `report` to `out`.
-    fn export(
-        &self,
-        report: &Report,
-        ctx: &ExportContext<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()>;
+    /// Writes `doc` to `out`.
+    fn export(&self, doc: &D, ctx: &ExportContext<'_>, out: &mut dyn Write) -> std::io::Result<()>;
 }
 
-/// Implements [`Exporter`] for a format's unit struct: `exporter!(Json, "JSON report",
-/// Some("report.json"), |report, ctx, out| render(report, out));` — what it writes, its
-/// run-folder file and the writing — in the format's own file.
+/// Implements [`Exporter`] of a document for a format's unit struct: `exporter!(Json for
+/// Report, "JSON report", Some("report.json"), |report, ctx, out| render(report, out));` —
+/// what it writes, its run-folder file and the writing — in the format's own file.
 macro_rules! exporter {
-    ($name:ident, $what:literal, $file:expr,
+    ($name:ident for $doc:ty, $what:literal, $file:expr,
      |$report:ident, $ctx:pat_param, $out:ident| $body:expr) => {
-        impl $crate::report::Exporter for $name {
+        impl $crate::report::Exporter<$doc> for $name {
             fn what(&self) -> &'static str {
                 $what
             }
@@ -56,7 +57,7 @@ macro_rules! exporter {
 
             fn export(
                 &self,
-                $report: &$crate::report::Report,
+                $report: &$doc,
                 $ctx: &$crate::report::ExportContext<'_>,
                 $out: &mut dyn std::io::Write,
             ) -> std::io::Result<()> {
@@ -99,7 +100,7 @@ impl Format {
         Format::Otlp,
     ];
 
-    /// The format's exporter.
+    /// The format's exporter of the run's report.
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
             Format::Human => &super::human::Human,
@@ -112,14 +113,77 @@ impl Format {
         }
     }
 
-    /// Writes `report` in this format (its exporter's [`Exporter::export`]).
-    pub fn export(
+    /// Writes `doc` in this format (its exporter's [`Exporter::export`]); a format that does
+    /// not write such documents is an [`std::io::ErrorKind::Unsupported`] error naming both.
+    pub fn export<D: Exportable>(
         self,
-        report: &Report,
+        doc: &D,
         ctx: &ExportContext<'_>,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        self.exporter().export(report, ctx, out)
+        match D::exporter(self) {
+            Some(exporter) => exporter.export(doc, ctx, out),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!("{} is not written as {self:?}", D::WHAT),
+            )),
+        }
+    }
+}
+
+/// A document the formats write, and which of them do.
+pub trait Exportable: Sized + 'static {
+    /// What it is, in words (`drift report`).
+    const WHAT: &'static str;
+    /// Its exporter in `format`, if that format writes it.
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>>;
+    /// The formats that write it, in [`Format::ALL`]'s order.
+    fn formats() -> Vec<Format> {
+        Format::ALL
+            .into_iter()
+            .filter(|f| Self::exporter(*f).is_some())
+            .collect()
+    }
+}
+
+impl Exportable for Report {
+    const WHAT: &'static str = "a run's report";
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+        Some(format.exporter())
+    }
+}
+
+impl Exportable for DiffReport {
+    const WHAT: &'static str = "a drift report";
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+        match format {
+            Format::Human => Some(&super::human::Human),
+            Format::Json => Some(&super::json::Json),
+            _ => None,
+        }
+    }
+}
+
+impl Exportable for LintReport {
+    const WHAT: &'static str = "lint findings";
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+        match format {
+            Format::Human => Some(&super::human::Human),
+            Format::Json => Some(&super::json::Json),
+            _ => None,
+        }
+    }
+}
+
+impl Exportable for RunComparison {
+    const WHAT: &'static str = "a comparison of two runs";
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+        match format {
+            Format::Human => Some(&super::human::Human),
+            Format::Json => Some(&super::json::Json),
+            Format::Html => Some(&super::html::Html),
+            _ => None,
+        }
     }
 }
 
@@ -140,5 +204,25 @@ mod tests {
             files,
             ["report.json", "junit.xml", "report.md", "report.html"]
         );
+    }
+
+    #[test]
+    fn each_document_says_which_formats_write_it_and_the_others_are_refused() {
+        assert_eq!(Report::formats(), Format::ALL);
+        assert_eq!(DiffReport::formats(), [Format::Human, Format::Json]);
+        assert_eq!(LintReport::formats(), [Format::Human, Format::Json]);
+        assert_eq!(
+            RunComparison::formats(),
+            [Format::Human, Format::Json, Format::Html]
+        );
+        let err = Format::Junit
+            .export(
+                &DiffReport::default(),
+                &ExportContext::default(),
+                &mut Vec::new(),
+            )
+            .unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
+        assert_eq!(err.to_string(), "a drift report is not written as Junit");
     }
 }

@@ -199,7 +199,8 @@ fn collect(report: &Report, a: &mut Annotations) {
 /// The GitHub annotations as a [`super::Exporter`].
 pub struct Github;
 
-super::export::exporter!(Github, "GitHub annotations", None, |report, _, out| render(
+super::export::exporter!(
+Github for super::Report, "GitHub annotations", None, |report, _, out| render(
     report, out
 ));
 

@@ -401,9 +401,38 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
 /// The human report as a [`super::Exporter`].
 pub struct Human;
 
-super::export::exporter!(Human, "human report", None, |report, ctx, out| render(
+super::export::exporter!(
+Human for super::Report, "human report", None, |report, ctx, out| render(
     report, ctx.human, out
 ));
+
+super::export::exporter!(
+    Human for crate::diff::report::DiffReport,
+    "drift report",
+    None,
+    |report, ctx, out| report.render_human(ctx.human.color, out)
+);
+
+super::export::exporter!(
+    Human for crate::privacy::lint::LintReport,
+    "lint findings",
+    None,
+    |lint, _, out| {
+        for f in &lint.0 {
+            let level = if f.fails { "error  " } else { "warning" };
+            let at = f.located();
+            writeln!(out, "{level}  {}\n      {}", esc(&at), esc(&f.message))?;
+        }
+        writeln!(out, "{} finding(s), {} failing", lint.0.len(), lint.failing())
+    }
+);
+
+super::export::exporter!(
+    Human for super::compare::RunComparison,
+    "comparison",
+    None,
+    |comparison, _, out| super::compare::render_text(comparison, out)
+);
 
 #[cfg(test)]
 mod tests {

@@ -322,7 +322,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 pub struct Junit;
 
 super::export::exporter!(
-    Junit,
+    Junit for super::Report,
     "JUnit report",
     Some("junit.xml"),
     |report, _, out| render(report, out)

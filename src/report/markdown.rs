@@ -245,7 +245,7 @@ fn row_line(r: &super::model::ResultRow) -> String {
 pub struct Markdown;
 
 super::export::exporter!(
-    Markdown,
+    Markdown for super::Report,
     "Markdown summary",
     Some("report.md"),
     |report, _, out| render(report, out)

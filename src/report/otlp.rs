@@ -157,7 +157,8 @@ pub fn render(
 /// The OpenTelemetry logs as a [`super::Exporter`].
 pub struct Otlp;
 
-super::export::exporter!(Otlp, "OpenTelemetry logs", None, |report, ctx, out| {
+super::export::exporter!(
+Otlp for super::Report, "OpenTelemetry logs", None, |report, ctx, out| {
     let time = (ctx.time_unix_nano).unwrap_or_else(super::html::report_time_nanos);
     render(report, &otel_ids(report, ctx.limits), time, out)
 });

@@ -510,13 +510,22 @@ pub(crate) enum FailOnArg {
     None,
 }
 
-/// `--format` of `diff`.
+/// `--format` of `diff` and `lint`: the formats that write their documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum FormatArg {
     /// For a person.
     Human,
     /// JSON.
     Json,
+}
+
+impl From<FormatArg> for Format {
+    fn from(arg: FormatArg) -> Format {
+        match arg {
+            FormatArg::Human => Format::Human,
+            FormatArg::Json => Format::Json,
+        }
+    }
 }
 
 /// `pack` flags.

@@ -81,7 +81,12 @@ pub fn report_time_nanos() -> u64 {
 
 /// The time to print as the report's ([`report_time_nanos`]), to the second.
 pub fn generated_now() -> String {
-    let secs = report_time_nanos() / 1_000_000_000;
+    generated_at(report_time_nanos())
+}
+
+/// A time in nanoseconds since the Unix epoch as the report prints it, to the second.
+pub fn generated_at(time_unix_nano: u64) -> String {
+    let secs = time_unix_nano / 1_000_000_000;
     let stamp = super::stamp::utc_stamp(secs);
     // `20261201T181500Z` → `2026-12-01T18:15:00Z`
     format!(
@@ -408,13 +413,24 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
 pub struct Html;
 
 crate::report::export::exporter!(
-    Html,
+    Html for super::Report,
     "HTML report",
     Some("report.html"),
     |report, ctx, out| match ctx.html {
         Some(html) => render(report, html, out),
         None => render(report, &HtmlContext::of(report, ctx.limits), out),
     }
+);
+
+crate::report::export::exporter!(
+    Html for super::compare::RunComparison,
+    "HTML comparison",
+    None,
+    |comparison, ctx, out| super::compare::html::render(
+        comparison,
+        &generated_at(ctx.time_unix_nano.unwrap_or_else(report_time_nanos)),
+        out
+    )
 );
 
 #[cfg(test)]
