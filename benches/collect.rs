@@ -67,7 +67,7 @@ fn main() {
     let options = tracereplay::replay::collect::CollectOptions {
         out: out.clone(),
         ingest: tracereplay::ingest::IngestOptions {
-            hasher: tracereplay::privacy::PromptHasher::unkeyed(),
+            hasher: tracereplay::trace::PromptHasher::unkeyed(),
             raw_opt_in: false,
             scenario: None,
             case: None,

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use tracereplay::privacy::PromptHasher;
+use tracereplay::trace::PromptHasher;
 use tracereplay::trace::{
     Args, EventBody, Header, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str,
     TraceWriter, Usage,

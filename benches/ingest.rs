@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 use tracereplay::ingest::{Format, IngestOptions, ingest};
-use tracereplay::privacy::PromptHasher;
+use tracereplay::trace::PromptHasher;
 
 fn main() {
     divan::main();

@@ -182,7 +182,7 @@ fn main() {
     let options = tracereplay::replay::proxy::Options {
         upstream: up.clone(),
         out: out.clone(),
-        hasher: tracereplay::privacy::PromptHasher::unkeyed(),
+        hasher: tracereplay::trace::PromptHasher::unkeyed(),
         raw_prompts: false,
         trial: None,
         idle: None,

@@ -17,9 +17,8 @@ use tracereplay::ingest::{
 };
 use tracereplay::paths::display_path;
 use tracereplay::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
-use tracereplay::trace::Limits;
+use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, at_destination};
 
-use super::options::{AtDestination, at_destination, not_replaced};
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 
@@ -61,6 +60,10 @@ pub(super) struct Session<'a> {
     written: HashMap<Utf8PathBuf, String>,
     /// Files this run wrote, made durable at its end.
     durable: Vec<Utf8PathBuf>,
+    /// Whether the developer opted in to raw-prompt sidecars.
+    raw_prompts: bool,
+    /// Secret fingerprints `.tracereplay-allow` waives.
+    waived: std::collections::HashSet<String>,
     pub(super) out: &'a mut dyn Write,
 }
 
@@ -86,6 +89,8 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         signer: super::sign::signer(&args.signing)?,
         written: HashMap::new(),
         durable: Vec::new(),
+        raw_prompts: raw_opt_in,
+        waived: super::options::waived(),
         out,
     };
     let opts = IngestOptions {
@@ -260,21 +265,63 @@ impl Session<'_> {
                 claimed.push((run, dest));
             }
         }
-        let on_disk: Vec<AtDestination> = claimed
+        // What stands at each name, and the secret rule over what would be written: checked
+        // for all of the input's runs before any is written.
+        let raw = self.raw_prompts;
+        let waived = &self.waived;
+        let checked: Vec<Result<AtDestination, PlaceError>> = claimed
             .par_iter()
-            .map(|(run, dest)| at_destination(dest, &run.trace.content_hash, Limits::default()))
+            .map(|(run, dest)| {
+                run.trace.refuse_secrets(raw, waived)?;
+                Ok(at_destination(
+                    dest,
+                    &run.trace.content_hash,
+                    Limits::default(),
+                ))
+            })
             .collect();
-        for ((run, dest), there) in claimed.iter().zip(&on_disk) {
-            if let (AtDestination::Different(h), false) = (there, args.force) {
-                refusals.push(not_replaced(dest, h.as_deref(), &run.trace.content_hash));
-            }
+        let mut on_disk = Vec::with_capacity(checked.len());
+        // Whether a run could not be written as named (rather than for a secret it holds).
+        let mut named = !refusals.is_empty();
+        for ((run, dest), there) in claimed.iter().zip(checked) {
+            let refusal = match there {
+                Err(e) => Some(format!(
+                    "scenario `{}` case `{}`: {e}",
+                    run.scenario, run.case
+                )),
+                Ok(AtDestination::Different(existing)) if !args.force => {
+                    named = true;
+                    let e = PlaceError::Different {
+                        path: dest.clone(),
+                        existing,
+                        new: run.trace.content_hash.clone(),
+                    };
+                    Some(e.to_string())
+                }
+                Ok(there) => {
+                    on_disk.push(there);
+                    None
+                }
+            };
+            refusals.extend(refusal);
         }
         if !refusals.is_empty() {
             for r in &refusals {
                 diag!("error: `{input}`: {r}");
             }
+            let (why, fix) = if named {
+                (
+                    "could not be written as named",
+                    "name the runs apart with `--name` or `--case`, then ingest it again",
+                )
+            } else {
+                (
+                    "would write a secret",
+                    "remove each secret from the recording, or waive a false positive, then ingest it again",
+                )
+            };
             diag!(
-                "error: `{input}`: nothing of it was written ({} of its {} run(s) could not be written as named); name the runs apart with `--name` or `--case`, then ingest it again",
+                "error: `{input}`: nothing of it was written ({} of its {} run(s) {why}); {fix}",
                 refusals.len(),
                 outcome.runs.len()
             );
@@ -295,7 +342,11 @@ impl Session<'_> {
             .map(|((run, dest), there)| {
                 let (stored, bytes) = match there {
                     AtDestination::Same => (Stored::Unchanged, None),
-                    _ => (Stored::Written, Some(store(run, dest, confined)?)),
+                    // Not synced: the run syncs what it wrote at its end.
+                    _ => (
+                        Stored::Written,
+                        Some(run.trace.store(confined, dest, raw, false)?),
+                    ),
                 };
                 // What is sealed is signed, whether written now or before.
                 if let Some(key) = signer {
@@ -343,18 +394,14 @@ impl Session<'_> {
     }
 }
 
-/// Where a run's trace goes: `DIR/<scenario>/<case>.trace.ndjson.zst`, or for a trial of a
-/// case `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst`.
+/// Where a run's trace goes: its [`RunName::path`] under `-o DIR`.
 fn destination(args: &IngestArgs, run: &IngestedRun) -> Utf8PathBuf {
-    let dir = args.out.join(encode_trace_segment(&run.scenario));
-    match &run.trial {
-        None => dir.join(format!(
-            "{}.trace.ndjson.zst",
-            encode_trace_segment(&run.case)
-        )),
-        Some(t) => (dir.join(encode_trace_segment(&run.case)))
-            .join(format!("{}.trace.ndjson.zst", encode_trace_segment(t))),
-    }
+    let name = RunName {
+        scenario: &run.scenario,
+        case: &run.case,
+        trial: run.trial.as_deref(),
+    };
+    args.out.join(name.path())
 }
 
 /// What became of one run's trace.
@@ -362,24 +409,6 @@ enum Stored {
     Written,
     /// The same content was there already.
     Unchanged,
-}
-
-/// Writes one run's trace and its sidecar (not synced: the run syncs what it wrote at its end);
-/// the trace's stored bytes.
-fn store(
-    run: &IngestedRun,
-    dest: &Utf8Path,
-    confined: &tracereplay::fsutil::Confined,
-) -> anyhow::Result<Vec<u8>> {
-    let bytes = (run.trace.compress())
-        .and_then(|bytes| confined.write(dest, &bytes, false).map(|()| bytes))
-        .with_context(|| format!("cannot write `{dest}`"))?;
-    if let Some(sidecar) = &run.trace.sidecar {
-        let side = tracereplay::trace::sidecar_path(dest);
-        (confined.write(&side, sidecar, false))
-            .with_context(|| format!("cannot write `{side}`"))?;
-    }
-    Ok(bytes)
 }
 
 /// Signs the trace of `run` at `dest` with what the run already says of it (not synced: the run

@@ -9,8 +9,8 @@ use camino::Utf8PathBuf;
 use tracereplay::baseline::{BaselineFile, BaselineStore, Behaviour};
 use tracereplay::fsutil::Confined;
 use tracereplay::oracle::judge;
-use tracereplay::privacy::PromptHasher;
 use tracereplay::scenario::load_file;
+use tracereplay::trace::PromptHasher;
 use tracereplay::trace::{
     Args, EventBody, Header, Json, Limits, RunStatus, Str, TraceFile, TraceWriter, parse_trace,
 };

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use tracereplay::privacy::{KEY_ENV, key_id};
+use tracereplay::trace::{KEY_ENV, key_id};
 
 use super::args::KeyCommand;
 use super::exit;

@@ -170,13 +170,20 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
     };
     // A different trace at the destination is kept unless `--force`, as `ingest` keeps it.
     if dest != input {
-        use super::options::{AtDestination, at_destination};
+        use tracereplay::trace::{AtDestination, PlaceError, at_destination};
         match at_destination(dest, &content_hash, limits) {
             AtDestination::Same => {
                 return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
             }
-            AtDestination::Different(h) if !args.force => {
-                return Err(super::options::not_replaced(dest, h.as_deref(), &content_hash).into());
+            AtDestination::Different(existing) if !args.force => {
+                let path = dest.to_owned();
+                let new = content_hash;
+                return Err(PlaceError::Different {
+                    path,
+                    existing,
+                    new,
+                }
+                .into());
             }
             _ => {}
         }

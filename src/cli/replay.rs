@@ -22,11 +22,8 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let keyed: Vec<&tracereplay::replay::Script> = (scripts.iter())
         .filter(|s| s.hash_scheme.0 == "blake3-keyed")
         .collect();
-    let hasher = match (
-        tracereplay::privacy::PromptHasher::from_env(),
-        keyed.first(),
-    ) {
-        (_, None) => tracereplay::privacy::PromptHasher::unkeyed(),
+    let hasher = match (tracereplay::trace::PromptHasher::from_env(), keyed.first()) {
+        (_, None) => tracereplay::trace::PromptHasher::unkeyed(),
         (Some(h), Some(_)) => {
             if let Some(other) = keyed.iter().find(|s| {
                 s.hash_scheme
@@ -38,7 +35,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                     "`{}` was hashed with key `{}`, and `{}` holds key `{}`: replay it with the key it was recorded with",
                     other.path,
                     other.hash_scheme.1.as_deref().unwrap_or("?"),
-                    tracereplay::privacy::KEY_ENV,
+                    tracereplay::trace::KEY_ENV,
                     h.kid().unwrap_or("?")
                 );
             }
@@ -47,7 +44,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         (None, Some(first)) => anyhow::bail!(
             "`{}` was recorded with keyed prompt hashes: set `{}` to the key it used, so that request inputs hash alike",
             first.path,
-            tracereplay::privacy::KEY_ENV
+            tracereplay::trace::KEY_ENV
         ),
     };
     if let Some(dir) = &args.record {
@@ -56,11 +53,12 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         // writer winning. Refused, as `ingest` refuses two runs of one name.
         let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
         for s in &scripts {
-            let path = tracereplay::replay::place::recording_path(
-                &s.scenario,
-                &s.case,
-                args.trial.as_ref(),
-            );
+            let name = tracereplay::trace::RunName {
+                scenario: &s.scenario,
+                case: &s.case,
+                trial: args.trial.as_ref().map(|t| t.as_str()),
+            };
+            let path = name.path().into_string();
             if let Some(first) = by_path.insert(path.clone(), &s.path) {
                 anyhow::bail!(
                     "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",

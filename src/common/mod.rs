@@ -1,9 +1,10 @@
 //! Values several layers share, depending on nothing else of this crate: what kind of problem
 //! kept a row from being judged ([`RowErrorKind`]), money and counts as text, escaping of
-//! untrusted text, time stamps, and an error's chain as one line.
+//! untrusted text, time stamps, ids as path segments, and an error's chain as one line.
 
 pub mod money;
 mod row_error;
+pub mod segment;
 pub mod stamp;
 pub mod text;
 

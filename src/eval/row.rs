@@ -235,7 +235,7 @@ pub(crate) fn row_of_scripted(
         opts.baselines.policy(),
     );
     let ingest_opts = crate::ingest::IngestOptions {
-        hasher: crate::privacy::PromptHasher::unkeyed(),
+        hasher: crate::trace::PromptHasher::unkeyed(),
         raw_opt_in: false,
         scenario: None,
         case: None,

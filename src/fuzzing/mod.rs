@@ -25,9 +25,9 @@ use crate::baseline::{BaselineFile, Behaviour};
 use crate::diff::{DriftMode, compare};
 use crate::ingest::{Format, IngestOptions};
 use crate::oracle::{self, Facts};
-use crate::privacy::PromptHasher;
 use crate::report::Report;
 use crate::scenario::Scenario;
+use crate::trace::PromptHasher;
 use crate::trace::{
     EventBody, Header, Limits, Packed, SealedTrace, Trace, TraceFile, TraceWriter, pack,
     parse_trace, parse_trace_with,

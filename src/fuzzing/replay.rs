@@ -3,8 +3,8 @@
 //! the session's recording seals and reads back as a valid trace (a recording is always
 //! writable), and no request made it outgrow the trace size limit.
 
-use crate::privacy::PromptHasher;
 use crate::replay::{Options, Replay, Script, Step};
+use crate::trace::PromptHasher;
 use crate::trace::{Limits, TraceFile, parse_trace};
 
 /// A two-step recording: a tool call (offering `weather`), then an answer.

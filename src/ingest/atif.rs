@@ -202,7 +202,7 @@ fn agent_step(
     step: &Value,
     (ts, text, calls): (Option<i64>, &str, &[Value]),
     (messages, system_h): (&mut Vec<Value>, Option<Str<'static>>),
-    (model, hasher): (Option<&str>, &crate::privacy::PromptHasher),
+    (model, hasher): (Option<&str>, &crate::trace::PromptHasher),
     outcome: &mut IngestOutcome,
 ) {
     let planned: Vec<(String, String, Value)> = (calls.iter())

@@ -121,7 +121,7 @@ mod canonical_tests {
 
     #[test]
     fn client_extras_spacing_and_nulls_do_not_change_the_input_hash() {
-        let hasher = crate::privacy::PromptHasher::unkeyed();
+        let hasher = crate::trace::PromptHasher::unkeyed();
         let recorded = [
             json!({"role": "user", "content": "hi"}),
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}),

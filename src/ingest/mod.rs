@@ -26,7 +26,7 @@ use serde_json::Value;
 pub use detect::detect;
 pub use naming::{Position, RunIds};
 
-use crate::privacy::PromptHasher;
+use crate::trace::PromptHasher;
 use crate::trace::{Event, EventBody, Header, Json, RunStatus, SealedTrace, Str, TraceWriter};
 
 /// Which importer to use.

@@ -279,13 +279,13 @@ const PART_DEPTH: usize = 5;
 /// JSON pointer.
 pub fn parts(
     canonical: &Value,
-    hasher: &crate::privacy::PromptHasher,
+    hasher: &crate::trace::PromptHasher,
 ) -> std::collections::BTreeMap<String, String> {
     fn walk(
         v: &Value,
         at: &mut String,
         depth: usize,
-        hasher: &crate::privacy::PromptHasher,
+        hasher: &crate::trace::PromptHasher,
         out: &mut std::collections::BTreeMap<String, String>,
     ) {
         // An object whose keys could not be pointer segments (see the trace reader's rule) is
@@ -402,7 +402,7 @@ mod tests {
     use super::*;
 
     fn hash(api: Api, request: &Value) -> String {
-        let hasher = crate::privacy::PromptHasher::unkeyed();
+        let hasher = crate::trace::PromptHasher::unkeyed();
         crate::ingest::identity::input_hash(&hasher, &messages_of(api, request))
     }
 
@@ -434,7 +434,7 @@ mod tests {
 
     #[test]
     fn parts_name_the_first_differing_field_in_document_order() {
-        let hasher = crate::privacy::PromptHasher::unkeyed();
+        let hasher = crate::trace::PromptHasher::unkeyed();
         let mut messages: Vec<Value> = (0..12)
             .map(|i| json!({"role": "user", "content": format!("m{i}")}))
             .collect();
@@ -468,7 +468,7 @@ mod tests {
         );
         // An object whose keys are no field names is one part.
         let odd = json!({"tools": [{"function": {"parameters": {"my key": 1}}}]});
-        let p = parts(&odd, &crate::privacy::PromptHasher::unkeyed());
+        let p = parts(&odd, &crate::trace::PromptHasher::unkeyed());
         assert!(p.contains_key("/tools/0/function/parameters"), "{p:?}");
         b["messages"][0]["content"] = json!("b");
         assert_eq!(

@@ -20,7 +20,7 @@ pub(crate) mod errors;
 mod forward;
 mod models;
 pub(crate) mod openai;
-pub mod place;
+pub(crate) mod place;
 pub mod proxy;
 pub mod record;
 pub(crate) mod running;

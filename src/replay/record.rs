@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::canonical::Api;
 use super::script::Step;
-use crate::privacy::PromptHasher;
+use crate::trace::PromptHasher;
 use crate::trace::{Limits, TraceFile};
 
 /// Event kinds the server records itself; the runtime may report every other known kind.

@@ -29,8 +29,8 @@ use super::canonical::Api;
 pub(super) use super::errors::{Fail, error, error_in, kind_of, refused, status_of};
 use super::record::{self, Recording};
 use super::script::Script;
-use crate::privacy::PromptHasher;
 use crate::trace::Limits;
+use crate::trace::PromptHasher;
 
 /// The largest request body accepted.
 pub const BODY_LIMIT: usize = 16 << 20;

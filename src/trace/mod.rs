@@ -7,6 +7,7 @@ mod model;
 mod pack;
 mod parse;
 mod parse_body;
+mod place;
 mod prompt_side;
 mod raw;
 mod read;
@@ -28,6 +29,7 @@ pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
 #[cfg_attr(not(feature = "replay"), allow(unused_imports))] // the recorder's
 pub(crate) use parse_body::request_part_segment;
+pub use place::{AtDestination, Existing, PlaceError, Placed, Placement, RunName, at_destination};
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
 pub(crate) use shape::type_name as json_type_name;

@@ -447,3 +447,55 @@ fn a_closed_pipe_ends_ingest_quietly() {
         );
     }
 }
+
+/// The one trace writer's secret rule holds for `ingest` as for the recorders: an input one of
+/// whose runs would write a secret writes nothing, names the secret by kind and fingerprint
+/// only, and goes through once the fingerprint is waived.
+#[test]
+fn an_input_whose_run_would_write_a_secret_writes_nothing_until_it_is_waived() {
+    let env = Env::new();
+    let key = ["sk-", "proj-", "INGESTED", &"0123456789abcdef".repeat(2)].concat();
+    let runs = serde_json::json!([
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": format!("use {key}")}],
+    ]);
+    env.write("leaky.json", runs.to_string());
+    let vars = [KEY, ("CI", "true")];
+    let args = ["--scenario", "s"];
+    let out = ingest(
+        &env,
+        "openai-messages",
+        "leaky.json",
+        "traces",
+        &args,
+        &vars,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(!all.contains("INGESTED"), "{all}");
+    assert!(
+        out.stderr.contains("scenario `s` case `leaky-2`: not written: what would be written holds a secret (openai-key b3:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("error: `leaky.json`: nothing of it was written (1 of its 2 run(s) would write a secret)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.path("traces/s").exists());
+    let fingerprint = out.stderr.split("openai-key ").nth(1).unwrap()[..15].to_owned();
+    assert!(fingerprint.starts_with("b3:"), "{fingerprint}");
+    env.write(".tracereplay-allow", format!("{fingerprint}\n"));
+    let out = ingest(
+        &env,
+        "openai-messages",
+        "leaky.json",
+        "traces",
+        &args,
+        &vars,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.path("traces/s/leaky-1.trace.ndjson.zst").exists());
+    assert!(env.path("traces/s/leaky-2.trace.ndjson.zst").exists());
+}

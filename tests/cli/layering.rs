@@ -116,9 +116,11 @@ fn each_layer_names_only_the_layers_below_it() {
     below("common", &[]);
     below("fsutil", &[]);
     below("paths", &[]);
-    // The trace format (read, seal, write, prompt hashes, trial ids) knows nothing above it.
-    below("trace", &["common", "fsutil"]);
-    below("privacy", &["common", "fsutil", "paths", "trace"]);
+    // What may be written (the secret lint, masking, the raw-prompt opt-in) knows no trace.
+    below("privacy", &["common", "fsutil", "paths"]);
+    // The trace format (read, seal, write, place, prompt hashes, trial ids) knows nothing above
+    // it: its one writer applies the privacy rules when it places a trace.
+    below("trace", &["common", "fsutil", "paths", "privacy"]);
     below("trials", &["common", "trace"]);
     below("oracle", &["common", "fsutil", "paths", "privacy", "trace"]);
     below("prices", &["common", "oracle", "trace"]);

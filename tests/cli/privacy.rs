@@ -1,7 +1,7 @@
 //! Prompt privacy: the raw-text opt-in, the secret lint, waivers, and `key`.
 
-use tracereplay::privacy::{PromptHasher, key_id};
 use tracereplay::trace::{EventBody, Header, RunStatus, TraceWriter};
+use tracereplay::trace::{PromptHasher, key_id};
 
 use crate::util::*;
 

@@ -27,8 +27,8 @@ use super::canonical::Api;
 use super::forward::{self, Forwarder, Sink};
 use super::record::{Recording, RunHeader};
 use super::server::{BODY_LIMIT, CASE_HEADER, error_in};
-use crate::privacy::PromptHasher;
 use crate::trace::Limits;
+use crate::trace::PromptHasher;
 use crate::trace::TrialId;
 
 pub use running::{RecordingServer, spawn};
@@ -99,7 +99,13 @@ impl Session {
     }
 
     fn path(&self) -> String {
-        super::place::recording_path(&self.scenario, &self.case, self.trial.as_ref())
+        let trial = self.trial.as_ref().map(crate::trace::TrialId::as_str);
+        let name = crate::trace::RunName {
+            scenario: &self.scenario,
+            case: &self.case,
+            trial,
+        };
+        name.path().into_string()
     }
 }
 
