@@ -8,9 +8,9 @@
 
 use divan::Bencher;
 use serde_json::json;
-use tracereplay::gates::strength::Strength;
-use tracereplay::oracle::{Facts, judge_oracle};
-use tracereplay::scenario::{OracleSpec, Scenario};
+use tracereplay::internal::gates::strength::Strength;
+use tracereplay::internal::oracle::{Facts, judge_oracle};
+use tracereplay::internal::scenario::{OracleSpec, Scenario};
 use tracereplay::trace::{Limits, TraceFile, parse_trace};
 
 fn main() {
@@ -47,7 +47,7 @@ fn scenario(oracle: serde_json::Value) -> Scenario {
         json!({"id": "s", "title": "t", "risk": "High", "oracles": [oracle]}).to_string(),
     )
     .unwrap();
-    tracereplay::scenario::load_file(&path)
+    tracereplay::internal::scenario::load_file(&path)
         .unwrap()
         .remove(0)
         .unwrap()

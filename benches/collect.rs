@@ -64,9 +64,9 @@ fn main() {
     .unwrap();
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
-    let options = tracereplay::replay::collect::CollectOptions {
+    let options = tracereplay::internal::replay::collect::CollectOptions {
         out: out.clone(),
-        ingest: tracereplay::ingest::IngestOptions {
+        ingest: tracereplay::internal::ingest::IngestOptions {
             hasher: tracereplay::trace::PromptHasher::unkeyed(),
             raw_opt_in: false,
             scenario: None,
@@ -83,7 +83,8 @@ fn main() {
         limits: tracereplay::trace::Limits::default(),
     };
     let receiving =
-        tracereplay::replay::collect::spawn("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        tracereplay::internal::replay::collect::spawn("127.0.0.1:0".parse().unwrap(), options)
+            .unwrap();
     let url = format!("http://{}/v1/traces", receiving.addr);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)

@@ -7,7 +7,7 @@
 //! the command line (see docs/performance.md).
 
 use serde_json::{Value, json};
-use tracereplay::ingest::{Format, IngestOptions, ingest};
+use tracereplay::internal::ingest::{Format, IngestOptions, ingest};
 use tracereplay::trace::PromptHasher;
 
 fn main() {

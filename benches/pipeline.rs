@@ -10,10 +10,10 @@ mod corpus;
 
 use camino::Utf8PathBuf;
 use divan::Bencher;
-use tracereplay::discover::discover;
-use tracereplay::eval::{CheckOptions, Runtime, check};
-use tracereplay::oracle::{Facts, judge, judge_oracle};
-use tracereplay::scenario::load_file;
+use tracereplay::internal::discover::discover;
+use tracereplay::internal::eval::{CheckOptions, Runtime, check};
+use tracereplay::internal::oracle::{Facts, judge, judge_oracle};
+use tracereplay::internal::scenario::load_file;
 use tracereplay::trace::{Limits, TraceFile, content_hash, parse_trace};
 
 fn main() {
@@ -156,7 +156,7 @@ fn judge_parsed(b: Bencher, which: &str) {
         .clone();
     let mut params = sequence.params.clone();
     params.insert("threshold".into(), serde_json::json!(0.5));
-    let thresholded = tracereplay::scenario::OracleSpec::new(sequence.index, params);
+    let thresholded = tracereplay::internal::scenario::OracleSpec::new(sequence.index, params);
     b.bench(|| {
         parsed
             .iter()

@@ -179,7 +179,7 @@ fn main() {
     )
     .unwrap();
     let _ = std::fs::remove_dir_all(&out);
-    let options = tracereplay::replay::proxy::Options {
+    let options = tracereplay::internal::replay::proxy::Options {
         upstream: up.clone(),
         out: out.clone(),
         hasher: tracereplay::trace::PromptHasher::unkeyed(),
@@ -191,7 +191,8 @@ fn main() {
         signer: None,
     };
     let server =
-        tracereplay::replay::proxy::spawn("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        tracereplay::internal::replay::proxy::spawn("127.0.0.1:0".parse().unwrap(), options)
+            .unwrap();
     let recorder = format!("http://{}", server.addr);
     // Warm both paths (connections, the recorder's first session).
     run(&up, false, SESSIONS, "warm");

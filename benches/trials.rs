@@ -10,13 +10,13 @@ mod corpus;
 
 use camino::Utf8PathBuf;
 use divan::Bencher;
-use tracereplay::baseline::BaselineStore;
-use tracereplay::discover::discover;
-use tracereplay::eval::{
+use tracereplay::internal::baseline::BaselineStore;
+use tracereplay::internal::discover::discover;
+use tracereplay::internal::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, Runtime, check,
 };
+use tracereplay::internal::trials::TrialId;
 use tracereplay::trace::Header;
-use tracereplay::trials::TrialId;
 
 const TRIALS: usize = 8;
 
@@ -52,7 +52,7 @@ fn options(baselines: &Utf8PathBuf, write_pending: bool, threads: usize) -> Chec
         baselines: Baselines::Compared {
             policy: BaselinePolicy {
                 store: BaselineStore::new(baselines.clone()),
-                mode: tracereplay::diff::DriftMode::Default,
+                mode: tracereplay::internal::diff::DriftMode::Default,
                 tolerance: 0.2,
                 refresh: true,
                 alpha: 0.05,

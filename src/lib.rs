@@ -1,11 +1,14 @@
 //! tracereplay: agent runs stored as sealed traces and re-evaluated offline, in parallel, against
 //! scenario oracles and approved baselines.
 //!
-//! The library holds the whole domain — reading and writing traces ([`trace`]), loading
-//! scenarios ([`scenario`]), judging them ([`oracle`], [`eval`]), baselines and drift
-//! ([`baseline`], [`diff`]) and reports ([`report`]) — and never parses flags, prints or exits;
-//! the `tracereplay` binary (the default `cli` feature) does that. Build with
-//! `default-features = false` for the library alone.
+//! The library's API is three things: the crate root (a [`Suite`] of traces and scenarios,
+//! checked with [`CheckOptions`] into a [`Report`]; [`Scenario`]s and the oracle registry,
+//! [`ORACLE_TYPES`]), [`trace`] (the format: reading, verifying, writing and placing sealed
+//! traces — [`TraceFile`], [`TraceWriter`], [`SealedTrace`]) and [`report`] (the report's types
+//! and its formats, each an [`report::Exporter`]). It never parses flags, prints or exits; the
+//! `tracereplay` binary (the default `cli` feature) does that. Build with
+//! `default-features = false` for the library alone. (`internal` holds the layers the binary is
+//! built from; it is hidden and not API.)
 //!
 //! # Checking a suite from your own tests
 //!
@@ -27,34 +30,32 @@
 //! [`Runtime`] (threads, cache). The report is plain data: iterate `report.results` for each
 //! [`ResultRow`].
 
-pub mod baseline;
-pub mod common;
-pub mod diff;
-pub mod discover;
-pub mod eval;
-pub mod fsutil;
-#[cfg(any(test, feature = "fuzzing"))]
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod gates;
-pub mod ingest;
-pub mod oracle;
-pub mod paths;
-pub mod prices;
-pub mod privacy;
-pub mod remote;
-#[cfg(feature = "replay")]
-pub mod replay;
 pub mod report;
-pub mod scenario;
-pub mod sign;
-mod suite;
 pub mod trace;
-pub mod trials;
+
+/// Not API: the layers the `tracereplay` binary, its tests, benches and fuzz targets are built
+/// from, public only so that they can reach them. Nothing in it is covered by semantic
+/// versioning; a library user names what the crate root, [`trace`] and [`report`] export.
+#[doc(hidden)]
+pub mod internal;
+mod suite;
+
+// The layers keep their crate paths (`crate::oracle::…`) inside the crate.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use internal::fuzzing;
+#[cfg(feature = "replay")]
+pub(crate) use internal::replay;
+pub(crate) use internal::{
+    baseline, common, diff, discover, eval, fsutil, gates, ingest, oracle, paths, prices, privacy,
+    remote, scenario, sign, trials,
+};
 
 pub use eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Runtime, Selection,
 };
-pub use report::{Report, ResultRow, RowVerdict};
-pub use scenario::Scenario;
+pub use oracle::registry::{Family, OracleType, TYPES as ORACLE_TYPES, lookup as lookup_oracle};
+pub use oracle::{OracleResult, Verdict};
+pub use report::{DriftCategory, DriftFinding, Report, ResultRow, RowVerdict};
+pub use scenario::{Risk, Scenario, load_scenarios};
 pub use suite::{CacheRead, Error, Suite, in_pool};
+pub use trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace};

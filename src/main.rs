@@ -12,12 +12,14 @@ fn main() {
     // `expr` oracles run their jq programs in a child process of this same binary, so that a
     // program that recurses too deep or never ends cannot take the run down with it.
     if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(tracereplay::oracle::expr::WORKER_ARG))
+        == Some(std::ffi::OsStr::new(
+            tracereplay::internal::oracle::expr::WORKER_ARG,
+        ))
     {
-        std::process::exit(tracereplay::oracle::expr::worker_main());
+        std::process::exit(tracereplay::internal::oracle::expr::worker_main());
     }
     if let Ok(exe) = std::env::current_exe() {
-        tracereplay::oracle::expr::use_worker(exe);
+        tracereplay::internal::oracle::expr::use_worker(exe);
     }
     std::process::exit(cli::main());
 }

@@ -2,6 +2,6 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracereplay::ingest::Format;
+use tracereplay::internal::ingest::Format;
 
-fuzz_target!(|data: &[u8]| tracereplay::fuzzing::ingest(Format::OtelSpans, data));
+fuzz_target!(|data: &[u8]| tracereplay::internal::fuzzing::ingest(Format::OtelSpans, data));

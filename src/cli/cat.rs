@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use tracereplay::eval::error_chain;
+use tracereplay::internal::eval::error_chain;
 use tracereplay::trace::TraceFile;
 
 use super::args::CatArgs;

@@ -9,9 +9,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::{Context, bail};
 use camino::Utf8Path;
-use tracereplay::eval::{CheckOptions, CheckStats, Counting, Progress, Runtime, Selection};
-use tracereplay::fsutil::write_atomic_streaming;
-use tracereplay::paths::display_path;
+use tracereplay::internal::eval::{
+    CheckOptions, CheckStats, Counting, Progress, Runtime, Selection,
+};
+use tracereplay::internal::fsutil::write_atomic_streaming;
+use tracereplay::internal::paths::display_path;
 use tracereplay::report::{
     self, ExportContext,
     human::{HumanOptions, StatusLevel},
@@ -48,7 +50,7 @@ impl LastRun {
         };
         let path = run.join("report.json");
         // Read as any input is read: a regular file, within a bound.
-        let bytes = tracereplay::fsutil::read_regular(
+        let bytes = tracereplay::internal::fsutil::read_regular(
             &path,
             MAX_LAST_REPORT_BYTES,
             "the last run's report",
@@ -138,9 +140,9 @@ impl LastRun {
 /// never ends without its record.
 struct Prepared {
     last_run: Option<LastRun>,
-    signatures: Option<Arc<dyn tracereplay::sign::SignatureCheck>>,
+    signatures: Option<Arc<dyn tracereplay::internal::sign::SignatureCheck>>,
     trusted_ids: Vec<String>,
-    attest_key: Option<Arc<tracereplay::sign::keys::SigningKey>>,
+    attest_key: Option<Arc<tracereplay::internal::sign::keys::SigningKey>>,
 }
 
 /// A judged suite, with how long discovering and judging took.
@@ -256,7 +258,7 @@ fn prepare(args: &CheckArgs, settings: &Settings) -> anyhow::Result<Prepared> {
     let require_signed = settings.require_signed();
     if require_signed
         && let Some(url) =
-            (settings.paths().iter()).find(|p| tracereplay::remote::is_remote(p.as_str()))
+            (settings.paths().iter()).find(|p| tracereplay::internal::remote::is_remote(p.as_str()))
     {
         bail!(
             "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
@@ -268,12 +270,13 @@ fn prepare(args: &CheckArgs, settings: &Settings) -> anyhow::Result<Prepared> {
         .transpose()?
         .map(|keys| keys.for_run(run_id.clone()));
     let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
-    let signatures = trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::sign::SignatureCheck>);
+    let signatures =
+        trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::internal::sign::SignatureCheck>);
     let attest_key = match &args.signing.attest {
         Some(_) => Some(super::sign::signer(&args.signing.signing)?.with_context(|| {
             format!(
                 "`--attest` signs the record with the signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE`",
-                tracereplay::sign::SIGNING_KEY_ENV
+                tracereplay::internal::sign::SIGNING_KEY_ENV
             )
         })?),
         None => None,
@@ -323,7 +326,7 @@ fn judge_suite(
                 scenarios: args.scenarios.clone(),
                 tags: args.tags.clone(),
                 partition: args.partition,
-                whole_suite: tracereplay::discover::covers_suite_roots(&paths),
+                whole_suite: tracereplay::internal::discover::covers_suite_roots(&paths),
                 scripted: args.scripted,
                 rerun: last_run.map(|l| l.passed_scenarios.clone()),
             },
@@ -366,7 +369,7 @@ fn judge_suite(
 /// The run's warnings and its rows', on stderr (URLs' credentials redacted, controls escaped).
 fn print_warnings(report: &report::Report, err: &mut dyn Write) {
     for w in &report.warnings {
-        let w = tracereplay::paths::redact_urls_in(w);
+        let w = tracereplay::internal::paths::redact_urls_in(w);
         let _ = writeln!(err, "warning: {}", report::escape_controls(&w));
     }
     if report.results.metas().any(|m| m.has_warnings) {
@@ -393,7 +396,9 @@ fn html_context(
         flags: judging_flags(args, settings),
         generated: Some(report::html::generated_now()),
         limits: args.judging.limits.limits(),
-        waived: tracereplay::privacy::lint::read_allow_file(Utf8Path::new(options::ALLOW_FILE)),
+        waived: tracereplay::internal::privacy::lint::read_allow_file(Utf8Path::new(
+            options::ALLOW_FILE,
+        )),
         raw_prompts: args.judging.allow_raw_prompts,
     }
 }
@@ -474,10 +479,13 @@ fn attest(
     args: &CheckArgs,
     settings: &Settings,
     (report, code): (&report::Report, i32),
-    (path, key): (&camino::Utf8PathBuf, &tracereplay::sign::keys::SigningKey),
+    (path, key): (
+        &camino::Utf8PathBuf,
+        &tracereplay::internal::sign::keys::SigningKey,
+    ),
     trusted_keys: Vec<String>,
 ) -> anyhow::Result<()> {
-    let facts = tracereplay::sign::attest::RunFacts {
+    let facts = tracereplay::internal::sign::attest::RunFacts {
         options: judging_flags(args, settings),
         trusted_keys,
         exit_code: code,
@@ -485,8 +493,8 @@ fn attest(
         commit: super::sign::current_commit(),
         run_id: settings.run_id().map(str::to_owned),
     };
-    let statement = tracereplay::sign::attest::statement(report, facts);
-    let text = tracereplay::sign::attest::sign(&statement, key);
+    let statement = tracereplay::internal::sign::attest::statement(report, facts);
+    let text = tracereplay::internal::sign::attest::sign(&statement, key);
     write_atomic_streaming(path, &mut |w| w.write_all(text.as_bytes()))
         .with_context(|| format!("cannot write the attestation to `{path}`"))?;
     diag!("attestation: {path} (signed by key {})", key.key_id());

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use tracereplay::privacy::raw_prompts_opted_in;
-use tracereplay::replay::collect;
+use tracereplay::internal::privacy::raw_prompts_opted_in;
+use tracereplay::internal::replay::collect;
 use tracereplay::report::escape_controls;
 
 use super::args::CollectArgs;
@@ -22,7 +22,7 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
     let options = collect::CollectOptions {
         out: args.out.clone(),
-        ingest: tracereplay::ingest::IngestOptions {
+        ingest: tracereplay::internal::ingest::IngestOptions {
             hasher,
             raw_opt_in: raw_prompts_opted_in(args.prompts.dev_raw_prompts),
             scenario: args.scenario.clone(),

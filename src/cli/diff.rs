@@ -6,16 +6,16 @@ use std::io::Write;
 use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::diff::report::{DiffEntry, DiffReport, Unpaired};
-use tracereplay::diff::{DriftCategory, DriftFinding, compare};
-use tracereplay::eval::{
+use tracereplay::internal::diff::report::{DiffEntry, DiffReport, Unpaired};
+use tracereplay::internal::diff::{DriftCategory, DriftFinding, compare};
+use tracereplay::internal::eval::{
     Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
     error_chain, judge_opened_file,
 };
-use tracereplay::paths::display_path;
+use tracereplay::internal::paths::display_path;
+use tracereplay::internal::scenario::load_scenarios;
 use tracereplay::report::human::HumanOptions;
 use tracereplay::report::{ExportContext, Format, RowVerdict, Source};
-use tracereplay::scenario::load_scenarios;
 
 use super::args::DiffArgs;
 use super::settings::Settings;
@@ -77,11 +77,11 @@ fn against_baselines(args: &DiffArgs, settings: &Settings) -> anyhow::Result<Dif
     }
     let paths = settings.paths();
     let mut found =
-        tracereplay::discover::find(&paths, &settings.scenarios(), &Default::default())?;
+        tracereplay::internal::discover::find(&paths, &settings.scenarios(), &Default::default())?;
     found.look_up_in(settings.suite_roots());
     let opts = CheckOptions {
         selection: Selection {
-            whole_suite: tracereplay::discover::covers_suite_roots(&paths),
+            whole_suite: tracereplay::internal::discover::covers_suite_roots(&paths),
             ..Selection::default()
         },
         judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
@@ -150,8 +150,9 @@ fn between(
     // Either side may be in object storage; scenarios come from the local side and
     // `--scenarios`. The project file's `paths` play no part: the two sides are named.
     let none = Default::default();
-    let old_found = tracereplay::discover::find(&[old.to_owned()], &[], &none)?;
-    let new_found = tracereplay::discover::find(&[new.to_owned()], &settings.scenarios(), &none)?;
+    let old_found = tracereplay::internal::discover::find(&[old.to_owned()], &[], &none)?;
+    let new_found =
+        tracereplay::internal::discover::find(&[new.to_owned()], &settings.scenarios(), &none)?;
     // Scenarios of the newer recording win; the older one fills in ids the newer lacks. A
     // scenario file both sides hold (one directory on both sides, or overlapping ones) is one
     // file, read once, and counts as the newer side's.
@@ -179,12 +180,13 @@ fn between(
     );
     let judging = settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?;
     let mut report = DiffReport::default();
-    let mut read_side = |found: &tracereplay::discover::Discovered| -> Side {
+    let mut read_side = |found: &tracereplay::internal::discover::Discovered| -> Side {
         let judged: Vec<_> = found
             .trace_files
             .par_iter()
             .map(|p| {
-                let opened = tracereplay::remote::open(found.remote.as_deref(), p, judging.limits);
+                let opened =
+                    tracereplay::internal::remote::open(found.remote.as_deref(), p, judging.limits);
                 (display_path(p), judge_opened_file(opened, &judging, &index))
             })
             .collect();
@@ -229,7 +231,7 @@ fn between(
         let several = olds.len() > 1 || news.len() > 1;
         if several && distinct(olds) && distinct(news) {
             // Trials: compared as sets, with the run's thresholds, below.
-            sets.push(tracereplay::diff::sets::SetInput {
+            sets.push(tracereplay::internal::diff::sets::SetInput {
                 scenario: nj.scenario.clone(),
                 case: nj.case.clone(),
                 old: olds.iter().map(|(_, j)| j.behaviour.clone()).collect(),
@@ -262,7 +264,7 @@ fn between(
     }
     if !sets.is_empty() {
         let alpha = settings.alpha()?;
-        let summary = tracereplay::diff::sets::compare_sets(sets, tol, mode, alpha);
+        let summary = tracereplay::internal::diff::sets::compare_sets(sets, tol, mode, alpha);
         for e in &summary.cases_by_effect {
             report.entries.push(DiffEntry {
                 scenario: e.scenario.clone(),
@@ -286,9 +288,9 @@ fn between(
     Ok(report.finish(compared))
 }
 
-fn side_n(s: &tracereplay::diff::trial_drift::Side) -> u64 {
+fn side_n(s: &tracereplay::internal::diff::trial_drift::Side) -> u64 {
     match s {
-        tracereplay::diff::trial_drift::Side::Counts { n, .. }
-        | tracereplay::diff::trial_drift::Side::Median { n, .. } => *n,
+        tracereplay::internal::diff::trial_drift::Side::Counts { n, .. }
+        | tracereplay::internal::diff::trial_drift::Side::Median { n, .. } => *n,
     }
 }

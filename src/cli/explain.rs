@@ -5,14 +5,14 @@
 use std::io::Write;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::discover::discover;
-use tracereplay::eval::ScenarioIndex;
-use tracereplay::eval::explain::explain_opened;
-use tracereplay::privacy::lint::read_allow_file;
+use tracereplay::internal::discover::discover;
+use tracereplay::internal::eval::ScenarioIndex;
+use tracereplay::internal::eval::explain::explain_opened;
+use tracereplay::internal::privacy::lint::read_allow_file;
+use tracereplay::internal::scenario::load_scenarios;
 use tracereplay::report::explain::Explanation;
 use tracereplay::report::explain::{render, render_headline};
 use tracereplay::report::runfolder::latest_run;
-use tracereplay::scenario::load_scenarios;
 use tracereplay::trace::{TraceFile, probe_header};
 
 use super::args::ExplainArgs;
@@ -50,7 +50,7 @@ pub(super) fn run(
     }
     // A remote target (`s3://…`) is a trace object, or a prefix of them; its scenarios are the
     // local ones.
-    let remote_target = tracereplay::remote::is_remote(target);
+    let remote_target = tracereplay::internal::remote::is_remote(target);
     if remote_target {
         roots.extend(
             settings
@@ -62,7 +62,7 @@ pub(super) fn run(
         roots.dedup();
     }
     let listed = if remote_target {
-        Some(tracereplay::discover::find(
+        Some(tracereplay::internal::discover::find(
             &[as_path.to_owned()],
             &[],
             &Default::default(),
@@ -129,7 +129,7 @@ pub(super) fn run(
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
-        let opened = tracereplay::remote::open(remote, path, limits);
+        let opened = tracereplay::internal::remote::open(remote, path, limits);
         let mut e = explain_opened(path, opened, &judging, &index, baselines.policy());
         unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
@@ -156,8 +156,9 @@ fn last(args: &ExplainArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<
     let mut explained = Vec::new();
     for path in files {
         // Read as any input is read: a regular file, within a bound.
-        let bytes = tracereplay::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
-            .map_err(|err| anyhow::anyhow!("cannot read `{path}`: {err}"))?;
+        let bytes =
+            tracereplay::internal::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
+                .map_err(|err| anyhow::anyhow!("cannot read `{path}`: {err}"))?;
         let mut e: Explanation = serde_json::from_slice(&bytes)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;
         e.mask_secrets(&waived);

@@ -10,13 +10,13 @@ use std::io::Write;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use tracereplay::baseline::encode_trace_segment;
-use tracereplay::ingest::collector::OtlpLogs;
-use tracereplay::ingest::{
+use tracereplay::internal::baseline::encode_trace_segment;
+use tracereplay::internal::ingest::collector::OtlpLogs;
+use tracereplay::internal::ingest::{
     Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest_with_logs,
 };
-use tracereplay::paths::display_path;
-use tracereplay::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
+use tracereplay::internal::paths::display_path;
+use tracereplay::internal::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
 use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, at_destination};
 
 use anyhow::{Context, bail};
@@ -54,8 +54,8 @@ struct Tally {
 /// What one `ingest` writes to, and what it wrote so far.
 pub(super) struct Session<'a> {
     pub(super) args: &'a IngestArgs,
-    confined: tracereplay::fsutil::Confined,
-    signer: Option<std::sync::Arc<tracereplay::sign::keys::SigningKey>>,
+    confined: tracereplay::internal::fsutil::Confined,
+    signer: Option<std::sync::Arc<tracereplay::internal::sign::keys::SigningKey>>,
     /// Traces written by this run: destination → the input that wrote it.
     written: HashMap<Utf8PathBuf, String>,
     /// Files this run wrote, made durable at its end.
@@ -71,7 +71,7 @@ pub(super) struct Session<'a> {
 pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let hasher = super::options::prompt_hasher("ingest", args.prompts.unkeyed)?;
     for input in &args.inputs {
-        if !tracereplay::remote::is_remote(input.as_str()) && !input.is_file() {
+        if !tracereplay::internal::remote::is_remote(input.as_str()) && !input.is_file() {
             bail!("`{input}` does not exist or is not a file");
         }
     }
@@ -85,7 +85,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let mut session = Session {
         args,
         // Every trace written stays inside `-o DIR`, never through a symlink under it.
-        confined: tracereplay::fsutil::Confined::new(args.out.clone()),
+        confined: tracereplay::internal::fsutil::Confined::new(args.out.clone()),
         signer: super::sign::signer(&args.signing)?,
         written: HashMap::new(),
         durable: Vec::new(),
@@ -105,7 +105,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let (logs, inputs) = logs_first(args)?;
     let mut failed = 0;
     for input in inputs {
-        failed += if tracereplay::remote::is_remote(input.as_str()) {
+        failed += if tracereplay::internal::remote::is_remote(input.as_str()) {
             super::ingest_bucket::ingest(&mut session, input.as_str(), &opts)?
         } else {
             ingest_file(&mut session, input, &opts, &logs)?
@@ -120,7 +120,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
 /// records) before the others, whose spans they carry content for; returns their records and
 /// the other inputs, in order.
 fn logs_first(args: &IngestArgs) -> anyhow::Result<(OtlpLogs, Vec<&Utf8PathBuf>)> {
-    use tracereplay::ingest::collector::{MAX_EXPORT_BYTES, unpack};
+    use tracereplay::internal::ingest::collector::{MAX_EXPORT_BYTES, unpack};
     let mut logs = OtlpLogs::default();
     let mut rest = Vec::new();
     for input in &args.inputs {
@@ -128,7 +128,7 @@ fn logs_first(args: &IngestArgs) -> anyhow::Result<(OtlpLogs, Vec<&Utf8PathBuf>)
             Some(f) => matches!(f, IngestFormatArg::OtlpJson | IngestFormatArg::OtlpProto),
             None => true,
         };
-        if !may_be_logs || tracereplay::remote::is_remote(input.as_str()) {
+        if !may_be_logs || tracereplay::internal::remote::is_remote(input.as_str()) {
             rest.push(input);
             continue;
         }
@@ -163,7 +163,9 @@ fn ingest_file(
     opts: &IngestOptions,
     logs: &OtlpLogs,
 ) -> anyhow::Result<usize> {
-    use tracereplay::ingest::collector::{ExportKind, MAX_EXPORT_BYTES, export_kind, unpack};
+    use tracereplay::internal::ingest::collector::{
+        ExportKind, MAX_EXPORT_BYTES, export_kind, unpack,
+    };
     let stored = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
     // A collector's `*.gz` export is unpacked first, and its `*.binpb` is protobuf.
     let bytes = match unpack(input.as_str(), &stored, MAX_EXPORT_BYTES) {
@@ -358,7 +360,8 @@ impl Session<'_> {
         for ((run, dest), result) in claimed.iter().zip(stored) {
             let result = result?;
             if self.signer.is_some() {
-                self.durable.push(tracereplay::sign::signature_path(dest));
+                self.durable
+                    .push(tracereplay::internal::sign::signature_path(dest));
             }
             if matches!(result, Stored::Written) {
                 self.durable.push(dest.clone());
@@ -382,14 +385,14 @@ impl Session<'_> {
     /// Makes what this run wrote so far durable.
     pub(super) fn sync(&mut self) -> anyhow::Result<()> {
         let out = &self.args.out;
-        tracereplay::fsutil::sync_written(&self.durable, out)
+        tracereplay::internal::fsutil::sync_written(&self.durable, out)
             .with_context(|| format!("cannot sync what was written under `{out}`"))?;
         self.durable.clear();
         Ok(())
     }
 
     /// Where this run may write: inside `-o DIR`.
-    pub(super) fn confined(&self) -> &tracereplay::fsutil::Confined {
+    pub(super) fn confined(&self) -> &tracereplay::internal::fsutil::Confined {
         &self.confined
     }
 }
@@ -415,7 +418,7 @@ enum Stored {
 /// syncs what it wrote at its end). `stored` are the bytes just written; a trace that was there
 /// already is read.
 fn sign_stored(
-    key: &tracereplay::sign::keys::SigningKey,
+    key: &tracereplay::internal::sign::keys::SigningKey,
     run: &IngestedRun,
     dest: &Utf8Path,
     stored: Option<Vec<u8>>,
@@ -425,14 +428,14 @@ fn sign_stored(
         Some(bytes) => bytes,
         None => std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?,
     };
-    let claims = tracereplay::sign::Claims::new(
+    let claims = tracereplay::internal::sign::Claims::new(
         &run.trace.content_hash,
         &run.scenario,
         &run.case,
         run.trial.as_deref(),
-        &tracereplay::sign::relative_file(root, dest),
+        &tracereplay::internal::sign::relative_file(root, dest),
     );
-    tracereplay::sign::write_signature(key, root, (dest, &stored), &claims, false)
+    tracereplay::internal::sign::write_signature(key, root, (dest, &stored), &claims, false)
         .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;
     Ok(())
 }
@@ -512,7 +515,7 @@ fn emit_scenarios(
     input: &Utf8Path,
     args: &IngestArgs,
     opts: &IngestOptions,
-    confined: &tracereplay::fsutil::Confined,
+    confined: &tracereplay::internal::fsutil::Confined,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
     if format != Format::OpenaiMessages.name() {
@@ -522,7 +525,7 @@ fn emit_scenarios(
         return Ok(0);
     }
     let mut refused = 0;
-    let emitted = match tracereplay::ingest::ground_truth::scenarios(bytes, opts) {
+    let emitted = match tracereplay::internal::ingest::ground_truth::scenarios(bytes, opts) {
         Ok(e) => e,
         Err(e) => {
             diag!("error: `{input}`: {e}");
@@ -542,8 +545,8 @@ fn emit_scenarios(
         let shown = display_path(&dest);
         // Read as any input is read: a regular file, within a bound (a symlink to `/dev/zero`
         // or a FIFO in the scenario's place is refused, never read).
-        let limit = tracereplay::scenario::MAX_SCENARIO_BYTES;
-        match tracereplay::fsutil::read_regular(&dest, limit, "existing scenario") {
+        let limit = tracereplay::internal::scenario::MAX_SCENARIO_BYTES;
+        match tracereplay::internal::fsutil::read_regular(&dest, limit, "existing scenario") {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound && !args.force => {
                 diag!(
                     "error: `{input}`: `{shown}` is there and cannot be read ({e}); not replaced — pass `--force` to replace it"

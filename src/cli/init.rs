@@ -6,10 +6,10 @@ use std::io::Write;
 
 use anyhow::Context;
 use camino::Utf8PathBuf;
-use tracereplay::baseline::{BaselineFile, BaselineStore, Behaviour};
-use tracereplay::fsutil::Confined;
-use tracereplay::oracle::judge;
-use tracereplay::scenario::load_file;
+use tracereplay::internal::baseline::{BaselineFile, BaselineStore, Behaviour};
+use tracereplay::internal::fsutil::Confined;
+use tracereplay::internal::oracle::judge;
+use tracereplay::internal::scenario::load_file;
 use tracereplay::trace::PromptHasher;
 use tracereplay::trace::{
     Args, EventBody, Header, Json, Limits, RunStatus, Str, TraceFile, TraceWriter, parse_trace,

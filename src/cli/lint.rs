@@ -4,9 +4,9 @@ use std::io::Write;
 
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::eval::error_chain;
-use tracereplay::paths::display_path;
-use tracereplay::privacy::lint::{
+use tracereplay::internal::eval::error_chain;
+use tracereplay::internal::paths::display_path;
+use tracereplay::internal::privacy::lint::{
     Finding, LintReport, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
 };
 use tracereplay::report::{ExportContext, Format, escape_controls};
@@ -22,7 +22,7 @@ pub(super) fn run(
     settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let found = tracereplay::discover::find(
+    let found = tracereplay::internal::discover::find(
         &settings.paths(),
         &settings.scenarios(),
         &Default::default(),
@@ -75,10 +75,11 @@ pub(super) fn run(
         .iter()
         .chain(&found.suite_files)
         .map(|f| {
-            let limit = tracereplay::scenario::MAX_SCENARIO_BYTES;
+            let limit = tracereplay::internal::scenario::MAX_SCENARIO_BYTES;
             (
                 f,
-                tracereplay::fsutil::read_regular(f, limit, "scenario file").unwrap_or_default(),
+                tracereplay::internal::fsutil::read_regular(f, limit, "scenario file")
+                    .unwrap_or_default(),
             )
         })
         .collect();
@@ -108,23 +109,24 @@ pub(super) fn run(
 /// table cannot price (with `prices`), once per model. A trace that does not verify or parse
 /// has none here (the privacy lint reports it).
 fn parsed_findings(
-    remote: Option<&tracereplay::remote::Remote>,
+    remote: Option<&tracereplay::internal::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
     allow_raw_prompts: bool,
     behaviour: bool,
-    prices: Option<&tracereplay::prices::PriceTable>,
+    prices: Option<&tracereplay::internal::prices::PriceTable>,
 ) -> Vec<Finding> {
-    let opts = tracereplay::eval::JudgeOptions {
+    let opts = tracereplay::internal::eval::JudgeOptions {
         limits,
         require_sealed: false,
         allow_raw_prompts,
         prices: None,
     };
-    let Ok(file) = tracereplay::remote::open(remote, path, limits) else {
+    let Ok(file) = tracereplay::internal::remote::open(remote, path, limits) else {
         return Vec::new();
     };
-    let Ok((_, parsed)) = tracereplay::eval::pipeline::verify_and_parse(&file, &opts) else {
+    let Ok((_, parsed)) = tracereplay::internal::eval::pipeline::verify_and_parse(&file, &opts)
+    else {
         return Vec::new();
     };
     let shown = display_path(path);
@@ -140,7 +142,7 @@ fn parsed_findings(
     let mut found = Vec::new();
     if behaviour {
         found.extend(
-            (tracereplay::oracle::behaviour::lint(&parsed.trace).into_iter())
+            (tracereplay::internal::oracle::behaviour::lint(&parsed.trace).into_iter())
                 .map(|(oracle, r)| warning(oracle, format!("{oracle}: {}", r.message))),
         );
     }
@@ -165,10 +167,10 @@ fn parsed_findings(
 /// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size
 /// limit, not a file) is a finding itself: it could hold anything, so it is never called clean.
 fn lint_trace(
-    remote: Option<&tracereplay::remote::Remote>,
+    remote: Option<&tracereplay::internal::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
-    mode: tracereplay::privacy::lint::SecretsMode,
+    mode: tracereplay::internal::privacy::lint::SecretsMode,
     waived: &std::collections::HashSet<String>,
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
@@ -182,7 +184,7 @@ fn lint_trace(
         message,
         fails: true,
     };
-    let file = match tracereplay::remote::open(remote, path, limits) {
+    let file = match tracereplay::internal::remote::open(remote, path, limits) {
         Ok(file) => file,
         Err(e) => {
             let message = format!(

@@ -54,7 +54,7 @@ use args::{Cli, Command};
 /// the exit code.
 pub(crate) fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
-    tracereplay::fsutil::mark_run_start();
+    tracereplay::internal::fsutil::mark_run_start();
     use clap::Parser;
     let parsed = match Cli::try_parse() {
         Ok(p) => p,
@@ -100,7 +100,7 @@ pub(crate) fn main() -> i32 {
             // A URL the user gave may hold a password or a token: never printed.
             diag!(
                 "error: {}",
-                tracereplay::paths::redact_urls_in(&format!("{e:#}"))
+                tracereplay::internal::paths::redact_urls_in(&format!("{e:#}"))
             );
             exit::ERROR
         }

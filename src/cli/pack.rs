@@ -4,8 +4,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::eval::error_chain;
-use tracereplay::fsutil::write_atomic;
+use tracereplay::internal::eval::error_chain;
+use tracereplay::internal::fsutil::write_atomic;
 use tracereplay::trace::{Packed, TraceFile, pack};
 
 use super::args::PackArgs;

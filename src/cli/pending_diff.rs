@@ -7,9 +7,9 @@
 use std::io::Write;
 
 use camino::Utf8Path;
-use tracereplay::baseline::{Approved, BaselineSet, Behaviour};
-use tracereplay::diff::report::write_finding;
-use tracereplay::diff::{DriftMode, compare};
+use tracereplay::internal::baseline::{Approved, BaselineSet, Behaviour};
+use tracereplay::internal::diff::report::write_finding;
+use tracereplay::internal::diff::{DriftMode, compare};
 use tracereplay::report::escape_controls;
 
 /// The tolerance `pending` compares with (the default of `check --tolerance`).
@@ -76,15 +76,19 @@ fn sets(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let behaviours = |s: &BaselineSet| s.trials.iter().map(|t| t.behaviour.clone()).collect();
-    let input = tracereplay::diff::sets::SetInput {
+    let input = tracereplay::internal::diff::sets::SetInput {
         scenario: new.scenario.clone(),
         case: new.case.clone(),
         old: behaviours(old),
         new: behaviours(new),
     };
-    let alpha = tracereplay::eval::pipeline::DEFAULT_ALPHA;
-    let summary =
-        tracereplay::diff::sets::compare_sets(vec![input], TOLERANCE, DriftMode::Default, alpha);
+    let alpha = tracereplay::internal::eval::pipeline::DEFAULT_ALPHA;
+    let summary = tracereplay::internal::diff::sets::compare_sets(
+        vec![input],
+        TOLERANCE,
+        DriftMode::Default,
+        alpha,
+    );
     let findings: Vec<_> = (summary.cases_by_effect.iter())
         .flat_map(|e| e.drift())
         .collect();

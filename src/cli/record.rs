@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use tracereplay::privacy::raw_prompts_opted_in;
-use tracereplay::replay::proxy;
+use tracereplay::internal::privacy::raw_prompts_opted_in;
+use tracereplay::internal::replay::proxy;
 use tracereplay::report::escape_controls;
 
 use super::args::RecordArgs;
@@ -45,7 +45,7 @@ pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     diag!(
         "recording to `{}`, forwarding to {}",
         escape_controls(args.out.as_str()),
-        escape_controls(&tracereplay::paths::redact_url(&args.upstream))
+        escape_controls(&tracereplay::internal::paths::redact_url(&args.upstream))
     );
     let ends = server.wait(|end| {
         let session = escape_controls(&end.session);

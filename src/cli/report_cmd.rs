@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::{Context, bail};
-use tracereplay::fsutil::write_atomic_streaming;
+use tracereplay::internal::fsutil::write_atomic_streaming;
 use tracereplay::report::{self, ExportContext, Format, SCHEMA_VERSION, compare};
 
 use super::args::ReportArgs;

@@ -8,8 +8,8 @@ use std::io::{IsTerminal, Write};
 
 use camino::Utf8Path;
 use console::{Key, Term};
-use tracereplay::baseline::{Approved, BaselineStore};
-use tracereplay::paths::display_path;
+use tracereplay::internal::baseline::{Approved, BaselineStore};
+use tracereplay::internal::paths::display_path;
 use tracereplay::report::escape_controls;
 
 use super::args::ReviewArgs;
@@ -227,7 +227,10 @@ fn verdict(p: &Pending, approved: &Utf8Path) -> String {
                 .count();
             format!("{passing}/{} trials pass in {what}", set.trials.len())
         }
-        Err(e) => format!("unreadable: {}", tracereplay::eval::error_chain(&e)),
+        Err(e) => format!(
+            "unreadable: {}",
+            tracereplay::internal::eval::error_chain(&e)
+        ),
     }
 }
 

@@ -4,7 +4,7 @@
 //! (Chat Completions message lists, tau-bench and tau2-bench results, Responses API items),
 //! `spans` (OpenTelemetry spans, as OTLP/JSON exports or SDK span JSON). Each returns the runs
 //! it could build and the problems it met, each naming a position in the input; one bad run
-//! never stops the others. Runs are named by `naming`; [`detect`] picks the format when
+//! never stops the others. Runs are named by `naming`; [`detect()`] picks the format when
 //! `--from` is not given.
 
 mod atif;

@@ -116,8 +116,10 @@ impl Lister {
                         self.items(items, &sub, &here.join(m.ident.to_string()), true)
                     }
                     None => {
+                        // A `#[path]` is relative to the directory of the file that holds
+                        // it, and the file it names finds its own modules beside it.
                         let (file, is_mod_rs) = match path_attr(&m.attrs) {
-                            Some(p) => (here.join(p), false),
+                            Some(p) => (dir.join(p), true),
                             None if here.join(format!("{}.rs", m.ident)).exists() => {
                                 (here.join(format!("{}.rs", m.ident)), false)
                             }
@@ -172,7 +174,11 @@ impl Lister {
     }
 }
 
-fn public_api() -> String {
+/// The hidden module of the layers the binary is built from: not API, listed apart.
+const INTERNAL: &str = "tracereplay::internal";
+
+/// Every listed line, sorted: the API's and the internal layers'.
+fn listed() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
     let file = syn::parse_file(&text).expect("src/lib.rs parses");
@@ -180,15 +186,87 @@ fn public_api() -> String {
     lister.items(&file.items, "tracereplay", &root.join("src"), true);
     lister.lines.sort();
     lister.lines.dedup();
-    lister.lines.join("\n") + "\n"
+    lister.lines
+}
+
+fn is_internal(line: &str) -> bool {
+    line.split_once(' ')
+        .is_some_and(|(_, path)| path.starts_with(&format!("{INTERNAL}::")))
+}
+
+/// The library's API: everything listed outside `internal`.
+fn public_api() -> String {
+    let lines: Vec<String> = listed().into_iter().filter(|l| !is_internal(l)).collect();
+    lines.join("\n") + "\n"
+}
+
+/// What the internal layers make `pub` for the binary, its tests and benches.
+fn internal_api() -> String {
+    let lines: Vec<String> = listed().into_iter().filter(|l| is_internal(l)).collect();
+    lines.join("\n") + "\n"
 }
 
 #[test]
 fn the_public_api_is_the_snapshot() {
-    let snapshot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/public-api.txt");
-    let current = public_api();
+    same_as_snapshot("tests/public-api.txt", &public_api());
+}
+
+/// The internal layers' `pub` items are not API, but they are still a surface the binary and
+/// tests build on: their snapshot shows every change to it in review too.
+#[test]
+fn the_internal_surface_is_its_snapshot() {
+    same_as_snapshot("tests/internal-api.txt", &internal_api());
+}
+
+/// The API is three public modules at the root — `trace`, `report` and the hidden `internal`
+/// — and the items the root re-exports by name.
+#[test]
+fn the_root_has_at_most_three_public_modules_and_names_what_it_re_exports() {
+    let text =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+            .unwrap();
+    let file = syn::parse_file(&text).unwrap();
+    let public: Vec<(String, bool)> = (file.items.iter())
+        .filter_map(|i| match i {
+            Item::Mod(m) if is_pub(&m.vis) => {
+                let hidden = m.attrs.iter().any(|a| {
+                    a.path().is_ident("doc")
+                        && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "hidden")
+                });
+                Some((m.ident.to_string(), hidden))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        public,
+        [
+            ("report".to_owned(), false),
+            ("trace".to_owned(), false),
+            ("internal".to_owned(), true)
+        ],
+        "the root's public modules"
+    );
+    let api = public_api();
+    for needed in [
+        "suite::{CacheRead, Error, Suite, in_pool}",
+        "trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace}",
+        "oracle::registry::{Family, OracleType, TYPES as ORACLE_TYPES, lookup as lookup_oracle}",
+    ] {
+        assert!(
+            api.contains(&format!("use tracereplay: {needed}")),
+            "the root does not re-export `{needed}`:\n{api}"
+        );
+    }
+    // Nothing of the API lives under the internal layers' paths.
+    assert!(!api.lines().any(is_internal), "{api}");
+    assert!(api.lines().count() < 700, "{} lines", api.lines().count());
+}
+
+fn same_as_snapshot(rel: &str, current: &str) {
+    let snapshot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
     if std::env::var_os("UPDATE_API").is_some() {
-        std::fs::write(&snapshot, &current).unwrap();
+        std::fs::write(&snapshot, current).unwrap();
         return;
     }
     let recorded = std::fs::read_to_string(&snapshot).unwrap_or_default();
@@ -198,7 +276,7 @@ fn the_public_api_is_the_snapshot() {
         let added: Vec<&&str> = new.iter().filter(|l| !old.contains(l)).collect();
         let removed: Vec<&&str> = old.iter().filter(|l| !new.contains(l)).collect();
         panic!(
-            "the public API changed: {} added, {} removed; review, then run `UPDATE_API=1 cargo test --test cli public_api`\nadded:\n{}\nremoved:\n{}",
+            "`{rel}` changed: {} added, {} removed; review, then run `UPDATE_API=1 cargo test --test cli public_api`\nadded:\n{}\nremoved:\n{}",
             added.len(),
             removed.len(),
             added
@@ -217,21 +295,22 @@ fn the_public_api_is_the_snapshot() {
 
 #[test]
 fn the_lister_sees_what_is_public_and_nothing_test_only() {
-    let api = public_api();
+    let api = listed().join("\n");
     for expected in [
         "struct tracereplay::report::model::ResultRow",
+        "mod tracereplay::internal",
         "field tracereplay::report::model::ResultRow.verdict",
-        "fn tracereplay::eval::pipeline::judge_file",
+        "fn tracereplay::internal::eval::pipeline::judge_file",
         "fn tracereplay::report::model::ResultRow::set_error",
         "use tracereplay: suite::{CacheRead, Error, Suite, in_pool}",
         "mod tracereplay::trace",
-        "mod(restricted) tracereplay::baseline::set",
+        "mod(restricted) tracereplay::internal::baseline::set",
     ] {
         assert!(api.lines().any(|l| l == expected), "`{expected}` missing");
     }
     // `pub(crate)` items and test modules are not listed.
     assert!(
-        !api.contains("fn tracereplay::eval::row::row_of_opened"),
+        !api.contains("fn tracereplay::internal::eval::row::row_of_opened"),
         "a pub(crate) fn is listed"
     );
     assert!(!api.contains("_tests"), "a test module is listed");
@@ -241,7 +320,7 @@ fn the_lister_sees_what_is_public_and_nothing_test_only() {
 fn no_glob_re_exports() {
     // Every re-export names what it exports, so the surface is what the snapshot lists and an
     // item added to a module does not become public by the way.
-    let api = public_api();
+    let api = listed().join("\n");
     let globs: Vec<&str> = (api.lines())
         .filter(|l| l.starts_with("use ") && l.contains('*'))
         .collect();

@@ -212,8 +212,8 @@ pub(crate) enum SecretsArg {
 
 impl SecretsArg {
     /// The library's mode.
-    pub(crate) fn mode(self) -> tracereplay::privacy::lint::SecretsMode {
-        use tracereplay::privacy::lint::SecretsMode;
+    pub(crate) fn mode(self) -> tracereplay::internal::privacy::lint::SecretsMode {
+        use tracereplay::internal::privacy::lint::SecretsMode;
         match self {
             SecretsArg::Fail => SecretsMode::Fail,
             SecretsArg::Warn => SecretsMode::Warn,
@@ -415,7 +415,7 @@ pub(crate) struct CheckArgs {
     pub no_cache: bool,
     /// MiB of result rows held in memory: rows beyond go to a temporary file, and a larger
     /// result cache is read from disk as needed (the report is the same).
-    #[arg(long, value_name = "MIB", default_value_t = (tracereplay::eval::ROW_MEMORY >> 20) as u32)]
+    #[arg(long, value_name = "MIB", default_value_t = (tracereplay::internal::eval::ROW_MEMORY >> 20) as u32)]
     pub row_memory: u32,
     /// How drift is judged.
     #[command(flatten)]

@@ -18,9 +18,9 @@ use anyhow::bail;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::{ColorArg, DriftArg, FailOnArg};
-use tracereplay::baseline::BaselineStore;
-use tracereplay::diff::DriftMode;
-use tracereplay::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
+use tracereplay::internal::baseline::BaselineStore;
+use tracereplay::internal::diff::DriftMode;
+use tracereplay::internal::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
 
 pub(super) use args::command_layer;
 pub(super) use file::Config;
@@ -286,7 +286,7 @@ impl Settings {
             merged,
             sources,
             suite_roots: file_paths
-                .unwrap_or_else(|| vec![tracereplay::discover::DEFAULT_ROOT.into()]),
+                .unwrap_or_else(|| vec![tracereplay::internal::discover::DEFAULT_ROOT.into()]),
             color,
         }
     }
@@ -355,7 +355,7 @@ impl Settings {
     /// The price table, read.
     pub(super) fn prices(
         &self,
-    ) -> anyhow::Result<Option<std::sync::Arc<tracereplay::prices::PriceTable>>> {
+    ) -> anyhow::Result<Option<std::sync::Arc<tracereplay::internal::prices::PriceTable>>> {
         match self.prices_file() {
             Some(file) => Ok(Some(std::sync::Arc::new(super::prices::read(file)?))),
             None => Ok(None),
@@ -417,8 +417,8 @@ impl Settings {
 
     /// `alpha`, checked.
     pub(super) fn alpha(&self) -> anyhow::Result<f64> {
-        let alpha =
-            (self.read(Key::Alpha).alpha).unwrap_or(tracereplay::eval::pipeline::DEFAULT_ALPHA);
+        let alpha = (self.read(Key::Alpha).alpha)
+            .unwrap_or(tracereplay::internal::eval::pipeline::DEFAULT_ALPHA);
         if !(alpha > 0.0 && alpha < 1.0) {
             bail!("`alpha` must be a number between 0 and 1, got {alpha}");
         }
@@ -481,7 +481,7 @@ impl Settings {
     /// [`Settings::baselines`] for a command that compares one trace at a time (`explain`):
     /// trial sets' tests, and so `alpha`, play no part.
     pub(super) fn baselines_of_single_traces(&self) -> anyhow::Result<Baselines> {
-        self.baselines_with(false, tracereplay::eval::pipeline::DEFAULT_ALPHA)
+        self.baselines_with(false, tracereplay::internal::eval::pipeline::DEFAULT_ALPHA)
     }
 
     fn baselines_with(&self, write_pending: bool, alpha: f64) -> anyhow::Result<Baselines> {

@@ -52,7 +52,9 @@ impl Settings {
         project: &Config,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let file = project.file().map(tracereplay::paths::display_path);
+        let file = project
+            .file()
+            .map(tracereplay::internal::paths::display_path);
         match &file {
             Some(f) => writeln!(out, "file: {f}")?,
             None => writeln!(
