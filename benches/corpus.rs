@@ -185,7 +185,9 @@ pub(crate) fn trace_bytes_with(spec: &Spec, n: usize, header: Header<'static>) -
             error: None,
         },
     );
-    w.finish().bytes
+    w.finish()
+        .expect("a corpus run keeps the order rules")
+        .bytes
 }
 
 /// Writes the corpus: `DIR/<scenario>/<scenario>.scenario.json` and

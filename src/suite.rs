@@ -242,7 +242,7 @@ mod tests {
         );
         let trace = root.join("traces/default.trace.ndjson.zst");
         let trace = Utf8PathBuf::from_path_buf(trace).unwrap();
-        w.finish().write(&trace).unwrap();
+        w.finish().unwrap().write(&trace).unwrap();
         let alone = Suite::discover([root.join("traces")]).unwrap();
         let report = alone.check(&CheckOptions::default()).unwrap();
         assert_eq!(

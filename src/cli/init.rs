@@ -245,7 +245,7 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
             error: None,
         },
     );
-    let sealed = w.finish();
+    let sealed = w.finish()?;
     // Everything `init` writes stays in the working directory: never through a symlinked
     // `.github`, `traces` or `baselines`.
     let here = Confined::new(".");

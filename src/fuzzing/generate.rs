@@ -95,7 +95,7 @@ pub fn written_trace(u: &mut Unstructured<'_>, big: bool) -> Result<WrittenTrace
         });
     }
     Ok(WrittenTrace {
-        sealed: w.finish(),
+        sealed: w.finish().expect("the generator keeps the order rules"),
         events: count,
     })
 }

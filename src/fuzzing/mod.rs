@@ -161,6 +161,7 @@ pub(crate) fn rewrite(trace: &Trace<'_>) -> SealedTrace {
         w.push_event(e);
     }
     w.finish()
+        .expect("a trace that was read keeps the order rules")
 }
 
 /// Reads a trace the writer wrote (it must read, sealed) and writes it again.

@@ -155,7 +155,7 @@ fn megabyte_values_of_every_unusual_piece_read_back() {
         events += 1;
     }
     let generated = WrittenTrace {
-        sealed: w.finish(),
+        sealed: w.finish().unwrap(),
         events,
     };
     assert!(generated.sealed.bytes.len() > 24 << 20);

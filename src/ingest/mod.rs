@@ -309,18 +309,24 @@ impl RunBuilder {
 
     /// Appends an event.
     pub fn push(&mut self, ts_ms: Option<i64>, body: EventBody<'_>) -> u64 {
-        match &body {
-            EventBody::FinalAnswer { .. } => self.final_answer = true,
-            EventBody::RunEnd { .. } => self.run_end = true,
-            _ => {}
-        }
+        self.mark(&body);
         self.last_seq = self.writer.push(ts_ms, body);
         self.last_seq
     }
 
     /// Appends an event keeping its own `seq` when it increases.
     pub fn push_event(&mut self, e: &Event<'_>) {
+        self.mark(&e.body);
         self.writer.push_event(e);
+    }
+
+    /// Notes a final answer or run end, so that finishing adds none.
+    fn mark(&mut self, body: &EventBody<'_>) {
+        match body {
+            EventBody::FinalAnswer { .. } => self.final_answer = true,
+            EventBody::RunEnd { .. } => self.run_end = true,
+            _ => {}
+        }
     }
 
     /// Finishes the run (as [`RunBuilder::finish`]) and adds it to `outcome` — unless it holds
@@ -334,17 +340,20 @@ impl RunBuilder {
         (final_answer, status, error): (Option<String>, RunStatus, Option<String>),
     ) {
         let (scenario, case) = (self.scenario.clone(), self.case.clone());
-        let run = IngestedRun::new(scenario, case, self.finish(final_answer, status, error));
-        outcome.add(run, position, opts);
+        match self.finish(final_answer, status, error) {
+            Ok(sealed) => outcome.add(IngestedRun::new(scenario, case, sealed), position, opts),
+            Err(e) => outcome.reject(position, e.to_string()),
+        }
     }
 
-    /// Adds the final answer (if not yet given and non-empty) and a `run_end`, then seals.
+    /// Adds the final answer (if not yet given and non-empty) and a `run_end`, then seals; an
+    /// event that broke the trace's order rules (the writer's) instead.
     pub fn finish(
         mut self,
         final_answer: Option<String>,
         status: RunStatus,
         error: Option<String>,
-    ) -> SealedTrace {
+    ) -> Result<SealedTrace, crate::trace::BrokenOrder> {
         self.complete(final_answer, status, error);
         self.writer.finish()
     }

@@ -280,6 +280,8 @@ struct Conversation<'o> {
     /// Results not yet handed back to the model (the next inference's `consumes`).
     pending_consumes: Vec<Str<'static>>,
     final_answer: Option<String>,
+    /// Where the run is in its input, for a problem sealing it.
+    position: String,
 }
 
 impl<'o> Conversation<'o> {
@@ -307,6 +309,7 @@ impl<'o> Conversation<'o> {
             known: HashMap::new(),
             pending_consumes: Vec::new(),
             final_answer: None,
+            position: run.position.clone(),
         }
     }
 
@@ -401,8 +404,13 @@ impl<'o> Conversation<'o> {
         true
     }
 
-    fn finish(self) -> crate::trace::SealedTrace {
-        self.b.finish(self.final_answer, RunStatus::Completed, None)
+    /// The run sealed; `None` when it cannot be (refused, with why).
+    fn finish(self) -> Option<crate::trace::SealedTrace> {
+        let sealed = self.b.finish(self.final_answer, RunStatus::Completed, None);
+        let outcome = self.outcome;
+        sealed
+            .map_err(|e| outcome.reject(self.position, e.to_string()))
+            .ok()
     }
 }
 
@@ -508,7 +516,7 @@ fn chat_run(
                 .warn(&at, format!("message role `{other}` ignored")),
         }
     }
-    Some(c.finish())
+    c.finish()
 }
 
 fn responses_run(
@@ -588,5 +596,5 @@ fn responses_run(
         }
         i += 1;
     }
-    Some(c.finish())
+    c.finish()
 }

@@ -231,5 +231,6 @@ pub(crate) fn scripted_trace(
         }
         _ => RunStatus::Completed,
     };
-    Ok(b.finish(text_of(script, &["finalAnswer"]), status, None))
+    b.finish(text_of(script, &["finalAnswer"]), status, None)
+        .map_err(|e| (steps.len(), e.to_string()))
 }

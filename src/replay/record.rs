@@ -508,7 +508,7 @@ impl Recording {
         for e in &parsed.trace.events {
             writer.push_event(e);
         }
-        let mut sealed = writer.finish();
+        let mut sealed = writer.finish().map_err(|e| e.to_string())?;
         sealed.sidecar = self.sidecar();
         if sealed.bytes.len() as u64 > limits.max_trace_bytes {
             return Err(format!(

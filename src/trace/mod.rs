@@ -4,6 +4,7 @@ mod error;
 pub(crate) mod hash;
 pub mod json;
 mod model;
+mod order;
 mod pack;
 mod parse;
 mod parse_body;
@@ -25,6 +26,7 @@ pub use model::{
     InferenceOutput, KNOWN_KINDS, Phase, PlannedCall, Privacy, PromptRef, RunStatus, Runtime,
     ToolCallRef, Trace, Usage, normalize_kind, squash,
 };
+pub use order::{BrokenOrder, OrderError};
 pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
 #[cfg_attr(not(feature = "replay"), allow(unused_imports))] // the recorder's

@@ -1,8 +1,6 @@
 //! Parsing a verified trace body into the event model: one flat, borrowing deserializer per
 //! line, then per-kind validation that names the line of every problem.
 
-use foldhash::HashSet;
-
 use camino::Utf8Path;
 use serde::Deserialize;
 
@@ -439,7 +437,8 @@ impl Parser<'_> {
                 }
             }
         }
-        let body = self.body(n, kind, raw, state)?;
+        let body = self.body(n, kind, raw)?;
+        (state.order.admit(&body)).map_err(|e| self.malformed(n, e.to_string()))?;
         Ok(Some(Event {
             seq,
             ts_ms,
@@ -450,25 +449,15 @@ impl Parser<'_> {
 
     fn seq(&self, n: usize, seq: Option<u64>, state: &mut Validation) -> Result<u64, TraceError> {
         let seq = seq.ok_or_else(|| self.malformed(n, "event lacks `seq`"))?;
-        if let Some(prev) = state.last_seq {
-            if seq <= prev {
-                return Err(self.malformed(
-                    n,
-                    format!("`seq` {seq} does not increase (the previous event has seq {prev})"),
-                ));
-            }
-        }
-        state.last_seq = Some(seq);
+        (state.order.seq(seq)).map_err(|e| self.malformed(n, e.to_string()))?;
         Ok(seq)
     }
 }
 
 #[derive(Default)]
 pub(super) struct Validation {
-    pub(super) last_seq: Option<u64>,
-    pub(super) final_answer: bool,
-    pub(super) run_end: bool,
-    pub(super) message_ids: HashSet<String>,
+    /// The event order rules, as the writer keeps them.
+    pub(super) order: super::order::EventOrder,
     pub(super) unknown_kinds: Vec<(String, usize)>,
 }
 

@@ -23,7 +23,7 @@ fn sealed(scenario: &str, case: &str, answer: &str, raw: bool) -> SealedTrace {
             error: None,
         },
     );
-    w.finish()
+    w.finish().unwrap()
 }
 
 /// A key-shaped string made at run time (no key-shaped literal in the sources).

@@ -30,7 +30,7 @@ fn suite_with_recorded_trace(env: &Env, raw: bool) {
     );
     let path = camino::Utf8PathBuf::from_path_buf(env.path("traces/rec/default.trace.ndjson.zst"))
         .unwrap();
-    w.finish().write(&path).unwrap();
+    w.finish().unwrap().write(&path).unwrap();
 }
 
 #[test]
