@@ -153,25 +153,30 @@ impl Exportable for Report {
     }
 }
 
+/// The two formats every document is written in: for a person, and JSON.
+fn human_or_json<D>(format: Format) -> Option<&'static dyn Exporter<D>>
+where
+    super::human::Human: Exporter<D>,
+    super::json::Json: Exporter<D>,
+{
+    match format {
+        Format::Human => Some(&super::human::Human),
+        Format::Json => Some(&super::json::Json),
+        _ => None,
+    }
+}
+
 impl Exportable for DiffReport {
     const WHAT: &'static str = "a drift report";
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
-        match format {
-            Format::Human => Some(&super::human::Human),
-            Format::Json => Some(&super::json::Json),
-            _ => None,
-        }
+        human_or_json(format)
     }
 }
 
 impl Exportable for LintReport {
     const WHAT: &'static str = "lint findings";
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
-        match format {
-            Format::Human => Some(&super::human::Human),
-            Format::Json => Some(&super::json::Json),
-            _ => None,
-        }
+        human_or_json(format)
     }
 }
 
@@ -179,10 +184,8 @@ impl Exportable for RunComparison {
     const WHAT: &'static str = "a comparison of two runs";
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
         match format {
-            Format::Human => Some(&super::human::Human),
-            Format::Json => Some(&super::json::Json),
             Format::Html => Some(&super::html::Html),
-            _ => None,
+            _ => human_or_json(format),
         }
     }
 }

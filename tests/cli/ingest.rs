@@ -460,16 +460,18 @@ fn an_input_whose_run_would_write_a_secret_writes_nothing_until_it_is_waived() {
         [{"role": "user", "content": "hi"}, {"role": "assistant", "content": format!("use {key}")}],
     ]);
     env.write("leaky.json", runs.to_string());
-    let vars = [KEY, ("CI", "true")];
-    let args = ["--scenario", "s"];
-    let out = ingest(
-        &env,
-        "openai-messages",
-        "leaky.json",
-        "traces",
-        &args,
-        &vars,
-    );
+    let run = || {
+        let vars = [KEY, ("CI", "true")];
+        ingest(
+            &env,
+            "openai-messages",
+            "leaky.json",
+            "traces",
+            &["--scenario", "s"],
+            &vars,
+        )
+    };
+    let out = run();
     assert_eq!(out.code, 1, "{}", out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(!all.contains("INGESTED"), "{all}");
@@ -487,14 +489,7 @@ fn an_input_whose_run_would_write_a_secret_writes_nothing_until_it_is_waived() {
     let fingerprint = out.stderr.split("openai-key ").nth(1).unwrap()[..15].to_owned();
     assert!(fingerprint.starts_with("b3:"), "{fingerprint}");
     env.write(".tracereplay-allow", format!("{fingerprint}\n"));
-    let out = ingest(
-        &env,
-        "openai-messages",
-        "leaky.json",
-        "traces",
-        &args,
-        &vars,
-    );
+    let out = run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(env.path("traces/s/leaky-1.trace.ndjson.zst").exists());
     assert!(env.path("traces/s/leaky-2.trace.ndjson.zst").exists());
