@@ -18,6 +18,8 @@ pub(crate) mod trial;
 pub(crate) mod values;
 mod write;
 
+/// Where traces are written: a directory nothing escapes (no `..`, no symlink under it).
+pub use crate::fsutil::Confined;
 pub use error::TraceError;
 pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 pub use json::{Json, Str};

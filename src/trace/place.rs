@@ -259,7 +259,38 @@ impl SealedTrace {
     }
 
     /// Places the trace of `run` under `how.dir`: refused whole when what would be written
-    /// holds a secret or what stands there may not be replaced, else written.
+    /// holds a secret or what stands there may not be replaced, else written. What a recorder
+    /// does with a run, from the first event to the file:
+    ///
+    /// ```
+    /// use tracereplay::trace::{
+    ///     Confined, EventBody, Existing, Header, Limits, Placed, Placement, RunName, RunStatus,
+    ///     TraceWriter,
+    /// };
+    ///
+    /// let dir = std::env::temp_dir().join(format!("tracereplay-doc-{}", std::process::id()));
+    /// let dir = camino::Utf8PathBuf::from_path_buf(dir).unwrap();
+    /// let mut w = TraceWriter::new(Header::new("demo.search", "default"));
+    /// let end = EventBody::RunEnd { status: RunStatus::Completed, error: None };
+    /// w.push(None, end);
+    /// let sealed = w.finish()?;
+    /// let how = Placement {
+    ///     dir: &Confined::new(dir.clone()),
+    ///     raw_prompts: false,
+    ///     existing: Existing::Refuse,
+    ///     durable: false,
+    ///     limits: Limits::default(),
+    ///     waived: &Default::default(),
+    /// };
+    /// let run = RunName { scenario: "demo.search", case: "default", trial: None };
+    /// let placed = sealed.place(run, &how)?;
+    /// assert!(matches!(placed, Placed::Written { ref path, .. }
+    ///     if path.ends_with("demo.search/default.trace.ndjson.zst")));
+    /// // A recorder never replaces a file.
+    /// assert!(sealed.place(run, &how).is_err());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn place(&self, run: RunName<'_>, how: &Placement<'_>) -> Result<Placed, PlaceError> {
         self.refuse_secrets(how.raw_prompts, how.waived)?;
         let path = how.dir.root().join(run.path());
