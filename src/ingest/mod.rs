@@ -101,18 +101,8 @@ impl IngestedRun {
     pub fn new(scenario: String, case: String, trace: SealedTrace) -> IngestedRun {
         let events = events_of(&trace.bytes);
         // The trial as the writer put it in the header.
-        #[derive(serde::Deserialize)]
-        struct Trial {
-            trial: Option<serde_json::Value>,
-        }
-        let first = trace
-            .bytes
-            .split(|b| *b == b'\n')
-            .next()
-            .unwrap_or_default();
-        let trial = (serde_json::from_slice::<Trial>(first).ok())
-            .and_then(|t| t.trial)
-            .and_then(|t| crate::trace::TrialId::from_json(&t.to_string()).ok())
+        let trial = crate::trace::probe_run(&trace.bytes)
+            .and_then(|(_, _, trial)| trial)
             .map(|t| t.as_str().to_owned());
         IngestedRun {
             scenario,

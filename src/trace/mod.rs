@@ -30,7 +30,7 @@ pub use model::{
 };
 pub use order::{BrokenOrder, OrderError};
 pub use pack::{Packed, pack};
-pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header};
+pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header, probe_run};
 #[cfg_attr(not(feature = "replay"), allow(unused_imports))] // the recorder's
 pub(crate) use parse_body::request_part_segment;
 pub use place::{AtDestination, Existing, PlaceError, Placed, Placement, RunName, at_destination};

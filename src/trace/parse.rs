@@ -11,6 +11,7 @@ use super::prompt_side;
 use super::raw::*;
 use super::read::{Limits, Seal, TraceFile};
 use super::shape::{self, EVENT, HEADER, describe};
+use super::trial::TrialId;
 
 /// A parsed trace plus what the reader noticed without refusing it.
 #[derive(Debug)]
@@ -24,11 +25,19 @@ pub struct ParsedTrace<'a> {
 /// The (scenario, case) a trace's first line claims, read without validating the rest: used to
 /// attribute a trace that could not be judged, so its approved baseline is not taken for obsolete.
 pub fn probe_header(bytes: &[u8]) -> Option<(String, String)> {
+    probe_run(bytes).map(|(scenario, case, _)| (scenario, case))
+}
+
+/// The run a trace's first line claims — scenario, case (`default` when absent) and trial (when
+/// it is a valid one) — read without validating the rest.
+pub fn probe_run(bytes: &[u8]) -> Option<(String, String, Option<TrialId>)> {
     #[derive(Deserialize)]
-    struct Claim {
+    struct Claim<'a> {
         kind: Option<String>,
         scenario: Option<String>,
         case: Option<String>,
+        #[serde(borrow)]
+        trial: Option<&'a serde_json::value::RawValue>,
     }
     let end = bytes
         .iter()
@@ -39,7 +48,9 @@ pub fn probe_header(bytes: &[u8]) -> Option<(String, String)> {
         return None;
     }
     let scenario = claim.scenario.filter(|s| !s.trim().is_empty())?;
-    Some((scenario, claim.case.unwrap_or_else(|| "default".to_owned())))
+    let case = claim.case.unwrap_or_else(|| "default".to_owned());
+    let trial = claim.trial.and_then(|t| TrialId::from_json(t.get()).ok());
+    Some((scenario, case, trial))
 }
 
 /// Parses the body of a trace whose seal was verified by [`TraceFile::verify_seal`]. Prompt-side

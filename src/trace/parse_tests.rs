@@ -400,3 +400,31 @@ fn request_parts_hold_only_pointers_to_hashes() {
         assert!(e.to_string().contains("`request_h` must be an object"), "{e}");
     }
 }
+
+#[test]
+fn the_run_a_first_line_claims_is_read_with_its_trial() {
+    let probe = |line: &str| probe_run(format!("{line}\n{{\"kind\":\"note\"}}\n").as_bytes());
+    let head = r#"{"kind":"header","format":"tracereplay.trace","version":1,"scenario":"s""#;
+    assert_eq!(
+        probe(&format!(r#"{head},"case":"c","trial":3}}"#)),
+        Some(("s".into(), "c".into(), Some(TrialId::parse("3").unwrap())))
+    );
+    assert_eq!(
+        probe(&format!(r#"{head},"trial":"t-1"}}"#)),
+        Some((
+            "s".into(),
+            "default".into(),
+            Some(TrialId::parse("t-1").unwrap())
+        ))
+    );
+    // A trial that is no valid id is left out; the scenario and case still count.
+    assert_eq!(
+        probe(&format!(r#"{head},"case":"c","trial":"a b"}}"#)),
+        Some(("s".into(), "c".into(), None))
+    );
+    assert_eq!(probe(r#"{"kind":"note","scenario":"s"}"#), None);
+    assert_eq!(
+        probe_header(format!("{head}}}\n").as_bytes()),
+        Some(("s".into(), "default".into()))
+    );
+}

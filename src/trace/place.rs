@@ -50,24 +50,11 @@ impl RunName<'_> {
     /// file name); `None` when nothing is there, it is this run, or it cannot be read.
     fn other_at(&self, path: &Utf8Path, limits: Limits) -> Option<String> {
         let file = TraceFile::open(path, limits).ok()?;
-        let first = file.bytes.split(|b| *b == b'\n').next()?;
-        let header: serde_json::Value = serde_json::from_slice(first).ok()?;
-        let text = |k: &str| match &header[k] {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        };
-        let theirs = (text("scenario")?, text("case")?, text("trial"));
-        let ours = (
-            self.scenario.to_owned(),
-            self.case.to_owned(),
-            self.trial.map(str::to_owned),
-        );
-        (theirs != ours).then(|| {
-            let trial = theirs
-                .2
-                .map_or_else(String::new, |t| format!(" trial `{t}`"));
-            format!("scenario `{}` case `{}`{trial}", theirs.0, theirs.1)
+        let (scenario, case, trial) = super::probe_run(&file.bytes)?;
+        let trial = trial.as_ref().map(super::TrialId::as_str);
+        (scenario != self.scenario || case != self.case || trial != self.trial).then(|| {
+            let trial = trial.map_or_else(String::new, |t| format!(" trial `{t}`"));
+            format!("scenario `{scenario}` case `{case}`{trial}")
         })
     }
 }
