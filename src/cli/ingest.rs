@@ -17,7 +17,7 @@ use tracereplay::internal::ingest::{
 };
 use tracereplay::internal::paths::display_path;
 use tracereplay::internal::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
-use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, at_destination};
+use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, keep_same};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
@@ -275,37 +275,25 @@ impl Session<'_> {
             .par_iter()
             .map(|(run, dest)| {
                 run.trace.refuse_secrets(raw, waived)?;
-                Ok(at_destination(
-                    dest,
-                    &run.trace.content_hash,
-                    Limits::default(),
-                ))
+                let hash = &run.trace.content_hash;
+                keep_same(dest, hash, args.force, Limits::default())
             })
             .collect();
         let mut on_disk = Vec::with_capacity(checked.len());
         // Whether a run could not be written as named (rather than for a secret it holds).
         let mut named = !refusals.is_empty();
-        for ((run, dest), there) in claimed.iter().zip(checked) {
-            let refusal = match there {
-                Err(e) => Some(format!(
+        for ((run, _), there) in claimed.iter().zip(checked) {
+            match there {
+                Ok(there) => on_disk.push(there),
+                Err(e @ PlaceError::Different { .. }) => {
+                    named = true;
+                    refusals.push(e.to_string());
+                }
+                Err(e) => refusals.push(format!(
                     "scenario `{}` case `{}`: {e}",
                     run.scenario, run.case
                 )),
-                Ok(AtDestination::Different(existing)) if !args.force => {
-                    named = true;
-                    let e = PlaceError::Different {
-                        path: dest.clone(),
-                        existing,
-                        new: run.trace.content_hash.clone(),
-                    };
-                    Some(e.to_string())
-                }
-                Ok(there) => {
-                    on_disk.push(there);
-                    None
-                }
-            };
-            refusals.extend(refusal);
+            }
         }
         if !refusals.is_empty() {
             for r in &refusals {

@@ -170,22 +170,9 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
     };
     // A different trace at the destination is kept unless `--force`, as `ingest` keeps it.
     if dest != input {
-        use tracereplay::trace::{AtDestination, PlaceError, at_destination};
-        match at_destination(dest, &content_hash, limits) {
-            AtDestination::Same => {
-                return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
-            }
-            AtDestination::Different(existing) if !args.force => {
-                let path = dest.to_owned();
-                let new = content_hash;
-                return Err(PlaceError::Different {
-                    path,
-                    existing,
-                    new,
-                }
-                .into());
-            }
-            _ => {}
+        use tracereplay::trace::{AtDestination, keep_same};
+        if keep_same(dest, &content_hash, args.force, limits)? == AtDestination::Same {
+            return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
         }
     }
     let compressed = if file.compressed && verb == "already sealed" {

@@ -85,6 +85,25 @@ pub fn at_destination(dest: &Utf8Path, content_hash: &str, limits: Limits) -> At
     }
 }
 
+/// What [`Existing::KeepSame`] makes of what stands at `dest` for a trace of `content_hash`:
+/// nothing or the same trace (to write, or to leave as it is), a different file only under
+/// `force`; else the refusal.
+pub fn keep_same(
+    dest: &Utf8Path,
+    content_hash: &str,
+    force: bool,
+    limits: Limits,
+) -> Result<AtDestination, PlaceError> {
+    match at_destination(dest, content_hash, limits) {
+        AtDestination::Different(existing) if !force => Err(PlaceError::Different {
+            path: dest.to_owned(),
+            existing,
+            new: content_hash.to_owned(),
+        }),
+        there => Ok(there),
+    }
+}
+
 /// What a trace may go over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Existing {
@@ -291,16 +310,9 @@ impl SealedTrace {
                 }
             }
             Existing::KeepSame { force } => {
-                match at_destination(&path, &self.content_hash, how.limits) {
-                    AtDestination::Same => return Ok(Placed::Unchanged { path }),
-                    AtDestination::Different(existing) if !force => {
-                        return Err(PlaceError::Different {
-                            path,
-                            existing,
-                            new: self.content_hash.clone(),
-                        });
-                    }
-                    _ => {}
+                let there = keep_same(&path, &self.content_hash, force, how.limits)?;
+                if there == AtDestination::Same {
+                    return Ok(Placed::Unchanged { path });
                 }
             }
         }
