@@ -255,21 +255,16 @@ fn the_recording_docs_collect_example_runs_as_written() {
         "opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http, opentelemetry.instrumentation.openai_v2, openai",
         "the OpenTelemetry Python SDK, its OTLP/HTTP exporter and the openai-v2 instrumentation",
     );
-    let out = Command::new(python)
-        .args(["-c", &example])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collect.url)
-        .env("OPENAI_BASE_URL", format!("{}/v1", replay.url))
-        .env(&super::record::key_vars()[0], "replay-needs-no-key")
-        .env_remove("OTEL_SEMCONV_STABILITY_OPT_IN")
-        .current_dir(env.root())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let [openai, _] = super::record::key_vars();
+    let base = format!("{}/v1", replay.url);
+    let vars = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collect.url.as_str()),
+        ("OPENAI_BASE_URL", &base),
+        (&openai, "replay-needs-no-key"),
+    ];
+    let unset = ["OTEL_SEMCONV_STABILITY_OPT_IN"];
+    let what = "the collect example";
+    let stdout = run_python(&python, &example, env.root(), &vars, &unset, what);
     assert!(stdout.contains("weather"), "{stdout}");
     let (code, said) = collect.finish(&[]);
     replay.finish(&[]);

@@ -274,23 +274,15 @@ fn the_recording_docs_examples_run_as_written_for_each_sdk() {
         copy_demo(&env, true);
         let up = upstream(&env);
         let rec = recorder(&env, &up.url, "recorded", &[]);
-        let out = Command::new(python())
-            .arg("-c")
-            .arg(example)
-            .env("RECORDER", &rec.url)
-            .env(&key_vars()[0], sentinel())
-            .env(&key_vars()[1], sentinel())
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .current_dir(env.root())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "example {i}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let [openai, anthropic] = key_vars();
+        let (key, what) = (sentinel(), format!("example {i}"));
+        let vars = [
+            ("RECORDER", rec.url.as_str()),
+            (&openai, &key),
+            (&anthropic, &key),
+        ];
+        let unset = ["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
+        let stdout = run_python(&python(), example, env.root(), &vars, &unset, &what);
         assert!(stdout.contains("weather"), "example {i}: {stdout}");
         let (code, printed) = rec.finish(&[]);
         assert_eq!(code, 0, "example {i}: {printed}");

@@ -124,18 +124,20 @@ fn the_recording_docs_replay_then_live_example_runs_as_written() {
     copy_demo(&env, false);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = Server::start(&env, &args);
-    let out = std::process::Command::new(super::record::python())
-        .args(["-c", &example])
-        .env("REPLAY", &server.url)
-        .env(&super::record::key_vars()[0], "replay-needs-no-key")
-        .env_remove("OPENAI_BASE_URL")
-        .current_dir(env.root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let [openai, _] = super::record::key_vars();
+    let vars = [
+        ("REPLAY", server.url.as_str()),
+        (&openai, "replay-needs-no-key"),
+    ];
+    let python = super::record::python();
+    let what = "the replay-then-live example";
+    run_python(
+        &python,
+        &example,
+        env.root(),
+        &vars,
+        &["OPENAI_BASE_URL"],
+        what,
     );
     let (code, said) = server.finish(&[]);
     assert_eq!(code, 0, "{said}");

@@ -174,17 +174,15 @@ fn the_readme_example_runs_as_written_against_the_demo_recording() {
         ],
     );
     let url = server.url.clone();
-    let out = Command::new(python())
-        .arg("-c")
-        .arg(example)
-        .env("OPENAI_BASE_URL", format!("{url}/v1"))
-        .current_dir(env.root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let base = format!("{url}/v1");
+    let vars = [("OPENAI_BASE_URL", base.as_str())];
+    run_python(
+        &python(),
+        example,
+        env.root(),
+        &vars,
+        &[],
+        "the README example",
     );
     let (code, rest) = server.child_wait();
     assert_eq!(code, 0, "{rest}");

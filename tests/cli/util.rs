@@ -248,6 +248,32 @@ pub(crate) fn test_python(modules: &str, what: &str) -> PathBuf {
     candidate
 }
 
+/// Runs `python -c code` in `dir` with `vars` set and the variables `unset` removed; asserts it
+/// succeeded (naming `what`, with its standard error) and returns its standard output.
+pub(crate) fn run_python(
+    python: &Path,
+    code: &str,
+    dir: &Path,
+    vars: &[(&str, &str)],
+    unset: &[&str],
+    what: &str,
+) -> String {
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", code]).current_dir(dir);
+    cmd.envs(vars.iter().copied());
+    for name in unset {
+        cmd.env_remove(name);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The bodies of the fenced blocks in `text` that open with `fence` (` ```yaml\n `, say).
 pub(crate) fn fenced_blocks(text: &str, fence: &str) -> Vec<String> {
     let mut found = Vec::new();
