@@ -251,9 +251,8 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     let here = Confined::new(".");
     here.write(&scenario_path, SCENARIO.as_bytes(), true)
         .with_context(|| format!("cannot write `{scenario_path}`"))?;
-    sealed
-        .write_in(&here, &trace_path)
-        .with_context(|| format!("cannot write `{trace_path}`"))?;
+    // The demo's trace has no sidecar: no raw prompt is written.
+    sealed.store(&here, &trace_path, false, true)?;
     // Approve the example as it is judged, so `check traces/` compares against it at once.
     let scenario = load_file(&scenario_path)?.remove(0)?;
     let file = TraceFile::from_bytes(trace_path.clone(), sealed.bytes.clone(), true);

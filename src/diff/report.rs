@@ -203,10 +203,4 @@ impl DiffReport {
             s.compared, s.drifted, s.only_old, s.only_new, s.errors
         )
     }
-
-    /// Writes the report as pretty JSON.
-    pub fn render_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, self)?;
-        out.write_all(b"\n")
-    }
 }

@@ -244,37 +244,16 @@ impl SealedTrace {
     }
 
     /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
-    /// `NAME.prompts.ndjson` beside it when there is one.
+    /// `NAME.prompts.ndjson` beside it when there is one: [`SealedTrace::store`] into the file's
+    /// own directory, synced.
     pub fn write(&self, path: &camino::Utf8Path) -> std::io::Result<()> {
         let dir = path.parent().filter(|d| !d.as_str().is_empty());
-        self.write_in(
-            &crate::fsutil::Confined::new(dir.unwrap_or(".".into())),
-            path,
-        )
-    }
-
-    /// [`SealedTrace::write`], confined to a directory: never through a symlink under it.
-    pub fn write_in(
-        &self,
-        dir: &crate::fsutil::Confined,
-        path: &camino::Utf8Path,
-    ) -> std::io::Result<()> {
-        self.write_in_with(dir, path, true)
-    }
-
-    /// [`SealedTrace::write_in`]; with `durable: false` the data is not synced to disk before
-    /// the rename (the caller syncs many files at once afterwards).
-    pub fn write_in_with(
-        &self,
-        dir: &crate::fsutil::Confined,
-        path: &camino::Utf8Path,
-        durable: bool,
-    ) -> std::io::Result<()> {
-        dir.write(path, &self.compress()?, durable)?;
-        if let Some(sidecar) = &self.sidecar {
-            dir.write(&sidecar_path(path), sidecar, durable)?;
+        let dir = crate::fsutil::Confined::new(dir.unwrap_or(".".into()));
+        match self.store(&dir, path, true, true) {
+            Ok(_) => Ok(()),
+            Err(super::PlaceError::Io { source, .. }) => Err(source),
+            Err(other) => Err(std::io::Error::other(other)),
         }
-        Ok(())
     }
 }
 
