@@ -122,7 +122,11 @@ fn main() {
         let _ =
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TERM);
     });
-    receiving.wait(|c| written += usize::from(c.outcome.is_ok()));
+    receiving.wait(|h| {
+        if let tracereplay::internal::replay::collect::Heard::Run(c) = h {
+            written += usize::from(c.outcome.is_ok());
+        }
+    });
     println!(
         "collect: OTLP/JSON at {} spans/s offered for {elapsed:.1} s ({requests} requests of {} spans)",
         (sent as f64 / elapsed) as u64,

@@ -10,7 +10,7 @@ use super::args::CollectArgs;
 use super::exit;
 
 /// Runs `collect` until SIGINT, SIGTERM or SIGHUP; `Err` means exit 2; 1 when a run could not
-/// be written.
+/// be written or a request was refused for any reason but back-pressure (503).
 pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     super::options::check_listen(
         args.server.listen,
@@ -41,25 +41,99 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
     let receiving = collect::spawn(args.server.listen, options)?;
     writeln!(out, "listening on http://{}", receiving.addr)?;
     out.flush()?;
-    let mut failed = 0usize;
-    receiving.wait(|c| match &c.outcome {
-        Ok(path) => {
-            let _ = writeln!(
-                out,
-                "collected {} -> {}",
-                escape_controls(&c.run),
-                escape_controls(path)
-            );
-            let _ = out.flush();
+    let mut told = Told::default();
+    receiving.wait(|heard| told.hear(heard, out));
+    told.summary();
+    Ok(if told.failed() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
+
+/// What the receiver told, counted for its summary.
+#[derive(Default)]
+struct Told {
+    written: usize,
+    /// Runs that could not be written.
+    unwritten: usize,
+    /// Refused requests by (status, reason), in the order first heard.
+    refused: Vec<((u16, String), usize)>,
+}
+
+impl Told {
+    /// Says what was heard: a line on stdout per run written; on stderr, a line per run not
+    /// written and per refused request, a reason heard before counted but not said again.
+    fn hear(&mut self, heard: &collect::Heard, out: &mut dyn Write) {
+        match heard {
+            collect::Heard::Run(c) => match &c.outcome {
+                Ok(path) => {
+                    self.written += 1;
+                    let _ = writeln!(
+                        out,
+                        "collected {} -> {}",
+                        escape_controls(&c.run),
+                        escape_controls(path)
+                    );
+                    let _ = out.flush();
+                }
+                Err(why) => {
+                    self.unwritten += 1;
+                    diag!(
+                        "error: {}: {}",
+                        escape_controls(&c.run),
+                        escape_controls(why)
+                    );
+                }
+            },
+            collect::Heard::Refused(r) => {
+                let key = (r.status, r.reason.clone());
+                match self.refused.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, n)) => *n += 1,
+                    None => {
+                        self.refused.push((key, 1));
+                        let more = match r.retryable() {
+                            true => "",
+                            false => " (the exporter drops what it sent)",
+                        };
+                        diag!(
+                            "refused a request: {} {}{more}",
+                            r.status,
+                            escape_controls(&r.message)
+                        );
+                    }
+                }
+            }
         }
-        Err(why) => {
-            failed += 1;
-            diag!(
-                "error: {}: {}",
-                escape_controls(&c.run),
-                escape_controls(why)
+    }
+
+    /// The summary said at the stop: runs written, runs not written, requests refused by
+    /// reason.
+    fn summary(&self) {
+        let refused: usize = self.refused.iter().map(|(_, n)| n).sum();
+        let mut line = format!(
+            "collect: {} run(s) written, {} request(s) refused",
+            self.written, refused
+        );
+        if self.unwritten > 0 {
+            line = format!(
+                "collect: {} run(s) written, {} not written, {} request(s) refused",
+                self.written, self.unwritten, refused
             );
         }
-    });
-    Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
+        let reasons: Vec<String> = (self.refused.iter())
+            .map(|((status, reason), n)| format!("{n} × {status} {}", escape_controls(reason)))
+            .collect();
+        if !reasons.is_empty() {
+            line.push_str(": ");
+            line.push_str(&reasons.join("; "));
+        }
+        diag!("{line}");
+    }
+
+    /// Whether the receiver lost anything: a run not written, or a request refused for any
+    /// reason but back-pressure (which the exporter retries).
+    fn failed(&self) -> bool {
+        self.unwritten > 0 || self.refused.iter().any(|((status, _), _)| *status != 503)
+    }
 }

@@ -54,8 +54,9 @@ pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32>
                 // Each written session is a line of stdout, as it is written.
                 let _ = writeln!(
                     out,
-                    "recorded {session}: {} request(s) -> {}",
+                    "recorded {session}: {} request(s) ({}) -> {}",
                     end.requests,
+                    escape_controls(&end.ended),
                     escape_controls(path)
                 );
                 let _ = out.flush();

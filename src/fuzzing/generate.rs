@@ -312,6 +312,7 @@ impl Gen<'_, '_> {
                     },
                     latency_ms: self.u.arbitrary()?,
                     request_h: None,
+                    truncated: self.u.arbitrary()?,
                 }))
             }
             2 => EventBody::ToolCall {
@@ -376,6 +377,7 @@ impl Gen<'_, '_> {
             11 => EventBody::Error {
                 message: self.str()?,
                 code: self.opt_json()?,
+                input_h: self.opt_hash()?,
             },
             12 => EventBody::Note { text: self.str()? },
             13 => EventBody::FinalAnswer { text: self.str()? },

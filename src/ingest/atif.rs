@@ -255,7 +255,17 @@ fn agent_step(
             }),
             _ => None,
         };
+        // The results handed back since the model last answered: the tool messages after the
+        // conversation's last assistant message.
+        let mut consumes: Vec<Str<'static>> = (messages.iter().rev())
+            .take_while(|m| m.get("role").and_then(Value::as_str) != Some("assistant"))
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+            .filter_map(|m| m.get("tool_call_id").and_then(Value::as_str))
+            .map(|id| Str::from(id.to_owned()))
+            .collect();
+        consumes.reverse();
         let inference = crate::trace::Inference {
+            consumes: (!consumes.is_empty()).then_some(consumes),
             model: step
                 .get("model_name")
                 .and_then(Value::as_str)

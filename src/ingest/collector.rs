@@ -75,7 +75,7 @@ pub fn unpack<'a>(
     #[cfg(not(feature = "otlp-proto"))]
     {
         let _ = limit;
-        Err("gzip-compressed, and this tracereplay was built without the `otlp-proto` feature (part of `remote`) that unpacks it".into())
+        Err("gzip-compressed, and this library was built without the `otlp-proto` feature (part of the command-line build) that unpacks it".into())
     }
 }
 

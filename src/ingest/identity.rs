@@ -2,7 +2,7 @@
 //! hash of it, shared by `ingest --from openai-messages` (a recorded message list) and `replay
 //! serve` (a live request), so that a replayed request and the recording it replays hash alike.
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use super::content_text;
 
@@ -99,9 +99,29 @@ pub(crate) fn canonical_message(m: &Value) -> String {
     out
 }
 
+/// The text `input_h` hashes: [`canonical_message`] of each message, as a compact JSON array
+/// (what the raw-prompt sidecar keeps, under the developer opt-in).
+pub(crate) fn conversation_text(messages: &[Value]) -> String {
+    let parts: Vec<String> = messages.iter().map(canonical_message).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// What `system_h` hashes, whichever door: the text of the conversation's last `system` or
+/// `developer` message (its parts joined with newlines), if it has one.
+pub(crate) fn system_text(messages: &[Value]) -> Option<String> {
+    (messages.iter().rev())
+        .find(|m| {
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            )
+        })
+        .and_then(|m| m.get("content").and_then(content_text))
+        .filter(|t| !t.is_empty())
+}
+
 /// The hash `input_h` of a conversation so far: [`canonical_message`] of each message, as a
 /// compact JSON array.
-#[cfg_attr(not(feature = "replay"), allow(dead_code))] // replay's, which records live requests
 pub(crate) fn input_hash(hasher: &crate::trace::hash::PromptHasher, messages: &[Value]) -> String {
     let mut g = hasher.growing();
     g.push("[");
@@ -112,6 +132,104 @@ pub(crate) fn input_hash(hasher: &crate::trace::hash::PromptHasher, messages: &[
         g.push(&canonical_message(m));
     }
     g.prompt_with("]").h.to_string()
+}
+
+/// The tool definitions of a request in one shape, Chat Completions' (`{"type": "function",
+/// "function": {"name", "description"?, "parameters"?}}`; Anthropic's `input_schema` is the
+/// `parameters`), in the order offered: what a divergence compares besides the names.
+pub(crate) fn tool_definitions(request: &Value) -> Vec<Value> {
+    (request
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten())
+    .map(|t| {
+        let f = t.get("function").unwrap_or(t);
+        let mut d = Map::new();
+        for (k, from) in [
+            ("name", "name"),
+            ("description", "description"),
+            ("parameters", "parameters"),
+            ("parameters", "input_schema"),
+            ("parameters", "inputSchema"),
+        ] {
+            if let Some(v) = f.get(from).filter(|v| !v.is_null()) {
+                d.insert(k.into(), v.clone());
+            }
+        }
+        json!({"type": "function", "function": Value::Object(d)})
+    })
+    .collect()
+}
+
+/// The canonical request: `{"messages": [each message as `input_h` hashes it, parsed back to
+/// JSON], "tools": [definitions]}` — `tools` left out when the door does not know what was
+/// offered (so no `/tools` part is recorded, and none is compared).
+pub(crate) fn canonical_request(messages: &[Value], tools: Option<&[Value]>) -> Value {
+    let messages: Vec<Value> = (messages.iter())
+        .map(|m| serde_json::from_str(&canonical_message(m)).unwrap_or(Value::Null))
+        .collect();
+    let mut out = json!({"messages": messages});
+    if let Some(t) = tools {
+        out["tools"] = Value::Array(t.to_vec());
+    }
+    out
+}
+
+/// How deep [`parts`] goes: `/tools/1/function/parameters/required` and
+/// `/messages/3/tool_calls/0/arguments` are parts; what lies below them is hashed whole.
+const PART_DEPTH: usize = 5;
+
+/// The parts of a canonical request, hashed: each value at most five steps down (a
+/// scalar, an empty container, or a container at that depth, hashed as compact JSON), by its
+/// JSON pointer.
+pub(crate) fn parts(
+    canonical: &Value,
+    hasher: &crate::trace::PromptHasher,
+) -> std::collections::BTreeMap<String, String> {
+    fn walk(
+        v: &Value,
+        at: &mut String,
+        depth: usize,
+        hasher: &crate::trace::PromptHasher,
+        out: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        // An object whose keys could not be pointer segments (see the trace reader's rule) is
+        // hashed whole, as a value at the depth limit is.
+        let named = |m: &serde_json::Map<String, Value>| {
+            (m.keys()).all(|k| {
+                crate::trace::request_part_segment(&k.replace('~', "~0").replace('/', "~1"))
+            })
+        };
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) if depth < PART_DEPTH && !m.is_empty() && named(m) => (m.iter())
+                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
+                .collect(),
+            Value::Array(a) if depth < PART_DEPTH && !a.is_empty() => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+            _ => {
+                out.insert(at.clone(), hasher.hash(&v.to_string()));
+                return;
+            }
+        };
+        for (k, child) in children {
+            let len = at.len();
+            at.push('/');
+            at.push_str(&k);
+            walk(child, at, depth + 1, hasher, out);
+            at.truncate(len);
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for key in ["messages", "tools"] {
+        if let Some(v) = canonical.get(key) {
+            walk(v, &mut format!("/{key}"), 1, hasher, &mut out);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -216,6 +216,7 @@ pub(crate) fn scripted_trace(
                     EventBody::Error {
                         message: Str::from(message),
                         code: None,
+                        input_h: None,
                     },
                 );
             }

@@ -438,7 +438,7 @@ pub(crate) fn replay_divergence(facts: &Facts<'_, '_>) -> Option<OracleResult> {
     let mut messages = Vec::new();
     let mut evidence = Vec::new();
     for e in &facts.trace.events {
-        if let EventBody::Error { message, code } = &e.body {
+        if let EventBody::Error { message, code, .. } = &e.body {
             let code = code.as_ref().map(|c| c.raw());
             if code == Some("\"replay-divergence\"") {
                 messages.push(message.to_string());

@@ -74,40 +74,101 @@ impl Api {
     }
 }
 
+/// Where a canonical message came from in the request the client sent: what it is, and the
+/// JSON pointers of its content and of each of its calls' arguments there — so that a miss
+/// found at `/messages/3/content` can also be told as the SDK wrote it (Anthropic's
+/// `/messages/2/content/0/content`, Responses' `/input/3/output`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The message's role in the canonical form.
+    pub role: String,
+    /// The call a tool result answers.
+    pub answers: Option<String>,
+    /// The pointer of its content in the request.
+    pub content: String,
+    /// For each call it plans: (call id, pointer of its arguments in the request).
+    pub calls: Vec<(String, String)>,
+}
+
+impl Origin {
+    fn new(role: &str, content: String) -> Origin {
+        Origin {
+            role: role.to_owned(),
+            content,
+            ..Origin::default()
+        }
+    }
+}
+
 /// The conversation of a request as Chat Completions messages.
 pub fn messages_of(api: Api, request: &Value) -> Vec<Value> {
+    messages_with_origins(api, request).0
+}
+
+/// [`messages_of`], with where each message came from in the request.
+pub fn messages_with_origins(api: Api, request: &Value) -> (Vec<Value>, Vec<Origin>) {
     match api {
-        Api::Chat => (request.get("messages").and_then(Value::as_array))
-            .cloned()
-            .unwrap_or_default(),
+        Api::Chat => {
+            let messages = (request.get("messages").and_then(Value::as_array))
+                .cloned()
+                .unwrap_or_default();
+            let origins = (messages.iter().enumerate())
+                .map(|(i, m)| {
+                    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+                    let mut o = Origin::new(role, format!("/messages/{i}/content"));
+                    o.answers = (m.get("tool_call_id").and_then(Value::as_str)).map(str::to_owned);
+                    o.calls = (crate::ingest::identity::calls_of(m).into_iter().enumerate())
+                        .map(|(j, c)| {
+                            (
+                                c.id,
+                                format!("/messages/{i}/tool_calls/{j}/function/arguments"),
+                            )
+                        })
+                        .collect();
+                    o
+                })
+                .collect();
+            (messages, origins)
+        }
         Api::Responses => responses_messages(request),
         Api::Anthropic => anthropic_messages(request),
     }
 }
 
-fn responses_messages(request: &Value) -> Vec<Value> {
+fn responses_messages(request: &Value) -> (Vec<Value>, Vec<Origin>) {
     let mut out = Vec::new();
+    let mut origins = Vec::new();
     if let Some(text) = request.get("instructions").and_then(content_text) {
         out.push(json!({"role": "system", "content": text}));
+        origins.push(Origin::new("system", "/instructions".into()));
     }
     let items = match request.get("input") {
-        Some(Value::String(s)) => return with(out, json!({"role": "user", "content": s})),
+        Some(Value::String(s)) => {
+            out.push(json!({"role": "user", "content": s}));
+            origins.push(Origin::new("user", "/input".into()));
+            return (out, origins);
+        }
         Some(Value::Array(items)) => items,
-        _ => return out,
+        _ => return (out, origins),
     };
-    for item in items {
+    for (k, item) in items.iter().enumerate() {
         let kind = item
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("message");
         match kind {
             "function_call" => {
+                let id = item.get("call_id").cloned().unwrap_or(Value::Null);
                 let call = json!({
-                    "id": item.get("call_id").cloned().unwrap_or(Value::Null),
+                    "id": id,
                     "type": "function",
                     "function": {"name": item.get("name").cloned().unwrap_or(Value::Null),
                                  "arguments": item.get("arguments").cloned().unwrap_or(Value::Null)},
                 });
+                let at = (
+                    id.as_str().unwrap_or("").to_owned(),
+                    format!("/input/{k}/arguments"),
+                );
                 // Calls planned together are one assistant message, as Chat Completions has it.
                 match out.last_mut() {
                     Some(last) if is_assistant(last) => {
@@ -116,15 +177,29 @@ fn responses_messages(request: &Value) -> Vec<Value> {
                             Value::Array(a) => a.push(call),
                             other => *other = json!([call]),
                         }
+                        if let Some(o) = origins.last_mut() {
+                            o.calls.push(at);
+                        }
                     }
-                    _ => out.push(json!({"role": "assistant", "tool_calls": [call]})),
+                    _ => {
+                        out.push(json!({"role": "assistant", "tool_calls": [call]}));
+                        let mut o = Origin::new("assistant", format!("/input/{k}"));
+                        o.calls.push(at);
+                        origins.push(o);
+                    }
                 }
             }
-            "function_call_output" => out.push(json!({
-                "role": "tool",
-                "tool_call_id": item.get("call_id").cloned().unwrap_or(Value::Null),
-                "content": item.get("output").cloned().unwrap_or(Value::Null),
-            })),
+            "function_call_output" => {
+                let id = item.get("call_id").cloned().unwrap_or(Value::Null);
+                let mut o = Origin::new("tool", format!("/input/{k}/output"));
+                o.answers = id.as_str().map(str::to_owned);
+                origins.push(o);
+                out.push(json!({
+                    "role": "tool",
+                    "tool_call_id": id,
+                    "content": item.get("output").cloned().unwrap_or(Value::Null),
+                }));
+            }
             "message" => {
                 let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
                 let role = if role == "developer" { "system" } else { role };
@@ -133,52 +208,58 @@ fn responses_messages(request: &Value) -> Vec<Value> {
                     m["content"] = c.clone();
                 }
                 out.push(m);
+                origins.push(Origin::new(role, format!("/input/{k}/content")));
             }
             // Reasoning items and the like carry no conversation text the hash covers.
             _ => {}
         }
     }
-    out
+    (out, origins)
 }
 
 fn is_assistant(m: &Value) -> bool {
     m.get("role").and_then(Value::as_str) == Some("assistant")
 }
 
-fn with(mut out: Vec<Value>, m: Value) -> Vec<Value> {
-    out.push(m);
-    out
-}
-
-fn anthropic_messages(request: &Value) -> Vec<Value> {
+fn anthropic_messages(request: &Value) -> (Vec<Value>, Vec<Origin>) {
     let mut out = Vec::new();
+    let mut origins = Vec::new();
     if let Some(text) = request.get("system").and_then(content_text) {
         out.push(json!({"role": "system", "content": text}));
+        origins.push(Origin::new("system", "/system".into()));
     }
-    for m in (request.get("messages").and_then(Value::as_array))
+    for (i, m) in (request.get("messages").and_then(Value::as_array))
         .into_iter()
         .flatten()
+        .enumerate()
     {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         let blocks = match m.get("content") {
             Some(Value::Array(blocks)) => blocks.as_slice(),
             Some(other) => {
                 out.push(json!({"role": role, "content": other}));
+                origins.push(Origin::new(role, format!("/messages/{i}/content")));
                 continue;
             }
             None => {
                 out.push(json!({"role": role}));
+                origins.push(Origin::new(role, format!("/messages/{i}/content")));
                 continue;
             }
         };
         let mut texts = Vec::new();
         let mut calls = Vec::new();
-        for b in blocks {
+        let mut origin = Origin::new(role, format!("/messages/{i}/content"));
+        for (j, b) in blocks.iter().enumerate() {
             match b.get("type").and_then(Value::as_str) {
                 Some("tool_result") => {
+                    let id = b.get("tool_use_id").cloned().unwrap_or(Value::Null);
+                    let mut o = Origin::new("tool", format!("/messages/{i}/content/{j}/content"));
+                    o.answers = id.as_str().map(str::to_owned);
+                    origins.push(o);
                     let mut t = json!({
                         "role": "tool",
-                        "tool_call_id": b.get("tool_use_id").cloned().unwrap_or(Value::Null),
+                        "tool_call_id": id,
                         "content": b.get("content").cloned().unwrap_or(Value::Null),
                     });
                     if b.get("is_error") == Some(&Value::Bool(true)) {
@@ -186,12 +267,19 @@ fn anthropic_messages(request: &Value) -> Vec<Value> {
                     }
                     out.push(t);
                 }
-                Some("tool_use") => calls.push(json!({
-                    "id": b.get("id").cloned().unwrap_or(Value::Null),
-                    "type": "function",
-                    "function": {"name": b.get("name").cloned().unwrap_or(Value::Null),
-                                 "arguments": b.get("input").cloned().unwrap_or(Value::Null)},
-                })),
+                Some("tool_use") => {
+                    let id = b.get("id").cloned().unwrap_or(Value::Null);
+                    origin.calls.push((
+                        id.as_str().unwrap_or("").to_owned(),
+                        format!("/messages/{i}/content/{j}/input"),
+                    ));
+                    calls.push(json!({
+                        "id": id,
+                        "type": "function",
+                        "function": {"name": b.get("name").cloned().unwrap_or(Value::Null),
+                                     "arguments": b.get("input").cloned().unwrap_or(Value::Null)},
+                    }));
+                }
                 Some("text") => texts.push(
                     json!({"type": "text", "text": b.get("text").cloned().unwrap_or(Value::Null)}),
                 ),
@@ -212,8 +300,46 @@ fn anthropic_messages(request: &Value) -> Vec<Value> {
             msg.insert("tool_calls".into(), Value::Array(calls));
         }
         out.push(Value::Object(msg));
+        origins.push(origin);
     }
-    out
+    (out, origins)
+}
+
+/// A pointer into the canonical request (`/messages/3/content`) told as what it is and, where
+/// the client's request has it elsewhere, where: `the tool result of call_paris_1; in the
+/// request: /messages/2/content/0/content`; `None` when the pointer is not into a message.
+pub fn told_as_sent(at: &str, origins: &[Origin]) -> Option<String> {
+    let rest = at.strip_prefix("/messages/")?;
+    let (index, field) = rest.split_once('/').unwrap_or((rest, ""));
+    let o = origins.get(index.parse::<usize>().ok()?)?;
+    let call = |j: &str| o.calls.get(j.parse::<usize>().ok()?);
+    let (what, pointer) = match field.split('/').collect::<Vec<_>>().as_slice() {
+        ["tool_calls", j, ..] => {
+            let (id, pointer) = call(j)?;
+            (format!("the arguments of call {id}"), pointer.clone())
+        }
+        _ => {
+            let what = match (o.role.as_str(), &o.answers) {
+                ("tool", Some(id)) => format!("the tool result of {id}"),
+                ("tool", None) => "a tool result".to_owned(),
+                ("system", _) => "the system text".to_owned(),
+                (role, _) => format!("the {role} message"),
+            };
+            (what, o.content.clone())
+        }
+    };
+    // Below the part the canonical form names (an Anthropic block's own fields), the pointer
+    // goes on as the canonical one does.
+    let below = field.split_once('/').map_or("", |(_, r)| r);
+    let pointer = match field.starts_with("tool_calls/") {
+        true => pointer,
+        false if below.is_empty() => pointer,
+        false => format!("{pointer}/{below}"),
+    };
+    Some(match pointer == at {
+        true => what,
+        false => format!("{what}; in the request: {pointer}"),
+    })
 }
 
 /// The tools a request offers, by name (Chat's `function.name`, or the `name` of Responses and
@@ -231,99 +357,15 @@ pub fn tools_of(request: &Value) -> Option<Vec<String>> {
     )
 }
 
-/// The tool definitions of a request in one shape, Chat Completions' (`{"type": "function",
-/// "function": {"name", "description"?, "parameters"?}}`; Anthropic's `input_schema` is the
-/// `parameters`), in the order offered: what a divergence compares besides the names.
-pub fn tool_definitions(request: &Value) -> Vec<Value> {
-    (request
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten())
-    .map(|t| {
-        let f = t.get("function").unwrap_or(t);
-        let mut d = Map::new();
-        for (k, from) in [
-            ("name", "name"),
-            ("description", "description"),
-            ("parameters", "parameters"),
-            ("parameters", "input_schema"),
-        ] {
-            if let Some(v) = f.get(from).filter(|v| !v.is_null()) {
-                d.insert(k.into(), v.clone());
-            }
-        }
-        json!({"type": "function", "function": Value::Object(d)})
-    })
-    .collect()
-}
+pub(crate) use crate::ingest::identity::{parts, tool_definitions};
 
 /// The canonical request a divergence is told in: `{"messages": [canonical messages],
 /// "tools": [definitions]}` — each message as `input_h` hashes it (parsed back to JSON).
 pub fn canonical_request(api: Api, request: &Value) -> Value {
-    let messages: Vec<Value> = (messages_of(api, request).iter())
-        .map(|m| {
-            serde_json::from_str(&crate::ingest::identity::canonical_message(m))
-                .unwrap_or(Value::Null)
-        })
-        .collect();
-    json!({"messages": messages, "tools": tool_definitions(request)})
-}
-
-/// How deep [`parts`] goes: `/tools/1/function/parameters/required` and
-/// `/messages/3/tool_calls/0/arguments` are parts; what lies below them is hashed whole.
-const PART_DEPTH: usize = 5;
-
-/// The parts of a canonical request, hashed: each value at most five steps down (a
-/// scalar, an empty container, or a container at that depth, hashed as compact JSON), by its
-/// JSON pointer.
-pub fn parts(
-    canonical: &Value,
-    hasher: &crate::trace::PromptHasher,
-) -> std::collections::BTreeMap<String, String> {
-    fn walk(
-        v: &Value,
-        at: &mut String,
-        depth: usize,
-        hasher: &crate::trace::PromptHasher,
-        out: &mut std::collections::BTreeMap<String, String>,
-    ) {
-        // An object whose keys could not be pointer segments (see the trace reader's rule) is
-        // hashed whole, as a value at the depth limit is.
-        let named = |m: &serde_json::Map<String, Value>| {
-            (m.keys()).all(|k| {
-                crate::trace::request_part_segment(&k.replace('~', "~0").replace('/', "~1"))
-            })
-        };
-        let children: Vec<(String, &Value)> = match v {
-            Value::Object(m) if depth < PART_DEPTH && !m.is_empty() && named(m) => (m.iter())
-                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
-                .collect(),
-            Value::Array(a) if depth < PART_DEPTH && !a.is_empty() => a
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i.to_string(), v))
-                .collect(),
-            _ => {
-                out.insert(at.clone(), hasher.hash(&v.to_string()));
-                return;
-            }
-        };
-        for (k, child) in children {
-            let len = at.len();
-            at.push('/');
-            at.push_str(&k);
-            walk(child, at, depth + 1, hasher, out);
-            at.truncate(len);
-        }
-    }
-    let mut out = std::collections::BTreeMap::new();
-    for key in ["messages", "tools"] {
-        if let Some(v) = canonical.get(key) {
-            walk(v, &mut format!("/{key}"), 1, hasher, &mut out);
-        }
-    }
-    out
+    crate::ingest::identity::canonical_request(
+        &messages_of(api, request),
+        Some(&tool_definitions(request)),
+    )
 }
 
 /// The first pointer, in document order, where two requests' [`parts`] differ — a part one

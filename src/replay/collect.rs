@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use camino::Utf8PathBuf;
@@ -44,6 +45,35 @@ pub struct CollectOptions {
     pub limits: crate::trace::Limits,
 }
 
+/// What the receiver tells as it goes: a run written (or why not), or a request refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A run was written, or could not be.
+    Run(Collected),
+    /// A request was refused: nothing of it was kept.
+    Refused(Refusal),
+}
+
+/// A refused request: its HTTP status, the reason (the same for every request refused alike,
+/// so repeats can be counted), and the whole answer sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The status answered (400, 404, 413, 415, 503).
+    pub status: u16,
+    /// Why, in a few words that do not change from one request to the next of the same kind.
+    pub reason: String,
+    /// The message the answer carried.
+    pub message: String,
+}
+
+impl Refusal {
+    /// Whether the refusal only asks the client to retry later (back-pressure, 503): the data
+    /// is not lost, the exporter sends it again.
+    pub fn retryable(&self) -> bool {
+        self.status == 503
+    }
+}
+
 /// A run written, or why it was not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Collected {
@@ -67,14 +97,14 @@ struct Open {
 pub struct Collector {
     options: CollectOptions,
     open: Mutex<(HashMap<String, Open>, usize)>,
-    told: tokio::sync::mpsc::UnboundedSender<Collected>,
+    told: tokio::sync::mpsc::UnboundedSender<Heard>,
 }
 
 impl Collector {
     /// A receiver writing under `options.out`; `told` hears of each run written.
     pub fn new(
         options: CollectOptions,
-        told: tokio::sync::mpsc::UnboundedSender<Collected>,
+        told: tokio::sync::mpsc::UnboundedSender<Heard>,
     ) -> Collector {
         Collector {
             options,
@@ -88,6 +118,7 @@ impl Collector {
         axum::Router::new()
             .route("/v1/traces", axum::routing::post(traces))
             .route("/v1/logs", axum::routing::post(logs))
+            .fallback(elsewhere)
             .layer(axum::extract::DefaultBodyLimit::max(
                 self.options.body_limit,
             ))
@@ -133,10 +164,10 @@ impl Collector {
             let mut outcome = IngestOutcome::default();
             if o.spans.is_empty() {
                 let why = "only log records arrived for this trace, no span: nothing to write";
-                let _ = self.told.send(Collected {
+                let _ = self.told.send(Heard::Run(Collected {
                     run: id.clone(),
                     outcome: Err(why.to_owned()),
-                });
+                }));
                 continue;
             }
             let mut spans = o.spans;
@@ -146,10 +177,10 @@ impl Collector {
             let traces = vec![(id.clone(), o.format, spans)];
             crate::ingest::spans::build_traces(traces, None, &self.options.ingest, &mut outcome);
             for p in outcome.problems.iter().filter(|p| p.rejected) {
-                let _ = self.told.send(Collected {
+                let _ = self.told.send(Heard::Run(Collected {
                     run: id.clone(),
                     outcome: Err(p.message.clone()),
-                });
+                }));
             }
             for run in outcome.runs {
                 let trial = run
@@ -172,10 +203,10 @@ impl Collector {
                 };
                 let placed = super::place::place(&header, &run.trace, &how).map(|p| p.to_string());
                 let name = format!("{}/{}", run.scenario, run.case);
-                let _ = self.told.send(Collected {
+                let _ = self.told.send(Heard::Run(Collected {
                     run: name,
                     outcome: placed,
-                });
+                }));
             }
         }
     }
@@ -201,8 +232,9 @@ impl Collector {
         if open.0.len() + new_runs > self.options.max_open_runs
             || open.1 + bytes > self.options.max_buffered
         {
-            let mut r = refuse(
+            let mut r = self.refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
+                "the receiver was full (back-pressure: the exporter retries)",
                 &format!(
                     "the receiver is full ({} open runs, {} bytes held; at most {} and {}): nothing of this request was kept; retry",
                     open.0.len(),
@@ -253,13 +285,27 @@ impl Collector {
     }
 }
 
-fn refuse(status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({"code": status.as_u16(), "message": message});
-    (status, axum::Json(body)).into_response()
+impl Collector {
+    /// The answer refusing a request, told to whoever runs the receiver: `reason` is the same
+    /// for every request refused alike (so repeats are counted), `message` the whole answer.
+    fn refuse(&self, status: StatusCode, reason: &str, message: &str) -> Response {
+        let _ = self.told.send(Heard::Refused(Refusal {
+            status: status.as_u16(),
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        }));
+        let body = serde_json::json!({"code": status.as_u16(), "message": message});
+        (status, axum::Json(body)).into_response()
+    }
 }
 
 /// The body, unpacked when it says it is gzip (or starts like gzip), within `limit`.
-fn unpacked(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u8>, Box<Response>> {
+fn unpacked(
+    c: &Collector,
+    headers: &HeaderMap,
+    body: &Bytes,
+    limit: usize,
+) -> Result<Vec<u8>, Box<Response>> {
     let gzip = (headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok()))
@@ -271,12 +317,15 @@ fn unpacked(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u8>, 
     crate::ingest::collector::unpack("request.gz", body, limit as u64)
         .map(|b| b.into_owned())
         .map_err(|e| {
-            let status = if e.contains("unpacks to more than") {
-                StatusCode::PAYLOAD_TOO_LARGE
+            let (status, reason) = if e.contains("unpacks to more than") {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the body unpacks past the limit",
+                )
             } else {
-                StatusCode::BAD_REQUEST
+                (StatusCode::BAD_REQUEST, "the body is not valid gzip")
             };
-            Box::new(refuse(status, &format!("the body is {e}")))
+            Box::new(c.refuse(status, reason, &format!("the body is {e}")))
         })
 }
 
@@ -303,13 +352,14 @@ fn request(
             let message = format!(
                 "content type `{other}` is not read: send application/json or application/x-protobuf (OTLP/HTTP)"
             );
-            return Err(Box::new(refuse(
+            return Err(Box::new(c.refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &format!("content type `{other}` is not read"),
                 &message,
             )));
         }
     };
-    let bytes = unpacked(headers, body, c.options.body_limit)?;
+    let bytes = unpacked(c, headers, body, c.options.body_limit)?;
     Ok((proto, bytes))
 }
 
@@ -326,8 +376,42 @@ fn kept(proto: bool, partial: serde_json::Value) -> Response {
     }
 }
 
+/// The body of a request, or the answer to one past the body limit.
+fn body_of(c: &Collector, body: Result<Bytes, BytesRejection>) -> Result<Bytes, Box<Response>> {
+    body.map_err(|e| {
+        let status = e.status();
+        let reason = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => "the body is larger than the limit",
+            _ => "the body could not be read",
+        };
+        Box::new(c.refuse(status, reason, &format!("not kept: {}", e.body_text())))
+    })
+}
+
+/// Any other path: refused, naming the two the receiver takes (an exporter of metrics pointed
+/// at it, say).
+async fn elsewhere(State(c): State<Arc<Collector>>, uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    c.refuse(
+        StatusCode::NOT_FOUND,
+        &format!("`{}` is not received", crate::report::escape_controls(path)),
+        &format!(
+            "`{}` is not received: collect takes spans at POST /v1/traces and log records at POST /v1/logs",
+            crate::report::escape_controls(path)
+        ),
+    )
+}
+
 /// `POST /v1/traces`.
-async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn traces(
+    State(c): State<Arc<Collector>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body_of(&c, body) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
     let (proto, bytes) = match request(&c, &headers, &body) {
         Ok(r) => r,
         Err(r) => return *r,
@@ -341,7 +425,8 @@ async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes
     let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
     if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
         let message = format!("not kept: {}: {}", p.position, p.message);
-        return refuse(StatusCode::BAD_REQUEST, &message);
+        let reason = "the body is not a readable OTLP trace export";
+        return c.refuse(StatusCode::BAD_REQUEST, reason, &message);
     }
     match c.keep(format, (read.spans, Vec::new()), bytes.len()) {
         Ok(()) => kept(proto, serde_json::json!({})),
@@ -352,21 +437,29 @@ async fn traces(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes
 /// `POST /v1/logs`: the `gen_ai.client.inference.operation.details` records (an inference's
 /// content sent apart from its span) are kept with their run; other records are not, and the
 /// answer's `partialSuccess` counts them.
-async fn logs(State(c): State<Arc<Collector>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn logs(
+    State(c): State<Arc<Collector>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body_of(&c, body) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
     let (proto, bytes) = match request(&c, &headers, &body) {
         Ok(r) => r,
         Err(r) => return *r,
     };
     let read = match proto {
         false => crate::ingest::spans::logs::read_json(&bytes),
-        #[cfg(feature = "otlp-proto")]
         true => crate::ingest::spans::logs::read_proto(&bytes),
-        #[cfg(not(feature = "otlp-proto"))]
-        true => Err("this tracereplay was built without the `otlp-proto` feature (part of `remote`) that reads protobuf".to_owned()),
     };
     let (records, other) = match read {
         Ok(r) => r,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &format!("not kept: {e}")),
+        Err(e) => {
+            let reason = "the body is not a readable OTLP logs export";
+            return c.refuse(StatusCode::BAD_REQUEST, reason, &format!("not kept: {e}"));
+        }
     };
     let format = if proto {
         Format::OtlpProto
@@ -392,7 +485,7 @@ pub struct Receiving {
     /// Where it listens.
     pub addr: std::net::SocketAddr,
     collector: Arc<Collector>,
-    told: tokio::sync::mpsc::UnboundedReceiver<Collected>,
+    told: tokio::sync::mpsc::UnboundedReceiver<Heard>,
     signals: Option<super::signals::Signals>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     runtime: tokio::runtime::Runtime,
@@ -434,8 +527,9 @@ pub fn spawn(addr: std::net::SocketAddr, options: CollectOptions) -> std::io::Re
 
 impl Receiving {
     /// Waits for SIGINT, SIGTERM or SIGHUP, then stops and writes every open run; `told` hears
-    /// of each run written (or refused) as it happens, on the calling thread.
-    pub fn wait(mut self, mut told: impl FnMut(&Collected)) {
+    /// of each run written (or not) and each request refused as it happens, on the calling
+    /// thread.
+    pub fn wait(mut self, mut told: impl FnMut(&Heard)) {
         if let Some(mut signals) = self.signals.take() {
             let heard = &mut self.told;
             self.runtime.block_on(async {

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::answer::{Answer, StreamReader};
 use super::canonical::Api;
-use super::record::{self, Recording, Timing};
+use super::capture;
+use super::record::{Recording, Timing};
 use super::server::error_in;
 
 /// What records an ended exchange into its session: given the session's recording, the
@@ -253,7 +254,7 @@ pub(crate) async fn forward(
     sink: Box<dyn Sink>,
     api: Api,
     (parts, rest, body): (Parts, String, Bytes),
-    captured: record::Captured,
+    captured: capture::Captured,
 ) -> Response {
     let done = Done {
         sink,
@@ -267,7 +268,11 @@ pub(crate) async fn forward(
         Err(why) => {
             let (status, kind, what) = unanswered(&why);
             let message = format!("the upstream {what}");
-            done.failed(&message, &kind.replace('_', "-"));
+            done.failed(
+                (&Answer::default(), false),
+                &message,
+                &kind.replace('_', "-"),
+            );
             return error_in(Some(api), status, &message, kind);
         }
     };
@@ -300,18 +305,26 @@ use crate::common::error_chain;
 /// What an exchange records when it ends.
 struct Done {
     sink: Box<dyn Sink>,
-    captured: record::Captured,
+    captured: capture::Captured,
     ts_ms: i64,
     started: Instant,
     limits: crate::trace::Limits,
 }
 
 impl Done {
-    /// Records the exchange as an `error` event (credentials redacted).
-    fn failed(&self, message: &str, code: &str) {
-        self.sink.record(&mut |recording, secrets, _| {
+    /// Records the exchange as a failed request — an `inference` with what arrived of the
+    /// answer (`partial`; `truncated` when it was cut), then an `error` event saying why
+    /// (credentials redacted).
+    fn failed(&self, (partial, truncated): (&Answer, bool), message: &str, code: &str) {
+        let timing = Timing {
+            ts_ms: Some(self.ts_ms),
+            latency_ms: Some(self.started.elapsed().as_millis() as u64),
+        };
+        self.sink.record(&mut |recording, secrets, model| {
             let message = redact(message, secrets);
-            recording.error(&message, code, Some(self.ts_ms), self.limits);
+            let partial = (&partial.step(), truncated);
+            let why = (message.as_str(), code);
+            recording.failed(model, partial, &self.captured, why, (timing, self.limits));
         });
     }
 
@@ -369,6 +382,7 @@ async fn pump(
         let text = String::from_utf8_lossy(&kept);
         let excerpt: String = text.chars().take(4000).collect();
         done.failed(
+            (&Answer::default(), false),
             &format!("the upstream answered {status}: {excerpt}"),
             "upstream-error",
         );
@@ -378,6 +392,7 @@ async fn pump(
         Some(r) => r.finish(),
         None if overflow => {
             done.failed(
+                (&Answer::default(), false),
                 &format!("the answer was larger than {KEEP} bytes: passed on, not read"),
                 "upstream-too-large",
             );
@@ -391,16 +406,22 @@ async fn pump(
     match (cut, read.complete, &read.error) {
         (None, true, None) => done.answered(&read),
         (None, true, Some(e)) => done.failed(
+            (&read, false),
             &format!("the answer carried an error: {e}; {}", read.arrived()),
             "upstream-error",
         ),
         (None, false, _) => done.failed(
+            (&read, true),
             &format!(
                 "the answer ended before its end (no final event): {}",
                 read.arrived()
             ),
             "stream-truncated",
         ),
-        (Some(why), _, _) => done.failed(&format!("{why}: {}", read.arrived()), "stream-truncated"),
+        (Some(why), _, _) => done.failed(
+            (&read, true),
+            &format!("{why}: {}", read.arrived()),
+            "stream-truncated",
+        ),
     }
 }

@@ -13,6 +13,7 @@
 pub mod answer;
 pub(crate) mod anthropic;
 pub mod canonical;
+pub mod capture;
 pub mod chunking;
 mod client;
 pub mod collect;

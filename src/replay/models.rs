@@ -12,8 +12,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::canonical::Api;
+use super::capture;
 use super::forward;
-use super::record::{self, Timing};
+use super::record::Timing;
 use super::server::{BODY_LIMIT, LiveFrom, Replay, Session, error_in, named, refused};
 use super::{anthropic, openai};
 
@@ -23,7 +24,7 @@ pub(super) enum Answered {
     Now(Response),
     /// Forwarded to the upstream: the session, and the request as captured (its tool
     /// results recorded already).
-    Live(String, record::Captured),
+    Live(String, capture::Captured),
 }
 
 /// Answers a model request of `api` with the session's next recorded response (the fuzz
@@ -101,12 +102,12 @@ fn decide(
             return go_live(s, replay, (api, &request, headers), Some(why), None);
         }
     }
-    let captured = record::capture(api, &request, &s.hasher, options.raw_prompts);
+    let captured = capture::capture(api, &request, &s.hasher, options.raw_prompts);
     if let Err(why) = s.recording.results(&captured, options.limits) {
         return Answered::Now(refused(&why));
     }
     if live == Some(LiveFrom::Divergence) {
-        let diverging = record::divergences(s.served + 1, &s.script.steps[s.served], &captured);
+        let diverging = capture::divergences(s.served + 1, &s.script.steps[s.served], &captured);
         if !diverging.is_empty() {
             let why = format!("it diverged ({})", diverging.join("; "));
             return go_live(
@@ -120,7 +121,15 @@ fn decide(
     }
     let n = s.served + 1;
     let step = &s.script.steps[n - 1];
-    let diverging = record::divergences(n, step, &captured);
+    let mut diverging = capture::divergences(n, step, &captured);
+    if let Some(why) = capture::unmatchable(n, step) {
+        // Under --strict every request must match its recording: one that cannot be checked
+        // is refused; otherwise it is served, and the recording says it was not checked.
+        match options.strict {
+            true => diverging.push(why),
+            false => s.recording.note(&why, options.limits),
+        }
+    }
     for d in &diverging {
         s.recording.divergence(d, options.limits);
     }
@@ -156,13 +165,13 @@ fn go_live(
     replay: &Replay,
     (api, request, headers): (Api, &Value, &HeaderMap),
     why: Option<String>,
-    captured: Option<record::Captured>,
+    captured: Option<capture::Captured>,
 ) -> Answered {
     let options = &replay.options;
     let captured = match captured {
         Some(c) => c,
         None => {
-            let c = record::capture(api, request, &s.hasher, options.raw_prompts);
+            let c = capture::capture(api, request, &s.hasher, options.raw_prompts);
             if let Err(why) = s.recording.results(&c, options.limits) {
                 return Answered::Now(refused(&why));
             }

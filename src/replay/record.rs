@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::canonical::Api;
+use super::capture::Captured;
 use super::script::Step;
 use crate::trace::PromptHasher;
 use crate::trace::{Limits, TraceFile};
@@ -18,116 +18,6 @@ pub const SERVER_RECORDED: &[&str] = &["inference", "tool_call", "tool_result"];
 /// The kinds the runtime may report: every kind of the trace format but [`SERVER_RECORDED`].
 pub fn reportable() -> impl Iterator<Item = &'static str> {
     (crate::trace::KNOWN_KINDS.iter().copied()).filter(|k| !SERVER_RECORDED.contains(k))
-}
-
-/// A request as the capture sees it.
-#[derive(Debug, Default)]
-pub struct Captured {
-    /// `input_h` of the request's conversation (in the canonical form of
-    /// [`super::canonical`], whichever API carried it).
-    pub input_h: Option<String>,
-    /// The tool names offered.
-    pub tools: Option<Vec<String>>,
-    /// Tool results handed back: (call id, content, whether the call succeeded).
-    pub results: Vec<(String, Value, bool)>,
-    /// The model asked for.
-    pub model: Option<String>,
-    /// The hashed input's raw text, only under the developer opt-in (for the sidecar).
-    pub raw_input: Option<String>,
-    /// The request's parts, hashed (see [`super::canonical::parts`]).
-    pub parts: std::collections::BTreeMap<String, String>,
-}
-
-/// Reads what the capture needs from a request of `api` (the raw input text too when `raw` —
-/// the developer opt-in).
-pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> Captured {
-    let messages = super::canonical::messages_of(api, request);
-    let results = (messages.iter())
-        .filter(|m| {
-            matches!(
-                m.get("role").and_then(Value::as_str),
-                Some("tool" | "function")
-            )
-        })
-        .filter_map(|m| {
-            let id = (m.get("tool_call_id").or_else(|| m.get("id")))?.as_str()?;
-            let content = m.get("content").cloned().unwrap_or(Value::Null);
-            let ok = m.get("is_error") != Some(&Value::Bool(true));
-            Some((id.to_owned(), content, ok))
-        })
-        .collect();
-    let raw_input = raw.then(|| {
-        let parts: Vec<String> = (messages.iter())
-            .map(crate::ingest::identity::canonical_message)
-            .collect();
-        format!("[{}]", parts.join(","))
-    });
-    let canonical = super::canonical::canonical_request(api, request);
-    Captured {
-        input_h: Some(crate::ingest::identity::input_hash(hasher, &messages)),
-        parts: super::canonical::parts(&canonical, hasher),
-        tools: super::canonical::tools_of(request),
-        results,
-        model: request
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        raw_input,
-    }
-}
-
-/// How a request departs from the recording, one sentence per field; empty when it does not.
-/// Where the recording keeps its request's parts, the sentence names the first differing field
-/// by its JSON pointer into the canonical request, with both values' hashes.
-pub fn divergences(n: usize, step: &Step, now: &Captured) -> Vec<String> {
-    let mut out = Vec::new();
-    let part = |under: &str| {
-        let recorded = step.request_h.as_ref()?;
-        let (at, was, is) = super::canonical::first_differing_part(recorded, &now.parts, under)?;
-        Some(format!(
-            " at {at}: recorded {}, now {}",
-            was.unwrap_or("absent"),
-            is.unwrap_or("absent")
-        ))
-    };
-    if let (Some(recorded), Some(now_h)) = (&step.input_h, &now.input_h) {
-        if recorded != now_h {
-            out.push(match part("/messages") {
-                Some(at) => format!("request {n}: input_h differs{at}"),
-                None => format!("request {n}: input_h differs: recorded {recorded}, now {now_h}"),
-            });
-        }
-    }
-    let mut tools_differ = false;
-    if let Some(recorded) = &step.tools_offered {
-        // A request that offers no tools (`tools` absent or `null`) where the recording offered
-        // some differs as much as one offering others.
-        let empty = Vec::new();
-        let now_t = now.tools.as_ref().unwrap_or(&empty);
-        let (a, b): (BTreeSet<&str>, BTreeSet<&str>) = (
-            recorded.iter().map(String::as_str).collect(),
-            now_t.iter().map(String::as_str).collect(),
-        );
-        if a != b {
-            tools_differ = true;
-            let list = |s: BTreeSet<&str>| match s.is_empty() {
-                true => "none".to_owned(),
-                false => s.into_iter().collect::<Vec<_>>().join(", "),
-            };
-            out.push(format!(
-                "request {n}: tools offered differ: recorded {}, now {}",
-                list(a),
-                list(b)
-            ));
-        }
-    }
-    // The same tools by name, defined otherwise (a parameter made required, say).
-    if !tools_differ {
-        if let Some(at) = part("/tools") {
-            out.push(format!("request {n}: tool definitions differ{at}"));
-        }
-    }
-    out
 }
 
 /// Why the server refuses what a runtime sent it.
@@ -172,6 +62,10 @@ pub struct Recording {
     ended: bool,
     /// Raw input text by hash, under the developer opt-in only.
     raw: Vec<(String, String)>,
+    /// User turns already written as `user_message`s.
+    users_seen: usize,
+    /// The results the request being recorded handed back first: its inference's `consumes`.
+    fresh: Vec<String>,
 }
 
 impl Recording {
@@ -208,10 +102,12 @@ impl Recording {
         // then kept (or none of them).
         let mut fresh: Vec<(Value, u64)> = Vec::new();
         let mut seen = BTreeSet::new();
+        let mut order = Vec::new();
         for (id, content, ok) in &captured.results {
             if self.handed_back.contains(id) || !seen.insert(id) {
                 continue;
             }
+            order.push(id.clone());
             let (tool, args) = self
                 .planned
                 .get(id)
@@ -226,6 +122,7 @@ impl Recording {
             }
         }
         self.room(fresh.iter().map(|(_, len)| len).sum(), limits)?;
+        self.fresh = order;
         self.handed_back.extend(seen.into_iter().cloned());
         for (e, len) in fresh {
             self.push_sized(e, len);
@@ -242,6 +139,37 @@ impl Recording {
         captured: &Captured,
         timing: Timing,
     ) {
+        let e = self.request_event(model, step, captured, timing);
+        self.push(e);
+    }
+
+    /// Writes the user turns of a request's conversation not written yet, as `user_message`s
+    /// (hashed; raw text to the sidecar only under the opt-in), before its inference.
+    fn asked(&mut self, captured: &Captured, ts_ms: Option<i64>) {
+        for (prompt, raw) in captured.users.iter().skip(self.users_seen) {
+            let mut e = json!({"kind": "user_message", "prompt": prompt});
+            if let Some(ts) = ts_ms {
+                e["ts_ms"] = json!(ts);
+            }
+            if let (Some(text), Some(h)) = (raw, prompt["h"].as_str()) {
+                self.bytes = self.bytes.saturating_add(text.len() as u64);
+                self.raw.push((h.to_owned(), text.clone()));
+            }
+            self.push(e);
+        }
+        self.users_seen = self.users_seen.max(captured.users.len());
+    }
+
+    /// The `inference` event of a request (its user turns written first): `step` is the
+    /// answer, whole or what arrived of it.
+    fn request_event(
+        &mut self,
+        model: Option<&str>,
+        step: &Step,
+        captured: &Captured,
+        timing: Timing,
+    ) -> Value {
+        self.asked(captured, timing.ts_ms);
         let mut output = serde_json::Map::new();
         if let Some(t) = &step.text {
             output.insert("text".into(), json!(t));
@@ -272,8 +200,18 @@ impl Recording {
                 self.raw.push((h.clone(), text.clone()));
             }
         }
+        if let Some((h, raw)) = &captured.system {
+            e["system_h"] = json!(h);
+            if let Some(text) = raw {
+                self.bytes = self.bytes.saturating_add(text.len() as u64);
+                self.raw.push((h.clone(), text.clone()));
+            }
+        }
         if let Some(t) = &captured.tools {
             e["tools_offered"] = json!(t);
+        }
+        if !self.fresh.is_empty() {
+            e["consumes"] = json!(std::mem::take(&mut self.fresh));
         }
         if let Some(u) = step.usage {
             e["usage"] = json!(u);
@@ -287,7 +225,45 @@ impl Recording {
         if !captured.parts.is_empty() {
             e["request_h"] = json!(captured.parts);
         }
+        e
+    }
+
+    /// Records a request that failed — the upstream's error, an answer cut short, one that
+    /// could not be read — as every request is recorded, an `inference` (what arrived of the
+    /// answer as its output, `finish: "error"`, `truncated` when the answer was cut), followed
+    /// by an `error` event saying why, with the conversation's `input_h`. Bounded like a
+    /// divergence: `false` when the recording was full.
+    pub fn failed(
+        &mut self,
+        model: Option<&str>,
+        (partial, truncated): (&Step, bool),
+        captured: &Captured,
+        (message, code): (&str, &str),
+        (timing, limits): (Timing, Limits),
+    ) -> bool {
+        if self.room(message.len() as u64 + 100, limits).is_err() {
+            self.dropped += 1;
+            return false;
+        }
+        let mut step = partial.clone();
+        step.finish = Some(crate::trace::Finish::Error);
+        // A call cut before its arguments ended was never planned whole: left out.
+        step.tool_calls
+            .retain(|c| serde_json::from_str::<Value>(&c.arguments).is_ok());
+        let mut e = self.request_event(model, &step, captured, timing);
+        if truncated {
+            e["truncated"] = json!(true);
+        }
         self.push(e);
+        let mut err = json!({"kind": "error", "message": message, "code": code});
+        if let Some(ts) = timing.ts_ms {
+            err["ts_ms"] = json!(ts);
+        }
+        if let Some(h) = &captured.input_h {
+            err["input_h"] = json!(h);
+        }
+        self.push(err);
+        true
     }
 
     /// Records an `error` event (an upstream's failure, a cut stream), bounded like a
@@ -326,6 +302,30 @@ impl Recording {
     /// `tool_call` reported).
     pub fn ran_tools(&self) -> bool {
         !self.handed_back.is_empty()
+    }
+
+    /// The model requests recorded: one `inference` each, answered or failed (what
+    /// `request-count` counts and usage sums).
+    pub fn requests(&self) -> usize {
+        (self.events.iter())
+            .filter(|e| e["kind"] == "inference")
+            .count()
+    }
+
+    /// How the run ended, in a few words: the status of its `run_end` (`failed` when the
+    /// runtime reported none), with the codes of its failed requests (`failed: upstream-error`).
+    pub fn ended_as(&self) -> String {
+        let mut codes: Vec<&str> = (self.events.iter())
+            .filter(|e| e["kind"] == "error")
+            .filter_map(|e| e["code"].as_str())
+            .filter(|c| c.starts_with("upstream") || *c == "stream-truncated")
+            .collect();
+        codes.dedup();
+        match (self.end_status(), codes.is_empty()) {
+            (Some(status), true) => status.to_owned(),
+            (status, false) => format!("{}: {}", status.unwrap_or("failed"), codes.join(", ")),
+            (None, true) => "failed: no run end reported".to_owned(),
+        }
     }
 
     /// The status of the `run_end` the runtime reported, if it did.

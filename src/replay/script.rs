@@ -1,4 +1,6 @@
-//! A recorded run as a script of model responses: the trace's `inference` events, in order.
+//! A recorded run as a script of model responses: the trace's `inference` events, in order —
+//! but for failed requests (`finish: "error"`: the upstream's error, an answer cut short),
+//! which got no answer to serve; the agent's retry that followed is the next step.
 
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -16,7 +18,7 @@ pub struct PlannedCall {
 }
 
 /// One recorded model response.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Step {
     /// The recorded event's `seq`.
     pub seq: u64,
@@ -75,7 +77,7 @@ pub fn load(path: &Utf8Path, limits: Limits) -> anyhow::Result<Script> {
     let trace = &parsed.trace;
     let steps = (trace.events.iter())
         .filter_map(|e| match &e.body {
-            EventBody::Inference(i) => Some(Step {
+            EventBody::Inference(i) if i.finish != Some(Finish::Error) => Some(Step {
                 seq: e.seq,
                 ts_ms: e.ts_ms,
                 model: i.model.as_ref().map(|m| m.to_string()),

@@ -170,6 +170,9 @@ pub enum EventBody<'a> {
     Error {
         message: Str<'a>,
         code: Option<Json<'a>>,
+        /// The conversation of the model request that failed, when the error is a failed
+        /// request's (an extension of format v1: `record` writes it).
+        input_h: Option<Str<'a>>,
     },
     /// Free-form annotation.
     Note { text: Str<'a> },
@@ -204,6 +207,10 @@ pub struct Inference<'a> {
     /// there), so that a replay can name the first field a changed request differs in (an
     /// extension of format v1: `record` and `replay serve --record` write it).
     pub request_h: Option<Vec<(Str<'a>, Str<'a>)>>,
+    /// The answer was cut before its end (a stream the upstream or the client closed): its
+    /// `output` is what arrived, and an `error` event after it says why (an extension of
+    /// format v1: `record` writes it, only when true).
+    pub truncated: bool,
 }
 
 /// What the model answered.

@@ -105,6 +105,7 @@ impl Parser<'_> {
                     usage: raw.usage,
                     finish,
                     latency_ms: raw.latency_ms,
+                    truncated: raw.truncated == Some(true),
                     request_h: match raw.request_h {
                         None => None,
                         Some(r) => Some(request_parts(r.get()).ok_or_else(|| {
@@ -183,6 +184,7 @@ impl Parser<'_> {
             "error" => EventBody::Error {
                 message: need(raw.message, "message")?,
                 code: raw.code.map(Json::Borrowed),
+                input_h: prompt_hash(raw.input_h, "input_h")?,
             },
             "note" => EventBody::Note {
                 text: need(raw.text, "text")?,

@@ -39,6 +39,7 @@ const INFERENCE: &[&str] = &[
     "finish",
     "latency_ms",
     "request_h",
+    "truncated",
 ];
 /// Fields an event of any kind may carry without carrying text.
 const ANY_EVENT: &[&str] = &["kind", "seq", "ts_ms"];

@@ -137,6 +137,7 @@ raw_events! {
     #[serde(borrow)]
     finish: Option<Str<'a>>,
     latency_ms: Option<u64>,
+    truncated: Option<bool>,
     #[serde(borrow)]
     request_h: Option<&'a RawValue>,
     #[serde(borrow)]

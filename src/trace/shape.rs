@@ -84,6 +84,7 @@ pub(crate) const EVENT: &[(&str, Want)] = &[
     ("output", Want::Any),
     ("usage", Want::Object(USAGE)),
     ("finish", Want::Str),
+    ("truncated", Want::Bool),
     ("call_id", Want::Str),
     ("tool", Want::Str),
     ("args", Want::Any),

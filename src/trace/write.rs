@@ -57,6 +57,9 @@ impl Serialize for Event<'_> {
                 opt(&mut m, "usage", &i.usage)?;
                 opt(&mut m, "finish", &i.finish)?;
                 opt(&mut m, "latency_ms", &i.latency_ms)?;
+                if i.truncated {
+                    m.serialize_entry("truncated", &true)?;
+                }
                 if let Some(parts) = &i.request_h {
                     let map: std::collections::BTreeMap<&str, &str> = parts
                         .iter()
@@ -148,9 +151,14 @@ impl Serialize for Event<'_> {
                 opt_json(&mut m, "from", from)?;
                 opt_json(&mut m, "to", to)?;
             }
-            EventBody::Error { message, code } => {
+            EventBody::Error {
+                message,
+                code,
+                input_h,
+            } => {
                 m.serialize_entry("message", message)?;
                 opt_json(&mut m, "code", code)?;
+                opt(&mut m, "input_h", input_h)?;
             }
             EventBody::Note { text } | EventBody::FinalAnswer { text } => {
                 m.serialize_entry("text", text)?;

@@ -157,9 +157,68 @@ fn bad_requests_are_answered_as_the_docs_say_and_nothing_of_them_is_kept() {
     );
     assert_eq!(status, 503, "{text}");
     assert_eq!(retry.as_deref(), Some("1"));
+    // A second request refused alike is counted, not said again; a path it does not receive is
+    // refused too (an exporter of metrics pointed at it).
+    let (status, _, _) = post(&server, "text/plain", false, b"again");
+    assert_eq!(status, 415);
+    let metrics = ureq::post(&format!("{}/v1/metrics", server.url))
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .content_type("application/x-protobuf")
+        .send(&b""[..])
+        .unwrap();
+    assert_eq!(metrics.status().as_u16(), 404);
+    let (code, printed) = server.finish(&[]);
+    assert_eq!(
+        code, 1,
+        "requests were refused and their data lost: {printed}"
+    );
+    assert!(traces(&env, "collected").is_empty(), "{printed}");
+    assert_eq!(
+        printed.matches("refused a request: 415").count(),
+        1,
+        "{printed}"
+    );
+    for want in [
+        "refused a request: 400 not kept:",
+        "refused a request: 413 ",
+        "refused a request: 404 `/v1/metrics` is not received",
+        "refused a request: 503 the receiver is full",
+        "collect: 0 run(s) written, 6 request(s) refused: 1 × 400 the body is not a readable OTLP trace export; 2 × 415 content type `text/plain` is not read; 1 × 413 ",
+        "1 × 503 the receiver was full (back-pressure: the exporter retries); 1 × 404 `/v1/metrics` is not received",
+    ] {
+        assert!(printed.contains(want), "{want}\n{printed}");
+    }
+}
+
+/// Back-pressure alone (503, which exporters retry) loses nothing: the receiver still exits 0.
+#[test]
+fn back_pressure_alone_is_not_a_failure() {
+    let env = Env::new();
+    let server = collect(&env, &["--max-open-runs", "1"]);
+    let two = fixture("otlp.jsonl");
+    let first_line = two.split(|b| *b == b'\n').next().unwrap().to_vec();
+    let mut doc: serde_json::Value = serde_json::from_slice(&first_line).unwrap();
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap();
+    let mut other = spans[0].clone();
+    other["traceId"] = serde_json::json!("ffffffffffffffffffffffffffffffff");
+    spans.push(other);
+    let (status, _, text) = post(
+        &server,
+        "application/json",
+        false,
+        doc.to_string().as_bytes(),
+    );
+    assert_eq!(status, 503, "{text}");
     let (code, printed) = server.finish(&[]);
     assert_eq!(code, 0, "{printed}");
-    assert!(traces(&env, "collected").is_empty(), "{printed}");
+    assert!(
+        printed.contains("collect: 0 run(s) written, 1 request(s) refused: 1 × 503"),
+        "{printed}"
+    );
 }
 
 #[test]

@@ -30,6 +30,7 @@ mod ingest_otel;
 mod init_workflows;
 mod layering;
 mod newcomer;
+mod one_identity;
 mod otlp;
 mod pending_diff;
 mod privacy;

@@ -206,7 +206,9 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
             assert_eq!(code, 0, "{api} {mode}: {printed}");
             let path = "recorded/agent.replay.weather/paris.trace.ndjson.zst";
             assert!(
-                printed.contains(&format!("recorded {SESSION}: 2 request(s) -> {path}")),
+                printed.contains(&format!(
+                    "recorded {SESSION}: 2 request(s) (completed) -> {path}"
+                )),
                 "{api} {mode}: {printed}"
             );
             let (_, served) = up.finish(&[]);

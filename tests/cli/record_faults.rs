@@ -164,10 +164,14 @@ fn upstream_failures_pass_through_and_are_recorded_as_errors() {
     let (status, body) = refused.post("/record/s/refused/v1/chat/completions", &[], ASK);
     assert_eq!(status, 502, "{body}");
     assert!(body.contains("could not be reached"), "{body}");
-    let (code, printed) = rec.finish(&[]);
-    assert_eq!(code, 0, "{printed}");
+    let (code, said) = rec.finish(&[]);
+    assert_eq!(code, 0, "{said}");
     let (code, printed) = refused.finish(&[]);
     assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("recorded s/refused: 1 request(s) (failed: upstream-unreachable)"),
+        "{printed}"
+    );
     let failed = trace_text(&env, "out/s/fail.trace.ndjson.zst");
     assert!(failed.contains(r#""code":"upstream-error""#), "{failed}");
     assert!(failed.contains("500 Internal Server Error"), "{failed}");
@@ -175,11 +179,40 @@ fn upstream_failures_pass_through_and_are_recorded_as_errors() {
         failed.contains("key [redacted]") && !failed.contains("ECHOED"),
         "{failed}"
     );
-    assert!(!failed.contains(r#""kind":"inference""#), "{failed}");
+    // A failed request is a request, as everywhere: one inference (`finish: "error"`, nothing
+    // answered), then the error, both with the conversation's hash.
+    let inference = failed
+        .lines()
+        .find(|l| l.contains(r#""kind":"inference""#))
+        .unwrap_or_else(|| panic!("{failed}"));
+    assert!(
+        inference.contains(r#""output":{},"finish":"error""#),
+        "{failed}"
+    );
+    let input_h = &inference[inference.find(r#""input_h":"#).unwrap()..][..76];
+    let error = failed.lines().find(|l| l.contains(r#""kind":"error""#));
+    assert!(error.is_some_and(|e| e.contains(input_h)), "{failed}");
+    assert!(
+        said.contains("recorded s/fail: 1 request(s) (failed: upstream-error)"),
+        "{said}"
+    );
     let refused = trace_text(&env, "out/s/refused.trace.ndjson.zst");
     assert!(
         refused.contains(r#""code":"upstream-unreachable""#),
         "{refused}"
+    );
+    // `request-count` counts each failed request, as the recorder's line did.
+    env.write(
+        "out/s/s.scenario.json",
+        r#"{"id": "s", "title": "t", "risk": "High", "oracles": [{"type": "request-count", "count": 1}]}"#,
+    );
+    let check = env.run_with(&["check", "out/s", "--no-cache"], &[("CI", "true")]);
+    // The run failed (the harness's `run-completed` says so); `request-count` 1 passed.
+    assert!(
+        check.stdout.contains("fail run-completed") && !check.stdout.contains("request-count"),
+        "{}{}",
+        check.stdout,
+        check.stderr
     );
 }
 
@@ -217,13 +250,23 @@ fn a_cut_stream_and_a_client_that_leaves_are_recorded_as_truncated() {
         cut.contains("no final event") && cut.contains("Hello, wor"),
         "{cut}"
     );
-    assert!(!cut.contains(r#""kind":"inference""#), "{cut}");
+    // What arrived is the answer's output, marked truncated.
+    assert!(
+        cut.contains(r#""output":{"text":"Hello, wor"},"finish":"error","#)
+            && cut.contains(r#""truncated":true"#),
+        "{cut}"
+    );
     let left = trace_text(&env, "out/s/left.trace.ndjson.zst");
     assert!(
         left.contains("the client closed the connection before the answer ended"),
         "{left}"
     );
-    assert!(!left.contains(r#""kind":"inference""#), "{left}");
+    assert!(
+        left.contains(r#""output":{"text":"one "#)
+            && left.contains(r#""finish":"error","#)
+            && left.contains(r#""truncated":true"#),
+        "{left}"
+    );
 }
 
 #[test]
@@ -258,7 +301,9 @@ fn sigterm_writes_every_open_session_and_a_usage_frame_is_kept() {
     for case in ["a", "b", "c"] {
         let path = format!("out/s/{case}.trace.ndjson.zst");
         assert!(
-            printed.contains(&format!("recorded s/{case}: 1 request(s) -> {path}")),
+            printed.contains(&format!(
+                "recorded s/{case}: 1 request(s) (failed: no run end reported) -> {path}"
+            )),
             "{printed}"
         );
         let text = trace_text(&env, &path);
@@ -269,7 +314,7 @@ fn sigterm_writes_every_open_session_and_a_usage_frame_is_kept() {
         assert!(text.contains(r#""model":"fake-model""#), "{text}");
         // The runtime never said how the run ended: never taken for a completed run.
         assert!(
-            text.contains(r#""kind":"run_end","seq":2,"status":"failed""#),
+            text.contains(r#""kind":"run_end","seq":3,"status":"failed""#),
             "{text}"
         );
         let verify = env.run(&["verify", &path]);

@@ -73,7 +73,9 @@ fn a_changed_nested_field_is_named_by_its_json_pointer_with_both_hashes() {
     let (status, body) = strict.post("/v1/chat/completions", &[], &ask("Lyon?", "city"));
     assert_eq!(status, 409, "{body}");
     assert!(
-        body.contains("request 1: input_h differs at /messages/1/content: recorded b3:"),
+        body.contains(
+            "request 1: input_h differs at /messages/1/content (the user message): recorded b3:"
+        ),
         "{body}"
     );
     assert!(body.contains(", now b3:"), "{body}");
@@ -158,4 +160,45 @@ fn a_claude_agent_past_the_end_gets_anthropics_error_shape() {
     );
     let (code, _) = server.finish(&["s/twice"]);
     assert_eq!(code, 1);
+}
+
+/// A changed tool result in a loop driven by the real SDKs is named at its canonical pointer
+/// (`/messages/3/content`) and as the SDK sent it: the call it answers, and where the request
+/// has it — Anthropic's `/messages/2/content/0/content`, Responses' `/input/2/output` (Chat
+/// Completions keeps it where the canonical form does).
+#[test]
+fn a_changed_tool_result_is_named_by_its_call_and_where_the_sdk_sent_it() {
+    use super::record::{SESSION, agent, recorder as record, upstream};
+    for (api, sent) in [
+        ("chat", "(the tool result of call_1)"),
+        (
+            "anthropic",
+            "(the tool result of call_1; in the request: /messages/2/content/0/content)",
+        ),
+        (
+            "responses",
+            "(the tool result of call_1; in the request: /input/2/output)",
+        ),
+    ] {
+        let env = Env::new();
+        copy_demo(&env, false);
+        let up = upstream(&env);
+        let rec = record(&env, &up.url, "recorded", &[]);
+        let base = format!("{}/record/{SESSION}", rec.url);
+        let (code, out, stderr) = agent(&env, &base, api, "plain", "sunny, 21 C");
+        assert_eq!(code, 0, "{api}: {out} {stderr}");
+        assert_eq!(rec.finish(&[]).0, 0);
+        up.finish(&[]);
+        // The same loop, its tool now answering otherwise, replayed strictly.
+        let strict = Server::start(&env, &["recorded/", "--strict"]);
+        let base = format!("{}/replay/{SESSION}", strict.url);
+        let (code, out, _) = agent(&env, &base, api, "plain", "rain, 12 C");
+        assert_eq!(code, 3, "{api}: {out}");
+        assert_eq!(out["status"], 409, "{api}: {out}");
+        let message = out["message"].to_string();
+        let want =
+            format!("request 2: input_h differs at /messages/3/content {sent}: recorded b3:");
+        assert!(message.contains(&want), "{api}: {want}\n{message}");
+        let _ = strict.finish(&[]);
+    }
 }

@@ -51,7 +51,7 @@ fn live_from_n_serves_the_recording_before_n_and_the_upstream_from_n() {
         "{rest}"
     );
     assert!(
-        trace.contains(r#""kind":"note","seq":2,"text":"replay went live at request 2: --live-from 2; from here on the run is the upstream's""#),
+        trace.contains(r#""kind":"note","seq":3,"text":"replay went live at request 2: --live-from 2; from here on the run is the upstream's""#),
         "{trace}"
     );
     // The served prefix and the live suffix are one run: three inferences, the live ones timed.
@@ -146,8 +146,14 @@ fn the_recording_docs_replay_then_live_example_runs_as_written() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
         .collect();
     assert_eq!(
-        kinds[1..4],
-        [r#""inference""#, r#""tool_call""#, r#""tool_result""#].map(str::to_owned),
+        kinds[1..5],
+        [
+            r#""user_message""#,
+            r#""inference""#,
+            r#""tool_call""#,
+            r#""tool_result""#
+        ]
+        .map(str::to_owned),
         "{trace}"
     );
     assert!(

@@ -15,8 +15,8 @@ pub(crate) enum IngestFormatArg {
     OpenaiMessages,
     /// OTLP/JSON trace exports (one document per file or per line).
     OtlpJson,
-    /// OTLP protobuf trace exports (`ExportTraceServiceRequest`, a collector's `otlp_proto`);
-    /// builds with the `remote` feature.
+    /// OTLP protobuf trace exports (`ExportTraceServiceRequest`, what the OpenTelemetry SDKs'
+    /// OTLP/HTTP exporters send, a collector's `otlp_proto`).
     OtlpProto,
     /// OpenTelemetry SDK span JSON (`ReadableSpan.to_json()`: a span, a list, `{"spans": …}`).
     OtelSpans,

@@ -23,7 +23,11 @@ use serde_json::Value;
 
 use super::Span;
 use super::dialects::{self, KEYS};
-use super::messages::{Message, finish_attr, input_of, output_of, usage_of};
+use super::messages::{
+    Message, conversation, finish_attr, input_of, output_of, system_instructions, tools_offered,
+    usage_of,
+};
+use crate::ingest::identity;
 use crate::ingest::naming::{Position, RunIds, name};
 use crate::ingest::{Format, IngestOptions, IngestOutcome, RunBuilder, args_from};
 use crate::trace::{EventBody, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str};
@@ -119,12 +123,43 @@ pub(super) fn build_run(
     let mut users_seen = 0;
     let mut final_answer = None;
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    // Inferences whose conversation the spans do not give (no `input_h`).
+    let not_given = &mut 0usize;
     for (n, (s, r)) in spans.iter().zip(&roles).enumerate() {
         let ts = Some((s.start_ns / 1_000_000) as i64);
         let position = format!("{at}, span {}", n + 1);
         match r {
             Role::Inference => {
                 let (input, input_text) = input_of(s);
+                // A result handed back for a planned call no `execute_tool` span ran (an
+                // instrumented client with no tool spans): its `tool_call` and `tool_result`,
+                // from the tool message — as `record` records them.
+                for m in input.iter().filter(|m| m.role == "tool") {
+                    let Some(at) = (m.answers.as_ref())
+                        .and_then(|id| planned.iter().position(|(p, _, _)| p == id))
+                    else {
+                        continue;
+                    };
+                    let (id, tool, args) = planned.remove(at);
+                    let body = EventBody::ToolCall {
+                        call_id: Str::from(id.clone()),
+                        tool: Str::from(tool),
+                        args: args_from(Some(&args)).0,
+                    };
+                    b.push(ts, body);
+                    let output = m.text.clone().map(Value::String);
+                    b.push(
+                        ts,
+                        EventBody::ToolResult {
+                            call_id: Str::from(id.clone()),
+                            ok: true,
+                            output: output.as_ref().map(Json::from_value),
+                            output_h: None,
+                            error: None,
+                        },
+                    );
+                    results.push(id);
+                }
                 let users: Vec<&Message> = input.iter().filter(|m| m.role == "user").collect();
                 for u in users.iter().skip(users_seen) {
                     if let Some(text) = &u.text {
@@ -133,15 +168,20 @@ pub(super) fn build_run(
                     }
                 }
                 users_seen = users_seen.max(users.len());
-                let system = (input.iter())
-                    .filter(|m| m.role == "system" || m.role == "developer")
-                    .filter_map(|m| m.text.clone())
-                    .collect::<Vec<_>>();
-                let system = s
-                    .attrs
-                    .get("gen_ai.system_instructions")
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                    .or_else(|| (!system.is_empty()).then(|| system.join("\n")));
+                let conversation = conversation(s, &input, input_text.as_deref());
+                // The system text as every door reads it: the conversation's last system
+                // message, else the instructions recorded apart, else the input's system texts.
+                let system = match &conversation {
+                    Some(c) => identity::system_text(c),
+                    None => system_instructions(s).or_else(|| {
+                        let texts: Vec<&str> = (input.iter())
+                            .filter(|m| m.role == "system" || m.role == "developer")
+                            .filter_map(|m| m.text.as_deref())
+                            .collect();
+                        (!texts.is_empty()).then(|| texts.join("\n"))
+                    }),
+                };
+                let offered = tools_offered(s);
                 // Results handed back to the model: the tool messages in its input.
                 let consumes: Vec<Str<'static>> = if input.iter().any(|m| m.role == "tool") {
                     results.drain(..).map(Str::from).collect()
@@ -166,8 +206,28 @@ pub(super) fn build_run(
                         args: parsed,
                     });
                 }
-                let input_h = input_text.map(|t| b.prompt(&t).h);
+                let (input_h, request_h) = match &conversation {
+                    Some(c) => {
+                        let input_h = b.prompt(&identity::conversation_text(c)).h;
+                        let request = identity::canonical_request(c, offered.as_deref());
+                        let parts = identity::parts(&request, &opts.hasher);
+                        let parts = (parts.into_iter())
+                            .map(|(at, h)| (Str::from(at), Str::from(h)))
+                            .collect();
+                        (Some(input_h), Some(parts))
+                    }
+                    None => {
+                        *not_given += 1;
+                        (None, None)
+                    }
+                };
                 let system_h = system.map(|t| b.prompt(&t).h);
+                let tools_offered = offered.map(|defs| {
+                    (defs.iter())
+                        .filter_map(|d| d.pointer("/function/name").and_then(Value::as_str))
+                        .map(|n| Str::from(n.to_owned()))
+                        .collect()
+                });
                 b.push(
                     ts,
                     EventBody::Inference(Box::new(Inference {
@@ -175,6 +235,8 @@ pub(super) fn build_run(
                         model: s.str_attr(&KEYS.model).map(Str::from),
                         input_h,
                         system_h,
+                        request_h,
+                        tools_offered,
                         consumes: (!consumes.is_empty()).then_some(consumes),
                         output: Some(InferenceOutput {
                             text: out.text.clone().map(Str::from),
@@ -243,6 +305,10 @@ pub(super) fn build_run(
                 *skipped.entry(format!("attribute `{k}`")).or_default() += 1;
             }
         }
+    }
+    if *not_given > 0 {
+        let why = "inferences whose conversation was not captured (content capture off, or roles without their content): no `input_h`";
+        *outcome.skipped.entry(why.to_owned()).or_default() += *not_given;
     }
     for (reason, n) in skipped {
         let why = if reason.starts_with("attribute") {

@@ -47,13 +47,18 @@ fn indexed(v: &Value) -> Vec<&Value> {
     items.into_iter().map(|(_, v)| v).collect()
 }
 
-/// A message in the shared shape: role, text, tool calls.
+/// A message in the shared shape: role, text, tool calls, the call a tool message answers.
 #[derive(Debug, Default)]
 pub(super) struct Message {
     pub(super) role: String,
     pub(super) text: Option<String>,
     /// Planned calls: (call id, tool, arguments).
     pub(super) calls: Vec<(Option<String>, String, Value)>,
+    /// The call a tool result answers (`tool_call_id`, a `tool_call_response` part's `id`).
+    pub(super) answers: Option<String>,
+    /// Whether the message carries its content (text, calls, a result) — not when the
+    /// instrumentation recorded only its role (content capture off).
+    pub(super) captured: bool,
 }
 
 /// A planned call of a message, as a [`Message`] holds it.
@@ -62,37 +67,94 @@ fn planned(c: &Value) -> (Option<String>, String, Value) {
     (id.map(str::to_owned), tool.to_owned(), args.clone())
 }
 
-/// Messages in the conventions' `{role, parts}` or OpenAI's `{role, content, tool_calls}`.
+/// The text of a tool result as a message's content: a string as it is, else compact JSON (a
+/// result the instrumentation recorded as a JSON value; the Vercel AI SDK's `{type, value}`
+/// output is its value).
+fn result_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) if o.contains_key("type") && o.contains_key("value") => {
+            result_text(&o["value"])
+        }
+        other => content_text(other),
+    }
+}
+
+/// Messages in the conventions' `{role, parts}`, OpenAI's `{role, content, tool_calls}` or the
+/// Vercel AI SDK's `{role, content: [text, tool-call, tool-result parts]}`. A result part
+/// (`tool_call_response`, `tool-result`) is a `tool` message of its own, placed before the
+/// text of the message that carried it — as the canonical form reads an Anthropic request.
 fn messages_of(v: &Value) -> Vec<Message> {
-    (v.as_array().into_iter().flatten())
-        .map(|m| {
-            let mut msg = Message {
-                role: m["role"].as_str().unwrap_or("").to_owned(),
-                ..Message::default()
-            };
-            let mut texts = Vec::new();
-            for p in m["parts"].as_array().into_iter().flatten() {
-                match p["type"].as_str() {
-                    Some("text") => texts
-                        .extend((p["content"].as_str().or(p["text"].as_str())).map(str::to_owned)),
-                    Some("tool_call") => msg.calls.push((
-                        p["id"].as_str().map(str::to_owned),
-                        p["name"].as_str().unwrap_or("").to_owned(),
-                        p.get("arguments").cloned().unwrap_or(Value::Null),
-                    )),
-                    _ => {}
+    let mut out = Vec::new();
+    for m in v.as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or("").to_owned();
+        let mut msg = Message {
+            role: role.clone(),
+            ..Message::default()
+        };
+        let mut texts = Vec::new();
+        let parts = m["parts"]
+            .as_array()
+            .or_else(|| m["content"].as_array().filter(|_| is_vercel(m)));
+        for p in parts.into_iter().flatten() {
+            match p["type"].as_str() {
+                Some("text") => {
+                    texts.extend((p["content"].as_str().or(p["text"].as_str())).map(str::to_owned))
                 }
+                Some("tool_call") => msg.calls.push((
+                    p["id"].as_str().map(str::to_owned),
+                    p["name"].as_str().unwrap_or("").to_owned(),
+                    p.get("arguments").cloned().unwrap_or(Value::Null),
+                )),
+                Some("tool-call") => msg.calls.push((
+                    p["toolCallId"].as_str().map(str::to_owned),
+                    p["toolName"].as_str().unwrap_or("").to_owned(),
+                    (p.get("args").or(p.get("input")))
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                )),
+                Some("tool_call_response" | "tool-result") => {
+                    let result = (p.get("response").or(p.get("result")).or(p.get("output")))
+                        .unwrap_or(&Value::Null);
+                    out.push(Message {
+                        role: "tool".into(),
+                        text: result_text(result),
+                        answers: (p["id"].as_str().or(p["toolCallId"].as_str())).map(str::to_owned),
+                        captured: !result.is_null(),
+                        ..Message::default()
+                    });
+                }
+                _ => {}
             }
-            if m.get("parts").is_none() {
-                texts.extend(content_text(&m["content"]));
+        }
+        if parts.is_none() {
+            texts.extend(content_text(&m["content"]));
+            if matches!(role.as_str(), "tool" | "function") {
+                msg.answers = (m["tool_call_id"].as_str().or(m["id"].as_str())).map(str::to_owned);
             }
-            for c in m["tool_calls"].as_array().into_iter().flatten() {
-                msg.calls.push(planned(c));
-            }
-            msg.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
-            msg
-        })
-        .collect()
+        }
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            msg.calls.push(planned(c));
+        }
+        msg.captured = !texts.is_empty()
+            || !msg.calls.is_empty()
+            || (parts.is_none() && !m["content"].is_null());
+        msg.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
+        // A message that carried only results is those results.
+        if msg.captured || parts.is_none_or(|p| p.is_empty()) {
+            out.push(msg);
+        }
+    }
+    out
+}
+
+/// Whether a message is the Vercel AI SDK's (`content` a list of typed parts that include a
+/// `tool-call` or `tool-result`, or plain `text` parts with no `parts` key).
+fn is_vercel(m: &Value) -> bool {
+    m.get("parts").is_none()
+        && (m["content"].as_array().into_iter().flatten())
+            .any(|p| matches!(p["type"].as_str(), Some("tool-call" | "tool-result")))
 }
 
 /// OpenInference's flattened `llm.*_messages.N.message.*`, and OpenLLMetry's
@@ -104,19 +166,27 @@ fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
             .into_iter()
             .map(|m| {
                 let m = m.get("message").unwrap_or(m);
-                let calls = (m.get("tool_calls").map(indexed).into_iter().flatten())
-                    .map(|c| planned(c.get("tool_call").unwrap_or(c)))
-                    .collect();
+                let calls: Vec<(Option<String>, String, Value)> =
+                    (m.get("tool_calls").map(indexed).into_iter().flatten())
+                        .map(|c| planned(c.get("tool_call").unwrap_or(c)))
+                        .collect();
                 let text = m["content"].as_str().map(str::to_owned).or_else(|| {
                     let parts: Vec<&str> = (m.get("contents").map(indexed).into_iter().flatten())
                         .filter_map(|c| c.pointer("/message_content/text").and_then(Value::as_str))
                         .collect();
                     (!parts.is_empty()).then(|| parts.join("\n"))
                 });
+                let text = text.filter(|t| !t.is_empty());
+                let role = m["role"].as_str().unwrap_or("").to_owned();
+                let answers = matches!(role.as_str(), "tool" | "function")
+                    .then(|| m["tool_call_id"].as_str().map(str::to_owned))
+                    .flatten();
                 Message {
-                    role: m["role"].as_str().unwrap_or("").to_owned(),
-                    text: text.filter(|t| !t.is_empty()),
+                    role,
+                    captured: text.is_some() || !calls.is_empty(),
+                    text,
                     calls,
+                    answers,
                 }
             })
             .collect(),
@@ -191,6 +261,7 @@ fn vercel_response(s: &Span) -> Option<Message> {
         role: "assistant".into(),
         text: s.str_attr(&["ai.response.text"]).map(str::to_owned),
         calls,
+        ..Message::default()
     })
 }
 
@@ -216,12 +287,14 @@ fn any_agent_output(s: &Span) -> Option<Message> {
             role: "assistant".into(),
             text: None,
             calls,
+            ..Message::default()
         });
     }
     Some(Message {
         role: "assistant".into(),
         text: Some(raw.to_owned()),
         calls: Vec::new(),
+        ..Message::default()
     })
 }
 
@@ -237,6 +310,107 @@ fn merge(messages: Vec<Message>) -> Message {
     }
     out.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
     out
+}
+
+/// A message as Chat Completions writes it (`role`, `content`, `tool_calls`, `tool_call_id`):
+/// what the canonical form reads.
+fn chat_message(m: &Message) -> Value {
+    let mut out = Map::new();
+    out.insert("role".into(), Value::String(m.role.clone()));
+    if let Some(t) = &m.text {
+        out.insert("content".into(), Value::String(t.clone()));
+    }
+    if !m.calls.is_empty() {
+        let calls = (m.calls.iter())
+            .map(|(id, name, args)| {
+                serde_json::json!({"id": id, "type": "function",
+                                   "function": {"name": name, "arguments": args}})
+            })
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = &m.answers {
+        out.insert("tool_call_id".into(), Value::String(id.clone()));
+    }
+    Value::Object(out)
+}
+
+/// The system instructions recorded apart from the messages (`gen_ai.system_instructions`: a
+/// list of parts, or text), as text.
+pub(super) fn system_instructions(s: &Span) -> Option<String> {
+    let v = s.json_attr("gen_ai.system_instructions").or_else(|| {
+        (s.get("gen_ai.system_instructions")?.as_str()).map(|t| Value::String(t.to_owned()))
+    })?;
+    content_text(&v).filter(|t| !t.is_empty())
+}
+
+/// The conversation an inference span was sent, as Chat Completions messages — the one
+/// canonical conversation every door hashes (`input_h`), so a run collected from spans, recorded
+/// through the proxy or ingested from a message log hashes alike. System instructions recorded
+/// apart lead it, as a `system` message, when no message is one. `None` when the span does not
+/// give the conversation: no messages (content capture off, or only a plain input text that
+/// is not a request), or messages recorded without their content.
+pub(super) fn conversation(
+    s: &Span,
+    input: &[Message],
+    input_text: Option<&str>,
+) -> Option<Vec<Value>> {
+    let mut out = Vec::new();
+    if !input
+        .iter()
+        .any(|m| m.role == "system" || m.role == "developer")
+    {
+        if let Some(text) = system_instructions(s) {
+            out.push(serde_json::json!({"role": "system", "content": text}));
+        }
+    }
+    if input.is_empty() {
+        // A plain input that is a Chat Completions request (OpenInference's `input.value`).
+        let request: Value = serde_json::from_str(input_text?).ok()?;
+        let messages = request.get("messages")?.as_array()?;
+        return (!messages.is_empty()).then(|| messages.clone());
+    }
+    if input.iter().any(|m| !m.captured) {
+        return None;
+    }
+    out.extend(input.iter().map(chat_message));
+    Some(out)
+}
+
+/// The tools an inference span offered, as definitions (see
+/// [`tool_definitions`](crate::ingest::identity::tool_definitions)), when the span records
+/// them: the conventions' `gen_ai.tool.definitions`, OpenInference's
+/// `llm.tools.N.tool.json_schema`, the Vercel AI SDK's `ai.prompt.tools`, Traceloop's
+/// `llm.request.functions.N.*`.
+pub(super) fn tools_offered(s: &Span) -> Option<Vec<Value>> {
+    let decoded = |v: &Value| match v {
+        Value::String(t) => serde_json::from_str(t).unwrap_or(Value::Null),
+        other => other.clone(),
+    };
+    let list: Vec<Value> = if let Some(v) = s.json_attr("gen_ai.tool.definitions") {
+        v.as_array()?.iter().map(decoded).collect()
+    } else if let Some(v) = s.json_attr("ai.prompt.tools") {
+        v.as_array()?.iter().map(decoded).collect()
+    } else if let Some(tree) = unflatten(s, "llm.tools") {
+        (indexed(&tree).into_iter())
+            .map(|t| decoded(t.pointer("/tool/json_schema").unwrap_or(&Value::Null)))
+            .collect()
+    } else {
+        let tree = unflatten(s, "llm.request.functions")?;
+        (indexed(&tree).into_iter())
+            .map(|f| {
+                let mut f = f.clone();
+                if let Some(p) = f.get("parameters").map(decoded) {
+                    f["parameters"] = p;
+                }
+                f
+            })
+            .collect()
+    };
+    let list: Vec<Value> = list.into_iter().filter(Value::is_object).collect();
+    let definitions =
+        crate::ingest::identity::tool_definitions(&serde_json::json!({"tools": list}));
+    Some(definitions)
 }
 
 fn finish_of(reason: &str) -> Option<Finish> {

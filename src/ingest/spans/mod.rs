@@ -248,7 +248,7 @@ pub(crate) fn read(format: Format, bytes: &[u8], outcome: &mut IngestOutcome) ->
         Format::OtlpProto => {
             outcome.reject(
                 "input",
-                "this tracereplay was built without the `otlp-proto` feature (part of `remote`); rebuild it with `--features remote` to read OTLP protobuf",
+                "this library was built without the `otlp-proto` feature (part of the command-line build) that reads OTLP protobuf",
             );
             ReadSpans::default()
         }

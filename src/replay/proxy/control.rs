@@ -57,7 +57,8 @@ impl Recorder {
                         .remove(&s.path());
                     let end = SessionEnd {
                         session: s.name(),
-                        requests: s.requests,
+                        requests: s.recording.requests(),
+                        ended: "cancelled".to_owned(),
                         recorded_to: None,
                         not_recorded: Some("cancelled by the runtime".to_owned()),
                         failed: false,

@@ -65,8 +65,10 @@ pub struct Options {
 pub struct SessionEnd {
     /// `scenario/case`, and ` trial ID` for a trial.
     pub session: String,
-    /// Model requests made.
+    /// Model requests recorded, answered or failed: the run's `inference` events.
     pub requests: usize,
+    /// How the run ended (see [`Recording::ended_as`]).
+    pub ended: String,
     /// Where it was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_to: Option<String>,
@@ -87,6 +89,9 @@ struct Session {
     recording: Recording,
     requests: usize,
     in_flight: usize,
+    /// The requests in flight, by number: what each asked and when it arrived, so that one
+    /// still in flight when the session ends is recorded as the request it was.
+    flying: BTreeMap<usize, (super::capture::Captured, i64)>,
     last: Instant,
     /// Credential values seen in this session's requests, kept out of everything recorded.
     secrets: BTreeSet<String>,
@@ -197,13 +202,22 @@ impl Recorder {
     /// Ends the session `key`: writes it (unless there is nothing to write), and reports how.
     fn end(&self, key: &Key, why: &str) -> Option<SessionEnd> {
         let mut s = self.lock().remove(key)?;
-        if s.in_flight > 0 {
-            let message = format!(
-                "{} request(s) still in flight when the session ended ({why}): their answers are not recorded",
-                s.in_flight
+        let message = format!(
+            "the request was still in flight when the session ended ({why}): its answer is not recorded"
+        );
+        let model = s.model.clone();
+        for (captured, ts_ms) in std::mem::take(&mut s.flying).into_values() {
+            let timing = super::record::Timing {
+                ts_ms: Some(ts_ms),
+                latency_ms: None,
+            };
+            s.recording.failed(
+                model.as_deref(),
+                (&super::script::Step::default(), true),
+                &captured,
+                (&message, "stream-truncated"),
+                (timing, self.options.limits),
             );
-            s.recording
-                .error(&message, "stream-truncated", None, self.options.limits);
         }
         let end = self.write(&s);
         if end.recorded_to.is_none() {
@@ -220,7 +234,8 @@ impl Recorder {
     fn write(&self, s: &Session) -> SessionEnd {
         let mut end = SessionEnd {
             session: s.name(),
-            requests: s.requests,
+            requests: s.recording.requests(),
+            ended: s.recording.ended_as(),
             recorded_to: None,
             not_recorded: None,
             failed: false,
@@ -317,6 +332,7 @@ impl Recorder {
             recording: Recording::default(),
             requests: 0,
             in_flight: 0,
+            flying: BTreeMap::new(),
             last: Instant::now(),
             secrets: BTreeSet::new(),
         };
@@ -383,8 +399,8 @@ async fn exchange(
         }
     };
     let options = &recorder.options;
-    let captured = super::record::capture(api, &request, &options.hasher, options.raw_prompts);
-    {
+    let captured = super::capture::capture(api, &request, &options.hasher, options.raw_prompts);
+    let request = {
         let mut sessions = recorder.lock();
         let Some(s) = sessions.get_mut(&key) else {
             let message =
@@ -401,10 +417,15 @@ async fn exchange(
         s.requests += 1;
         s.in_flight += 1;
         s.last = Instant::now();
-    }
+        let request = s.requests;
+        s.flying
+            .insert(request, (captured.clone(), forward::now_ms()));
+        request
+    };
     let sink = Box::new(SessionSink {
         recorder: recorder.clone(),
         key,
+        request,
     });
     forward::forward(
         recorder.forwarder.clone(),
@@ -420,6 +441,8 @@ async fn exchange(
 struct SessionSink {
     recorder: Arc<Recorder>,
     key: Key,
+    /// The request's number in its session.
+    request: usize,
 }
 
 impl Sink for SessionSink {
@@ -427,6 +450,7 @@ impl Sink for SessionSink {
         let mut sessions = self.recorder.lock();
         if let Some(s) = sessions.get_mut(&self.key) {
             s.in_flight = s.in_flight.saturating_sub(1);
+            s.flying.remove(&self.request);
             s.last = Instant::now();
             f(&mut s.recording, &s.secrets, s.model.as_deref());
         }
