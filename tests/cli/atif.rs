@@ -203,9 +203,7 @@ fn the_recording_docs_atif_example_runs_as_written() {
         "traces/weather/weather.scenario.json",
         r#"{"id": "weather", "title": "weather", "risk": "Low", "type": "agent", "oracles": [{"type": "final-answer-contains", "value": "sunny"}]}"#,
     );
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_tracereplay"))
-        .parent()
-        .unwrap();
+    let bin = env.binary().parent().unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),

@@ -254,3 +254,27 @@ fn a_run_whose_root_never_comes_is_written_when_idle_or_at_the_stop() {
         assert_eq!(traces(&env, "collected").len(), 1, "{printed}");
     }
 }
+
+/// The tests run the binary the README builds: the default features, which read OTLP protobuf
+/// (what the OpenTelemetry SDKs export) and leave object storage out — so a documented path that
+/// needed a non-default feature would fail here, as it fails for a user.
+#[test]
+fn the_binary_under_test_is_the_default_build_which_reads_otlp_protobuf() {
+    let env = Env::new();
+    let remote = env.run(&["check", "s3://bucket/prefix/"]);
+    assert_eq!(remote.code, 2, "{}", remote.stderr);
+    assert!(
+        remote.stderr.contains("built without the `remote` feature"),
+        "{}",
+        remote.stderr
+    );
+    let export = fixture("otlp.jsonl");
+    let first = export.split(|b| *b == b'\n').next().unwrap();
+    env.write(
+        "spans.binpb",
+        protobuf(serde_json::from_slice(first).unwrap()),
+    );
+    let ingested = env.run(&["ingest", "--unkeyed", "-o", "out", "spans.binpb"]);
+    assert_eq!(ingested.code, 0, "{}{}", ingested.stdout, ingested.stderr);
+    assert!(!traces(&env, "out").is_empty(), "{}", ingested.stdout);
+}

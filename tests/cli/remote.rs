@@ -40,7 +40,7 @@ fn demo_in_s3(env: &Env, extra: &[(&str, Vec<u8>)]) -> S3 {
 
 #[test]
 fn a_check_of_a_bucket_equals_the_check_of_the_same_files() {
-    let env = Env::new();
+    let env = Env::with_remote();
     // More traces than one read-ahead window holds (256), so several windows are read.
     let many: Vec<(String, Vec<u8>)> = (0..300)
         .map(|i| {
@@ -86,7 +86,7 @@ fn a_check_of_a_bucket_equals_the_check_of_the_same_files() {
 
 #[test]
 fn a_restored_cache_reads_nothing_it_has_judged() {
-    let env = Env::new();
+    let env = Env::with_remote();
     let s3 = demo_in_s3(&env, &[]);
     let first = s3.run(&env, &["check", "s3://suite", "--timings"]);
     let read = s3.reads("suite");
@@ -115,7 +115,7 @@ fn a_restored_cache_reads_nothing_it_has_judged() {
 
 #[test]
 fn shares_over_s3_merge_to_the_whole() {
-    let env = Env::new();
+    let env = Env::with_remote();
     let s3 = demo_in_s3(&env, &[]);
     let whole = s3.run(
         &env,
@@ -182,7 +182,7 @@ fn shares_over_s3_merge_to_the_whole() {
 
 #[test]
 fn a_forbidden_bucket_and_a_missing_object_are_clear_errors_without_credentials() {
-    let env = Env::new();
+    let env = Env::with_remote();
     let s3 = demo_in_s3(&env, &[]);
     let locked = s3.run(&env, &["check", "s3://locked/runs"]);
     assert_eq!(locked.code, 2, "{}", locked.stderr);
@@ -209,7 +209,7 @@ fn a_forbidden_bucket_and_a_missing_object_are_clear_errors_without_credentials(
 
 #[test]
 fn an_object_past_the_size_limit_is_an_error_row_and_is_not_read() {
-    let env = Env::new();
+    let env = Env::with_remote();
     // Output that does not compress: 64 KiB of hex from a BLAKE3 stream.
     let mut noise = vec![0u8; 32 << 10];
     blake3::Hasher::new().finalize_xof().fill(&mut noise);
@@ -258,7 +258,7 @@ fn an_object_past_the_size_limit_is_an_error_row_and_is_not_read() {
 
 #[test]
 fn verify_lint_diff_and_explain_read_a_bucket_and_require_signed_refuses_remote_traces() {
-    let env = Env::new();
+    let env = Env::with_remote();
     // One case's trace replaced by a run that drifts from its approved baseline.
     let drifted = trace_text(
         "agent.tool.basic",
@@ -378,7 +378,7 @@ fn kubernetes_manifests() -> Vec<String> {
 fn run_script(env: &Env, container: &yaml_rust2::Yaml, vars: &[(&str, &str)]) -> i32 {
     assert_eq!(container["command"][0].as_str(), Some("/bin/sh"));
     let script = container["args"][0].as_str().unwrap();
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_tracereplay"));
+    let bin = env.binary().to_path_buf();
     let path = format!(
         "{}:{}",
         bin.parent().unwrap().display(),
@@ -412,7 +412,7 @@ fn run_script(env: &Env, container: &yaml_rust2::Yaml, vars: &[(&str, &str)]) ->
 fn the_kubernetes_example_validates_and_its_shares_merge_to_the_whole() {
     let manifests = kubernetes_manifests();
     assert_eq!(manifests.len(), 1, "the docs show one Kubernetes manifest");
-    let env = Env::new();
+    let env = Env::with_remote();
     env.write("k8s.yaml", &manifests[0]);
     let validator = crate::s3::python().with_file_name("kubernetes-validate");
     let checked = Command::new(&validator)
@@ -477,7 +477,7 @@ fn the_kubernetes_example_validates_and_its_shares_merge_to_the_whole() {
 
 #[test]
 fn a_replaced_object_is_judged_again_never_served_from_the_cache() {
-    let env = Env::new();
+    let env = Env::with_remote();
     let mut s3 = demo_in_s3(&env, &[]);
     let first = s3.run(&env, &["check", "s3://suite", "--format", "json"]);
     let read = s3.reads("suite");

@@ -95,7 +95,7 @@ const PART: &str = "otlp/year=2026/month=12/day=04/hour=17/minute=05";
 
 #[test]
 fn a_collector_bucket_ingests_as_its_files_do_and_again_reads_nothing() {
-    let env = Env::new();
+    let env = Env::with_remote();
     let mut s3 = S3::start(
         &["telemetry=".to_owned() + &env.path("empty").display().to_string()],
         &env.path("s3.log"),
@@ -173,7 +173,7 @@ fn a_collector_bucket_ingests_as_its_files_do_and_again_reads_nothing() {
 
 #[test]
 fn a_trace_without_its_root_is_held_back_until_the_root_arrives() {
-    let env = Env::new();
+    let env = Env::with_remote();
     std::fs::create_dir_all(env.path("empty")).unwrap();
     let mut s3 = S3::start(
         &["telemetry=".to_owned() + &env.path("empty").display().to_string()],
@@ -226,7 +226,7 @@ fn a_trace_without_its_root_is_held_back_until_the_root_arrives() {
 
 #[test]
 fn a_corrupt_object_is_a_clear_error_and_is_not_read_again_until_it_changes() {
-    let env = Env::new();
+    let env = Env::with_remote();
     std::fs::create_dir_all(env.path("empty")).unwrap();
     let mut s3 = S3::start(
         &["telemetry=".to_owned() + &env.path("empty").display().to_string()],
@@ -265,7 +265,7 @@ fn a_corrupt_object_is_a_clear_error_and_is_not_read_again_until_it_changes() {
 
 #[test]
 fn a_collector_file_on_disk_ingests_by_its_name() {
-    let env = Env::new();
+    let env = Env::with_remote();
     env.write("x.binpb", protobuf(fixture()));
     env.write("y.json.gz", gzip(&serde_json::to_vec(&fixture()).unwrap()));
     for (input, out) in [("x.binpb", "p"), ("y.json.gz", "g")] {

@@ -79,7 +79,7 @@ fn scenarios_of(report: &serde_json::Value) -> BTreeSet<String> {
 
 #[test]
 fn a_share_reads_only_the_objects_its_scenarios_claim() {
-    let env = Env::new();
+    let env = Env::with_remote();
     let s3 = demo_in_s3(&env, &[]);
     let whole = s3.run(
         &env,
@@ -117,7 +117,7 @@ fn a_share_reads_only_the_objects_its_scenarios_claim() {
 
 #[test]
 fn a_misplaced_or_unreadable_object_belongs_to_the_scenario_its_key_names() {
-    let env = Env::new();
+    let env = Env::with_remote();
     // A run of one scenario filed under another's directory, and garbage under a third's.
     let stray = trace_text(
         "agent.tool.basic",

@@ -405,7 +405,7 @@ fn timings_only_when_asked() {
 fn colours_on_a_terminal_only_and_never_with_no_color() {
     let env = Env::new();
     good_suite(&env);
-    let binary = env!("CARGO_BIN_EXE_tracereplay");
+    let binary = env.binary().display().to_string();
     let on_tty = |no_color: Option<&str>| {
         let mut cmd = std::process::Command::new("script");
         cmd.args(["-qec", &format!("{binary} check traces"), "/dev/null"])

@@ -255,7 +255,7 @@ fn review_under_tmux_rejects_a_change_and_removes_on_y() {
         bin: tmux(),
         socket: format!("tracereplay-review-{}", std::process::id()),
     };
-    let bin = Path::new(env!("CARGO_BIN_EXE_tracereplay"));
+    let bin = env.binary();
     let command = format!(
         "cd {} && env -u CI NO_COLOR=1 XDG_CACHE_HOME={} {} baseline review; echo \"exit=$?\"; sleep 60",
         shell_quote(env.root()),

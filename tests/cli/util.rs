@@ -1,4 +1,9 @@
 //! Runs the real binary in a temporary directory; every run sets `CI` explicitly.
+//!
+//! The binary is the one the README builds — the default features, `cargo build --bin
+//! tracereplay`, kept in `target/readme/` ([`readme_binary`]) — so that every documented path is
+//! tested as a user gets it. Only the object-storage tests (`remote*`) run the test build's
+//! binary, which has the non-default `remote` feature ([`Env::with_remote`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,6 +12,8 @@ use tracereplay::trace::{Limits, Packed, TraceFile, pack};
 
 pub(crate) struct Env {
     dir: tempfile::TempDir,
+    /// The binary its commands run.
+    binary: PathBuf,
     /// The user's cache directory for the runs (where the result cache's key is kept), outside
     /// the working directory and never the real one.
     user_cache: tempfile::TempDir,
@@ -20,11 +27,27 @@ pub(crate) struct Output {
 }
 
 impl Env {
+    /// A temporary directory whose commands run the binary the README builds.
     pub(crate) fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
+            binary: readme_binary(),
             user_cache: tempfile::tempdir().unwrap(),
         }
+    }
+
+    /// A temporary directory whose commands run the build with the `remote` feature (object
+    /// storage), which the default build leaves out: for the `remote*` tests only.
+    pub(crate) fn with_remote() -> Env {
+        Env {
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_tracereplay")),
+            ..Env::new()
+        }
+    }
+
+    /// The binary its commands run.
+    pub(crate) fn binary(&self) -> &Path {
+        &self.binary
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -64,7 +87,7 @@ impl Env {
     /// The command `run_with` runs, to spawn (and kill) it instead: `CI` and the fault hooks
     /// cleared unless `env` sets them.
     pub(crate) fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracereplay"));
+        let mut cmd = Command::new(&self.binary);
         cmd.args(args)
             .current_dir(self.root())
             .env_remove("CI")
@@ -78,6 +101,44 @@ impl Env {
         }
         cmd
     }
+}
+
+/// The binary the README builds (`cargo run --release -- …`: the default features), built as
+/// `cargo build --locked --bin tracereplay --target-dir target/readme` — by
+/// `scripts/install-test-deps`, which the README's test command runs first, or here when it is
+/// missing or older than the test build (the sources changed since). The test build's own
+/// binary has the `remote` feature the tests' dev-dependency turns on, so it is not what users
+/// run.
+pub(crate) fn readme_binary() -> PathBuf {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let dir = root.join("target/readme");
+            let binary = dir.join("debug/tracereplay");
+            let built = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            let test_build = built(Path::new(env!("CARGO_BIN_EXE_tracereplay")));
+            if built(&binary).is_none() || built(&binary) < test_build {
+                // Concurrent tests wait on cargo's lock of the directory; the first builds.
+                let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+                    .args(["build", "--locked", "--bin", "tracereplay", "--target-dir"])
+                    .arg(&dir)
+                    .current_dir(root)
+                    .status();
+                assert!(
+                    status.is_ok_and(|s| s.success()),
+                    "the binary the README builds could not be built: run `cargo build --locked --bin tracereplay --target-dir target/readme` (scripts/install-test-deps does)"
+                );
+                // Built, or found up to date: newer than the test build from now on.
+                let now = std::time::SystemTime::now();
+                let _ = std::fs::File::options()
+                    .write(true)
+                    .open(&binary)
+                    .and_then(|f| f.set_modified(now));
+            }
+            binary
+        })
+        .clone()
 }
 
 pub(crate) const END: &str = r#"{"kind":"run_end","status":"completed"}"#;
