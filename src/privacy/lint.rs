@@ -85,6 +85,19 @@ const KINDS: &[(&str, &str)] = &[
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     ),
     ("slack_token", r"\bxox[baprs]-[A-Za-z0-9\-]{10,}"),
+    // A Google API key: `AIza` and 35 more characters.
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    // An Azure (OpenAI, API Management) key is 32 hex digits, too plain to find alone: found
+    // where it is named, as a header or a setting, in the spellings clients write.
+    (
+        "azure_key",
+        r#"(?:api-key|Api-Key|API-KEY|api_key|API_KEY|apiKey|Ocp-Apim-Subscription-Key|ocp-apim-subscription-key)["']?\s*[:=]\s*["']?(?P<azure>[0-9a-fA-F]{32})\b"#,
+    ),
+    // A cookie's `name=value` where a `Cookie` (or `Set-Cookie`) header is written.
+    (
+        "cookie",
+        r#"(?:Cookie|cookie|COOKIE)["']?\s*[:=]\s*["']?(?P<cookieval>[A-Za-z0-9_\-.]{1,64}=[A-Za-z0-9_\-.%+/=]{16,})"#,
+    ),
     (
         "bearer_token",
         r"(?i:\bbearer\s+)(?P<bearer>[A-Za-z0-9\-._~+/]{20,}=*)",
@@ -105,7 +118,7 @@ const KINDS: &[(&str, &str)] = &[
 ];
 
 /// The capture groups that hold the secret itself when the pattern also matches its context.
-const INNER: &[&str] = &["bearer", "awssecret"];
+const INNER: &[&str] = &["bearer", "awssecret", "azure", "cookieval"];
 
 fn scanner() -> &'static regex::bytes::Regex {
     static RE: OnceLock<regex::bytes::Regex> = OnceLock::new();
@@ -351,6 +364,18 @@ mod tests {
                     "bPxRfiCYEXAMPLEKEY",
                 ]),
                 "aws-secret-key",
+            ),
+            (
+                fake(&["AI", "za", "SyD-1234567890abcdefghijklmnopqrstu"]),
+                "google-api-key",
+            ),
+            (
+                fake(&["api-key: ", "0123456789abcdef", "fedcba9876543210"]),
+                "azure-key",
+            ),
+            (
+                fake(&["Cookie: ", "session=", "Zm9vYmFyYmF6cXV1eA", "-4f2a9"]),
+                "cookie",
             ),
         ];
         for (secret, kind) in cases {

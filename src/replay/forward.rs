@@ -61,6 +61,10 @@ impl Forwarder {
 /// still passed through whole, and recorded as too large to read.
 const KEEP: usize = 64 << 20;
 
+/// The most of an error's message (an upstream's error body, say) recorded, in characters: cut
+/// after the session's credentials are redacted from the whole.
+const EXCERPT: usize = 4096;
+
 /// Headers that belong to one hop, never forwarded either way.
 const HOP: &[&str] = &[
     "connection",
@@ -82,35 +86,153 @@ fn is_credential(name: &str) -> bool {
         .any(|w| name.contains(w))
 }
 
-/// The credential values of `headers` (a bearer token's token too), longest first.
-pub(crate) fn credentials(headers: &HeaderMap) -> Vec<String> {
+/// The shortest value taken for a credential: shorter ones carry no secret worth the name, and
+/// replacing them would garble what is recorded (a one-letter "key" would redact every `a`).
+const SHORTEST_CREDENTIAL: usize = 4;
+
+/// The credential values a request carries (longest first): those of headers named as
+/// credentials (a bearer token's token too; each `name=value` of a cookie, and its value), and
+/// of credential-named query parameters (`?key=…`, `&api_key=…`, `&sig=…`).
+pub(crate) fn credentials(headers: &HeaderMap, query: Option<&str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut take = |c: &str| {
+        let c = c.trim();
+        if c.len() >= SHORTEST_CREDENTIAL {
+            out.push(c.to_owned());
+        }
+    };
     for (name, value) in headers {
         if !is_credential(name.as_str()) {
             continue;
         }
         let Ok(v) = value.to_str() else { continue };
-        for candidate in [Some(v), v.split_once(' ').map(|(_, t)| t)]
-            .into_iter()
-            .flatten()
-        {
-            let c = candidate.trim();
-            if c.len() >= 8 {
-                out.push(c.to_owned());
+        take(v);
+        if let Some((_, token)) = v.split_once(' ') {
+            take(token);
+        }
+        if name.as_str().contains("cookie") {
+            for pair in v.split(';') {
+                take(pair);
+                if let Some((_, value)) = pair.split_once('=') {
+                    take(value);
+                }
             }
         }
     }
+    for pair in query.unwrap_or("").split('&') {
+        let Some((name, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let name = name.to_ascii_lowercase();
+        if is_credential(&name) || ["sig", "password", "pass", "pwd"].contains(&name.as_str()) {
+            take(value);
+            take(&percent_decoded(value));
+        }
+    }
     out.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    out.dedup();
     out
 }
 
-/// `text` with every credential of the session replaced by `[redacted]`.
-fn redact(text: &str, secrets: &BTreeSet<String>) -> String {
-    let mut sorted: Vec<&String> = secrets.iter().collect();
-    sorted.sort_by_key(|c| std::cmp::Reverse(c.len()));
-    sorted
-        .into_iter()
-        .fold(text.to_owned(), |t, s| t.replace(s.as_str(), "[redacted]"))
+/// `%XX` sequences (and `+`) of a query value decoded; invalid ones kept as they are.
+fn percent_decoded(v: &str) -> String {
+    let bytes = v.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The spellings a credential may take in what an upstream or a tool writes back: as sent; JSON
+/// string-escaped (quotes and backslashes), with `/` as `\/` too; every character but letters and
+/// digits as a `\uXXXX` escape (lowercase or uppercase hex); percent-encoded.
+fn spellings(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json[1..json.len().saturating_sub(1).max(1)].to_owned();
+    let unicode = |upper: bool| -> String {
+        (secret.chars())
+            .map(|c| match c.is_ascii_alphanumeric() {
+                true => c.to_string(),
+                false if upper => format!("\\u{:04X}", c as u32),
+                false => format!("\\u{:04x}", c as u32),
+            })
+            .collect()
+    };
+    let percent: String = (secret.bytes())
+        .map(
+            |b| match b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                true => (b as char).to_string(),
+                false => format!("%{b:02X}"),
+            },
+        )
+        .collect();
+    let mut out = vec![
+        secret.to_owned(),
+        json.replace('/', "\\/"),
+        json,
+        secret.replace('/', "\\/"),
+        unicode(false),
+        unicode(true),
+        percent,
+    ];
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `text` with every credential of the session, in every spelling of [`spellings`], replaced by
+/// `[redacted]`, longest first.
+pub(crate) fn redact(text: &str, secrets: &BTreeSet<String>) -> String {
+    let mut all: Vec<String> = secrets.iter().flat_map(|s| spellings(s)).collect();
+    all.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    all.dedup();
+    all.into_iter()
+        .fold(text.to_owned(), |t, s| match t.contains(s.as_str()) {
+            true => t.replace(s.as_str(), "[redacted]"),
+            false => t,
+        })
+}
+
+/// Every string of `v` (keys too) redacted as [`redact`] redacts text.
+pub(crate) fn redact_value(v: &mut Value, secrets: &BTreeSet<String>) {
+    if secrets.is_empty() {
+        return;
+    }
+    match v {
+        Value::String(s) => {
+            let r = redact(s, secrets);
+            if r != *s {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| redact_value(i, secrets)),
+        Value::Object(map) => {
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for k in keys {
+                let Some(mut child) = map.remove(&k) else {
+                    continue;
+                };
+                redact_value(&mut child, secrets);
+                map.insert(redact(&k, secrets), child);
+            }
+        }
+        _ => {}
+    }
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -321,7 +443,9 @@ impl Done {
             latency_ms: Some(self.started.elapsed().as_millis() as u64),
         };
         self.sink.record(&mut |recording, secrets, model| {
+            // Redacted whole (a secret may straddle the cut), then cut to the excerpt kept.
             let message = redact(message, secrets);
+            let message: String = message.chars().take(EXCERPT).collect();
             let partial = (&partial.step(), truncated);
             let why = (message.as_str(), code);
             recording.failed(model, partial, &self.captured, why, (timing, self.limits));
@@ -380,10 +504,9 @@ async fn pump(
     drop(tx);
     if !status.is_success() {
         let text = String::from_utf8_lossy(&kept);
-        let excerpt: String = text.chars().take(4000).collect();
         done.failed(
             (&Answer::default(), false),
-            &format!("the upstream answered {status}: {excerpt}"),
+            &format!("the upstream answered {status}: {text}"),
             "upstream-error",
         );
         return;

@@ -36,7 +36,8 @@ pub(super) fn next_response(
     body: &Bytes,
     api: Api,
 ) -> Response {
-    match decide(replay, path, headers, body, api) {
+    let credentials = forward::credentials(headers, None);
+    match decide(replay, path, (headers, &credentials), body, api) {
         Answered::Now(r) => r,
         Answered::Live(..) => error_in(
             Some(api),
@@ -52,7 +53,7 @@ pub(super) fn next_response(
 fn decide(
     replay: &Replay,
     path: Option<(String, String)>,
-    headers: &HeaderMap,
+    (headers, credentials): (&HeaderMap, &[String]),
     body: &Bytes,
     api: Api,
 ) -> Answered {
@@ -77,16 +78,19 @@ fn decide(
     let options = &replay.options;
     let mut guard = session.lock().unwrap_or_else(|e| e.into_inner());
     let s = &mut *guard;
+    // Whatever the request carries as a credential is kept out of everything the session
+    // writes, served or live.
+    s.secrets.extend(credentials.iter().cloned());
     let total = s.script.steps.len();
     let live = options.live.as_ref().map(|l| l.from);
     // Once live, every request is forwarded.
     if s.went_live_at.is_some() {
-        return go_live(s, replay, (api, &request, headers), None, None);
+        return go_live(s, replay, (api, &request), None, None);
     }
     if s.served >= total {
         if live.is_some() {
             let why = format!("the recording's {total} responses were all served");
-            return go_live(s, replay, (api, &request, headers), Some(why), None);
+            return go_live(s, replay, (api, &request), Some(why), None);
         }
         s.exhausted += 1;
         let message = format!(
@@ -99,7 +103,7 @@ fn decide(
     if let Some(LiveFrom::Request(at)) = live {
         if s.served + 1 >= at {
             let why = format!("--live-from {at}");
-            return go_live(s, replay, (api, &request, headers), Some(why), None);
+            return go_live(s, replay, (api, &request), Some(why), None);
         }
     }
     let captured = capture::capture(api, &request, &s.hasher, options.raw_prompts);
@@ -110,13 +114,7 @@ fn decide(
         let diverging = capture::divergences(s.served + 1, &s.script.steps[s.served], &captured);
         if !diverging.is_empty() {
             let why = format!("it diverged ({})", diverging.join("; "));
-            return go_live(
-                s,
-                replay,
-                (api, &request, headers),
-                Some(why),
-                Some(captured),
-            );
+            return go_live(s, replay, (api, &request), Some(why), Some(captured));
         }
     }
     let n = s.served + 1;
@@ -163,7 +161,7 @@ fn decide(
 fn go_live(
     s: &mut Session,
     replay: &Replay,
-    (api, request, headers): (Api, &Value, &HeaderMap),
+    (api, request): (Api, &Value),
     why: Option<String>,
     captured: Option<capture::Captured>,
 ) -> Answered {
@@ -187,7 +185,6 @@ fn go_live(
         s.recording.note(&text, options.limits);
     }
     s.live += 1;
-    s.secrets.extend(forward::credentials(headers));
     Answered::Live(s.script.key(), captured)
 }
 
@@ -229,7 +226,14 @@ async fn answer(
             );
         }
     };
-    match decide(&replay, named(path), &parts.headers, &body, api) {
+    let credentials = forward::credentials(&parts.headers, parts.uri.query());
+    match decide(
+        &replay,
+        named(path),
+        (&parts.headers, &credentials),
+        &body,
+        api,
+    ) {
         Answered::Now(r) => r,
         Answered::Live(key, captured) => {
             let forwarder = match &replay.forwarder {

@@ -456,7 +456,7 @@ impl Recording {
         Some(out)
     }
 
-    /// The recorded run as a sealed trace: header, events numbered in order, and the
+    /// The recorded run as a sealed trace, every credential in `secrets` redacted from it: header, events numbered in order, and the
     /// `run_end` the runtime reported — or, when it reported none, `failed` (a run that never
     /// said how it ended is never taken for a completed one). Every event is read back by the
     /// trace reader and written by the one trace writer ([`crate::trace::TraceWriter`]), in the
@@ -464,7 +464,7 @@ impl Recording {
     pub fn seal(
         &self,
         run: &RunHeader<'_>,
-        hasher: &PromptHasher,
+        (hasher, secrets): (&PromptHasher, &std::collections::BTreeSet<String>),
         limits: Limits,
     ) -> Result<crate::trace::SealedTrace, String> {
         let mut header = json!({
@@ -480,6 +480,11 @@ impl Recording {
         let mut text = header.to_string();
         text.push('\n');
         let mut events = self.events.clone();
+        // What the session knows to be a credential is written nowhere: not in an answer that
+        // echoes it, nor in a tool result the agent hands back, in any spelling.
+        for e in &mut events {
+            super::forward::redact_value(e, secrets);
+        }
         if self.dropped > 0 {
             events.push(json!({
                 "kind": "error", "code": "replay-divergence",
@@ -509,7 +514,9 @@ impl Recording {
             writer.push_event(e);
         }
         let mut sealed = writer.finish().map_err(|e| e.to_string())?;
-        sealed.sidecar = self.sidecar();
+        sealed.sidecar = self
+            .sidecar()
+            .map(|b| super::forward::redact(&String::from_utf8_lossy(&b), secrets).into_bytes());
         if sealed.bytes.len() as u64 > limits.max_trace_bytes {
             return Err(format!(
                 "the recording is {} bytes, over the trace size limit of {} bytes",

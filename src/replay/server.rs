@@ -233,7 +233,7 @@ impl Session {
             model: self.script.model.as_deref(),
             source: "replay",
         };
-        let sealed = self.recording.seal(&run, &self.hasher, options.limits)?;
+        let sealed = (self.recording).seal(&run, (&self.hasher, &self.secrets), options.limits)?;
         let how = super::place::Placement {
             dir,
             raw_prompts: options.raw_prompts,
@@ -419,7 +419,7 @@ impl Replay {
                     source: "replay",
                 };
                 s.recording
-                    .seal(&run, &s.hasher, self.options.limits)
+                    .seal(&run, (&s.hasher, &s.secrets), self.options.limits)
                     .map(|sealed| sealed.bytes)
             })
             .collect()

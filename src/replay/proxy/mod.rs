@@ -264,9 +264,11 @@ impl Recorder {
             limits: self.options.limits,
             replace: false,
         };
-        let placed = (s
-            .recording
-            .seal(&run, &self.options.hasher, self.options.limits))
+        let placed = (s.recording.seal(
+            &run,
+            (&self.options.hasher, &s.secrets),
+            self.options.limits,
+        ))
         .and_then(|sealed| super::place::place(&run, &sealed, &how));
         match placed {
             Ok(path) => end.recorded_to = Some(path.to_string()),
@@ -410,7 +412,8 @@ async fn exchange(
         if let Err(why) = s.recording.results(&captured, options.limits) {
             return super::server::refused(&why);
         }
-        s.secrets.extend(forward::credentials(&parts.headers));
+        s.secrets
+            .extend(forward::credentials(&parts.headers, parts.uri.query()));
         if s.model.is_none() {
             s.model = captured.model.clone();
         }
