@@ -15,7 +15,7 @@ mod replay;
 pub(crate) mod runs;
 
 #[cfg(feature = "replay")]
-pub use replay::replay_requests;
+pub use replay::{recorded_answer, replay_requests};
 
 use camino::Utf8Path;
 

@@ -86,3 +86,61 @@ pub fn replay_requests(data: &[u8]) {
         parse_trace(&file, &seal, limits).expect("the recording reads back");
     }
 }
+
+/// The recorder's reading of one exchange: the input's first byte picks the API, the part up to
+/// the first `\0` is the request body (captured as `record` captures it), the rest the answer's
+/// stream, fed in pieces whose sizes the bytes choose (SSE framing cut anywhere). Besides "no
+/// panic": what is kept of the answer never passes `ANSWER_KEEP`, and the exchange — answered
+/// or failed — records a trace that seals and reads back.
+pub fn recorded_answer(data: &[u8]) {
+    use crate::replay::canonical::Api;
+    use crate::replay::stream_reader::{ANSWER_KEEP, StreamReader};
+    let Some((pick, rest)) = data.split_first() else {
+        return;
+    };
+    let api = [Api::Chat, Api::Responses, Api::Anthropic][usize::from(*pick % 3)];
+    let (request, stream) = match rest.iter().position(|b| *b == 0) {
+        Some(at) => (&rest[..at], &rest[at + 1..]),
+        None => (rest, &[][..]),
+    };
+    let request: serde_json::Value = serde_json::from_slice(request).unwrap_or_default();
+    let hasher = PromptHasher::unkeyed();
+    let captured = crate::replay::capture::capture(api, &request, &hasher, pick & 4 != 0);
+    let mut reader = StreamReader::new(api);
+    let mut at = 0;
+    while at < stream.len() {
+        let n = 1 + usize::from(stream[at] % 61);
+        reader.feed(&stream[at..(at + n).min(stream.len())]);
+        at += n;
+    }
+    let (answer, over) = reader.finish();
+    let step = answer.step();
+    let kept = step.text.as_ref().map_or(0, String::len)
+        + (step.tool_calls.iter())
+            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+            .sum::<usize>();
+    assert!(kept <= ANSWER_KEEP, "{kept} bytes kept");
+    let limits = Limits::default();
+    let mut recording = crate::replay::record::Recording::default();
+    let _ = recording.results(&captured, limits);
+    let timing = crate::replay::record::Timing::default();
+    if answer.complete && answer.error.is_none() && !over {
+        recording.inference(Some("m"), &step, &captured, timing);
+    } else {
+        let why = ("the answer was cut", "stream-truncated");
+        recording.failed(Some("m"), (&step, true), &captured, why, (timing, limits));
+    }
+    let run = crate::replay::record::RunHeader {
+        scenario: "fuzz",
+        case: "answer",
+        trial: None,
+        model: None,
+        source: "record",
+    };
+    let secrets = std::collections::BTreeSet::from(["sk-fuzz".to_owned()]);
+    let sealed = (recording.seal(&run, (&hasher, &secrets), limits))
+        .expect("an exchange's recording always seals");
+    let file = TraceFile::from_bytes("fuzz/recorded.trace.ndjson", sealed.bytes, false);
+    let seal = file.verify_seal(true).expect("the recording is sealed");
+    parse_trace(&file, &seal, limits).expect("the recording reads back");
+}

@@ -18,6 +18,7 @@ pub(super) fn check_of(target: &str) -> fn(&[u8]) {
         "report" => report,
         "merge" => merge,
         "replay_requests" => replay_requests,
+        "recorded_answer" => recorded_answer,
         "ingest_openclaw" => |b| ingest(Format::OpenclawScenario, b),
         "ingest_openai" => |b| ingest(Format::OpenaiMessages, b),
         "ingest_otlp" => |b| ingest(Format::OtlpJson, b),
@@ -64,7 +65,7 @@ fn replay(dir: &str) -> usize {
 #[test]
 fn every_target_has_a_check_and_seeds() {
     let targets = targets();
-    assert_eq!(targets.len(), 14, "{targets:?}");
+    assert_eq!(targets.len(), 15, "{targets:?}");
     for t in &targets {
         check_of(t);
         let seeds = std::fs::read_dir(fuzz_dir().join("corpus").join(t))

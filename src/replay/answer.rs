@@ -44,6 +44,38 @@ impl Answer {
         }
     }
 
+    /// Bytes of text and tool calls the answer holds.
+    fn size(&self) -> usize {
+        self.text.as_ref().map_or(0, String::len)
+            + (self.tool_calls.iter())
+                .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                .sum::<usize>()
+    }
+
+    /// Cuts the answer to at most `limit` bytes of text and tool calls (the text at a character
+    /// boundary; calls that do not fit left out); `true` when it was larger.
+    pub fn bound(&mut self, limit: usize) -> bool {
+        if self.size() <= limit {
+            return false;
+        }
+        let mut room = limit;
+        if let Some(t) = &mut self.text {
+            let mut cut = t.len().min(room);
+            while !t.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            t.truncate(cut);
+            room -= cut;
+        }
+        self.tool_calls.retain(|c| {
+            let n = c.id.len() + c.name.len() + c.arguments.len();
+            let fits = n <= room;
+            room -= if fits { n } else { 0 };
+            fits
+        });
+        true
+    }
+
     /// What arrived, in a sentence (for a truncated answer's `error` event).
     pub fn arrived(&self) -> String {
         let text = self.text.as_deref().unwrap_or("");
@@ -78,11 +110,11 @@ impl Answer {
     }
 }
 
-fn string(v: Option<&Value>) -> Option<String> {
+pub(super) fn string(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_owned)
 }
 
-fn arguments_text(v: Option<&Value>) -> String {
+pub(super) fn arguments_text(v: Option<&Value>) -> String {
     match v {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
@@ -92,7 +124,7 @@ fn arguments_text(v: Option<&Value>) -> String {
 
 /// Usage in any of the three APIs' names. Anthropic counts cache reads and writes apart from
 /// `input_tokens`; the trace counts them in it (as OpenAI does).
-fn usage(api: Api, u: &Value) -> Option<Usage> {
+pub(super) fn usage(api: Api, u: &Value) -> Option<Usage> {
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
     let detail = |a: &str, k: &str| u.get(a).and_then(|d| d.get(k)).and_then(Value::as_u64);
     Some(match api {
@@ -123,7 +155,7 @@ fn usage(api: Api, u: &Value) -> Option<Usage> {
     })
 }
 
-fn chat_finish(reason: &str) -> Option<Finish> {
+pub(super) fn chat_finish(reason: &str) -> Option<Finish> {
     match reason {
         "stop" => Some(Finish::Stop),
         "tool_calls" | "function_call" => Some(Finish::ToolCall),
@@ -133,7 +165,7 @@ fn chat_finish(reason: &str) -> Option<Finish> {
     }
 }
 
-fn anthropic_finish(reason: &str) -> Option<Finish> {
+pub(super) fn anthropic_finish(reason: &str) -> Option<Finish> {
     match reason {
         "end_turn" | "stop_sequence" | "pause_turn" => Some(Finish::Stop),
         "tool_use" => Some(Finish::ToolCall),
@@ -253,307 +285,5 @@ fn anthropic_json(body: &Value) -> Answer {
             .and_then(anthropic_finish),
         usage: body.get("usage").and_then(|u| usage(Api::Anthropic, u)),
         ..Answer::default()
-    }
-}
-
-/// Splits a server-sent-event stream into events (`event:` and `data:` fields; a blank line
-/// ends one), whatever pieces it arrives in: a line cut in two, or a UTF-8 sequence.
-#[derive(Debug, Default)]
-struct Sse {
-    line: Vec<u8>,
-    event: Option<String>,
-    data: Option<String>,
-}
-
-impl Sse {
-    fn feed(&mut self, bytes: &[u8], mut on: impl FnMut(Option<&str>, &str)) {
-        for &b in bytes {
-            if b != b'\n' {
-                self.line.push(b);
-                continue;
-            }
-            let mut line = std::mem::take(&mut self.line);
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            let line = String::from_utf8_lossy(&line);
-            if line.is_empty() {
-                if let Some(data) = self.data.take() {
-                    on(self.event.as_deref(), &data);
-                }
-                self.event = None;
-                continue;
-            }
-            let (field, value) = line.split_once(':').unwrap_or((&line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => self.event = Some(value.to_owned()),
-                "data" => match &mut self.data {
-                    Some(d) => {
-                        d.push('\n');
-                        d.push_str(value);
-                    }
-                    None => self.data = Some(value.to_owned()),
-                },
-                _ => {}
-            }
-        }
-    }
-}
-
-/// Reads a streamed answer as it passes, piece by piece.
-#[derive(Debug)]
-pub struct StreamReader {
-    api: Api,
-    sse: Sse,
-    answer: Answer,
-    /// Tool calls being assembled, by their index in the stream (Chat's `index`, Anthropic's
-    /// content block, Responses' output index).
-    calls: std::collections::BTreeMap<u64, PlannedCall>,
-    /// Anthropic: input usage from `message_start`, output from `message_delta`.
-    input_usage: Option<Usage>,
-}
-
-impl StreamReader {
-    /// A reader for a stream of `api`.
-    pub fn new(api: Api) -> StreamReader {
-        StreamReader {
-            api,
-            sse: Sse::default(),
-            answer: Answer::default(),
-            calls: Default::default(),
-            input_usage: None,
-        }
-    }
-
-    /// Reads the next piece of the stream.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        let mut events = Vec::new();
-        self.sse.feed(bytes, |event, data| {
-            events.push((event.map(str::to_owned), data.to_owned()))
-        });
-        for (event, data) in events {
-            self.event(event.as_deref(), &data);
-        }
-    }
-
-    /// The answer as far as it arrived.
-    pub fn finish(mut self) -> Answer {
-        // A stream may end without a blank line after its last event.
-        self.feed(b"\n\n");
-        self.answer.tool_calls = std::mem::take(&mut self.calls).into_values().collect();
-        self.answer
-    }
-
-    fn text(&mut self, piece: &str) {
-        self.answer
-            .text
-            .get_or_insert_with(String::new)
-            .push_str(piece);
-    }
-
-    fn event(&mut self, event: Option<&str>, data: &str) {
-        if self.api == Api::Chat && data.trim() == "[DONE]" {
-            self.answer.complete = true;
-            return;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(data) else {
-            return;
-        };
-        let kind = (v.get("type").and_then(Value::as_str))
-            .map(str::to_owned)
-            .or_else(|| event.map(str::to_owned))
-            .unwrap_or_default();
-        match self.api {
-            Api::Chat => self.chat(&v),
-            Api::Responses => self.responses(&kind, &v),
-            Api::Anthropic => self.anthropic(&kind, &v),
-        }
-    }
-
-    fn chat(&mut self, v: &Value) {
-        if let Some(m) = string(v.get("model")) {
-            self.answer.model = Some(m);
-        }
-        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-            self.answer.usage = usage(Api::Chat, u);
-        }
-        if let Some(e) = v.pointer("/error/message").and_then(Value::as_str) {
-            self.answer.error = Some(e.to_owned());
-        }
-        let Some(choice) = v.pointer("/choices/0") else {
-            return;
-        };
-        if let Some(t) = choice.pointer("/delta/content").and_then(Value::as_str) {
-            self.text(t);
-        }
-        for tc in (choice
-            .pointer("/delta/tool_calls")
-            .and_then(Value::as_array))
-        .into_iter()
-        .flatten()
-        {
-            let index = tc.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let c = self.calls.entry(index).or_insert_with(|| PlannedCall {
-                id: String::new(),
-                name: String::new(),
-                arguments: String::new(),
-            });
-            if let Some(id) = tc.get("id").and_then(Value::as_str) {
-                c.id = id.to_owned();
-            }
-            if let Some(n) = tc.pointer("/function/name").and_then(Value::as_str) {
-                c.name.push_str(n);
-            }
-            if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
-                c.arguments.push_str(a);
-            }
-        }
-        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.answer.finish = chat_finish(f);
-        }
-    }
-
-    fn responses(&mut self, kind: &str, v: &Value) {
-        let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
-            "response.output_text.delta" => {
-                if let Some(d) = v.get("delta").and_then(Value::as_str) {
-                    self.text(d);
-                }
-            }
-            "response.output_item.added" | "response.output_item.done"
-                if v.pointer("/item/type").and_then(Value::as_str) == Some("function_call") =>
-            {
-                let item = &v["item"];
-                let c = self.calls.entry(index).or_insert_with(|| PlannedCall {
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                });
-                c.id = string(item.get("call_id")).unwrap_or_else(|| c.id.clone());
-                c.name = string(item.get("name")).unwrap_or_else(|| c.name.clone());
-                if kind == "response.output_item.done" {
-                    c.arguments = arguments_text(item.get("arguments"));
-                }
-            }
-            "response.function_call_arguments.delta" => {
-                if let (Some(c), Some(d)) = (
-                    self.calls.get_mut(&index),
-                    v.get("delta").and_then(Value::as_str),
-                ) {
-                    c.arguments.push_str(d);
-                }
-            }
-            "response.created" | "response.in_progress" => {
-                self.answer.model = string(v.pointer("/response/model"));
-            }
-            "response.completed" | "response.incomplete" | "response.failed" => {
-                // The final event carries the whole response: it is the answer.
-                let whole = Answer::from_json(Api::Responses, &v["response"]);
-                self.calls = whole
-                    .tool_calls
-                    .iter()
-                    .cloned()
-                    .enumerate()
-                    .map(|(i, c)| (i as u64, c))
-                    .collect();
-                self.answer = Answer {
-                    tool_calls: Vec::new(),
-                    ..whole
-                };
-            }
-            "error" => {
-                self.answer.error = Some(string(v.get("message")).unwrap_or_else(|| v.to_string()));
-            }
-            _ => {}
-        }
-    }
-
-    fn anthropic(&mut self, kind: &str, v: &Value) {
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
-            "message_start" => {
-                self.answer.model = string(v.pointer("/message/model"));
-                self.input_usage = v
-                    .pointer("/message/usage")
-                    .and_then(|u| usage(Api::Anthropic, u));
-                self.answer.usage = self.input_usage;
-            }
-            "content_block_start" => {
-                let block = &v["content_block"];
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => {
-                        self.calls.insert(
-                            index,
-                            PlannedCall {
-                                id: string(block.get("id")).unwrap_or_default(),
-                                name: string(block.get("name")).unwrap_or_default(),
-                                arguments: String::new(),
-                            },
-                        );
-                    }
-                    Some("text") => {
-                        if let Some(t) = block.get("text").and_then(Value::as_str) {
-                            self.text(t);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_delta" => match v.pointer("/delta/type").and_then(Value::as_str) {
-                Some("text_delta") => {
-                    if let Some(t) = v.pointer("/delta/text").and_then(Value::as_str) {
-                        self.text(t);
-                    }
-                }
-                Some("input_json_delta") => {
-                    if let (Some(c), Some(p)) = (
-                        self.calls.get_mut(&index),
-                        v.pointer("/delta/partial_json").and_then(Value::as_str),
-                    ) {
-                        c.arguments.push_str(p);
-                    }
-                }
-                _ => {}
-            },
-            "content_block_stop" => {
-                // A tool call with no input deltas has an empty object for arguments.
-                if let Some(c) = self
-                    .calls
-                    .get_mut(&index)
-                    .filter(|c| c.arguments.is_empty())
-                {
-                    c.arguments = "{}".to_owned();
-                }
-            }
-            "message_delta" => {
-                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.answer.finish = anthropic_finish(r);
-                }
-                if let Some(u) = v.get("usage") {
-                    let mut merged = self.input_usage.unwrap_or_default();
-                    if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
-                        merged.output_tokens = o;
-                    }
-                    // Later API versions repeat the input counts here; they win.
-                    if let Some(full) = usage(Api::Anthropic, u) {
-                        if u.get("input_tokens").is_some() {
-                            merged = Usage {
-                                output_tokens: merged.output_tokens,
-                                ..full
-                            };
-                        }
-                    }
-                    self.answer.usage = Some(merged);
-                }
-            }
-            "message_stop" => self.answer.complete = true,
-            "error" => {
-                self.answer.error =
-                    Some(string(v.pointer("/error/message")).unwrap_or_else(|| v.to_string()));
-            }
-            _ => {}
-        }
     }
 }

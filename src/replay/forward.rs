@@ -13,11 +13,12 @@ use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::answer::{Answer, StreamReader};
+use super::answer::Answer;
 use super::canonical::Api;
 use super::capture;
 use super::record::{Recording, Timing};
 use super::server::error_in;
+use super::stream_reader::{ANSWER_KEEP, StreamReader};
 
 /// What records an ended exchange into its session: given the session's recording, the
 /// credentials its requests carried (kept out of what is recorded) and the model it asked for.
@@ -59,7 +60,7 @@ impl Forwarder {
 
 /// The most of a non-streamed answer (or an error body) kept for reading: larger answers are
 /// still passed through whole, and recorded as too large to read.
-const KEEP: usize = 64 << 20;
+const KEEP: usize = 16 << 20;
 
 /// The most of an error's message (an upstream's error body, say) recorded, in characters: cut
 /// after the session's credentials are redacted from the whole.
@@ -77,163 +78,6 @@ const HOP: &[&str] = &[
     "host",
     "content-length",
 ];
-
-/// Headers that carry credentials: forwarded, never written. (Any header whose name says
-/// key, token, secret, auth or cookie counts too.)
-fn is_credential(name: &str) -> bool {
-    ["key", "token", "secret", "auth", "cookie", "signature"]
-        .iter()
-        .any(|w| name.contains(w))
-}
-
-/// The shortest value taken for a credential: shorter ones carry no secret worth the name, and
-/// replacing them would garble what is recorded (a one-letter "key" would redact every `a`).
-const SHORTEST_CREDENTIAL: usize = 4;
-
-/// The credential values a request carries (longest first): those of headers named as
-/// credentials (a bearer token's token too; each `name=value` of a cookie, and its value), and
-/// of credential-named query parameters (`?key=…`, `&api_key=…`, `&sig=…`).
-pub(crate) fn credentials(headers: &HeaderMap, query: Option<&str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut take = |c: &str| {
-        let c = c.trim();
-        if c.len() >= SHORTEST_CREDENTIAL {
-            out.push(c.to_owned());
-        }
-    };
-    for (name, value) in headers {
-        if !is_credential(name.as_str()) {
-            continue;
-        }
-        let Ok(v) = value.to_str() else { continue };
-        take(v);
-        if let Some((_, token)) = v.split_once(' ') {
-            take(token);
-        }
-        if name.as_str().contains("cookie") {
-            for pair in v.split(';') {
-                take(pair);
-                if let Some((_, value)) = pair.split_once('=') {
-                    take(value);
-                }
-            }
-        }
-    }
-    for pair in query.unwrap_or("").split('&') {
-        let Some((name, value)) = pair.split_once('=') else {
-            continue;
-        };
-        let name = name.to_ascii_lowercase();
-        if is_credential(&name) || ["sig", "password", "pass", "pwd"].contains(&name.as_str()) {
-            take(value);
-            take(&percent_decoded(value));
-        }
-    }
-    out.sort_by_key(|c| std::cmp::Reverse(c.len()));
-    out.dedup();
-    out
-}
-
-/// `%XX` sequences (and `+`) of a query value decoded; invalid ones kept as they are.
-fn percent_decoded(v: &str) -> String {
-    let bytes = v.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The spellings a credential may take in what an upstream or a tool writes back: as sent; JSON
-/// string-escaped (quotes and backslashes), with `/` as `\/` too; every character but letters and
-/// digits as a `\uXXXX` escape (lowercase or uppercase hex); percent-encoded.
-fn spellings(secret: &str) -> Vec<String> {
-    let json = serde_json::to_string(secret).unwrap_or_default();
-    let json = json[1..json.len().saturating_sub(1).max(1)].to_owned();
-    let unicode = |upper: bool| -> String {
-        (secret.chars())
-            .map(|c| match c.is_ascii_alphanumeric() {
-                true => c.to_string(),
-                false if upper => format!("\\u{:04X}", c as u32),
-                false => format!("\\u{:04x}", c as u32),
-            })
-            .collect()
-    };
-    let percent: String = (secret.bytes())
-        .map(
-            |b| match b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                true => (b as char).to_string(),
-                false => format!("%{b:02X}"),
-            },
-        )
-        .collect();
-    let mut out = vec![
-        secret.to_owned(),
-        json.replace('/', "\\/"),
-        json,
-        secret.replace('/', "\\/"),
-        unicode(false),
-        unicode(true),
-        percent,
-    ];
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// `text` with every credential of the session, in every spelling of [`spellings`], replaced by
-/// `[redacted]`, longest first.
-pub(crate) fn redact(text: &str, secrets: &BTreeSet<String>) -> String {
-    let mut all: Vec<String> = secrets.iter().flat_map(|s| spellings(s)).collect();
-    all.sort_by_key(|c| std::cmp::Reverse(c.len()));
-    all.dedup();
-    all.into_iter()
-        .fold(text.to_owned(), |t, s| match t.contains(s.as_str()) {
-            true => t.replace(s.as_str(), "[redacted]"),
-            false => t,
-        })
-}
-
-/// Every string of `v` (keys too) redacted as [`redact`] redacts text.
-pub(crate) fn redact_value(v: &mut Value, secrets: &BTreeSet<String>) {
-    if secrets.is_empty() {
-        return;
-    }
-    match v {
-        Value::String(s) => {
-            let r = redact(s, secrets);
-            if r != *s {
-                *s = r;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|i| redact_value(i, secrets)),
-        Value::Object(map) => {
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for k in keys {
-                let Some(mut child) = map.remove(&k) else {
-                    continue;
-                };
-                redact_value(&mut child, secrets);
-                map.insert(redact(&k, secrets), child);
-            }
-        }
-        _ => {}
-    }
-}
 
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -342,12 +186,18 @@ pub(crate) async fn pass(
     };
     let status = answer.status();
     let headers = answer_headers(answer.headers());
-    let mut incoming = answer.into_body();
-    let mut bytes = Vec::new();
-    while let Ok(Some(piece)) = next_piece(&mut incoming, forwarder.timeout).await {
-        bytes.extend_from_slice(&piece);
-    }
-    let mut r = Response::new(Body::from(bytes));
+    // Passed on piece by piece as it arrives, never held whole (a 1 GiB listing costs no
+    // memory); a cut or a silence past the timeout ends the body with an error.
+    let timeout = forwarder.timeout;
+    let pieces = futures::stream::unfold(Some(answer.into_body()), move |body| async move {
+        let mut body = body?;
+        match next_piece(&mut body, timeout).await {
+            Ok(Some(piece)) => Some((Ok(piece), Some(body))),
+            Ok(None) => None,
+            Err(e) => Some((Err(std::io::Error::other(e)), None)),
+        }
+    });
+    let mut r = Response::new(Body::from_stream(pieces));
     *r.status_mut() = status;
     *r.headers_mut() = headers;
     r
@@ -444,7 +294,7 @@ impl Done {
         };
         self.sink.record(&mut |recording, secrets, model| {
             // Redacted whole (a secret may straddle the cut), then cut to the excerpt kept.
-            let message = redact(message, secrets);
+            let message = super::redact::redact(message, secrets);
             let message: String = message.chars().take(EXCERPT).collect();
             let partial = (&partial.step(), truncated);
             let why = (message.as_str(), code);
@@ -475,8 +325,14 @@ async fn pump(
     (api, status, streamed): (Api, StatusCode, bool),
     timeout: Duration,
 ) {
+    // An answer encoded (gzip, say) though the recorder asked for `identity` is passed on as
+    // it came, and recorded as such: its bytes cannot be read as an answer.
+    let encoded = (answer.headers().get(axum::http::header::CONTENT_ENCODING))
+        .and_then(|v| v.to_str().ok())
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty() && e != "identity");
     let mut incoming = answer.into_body();
-    let mut reader = streamed.then(|| StreamReader::new(api));
+    let mut reader = (streamed && encoded.is_none()).then(|| StreamReader::new(api));
     let mut kept: Vec<u8> = Vec::new();
     let mut overflow = false;
     let cut: Option<String> = loop {
@@ -511,21 +367,45 @@ async fn pump(
         );
         return;
     }
-    let read = match reader {
+    if let Some(encoding) = encoded {
+        let message = format!(
+            "the upstream sent its answer `{encoding}`-encoded though asked for `identity`: passed on as it came, not read"
+        );
+        done.failed((&Answer::default(), false), &message, "upstream-encoded");
+        return;
+    }
+    let (read, over) = match reader {
         Some(r) => r.finish(),
         None if overflow => {
             done.failed(
                 (&Answer::default(), false),
-                &format!("the answer was larger than {KEEP} bytes: passed on, not read"),
+                &format!("the answer was larger than {KEEP} bytes: passed on whole, not read"),
                 "upstream-too-large",
             );
             return;
         }
         None => match serde_json::from_slice::<Value>(&kept) {
-            Ok(v) if cut.is_none() => Answer::from_json(api, &v),
-            _ => Answer::default(),
+            Ok(v) if cut.is_none() => {
+                let mut a = Answer::from_json(api, &v);
+                let over = a.bound(ANSWER_KEEP);
+                (a, over)
+            }
+            Err(e) if cut.is_none() => {
+                let message = format!("the answer is not JSON ({e}): passed on as it came");
+                done.failed((&Answer::default(), false), &message, "upstream-invalid");
+                return;
+            }
+            _ => (Answer::default(), false),
         },
     };
+    if over {
+        let message = format!(
+            "the answer was larger than {ANSWER_KEEP} bytes of text and tool calls: passed on whole, recorded up to that: {}",
+            read.arrived()
+        );
+        done.failed((&read, true), &message, "upstream-too-large");
+        return;
+    }
     match (cut, read.complete, &read.error) {
         (None, true, None) => done.answered(&read),
         (None, true, Some(e)) => done.failed(

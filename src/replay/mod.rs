@@ -24,10 +24,12 @@ pub(crate) mod openai;
 pub(crate) mod place;
 pub mod proxy;
 pub mod record;
+pub(crate) mod redact;
 pub(crate) mod running;
 pub(crate) mod script;
 pub mod server;
 pub(crate) mod signals;
+pub mod stream_reader;
 
 pub use chunking::Chunking;
 pub use running::{Running, StopWhen, spawn};

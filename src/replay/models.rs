@@ -36,7 +36,7 @@ pub(super) fn next_response(
     body: &Bytes,
     api: Api,
 ) -> Response {
-    let credentials = forward::credentials(headers, None);
+    let credentials = super::redact::credentials(headers, None);
     match decide(replay, path, (headers, &credentials), body, api) {
         Answered::Now(r) => r,
         Answered::Live(..) => error_in(
@@ -226,7 +226,7 @@ async fn answer(
             );
         }
     };
-    let credentials = forward::credentials(&parts.headers, parts.uri.query());
+    let credentials = super::redact::credentials(&parts.headers, parts.uri.query());
     match decide(
         &replay,
         named(path),

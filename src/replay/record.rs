@@ -483,7 +483,7 @@ impl Recording {
         // What the session knows to be a credential is written nowhere: not in an answer that
         // echoes it, nor in a tool result the agent hands back, in any spelling.
         for e in &mut events {
-            super::forward::redact_value(e, secrets);
+            super::redact::redact_value(e, secrets);
         }
         if self.dropped > 0 {
             events.push(json!({
@@ -516,7 +516,7 @@ impl Recording {
         let mut sealed = writer.finish().map_err(|e| e.to_string())?;
         sealed.sidecar = self
             .sidecar()
-            .map(|b| super::forward::redact(&String::from_utf8_lossy(&b), secrets).into_bytes());
+            .map(|b| super::redact::redact(&String::from_utf8_lossy(&b), secrets).into_bytes());
         if sealed.bytes.len() as u64 > limits.max_trace_bytes {
             return Err(format!(
                 "the recording is {} bytes, over the trace size limit of {} bytes",

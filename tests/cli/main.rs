@@ -40,6 +40,7 @@ mod real_corpora;
 mod real_trials;
 mod record;
 mod record_faults;
+mod record_large;
 mod record_secrets;
 mod remote;
 mod remote_ingest;

@@ -102,6 +102,15 @@ impl Server {
 }
 
 impl Server {
+    /// The most memory the server's process has held so far (its peak resident set, `VmHWM`),
+    /// in bytes.
+    pub(super) fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
     /// Waits for a server that stops by itself; its exit code and everything it printed.
     pub(super) fn child_wait(mut self) -> (i32, String) {
         let code = self.child.wait().unwrap().code().unwrap_or(-1);

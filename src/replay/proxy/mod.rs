@@ -412,8 +412,10 @@ async fn exchange(
         if let Err(why) = s.recording.results(&captured, options.limits) {
             return super::server::refused(&why);
         }
-        s.secrets
-            .extend(forward::credentials(&parts.headers, parts.uri.query()));
+        s.secrets.extend(super::redact::credentials(
+            &parts.headers,
+            parts.uri.query(),
+        ));
         if s.model.is_none() {
             s.model = captured.model.clone();
         }

@@ -1,0 +1,155 @@
+//! One large answer costs the recorder no more than a bounded amount of memory, and loses no
+//! session: a 256 MiB SSE line without a newline, an event whose `data:` never ends, 256 MiB
+//! of text deltas, and a 256 MiB pass-through `GET /v1/models` (streamed to the client, never
+//! held) — each passed on whole to the client, the model answers recorded up to
+//! `ANSWER_KEEP` (8 MiB) as too large, every open session written at the stop, and the
+//! recorder's peak resident memory under the bound `docs/trust.md` gives.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+
+use super::record_faults::recorder;
+use crate::util::*;
+
+/// The size of each large answer.
+const BIG: usize = 256 << 20;
+
+/// An upstream whose answers are large in the shape its path names.
+fn large_upstream() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut length = 0usize;
+                loop {
+                    let mut h = String::new();
+                    reader.read_line(&mut h).unwrap();
+                    if h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let _ = answer(stream, &path);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn answer(mut out: std::net::TcpStream, path: &str) -> std::io::Result<()> {
+    let block = vec![b'a'; 1 << 20];
+    let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    if path.contains("/small/") {
+        let body = r#"{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
+        return write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+    if path.contains("/models") {
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {BIG}\r\nconnection: close\r\n\r\n"
+        )?;
+    } else {
+        out.write_all(sse.as_bytes())?;
+    }
+    if path.contains("/data/") {
+        out.write_all(br#"data: {"choices":[{"index":0,"delta":{"content":""#)?;
+    }
+    if path.contains("/deltas/") {
+        let text = "a".repeat(64 << 10);
+        let event = format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+        );
+        for _ in 0..BIG / (64 << 10) {
+            out.write_all(event.as_bytes())?;
+        }
+        return out.write_all(b"data: [DONE]\n\n");
+    }
+    for _ in 0..BIG / block.len() {
+        out.write_all(&block)?;
+    }
+    Ok(())
+}
+
+/// Sends `body` to the recorder (`GET` when it is `None`) and reads the whole answer, counting
+/// its bytes without keeping them.
+fn read_all(url: &str, body: Option<&str>) -> (u16, u64) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut resp = match body {
+        Some(b) => agent
+            .post(url)
+            .header("content-type", "application/json")
+            .send(b)
+            .unwrap(),
+        None => agent.get(url).call().unwrap(),
+    };
+    let status = resp.status().as_u16();
+    let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
+    let mut n = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k as u64,
+        }
+    }
+    (status, n)
+}
+
+#[test]
+fn large_answers_pass_whole_cost_bounded_memory_and_lose_no_session() {
+    let env = Env::new();
+    let up = large_upstream();
+    let rec = recorder(&env, &up, &[]);
+    let ask = |stream: bool| {
+        serde_json::json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+            .to_string()
+    };
+    // A session opened before the large answers, and still open when they come.
+    let (status, _) = read_all(
+        &format!("{}/record/s/before/small/v1/chat/completions", rec.url),
+        Some(&ask(false)),
+    );
+    assert_eq!(status, 200);
+    for shape in ["line", "data", "deltas"] {
+        let url = format!("{}/record/s/{shape}/{shape}/v1/chat/completions", rec.url);
+        let (status, n) = read_all(&url, Some(&ask(true)));
+        assert_eq!(status, 200, "{shape}");
+        assert!(n >= BIG as u64, "{shape}: the client got {n} bytes");
+    }
+    let (status, n) = read_all(&format!("{}/record/s/list/v1/models", rec.url), None);
+    assert_eq!((status, n), (200, BIG as u64), "the listing passed whole");
+    let peak = rec.peak_rss();
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    for case in ["before", "line", "data", "deltas"] {
+        assert!(
+            printed.contains(&format!("recorded s/{case}: 1 request(s)")),
+            "{case}: {printed}"
+        );
+    }
+    let deltas = trace_body(&env, "out/s/deltas.trace.ndjson.zst");
+    assert!(
+        deltas.contains(r#""code":"upstream-too-large""#) && deltas.contains(r#""truncated":true"#),
+        "{}",
+        &deltas[..2000.min(deltas.len())]
+    );
+    eprintln!("record: peak resident memory {} MiB", peak >> 20);
+    // The bound of docs/trust.md: 160 MiB for the recorder, whatever the answers' size.
+    assert!(peak < 160 << 20, "peak resident memory {} MiB", peak >> 20);
+}
