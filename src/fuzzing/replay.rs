@@ -125,7 +125,7 @@ pub fn recorded_answer(data: &[u8]) {
     let _ = recording.results(&captured, limits);
     let timing = crate::replay::record::Timing::default();
     if answer.complete && answer.error.is_none() && !over {
-        recording.inference(Some("m"), &step, &captured, timing);
+        recording.inference(Some("m"), &step, &captured, (timing, limits));
     } else {
         let why = ("the answer was cut", "stream-truncated");
         recording.failed(Some("m"), (&step, true), &captured, why, (timing, limits));

@@ -180,9 +180,35 @@ pub(crate) fn canonical_request(messages: &[Value], tools: Option<&[Value]>) -> 
 /// `/messages/3/tool_calls/0/arguments` are parts; what lies below them is hashed whole.
 const PART_DEPTH: usize = 5;
 
+/// The most parts [`parts`] gives one request: a container whose children would take it past
+/// this is hashed whole, so that whatever a request holds (520,000 one-letter messages, say) its
+/// `request_h` stays a few hundred kilobytes and its inference a line the trace reader takes.
+pub(crate) const MAX_PARTS: usize = 4096;
+
+/// The parts of the request whose conversation is `messages` (and whose tool definitions are
+/// `tools`, when the door knows them): [`parts`] of its [`canonical_request`] — or, for a
+/// conversation too long to open (`MAX_PARTS` messages or more), its messages as one part,
+/// `/messages`, hashed as `input_h` hashes them (no tree of it is built).
+pub(crate) fn request_parts(
+    messages: &[Value],
+    tools: Option<&[Value]>,
+    hasher: &crate::trace::PromptHasher,
+) -> std::collections::BTreeMap<String, String> {
+    if messages.len() < MAX_PARTS {
+        return parts(&canonical_request(messages, tools), hasher);
+    }
+    let mut out = match tools {
+        Some(t) => parts(&json!({"tools": t}), hasher),
+        None => std::collections::BTreeMap::new(),
+    };
+    out.insert("/messages".to_owned(), input_hash(hasher, messages));
+    out
+}
+
 /// The parts of a canonical request, hashed: each value at most five steps down (a
 /// scalar, an empty container, or a container at that depth, hashed as compact JSON), by its
-/// JSON pointer.
+/// JSON pointer — at most [`MAX_PARTS`] of them: a container opened in document order while its
+/// children fit, hashed whole once they would not.
 pub(crate) fn parts(
     canonical: &Value,
     hasher: &crate::trace::PromptHasher,
@@ -190,7 +216,7 @@ pub(crate) fn parts(
     fn walk(
         v: &Value,
         at: &mut String,
-        depth: usize,
+        (depth, budget): (usize, &mut usize),
         hasher: &crate::trace::PromptHasher,
         out: &mut std::collections::BTreeMap<String, String>,
     ) {
@@ -201,11 +227,17 @@ pub(crate) fn parts(
                 crate::trace::request_part_segment(&k.replace('~', "~0").replace('/', "~1"))
             })
         };
+        // This value's own slot is in the budget already; its children would take one each.
+        let fits = |n: usize, budget: &usize| n <= *budget + 1;
         let children: Vec<(String, &Value)> = match v {
-            Value::Object(m) if depth < PART_DEPTH && !m.is_empty() && named(m) => (m.iter())
-                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
-                .collect(),
-            Value::Array(a) if depth < PART_DEPTH && !a.is_empty() => a
+            Value::Object(m)
+                if depth < PART_DEPTH && !m.is_empty() && fits(m.len(), budget) && named(m) =>
+            {
+                (m.iter())
+                    .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
+                    .collect()
+            }
+            Value::Array(a) if depth < PART_DEPTH && !a.is_empty() && fits(a.len(), budget) => a
                 .iter()
                 .enumerate()
                 .map(|(i, v)| (i.to_string(), v))
@@ -215,18 +247,26 @@ pub(crate) fn parts(
                 return;
             }
         };
+        *budget = (*budget + 1) - children.len();
         for (k, child) in children {
             let len = at.len();
             at.push('/');
             at.push_str(&k);
-            walk(child, at, depth + 1, hasher, out);
+            walk(child, at, (depth + 1, &mut *budget), hasher, out);
             at.truncate(len);
         }
     }
     let mut out = std::collections::BTreeMap::new();
+    let mut budget = MAX_PARTS - 2;
     for key in ["messages", "tools"] {
         if let Some(v) = canonical.get(key) {
-            walk(v, &mut format!("/{key}"), 1, hasher, &mut out);
+            walk(
+                v,
+                &mut format!("/{key}"),
+                (1, &mut budget),
+                hasher,
+                &mut out,
+            );
         }
     }
     out
@@ -236,6 +276,28 @@ pub(crate) fn parts(
 mod canonical_tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_request_of_any_size_has_at_most_max_parts() {
+        let hasher = crate::trace::PromptHasher::unkeyed();
+        let many: Vec<Value> = (0..100_000)
+            .map(|i| json!({"role": "user", "content": format!("m{i}")}))
+            .collect();
+        let request = canonical_request(&many, Some(&[]));
+        let p = parts(&request, &hasher);
+        assert!(p.len() <= MAX_PARTS, "{}", p.len());
+        // Too many messages to open: the list is one part.
+        assert!(p.contains_key("/messages"), "{:?}", p.keys().next());
+        // A conversation that fits is opened message by message, field by field.
+        let few = canonical_request(&many[..1000], Some(&[]));
+        let p = parts(&few, &hasher);
+        assert!(p.len() <= MAX_PARTS && p.contains_key("/messages/999/content"));
+        // Near the bound, the first messages are opened, the rest hashed whole.
+        let near = canonical_request(&many[..3000], Some(&[]));
+        let p = parts(&near, &hasher);
+        assert!(p.len() <= MAX_PARTS, "{}", p.len());
+        assert!(p.contains_key("/messages/0/content") && p.contains_key("/messages/2999"));
+    }
 
     #[test]
     fn client_extras_spacing_and_nulls_do_not_change_the_input_hash() {

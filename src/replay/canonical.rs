@@ -102,17 +102,25 @@ impl Origin {
 
 /// The conversation of a request as Chat Completions messages.
 pub fn messages_of(api: Api, request: &Value) -> Vec<Value> {
-    messages_with_origins(api, request).0
+    messages_with_origins(api, request).0.into_owned()
 }
 
-/// [`messages_of`], with where each message came from in the request.
-pub fn messages_with_origins(api: Api, request: &Value) -> (Vec<Value>, Vec<Origin>) {
+/// [`messages_of`], with where each message came from in the request (a Chat Completions
+/// request's own messages are borrowed, not copied).
+pub fn messages_with_origins(
+    api: Api,
+    request: &Value,
+) -> (std::borrow::Cow<'_, [Value]>, Vec<Origin>) {
+    use std::borrow::Cow;
     match api {
         Api::Chat => {
-            let messages = (request.get("messages").and_then(Value::as_array))
-                .cloned()
-                .unwrap_or_default();
+            let messages: &[Value] =
+                (request.get("messages").and_then(Value::as_array)).map_or(&[], Vec::as_slice);
+            // Where each message sits names a part of `request_h`; a conversation too long to
+            // open into parts needs none (and 520,000 of them would cost 100 MB).
+            let opened = messages.len() < crate::ingest::identity::MAX_PARTS;
             let origins = (messages.iter().enumerate())
+                .take_while(|_| opened)
                 .map(|(i, m)| {
                     let role = m.get("role").and_then(Value::as_str).unwrap_or("");
                     let mut o = Origin::new(role, format!("/messages/{i}/content"));
@@ -128,10 +136,16 @@ pub fn messages_with_origins(api: Api, request: &Value) -> (Vec<Value>, Vec<Orig
                     o
                 })
                 .collect();
-            (messages, origins)
+            (Cow::Borrowed(messages), origins)
         }
-        Api::Responses => responses_messages(request),
-        Api::Anthropic => anthropic_messages(request),
+        Api::Responses => {
+            let (m, o) = responses_messages(request);
+            (Cow::Owned(m), o)
+        }
+        Api::Anthropic => {
+            let (m, o) = anthropic_messages(request);
+            (Cow::Owned(m), o)
+        }
     }
 }
 
@@ -357,7 +371,7 @@ pub fn tools_of(request: &Value) -> Option<Vec<String>> {
     )
 }
 
-pub(crate) use crate::ingest::identity::{parts, tool_definitions};
+pub(crate) use crate::ingest::identity::tool_definitions;
 
 /// The canonical request a divergence is told in: `{"messages": [canonical messages],
 /// "tools": [definitions]}` — each message as `input_h` hashes it (parsed back to JSON).
@@ -442,6 +456,7 @@ pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::identity::parts;
 
     fn hash(api: Api, request: &Value) -> String {
         let hasher = crate::trace::PromptHasher::unkeyed();

@@ -27,14 +27,21 @@ pub struct Captured {
     pub raw_input: Option<String>,
     /// The request's parts, hashed (see [`super::canonical::parts`]).
     pub parts: std::collections::BTreeMap<String, String>,
-    /// The user turns of the conversation, in order: (prompt object, raw text under the
-    /// developer opt-in). The recording writes the ones it has not seen as `user_message`s.
+    /// The user turns of the conversation, in order, the first [`MAX_USER_TURNS`] of them:
+    /// (prompt object, raw text under the developer opt-in). The recording writes the ones it
+    /// has not seen as `user_message`s.
     pub users: Vec<(Value, Option<String>)>,
+    /// How many user turns the conversation has (`users` holds the first of them).
+    pub users_total: usize,
     /// `system_h`: the hash of the conversation's system text (and the text, under the opt-in).
     pub system: Option<(String, Option<String>)>,
     /// Where each canonical message came from in the request the client sent.
     pub origins: Vec<super::canonical::Origin>,
 }
+
+/// The most user turns one request's capture keeps: a conversation of more (520,000 one-letter
+/// messages, say) records its first ones and says how many it had.
+pub const MAX_USER_TURNS: usize = 1000;
 
 /// Reads what the capture needs from a request of `api` (the raw input text too when `raw` —
 /// the developer opt-in).
@@ -55,26 +62,27 @@ pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> C
         })
         .collect();
     let raw_input = raw.then(|| crate::ingest::identity::conversation_text(&messages));
-    let canonical = super::canonical::canonical_request(api, request);
+    let tools = super::canonical::tool_definitions(request);
     let prompt = |text: String| {
         let p = hasher.prompt(&text);
         (json!({"h": p.h, "len": p.len}), raw.then_some(text))
     };
-    let users = (messages.iter())
+    let turns = (messages.iter())
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .filter_map(|m| m.get("content").and_then(crate::ingest::content_text))
-        .map(prompt)
-        .collect();
+        .filter_map(|m| m.get("content").and_then(crate::ingest::content_text));
+    let users_total = turns.clone().count();
+    let users = turns.take(MAX_USER_TURNS).map(prompt).collect();
     let system = crate::ingest::identity::system_text(&messages).map(|t| {
         let (p, raw) = prompt(t);
         (p["h"].as_str().unwrap_or_default().to_owned(), raw)
     });
     Captured {
         users,
+        users_total,
         system,
         origins,
         input_h: Some(crate::ingest::identity::input_hash(hasher, &messages)),
-        parts: super::canonical::parts(&canonical, hasher),
+        parts: crate::ingest::identity::request_parts(&messages, Some(&tools), hasher),
         tools: super::canonical::tools_of(request),
         results,
         model: request

@@ -310,7 +310,7 @@ impl Done {
             latency_ms: Some(latency),
         };
         self.sink.record(&mut |recording, _, model| {
-            recording.inference(model, &answer.step(), &self.captured, timing);
+            recording.inference(model, &answer.step(), &self.captured, (timing, self.limits));
         });
     }
 }

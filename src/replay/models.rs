@@ -138,8 +138,12 @@ fn decide(
     }
     s.served = n;
     let model = s.script.model.clone();
-    s.recording
-        .inference(model.as_deref(), step, &captured, Timing::default());
+    s.recording.inference(
+        model.as_deref(),
+        step,
+        &captured,
+        (Timing::default(), options.limits),
+    );
     let (script, step) = (&s.script, &s.script.steps[n - 1]);
     let streamed = request.get("stream") == Some(&Value::Bool(true));
     let stream = |text: String| {
@@ -214,6 +218,17 @@ async fn answer(
     api: Api,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    // Bodies are read and captured a few at a time (see `proxy::READERS`): what concurrent
+    // requests cost is bounded per server.
+    let Ok(reading) = replay.reading.clone().acquire_owned().await else {
+        let message = "the server is stopping";
+        return error_in(
+            Some(api),
+            StatusCode::SERVICE_UNAVAILABLE,
+            message,
+            "stopping",
+        );
+    };
     let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
         Ok(b) => b,
         Err(_) => {
@@ -227,13 +242,16 @@ async fn answer(
         }
     };
     let credentials = super::redact::credentials(&parts.headers, parts.uri.query());
-    match decide(
+    let decided = decide(
         &replay,
         named(path),
         (&parts.headers, &credentials),
         &body,
         api,
-    ) {
+    );
+    // Read and captured: the next request may be read while this one is answered or forwarded.
+    drop(reading);
+    match decided {
         Answered::Now(r) => r,
         Answered::Live(key, captured) => {
             let forwarder = match &replay.forwarder {

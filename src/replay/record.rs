@@ -137,10 +137,28 @@ impl Recording {
         model: Option<&str>,
         step: &Step,
         captured: &Captured,
-        timing: Timing,
+        (timing, limits): (Timing, Limits),
     ) {
         let e = self.request_event(model, step, captured, timing);
-        self.push(e);
+        self.push_inference(e, limits);
+    }
+
+    /// Keeps an inference: its `request_h` left out when the line would pass half the line
+    /// limit (so the trace reader always takes it); counted as dropped when the recording is
+    /// full.
+    fn push_inference(&mut self, mut e: Value, limits: Limits) {
+        let line_budget = limits.max_line_bytes / 2;
+        let mut len = e.to_string().len() as u64;
+        if len > line_budget {
+            if let Some(o) = e.as_object_mut() {
+                o.remove("request_h");
+            }
+            len = e.to_string().len() as u64;
+        }
+        match self.room(len, limits) {
+            Ok(()) => self.push_sized(e, len),
+            Err(_) => self.dropped += 1,
+        }
     }
 
     /// Writes the user turns of a request's conversation not written yet, as `user_message`s
@@ -157,7 +175,15 @@ impl Recording {
             }
             self.push(e);
         }
-        self.users_seen = self.users_seen.max(captured.users.len());
+        if captured.users_total > captured.users.len() && self.users_seen < captured.users_total {
+            let text = format!(
+                "the request carried {} user turns: the first {} were recorded as user messages",
+                captured.users_total,
+                captured.users.len()
+            );
+            self.push(json!({"kind": "note", "text": text}));
+        }
+        self.users_seen = self.users_seen.max(captured.users_total);
     }
 
     /// The `inference` event of a request (its user turns written first): `step` is the
@@ -254,7 +280,7 @@ impl Recording {
         if truncated {
             e["truncated"] = json!(true);
         }
-        self.push(e);
+        self.push_inference(e, limits);
         let mut err = json!({"kind": "error", "message": message, "code": code});
         if let Some(ts) = timing.ts_ms {
             err["ts_ms"] = json!(ts);

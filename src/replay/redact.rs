@@ -55,36 +55,12 @@ pub(crate) fn credentials(headers: &HeaderMap, query: Option<&str>) -> Vec<Strin
         let name = name.to_ascii_lowercase();
         if is_credential(&name) || ["sig", "password", "pass", "pwd"].contains(&name.as_str()) {
             take(value);
-            take(&percent_decoded(value));
+            take(&super::proxy::paths::decode(value, true));
         }
     }
     out.sort_by_key(|c| std::cmp::Reverse(c.len()));
     out.dedup();
     out
-}
-
-/// `%XX` sequences (and `+`) of a query value decoded; invalid ones kept as they are.
-fn percent_decoded(v: &str) -> String {
-    let bytes = v.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The spellings a credential may take in what an upstream or a tool writes back: as sent; JSON

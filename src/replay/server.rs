@@ -253,6 +253,8 @@ pub struct Replay {
     pub(super) options: Options,
     /// The upstream client once live (`Options::live`); `Err` when it could not be made.
     pub(super) forwarder: Option<Result<Arc<super::forward::Forwarder>, String>>,
+    /// Requests read and captured at once, at most `proxy::READERS`, as `record` bounds them.
+    pub(super) reading: Arc<tokio::sync::Semaphore>,
 }
 
 impl Replay {
@@ -286,6 +288,7 @@ impl Replay {
                     .map(Arc::new)
                     .map_err(|e| e.to_string())
             }),
+            reading: Arc::new(tokio::sync::Semaphore::new(super::proxy::READERS)),
             options,
         }
     }

@@ -209,8 +209,7 @@ pub(super) fn build_run(
                 let (input_h, request_h) = match &conversation {
                     Some(c) => {
                         let input_h = b.prompt(&identity::conversation_text(c)).h;
-                        let request = identity::canonical_request(c, offered.as_deref());
-                        let parts = identity::parts(&request, &opts.hasher);
+                        let parts = identity::request_parts(c, offered.as_deref(), &opts.hasher);
                         let parts = (parts.into_iter())
                             .map(|(at, h)| (Str::from(at), Str::from(h)))
                             .collect();

@@ -9,6 +9,7 @@
 //! time, or when the server stops; `POST …/tracereplay/v1/cancel` drops it unwritten.
 
 mod control;
+pub(crate) mod paths;
 mod running;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,6 +32,8 @@ use crate::trace::Limits;
 use crate::trace::PromptHasher;
 use crate::trace::TrialId;
 
+pub use paths::check_upstream;
+use paths::split_path;
 pub use running::{RecordingServer, spawn};
 
 /// The header that names a session's trial.
@@ -124,7 +127,17 @@ pub struct Recorder {
     ends: Mutex<Vec<SessionEnd>>,
     /// Each session's end as it happens, for whoever waits on the server.
     told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
+    /// Requests whose body is being read and captured at once, at most [`READERS`]: what a
+    /// request costs before it is forwarded is bounded per server, not per request.
+    reading: Arc<tokio::sync::Semaphore>,
 }
+
+/// How many request bodies the recorder reads and captures at once (the others wait, their
+/// bodies unread): with 16 MiB bodies, what 40 concurrent maximal requests cost is what two do.
+pub const READERS: usize = 2;
+
+/// How long a request's body may take to arrive, as `replay serve` gives it.
+const BODY_DEADLINE: Duration = super::server::REQUEST_TIMEOUT;
 
 impl Recorder {
     /// A recorder forwarding to `options.upstream`; `told` hears of each session's end.
@@ -144,6 +157,7 @@ impl Recorder {
             claimed: Mutex::new(BTreeSet::new()),
             ends: Mutex::new(Vec::new()),
             told,
+            reading: Arc::new(tokio::sync::Semaphore::new(READERS)),
         })
     }
 
@@ -387,6 +401,7 @@ async fn exchange(
     key: Key,
     api: Api,
     (parts, rest, body): (axum::http::request::Parts, String, Bytes),
+    reading: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
     let fail = |status, message: &str, kind| error_in(Some(api), status, message, kind);
     let request: Value = match serde_json::from_slice(&body) {
@@ -402,6 +417,8 @@ async fn exchange(
     };
     let options = &recorder.options;
     let captured = super::capture::capture(api, &request, &options.hasher, options.raw_prompts);
+    // The request is read and captured: the next may be read while this one is forwarded.
+    drop(reading);
     let request = {
         let mut sessions = recorder.lock();
         let Some(s) = sessions.get_mut(&key) else {
@@ -462,54 +479,38 @@ impl Sink for SessionSink {
     }
 }
 
-/// Splits `/record/<scenario>/<case>/<rest>` (percent-decoded names) from a request path.
-fn split_path(path: &str) -> (Option<(String, String)>, String) {
-    let Some(tail) = path.strip_prefix("/record/") else {
-        return (None, path.to_owned());
-    };
-    let mut parts = tail.splitn(3, '/');
-    match (parts.next(), parts.next()) {
-        (Some(s), Some(c)) if !s.is_empty() && !c.is_empty() => {
-            let rest = parts.next().map_or_else(String::new, |r| format!("/{r}"));
-            (Some((decode(s), decode(c))), rest)
-        }
-        _ => (None, path.to_owned()),
-    }
-}
-
-fn decode(segment: &str) -> String {
-    let b = segment.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Every request: a control endpoint, a model request (forwarded and recorded), or anything
 /// else (forwarded, not recorded).
 async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let (named, rest) = split_path(parts.uri.path());
     let api = Api::of_path(&rest).filter(|_| parts.method == Method::POST);
-    let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
-        Ok(b) => b,
-        Err(_) => {
+    // A body announced larger than the limit is refused before a byte of it is read.
+    let announced = (parts.headers.get(axum::http::header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        let message = format!("the request body is larger than {BODY_LIMIT} bytes");
+        return error_in(
+            api,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &message,
+            "body_too_large",
+        );
+    }
+    let Ok(permit) = recorder.reading.clone().acquire_owned().await else {
+        return error_in(
+            api,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the recorder is stopping",
+            "stopping",
+        );
+    };
+    let body = match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, BODY_LIMIT))
+        .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             let message = format!("the request body is larger than {BODY_LIMIT} bytes, or was cut");
             return error_in(
                 api,
@@ -517,6 +518,13 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
                 &message,
                 "body_too_large",
             );
+        }
+        Err(_) => {
+            let message = format!(
+                "the request body did not arrive within {} s",
+                BODY_DEADLINE.as_secs()
+            );
+            return error_in(api, StatusCode::REQUEST_TIMEOUT, &message, "timeout");
         }
     };
     let control = rest
@@ -529,55 +537,11 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
                 Ok(k) => k,
                 Err(r) => return r.respond(Some(api)),
             };
-            exchange(recorder, key, api, (parts, rest, body)).await
+            exchange(recorder, key, api, (parts, rest, body), permit).await
         }
-        (None, None) => forward::pass(&recorder.forwarder, parts, rest, body).await,
-    }
-}
-
-/// Checks an upstream URL: `https`, or plain `http` to a loopback host (`localhost`, `127.x`,
-/// `::1`) unless `allow_insecure`; no credentials, query or fragment in it. Returns it without
-/// a trailing slash.
-pub fn check_upstream(url: &str, allow_insecure: bool) -> Result<String, String> {
-    let shown = crate::paths::redact_url(url);
-    let parsed: axum::http::Uri = url
-        .parse()
-        .map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
-    let authority = parsed
-        .authority()
-        .ok_or_else(|| format!("`{shown}` names no host"))?;
-    if authority.as_str().contains('@') {
-        return Err(format!(
-            "`{shown}` carries credentials: send them as the client's headers, which the recorder forwards and never writes"
-        ));
-    }
-    if parsed.query().is_some() || url.contains('#') {
-        return Err(format!(
-            "`{shown}`: an upstream URL has no query or fragment"
-        ));
-    }
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    match parsed.scheme_str() {
-        Some("https") => {}
-        Some("http") if loopback || allow_insecure => {}
-        Some("http") => {
-            return Err(format!(
-                "`{shown}` is plain HTTP to a host that is not loopback: credentials would cross the network unencrypted; use https, or pass --allow-insecure-upstream to mean it"
-            ));
-        }
-        other => {
-            return Err(format!(
-                "`{shown}`: the upstream must be http or https, not {}",
-                other.unwrap_or("a relative URL")
-            ));
+        (None, None) => {
+            drop(permit);
+            forward::pass(&recorder.forwarder, parts, rest, body).await
         }
     }
-    Ok(url.trim_end_matches('/').to_owned())
 }
