@@ -59,6 +59,8 @@ struct Told {
     unwritten: usize,
     /// Refused requests by (status, reason), in the order first heard.
     refused: Vec<((u16, String), usize)>,
+    /// Spans and log records of runs already written, not kept.
+    late: usize,
 }
 
 impl Told {
@@ -86,6 +88,14 @@ impl Told {
                     );
                 }
             },
+            collect::Heard::Late(n) => {
+                if self.late == 0 {
+                    diag!(
+                        "warning: {n} span(s) or record(s) arrived for runs already written, and were not kept: raise --settle (or --idle) to wait longer for late spans"
+                    );
+                }
+                self.late += n;
+            }
             collect::Heard::Refused(r) => {
                 let key = (r.status, r.reason.clone());
                 match self.refused.iter_mut().find(|(k, _)| *k == key) {
@@ -128,12 +138,20 @@ impl Told {
             line.push_str(": ");
             line.push_str(&reasons.join("; "));
         }
+        if self.late > 0 {
+            line.push_str(&format!(
+                "; {} late span(s) or record(s) not kept",
+                self.late
+            ));
+        }
         diag!("{line}");
     }
 
-    /// Whether the receiver lost anything: a run not written, or a request refused for any
-    /// reason but back-pressure (which the exporter retries).
+    /// Whether the receiver lost anything: a run not written, late spans not kept, or a request
+    /// refused for any reason but back-pressure (which the exporter retries).
     fn failed(&self) -> bool {
-        self.unwritten > 0 || self.refused.iter().any(|((status, _), _)| *status != 503)
+        self.unwritten > 0
+            || self.late > 0
+            || self.refused.iter().any(|((status, _), _)| *status != 503)
     }
 }

@@ -8,6 +8,7 @@ mod baselines;
 mod behaviour;
 mod check;
 mod collect;
+mod collect_bounds;
 mod collect_node;
 mod collect_python;
 mod compare;

@@ -90,17 +90,20 @@ pub(crate) struct CollectArgs {
     /// Where it listens.
     #[command(flatten)]
     pub server: ListenArgs,
-    /// Write a run that has had no span for SECS seconds, root span or not.
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    /// Write a run that has had no span for SECS seconds, root span or not (a run whose root
+    /// never comes — its parent lives in another service — expires so).
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_secs)]
     pub idle: Option<std::time::Duration>,
     /// How long after its root span a run waits for late spans and log records before it is
     /// written (the SDKs' batch processors export every 5 seconds).
     #[arg(long, value_name = "SECS", default_value = "6", value_parser = parse_secs)]
     pub settle: std::time::Duration,
-    /// Runs held open at most (past it, exporters get 503 and retry).
+    /// Runs held open at most: past it, the runs idle longest are written to make room (a
+    /// request that alone would pass it gets 503, which exporters retry).
     #[arg(long, value_name = "N", default_value = "10000")]
     pub max_open_runs: usize,
-    /// Megabytes of spans held at most (past it, exporters get 503 and retry).
+    /// Megabytes of spans held at most, counted as the spans cost in memory: past it, the runs
+    /// idle longest are written to make room (a request that alone would pass it gets 503).
     #[arg(long, value_name = "MB", default_value = "256")]
     pub max_buffered_mb: usize,
     /// The scenario of every run (else named from the spans: the agent, or the root span).

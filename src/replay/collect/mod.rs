@@ -13,12 +13,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
 use camino::Utf8PathBuf;
+
+mod http;
 
 use crate::ingest::spans::Span;
 use crate::ingest::spans::logs::LogRecord;
@@ -52,6 +51,8 @@ pub enum Heard {
     Run(Collected),
     /// A request was refused: nothing of it was kept.
     Refused(Refusal),
+    /// Spans or log records of runs already written arrived (after `--settle`): not kept.
+    Late(usize),
 }
 
 /// A refused request: its HTTP status, the reason (the same for every request refused alike,
@@ -73,6 +74,43 @@ impl Refusal {
         self.status == 503
     }
 }
+
+/// What a span costs held, estimated: its own fields, and each attribute's key and value with
+/// the overhead of the map entry and allocations that hold them.
+fn cost_of_span(s: &Span) -> usize {
+    SPAN + s.trace_id.len()
+        + s.span_id.len()
+        + s.name.len()
+        + s.parent_id.as_ref().map_or(0, String::len)
+        + s.error.as_ref().map_or(0, String::len)
+        + attrs_cost(&s.attrs)
+}
+
+/// A span held, besides its strings; a log record; a map entry; a JSON value.
+const SPAN: usize = 320;
+const RECORD: usize = 256;
+const ENTRY: usize = 96;
+const VALUE: usize = 32;
+
+fn attrs_cost(attrs: &serde_json::Map<String, serde_json::Value>) -> usize {
+    (attrs.iter())
+        .map(|(k, v)| ENTRY + k.len() + value_cost(v))
+        .sum()
+}
+
+fn value_cost(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    VALUE
+        + match v {
+            Value::String(s) => s.len(),
+            Value::Array(a) => a.iter().map(value_cost).sum(),
+            Value::Object(o) => attrs_cost(o),
+            _ => 0,
+        }
+}
+
+/// How many written runs' trace ids the receiver remembers, to keep their late spans out.
+const REMEMBERED: usize = 100_000;
 
 /// A run written, or why it was not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +135,12 @@ struct Open {
 pub struct Collector {
     options: CollectOptions,
     open: Mutex<(HashMap<String, Open>, usize)>,
+    /// The trace ids of runs written, the most recent [`REMEMBERED`]: a span of one that
+    /// arrives later is not made a fragment run of its own.
+    written: Mutex<(
+        std::collections::HashSet<String>,
+        std::collections::VecDeque<String>,
+    )>,
     told: tokio::sync::mpsc::UnboundedSender<Heard>,
 }
 
@@ -109,6 +153,7 @@ impl Collector {
         Collector {
             options,
             open: Mutex::new((HashMap::new(), 0)),
+            written: Mutex::new(Default::default()),
             told,
         }
     }
@@ -116,9 +161,9 @@ impl Collector {
     /// The router: `POST /v1/traces`, `POST /v1/logs`.
     pub fn router(self: Arc<Self>) -> axum::Router {
         axum::Router::new()
-            .route("/v1/traces", axum::routing::post(traces))
-            .route("/v1/logs", axum::routing::post(logs))
-            .fallback(elsewhere)
+            .route("/v1/traces", axum::routing::post(http::traces))
+            .route("/v1/logs", axum::routing::post(http::logs))
+            .fallback(http::elsewhere)
             .layer(axum::extract::DefaultBodyLimit::max(
                 self.options.body_limit,
             ))
@@ -160,6 +205,19 @@ impl Collector {
 
     fn write(&self, mut runs: Vec<(String, Open)>) {
         runs.sort_by(|a, b| a.0.cmp(&b.0));
+        {
+            let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+            for (id, _) in &runs {
+                if written.0.insert(id.clone()) {
+                    written.1.push_back(id.clone());
+                }
+                while written.1.len() > REMEMBERED {
+                    if let Some(old) = written.1.pop_front() {
+                        written.0.remove(&old);
+                    }
+                }
+            }
+        }
         for (id, o) in runs {
             let mut outcome = IngestOutcome::default();
             if o.spans.is_empty() {
@@ -212,14 +270,58 @@ impl Collector {
     }
 
     /// Keeps what one request carried — spans, log records or both — with their runs, all or
-    /// none: refused with 503 and `Retry-After` when it would take the receiver past its bounds.
+    /// none. A full receiver makes room by writing the runs idle longest (their spans are as
+    /// complete as they will get by then); a request that alone would pass its bounds is refused
+    /// with 503 and `Retry-After`. Spans and records of runs already written (late, past
+    /// `--settle`) are not kept: returns how many.
     fn keep(
+        &self,
+        format: Format,
+        (mut spans, mut logs): (Vec<Span>, Vec<LogRecord>),
+    ) -> Result<usize, Box<Response>> {
+        let late = {
+            let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+            let before = spans.len() + logs.len();
+            spans.retain(|s| !written.0.contains(&s.trace_id));
+            logs.retain(|l| !written.0.contains(&l.trace_id));
+            before - spans.len() - logs.len()
+        };
+        // What is held is counted as what it costs in memory, not as the bytes it came in (a
+        // protobuf of many tiny attributes is about six times its size once read).
+        let bytes = (spans.iter().map(cost_of_span)).sum::<usize>()
+            + (logs.iter())
+                .map(|l| RECORD + value_cost(&l.body) + attrs_cost(&l.attrs))
+                .sum::<usize>();
+        if bytes > self.options.max_buffered {
+            let message = format!(
+                "the request holds about {bytes} bytes of spans once read, more than the receiver holds at most ({}, `--max-buffered-mb`): nothing of it was kept; send smaller batches",
+                self.options.max_buffered
+            );
+            let reason = "a request larger than --max-buffered-mb alone";
+            return Err(Box::new(self.refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                reason,
+                &message,
+            )));
+        }
+        let mut full = Vec::new();
+        let kept = self.keep_open(format, (spans, logs), bytes, &mut full);
+        // Written outside the lock: the runs that made room.
+        self.write(full);
+        kept.map(|()| late)
+    }
+
+    fn keep_open(
         &self,
         format: Format,
         (spans, logs): (Vec<Span>, Vec<LogRecord>),
         bytes: usize,
+        full: &mut Vec<(String, Open)>,
     ) -> Result<(), Box<Response>> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let incoming: std::collections::HashSet<&str> = (spans.iter().map(|s| s.trace_id.as_str()))
+            .chain(logs.iter().map(|l| l.trace_id.as_str()))
+            .collect();
         let new_runs = {
             let ids = spans.iter().map(|s| s.trace_id.as_str());
             let mut ids: Vec<&str> = (ids.chain(logs.iter().map(|l| l.trace_id.as_str())))
@@ -229,6 +331,20 @@ impl Collector {
             ids.dedup();
             ids.len()
         };
+        // Room made by writing the runs idle longest, but never one this request adds to.
+        while open.0.len() + new_runs > self.options.max_open_runs
+            || open.1 + bytes > self.options.max_buffered
+        {
+            let oldest = (open.0.iter())
+                .filter(|(id, _)| !incoming.contains(id.as_str()))
+                .min_by(|a, b| (a.1.last, a.0).cmp(&(b.1.last, b.0)))
+                .map(|(id, _)| id.clone());
+            let Some(id) = oldest else { break };
+            if let Some(o) = open.0.remove(&id) {
+                open.1 = open.1.saturating_sub(o.bytes);
+                full.push((id, o));
+            }
+        }
         if open.0.len() + new_runs > self.options.max_open_runs
             || open.1 + bytes > self.options.max_buffered
         {
@@ -283,200 +399,6 @@ impl Collector {
         open.1 += bytes;
         Ok(())
     }
-}
-
-impl Collector {
-    /// The answer refusing a request, told to whoever runs the receiver: `reason` is the same
-    /// for every request refused alike (so repeats are counted), `message` the whole answer.
-    fn refuse(&self, status: StatusCode, reason: &str, message: &str) -> Response {
-        let _ = self.told.send(Heard::Refused(Refusal {
-            status: status.as_u16(),
-            reason: reason.to_owned(),
-            message: message.to_owned(),
-        }));
-        let body = serde_json::json!({"code": status.as_u16(), "message": message});
-        (status, axum::Json(body)).into_response()
-    }
-}
-
-/// The body, unpacked when it says it is gzip (or starts like gzip), within `limit`.
-fn unpacked(
-    c: &Collector,
-    headers: &HeaderMap,
-    body: &Bytes,
-    limit: usize,
-) -> Result<Vec<u8>, Box<Response>> {
-    let gzip = (headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok()))
-    .is_some_and(|e| e.eq_ignore_ascii_case("gzip"))
-        || body.starts_with(&[0x1f, 0x8b]);
-    if !gzip {
-        return Ok(body.to_vec());
-    }
-    crate::ingest::collector::unpack("request.gz", body, limit as u64)
-        .map(|b| b.into_owned())
-        .map_err(|e| {
-            let (status, reason) = if e.contains("unpacks to more than") {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "the body unpacks past the limit",
-                )
-            } else {
-                (StatusCode::BAD_REQUEST, "the body is not valid gzip")
-            };
-            Box::new(c.refuse(status, reason, &format!("the body is {e}")))
-        })
-}
-
-/// A request's body, unpacked, and whether it is protobuf (else OTLP/JSON); or the answer to a
-/// content type the receiver does not read, or a body past the limit.
-fn request(
-    c: &Collector,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<(bool, Vec<u8>), Box<Response>> {
-    let kind = (headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok()))
-    .unwrap_or("")
-    .split(';')
-    .next()
-    .unwrap_or("")
-    .trim()
-    .to_ascii_lowercase();
-    let proto = match kind.as_str() {
-        "application/json" => false,
-        "application/x-protobuf" => true,
-        other => {
-            let message = format!(
-                "content type `{other}` is not read: send application/json or application/x-protobuf (OTLP/HTTP)"
-            );
-            return Err(Box::new(c.refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                &format!("content type `{other}` is not read"),
-                &message,
-            )));
-        }
-    };
-    let bytes = unpacked(c, headers, body, c.options.body_limit)?;
-    Ok((proto, bytes))
-}
-
-/// The answer to a request whose content was kept: an empty protobuf response, or OTLP/JSON's
-/// `partialSuccess` (empty, or counting what was not kept).
-fn kept(proto: bool, partial: serde_json::Value) -> Response {
-    match proto {
-        true => (
-            [(header::CONTENT_TYPE, "application/x-protobuf")],
-            Vec::new(),
-        )
-            .into_response(),
-        false => axum::Json(serde_json::json!({"partialSuccess": partial})).into_response(),
-    }
-}
-
-/// The body of a request, or the answer to one past the body limit.
-fn body_of(c: &Collector, body: Result<Bytes, BytesRejection>) -> Result<Bytes, Box<Response>> {
-    body.map_err(|e| {
-        let status = e.status();
-        let reason = match status {
-            StatusCode::PAYLOAD_TOO_LARGE => "the body is larger than the limit",
-            _ => "the body could not be read",
-        };
-        Box::new(c.refuse(status, reason, &format!("not kept: {}", e.body_text())))
-    })
-}
-
-/// Any other path: refused, naming the two the receiver takes (an exporter of metrics pointed
-/// at it, say).
-async fn elsewhere(State(c): State<Arc<Collector>>, uri: axum::http::Uri) -> Response {
-    let path = uri.path();
-    c.refuse(
-        StatusCode::NOT_FOUND,
-        &format!("`{}` is not received", crate::report::escape_controls(path)),
-        &format!(
-            "`{}` is not received: collect takes spans at POST /v1/traces and log records at POST /v1/logs",
-            crate::report::escape_controls(path)
-        ),
-    )
-}
-
-/// `POST /v1/traces`.
-async fn traces(
-    State(c): State<Arc<Collector>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body_of(&c, body) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let (proto, bytes) = match request(&c, &headers, &body) {
-        Ok(r) => r,
-        Err(r) => return *r,
-    };
-    let format = if proto {
-        Format::OtlpProto
-    } else {
-        Format::OtlpJson
-    };
-    let mut outcome = IngestOutcome::default();
-    let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
-    if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
-        let message = format!("not kept: {}: {}", p.position, p.message);
-        let reason = "the body is not a readable OTLP trace export";
-        return c.refuse(StatusCode::BAD_REQUEST, reason, &message);
-    }
-    match c.keep(format, (read.spans, Vec::new()), bytes.len()) {
-        Ok(()) => kept(proto, serde_json::json!({})),
-        Err(r) => *r,
-    }
-}
-
-/// `POST /v1/logs`: the `gen_ai.client.inference.operation.details` records (an inference's
-/// content sent apart from its span) are kept with their run; other records are not, and the
-/// answer's `partialSuccess` counts them.
-async fn logs(
-    State(c): State<Arc<Collector>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body_of(&c, body) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let (proto, bytes) = match request(&c, &headers, &body) {
-        Ok(r) => r,
-        Err(r) => return *r,
-    };
-    let read = match proto {
-        false => crate::ingest::spans::logs::read_json(&bytes),
-        true => crate::ingest::spans::logs::read_proto(&bytes),
-    };
-    let (records, other) = match read {
-        Ok(r) => r,
-        Err(e) => {
-            let reason = "the body is not a readable OTLP logs export";
-            return c.refuse(StatusCode::BAD_REQUEST, reason, &format!("not kept: {e}"));
-        }
-    };
-    let format = if proto {
-        Format::OtlpProto
-    } else {
-        Format::OtlpJson
-    };
-    if let Err(r) = c.keep(format, (Vec::new(), records), bytes.len()) {
-        return *r;
-    }
-    let mut partial = serde_json::json!({});
-    if other > 0 {
-        partial = serde_json::json!({
-            "rejectedLogRecords": other,
-            "errorMessage": format!("{other} record(s) carry no inference content of a span (`{}` or the per-message `gen_ai.*.message`/`gen_ai.choice` events): not kept", crate::ingest::spans::logs::DETAILS),
-        });
-    }
-    kept(proto, partial)
 }
 
 /// A receiver running in the background (its own runtime, signals in place before its address

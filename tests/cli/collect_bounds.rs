@@ -1,0 +1,149 @@
+//! `collect` under hostile load: a full receiver writes its runs idle longest instead of
+//! refusing every new one (10,000 rootless traces used to wedge it until restart); what it holds
+//! is counted as what it costs in memory, not as the bytes it came in; an empty body is refused;
+//! a span that arrives after its run was written is not made a fragment run of its own.
+
+use super::remote_ingest::protobuf;
+use super::replay::Server;
+use crate::util::*;
+
+fn post(server: &Server, kind: &str, body: &[u8]) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut resp = agent
+        .post(&format!("{}/v1/traces", server.url))
+        .header("content-type", kind)
+        .send(body)
+        .unwrap();
+    (
+        resp.status().as_u16(),
+        resp.body_mut().read_to_string().unwrap_or_default(),
+    )
+}
+
+/// An OTLP/JSON export of one span of trace `trace` (a root when `parent` is `None`), with
+/// `attributes` tiny integer attributes besides its GenAI ones.
+fn export(trace: u32, span: u32, parent: Option<u32>, attributes: usize) -> serde_json::Value {
+    let mut attrs = vec![
+        serde_json::json!({"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}),
+        serde_json::json!({"key": "gen_ai.request.model", "value": {"stringValue": "m"}}),
+    ];
+    attrs.extend(
+        (0..attributes)
+            .map(|i| serde_json::json!({"key": format!("a{i}"), "value": {"intValue": "1"}})),
+    );
+    let mut s = serde_json::json!({
+        "traceId": format!("{trace:032x}"), "spanId": format!("{span:016x}"), "name": "chat m",
+        "kind": 3, "startTimeUnixNano": "1000000", "endTimeUnixNano": "2000000", "attributes": attrs,
+    });
+    if let Some(p) = parent {
+        s["parentSpanId"] = serde_json::json!(format!("{p:016x}"));
+    }
+    serde_json::json!({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [s]}]}]})
+}
+
+fn collect(env: &Env, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "collect",
+        "--out",
+        "collected",
+        "--unkeyed",
+        "--settle",
+        "0.2",
+    ];
+    args.extend_from_slice(extra);
+    Server::spawn(env, &args, &[])
+}
+
+#[test]
+fn a_full_receiver_writes_its_oldest_runs_instead_of_refusing_new_ones() {
+    let env = Env::new();
+    let server = collect(&env, &["--max-open-runs", "3"]);
+    // Three runs whose root never comes fill the receiver…
+    for t in 1..=3 {
+        let (status, text) = post(
+            &server,
+            "application/json",
+            export(t, 10 + t, Some(99), 0).to_string().as_bytes(),
+        );
+        assert_eq!(status, 200, "{text}");
+    }
+    // …and a complete run still gets in: the oldest open run is written to make room.
+    let (status, text) = post(
+        &server,
+        "application/json",
+        export(4, 20, None, 0).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{text}");
+    let (code, printed) = server.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    assert_eq!(printed.matches("collected ").count(), 4, "{printed}");
+    assert!(
+        printed.contains("4 run(s) written, 0 request(s) refused"),
+        "{printed}"
+    );
+    // Rootless runs expire by default.
+    let help = env.run(&["collect", "--help"]);
+    assert!(help.stdout.contains("[default: 60]"), "{}", help.stdout);
+}
+
+#[test]
+fn what_is_held_is_counted_as_what_it_costs_in_memory() {
+    let env = Env::new();
+    let server = collect(&env, &["--max-buffered-mb", "4"]);
+    // About 1 MB of protobuf, but 100,000 tiny attributes: far more once read.
+    let body = protobuf(export(1, 1, None, 100_000));
+    assert!(body.len() < 2 << 20, "{}", body.len());
+    let (status, text) = post(&server, "application/x-protobuf", &body);
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("--max-buffered-mb"), "{text}");
+    // A small one is kept.
+    let (status, text) = post(
+        &server,
+        "application/json",
+        export(2, 2, None, 10).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{text}");
+    let (code, printed) = server.finish(&[]);
+    assert_eq!(code, 1, "a request was refused, its spans lost: {printed}");
+    assert!(
+        printed.contains("1 run(s) written, 1 request(s) refused: 1 × 413"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn an_empty_body_is_refused_and_a_late_span_is_not_a_run_of_its_own() {
+    let env = Env::new();
+    let server = collect(&env, &[]);
+    let (status, text) = post(&server, "application/json", b"");
+    assert_eq!(status, 400, "{text}");
+    let (status, _) = post(
+        &server,
+        "application/json",
+        export(7, 1, None, 0).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    // Written once settled; then a child span of it arrives.
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    let (status, text) = post(
+        &server,
+        "application/json",
+        export(7, 2, Some(1), 0).to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#""rejectedSpans":1"#), "{text}");
+    let (code, printed) = server.finish(&[]);
+    assert_eq!(code, 1, "a late span was lost: {printed}");
+    assert_eq!(
+        printed.matches("collected ").count(),
+        1,
+        "no fragment run: {printed}"
+    );
+    assert!(
+        printed.contains("1 late span(s) or record(s) not kept"),
+        "{printed}"
+    );
+}
