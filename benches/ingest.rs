@@ -124,3 +124,37 @@ fn otlp_50_traces(bencher: divan::Bencher) {
         out
     });
 }
+
+/// One ATIF trajectory of 20,000 agent steps (each a tool call observed, then the next step):
+/// the conversation is hashed as it grows, so this is linear (it was quadratic: 2,500 steps
+/// took 3.2 s, 10,000 took 68.6 s).
+fn atif_long() -> Vec<u8> {
+    let mut steps = vec![
+        json!({"step_id": 1, "source": "system", "message": "You are a careful agent."}),
+        json!({"step_id": 2, "source": "user", "message": "Count to twenty thousand."}),
+    ];
+    for i in 0..20_000 {
+        let id = format!("call_{i}");
+        steps.push(json!({
+            "step_id": i + 3, "source": "agent", "message": "",
+            "tool_calls": [{"tool_call_id": id, "function_name": "count", "arguments": {"n": i}}],
+            "observation": {"results": [{"source_call_id": id, "content": format!("{i}")}]},
+        }));
+    }
+    steps.push(json!({"step_id": 20_003, "source": "agent", "message": "Done."}));
+    serde_json::to_vec(&json!({
+        "schema_version": "ATIF-v1.8", "session_id": "long",
+        "agent": {"name": "counter", "version": "1"}, "steps": steps,
+    }))
+    .unwrap()
+}
+
+#[divan::bench(sample_count = 3)]
+fn atif_20000_steps(bencher: divan::Bencher) {
+    let bytes = atif_long();
+    bencher.bench(|| {
+        let out = ingest(Format::Atif, &bytes, &opts());
+        assert_eq!(out.runs.len(), 1);
+        out
+    });
+}

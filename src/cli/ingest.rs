@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use tracereplay::report::escape_controls;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -228,10 +229,11 @@ impl Session<'_> {
                 tally.failed += 1;
             }
             diag!(
-                "{}: `{input}`, {}: {}",
+                "{}: `{}`, {}: {}",
                 if p.rejected { "error" } else { "warning" },
-                p.position,
-                p.message
+                escape_controls(input),
+                escape_controls(&p.position),
+                escape_controls(&p.message)
             );
         }
         if outcome.runs.is_empty() && outcome.problems.is_empty() {
@@ -297,7 +299,11 @@ impl Session<'_> {
         }
         if !refusals.is_empty() {
             for r in &refusals {
-                diag!("error: `{input}`: {r}");
+                diag!(
+                    "error: `{}`: {}",
+                    escape_controls(input),
+                    escape_controls(r)
+                );
             }
             let (why, fix) = if named {
                 (
@@ -442,7 +448,8 @@ fn report(
         if quiet {
             return Ok(());
         }
-        writeln!(out, "{line}")
+        // Run names come from the input: a control character in one is shown escaped.
+        writeln!(out, "{}", escape_controls(&line))
     };
     let (scenario, case, hash) = (&run.scenario, &run.case, &run.trace.content_hash);
     match stored {
@@ -491,7 +498,7 @@ fn summarise(
     if !listed.is_empty() {
         line.push_str(&format!("; skipped: {}", listed.join(", ")));
     }
-    writeln!(out, "{line}")?;
+    writeln!(out, "{}", escape_controls(&line))?;
     Ok(())
 }
 

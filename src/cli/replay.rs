@@ -59,6 +59,14 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 trial: args.trial.as_ref().map(|t| t.as_str()),
             };
             let path = name.path().into_string();
+            // Never over the recording being served: a diverged replay would replace it.
+            let dest = dir.join(&path);
+            let same = |a: &camino::Utf8Path, b: &camino::Utf8Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
+            if same(&dest, &s.path) {
+                anyhow::bail!(
+                    "`--record {dir}` would write `{dest}` over the recording being served: record into another directory"
+                );
+            }
             if let Some(first) = by_path.insert(path.clone(), &s.path) {
                 anyhow::bail!(
                     "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",

@@ -18,6 +18,7 @@
 //! `is_copied_context`, `final_metrics`, `notes`, `continued_trajectory_ref`, non-text content
 //! parts — is counted in the import's summary, by field.
 
+use crate::ingest::identity::Conversation;
 use serde_json::{Value, json};
 
 use super::naming::{self, Position, RunIds};
@@ -115,7 +116,7 @@ fn run(
         }
     }
     let mut b = RunBuilder::with_labels(Format::Atif, (scenario, case, None), model, labels, opts);
-    let mut messages: Vec<Value> = Vec::new();
+    let mut messages = Conversation::new(&opts.hasher);
     let mut system_h = None;
     let mut final_answer = None;
     for (n, step) in steps.iter().enumerate() {
@@ -153,7 +154,7 @@ fn run(
                     step,
                     (ts, &text, &calls),
                     (&mut messages, system_h.clone()),
-                    (model, &opts.hasher),
+                    model,
                     outcome,
                 );
                 final_answer = (calls.is_empty() && !text.is_empty()).then(|| text.clone());
@@ -201,8 +202,8 @@ fn agent_step(
     b: &mut RunBuilder,
     step: &Value,
     (ts, text, calls): (Option<i64>, &str, &[Value]),
-    (messages, system_h): (&mut Vec<Value>, Option<Str<'static>>),
-    (model, hasher): (Option<&str>, &crate::trace::PromptHasher),
+    (messages, system_h): (&mut Conversation, Option<Str<'static>>),
+    model: Option<&str>,
     outcome: &mut IngestOutcome,
 ) {
     let planned: Vec<(String, String, Value)> = (calls.iter())
@@ -232,7 +233,7 @@ fn agent_step(
         );
     }
     if step.get("llm_call_count").and_then(Value::as_u64) != Some(0) {
-        let input_h = crate::ingest::identity::input_hash(hasher, messages);
+        let input_h = messages.input_h();
         let tool_calls: Vec<PlannedCall> = (planned.iter())
             .map(|(id, tool, args)| PlannedCall {
                 call_id: Str::from(id.clone()),
@@ -257,7 +258,7 @@ fn agent_step(
         };
         // The results handed back since the model last answered: the tool messages after the
         // conversation's last assistant message.
-        let mut consumes: Vec<Str<'static>> = (messages.iter().rev())
+        let mut consumes: Vec<Str<'static>> = (messages.messages().iter().rev())
             .take_while(|m| m.get("role").and_then(Value::as_str) != Some("assistant"))
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
             .filter_map(|m| m.get("tool_call_id").and_then(Value::as_str))
@@ -311,7 +312,7 @@ fn agent_step(
 fn observations(
     b: &mut RunBuilder,
     step: &Value,
-    messages: &mut Vec<Value>,
+    messages: &mut Conversation,
     outcome: &mut IngestOutcome,
 ) {
     for r in (step

@@ -120,6 +120,44 @@ pub(crate) fn system_text(messages: &[Value]) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// A conversation as it grows, its `input_h` kept current: each message's canonical form is
+/// hashed once, when it is added — so a run of n turns costs O(n), not the O(n²) of hashing the
+/// whole conversation again at every inference.
+pub(crate) struct Conversation {
+    messages: Vec<Value>,
+    hash: crate::trace::hash::GrowingPrompt,
+}
+
+impl Conversation {
+    pub(crate) fn new(hasher: &crate::trace::hash::PromptHasher) -> Conversation {
+        let mut hash = hasher.growing();
+        hash.push("[");
+        Conversation {
+            messages: Vec::new(),
+            hash,
+        }
+    }
+
+    /// Adds a message.
+    pub(crate) fn push(&mut self, m: Value) {
+        if !self.messages.is_empty() {
+            self.hash.push(",");
+        }
+        self.hash.push(&canonical_message(&m));
+        self.messages.push(m);
+    }
+
+    /// The messages so far.
+    pub(crate) fn messages(&self) -> &[Value] {
+        &self.messages
+    }
+
+    /// `input_h` of the conversation so far: what [`input_hash`] gives for its messages.
+    pub(crate) fn input_h(&self) -> String {
+        self.hash.prompt_with("]").h.to_string()
+    }
+}
+
 /// The hash `input_h` of a conversation so far: [`canonical_message`] of each message, as a
 /// compact JSON array.
 pub(crate) fn input_hash(hasher: &crate::trace::hash::PromptHasher, messages: &[Value]) -> String {

@@ -264,6 +264,9 @@ pub struct Expectations {
     pub run_id: Option<String>,
 }
 
+/// How far in the future a record's time may be (clocks differ a little between machines).
+pub const FUTURE_SKEW: u64 = 300;
+
 /// Where `statement`'s run falls short of `want`, one sentence each; empty when it does not.
 pub fn shortfalls(statement: &Statement, want: &Expectations) -> Vec<String> {
     let p = &statement.predicate;
@@ -279,6 +282,14 @@ pub fn shortfalls(statement: &Statement, want: &Expectations) -> Vec<String> {
             "the record states no time (an older tracereplay wrote it), so it cannot be told from an old one".to_owned(),
         ),
         Some(t) => {
+            // A record from the future (a CI clock or `SOURCE_DATE_EPOCH` set wrong, or a
+            // forger with the key) is never taken as fresh: beyond a small skew, refused.
+            if (want.dated || want.max_age.is_some()) && t > want.now + FUTURE_SKEW {
+                out.push(format!(
+                    "the record says the run ended {} s in the future (more than the {FUTURE_SKEW} s of clock skew allowed): its time cannot be trusted",
+                    t - want.now
+                ));
+            }
             if let Some(max) = want.max_age.filter(|m| want.now.saturating_sub(t) > *m) {
                 out.push(format!(
                     "the run ended {} s ago, longer than `--max-age` {max} s",

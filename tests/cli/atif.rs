@@ -230,3 +230,29 @@ fn the_recording_docs_atif_example_runs_as_written() {
     assert_eq!(again["session_id"], "run-7");
     py(VALIDATE, Some(&again.to_string()));
 }
+
+/// A run named with control characters (an ATIF `session_id` of `a\n::error::x\x1b[2J`) is
+/// printed escaped: no line of `ingest`'s output starts a CI annotation, none holds a raw ESC.
+#[test]
+fn run_names_are_printed_escaped() {
+    let env = Env::new();
+    let doc = serde_json::json!({
+        "schema_version": "ATIF-v1.8", "session_id": "a\n::error::x\u{1b}[2J",
+        "agent": {"name": "weather", "version": "1"},
+        "steps": [{"step_id": 1, "source": "user", "message": "hi"},
+                  {"step_id": 2, "source": "agent", "message": "hello"}],
+    });
+    env.write("run.json", doc.to_string());
+    let out = env.run(&[
+        "ingest",
+        "--unkeyed",
+        "--from",
+        "atif",
+        "-o",
+        "traces",
+        "run.json",
+    ]);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(!all.contains('\u{1b}'), "{all:?}");
+    assert!(!all.lines().any(|l| l.starts_with("::error::")), "{all:?}");
+}

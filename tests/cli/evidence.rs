@@ -460,6 +460,17 @@ fn a_record_of_a_failed_run_an_undated_one_or_one_missing_a_trace_does_not_verif
         verify_record(&env, &["--commit", "ABC123", "--run-id", "r1"]).code,
         0
     );
+    // A record dated in the future (a CI with a bad SOURCE_DATE_EPOCH, or a forger with the
+    // key) is not taken as fresh.
+    let future = [
+        ("SOURCE_DATE_EPOCH", "4102444800"),
+        ("GITHUB_SHA", "abc123"),
+    ];
+    assert_eq!(attest(&env, &["--run-id", "r1"], &future).code, 0);
+    let out = verify_record(&env, &["--max-age", "3600"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("in the future"), "{}", out.stdout);
+    assert_eq!(attest(&env, &["--run-id", "r1"], &vars).code, 0);
     // A record that states no time (as an older version wrote them) is not taken as fresh.
     let secret = String::from_utf8(env.read("keys/tracereplay.key")).unwrap();
     let key =

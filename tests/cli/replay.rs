@@ -839,3 +839,27 @@ fn sighup_records_the_open_session_before_the_server_stops() {
         "the open session was lost"
     );
 }
+
+/// `replay serve DIR --record DIR` would write a diverged replay over the recording it serves:
+/// refused before anything is served, the recording left as it was.
+#[test]
+fn recording_over_the_recording_being_served_is_refused() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let served = "traces/agent.replay.weather/paris.trace.ndjson.zst";
+    let before = env.read(served);
+    let out = env.run(&[
+        "replay",
+        "serve",
+        "traces/agent.replay.weather",
+        "--record",
+        "traces",
+    ]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("over the recording being served"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.read(served), before);
+}

@@ -81,6 +81,8 @@ impl Settings {
                     (value, from)
                 }
             };
+            // A value from the project file may hold any character: shown escaped.
+            let value = tracereplay::report::escape_controls(&value);
             writeln!(out, "{:<16} {value:<28} {source}", key.name())?;
         }
         writeln!(out, "(a flag on the command line wins over these)")
