@@ -29,10 +29,16 @@ use crate::trace::{EventBody, Finish, InferenceOutput, Json, PlannedCall, RunSta
 pub(crate) fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
     let mut docs = Vec::new();
-    for (i, v) in serde_json::Deserializer::from_slice(bytes)
-        .into_iter::<Value>()
+    for (i, raw) in serde_json::Deserializer::from_slice(bytes)
+        .into_iter::<Box<serde_json::value::RawValue>>()
         .enumerate()
     {
+        // An object holding a key twice (`steps` twice, say) is refused, never resolved
+        // last-wins: which one a reader takes is not the input's to leave open.
+        let v = raw.and_then(|raw| {
+            crate::trace::json::no_duplicate_keys(raw.get().as_bytes())?;
+            serde_json::from_str::<Value>(raw.get())
+        });
         match v {
             Ok(Value::Array(items)) => docs.extend(items),
             Ok(v) => docs.push(v),

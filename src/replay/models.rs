@@ -24,7 +24,7 @@ pub(super) enum Answered {
     Now(Response),
     /// Forwarded to the upstream: the session, and the request as captured (its tool
     /// results recorded already).
-    Live(String, capture::Captured),
+    Live(String, capture::Captured, usize),
 }
 
 /// Answers a model request of `api` with the session's next recorded response (the fuzz
@@ -63,7 +63,13 @@ fn decide(
         Err(f) => return Answered::Now(f.respond(Some(api))),
     };
     let request: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
+        Ok(v) => match crate::trace::json::no_duplicate_keys(body) {
+            Ok(()) => v,
+            Err(e) => {
+                let message = format!("the request body is refused: {e}");
+                return Answered::Now(fail(StatusCode::BAD_REQUEST, &message, "invalid_request"));
+            }
+        },
         Err(e) => {
             let message = format!("the request body is not JSON: {e}");
             return Answered::Now(fail(StatusCode::BAD_REQUEST, &message, "invalid_request"));
@@ -189,13 +195,17 @@ fn go_live(
         s.recording.note(&text, options.limits);
     }
     s.live += 1;
-    Answered::Live(s.script.key(), captured)
+    let n = s.live;
+    s.flying.insert(n, (captured.clone(), forward::now_ms()));
+    Answered::Live(s.script.key(), captured, n)
 }
 
 /// A replayed session, as where its live exchanges are recorded.
 struct ReplaySink {
     replay: Arc<Replay>,
     key: String,
+    /// The live request's number in its session.
+    request: usize,
 }
 
 impl forward::Sink for ReplaySink {
@@ -203,6 +213,7 @@ impl forward::Sink for ReplaySink {
         if let Some(s) = self.replay.session_by_key(&self.key) {
             let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
             let s = &mut *s;
+            s.flying.remove(&self.request);
             if s.recorded_to().is_none() {
                 f(&mut s.recording, &s.secrets, s.script.model.as_deref());
             }
@@ -253,7 +264,7 @@ async fn answer(
     drop(reading);
     match decided {
         Answered::Now(r) => r,
-        Answered::Live(key, captured) => {
+        Answered::Live(key, captured, request) => {
             let forwarder = match &replay.forwarder {
                 Some(Ok(f)) => f.clone(),
                 Some(Err(e)) => {
@@ -270,6 +281,7 @@ async fn answer(
             let sink = Box::new(ReplaySink {
                 replay: replay.clone(),
                 key,
+                request,
             });
             let rest = api.path().to_owned();
             forward::forward(forwarder, sink, api, (parts, rest, body), captured).await

@@ -8,6 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{Value, json};
 
 use super::capture::Captured;
+
+mod reported;
 use super::script::Step;
 use crate::trace::PromptHasher;
 use crate::trace::{Limits, TraceFile};
@@ -66,6 +68,9 @@ pub struct Recording {
     users_seen: usize,
     /// The results the request being recorded handed back first: its inference's `consumes`.
     fresh: Vec<String>,
+    /// Whether a model request was still in flight when the session ended: the run is then
+    /// never written as completed (its last answer is unknown).
+    cut_short: bool,
 }
 
 impl Recording {
@@ -292,6 +297,31 @@ impl Recording {
         true
     }
 
+    /// Records the model requests still in flight when the session ended (`why`), each as a
+    /// failed request whose answer never came (`stream-truncated`); the run is then written as
+    /// failed even if the runtime reported it completed — it failed closed.
+    pub fn still_in_flight(
+        &mut self,
+        model: Option<&str>,
+        flying: impl IntoIterator<Item = (Captured, i64)>,
+        why: &str,
+        limits: Limits,
+    ) {
+        let message = format!(
+            "the request was still in flight when the session ended ({why}): its answer is not recorded"
+        );
+        for (captured, ts_ms) in flying {
+            self.cut_short = true;
+            let timing = Timing {
+                ts_ms: Some(ts_ms),
+                latency_ms: None,
+            };
+            let partial = (&Step::default(), true);
+            let why = (message.as_str(), "stream-truncated");
+            self.failed(model, partial, &captured, why, (timing, limits));
+        }
+    }
+
     /// Records an `error` event (an upstream's failure, a cut stream), bounded like a
     /// divergence; `false` when the recording was full.
     pub fn error(&mut self, message: &str, code: &str, ts_ms: Option<i64>, limits: Limits) -> bool {
@@ -371,98 +401,6 @@ impl Recording {
         self.push(json!({"kind": "error", "message": message, "code": "replay-divergence"}));
     }
 
-    /// Records an event the runtime reported, after checking it with the trace reader (so a
-    /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
-    pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), Refused> {
-        let size = self.admit(&event, limits)?;
-        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
-        let id = || event.get("id").and_then(Value::as_str).map(str::to_owned);
-        match kind {
-            "run_end" => self.ended = true,
-            "final_answer" => self.final_answer = true,
-            "message" => self.sent.extend(id()),
-            _ => {}
-        }
-        self.push_sized(event, size);
-        Ok(())
-    }
-
-    /// Records events the runtime reported, all or none: each is checked as [`Self::report`]
-    /// checks it, in order, before any is kept.
-    pub fn report_all(
-        &mut self,
-        events: Vec<Value>,
-        limits: Limits,
-    ) -> Result<(), (usize, Refused)> {
-        let (ended, final_answer, sent, bytes) =
-            (self.ended, self.final_answer, self.sent.clone(), self.bytes);
-        let before = self.events.len();
-        for (i, e) in events.into_iter().enumerate() {
-            if let Err(why) = self.report(e, limits) {
-                // Undo: the events already taken from this request leave no trace.
-                self.events.truncate(before);
-                (self.ended, self.final_answer, self.sent, self.bytes) =
-                    (ended, final_answer, sent, bytes);
-                return Err((i, why));
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether `event` may be recorded now: a reportable kind, a valid trace line, one that
-    /// keeps the recording valid (one `final_answer`, one `run_end`, edits of messages sent),
-    /// and room for it.
-    /// Returns the size of its line.
-    fn admit(&self, event: &Value, limits: Limits) -> Result<u64, Refused> {
-        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !reportable().any(|k| k == kind) {
-            return Err(Refused::Invalid(format!(
-                "an event of kind `{kind}` cannot be reported (reportable: {}); model requests and tool results are recorded by the server",
-                reportable().collect::<Vec<_>>().join(", ")
-            )));
-        }
-        let mut probe = event.clone();
-        probe["seq"] = json!(2);
-        // An edit or delete is checked after a message of its id (whether that message was
-        // sent in this recording is the conflict check's question, below).
-        let sent = match (kind, event.get("id")) {
-            ("message_edit" | "message_delete", Some(Value::String(id))) => {
-                json!({"kind": "message", "seq": 1, "id": id, "phase": "preview", "text": ""})
-                    .to_string()
-                    + "\n"
-            }
-            _ => String::new(),
-        };
-        let text = format!(
-            "{}\n{sent}{probe}\n",
-            json!({"kind": "header", "format": "tracereplay.trace", "version": 1, "scenario": "probe", "case": "probe"}),
-        );
-        let size = (probe.to_string().len() + 1) as u64;
-        let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);
-        let invalid = |e: crate::trace::TraceError| Refused::Invalid(e.to_string());
-        let seal = file.verify_seal(false).map_err(invalid)?;
-        crate::trace::parse_trace(&file, &seal, limits).map_err(invalid)?;
-        let id = event.get("id").and_then(Value::as_str).unwrap_or("");
-        let conflict = match kind {
-            "run_end" if self.ended => Some("the run's end was reported already".to_owned()),
-            "final_answer" if self.final_answer => {
-                Some("a final answer was reported already".to_owned())
-            }
-            "message_edit" | "message_delete" if !self.sent.contains(id) => Some(format!(
-                "it names message `{}`, which was never sent",
-                crate::report::escape_controls(id)
-            )),
-            _ => None,
-        };
-        if let Some(c) = conflict {
-            return Err(Refused::Conflict(format!(
-                "{c}: recording it would make the trace invalid"
-            )));
-        }
-        self.room(size, limits)?;
-        Ok(size)
-    }
-
     /// Whether the runtime reported the run's end.
     pub fn ended(&self) -> bool {
         self.ended
@@ -516,6 +454,17 @@ impl Recording {
                 "kind": "error", "code": "replay-divergence",
                 "message": format!("{} more error(s) and divergence(s), not recorded: the recording was full", self.dropped),
             }));
+        }
+        if self.cut_short {
+            // Reported completed while a request had not answered: failed, closed.
+            for e in events.iter_mut().filter(|e| e["kind"] == "run_end") {
+                if e["status"] == "completed" {
+                    e["status"] = json!("failed");
+                    e["error"] = json!(
+                        "the runtime reported the run completed while a model request was still in flight: its answer is not recorded"
+                    );
+                }
+            }
         }
         if !self.ended {
             events.push(json!({

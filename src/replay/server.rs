@@ -161,6 +161,9 @@ pub(super) struct Session {
     /// The request at which the session went live, and the requests forwarded since.
     pub(super) went_live_at: Option<usize>,
     pub(super) live: usize,
+    /// The live requests in flight, by number: what each asked and when, so that one still in
+    /// flight when the session ends is recorded as the request it was.
+    pub(super) flying: BTreeMap<usize, (super::capture::Captured, i64)>,
     /// Credentials the live requests carried, kept out of what is recorded.
     pub(super) secrets: std::collections::BTreeSet<String>,
     pub(super) recording: Recording,
@@ -194,6 +197,9 @@ impl Session {
     /// Ends the session (once): under `--strict`, recorded responses left unserved by a session
     /// that made requests are a divergence.
     fn close(&mut self, options: &Options) {
+        let flying = std::mem::take(&mut self.flying).into_values();
+        let model = self.script.model.clone();
+        (self.recording).still_in_flight(model.as_deref(), flying, "finished", options.limits);
         let total = self.script.steps.len();
         let unserved = self.served < total && self.went_live_at.is_none();
         if options.strict && !self.closed && self.requested() && unserved {
@@ -275,6 +281,7 @@ impl Replay {
                             closed: false,
                             went_live_at: None,
                             live: 0,
+                            flying: BTreeMap::new(),
                             secrets: Default::default(),
                             recording: Recording::default(),
                             recorded: None,

@@ -519,3 +519,48 @@ fn an_upstream_that_falls_silent_times_out_as_the_flag_says() {
     );
     assert!(stalled.contains("silent for 0.3 s"), "{stalled}");
 }
+
+/// A request whose JSON holds a key twice (`messages` twice: the upstream may read the first,
+/// the recording the last) is refused by `record` (nothing forwarded) and by `replay serve`;
+/// an ATIF trajectory with `steps` twice is refused by `ingest`.
+#[test]
+fn a_key_given_twice_is_refused_at_every_door() {
+    let env = Env::new();
+    let twice = r#"{"model":"m","messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}"#;
+    let rec = recorder(&env, &fake_upstream(), &[]);
+    let (status, body) = rec.post("/record/s/twice/ok/v1/chat/completions", &[], twice);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("duplicate key `messages`"), "{body}");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        !env.path("out/s/twice.trace.ndjson.zst").exists(),
+        "{printed}"
+    );
+    copy_demo(&env, false);
+    let replay = Server::start(&env, &["traces/agent.replay.weather"]);
+    let (status, body) = replay.post("/v1/chat/completions", &[], twice);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("duplicate key `messages`"), "{body}");
+    replay.finish(&[]);
+    let steps = r#"[{"step_id":1,"source":"user","message":"hi"}]"#;
+    env.write(
+        "twice.json",
+        format!(r#"{{"schema_version":"ATIF-v1.8","session_id":"t","agent":{{"name":"a","version":"1"}},"steps":{steps},"steps":{steps}}}"#),
+    );
+    let out = env.run(&[
+        "ingest",
+        "--unkeyed",
+        "--from",
+        "atif",
+        "-o",
+        "in",
+        "twice.json",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("duplicate key `steps`"),
+        "{}",
+        out.stderr
+    );
+}

@@ -163,3 +163,60 @@ fn the_recording_docs_replay_then_live_example_runs_as_written() {
     // The live model's answer ends the loop.
     assert!(trace.contains(r#""text":"answer 1""#), "{trace}");
 }
+
+/// A live exchange still in flight when the runtime reports the run's end (the client gave up
+/// on a slow upstream, then finished) is recorded as the request it was — a failed inference,
+/// `stream-truncated` — and the run fails closed: never written as completed.
+#[test]
+fn a_live_request_in_flight_at_finish_is_recorded_and_fails_the_run_closed() {
+    let env = Env::new();
+    recorded_twice(&env);
+    let up = format!("{}/slow", fake_upstream());
+    let args = [
+        "out/",
+        "--record",
+        "replayed",
+        "--upstream",
+        &up,
+        "--live-from",
+        "1",
+    ];
+    let server = Server::start(&env, &args);
+    // The client sends the live request and gives up after its first piece.
+    let url = server.url.strip_prefix("http://").unwrap().to_owned();
+    let body = ask("Paris?", "city");
+    let mut conn = std::net::TcpStream::connect(&url).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut first = [0u8; 64];
+    assert!(conn.read(&mut first).unwrap() > 0);
+    // Then reports the run completed, while the answer is still coming.
+    let done = r#"[{"kind":"run_end","status":"completed"}]"#;
+    let (status, said) = server.post(
+        "/tracereplay/v1/finish",
+        &[("x-tracereplay-case", "s/twice")],
+        done,
+    );
+    assert_eq!(status, 200, "{said}");
+    drop(conn);
+    let (code, rest) = server.finish(&[]);
+    assert_eq!(code, 0, "{rest}");
+    let trace = env
+        .run(&["cat", "replayed/s/twice.trace.ndjson.zst"])
+        .stdout;
+    assert!(
+        trace.contains(r#""finish":"error""#) && trace.contains(r#""code":"stream-truncated""#),
+        "{trace}"
+    );
+    assert!(trace.contains("still in flight"), "{trace}");
+    assert!(
+        trace.contains(r#""kind":"run_end""#) && trace.contains(r#""status":"failed""#),
+        "{trace}"
+    );
+    assert!(!trace.contains(r#""status":"completed""#), "{trace}");
+}

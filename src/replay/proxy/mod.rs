@@ -216,23 +216,10 @@ impl Recorder {
     /// Ends the session `key`: writes it (unless there is nothing to write), and reports how.
     fn end(&self, key: &Key, why: &str) -> Option<SessionEnd> {
         let mut s = self.lock().remove(key)?;
-        let message = format!(
-            "the request was still in flight when the session ended ({why}): its answer is not recorded"
-        );
-        let model = s.model.clone();
-        for (captured, ts_ms) in std::mem::take(&mut s.flying).into_values() {
-            let timing = super::record::Timing {
-                ts_ms: Some(ts_ms),
-                latency_ms: None,
-            };
-            s.recording.failed(
-                model.as_deref(),
-                (&super::script::Step::default(), true),
-                &captured,
-                (&message, "stream-truncated"),
-                (timing, self.options.limits),
-            );
-        }
+        let flying = std::mem::take(&mut s.flying).into_values();
+        let limits = self.options.limits;
+        s.recording
+            .still_in_flight(s.model.as_deref(), flying, why, limits);
         let end = self.write(&s);
         if end.recorded_to.is_none() {
             // A session not written frees its place for another.
@@ -404,12 +391,20 @@ async fn exchange(
     reading: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
     let fail = |status, message: &str, kind| error_in(Some(api), status, message, kind);
+    // A key given twice would be read one way by the upstream and another by the recording:
+    // refused, nothing forwarded.
     let request: Value = match serde_json::from_slice(&body) {
-        Ok(v) if api.shaped(&v) => v,
-        Ok(_) => {
-            let message = format!("the request body is not {}", api.shape_wanted());
-            return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
-        }
+        Ok(v) => match crate::trace::json::no_duplicate_keys(&body) {
+            Err(e) => {
+                let message = format!("the request body is refused: {e}");
+                return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
+            }
+            Ok(()) if api.shaped(&v) => v,
+            Ok(()) => {
+                let message = format!("the request body is not {}", api.shape_wanted());
+                return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");
+            }
+        },
         Err(e) => {
             let message = format!("the request body is not JSON: {e}");
             return fail(StatusCode::BAD_REQUEST, &message, "invalid_request");

@@ -1,0 +1,102 @@
+//! What the runtime reports to a recording (`POST …/tracereplay/v1/events`, `finish`'s body):
+//! each event checked by the trace reader, and against the recording (one `final_answer`, one
+//! `run_end`, edits of messages sent), before it is kept.
+
+use serde_json::{Value, json};
+
+use super::{Recording, Refused, reportable};
+use crate::trace::{Limits, TraceFile};
+
+impl Recording {
+    /// Records an event the runtime reported, after checking it with the trace reader (so a
+    /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
+    pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), Refused> {
+        let size = self.admit(&event, limits)?;
+        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
+        let id = || event.get("id").and_then(Value::as_str).map(str::to_owned);
+        match kind {
+            "run_end" => self.ended = true,
+            "final_answer" => self.final_answer = true,
+            "message" => self.sent.extend(id()),
+            _ => {}
+        }
+        self.push_sized(event, size);
+        Ok(())
+    }
+
+    /// Records events the runtime reported, all or none: each is checked as [`Self::report`]
+    /// checks it, in order, before any is kept.
+    pub fn report_all(
+        &mut self,
+        events: Vec<Value>,
+        limits: Limits,
+    ) -> Result<(), (usize, Refused)> {
+        let (ended, final_answer, sent, bytes) =
+            (self.ended, self.final_answer, self.sent.clone(), self.bytes);
+        let before = self.events.len();
+        for (i, e) in events.into_iter().enumerate() {
+            if let Err(why) = self.report(e, limits) {
+                // Undo: the events already taken from this request leave no trace.
+                self.events.truncate(before);
+                (self.ended, self.final_answer, self.sent, self.bytes) =
+                    (ended, final_answer, sent, bytes);
+                return Err((i, why));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `event` may be recorded now: a reportable kind, a valid trace line, one that
+    /// keeps the recording valid (one `final_answer`, one `run_end`, edits of messages sent),
+    /// and room for it.
+    /// Returns the size of its line.
+    fn admit(&self, event: &Value, limits: Limits) -> Result<u64, Refused> {
+        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !reportable().any(|k| k == kind) {
+            return Err(Refused::Invalid(format!(
+                "an event of kind `{kind}` cannot be reported (reportable: {}); model requests and tool results are recorded by the server",
+                reportable().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let mut probe = event.clone();
+        probe["seq"] = json!(2);
+        // An edit or delete is checked after a message of its id (whether that message was
+        // sent in this recording is the conflict check's question, below).
+        let sent = match (kind, event.get("id")) {
+            ("message_edit" | "message_delete", Some(Value::String(id))) => {
+                json!({"kind": "message", "seq": 1, "id": id, "phase": "preview", "text": ""})
+                    .to_string()
+                    + "\n"
+            }
+            _ => String::new(),
+        };
+        let text = format!(
+            "{}\n{sent}{probe}\n",
+            json!({"kind": "header", "format": "tracereplay.trace", "version": 1, "scenario": "probe", "case": "probe"}),
+        );
+        let size = (probe.to_string().len() + 1) as u64;
+        let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);
+        let invalid = |e: crate::trace::TraceError| Refused::Invalid(e.to_string());
+        let seal = file.verify_seal(false).map_err(invalid)?;
+        crate::trace::parse_trace(&file, &seal, limits).map_err(invalid)?;
+        let id = event.get("id").and_then(Value::as_str).unwrap_or("");
+        let conflict = match kind {
+            "run_end" if self.ended => Some("the run's end was reported already".to_owned()),
+            "final_answer" if self.final_answer => {
+                Some("a final answer was reported already".to_owned())
+            }
+            "message_edit" | "message_delete" if !self.sent.contains(id) => Some(format!(
+                "it names message `{}`, which was never sent",
+                crate::report::escape_controls(id)
+            )),
+            _ => None,
+        };
+        if let Some(c) = conflict {
+            return Err(Refused::Conflict(format!(
+                "{c}: recording it would make the trace invalid"
+            )));
+        }
+        self.room(size, limits)?;
+        Ok(size)
+    }
+}
