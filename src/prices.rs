@@ -23,7 +23,8 @@ pub struct Price {
 
 impl Price {
     /// The cost of `usage` at this price, in US dollars. Cache reads are part of
-    /// `input_tokens` (at most all of them).
+    /// `input_tokens` (at most all of them: more cache reads than input tokens is a usage that
+    /// does not add up, which [`Price::inconsistent`] tells).
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per_token = |dollars_per_million: f64, tokens: u64| {
             tokens as f64 * dollars_per_million / 1_000_000.0
@@ -35,6 +36,18 @@ impl Price {
         per_token(self.input, usage.input_tokens - cached)
             + per_token(cached_price, cached)
             + per_token(self.output, usage.output_tokens)
+    }
+
+    /// Why `usage` cannot be priced as recorded, when it cannot: more cache reads than input
+    /// tokens (cache reads are counted in the input; the surplus is priced as nothing).
+    pub fn inconsistent(usage: &Usage) -> Option<String> {
+        let reads = usage.cache_read_tokens?;
+        (reads > usage.input_tokens).then(|| {
+            format!(
+                "`cache_read_tokens` {reads} is more than `input_tokens` {} (cache reads are part of the input): priced as {} cached input tokens",
+                usage.input_tokens, usage.input_tokens
+            )
+        })
     }
 }
 

@@ -68,6 +68,17 @@ pub fn parse<'f>(
     let mut parsed = parse_trace_with(file, seal, opts.limits, opts.allow_raw_prompts)?;
     if let Some(prices) = &opts.prices {
         prices.apply(&mut parsed.trace);
+        // A usage that does not add up is priced as it can be, and said, never silently.
+        let odd = (parsed.trace.events.iter()).find_map(|e| match &e.body {
+            crate::trace::EventBody::Inference(i) => (i.usage.as_ref())
+                .filter(|u| u.priced)
+                .and_then(crate::prices::Price::inconsistent)
+                .map(|why| (e.seq, why)),
+            _ => None,
+        });
+        if let Some((seq, why)) = odd {
+            parsed.warnings.push(format!("seq {seq}: {why}"));
+        }
     }
     Ok(parsed)
 }

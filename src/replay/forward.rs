@@ -357,7 +357,10 @@ async fn pump(
             }
         }
     };
-    drop(tx);
+    // The client's body ends (`tx` dropped) only once the exchange is recorded — on every
+    // return below — so a runtime that reads an answer and then finishes its session (an empty
+    // 502, a 307) never finds the request still in flight.
+    let _ends_after_recording = tx;
     if !status.is_success() {
         let text = String::from_utf8_lossy(&kept);
         done.failed(

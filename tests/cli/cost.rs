@@ -441,3 +441,45 @@ fn usage_change_against_approved_counts_single_traces_and_trial_sets() {
         human.stdout
     );
 }
+
+/// A price table that is no regular file (a FIFO) is an error, never silently no prices; a
+/// usage whose cache reads pass its input tokens is priced as it can be and said, not clamped
+/// to $0.00 in silence.
+#[test]
+fn an_unreadable_price_table_and_an_inconsistent_usage_are_said() {
+    let env = Env::new();
+    scenario(
+        &env,
+        serde_json::json!([{"type": "max-cost", "value": 1.0}]),
+    );
+    let mut odd = trace("default", None, 1, (10, 1), None);
+    odd = odd.replace(
+        r#""input_tokens":10"#,
+        r#""input_tokens":10,"cache_read_tokens":99"#,
+    );
+    env.write("traces/a.trace.ndjson", odd);
+    env.write(
+        "prices.toml",
+        "[models.\"gpt-4.1\"]\ninput = 2\noutput = 8\ncached-input = 1\n",
+    );
+    let out = env.run(&["check", "traces", "--no-cache"]);
+    assert!(
+        out.stdout
+            .contains("`cache_read_tokens` 99 is more than `input_tokens` 10")
+            || out
+                .stderr
+                .contains("`cache_read_tokens` 99 is more than `input_tokens` 10"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    std::fs::remove_file(env.path("prices.toml")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.path("prices.toml"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = env.run(&["check", "traces"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("prices.toml"), "{}", out.stderr);
+}

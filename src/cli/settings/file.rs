@@ -241,7 +241,9 @@ impl Config {
         let Some(file) = file else {
             let prices = Utf8Path::new(prices_name);
             let found = Layer {
-                prices: prices.is_file().then(|| prices.to_owned()),
+                // Any entry of that name is read (a FIFO or a directory is then an error, never
+                // silently no prices).
+                prices: (prices.symlink_metadata().is_ok()).then(|| prices.to_owned()),
                 ..Layer::default()
             };
             return Ok(Config {
@@ -265,7 +267,8 @@ impl Config {
             file: Some(file.clone()),
             top: layer_of(shown, &base, "", &table)?,
             found: Layer {
-                prices: (base.join(prices_name).is_file()).then(|| resolve(&base, prices_name)),
+                prices: (base.join(prices_name).symlink_metadata().is_ok())
+                    .then(|| resolve(&base, prices_name)),
                 ..Layer::default()
             },
             ..Config::default()
