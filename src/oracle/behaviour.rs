@@ -50,13 +50,31 @@ fn steps<'t>(facts: &'t Facts<'t, '_>) -> Vec<Step<'t>> {
             }
         })
         .collect();
-    for (step, r) in steps.iter_mut().zip(facts.call_results()) {
-        let Some(e) = r.map(|j| &facts.trace.events[j]) else {
+    let outcome = |e: &crate::trace::Event<'_>| match &e.body {
+        EventBody::ToolResult { ok, error, .. } => Some((
+            e.seq,
+            !*ok || error.as_deref().is_some_and(|e| !e.is_empty()),
+        )),
+        _ => None,
+    };
+    let paired = facts.call_results();
+    for (step, r) in steps.iter_mut().zip(paired) {
+        step.result = r.and_then(|j| outcome(&facts.trace.events[j]));
+    }
+    // A result written before its call (out of order) still tells how the call went: paired
+    // with the first call of its id left without one, so a failure cannot hide by coming first.
+    let taken: std::collections::HashSet<usize> = paired.iter().flatten().copied().collect();
+    for (j, e) in facts.trace.events.iter().enumerate() {
+        let EventBody::ToolResult { call_id, .. } = &e.body else {
             continue;
         };
-        if let EventBody::ToolResult { ok, error, .. } = &e.body {
-            let failed = !*ok || error.as_deref().is_some_and(|e| !e.is_empty());
-            step.result = Some((e.seq, failed));
+        if taken.contains(&j) {
+            continue;
+        }
+        let orphan = (facts.calls.iter().zip(steps.iter_mut()))
+            .find(|(c, s)| s.result.is_none() && c.call_id.as_str() == &**call_id);
+        if let Some((_, s)) = orphan {
+            s.result = outcome(e);
         }
     }
     steps

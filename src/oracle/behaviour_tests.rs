@@ -140,6 +140,23 @@ fn no_retry_spiral_counts_unchanged_retries_of_a_failing_call() {
         "retried with the same arguments 1 times",
         &[1, 3],
     );
+    // Failed results written before their calls still count: the spiral cannot hide by order.
+    let early = [
+        result("c1", false),
+        call("c1", "pay", r#"{"id":7}"#),
+        result("c2", false),
+        call("c2", "pay", r#"{"id":7}"#),
+        result("c3", false),
+        call("c3", "pay", r#"{"id":7}"#),
+        result("c4", false),
+        call("c4", "pay", r#"{"id":7}"#),
+    ];
+    check(
+        &one(json!({"type":"no-retry-spiral"}), &run(&early)),
+        Verdict::Fail,
+        "retried with the same arguments 3 times",
+        &[2, 4, 6, 8],
+    );
 }
 
 #[test]

@@ -1,16 +1,13 @@
-//! SIGINT, SIGTERM and SIGHUP for `replay serve`, registered before the address is announced:
-//! each stops the server the same way, recording every open session first. (SIGHUP is what a
-//! closed terminal or a stopped `nohup`-less job sends; its default would end the process with
-//! the sessions unwritten.)
+//! The signals that stop `replay serve`, `record` and `collect`, registered before the address
+//! is announced: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 each stop the server the
+//! same way, recording every open session first. (SIGHUP is what a closed terminal or a stopped
+//! `nohup`-less job sends; the defaults of all six would end the process with the sessions
+//! unwritten.)
 
-/// SIGINT, SIGTERM and SIGHUP, listened for from the moment the server is bound.
+/// The stopping signals, listened for from the moment the server is bound.
 pub(crate) struct Signals {
     #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    hangup: tokio::signal::unix::Signal,
+    heard: Vec<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
@@ -19,23 +16,27 @@ impl Signals {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
-            Ok(Signals {
-                interrupt: signal(SignalKind::interrupt())?,
-                terminate: signal(SignalKind::terminate())?,
-                hangup: signal(SignalKind::hangup())?,
-            })
+            let kinds = [
+                SignalKind::interrupt(),
+                SignalKind::terminate(),
+                SignalKind::hangup(),
+                SignalKind::quit(),
+                SignalKind::user_defined1(),
+                SignalKind::user_defined2(),
+            ];
+            let heard = kinds.into_iter().map(signal).collect::<Result<_, _>>()?;
+            Ok(Signals { heard })
         }
         #[cfg(not(unix))]
         Ok(Signals {})
     }
 
-    /// Completes on the first SIGINT, SIGTERM or SIGHUP.
+    /// Completes on the first stopping signal.
     pub(crate) async fn recv(&mut self) {
         #[cfg(unix)]
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-            _ = self.hangup.recv() => {}
+        {
+            let each = self.heard.iter_mut().map(|s| Box::pin(s.recv()));
+            let _ = futures::future::select_all(each).await;
         }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;

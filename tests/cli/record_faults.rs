@@ -619,3 +619,27 @@ fn an_empty_answer_read_by_the_client_is_recorded_before_its_finish() {
     );
     assert!(!printed.contains("in flight"), "{printed}");
 }
+
+/// A head announcing a body larger than the limit (`Content-Length: 2^63`) is answered 413 at
+/// once, before a byte of the body is read (it used to get no answer at all).
+#[test]
+fn an_announced_oversized_body_is_answered_at_once() {
+    let env = Env::new();
+    let rec = recorder(&env, &fake_upstream(), &[]);
+    let url = rec.url.strip_prefix("http://").unwrap().to_owned();
+    let mut conn = std::net::TcpStream::connect(&url).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        conn,
+        "POST /record/s/big/ok/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 9223372036854775808\r\n\r\n{{"
+    )
+    .unwrap();
+    let mut answer = [0u8; 64];
+    let n = conn.read(&mut answer).unwrap();
+    let head = String::from_utf8_lossy(&answer[..n]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    drop(conn);
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+}

@@ -816,28 +816,34 @@ fn a_trial_spelt_in_other_letter_case_never_replaces_a_recording() {
 
 #[test]
 fn sighup_records_the_open_session_before_the_server_stops() {
-    let env = Env::new();
-    ingested(&env);
-    let mut server = Server::start(&env, &["traces/", "--record", "replayed"]);
-    agent_loop(&server, "weather/paris", "sunny, 21 C", true);
-    // The terminal closes: the session was never finished.
-    let _ = rustix::process::kill_process(
-        rustix::process::Pid::from_child(&server.child),
-        rustix::process::Signal::HUP,
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while server.child.try_wait().unwrap().is_none() {
+    use rustix::process::Signal;
+    // SIGQUIT and SIGUSR1 used to end it with the session unwritten.
+    for (signal, name) in [
+        (Signal::HUP, "SIGHUP"),
+        (Signal::QUIT, "SIGQUIT"),
+        (Signal::USR1, "SIGUSR1"),
+    ] {
+        let env = Env::new();
+        ingested(&env);
+        let mut server = Server::start(&env, &["traces/", "--record", "replayed"]);
+        agent_loop(&server, "weather/paris", "sunny, 21 C", true);
+        // The terminal closes (or another signal comes): the session was never finished.
+        let _ =
+            rustix::process::kill_process(rustix::process::Pid::from_child(&server.child), signal);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while server.child.try_wait().unwrap().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not stop on {name}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         assert!(
-            std::time::Instant::now() < deadline,
-            "the server did not stop on SIGHUP"
+            env.path("replayed/weather/paris.trace.ndjson.zst")
+                .is_file(),
+            "{name}: the open session was lost"
         );
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(
-        env.path("replayed/weather/paris.trace.ndjson.zst")
-            .is_file(),
-        "the open session was lost"
-    );
 }
 
 /// `replay serve DIR --record DIR` would write a diverged replay over the recording it serves:
