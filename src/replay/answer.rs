@@ -1,6 +1,6 @@
 //! What a model answered, read from an upstream response of any of the three APIs — a JSON body,
 //! or a server-sent-event stream fed piece by piece as it passes through the recorder
-//! ([`StreamReader`]), whatever the chunking.
+//! ([`StreamReader`](super::stream_reader::StreamReader)), whatever the chunking.
 
 use serde_json::{Value, json};
 

@@ -382,7 +382,7 @@ pub fn canonical_request(api: Api, request: &Value) -> Value {
     )
 }
 
-/// The first pointer, in document order, where two requests' [`parts`] differ — a part one
+/// The first pointer, in document order, where two requests' parts (`crate::ingest::identity::parts`) differ — a part one
 /// side lacks counts — with each side's hash (`None` where a side has no such part).
 pub fn first_differing_part<'m>(
     recorded: &'m std::collections::BTreeMap<String, String>,

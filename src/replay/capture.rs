@@ -25,7 +25,7 @@ pub struct Captured {
     pub model: Option<String>,
     /// The hashed input's raw text, only under the developer opt-in (for the sidecar).
     pub raw_input: Option<String>,
-    /// The request's parts, hashed (see [`super::canonical::parts`]).
+    /// The request's parts, hashed (`request_h`: see `crate::ingest::identity::request_parts`).
     pub parts: std::collections::BTreeMap<String, String>,
     /// The user turns of the conversation, in order, the first [`MAX_USER_TURNS`] of them:
     /// (prompt object, raw text under the developer opt-in). The recording writes the ones it

@@ -233,7 +233,9 @@ impl Recording {
         }
         if let Some((h, raw)) = &captured.system {
             e["system_h"] = json!(h);
-            if let Some(text) = raw {
+            // The same system text, sent with every request, is kept once.
+            let kept = self.raw.iter().any(|(k, _)| k == h);
+            if let Some(text) = raw.as_ref().filter(|_| !kept) {
                 self.bytes = self.bytes.saturating_add(text.len() as u64);
                 self.raw.push((h.clone(), text.clone()));
             }

@@ -403,8 +403,17 @@ pub enum MinisigError {
 impl SignatureCheck for TrustedKeys {
     fn check(&self, path: &Utf8Path, stored: &[u8]) -> Result<Signed, SignatureProblem> {
         let sig = super::signature_path(path);
-        if sig.symlink_metadata().is_err() {
-            return Err(SignatureProblem::Unsigned { sig });
+        match sig.symlink_metadata() {
+            Err(_) => return Err(SignatureProblem::Unsigned { sig }),
+            // A symlink could lead anywhere (out of the checked paths): a signature is read only
+            // as the regular file beside its trace.
+            Ok(m) if m.file_type().is_symlink() => {
+                let detail =
+                    "it is a symlink: a signature is read only as a regular file beside its trace"
+                        .to_owned();
+                return Err(SignatureProblem::Malformed { sig, detail });
+            }
+            Ok(_) => {}
         }
         let read = crate::fsutil::read_regular(&sig, super::MAX_SIGNATURE_BYTES, "signature");
         let text = match read.map(String::from_utf8) {

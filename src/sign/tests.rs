@@ -145,6 +145,20 @@ fn trusted_keys_check_a_trace_files_detached_signature() {
         Err(SignatureProblem::Bad { key_id, .. }) => assert_eq!(key_id, key.key_id()),
         other => panic!("{other:?}"),
     }
+    // A valid signature reached through a symlink (it could lead out of the checked paths) is
+    // not read.
+    #[cfg(unix)]
+    {
+        let elsewhere = dir.path().join("elsewhere.minisig");
+        std::fs::rename(super::signature_path(&path), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, super::signature_path(&path)).unwrap();
+        match trusted.check(&path, b"bytes") {
+            Err(SignatureProblem::Malformed { detail, .. }) => {
+                assert!(detail.contains("symlink"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -246,3 +246,32 @@ fn the_html_matrix_shows_what_changed_filters_by_url_and_keeps_ids_as_text() {
     );
     assert!(app(&dom).contains("old.json → new.json"), "{}", app(&dom));
 }
+
+/// The gate holds what it says: a case the new run adds that fails is a failure (it counted 0),
+/// and a new report that repeats result rows (3 times, or 20,000) was written by no single run.
+#[test]
+fn an_added_failing_case_and_repeated_rows_fail_the_comparison() {
+    let env = Env::new();
+    expects(&env, "keeps", "search", "default");
+    record(&env, "old.json");
+    expects(&env, "arrives", "fetch", "default");
+    record(&env, "new.json");
+    let out = env.run(&["report", "--compare", "old.json", "new.json"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    says(&out, "1 new case(s) fail");
+    // The old run compared with itself, its rows repeated.
+    let mut doc: Value = serde_json::from_slice(&env.read("old.json")).unwrap();
+    let row = doc["results"][0].clone();
+    for _ in 0..2 {
+        doc["results"].as_array_mut().unwrap().push(row.clone());
+    }
+    env.write("repeated.json", doc.to_string());
+    let out = env.run(&["report", "--compare", "old.json", "repeated.json"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    says(&out, "the new report repeats 2 result row(s)");
+    assert_eq!(
+        env.run(&["report", "--compare", "old.json", "old.json"])
+            .code,
+        0
+    );
+}

@@ -99,6 +99,10 @@ pub struct RunComparison {
     pub cases: Vec<CaseChange>,
     /// How many result rows the new run has (none: it judged nothing).
     pub new_rows: usize,
+    /// Result rows of the new run that repeat another (the same scenario, case, trial and
+    /// trace): a report no single run wrote.
+    #[serde(skip)]
+    pub new_duplicates: usize,
 }
 
 /// Why a row does not pass, in a line.
@@ -251,7 +255,26 @@ pub fn compare_runs(old_name: &str, old: &Report, new_name: &str, new: &Report) 
         counts,
         cases,
         new_rows: new.results.len(),
+        new_duplicates: duplicated_rows(new),
     }
+}
+
+/// How many result rows of `report` repeat an earlier one: the same scenario, case and trial of
+/// the same trace (by path and content hash).
+fn duplicated_rows(report: &Report) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    (report.results.iter())
+        .filter(|r| {
+            let key = (
+                r.scenario.as_ref().map(|s| s.to_lowercase()),
+                r.case.as_ref().map(|c| c.to_lowercase()),
+                r.trial.clone(),
+                r.path.clone(),
+                r.content_hash.clone(),
+            );
+            !seen.insert(key)
+        })
+        .count()
 }
 
 impl RunComparison {
@@ -265,15 +288,33 @@ impl RunComparison {
         self.counts.get(&Change::Removed).copied().unwrap_or(0)
     }
 
-    /// Why the comparison fails, if it does: a case broke; a case is gone (a case gone is a
-    /// case broken, unless `allow_removed`); or the new run judged nothing at all.
+    /// Why the comparison fails, if it does: a case broke; a case added by the new run fails;
+    /// a case is gone (a case gone is a case broken, unless `allow_removed`); the new run
+    /// judged nothing at all; or its report repeats result rows (no single run wrote it).
     pub fn failure(&self, allow_removed: bool) -> Option<String> {
         if self.new_rows == 0 && !self.cases.is_empty() {
             return Some("the new run has no result rows: it judged nothing".to_owned());
         }
         let mut why = Vec::new();
+        if self.new_duplicates > 0 {
+            why.push(format!(
+                "the new report repeats {} result row(s) (the same scenario, case, trial and trace): no single run wrote it",
+                self.new_duplicates
+            ));
+        }
         if self.broke() > 0 {
             why.push(format!("{} case(s) broke", self.broke()));
+        }
+        let added_failing = (self.cases.iter())
+            .filter(|c| c.change == Change::Added)
+            .filter(|c| {
+                c.new
+                    .as_ref()
+                    .is_some_and(|n| n.verdict != RowVerdict::Pass)
+            })
+            .count();
+        if added_failing > 0 {
+            why.push(format!("{added_failing} new case(s) fail"));
         }
         if self.removed() > 0 && !allow_removed {
             why.push(format!(
