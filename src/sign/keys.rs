@@ -409,7 +409,7 @@ impl SignatureCheck for TrustedKeys {
             // as the regular file beside its trace.
             Ok(m) if m.file_type().is_symlink() => {
                 let detail =
-                    "it is a symlink: a signature is read only as a regular file beside its trace"
+                    "it is a symlink, not a regular file: a signature is read only as the file beside its trace"
                         .to_owned();
                 return Err(SignatureProblem::Malformed { sig, detail });
             }

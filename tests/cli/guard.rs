@@ -84,6 +84,8 @@ fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
             "tests/cli/record_faults.rs",
             "tests/cli/replay_live.rs",
             "tests/cli/collect.rs",
+            "tests/cli/collect_bounds.rs",
+            "tests/cli/record_large.rs",
             "benches/record.rs",
             "benches/collect.rs",
         ]

@@ -141,8 +141,19 @@ fn messages_of(v: &Value) -> Vec<Message> {
             || !msg.calls.is_empty()
             || (parts.is_none() && !m["content"].is_null());
         msg.text = Some(texts.join("\n")).filter(|t| !t.is_empty());
-        // A message that carried only results is those results.
-        if msg.captured || parts.is_none_or(|p| p.is_empty()) {
+        // A message that carried only results is those results. One whose parts are of kinds
+        // the canonical form does not read (an image alone, say) stays, not captured: the
+        // conversation then has no `input_h`, rather than the hash of another one.
+        let only_results = parts.is_some_and(|p| {
+            !p.is_empty()
+                && p.iter().all(|x| {
+                    matches!(
+                        x["type"].as_str(),
+                        Some("tool_call_response" | "tool-result")
+                    )
+                })
+        });
+        if !only_results {
             out.push(msg);
         }
     }
@@ -449,4 +460,60 @@ pub(super) fn usage_of(s: &Span) -> Option<Usage> {
         cost_usd: s.amount_attr(&KEYS.cost),
         priced: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn span(attrs: Value) -> Span {
+        Span {
+            trace_id: "t".into(),
+            span_id: "s".into(),
+            parent_id: None,
+            name: "chat m".into(),
+            start_ns: 0,
+            end_ns: 0,
+            attrs: attrs.as_object().cloned().unwrap_or_default(),
+            error: None,
+            read: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_conventions_parts_read_as_the_chat_conversation() {
+        let input = json!([
+            {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": {"city": "Paris"}}]},
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "sunny"}]},
+        ]);
+        let s =
+            span(json!({"gen_ai.system_instructions": [{"type": "text", "content": "Be brief."}]}));
+        let c = conversation(&s, &messages_of(&input), None).unwrap();
+        let chat = [
+            json!({"role": "system", "content": "Be brief."}),
+            json!({"role": "user", "content": "Weather in Paris?"}),
+            json!({"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"}),
+        ];
+        let hasher = crate::trace::PromptHasher::unkeyed();
+        let ours = crate::ingest::identity::input_hash(&hasher, &c);
+        assert_eq!(ours, crate::ingest::identity::input_hash(&hasher, &chat));
+    }
+
+    #[test]
+    fn a_conversation_not_captured_has_no_identity() {
+        let s = span(json!({}));
+        // Roles only (content capture off), and an image alone: neither is hashed as if it
+        // were the conversation.
+        let roles = json!([{"role": "user"}, {"role": "assistant"}]);
+        assert!(conversation(&s, &messages_of(&roles), None).is_none());
+        let image = json!([{"role": "user", "parts": [{"type": "blob", "modality": "image"}]}]);
+        assert!(conversation(&s, &messages_of(&image), None).is_none());
+        // No messages, and a plain input that is not a request: none either.
+        assert!(conversation(&s, &[], Some("hello")).is_none());
+        let request = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+        assert_eq!(conversation(&s, &[], Some(request)).unwrap().len(), 1);
+    }
 }

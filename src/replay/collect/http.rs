@@ -62,8 +62,9 @@ fn unpacked(
 fn request(
     c: &Collector,
     headers: &HeaderMap,
-    body: &Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<(bool, Vec<u8>), Box<Response>> {
+    let body = &body_of(c, body)?;
     let kind = (headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok()))
@@ -145,11 +146,7 @@ pub(super) async fn traces(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body_of(&c, body) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let (proto, bytes) = match request(&c, &headers, &body) {
+    let (proto, bytes) = match request(&c, &headers, body) {
         Ok(r) => r,
         Err(r) => return *r,
     };
@@ -187,11 +184,7 @@ pub(super) async fn logs(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body_of(&c, body) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let (proto, bytes) = match request(&c, &headers, &body) {
+    let (proto, bytes) = match request(&c, &headers, body) {
         Ok(r) => r,
         Err(r) => return *r,
     };

@@ -205,6 +205,26 @@ impl Recorder {
             .push(end.clone());
     }
 
+    /// Waits (at most two seconds) until the session a `finish` names has no request in
+    /// flight.
+    async fn settle(&self, named: Option<&(String, String)>, headers: &HeaderMap) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let header = headers.get(CASE_HEADER).and_then(|v| v.to_str().ok());
+        let (scenario, case) = match (named, header) {
+            (Some((s, c)), _) => (s.clone(), c.clone()),
+            (None, Some(h)) => match h.split_once('/') {
+                Some((s, c)) => (s.to_owned(), c.to_owned()),
+                None => return,
+            },
+            (None, None) => return,
+        };
+        let busy =
+            || (self.lock().iter()).any(|(k, s)| k.0 == scenario && k.1 == case && s.in_flight > 0);
+        while busy() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     fn in_flight(&self) -> usize {
         self.lock().values().map(|s| s.in_flight).sum()
     }
@@ -526,7 +546,15 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
         .strip_prefix("/tracereplay/v1/")
         .filter(|_| parts.method == Method::POST);
     match (control, api) {
-        (Some(what), _) => recorder.control(what, named, &parts.headers, &body),
+        (Some(what), _) => {
+            drop(permit);
+            if what == "finish" {
+                // An answer the runtime has read may still be being recorded (its body ended a
+                // moment before): the session's requests in flight get a moment to land first.
+                recorder.settle(named.as_ref(), &parts.headers).await;
+            }
+            recorder.control(what, named, &parts.headers, &body)
+        }
         (None, Some(api)) => {
             let key = match recorder.open(named, &parts.headers) {
                 Ok(k) => k,
