@@ -69,9 +69,13 @@ pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> C
     };
     let turns = (messages.iter())
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .filter_map(|m| m.get("content").and_then(crate::ingest::content_text));
+        .filter(|m| m.get("content").is_some_and(|c| !c.is_null()));
+    // Counted without reading their text: only the first ones are hashed.
     let users_total = turns.clone().count();
-    let users = turns.take(MAX_USER_TURNS).map(prompt).collect();
+    let users = (turns.take(MAX_USER_TURNS))
+        .filter_map(|m| m.get("content").and_then(crate::ingest::content_text))
+        .map(prompt)
+        .collect();
     let system = crate::ingest::identity::system_text(&messages).map(|t| {
         let (p, raw) = prompt(t);
         (p["h"].as_str().unwrap_or_default().to_owned(), raw)

@@ -17,7 +17,12 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// POSTs `body` to the receiver; the status, the Retry-After header and the body text.
-fn post(server: &Server, kind: &str, gzipped: bool, body: &[u8]) -> (u16, Option<String>, String) {
+pub(super) fn post(
+    server: &Server,
+    kind: &str,
+    gzipped: bool,
+    body: &[u8],
+) -> (u16, Option<String>, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -40,7 +45,23 @@ fn post(server: &Server, kind: &str, gzipped: bool, body: &[u8]) -> (u16, Option
     )
 }
 
-fn collect(env: &Env, extra: &[&str]) -> Server {
+/// The first export of the `otlp.jsonl` fixture with a span of a second trace added (a root):
+/// one request that opens two runs.
+fn two_runs_export() -> serde_json::Value {
+    let two = fixture("otlp.jsonl");
+    let first_line = two.split(|b| *b == b'\n').next().unwrap().to_vec();
+    let mut doc: serde_json::Value = serde_json::from_slice(&first_line).unwrap();
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap();
+    let mut other = spans[0].clone();
+    other["traceId"] = serde_json::json!("ffffffffffffffffffffffffffffffff");
+    other.as_object_mut().unwrap().remove("parentSpanId");
+    spans.push(other);
+    doc
+}
+
+pub(super) fn collect(env: &Env, extra: &[&str]) -> Server {
     let mut args = vec![
         "collect",
         "--out",
@@ -139,16 +160,7 @@ fn bad_requests_are_answered_as_the_docs_say_and_nothing_of_them_is_kept() {
     let (status, _, text) = post(&server, "application/x-protobuf", true, &bomb);
     assert_eq!(status, 413, "{text}");
     // Two runs at once, where one may be open: 503, retry later, nothing kept.
-    let two = fixture("otlp.jsonl");
-    let first_line = two.split(|b| *b == b'\n').next().unwrap().to_vec();
-    let mut doc: serde_json::Value = serde_json::from_slice(&first_line).unwrap();
-    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
-        .as_array_mut()
-        .unwrap();
-    let mut other = spans[0].clone();
-    other["traceId"] = serde_json::json!("ffffffffffffffffffffffffffffffff");
-    other.as_object_mut().unwrap().remove("parentSpanId");
-    spans.push(other);
+    let doc = two_runs_export();
     let (status, retry, text) = post(
         &server,
         "application/json",
@@ -197,15 +209,7 @@ fn bad_requests_are_answered_as_the_docs_say_and_nothing_of_them_is_kept() {
 fn back_pressure_alone_is_not_a_failure() {
     let env = Env::new();
     let server = collect(&env, &["--max-open-runs", "1"]);
-    let two = fixture("otlp.jsonl");
-    let first_line = two.split(|b| *b == b'\n').next().unwrap().to_vec();
-    let mut doc: serde_json::Value = serde_json::from_slice(&first_line).unwrap();
-    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
-        .as_array_mut()
-        .unwrap();
-    let mut other = spans[0].clone();
-    other["traceId"] = serde_json::json!("ffffffffffffffffffffffffffffffff");
-    spans.push(other);
+    let doc = two_runs_export();
     let (status, _, text) = post(
         &server,
         "application/json",

@@ -3,24 +3,15 @@
 //! is counted as what it costs in memory, not as the bytes it came in; an empty body is refused;
 //! a span that arrives after its run was written is not made a fragment run of its own.
 
+use super::collect::collect;
 use super::remote_ingest::protobuf;
 use super::replay::Server;
 use crate::util::*;
 
+/// POSTs `body` to the receiver's `/v1/traces`; the status and the body text.
 fn post(server: &Server, kind: &str, body: &[u8]) -> (u16, String) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut resp = agent
-        .post(&format!("{}/v1/traces", server.url))
-        .header("content-type", kind)
-        .send(body)
-        .unwrap();
-    (
-        resp.status().as_u16(),
-        resp.body_mut().read_to_string().unwrap_or_default(),
-    )
+    let (status, _, text) = super::collect::post(server, kind, false, body);
+    (status, text)
 }
 
 /// An OTLP/JSON export of one span of trace `trace` (a root when `parent` is `None`), with
@@ -42,19 +33,6 @@ fn export(trace: u32, span: u32, parent: Option<u32>, attributes: usize) -> serd
         s["parentSpanId"] = serde_json::json!(format!("{p:016x}"));
     }
     serde_json::json!({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [s]}]}]})
-}
-
-fn collect(env: &Env, extra: &[&str]) -> Server {
-    let mut args = vec![
-        "collect",
-        "--out",
-        "collected",
-        "--unkeyed",
-        "--settle",
-        "0.2",
-    ];
-    args.extend_from_slice(extra);
-    Server::spawn(env, &args, &[])
 }
 
 #[test]

@@ -570,34 +570,11 @@ fn a_key_given_twice_is_refused_at_every_door() {
 /// of such sessions used to say "still in flight … not recorded").
 #[test]
 fn an_empty_answer_read_by_the_client_is_recorded_before_its_finish() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let up = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0usize;
-                loop {
-                    let mut h = String::new();
-                    if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    if h.trim().is_empty() {
-                        break;
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let mut out = stream;
-                let _ = write!(
-                    out,
-                    "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                );
-            });
-        }
+    let up = loopback_upstream(|mut out, _| {
+        write!(
+            out,
+            "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
     });
     let env = Env::new();
     let rec = recorder(&env, &up, &[]);

@@ -5,8 +5,7 @@
 //! `ANSWER_KEEP` (8 MiB) as too large, every open session written at the stop, and the
 //! recorder's peak resident memory under the bound `docs/trust.md` gives.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{Read, Write};
 
 use super::record_faults::recorder;
 use crate::util::*;
@@ -16,33 +15,7 @@ const BIG: usize = 256 << 20;
 
 /// An upstream whose answers are large in the shape its path names.
 fn large_upstream() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
-                let mut length = 0usize;
-                loop {
-                    let mut h = String::new();
-                    reader.read_line(&mut h).unwrap();
-                    if h.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let _ = answer(stream, &path);
-            });
-        }
-    });
-    format!("http://{addr}")
+    loopback_upstream(|out, r| answer(out, &r.path))
 }
 
 fn answer(mut out: std::net::TcpStream, path: &str) -> std::io::Result<()> {

@@ -4,8 +4,7 @@
 //! agent in a tool result, and echoed by an error body JSON-escaped (`\/`, `\u002b`) where the
 //! excerpt is cut — reach no trace, sidecar or output of `record` or `replay serve --upstream`.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 
 use super::record_faults::recorder;
 use super::replay::Server;
@@ -26,63 +25,34 @@ fn secrets() -> [String; 4] {
 /// them (`/` as `\/`, `+` as `\u002b`) after 3,990 characters, so that the first straddles the
 /// excerpt's cut.
 fn echoing_upstream() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
-                let query = path.split_once("?key=").map(|(_, q)| q.to_owned());
-                let (mut length, mut heard) = (0usize, Vec::new());
-                loop {
-                    let mut h = String::new();
-                    reader.read_line(&mut h).unwrap();
-                    if h.trim().is_empty() {
-                        break;
-                    }
-                    let (name, value) = h.split_once(':').unwrap();
-                    match name.to_ascii_lowercase().as_str() {
-                        "content-length" => length = value.trim().parse().unwrap(),
-                        "api-key" | "cookie" | "x-goog-api-key" => {
-                            heard.push(value.trim().to_owned())
-                        }
-                        _ => {}
-                    }
-                }
-                heard.extend(query);
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let all = heard.join(" ");
-                let fail = String::from_utf8_lossy(&body).contains("please fail");
-                let (status, answer) = if !fail {
-                    let args = serde_json::json!({"env": all}).to_string();
-                    let answer = serde_json::json!({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-                        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
-                            "content": format!("your keys: {all}"),
-                            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "env", "arguments": args}}]}}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
-                    ("200 OK", answer.to_string())
-                } else {
-                    let escaped = all.replace('/', "\\/").replace('+', "\\u002b");
-                    let pad = "x".repeat(3990);
-                    (
-                        "500 Internal Server Error",
-                        format!(r#"{{"error":{{"message":"{pad}{escaped}"}}}}"#),
-                    )
-                };
-                let mut out = stream;
-                let _ = write!(
-                    out,
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            });
-        }
-    });
-    format!("http://{addr}")
+    loopback_upstream(|mut out, r| {
+        let mut heard: Vec<String> = (r.headers.iter())
+            .filter(|(n, _)| matches!(n.as_str(), "api-key" | "cookie" | "x-goog-api-key"))
+            .map(|(_, v)| v.clone())
+            .collect();
+        heard.extend(r.path.split_once("?key=").map(|(_, q)| q.to_owned()));
+        let all = heard.join(" ");
+        let fail = String::from_utf8_lossy(&r.body).contains("please fail");
+        let (status, answer) = if !fail {
+            let args = serde_json::json!({"env": all}).to_string();
+            let answer = serde_json::json!({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+                    "content": format!("your keys: {all}"),
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "env", "arguments": args}}]}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
+            ("200 OK", answer.to_string())
+        } else {
+            let escaped = all.replace('/', "\\/").replace('+', "\\u002b");
+            let pad = "x".repeat(3990);
+            let body = format!(r#"{{"error":{{"message":"{pad}{escaped}"}}}}"#);
+            ("500 Internal Server Error", body)
+        };
+        write!(
+            out,
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+            answer.len()
+        )
+    })
 }
 
 fn ask(tool_result: Option<&str>, fail: bool) -> String {

@@ -369,3 +369,59 @@ pub(crate) fn recording_docs_example(heading: &str) -> (String, String) {
     assert!(example.lines().count() <= 5, "{example}");
     (shell.lines().next().unwrap().to_owned(), example)
 }
+
+/// One request an upstream of a test received: its path (with the query), headers (names
+/// lowercased) and body.
+pub(crate) struct Received {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+/// A loopback upstream that reads each request (head and `Content-Length` body) and hands it,
+/// with the connection to answer on, to `answer`, each on a thread of its own. Returns its
+/// `http://` base URL.
+pub(crate) fn loopback_upstream(
+    answer: fn(std::net::TcpStream, Received) -> std::io::Result<()>,
+) -> String {
+    use std::io::{BufRead, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || -> std::io::Result<()> {
+                let mut reader = std::io::BufReader::new(stream.try_clone()?);
+                let mut line = String::new();
+                if reader.read_line(&mut line)? == 0 {
+                    return Ok(());
+                }
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut headers = Vec::new();
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = h.split_once(':') {
+                        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+                    }
+                }
+                let length = (headers.iter())
+                    .find(|(n, _)| n == "content-length")
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body)?;
+                answer(
+                    stream,
+                    Received {
+                        path,
+                        headers,
+                        body,
+                    },
+                )
+            });
+        }
+    });
+    format!("http://{addr}")
+}

@@ -57,13 +57,13 @@ fn unpacked(
         })
 }
 
-/// A request's body, unpacked, and whether it is protobuf (else OTLP/JSON); or the answer to a
+/// A request's body, unpacked, and the format it is in (OTLP protobuf or JSON); or the answer to a
 /// content type the receiver does not read, or a body past the limit.
 fn request(
     c: &Collector,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(bool, Vec<u8>), Box<Response>> {
+) -> Result<(Format, Vec<u8>), Box<Response>> {
     let body = &body_of(c, body)?;
     let kind = (headers
         .get(header::CONTENT_TYPE)
@@ -98,7 +98,12 @@ fn request(
             message,
         )));
     }
-    Ok((proto, bytes))
+    let format = if proto {
+        Format::OtlpProto
+    } else {
+        Format::OtlpJson
+    };
+    Ok((format, bytes))
 }
 
 /// The answer to a request whose content was kept: an empty protobuf response, or OTLP/JSON's
@@ -146,15 +151,11 @@ pub(super) async fn traces(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let (proto, bytes) = match request(&c, &headers, body) {
+    let (format, bytes) = match request(&c, &headers, body) {
         Ok(r) => r,
         Err(r) => return *r,
     };
-    let format = if proto {
-        Format::OtlpProto
-    } else {
-        Format::OtlpJson
-    };
+    let proto = format == Format::OtlpProto;
     let mut outcome = IngestOutcome::default();
     let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
     if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
@@ -165,7 +166,6 @@ pub(super) async fn traces(
     match c.keep(format, (read.spans, Vec::new())) {
         Ok(0) => kept(proto, serde_json::json!({})),
         Ok(late) => {
-            let _ = c.told.send(Heard::Late(late));
             let partial = serde_json::json!({
                 "rejectedSpans": late,
                 "errorMessage": format!("{late} span(s) of runs already written (they arrived after --settle): not kept"),
@@ -184,10 +184,11 @@ pub(super) async fn logs(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let (proto, bytes) = match request(&c, &headers, body) {
+    let (format, bytes) = match request(&c, &headers, body) {
         Ok(r) => r,
         Err(r) => return *r,
     };
+    let proto = format == Format::OtlpProto;
     let read = match proto {
         false => crate::ingest::spans::logs::read_json(&bytes),
         true => crate::ingest::spans::logs::read_proto(&bytes),
@@ -199,17 +200,8 @@ pub(super) async fn logs(
             return c.refuse(StatusCode::BAD_REQUEST, reason, &format!("not kept: {e}"));
         }
     };
-    let format = if proto {
-        Format::OtlpProto
-    } else {
-        Format::OtlpJson
-    };
-    match c.keep(format, (Vec::new(), records)) {
-        Ok(0) => {}
-        Ok(late) => {
-            let _ = c.told.send(Heard::Late(late));
-        }
-        Err(r) => return *r,
+    if let Err(r) = c.keep(format, (Vec::new(), records)) {
+        return *r;
     }
     let mut partial = serde_json::json!({});
     if other > 0 {

@@ -308,6 +308,9 @@ impl Collector {
         let kept = self.keep_open(format, (spans, logs), bytes, &mut full);
         // Written outside the lock: the runs that made room.
         self.write(full);
+        if late > 0 && kept.is_ok() {
+            let _ = self.told.send(Heard::Late(late));
+        }
         kept.map(|()| late)
     }
 
