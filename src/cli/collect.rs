@@ -35,7 +35,8 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
         settle: args.settle,
         max_open_runs: args.max_open_runs.max(1),
         max_buffered: args.max_buffered_mb.max(1) << 20,
-        body_limit: 64 << 20,
+        // As the OpenTelemetry Collector's OTLP/HTTP receiver takes them by default.
+        body_limit: 20 << 20,
         limits: args.limits.limits(),
     };
     let receiving = collect::spawn(args.server.listen, options)?;

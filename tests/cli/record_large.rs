@@ -199,3 +199,79 @@ fn forty_concurrent_maximal_requests_cost_what_two_do() {
     // The bound of docs/trust.md for any number of concurrent maximal requests.
     assert!(peak < 600 << 20, "peak resident memory {} MiB", peak >> 20);
 }
+
+/// A request whose body never comes is answered 408 within the 30 s `replay serve` gives, and
+/// holds no one else up meanwhile; a body announced past the limit (`Content-Length: 2^63`) is
+/// refused at once. Before, both were held open for ever.
+#[test]
+fn a_body_that_never_comes_is_answered_in_thirty_seconds() {
+    let env = Env::new();
+    let up = large_upstream();
+    let rec = recorder(&env, &up, &[]);
+    let head = |path: &str, length: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n{{"
+        )
+    };
+    let huge = status_after_head(
+        &rec.url,
+        &head("/record/s/huge/v1/chat/completions", "9223372036854775808"),
+    );
+    assert!(huge.0.starts_with("HTTP/1.1 413"), "{huge:?}");
+    assert!(huge.1 < std::time::Duration::from_secs(5), "{huge:?}");
+    let url = rec.url.clone();
+    let slow = std::thread::spawn(move || {
+        status_after_head(
+            &url,
+            &head("/record/s/slow/small/v1/chat/completions", "100"),
+        )
+    });
+    // Meanwhile another session is answered and recorded.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (status, _) = read_all(
+        &format!("{}/record/s/other/small/v1/chat/completions", rec.url),
+        Some(super::record_faults::ASK),
+    );
+    assert_eq!(status, 200);
+    let (line, took) = slow.join().unwrap();
+    assert!(line.starts_with("HTTP/1.1 408"), "{line}");
+    let secs = took.as_secs_f64();
+    assert!((29.0..45.0).contains(&secs), "answered after {secs} s");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("recorded s/other: 1 request(s)"),
+        "{printed}"
+    );
+}
+
+/// `replay serve` shares the bound: 40 concurrent maximal requests (16 MiB bodies) to one
+/// replayed session are read and compared at most `READERS` (2) at a time, and its peak stays
+/// under the figure `docs/trust.md` gives. Every one is answered (the recording's answers, then
+/// the session's divergence).
+#[test]
+fn replay_serve_answers_forty_concurrent_maximal_requests_at_a_bounded_cost() {
+    let env = Env::new();
+    copy_demo(&env, false);
+    let server = super::replay::Server::start(&env, &[super::replay::ON_TARGET]);
+    let text = "a".repeat((16 << 20) - 200);
+    let body = format!(r#"{{"model":"m","messages":[{{"role":"user","content":"{text}"}}]}}"#);
+    assert!(body.len() < 16 << 20);
+    let body = std::sync::Arc::new(body);
+    let threads: Vec<_> = (0..40)
+        .map(|_| {
+            let (body, url) = (body.clone(), format!("{}/v1/chat/completions", server.url));
+            std::thread::spawn(move || read_all(&url, Some(&body)).0)
+        })
+        .collect();
+    for t in threads {
+        let status = t.join().unwrap();
+        assert!(status == 200 || status >= 400, "{status}");
+    }
+    let peak = server.peak_rss();
+    eprintln!("replay serve: peak resident memory {} MiB", peak >> 20);
+    let _ = server.finish(&[]);
+    // The bound of docs/trust.md for any number of concurrent maximal requests (it was 532 MiB
+    // with every body read at once).
+    assert!(peak < 350 << 20, "peak resident memory {} MiB", peak >> 20);
+}

@@ -130,7 +130,7 @@ impl Drop for Server {
     }
 }
 
-const ON_TARGET: &str = "traces/agent.migrated.checks/on-target.trace.ndjson.zst";
+pub(super) const ON_TARGET: &str = "traces/agent.migrated.checks/on-target.trace.ndjson.zst";
 
 fn json_of(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))

@@ -425,3 +425,19 @@ pub(crate) fn loopback_upstream(
     });
     format!("http://{addr}")
 }
+
+/// Sends `head` (a request head, its blank line included, and whatever part of a body follows)
+/// to the server at `base` (`http://HOST:PORT`) and waits, at most 60 s, for the answer's status
+/// line: the line, and how long it took.
+pub(crate) fn status_after_head(base: &str, head: &str) -> (String, std::time::Duration) {
+    use std::io::{BufRead, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let start = std::time::Instant::now();
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(conn).read_line(&mut line);
+    (line.trim_end().to_owned(), start.elapsed())
+}

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use std::borrow::Cow;
+
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -28,22 +29,22 @@ impl Collector {
 }
 
 /// The body, unpacked when it says it is gzip (or starts like gzip), within `limit`.
-fn unpacked(
+fn unpacked<'b>(
     c: &Collector,
     headers: &HeaderMap,
-    body: &Bytes,
+    body: &'b Bytes,
     limit: usize,
-) -> Result<Vec<u8>, Box<Response>> {
+) -> Result<Cow<'b, [u8]>, Box<Response>> {
     let gzip = (headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok()))
     .is_some_and(|e| e.eq_ignore_ascii_case("gzip"))
         || body.starts_with(&[0x1f, 0x8b]);
     if !gzip {
-        return Ok(body.to_vec());
+        return Ok(Cow::Borrowed(body));
     }
     crate::ingest::collector::unpack("request.gz", body, limit as u64)
-        .map(|b| b.into_owned())
+        .map(|b| Cow::Owned(b.into_owned()))
         .map_err(|e| {
             let (status, reason) = if e.contains("unpacks to more than") {
                 (
@@ -57,14 +58,9 @@ fn unpacked(
         })
 }
 
-/// A request's body, unpacked, and the format it is in (OTLP protobuf or JSON); or the answer to a
-/// content type the receiver does not read, or a body past the limit.
-fn request(
-    c: &Collector,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<(Format, Vec<u8>), Box<Response>> {
-    let body = &body_of(c, body)?;
+/// The format a request's body is in (OTLP protobuf or JSON); or the answer to a content type
+/// the receiver does not read.
+fn format_of(c: &Collector, headers: &HeaderMap) -> Result<Format, Box<Response>> {
     let kind = (headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok()))
@@ -88,22 +84,86 @@ fn request(
             )));
         }
     };
-    let bytes = unpacked(c, headers, body, c.options.body_limit)?;
-    if bytes.iter().all(u8::is_ascii_whitespace) && !proto {
-        let message =
-            "the body is empty: an OTLP/JSON export is an object (`resourceSpans`, `resourceLogs`)";
-        return Err(Box::new(c.refuse(
-            StatusCode::BAD_REQUEST,
-            "the body is empty",
-            message,
-        )));
-    }
-    let format = if proto {
+    Ok(if proto {
         Format::OtlpProto
     } else {
         Format::OtlpJson
+    })
+}
+
+/// How long a request's body may take to arrive, counted from its head, as `record` and
+/// `replay serve` give it.
+const BODY_DEADLINE: std::time::Duration = crate::replay::server::REQUEST_TIMEOUT;
+
+/// Reads a request (after the content type is known to be read), unpacks it and hands its bytes
+/// to `then`, holding one of the receiver's read permits throughout: at most
+/// [`crate::replay::proxy::READERS`] bodies are read and parsed at once (the others wait, their
+/// bodies unread), so what concurrent requests cost before their spans are counted is bounded
+/// per receiver, not per request. A body announced larger than the limit is refused before a
+/// byte of it is read; one that has not arrived within [`BODY_DEADLINE`] of the request's head
+/// (waiting for a permit counts) gets 408.
+async fn with_body(
+    c: &Collector,
+    headers: &HeaderMap,
+    body: Body,
+    then: impl FnOnce(Format, &[u8]) -> Response,
+) -> Response {
+    let format = match format_of(c, headers) {
+        Ok(f) => f,
+        Err(r) => return *r,
     };
-    Ok((format, bytes))
+    let limit = c.options.body_limit;
+    let too_large = || {
+        let message = format!("not kept: the body is larger than the limit ({limit} bytes)");
+        let reason = "the body is larger than the limit";
+        c.refuse(StatusCode::PAYLOAD_TOO_LARGE, reason, &message)
+    };
+    let announced = (headers.get(header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let read = async {
+        let permit = c.reading.acquire().await;
+        (permit, axum::body::to_bytes(body, limit).await)
+    };
+    let (_permit, body) = match tokio::time::timeout(BODY_DEADLINE, read).await {
+        Ok((Ok(permit), Ok(body))) => (permit, body),
+        Ok((Ok(_), Err(e))) => {
+            let past_limit = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if past_limit {
+                return too_large();
+            }
+            let message = format!("not kept: the body could not be read: {e}");
+            return c.refuse(
+                StatusCode::BAD_REQUEST,
+                "the body could not be read",
+                &message,
+            );
+        }
+        Ok((Err(_), _)) => {
+            let message = "not kept: the receiver is stopping";
+            return c.refuse(StatusCode::SERVICE_UNAVAILABLE, "stopping", message);
+        }
+        Err(_) => {
+            let secs = BODY_DEADLINE.as_secs();
+            let message = format!("not kept: the body did not arrive within {secs} s");
+            let reason = "the body did not arrive in time";
+            return c.refuse(StatusCode::REQUEST_TIMEOUT, reason, &message);
+        }
+    };
+    let bytes = match unpacked(c, headers, &body, limit) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) && format == Format::OtlpJson {
+        let message =
+            "the body is empty: an OTLP/JSON export is an object (`resourceSpans`, `resourceLogs`)";
+        return c.refuse(StatusCode::BAD_REQUEST, "the body is empty", message);
+    }
+    then(format, &bytes)
 }
 
 /// The answer to a request whose content was kept: an empty protobuf response, or OTLP/JSON's
@@ -117,18 +177,6 @@ fn kept(proto: bool, partial: serde_json::Value) -> Response {
             .into_response(),
         false => axum::Json(serde_json::json!({"partialSuccess": partial})).into_response(),
     }
-}
-
-/// The body of a request, or the answer to one past the body limit.
-fn body_of(c: &Collector, body: Result<Bytes, BytesRejection>) -> Result<Bytes, Box<Response>> {
-    body.map_err(|e| {
-        let status = e.status();
-        let reason = match status {
-            StatusCode::PAYLOAD_TOO_LARGE => "the body is larger than the limit",
-            _ => "the body could not be read",
-        };
-        Box::new(c.refuse(status, reason, &format!("not kept: {}", e.body_text())))
-    })
 }
 
 /// Any other path: refused, naming the two the receiver takes (an exporter of metrics pointed
@@ -149,15 +197,18 @@ pub(super) async fn elsewhere(State(c): State<Arc<Collector>>, uri: axum::http::
 pub(super) async fn traces(
     State(c): State<Arc<Collector>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
-    let (format, bytes) = match request(&c, &headers, body) {
-        Ok(r) => r,
-        Err(r) => return *r,
-    };
+    with_body(&c, &headers, body, |format, bytes| {
+        traces_read(&c, format, bytes)
+    })
+    .await
+}
+
+fn traces_read(c: &Collector, format: Format, bytes: &[u8]) -> Response {
     let proto = format == Format::OtlpProto;
     let mut outcome = IngestOutcome::default();
-    let read = crate::ingest::spans::read(format, &bytes, &mut outcome);
+    let read = crate::ingest::spans::read(format, bytes, &mut outcome);
     if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
         let message = format!("not kept: {}: {}", p.position, p.message);
         let reason = "the body is not a readable OTLP trace export";
@@ -182,16 +233,19 @@ pub(super) async fn traces(
 pub(super) async fn logs(
     State(c): State<Arc<Collector>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
-    let (format, bytes) = match request(&c, &headers, body) {
-        Ok(r) => r,
-        Err(r) => return *r,
-    };
+    with_body(&c, &headers, body, |format, bytes| {
+        logs_read(&c, format, bytes)
+    })
+    .await
+}
+
+fn logs_read(c: &Collector, format: Format, bytes: &[u8]) -> Response {
     let proto = format == Format::OtlpProto;
     let read = match proto {
-        false => crate::ingest::spans::logs::read_json(&bytes),
-        true => crate::ingest::spans::logs::read_proto(&bytes),
+        false => crate::ingest::spans::logs::read_json(bytes),
+        true => crate::ingest::spans::logs::read_proto(bytes),
     };
     let (records, other) = match read {
         Ok(r) => r,

@@ -142,6 +142,9 @@ pub struct Collector {
         std::collections::VecDeque<String>,
     )>,
     told: tokio::sync::mpsc::UnboundedSender<Heard>,
+    /// Requests whose body is being read and parsed at once, at most
+    /// [`crate::replay::proxy::READERS`], as `record` bounds them.
+    reading: tokio::sync::Semaphore,
 }
 
 impl Collector {
@@ -155,6 +158,7 @@ impl Collector {
             open: Mutex::new((HashMap::new(), 0)),
             written: Mutex::new(Default::default()),
             told,
+            reading: tokio::sync::Semaphore::new(super::proxy::READERS),
         }
     }
 
@@ -164,9 +168,6 @@ impl Collector {
             .route("/v1/traces", axum::routing::post(http::traces))
             .route("/v1/logs", axum::routing::post(http::logs))
             .fallback(http::elsewhere)
-            .layer(axum::extract::DefaultBodyLimit::max(
-                self.options.body_limit,
-            ))
             .with_state(self)
     }
 

@@ -513,25 +513,29 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
             "body_too_large",
         );
     }
-    let Ok(permit) = recorder.reading.clone().acquire_owned().await else {
-        return error_in(
-            api,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the recorder is stopping",
-            "stopping",
-        );
+    // The deadline runs from the request's head: waiting for a read permit (behind clients
+    // that send slowly) counts, so no request is held open longer, whatever the others do.
+    let read = async {
+        let permit = recorder.reading.clone().acquire_owned().await.ok()?;
+        Some((permit, axum::body::to_bytes(body, BODY_LIMIT).await))
     };
-    let body = match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, BODY_LIMIT))
-        .await
-    {
-        Ok(Ok(b)) => b,
-        Ok(Err(_)) => {
+    let (permit, body) = match tokio::time::timeout(BODY_DEADLINE, read).await {
+        Ok(Some((permit, Ok(b)))) => (permit, b),
+        Ok(Some((_, Err(_)))) => {
             let message = format!("the request body is larger than {BODY_LIMIT} bytes, or was cut");
             return error_in(
                 api,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &message,
                 "body_too_large",
+            );
+        }
+        Ok(None) => {
+            return error_in(
+                api,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the recorder is stopping",
+                "stopping",
             );
         }
         Err(_) => {
