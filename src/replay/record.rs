@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::capture::Captured;
 
+mod ending;
 mod reported;
 use super::script::Step;
 use crate::trace::PromptHasher;
@@ -380,17 +381,33 @@ impl Recording {
             .collect();
         codes.dedup();
         match (self.end_status(), codes.is_empty()) {
+            (Some(status), true) if !self.ended => {
+                format!("{status}, end inferred from the final answer")
+            }
             (Some(status), true) => status.to_owned(),
             (status, false) => format!("{}: {}", status.unwrap_or("failed"), codes.join(", ")),
             (None, true) => "failed: no run end reported".to_owned(),
         }
     }
 
-    /// The status of the `run_end` the runtime reported, if it did.
+    /// The status of the `run_end` the runtime reported, or `completed` when the evidence shows
+    /// the run ended though the runtime reported no end (see [`ending`]).
     pub fn end_status(&self) -> Option<&str> {
-        (self.events.iter().rev())
+        let reported = (self.events.iter().rev())
             .find(|e| e["kind"] == "run_end")
-            .and_then(|e| e["status"].as_str())
+            .and_then(|e| e["status"].as_str());
+        match reported {
+            Some(s) => Some(s),
+            None if self.inferred_end().is_some() => Some("completed"),
+            None => None,
+        }
+    }
+
+    /// The run's end as the evidence shows it, when the runtime reported none.
+    fn inferred_end(&self) -> Option<ending::Inferred> {
+        (!self.ended)
+            .then(|| ending::Inferred::from(&self.events, self.cut_short))
+            .flatten()
     }
 
     /// Records a divergence as an `error` event; once the recording is full, divergences are
@@ -423,8 +440,9 @@ impl Recording {
     }
 
     /// The recorded run as a sealed trace, every credential in `secrets` redacted from it: header, events numbered in order, and the
-    /// `run_end` the runtime reported — or, when it reported none, `failed` (a run that never
-    /// said how it ended is never taken for a completed one). Every event is read back by the
+    /// `run_end` the runtime reported — or, when it reported none, the end its evidence shows
+    /// ([`ending`]: `completed` after a final text answer, with a `note` saying so) or else
+    /// `failed` (a run whose end nothing shows is never taken for a completed one). Every event is read back by the
     /// trace reader and written by the one trace writer ([`crate::trace::TraceWriter`]), in the
     /// format's key order, with the raw-prompt sidecar when the developer opted in.
     pub fn seal(
@@ -468,11 +486,13 @@ impl Recording {
                 }
             }
         }
-        if !self.ended {
-            events.push(json!({
+        match (self.ended, self.inferred_end()) {
+            (true, _) => {}
+            (false, Some(end)) => events.extend(end.events(run.source, self.final_answer)),
+            (false, None) => events.push(json!({
                 "kind": "run_end", "status": "failed",
-                "error": format!("the runtime reported no run end to the {} server", run.source),
-            }));
+                "error": format!("the runtime reported no run end to the {} server, and its last model answer was no final text answer", run.source),
+            })),
         }
         for (i, mut e) in events.into_iter().enumerate() {
             e["seq"] = json!(i + 1);

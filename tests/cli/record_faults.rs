@@ -302,7 +302,7 @@ fn sigterm_writes_every_open_session_and_a_usage_frame_is_kept() {
         let path = format!("out/s/{case}.trace.ndjson.zst");
         assert!(
             printed.contains(&format!(
-                "recorded s/{case}: 1 request(s) (failed: no run end reported) -> {path}"
+                "recorded s/{case}: 1 request(s) (completed, end inferred from the final answer) -> {path}"
             )),
             "{printed}"
         );
@@ -312,9 +312,12 @@ fn sigterm_writes_every_open_session_and_a_usage_frame_is_kept() {
             "{text}"
         );
         assert!(text.contains(r#""model":"fake-model""#), "{text}");
-        // The runtime never said how the run ended: never taken for a completed run.
+        // The runtime never said how the run ended, but its last answer was final text: the
+        // end is inferred, and the trace says how it was known.
         assert!(
-            text.contains(r#""kind":"run_end","seq":3,"status":"failed""#),
+            text.contains(r#""kind":"note","seq":3,"text":"run end inferred by the record server"#)
+                && text.contains(r#""kind":"final_answer","seq":4,"text":"hello""#)
+                && text.contains(r#""kind":"run_end","seq":5,"status":"completed""#),
             "{text}"
         );
         let verify = env.run(&["verify", &path]);
