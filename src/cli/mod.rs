@@ -150,7 +150,7 @@ fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow:
         }
         Command::Config => Ok(exit::OK),
         Command::Replay(c) => replay::run(c, out),
-        Command::Record(a) => record::run(a, out),
+        Command::Record(a) => record::run(a, settings, out),
         Command::Collect(a) => collect::run(a, out),
         Command::Man => {
             use clap::CommandFactory;

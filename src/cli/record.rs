@@ -11,7 +11,19 @@ use super::exit;
 
 /// Runs `record` until SIGINT, SIGTERM or SIGHUP; `Err` means exit 2. Exits 1 when a session
 /// could not be written (a secret in it, a file in its place), 0 otherwise.
-pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(super) fn run(
+    args: &RecordArgs,
+    settings: &super::settings::Settings,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    // Recordings belong to the suite: by default, its first directory.
+    let dir = match (&args.out, settings.project_paths()) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some([first, ..])) => first.clone(),
+        (None, _) => anyhow::bail!(
+            "`record` needs `--out DIR`: no project file (`tracereplay.toml`, made by `tracereplay init`) names the suite's `paths` to record into"
+        ),
+    };
     super::options::check_listen(
         args.server.listen,
         args.server.allow_remote,
@@ -20,8 +32,7 @@ pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let upstream = proxy::check_upstream(&args.upstream, args.allow_insecure_upstream)
         .map_err(anyhow::Error::msg)?;
     let hasher = super::options::prompt_hasher("record", args.prompts.unkeyed)?;
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
+    std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot create `{dir}`: {e}"))?;
     let raw_prompts = raw_prompts_opted_in(args.prompts.dev_raw_prompts);
     if raw_prompts {
         diag!(
@@ -30,7 +41,7 @@ pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     }
     let options = proxy::Options {
         upstream,
-        out: args.out.clone(),
+        out: dir.clone(),
         hasher,
         raw_prompts,
         trial: args.trial.clone(),
@@ -38,13 +49,14 @@ pub(super) fn run(args: &RecordArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         upstream_timeout: args.upstream_timeout,
         limits: args.limits.limits(),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
+        replace: args.replace,
     };
     let server = proxy::spawn(args.server.listen, options)?;
     writeln!(out, "listening on http://{}", server.addr)?;
     out.flush()?;
     diag!(
         "recording to `{}`, forwarding to {}",
-        escape_controls(args.out.as_str()),
+        escape_controls(dir.as_str()),
         escape_controls(&tracereplay::internal::paths::redact_url(&args.upstream))
     );
     let ends = server.wait(|end| {

@@ -165,7 +165,7 @@ impl Baselines {
                 "compared with `{}`; {}",
                 policy.store.dir,
                 match (*write_pending, written) {
-                    (false, _) => "CI: no pending file written".to_owned(),
+                    (false, _) => "no pending file written (under CI, or for paths outside the suite's)".to_owned(),
                     (true, 0) => "no pending file needed".to_owned(),
                     (true, n) => format!("{n} pending file(s) written beside the approved ones"),
                 }

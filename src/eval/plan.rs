@@ -189,18 +189,26 @@ pub(crate) fn unknown_scenario_message(shown: &str, id: &str, entries: &Entries<
     )
 }
 
-/// A note for each look-up scenario a trace named: where it was found.
-pub(crate) fn looked_up(entries: &Entries<'_>) -> Vec<String> {
-    (entries.values())
+/// One note for the look-up scenarios the traces named: how many were found in the suite's
+/// roots rather than under the checked paths, and the first few with their files.
+pub(crate) fn looked_up(entries: &Entries<'_>) -> Option<String> {
+    const SHOWN: usize = 3;
+    let found: Vec<String> = (entries.values())
         .filter(|e| e.lookup && e.in_run())
-        .map(|e| {
-            format!(
-                "scenario `{}` is defined under none of the checked paths; using `{}` from the suite's roots",
-                e.scenario.id,
-                display_path(&e.scenario.file)
-            )
-        })
-        .collect()
+        .map(|e| format!("`{}` ({})", e.scenario.id, display_path(&e.scenario.file)))
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    let more = match found.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "{} scenario(s) defined under none of the checked paths, used from the suite's roots: {}{more}",
+        found.len(),
+        found[..found.len().min(SHOWN)].join(", ")
+    ))
 }
 
 /// An explicit filter matching no scenario is a typo, not a green run (an empty partition

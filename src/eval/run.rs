@@ -78,9 +78,10 @@ pub(super) fn check_in_pool(
     let unattributed = rows.metas().filter(|m| !m.has_scenario).count();
     let scenarios_in_scope = entries.values().filter(|e| e.in_run()).count();
     // Remote traces have their scenarios in the checkout by design: nothing to note.
-    if found.remote.is_none() {
-        warnings.extend(plan::looked_up(&entries));
-    }
+    let told: Vec<String> = match found.remote {
+        None => plan::looked_up(&entries).into_iter().collect(),
+        Some(_) => Vec::new(),
+    };
     let fail_on = opts.counting.fail_on;
     for (mut row, p) in summary::other_rows(found, &loaded, &entries, opts) {
         set_blocking(&mut row, fail_on);
@@ -139,6 +140,7 @@ pub(super) fn check_in_pool(
         privacy,
         obsolete,
         warnings,
+        notes: told,
         failed_writes,
         fail_on: Some(fail_on.as_str()),
     })

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::escape_controls as esc;
-use super::model::{Report, ResultRow, RowVerdict};
+use super::model::{Report, ResultRow, RowErrorKind, RowVerdict};
 use crate::oracle::Verdict;
 
 /// Which result rows print (nextest's status levels): each level adds to the one before.
@@ -305,9 +305,25 @@ pub fn next_step(report: &Report) -> Option<String> {
     // A failure or error first; a row blocked by drift alone is a baseline to review. Only a
     // trace's row is explained by its path; a scenario's own row (no trace, a scripted trace)
     // names a scenario file, which `explain` would try to read as a trace.
-    let first = (report.results.summaries())
-        .find(|r| r.blocking && r.verdict != RowVerdict::Pass && r.path.is_some());
-    match first {
+    let first = (report.results.summaries().enumerate())
+        .find(|(_, r)| r.blocking && r.verdict != RowVerdict::Pass && r.path.is_some());
+    // A scenario with no trace needs a run of it, not a look at its file.
+    if let Some((i, r)) = &first {
+        let row = report.results.get(*i);
+        if r.source == super::Source::Scenario
+            && row
+                .error
+                .as_ref()
+                .is_some_and(|e| e.category == RowErrorKind::NoTrace)
+        {
+            return Some(format!(
+                "{} blocking: the first is scenario `{}`, which has no trace under the checked paths: record a run of it into the suite (`tracereplay record` writes there by default) or check the directory that holds its traces",
+                s.blocking,
+                r.scenario.clone().unwrap_or_default()
+            ));
+        }
+    }
+    match first.map(|(_, r)| r) {
         Some(r) if r.source == super::Source::Trace => {
             return Some(format!(
                 "{} blocking: `tracereplay explain {}` shows the first in full",

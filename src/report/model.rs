@@ -42,6 +42,11 @@ pub struct Report {
     pub obsolete: Vec<ObsoleteBaseline>,
     /// Run-level diagnostics (skipped symlink loops…), sorted.
     pub warnings: Vec<String>,
+    /// What the run tells whoever runs it without anything being wrong (where scenarios
+    /// defined outside the checked paths were found): on stderr unless `--quiet`. Not in the
+    /// JSON.
+    #[serde(skip)]
+    pub notes: Vec<String>,
     /// Files the run could not write (the result cache, pending baseline files); each is also
     /// among `warnings`. Not part of the JSON report: it decides the exit code (a full disk
     /// makes it 2).

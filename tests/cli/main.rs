@@ -15,6 +15,7 @@ mod compare;
 mod contained;
 mod cost;
 mod docs;
+mod documented_loop;
 mod everyday;
 mod evidence;
 mod explain;

@@ -262,37 +262,3 @@ fn records_with_no_divergence_no_drift_and_no_key(api: &str) {
         }
     }
 }
-
-#[test]
-fn the_recording_docs_examples_run_as_written_for_each_sdk() {
-    let docs = recording_docs_from("# Record an agent's runs");
-    // The recorder's examples: those before the next sections' (collect, replay-then-live).
-    let end = docs.find("## What is recorded").unwrap();
-    let examples = fenced_blocks(&docs[..end], "```python\n");
-    assert_eq!(examples.len(), 3, "one example per SDK");
-    for (i, example) in examples.iter().enumerate() {
-        assert!(example.lines().count() <= 5, "{example}");
-        let env = Env::new();
-        copy_demo(&env, true);
-        let up = upstream(&env);
-        let rec = recorder(&env, &up.url, "recorded", &[]);
-        let [openai, anthropic] = key_vars();
-        let (key, what) = (sentinel(), format!("example {i}"));
-        let vars = [
-            ("RECORDER", rec.url.as_str()),
-            (&openai, &key),
-            (&anthropic, &key),
-        ];
-        let unset = ["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
-        let stdout = run_python(&python(), example, env.root(), &vars, &unset, &what);
-        assert!(stdout.contains("weather"), "example {i}: {stdout}");
-        let (code, printed) = rec.finish(&[]);
-        assert_eq!(code, 0, "example {i}: {printed}");
-        let (_, served) = up.finish(&[]);
-        assert!(!served.contains("divergence"), "example {i}: {served}");
-        let path = "recorded/agent.replay.weather/paris.trace.ndjson.zst";
-        assert!(env.path(path).exists(), "example {i}: {printed}");
-        assert!(!everything_under(&env, "recorded").contains("SENTINEL"));
-        assert!(!printed.contains("SENTINEL"), "{printed}");
-    }
-}

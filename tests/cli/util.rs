@@ -218,7 +218,7 @@ pub(crate) fn row<'a>(report: &'a serde_json::Value, suffix: &str) -> &'a serde_
         .unwrap_or_else(|| panic!("no row for {suffix} in {report:#}"))
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();

@@ -14,9 +14,15 @@ pub(crate) struct RecordArgs {
     #[arg(long, value_name = "URL")]
     pub upstream: String,
     /// Where sessions are written: `DIR/<scenario>/<case>.trace.ndjson.zst`, or
-    /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial.
+    /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst` for a trial. Default: the suite — the
+    /// first of the project file's `paths` (recordings belong to the suite they are checked in).
     #[arg(long, value_name = "DIR")]
-    pub out: Utf8PathBuf,
+    pub out: Option<Utf8PathBuf>,
+    /// Replace a recording already on disk for a session's run (re-recording a case after the
+    /// agent changed; `check` then shows the drift from its approved baseline). Without it such
+    /// a session is refused (409) before anything is forwarded.
+    #[arg(long)]
+    pub replace: bool,
     /// Where it listens.
     #[command(flatten)]
     pub server: ListenArgs,

@@ -259,6 +259,9 @@ pub(super) struct Settings {
     sources: Vec<(Key, Source)>,
     /// The project file's own `paths` (or the default): where a trace's scenario is looked up.
     suite_roots: Vec<Utf8PathBuf>,
+    /// Whether a project file names the suite's `paths` (then they are the suite: recordings go
+    /// there, and checks of other directories write no pending baselines).
+    project_paths: bool,
     color: ColorArg,
 }
 
@@ -285,6 +288,7 @@ impl Settings {
             cmd,
             merged,
             sources,
+            project_paths: file_paths.is_some(),
             suite_roots: file_paths
                 .unwrap_or_else(|| vec![tracereplay::internal::discover::DEFAULT_ROOT.into()]),
             color,
@@ -313,6 +317,12 @@ impl Settings {
     /// The paths to read: the command line's, else the project file's, else `traces/`.
     pub(super) fn paths(&self) -> Vec<Utf8PathBuf> {
         (self.read(Key::Paths).paths.clone()).unwrap_or_else(|| vec!["traces/".into()])
+    }
+
+    /// The suite's directories when a project file names them (`paths`): where recordings go
+    /// by default, and outside which a check writes no pending baselines.
+    pub(super) fn project_paths(&self) -> Option<&[Utf8PathBuf]> {
+        self.project_paths.then_some(self.suite_roots.as_slice())
     }
 
     /// Where a trace's scenario is looked up when the paths read do not define it: the project

@@ -61,6 +61,9 @@ pub struct Options {
     pub limits: Limits,
     /// Signs each recording, when set.
     pub signer: Option<Arc<dyn crate::sign::TraceSigner>>,
+    /// Whether a recording already on disk for a session's run is replaced (re-recording a
+    /// case after the agent changed); a run is still never recorded twice by one server.
+    pub replace: bool,
 }
 
 /// How a session ended.
@@ -283,7 +286,7 @@ impl Recorder {
             raw_prompts: self.options.raw_prompts,
             signer: self.options.signer.as_deref(),
             limits: self.options.limits,
-            replace: false,
+            replace: self.options.replace,
         };
         let placed = (s.recording.seal(
             &run,
@@ -361,12 +364,20 @@ impl Recorder {
         };
         let path = session.path();
         let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
-        let taken = claimed.contains(&path) || self.options.out.join(&path).exists();
-        if taken {
+        let on_disk = !self.options.replace && self.options.out.join(&path).exists();
+        if claimed.contains(&path) || on_disk {
+            let how = match on_disk {
+                true => {
+                    "give the run a trial (`--trial`, or the X-Tracereplay-Trial header), record again with `--replace`, or record into another directory"
+                }
+                false => {
+                    "this recorder recorded it in this session already: give the run a trial (`--trial`, or the X-Tracereplay-Trial header)"
+                }
+            };
             return Err(Refusal::new(
                 StatusCode::CONFLICT,
                 &format!(
-                    "session {} would be recorded as `{}`, which is recorded already: nothing was forwarded — give the run a trial (`--trial`, or the X-Tracereplay-Trial header), or record into another directory",
+                    "session {} would be recorded as `{}`, which is recorded already: nothing was forwarded — {how}",
                     session.name(),
                     self.options.out.join(&path)
                 ),
