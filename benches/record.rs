@@ -189,6 +189,7 @@ fn main() {
         upstream_timeout: Duration::from_secs(60),
         limits: tracereplay::trace::Limits::default(),
         signer: None,
+        replace: false,
     };
     let server =
         tracereplay::internal::replay::proxy::spawn("127.0.0.1:0".parse().unwrap(), options)

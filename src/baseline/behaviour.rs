@@ -18,7 +18,7 @@ use crate::oracle::{Facts, OracleResult};
 use crate::trace::{EventBody, Trace};
 
 /// One tool call as approved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallRecord {
     /// Tool name.
     pub tool: String,
@@ -35,6 +35,47 @@ pub struct CallRecord {
     /// were compared (such a baseline is not drift for that reason alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// What the result's content reads, for whoever reviews drift (`git diff baselines/`, the
+    /// drift's lines): its text as JSON (a string quoted, anything else canonical and compact),
+    /// at most [`RESULT_TEXT_CHARS`] characters (a longer one cut, saying how long it was),
+    /// secrets masked. Information only, as the tool version is: never compared (`result` is),
+    /// and absent where no content was recorded (a result recorded only as `output_h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_text: Option<String>,
+}
+
+/// Calls compare on what they did; `result_text` only shows what `result` stands for.
+impl PartialEq for CallRecord {
+    fn eq(&self, other: &Self) -> bool {
+        (self.tool == other.tool)
+            && self.args == other.args
+            && self.call == other.call
+            && self.ok == other.ok
+            && self.error == other.error
+            && self.result == other.result
+    }
+}
+
+/// The most characters of a result's content a baseline keeps to show ([`CallRecord::result_text`]).
+pub(crate) const RESULT_TEXT_CHARS: usize = 400;
+
+/// [`CallRecord::result_text`] of a recorded result's content.
+pub(crate) fn result_text(output: &crate::trace::Json<'_>) -> String {
+    let raw = output.raw();
+    // A string is shown as written (quoted); anything else in its canonical form, unless it is
+    // too large to be worth making canonical only to be cut.
+    let text = if raw.starts_with('"') || raw.len() > 64 << 10 {
+        std::borrow::Cow::Borrowed(raw)
+    } else {
+        std::borrow::Cow::Owned(canonical(&output.value()).to_string())
+    };
+    let masked = crate::privacy::mask::mask_secrets(&text, &Default::default());
+    let total = masked.chars().count();
+    if total <= RESULT_TEXT_CHARS {
+        return masked.into_owned();
+    }
+    let kept: String = masked.chars().take(RESULT_TEXT_CHARS).collect();
+    format!("{kept}… ({total} characters)")
 }
 
 /// An approval request and its decisions.
@@ -213,16 +254,20 @@ impl Behaviour {
                     output_h,
                     ..
                 } => {
-                    let result = match (output, output_h) {
-                        (Some(o), _) => Some(recorded_result_hash(o)),
-                        (None, Some(h)) => Some(h.to_string()),
-                        (None, None) => None,
+                    let (result, text) = match (output, output_h) {
+                        (Some(o), _) => (Some(recorded_result_hash(o)), Some(result_text(o))),
+                        (None, Some(h)) => (Some(h.to_string()), None),
+                        (None, None) => (None, None),
                     };
-                    Some((Some(*ok), error.as_ref().map(|s| s.to_string()), result))
+                    Some((
+                        Some(*ok),
+                        error.as_ref().map(|s| s.to_string()),
+                        (result, text),
+                    ))
                 }
                 _ => None,
             });
-            let (ok, error, result) = outcome.unwrap_or((None, None, None));
+            let (ok, error, (result, result_text)) = outcome.unwrap_or((None, None, (None, None)));
             calls.push((
                 group,
                 CallRecord {
@@ -236,6 +281,7 @@ impl Behaviour {
                     ok,
                     error,
                     result,
+                    result_text,
                 },
             ));
         }
@@ -359,6 +405,27 @@ mod tests {
             let shown = &raw[..raw.len().min(40)];
             assert_eq!(recorded_result_hash(&as_written), slow, "{shown}");
         }
+    }
+
+    #[test]
+    fn a_results_text_is_its_json_bounded_with_secrets_masked() {
+        let text = |raw: &str| {
+            let json = crate::trace::Json::Owned(
+                serde_json::value::RawValue::from_string(raw.to_owned()).unwrap(),
+            );
+            result_text(&json)
+        };
+        assert_eq!(text(r#""sunny, 21 C""#), r#""sunny, 21 C""#);
+        assert_eq!(text(r#"{"b": 1.0, "a": 2}"#), r#"{"a":2,"b":1}"#);
+        let long = text(&format!("\"{}\"", "é".repeat(1000)));
+        assert_eq!(
+            long.chars().count(),
+            RESULT_TEXT_CHARS + " (1002 characters)".len() + 1
+        );
+        assert!(long.ends_with("… (1002 characters)"), "{long}");
+        let secret = text(r#""key: AKIAIOSFODNN7EXAMPLE""#);
+        assert!(!secret.contains("AKIAIOSFODNN7EXAMPLE"), "{secret}");
+        assert!(secret.contains("[secret"), "{secret}");
     }
 
     #[test]
@@ -516,10 +583,11 @@ mod trace_tests {
             Behaviour::from_trace(&parsed.trace, &results),
         );
         baseline.tool_version = "0.0.0-golden".into();
-        let golden = std::fs::read_to_string(
-            root.join("tests/fixtures/agent-progress-evidence.baseline.json"),
-        )
-        .unwrap();
+        let path = root.join("tests/fixtures/agent-progress-evidence.baseline.json");
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&path, baseline.to_text()).unwrap();
+        }
+        let golden = std::fs::read_to_string(&path).unwrap();
         assert_eq!(baseline.to_text(), golden);
     }
 }

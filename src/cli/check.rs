@@ -302,23 +302,8 @@ fn judge_suite(
     prepared: &Prepared,
 ) -> anyhow::Result<Judged> {
     let paths = settings.paths();
-    // Pending baselines belong to the suite: a check of a directory outside the project's
-    // `paths` compares with the approved baselines but proposes none.
-    let outside = outside_suite(&paths, settings.project_paths());
-    if !outside.is_empty() && !is_ci(&args.ci) && !args.quiet {
-        let shown: Vec<String> = (outside.iter())
-            .map(|p| format!("`{}`", display_path(p)))
-            .collect();
-        let roots: Vec<String> = (settings.suite_roots().iter())
-            .map(|p| format!("`{}`", display_path(p)))
-            .collect();
-        diag!(
-            "note: {} outside the project's paths ({}): compared with the approved baselines, but no pending baseline is written for it; record into the suite (`record` does by default) or add the directory to `paths` to review and accept its runs",
-            shown.join(", ") + if outside.len() == 1 { " is" } else { " are" },
-            roots.join(", ")
-        );
-    }
-    let baselines = settings.baselines(!is_ci(&args.ci) && outside.is_empty())?;
+    let in_suite = super::scope::pending_allowed(&paths, settings, args.quiet || is_ci(&args.ci));
+    let baselines = settings.baselines(!is_ci(&args.ci) && in_suite)?;
     let started = Instant::now();
     let threads = args.jobs.map(usize::from);
     let row_memory = (args.row_memory as usize) << 20;
@@ -385,27 +370,6 @@ fn judge_suite(
             judged: started.elapsed() - discovered,
         })
     })?
-}
-
-/// The checked paths that lie outside the project's `paths` (none without a project file that
-/// names them, and none that are object-storage URLs). Paths are compared as they resolve on
-/// disk (symlinks, `..`), falling back to the text for one that does not exist.
-fn outside_suite<'p>(
-    paths: &'p [camino::Utf8PathBuf],
-    project: Option<&[camino::Utf8PathBuf]>,
-) -> Vec<&'p camino::Utf8PathBuf> {
-    let Some(roots) = project else {
-        return Vec::new();
-    };
-    let real = |p: &Utf8Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.as_std_path().into());
-    let roots: Vec<std::path::PathBuf> = roots.iter().map(|r| real(r)).collect();
-    (paths.iter())
-        .filter(|p| !p.as_str().contains("://"))
-        .filter(|p| {
-            let p = real(p);
-            !roots.iter().any(|r| p.starts_with(r))
-        })
-        .collect()
 }
 
 /// The run's warnings and its rows', on stderr (URLs' credentials redacted, controls escaped).

@@ -42,6 +42,7 @@ mod record;
 mod replay;
 mod report_cmd;
 mod review;
+mod scope;
 mod settings;
 mod sign;
 mod verify;

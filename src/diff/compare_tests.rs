@@ -13,6 +13,7 @@ fn behaviour() -> Behaviour {
             ok: Some(true),
             error: None,
             result: Some("b3:aa".into()),
+            result_text: None,
         }],
         approvals: vec![],
         messages: vec![],
@@ -66,10 +67,25 @@ fn each_section_maps_to_its_category() {
     let f = &compare(&base, &b, 0.2, DriftMode::Default)[0];
     assert!(
         (f.diff.as_deref().unwrap()).contains(
-            "-call#1 read {\"path\":\"a\"} => b3:aa\n+call#1 read {\"path\":\"a\"} => b3:bb"
+            "-call#1 read {\"path\":\"a\"} => b3:aa (no content to show: recorded as a hash, or approved before contents were kept)\n+call#1 read {\"path\":\"a\"} => b3:bb (no content"
         ),
         "{f:?}"
     );
+    // With the contents kept, the two values show; a text kept equal is no drift of its own.
+    let (mut a, mut b2) = (base.clone(), b.clone());
+    a.tool_calls[0].result_text = Some("\"sunny, 21 C\"".into());
+    b2.tool_calls[0].result_text = Some("{\"sky\":\"sunny\"}".into());
+    let f = &compare(&a, &b2, 0.2, DriftMode::Default)[0];
+    assert!(
+        (f.diff.as_deref().unwrap()).contains(
+            "-call#1 read {\"path\":\"a\"} => \"sunny, 21 C\"\n+call#1 read {\"path\":\"a\"} => {\"sky\":\"sunny\"}"
+        ),
+        "{f:?}"
+    );
+    let mut same = base.clone();
+    same.tool_calls[0].result_text = Some("anything".into());
+    assert!(compare(&base, &same, 0.2, DriftMode::Default).is_empty());
+    assert_eq!(base, same, "the text is never compared");
     // A baseline written before results were compared has none: not drift for that alone.
     let mut old = base.clone();
     old.tool_calls[0].result = None;

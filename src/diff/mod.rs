@@ -189,9 +189,20 @@ fn call_line(c: &CallRecord) -> String {
     format!("{} {} {} -> {outcome}", c.call, c.tool, wrapped(&c.args))
 }
 
-/// A call with the hash of what its tool returned, as a line of a results diff.
+/// A call with what its tool returned — the text the baseline keeps, else its hash — as a line
+/// of a results diff.
 fn result_line(c: &CallRecord) -> String {
-    let result = c.result.as_deref().unwrap_or("no content");
+    let result = match (&c.result_text, c.result.as_deref()) {
+        // A cut text is told apart from another cut the same by its hash.
+        (Some(text), Some(h)) if text.ends_with(" characters)") => {
+            format!("{text} [{}]", &h[..h.len().min(11)])
+        }
+        (Some(text), _) => text.clone(),
+        (None, Some(h)) => format!(
+            "{h} (no content to show: recorded as a hash, or approved before contents were kept)"
+        ),
+        (None, None) => "no content".to_owned(),
+    };
     format!("{} {} {} => {result}", c.call, c.tool, wrapped(&c.args))
 }
 

@@ -197,9 +197,9 @@ fn the_readme_replay_journey_works_and_fails_on_a_changed_tool_result() {
     let check = env.run(&["check", "replayed/"]);
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
     assert!(
-        check
-            .stderr
-            .contains("using `traces/agent.replay.weather/agent.replay.weather.scenario.json`"),
+        check.stderr.contains(
+            "used from the suite's roots: `agent.replay.weather` (traces/agent.replay.weather/agent.replay.weather.scenario.json)"
+        ),
         "{}",
         check.stderr
     );

@@ -91,3 +91,158 @@ fn each_sdks_example_records_a_run_that_passes_its_scenario() {
         assert_eq!(env.run(&["check"]).code, 0, "{what}: under CI");
     }
 }
+
+/// A model that asks for the weather, then answers from the tool's result: what the agent
+/// hands back may change without the conversation diverging from a recording.
+fn weather_model() -> String {
+    loopback_upstream(|mut out, r| {
+        use std::io::Write;
+        let body = String::from_utf8_lossy(&r.body);
+        let message = if body.contains(r#""role":"tool""#) {
+            serde_json::json!({"role": "assistant", "content": "It is sunny in Paris, 21 C."})
+        } else {
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}]})
+        };
+        let finish = if message["tool_calls"].is_null() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        let answer = serde_json::json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+        })
+        .to_string();
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+            answer.len()
+        )
+    })
+}
+
+/// Records the Chat example (its tool answering `forecast`) into the suite.
+fn record_chat(env: &Env, model: &str, forecast: &str, extra: &[&str]) -> String {
+    let example = examples()[0].replace(r#""sunny, 21 C""#, forecast);
+    let rec = record(env, model, extra);
+    run_example(env, &rec, &example, "the Chat example");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    assert!(env.path(RECORDED).exists(), "{printed}");
+    printed
+}
+
+/// The whole loop of docs/recording.md: record → check → review → accept → check green; the
+/// agent's tool result changes → record again (`--replace`) → check shows the two values →
+/// review → accept → check green. No step turns the project red but the agent's change.
+#[test]
+fn the_documented_loop_ends_green_and_drift_shows_what_changed() {
+    let env = project();
+    let model = weather_model();
+    record_chat(&env, &model, r#""sunny, 21 C""#, &[]);
+    // New: a pending baseline, reviewed and accepted.
+    let first = env.run_with(&["check"], &OFF_CI);
+    assert!(
+        first.stdout.contains("pending baseline(s)"),
+        "{}",
+        first.stdout
+    );
+    let pending = env.run_with(&["baseline", "pending"], &OFF_CI);
+    assert_eq!(pending.code, 0, "{}{}", pending.stdout, pending.stderr);
+    assert!(
+        pending.stdout.contains("agent.replay.weather"),
+        "{}",
+        pending.stdout
+    );
+    assert_eq!(env.run_with(&["baseline", "accept"], &OFF_CI).code, 0);
+    let green = env.run_with(&["check"], &OFF_CI);
+    assert_eq!(green.code, 0, "{}{}", green.stdout, green.stderr);
+
+    // The agent changes what its tool returns; the same case is recorded again.
+    let refused = record(&env, &model, &[]);
+    let (status, said) = refused.post(
+        "/record/agent.replay.weather/paris/v1/chat/completions",
+        &[],
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert_eq!(status, 409, "{said}");
+    assert!(said.contains("--replace"), "{said}");
+    let _ = refused.finish(&[]);
+    let json = r#"'{"city": "Paris", "sky": "sunny", "temp_c": 21}'"#;
+    record_chat(&env, &model, json, &["--replace"]);
+    let drifted = env.run_with(&["check"], &OFF_CI);
+    assert_eq!(drifted.code, 1, "{}{}", drifted.stdout, drifted.stderr);
+    // The reviewer reads the two values, not two hashes: in check, in diff, in the pending
+    // baseline's review and in the baseline file itself.
+    let old = r#"-call#1 weather {"city":"Paris"} => "sunny, 21 C""#;
+    let new = r#"+call#1 weather {"city":"Paris"} => "{\"city\": \"Paris\", \"sky\": \"sunny\", \"temp_c\": 21}""#;
+    for (what, shown) in [
+        ("check", drifted.stdout.clone()),
+        ("diff", env.run_with(&["diff"], &OFF_CI).stdout),
+        (
+            "baseline pending",
+            env.run_with(&["baseline", "pending", "--diff"], &OFF_CI)
+                .stdout,
+        ),
+    ] {
+        assert!(
+            shown.contains(old) && shown.contains(new),
+            "{what}: {shown}"
+        );
+    }
+    let pending =
+        String::from_utf8(env.read("baselines/agent.replay.weather/paris.baseline.json.new"))
+            .unwrap();
+    assert!(
+        pending.contains(r#""result_text": "\"{\\\"city\\\": "#),
+        "{pending}"
+    );
+    // Reviewed and accepted, the project is green again.
+    assert_eq!(env.run_with(&["baseline", "accept"], &OFF_CI).code, 0);
+    let green = env.run_with(&["check"], &OFF_CI);
+    assert_eq!(green.code, 0, "{}{}", green.stdout, green.stderr);
+    assert_eq!(env.run(&["check"]).code, 0, "under CI");
+}
+
+/// A check of a directory outside the project's `paths` (another checkout, a replay's output)
+/// compares with the approved baselines but proposes none into the project, and says so once;
+/// `-q` silences its notes. The project stays green.
+#[test]
+fn a_check_outside_the_projects_paths_writes_no_pending_baseline_and_says_so() {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"]).code, 0);
+    copy_dir(
+        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces"),
+        &env.path("elsewhere/traces"),
+    );
+    let before = files_under(&env.path("baselines"));
+    let out = env.run_with(&["check", "elsewhere/traces"], &OFF_CI);
+    assert!(
+        out.stderr
+            .contains("`elsewhere/traces` is outside the project's paths (`traces`)")
+            && out.stderr.contains("no pending baseline is written"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.matches("note:").count(), 1, "{}", out.stderr);
+    assert_eq!(
+        files_under(&env.path("baselines")),
+        before,
+        "nothing proposed"
+    );
+    let quiet = env.run_with(&["check", "-q", "elsewhere/traces"], &OFF_CI);
+    assert!(!quiet.stderr.contains("note:"), "{}", quiet.stderr);
+    let green = env.run_with(&["check"], &OFF_CI);
+    assert_eq!(green.code, 0, "{}{}", green.stdout, green.stderr);
+    // A look-up of the suite's scenarios is one note, not one line per scenario.
+    let replayed = env.run_with(
+        &["check", "traces/", "elsewhere/traces/agent.replay.weather"],
+        &OFF_CI,
+    );
+    assert!(
+        replayed.stderr.matches("note:").count() <= 1,
+        "{}",
+        replayed.stderr
+    );
+}

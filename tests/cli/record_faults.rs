@@ -623,3 +623,34 @@ fn an_announced_oversized_body_is_answered_at_once() {
     let (code, printed) = rec.finish(&[]);
     assert_eq!(code, 0, "{printed}");
 }
+
+/// A runtime cannot hash a user turn itself (it lacks the key): one it reports as text is
+/// hashed by the recorder into the `prompt` the format holds, never written raw; other raw
+/// prompt-side text is refused with advice that names what `record` takes (not `check`'s flag).
+#[test]
+fn a_user_turn_reported_as_text_is_hashed_by_the_recorder() {
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &format!("{up}/ok"), &[]);
+    assert_eq!(rec.post("/record/s/u/v1/chat/completions", &[], ASK).0, 200);
+    let turn = r#"{"kind":"user_message","text":"a private follow-up question"}"#;
+    let (status, body) = rec.post("/record/s/u/tracereplay/v1/events", &[], turn);
+    assert_eq!(status, 200, "{body}");
+    let raw = r#"{"kind":"user_message","prompt":{"h":"b3:00","len":1},"content":"raw words"}"#;
+    let (status, body) = rec.post("/record/s/u/tracereplay/v1/events", &[], raw);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        !body.contains("--allow-raw-prompts") && body.contains("the recorder hashes it"),
+        "record has no such flag: {body}"
+    );
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let text = trace_text(&env, "out/s/u.trace.ndjson.zst");
+    assert!(!text.contains("private follow-up"), "{text}");
+    let hashed = tracereplay::trace::PromptHasher::unkeyed().hash("a private follow-up question");
+    assert!(
+        text.contains(r#""kind":"user_message","seq":3"#)
+            && text.contains(&format!(r#""prompt":{{"h":"{hashed}","len":28}}"#)),
+        "{text}"
+    );
+}

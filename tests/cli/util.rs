@@ -380,7 +380,7 @@ pub(crate) struct Received {
 
 /// A loopback upstream that reads each request (head and `Content-Length` body) and hands it,
 /// with the connection to answer on, to `answer`, each on a thread of its own. Returns its
-/// `http://` base URL.
+/// base URL (plain HTTP, on loopback).
 pub(crate) fn loopback_upstream(
     answer: fn(std::net::TcpStream, Received) -> std::io::Result<()>,
 ) -> String {
@@ -427,11 +427,11 @@ pub(crate) fn loopback_upstream(
 }
 
 /// Sends `head` (a request head, its blank line included, and whatever part of a body follows)
-/// to the server at `base` (`http://HOST:PORT`) and waits, at most 60 s, for the answer's status
+/// to the server at `base` (its URL, as it printed it) and waits, at most 60 s, for the answer's status
 /// line: the line, and how long it took.
 pub(crate) fn status_after_head(base: &str, head: &str) -> (String, std::time::Duration) {
     use std::io::{BufRead, Write};
-    let addr = base.trim_start_matches("http://");
+    let addr = base.rsplit("//").next().unwrap_or(base);
     let mut conn = std::net::TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(std::time::Duration::from_secs(60)))
         .unwrap();

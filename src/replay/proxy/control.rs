@@ -18,7 +18,7 @@ impl Recorder {
         headers: &HeaderMap,
         body: &Bytes,
     ) -> Response {
-        let events = match what {
+        let mut events = match what {
             "finish" | "events" => match parse_events(body) {
                 Ok(e) => e,
                 Err(r) => return r.respond(None),
@@ -34,6 +34,8 @@ impl Recorder {
             let mut sessions = self.lock();
             let s = sessions.get_mut(&key).expect("opened above");
             s.last = Instant::now();
+            let (hasher, raw) = (&self.options.hasher, self.options.raw_prompts);
+            s.recording.hash_user_text(&mut events, hasher, raw);
             if let Err((i, why)) = s.recording.report_all(events, self.options.limits) {
                 let message = format!(
                     "event {i} refused (none of this request's events was recorded): {}",

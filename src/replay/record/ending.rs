@@ -2,10 +2,11 @@
 //!
 //! A runtime that never posts `finish` (the five-line examples, an agent that simply returns)
 //! still ended its run somehow. The recorder writes the run `completed` — with the last answer's
-//! text as its final answer, and a `note` saying how the end was known — only when the last thing
-//! the model did was answer in text, with finish `stop` and no tool call, and nothing failed,
-//! was cut or was handed back after it. Any other run without a reported end is written
-//! `failed`, as before: a run is never called completed that the evidence does not show ended.
+//! text as its final answer, and a `note` saying how the end was known — only when the last
+//! thing the model did was answer in text, with finish `stop` and no tool call, and nothing
+//! failed, was cut, was handed back or was asked (a user turn) after it. Any other run without a
+//! reported end is written `failed`, as before: a run is never called completed that the
+//! evidence does not show ended.
 
 use serde_json::{Value, json};
 
@@ -29,7 +30,12 @@ impl Inferred {
         let last = (events.iter().rev()).find(|e| {
             matches!(
                 kind(e).as_str(),
-                "inference" | "error" | "tool_call" | "tool_result" | "approval_request"
+                "inference"
+                    | "error"
+                    | "tool_call"
+                    | "tool_result"
+                    | "approval_request"
+                    | "user_message"
             )
         })?;
         if kind(last) != "inference" || last["finish"] != "stop" {
@@ -123,6 +129,13 @@ mod tests {
                 vec![
                     inference(Some("x"), false, "stop"),
                     json!({"kind": "tool_result", "call_id": "c", "ok": true}),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    inference(Some("x"), false, "stop"),
+                    json!({"kind": "user_message", "prompt": {"h": "b3:00", "len": 1}}),
                 ],
                 false,
             ),

@@ -8,6 +8,34 @@ use super::{Recording, Refused, reportable};
 use crate::trace::{Limits, TraceFile};
 
 impl Recording {
+    /// Hashes the text of each `user_message` the runtime reports as `text` (it lacks the key
+    /// the recorder hashes with) into the `prompt` the trace format holds, as the recorder hashes
+    /// the turns it forwards; under the developer opt-in, the text goes to the raw-prompt
+    /// sidecar. Any other prompt-side text is left for [`Self::report`] to refuse.
+    pub fn hash_user_text(
+        &mut self,
+        events: &mut [Value],
+        hasher: &crate::trace::PromptHasher,
+        raw_prompts: bool,
+    ) {
+        for e in events.iter_mut() {
+            let is_user = (e.get("kind").and_then(Value::as_str))
+                .is_some_and(|k| crate::trace::normalize_kind(k) == Some("user_message"));
+            if !is_user || e.get("prompt").is_some() {
+                continue;
+            }
+            let Some(Value::String(text)) = e.as_object_mut().and_then(|m| m.remove("text")) else {
+                continue;
+            };
+            let (h, len) = (hasher.hash(&text), text.chars().count());
+            e["prompt"] = json!({"h": h, "len": len});
+            if raw_prompts && !self.raw.iter().any(|(kept, _)| *kept == h) {
+                self.bytes = self.bytes.saturating_add(text.len() as u64);
+                self.raw.push((h, text));
+            }
+        }
+    }
+
     /// Records an event the runtime reported, after checking it with the trace reader (so a
     /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
     pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), Refused> {
@@ -76,7 +104,18 @@ impl Recording {
         );
         let size = (probe.to_string().len() + 1) as u64;
         let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);
-        let invalid = |e: crate::trace::TraceError| Refused::Invalid(e.to_string());
+        // The trace reader's advice names `check`'s opt-in; a runtime reporting to the
+        // recorder is told what the recorder takes instead.
+        let invalid = |e: crate::trace::TraceError| {
+            let said = e.to_string();
+            Refused::Invalid(match said.find(" (pass `--allow-raw-prompts`") {
+                Some(at) => format!(
+                    "{}: report a user turn as `{{\"kind\":\"user_message\",\"text\":…}}` and the recorder hashes it (its raw text is kept only under `record --dev-raw-prompts`, in a sidecar)",
+                    &said[..at]
+                ),
+                None => said,
+            })
+        };
         let seal = file.verify_seal(false).map_err(invalid)?;
         crate::trace::parse_trace(&file, &seal, limits).map_err(invalid)?;
         let id = event.get("id").and_then(Value::as_str).unwrap_or("");
