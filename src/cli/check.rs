@@ -374,8 +374,9 @@ fn judge_suite(
 
 /// The run's warnings and its rows', on stderr (URLs' credentials redacted, controls escaped).
 fn print_warnings(report: &report::Report, err: &mut dyn Write) {
-    for w in &report.warnings {
-        let w = tracereplay::internal::paths::redact_urls_in(w);
+    // Many warnings of one kind (one per trace of a directory) are a few and a count.
+    for w in super::repeats::collapse(&report.warnings) {
+        let w = tracereplay::internal::paths::redact_urls_in(&w);
         let _ = writeln!(err, "warning: {}", report::escape_controls(&w));
     }
     if report.results.metas().any(|m| m.has_warnings) {

@@ -74,6 +74,9 @@ fn against_baselines(args: &DiffArgs, settings: &Settings) -> anyhow::Result<Dif
         Baselines::Absent => bail!(
             "no `baselines/` directory to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
         ),
+        Baselines::Missing(dir) => bail!(
+            "no `{dir}` directory (the project file's `baselines`) to diff against; create approved baselines with `tracereplay baseline approve`, or compare two recordings with `--from OLD --to NEW`"
+        ),
     }
     let paths = settings.paths();
     let mut found =

@@ -298,11 +298,12 @@ impl Session<'_> {
             }
         }
         if !refusals.is_empty() {
-            for r in &refusals {
+            // Many runs refused alike are a few lines and a count, not a line each.
+            for r in super::repeats::collapse(&refusals) {
                 diag!(
                     "error: `{}`: {}",
                     escape_controls(input),
-                    escape_controls(r)
+                    escape_controls(&r)
                 );
             }
             let (why, fix) = if named {

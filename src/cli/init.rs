@@ -40,8 +40,6 @@ const SCENARIO: &str = r#"{
 const PROJECT: &str = r#"# tracereplay's project file: where the suite is, and how it is judged.
 paths = ["traces"]
 baselines = "baselines"
-
-[profile.default]
 fail-on = "high"
 drift = "default"
 

@@ -39,6 +39,7 @@ mod pager;
 mod pending_diff;
 mod prices;
 mod record;
+mod repeats;
 mod replay;
 mod report_cmd;
 mod review;
@@ -74,6 +75,7 @@ pub(crate) fn main() -> i32 {
             return exit::ERROR;
         }
     };
+    project.warn_shadowed();
     let (which, cli_layer) = settings::command_layer(&parsed.command);
     let settings = settings::Settings::resolve(which, cli_layer, &project, parsed.color);
     if matches!(parsed.command, Command::Config) {

@@ -124,6 +124,9 @@ pub enum Baselines {
     /// There is no baselines directory.
     #[default]
     Absent,
+    /// The project file names a baselines directory that does not exist (off CI; under CI it
+    /// is an error): no comparison, and the report names the directory.
+    Missing(camino::Utf8PathBuf),
     /// Comparison was turned off (`--drift ignore`).
     Ignored,
     /// Traces are compared with their approved baselines.
@@ -140,7 +143,7 @@ impl Baselines {
     pub fn policy(&self) -> Option<&BaselinePolicy> {
         match self {
             Baselines::Compared { policy, .. } => Some(policy),
-            Baselines::Absent | Baselines::Ignored => None,
+            Baselines::Absent | Baselines::Missing(_) | Baselines::Ignored => None,
         }
     }
 
@@ -161,6 +164,7 @@ impl Baselines {
         match self {
             Baselines::Ignored => "not compared (`--drift ignore`)".to_owned(),
             Baselines::Absent => "no `baselines/` directory, so no baseline comparison happened; create approved baselines with `tracereplay baseline approve`".to_owned(),
+            Baselines::Missing(dir) => format!("no `{dir}` directory (the project file's `baselines`), so no baseline comparison happened; create approved baselines with `tracereplay baseline approve`, or correct `baselines`"),
             Baselines::Compared { policy, write_pending } => format!(
                 "compared with `{}`; {}",
                 policy.store.dir,

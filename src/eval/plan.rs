@@ -261,7 +261,7 @@ fn judging_options(opts: &CheckOptions) -> String {
             policy.refresh,
             *write_pending,
         )),
-        Baselines::Absent | Baselines::Ignored => None,
+        Baselines::Absent | Baselines::Missing(_) | Baselines::Ignored => None,
     };
     let mut text = format!(
         "require_sealed={} raw_prompt_opt_in={} limits={:?} secrets={:?} scripted={} baselines={:?}",

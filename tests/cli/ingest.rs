@@ -494,3 +494,49 @@ fn an_input_whose_run_would_write_a_secret_writes_nothing_until_it_is_waived() {
     assert!(env.path("traces/s/leaky-1.trace.ndjson.zst").exists());
     assert!(env.path("traces/s/leaky-2.trace.ndjson.zst").exists());
 }
+
+/// Runs refused alike are a few lines and a count, not a line each: 200 runs of one export all
+/// named `--case c` collide, and stderr says three of them and how many more.
+#[test]
+fn many_runs_refused_alike_are_said_once_with_a_count() {
+    let env = Env::new();
+    let spans: Vec<serde_json::Value> = (1..=200)
+        .map(|t| {
+            serde_json::json!({
+                "traceId": format!("{t:032x}"), "spanId": format!("{t:016x}"), "name": "chat m",
+                "kind": 3, "startTimeUnixNano": "1000000", "endTimeUnixNano": "2000000",
+                "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                    {"key": "gen_ai.request.model", "value": {"stringValue": "m"}},
+                ],
+            })
+        })
+        .collect();
+    let export = serde_json::json!({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": spans}]}]});
+    env.write("export.json", export.to_string());
+    let out = ingest(
+        &env,
+        "otlp-json",
+        "export.json",
+        "traces",
+        &["--unkeyed", "--scenario", "s", "--case", "c"],
+        &[],
+    );
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    let errors = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .count();
+    assert!(errors <= 6, "{errors} error lines:\n{}", out.stderr);
+    assert!(
+        out.stderr.contains("more of the kind above"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("nothing of it was written"),
+        "{}",
+        out.stderr
+    );
+}

@@ -72,11 +72,20 @@ fn the_project_file_is_found_from_any_subdirectory_and_flags_win() {
         false,
     );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    // Under CI the `ci` profile adds `require-sealed`: the unsealed trace is refused.
+    // Under CI the `ci` profile adds `require-sealed`: the unsealed trace is refused. (The
+    // project's `approved/` does not exist: under CI that is an error unless drift is ignored.)
     let out = run_in(
         &env,
         ".",
-        &["check", "--fail-on", "none", "--format", "json"],
+        &[
+            "check",
+            "--fail-on",
+            "none",
+            "--drift",
+            "ignore",
+            "--format",
+            "json",
+        ],
         true,
     );
     assert_eq!(out.code, 1);
@@ -161,4 +170,66 @@ fn unknown_keys_and_bad_values_are_refused_with_a_suggestion() {
     let out = env.run(&["check", "--config", "conf/alt.toml", "--format", "json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(json(&out)["summary"]["traces"], 1);
+}
+
+/// A key set at the top level where `[profile.default]` sets it too never takes effect: every
+/// command warns, and `config` shows it under the winner. `init` writes its keys at the top
+/// level, where the docs put them, so adding one there is not silently ignored.
+#[test]
+fn a_key_shadowed_by_the_default_profile_is_warned_about() {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"]).code, 0);
+    let init = String::from_utf8(env.read("tracereplay.toml")).unwrap();
+    assert!(!init.contains("[profile.default]"), "{init}");
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"traces\"]\nfail-on = \"any\"\n[profile.default]\nfail-on = \"high\"\n",
+    );
+    let check = env.run_with(&["check"], &[]);
+    assert!(
+        check.stderr.contains(
+            "`fail-on` at the top level (any) never takes effect: `[profile.default]` sets it too (high)"
+        ),
+        "{}",
+        check.stderr
+    );
+    let config = env.run_with(&["config"], &[]);
+    let lines: Vec<&str> = config.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.starts_with("fail-on")).unwrap();
+    assert!(
+        lines[at].contains("high") && lines[at].contains("[profile.default]"),
+        "{}",
+        config.stdout
+    );
+    assert!(lines[at + 1].contains("shadows `any`"), "{}", config.stdout);
+}
+
+/// A baselines directory the project file names but which does not exist is named (not the
+/// default's name); under CI it is an error, as a missing scenario path is: a typo must not turn
+/// drift gating off where it gates.
+#[test]
+fn a_named_baselines_directory_that_is_missing_is_named_and_refused_under_ci() {
+    let env = Env::new();
+    good_suite(&env);
+    env.write(
+        "tracereplay.toml",
+        "paths = [\"traces\"]\nbaselines = \"approved\"\n",
+    );
+    let off_ci = env.run_with(&["check"], &[]);
+    assert_eq!(off_ci.code, 0, "{}{}", off_ci.stdout, off_ci.stderr);
+    assert!(
+        off_ci
+            .stdout
+            .contains("no `approved` directory (the project file's `baselines`)"),
+        "{}",
+        off_ci.stdout
+    );
+    let ci = env.run(&["check"]);
+    assert_eq!(ci.code, 2, "{}{}", ci.stdout, ci.stderr);
+    assert!(
+        ci.stderr
+            .contains("the baselines directory `approved` that the project file names"),
+        "{}",
+        ci.stderr
+    );
 }

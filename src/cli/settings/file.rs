@@ -334,6 +334,39 @@ impl Config {
             .chain([(&self.top, Source::TopLevel), (&self.found, Source::Found)])
     }
 
+    /// The keys the file sets both at its top level and in `[profile.default]`, with the two
+    /// values: the top level's never takes effect (a profile wins over the top level).
+    pub(in crate::cli) fn shadowed(&self) -> Vec<(Key, String, String)> {
+        let Some(default) = self.profiles.get("default") else {
+            return Vec::new();
+        };
+        (Key::ALL.iter())
+            .filter_map(|&k| {
+                let top = self.top.shown(k)?;
+                Some((k, top, default.shown(k)?))
+            })
+            .collect()
+    }
+
+    /// Says, once per command, what [`Config::shadowed`] finds.
+    pub(in crate::cli) fn warn_shadowed(&self) {
+        let file = self
+            .file
+            .as_deref()
+            .map(tracereplay::internal::paths::display_path);
+        for (key, top, default) in self.shadowed() {
+            let (top, default) = (
+                tracereplay::report::escape_controls(&top),
+                tracereplay::report::escape_controls(&default),
+            );
+            diag!(
+                "warning: `{}`: `{}` at the top level ({top}) never takes effect: `[profile.default]` sets it too ({default}), and a profile wins over the top level; keep one of the two",
+                file.as_deref().unwrap_or_default(),
+                key.name()
+            );
+        }
+    }
+
     /// The file, when there is one.
     pub(in crate::cli) fn file(&self) -> Option<&Utf8Path> {
         self.file.as_deref()

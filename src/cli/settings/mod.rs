@@ -89,7 +89,7 @@ settings! {
     Paths paths: Vec<Utf8PathBuf>, "paths", "list of paths", "[\"traces\"]",
         "The suite's roots: what the commands that judge a suite read when no path is given, and where a trace's scenario is looked up. A path on the command line replaces them. `diff --from/--to` compares the two sides it names and ignores them.";
     Baselines baselines: Utf8PathBuf, "baselines", "path", "\"baselines\"",
-        "The approved baselines directory (it may not exist yet: then nothing is compared).";
+        "The approved baselines directory. Off CI it may not exist yet (then nothing is compared, and the summary names it); under CI one the project file names must exist.";
     Scenarios scenarios: Vec<Utf8PathBuf>, "scenarios", "list of paths", "[]",
         "Harness suite directories whose `*.json` files are scenarios (`--scenarios`).";
     CacheDir cache_dir: Utf8PathBuf, "cache-dir", "path inside the project", "\".tracereplay/cache\"",
@@ -470,7 +470,9 @@ impl Settings {
     }
 
     /// The baselines directory in force: one named on the command line must exist; the
-    /// project file's or the default is used when present and otherwise means "no comparison".
+    /// project file's or the default is used when present and otherwise means "no comparison"
+    /// — except under CI, where a directory the project file names but which does not exist is
+    /// an error (a typo must not turn drift gating off where it gates).
     pub(super) fn resolve_baselines(&self) -> anyhow::Result<Option<Utf8PathBuf>> {
         match self.baselines_dir() {
             (dir, true) if !dir.is_dir() => {
@@ -478,8 +480,19 @@ impl Settings {
             }
             (dir, true) => Ok(Some(dir)),
             (dir, false) if dir.is_dir() => Ok(Some(dir)),
+            (dir, false) if self.project_names_baselines() && super::ci::env_ci() => bail!(
+                "the baselines directory `{dir}` that the project file names (`baselines`) does not exist: under CI that would turn drift gating off; commit the approved baselines (`tracereplay baseline approve`), or correct `baselines`"
+            ),
             (_, false) => Ok(None),
         }
+    }
+
+    /// Whether the project file (not the built-in default) names the baselines directory.
+    fn project_names_baselines(&self) -> bool {
+        matches!(
+            self.source(Key::Baselines),
+            Source::TopLevel | Source::Profile(_)
+        )
     }
 
     /// Whether and how baselines take part: `drift = ignore` turns them off; otherwise the
@@ -495,12 +508,15 @@ impl Settings {
     }
 
     fn baselines_with(&self, write_pending: bool, alpha: f64) -> anyhow::Result<Baselines> {
-        let dir = self.resolve_baselines()?;
         if self.drift() == DriftArg::Ignore {
             return Ok(Baselines::Ignored);
         }
+        let dir = self.resolve_baselines()?;
         let Some(dir) = dir else {
-            return Ok(Baselines::Absent);
+            return Ok(match self.project_names_baselines() {
+                true => Baselines::Missing(self.baselines_dir().0),
+                false => Baselines::Absent,
+            });
         };
         Ok(Baselines::Compared {
             policy: BaselinePolicy {

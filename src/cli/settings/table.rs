@@ -66,6 +66,7 @@ impl Settings {
         let (profile, why) = project.profile();
         writeln!(out, "profile: {profile} ({why})")?;
         let file = file.unwrap_or_default();
+        let shadowed = project.shadowed();
         for &key in self.cmd.reads() {
             let (value, source) = match self.source(key) {
                 Source::Default => (shown_default(key.default_text()), "default".to_owned()),
@@ -84,6 +85,14 @@ impl Settings {
             // A value from the project file may hold any character: shown escaped.
             let value = tracereplay::report::escape_controls(&value);
             writeln!(out, "{:<16} {value:<28} {source}", key.name())?;
+            if let Some((_, top, _)) = shadowed.iter().find(|(k, _, _)| *k == key) {
+                let top = tracereplay::report::escape_controls(top);
+                writeln!(
+                    out,
+                    "{:<16} (shadows `{top}` at the file's top level, which never takes effect)",
+                    ""
+                )?;
+            }
         }
         writeln!(out, "(a flag on the command line wins over these)")
     }
@@ -160,20 +169,21 @@ setting it reads from the first of these that gives it:
 
 `require-sealed` and `require-signed` set to `true` in the file are turned off for one run with
 `--no-require-sealed` and `--no-require-signed`. `diff --from OLD --to NEW` compares the two sides
-it names and ignores `paths`. An unknown key is an error naming the closest known one.
+it names and ignores `paths`. An unknown key is an error naming the closest known one. A key
+set both at the top level and in `[profile.default]` is warned about by every command (the top
+level's value never takes effect), and `config` shows it under the value that wins.
 
 ```toml
 paths = ["traces"]
 baselines = "baselines"
 prices = "prices.toml"
 
+fail-on = "high"
+drift = "default"
+
 [budget]
 tokens = 2_000_000
 cost = 5.00
-
-[profile.default]
-fail-on = "high"
-drift = "default"
 
 [profile.ci]
 require-sealed = true
