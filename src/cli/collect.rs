@@ -43,7 +43,26 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
     writeln!(out, "listening on http://{}", receiving.addr)?;
     out.flush()?;
     let mut told = Told::default();
-    receiving.wait(|heard| told.hear(heard, out));
+    // What is open and what was written: a status line on a terminal; in logs, a line as each
+    // run opens.
+    let status = super::status::StatusLine::new();
+    receiving.wait(|heard| {
+        if let collect::Heard::Opened(id) = heard {
+            told.open += 1;
+            if !status.on_terminal() {
+                diag!("receiving run {}", escape_controls(id));
+            }
+        } else {
+            status.above(|| told.hear(heard, out));
+        }
+        status.set(format!(
+            "collecting: {} run(s) open, {} written, {} request(s) refused",
+            told.open.saturating_sub(told.written + told.unwritten),
+            told.written,
+            told.refused.iter().map(|(_, n)| n).sum::<usize>()
+        ));
+    });
+    drop(status);
     told.summary();
     Ok(if told.failed() {
         exit::FAILURE
@@ -62,6 +81,8 @@ struct Told {
     refused: Vec<((u16, String), usize)>,
     /// Spans and log records of runs already written, not kept.
     late: usize,
+    /// Runs opened so far.
+    open: usize,
 }
 
 impl Told {
@@ -97,6 +118,7 @@ impl Told {
                 }
                 self.late += n;
             }
+            collect::Heard::Opened(_) => {}
             collect::Heard::Refused(r) => {
                 let key = (r.status, r.reason.clone());
                 match self.refused.iter_mut().find(|(k, _)| *k == key) {

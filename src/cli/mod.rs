@@ -46,6 +46,7 @@ mod review;
 mod scope;
 mod settings;
 mod sign;
+mod status;
 mod verify;
 
 use std::io::Write;

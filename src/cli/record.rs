@@ -59,10 +59,29 @@ pub(super) fn run(
         escape_controls(dir.as_str()),
         escape_controls(&tracereplay::internal::paths::redact_url(&args.upstream))
     );
-    let ends = server.wait(|end| {
+    // What is open and what was written: a status line on a terminal; in logs, a line as
+    // each session opens.
+    let status = super::status::StatusLine::new();
+    let (mut open, mut written) = (0usize, 0usize);
+    let ends = server.wait(|heard| {
+        let end = match heard {
+            proxy::Heard::Opened(session) => {
+                open += 1;
+                if !status.on_terminal() {
+                    diag!("opened {}", escape_controls(session));
+                }
+                status.set(format!(
+                    "recording: {open} session(s) open, {written} written"
+                ));
+                return;
+            }
+            proxy::Heard::Ended(end) => end,
+        };
+        open = open.saturating_sub(1);
         let session = escape_controls(&end.session);
-        match (&end.recorded_to, &end.not_recorded) {
+        status.above(|| match (&end.recorded_to, &end.not_recorded) {
             (Some(path), _) => {
+                written += 1;
                 // Each written session is a line of stdout, as it is written.
                 let _ = writeln!(
                     out,
@@ -76,8 +95,12 @@ pub(super) fn run(
             (None, Some(why)) if end.failed => diag!("error: {session}: {}", escape_controls(why)),
             (None, Some(why)) => diag!("note: {session}: not recorded: {}", escape_controls(why)),
             (None, None) => {}
-        }
+        });
+        status.set(format!(
+            "recording: {open} session(s) open, {written} written"
+        ));
     });
+    drop(status);
     let failed = ends.iter().filter(|e| e.failed).count();
     let written = ends.iter().filter(|e| e.recorded_to.is_some()).count();
     diag!("{written} session(s) recorded, {failed} refused");

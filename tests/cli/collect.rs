@@ -256,6 +256,8 @@ fn a_run_whose_root_never_comes_is_written_when_idle_or_at_the_stop() {
         let (code, printed) = server.finish(&[]);
         assert_eq!(code, 0, "{printed}");
         assert_eq!(traces(&env, "collected").len(), 1, "{printed}");
+        // In logs, a line as the run opened: the receiver never runs blind.
+        assert_eq!(printed.matches("receiving run ").count(), 1, "{printed}");
     }
 }
 

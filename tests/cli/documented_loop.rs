@@ -130,6 +130,11 @@ fn record_chat(env: &Env, model: &str, forecast: &str, extra: &[&str]) -> String
     let (code, printed) = rec.finish(&[]);
     assert_eq!(code, 0, "{printed}");
     assert!(env.path(RECORDED).exists(), "{printed}");
+    // In logs (not a terminal), a line as the session opens.
+    assert!(
+        printed.contains("opened agent.replay.weather/paris"),
+        "{printed}"
+    );
     printed
 }
 
@@ -245,4 +250,37 @@ fn a_check_outside_the_projects_paths_writes_no_pending_baseline_and_says_so() {
         "{}",
         replayed.stderr
     );
+}
+
+/// On a terminal, `record` keeps a status line of what is open and what was written (no line
+/// per opening: that is for logs).
+#[test]
+fn record_shows_what_is_open_on_a_terminal() {
+    let env = project();
+    let model = weather_model();
+    let pty = super::review::Pty::spawn(&env, &["record", "--upstream", &model, "--unkeyed"]);
+    let at = pty.wait_for(0, "listening on ");
+    let end = pty.wait_for(at, "\n");
+    let url = pty.text()[at..end].trim().to_owned();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let session = format!("{url}/record/agent.replay.weather/paris");
+    let ask =
+        r#"{"model":"m","messages":[{"role":"user","content":"What is the weather in Paris?"}]}"#;
+    let resp = (agent.post(&format!("{session}/v1/chat/completions")))
+        .header("content-type", "application/json")
+        .send(ask)
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let at = pty.wait_for(end, "recording: 1 session(s) open, 0 written");
+    let resp = (agent.post(&format!("{session}/tracereplay/v1/finish")))
+        .header("content-type", "application/json")
+        .send("{}")
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let at = pty.wait_for(at, "recorded agent.replay.weather/paris");
+    pty.wait_for(at, "recording: 0 session(s) open, 1 written");
+    assert!(!pty.text().contains("opened "), "{}", pty.text());
 }

@@ -87,6 +87,7 @@ fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
             "tests/cli/collect_bounds.rs",
             "tests/cli/record_large.rs",
             "tests/cli/util.rs",
+            "tests/cli/documented_loop.rs",
             "benches/record.rs",
             "benches/collect.rs",
         ]

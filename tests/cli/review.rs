@@ -138,6 +138,11 @@ impl Pty {
         }
     }
 
+    /// Everything written to the terminal so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
     pub(crate) fn key(&mut self, k: &str) {
         self.master.write_all(k.as_bytes()).unwrap();
         self.master.flush().unwrap();

@@ -53,6 +53,8 @@ pub enum Heard {
     Refused(Refusal),
     /// Spans or log records of runs already written arrived (after `--settle`): not kept.
     Late(usize),
+    /// A run opened: the first span or record of a trace id arrived (the trace id).
+    Opened(String),
 }
 
 /// A refused request: its HTTP status, the reason (the same for every request refused alike,
@@ -388,6 +390,15 @@ impl Collector {
             run
         }
         let at = (format, now, share);
+        let mut opened = std::collections::BTreeSet::new();
+        for id in (spans.iter().map(|s| &s.trace_id)).chain(logs.iter().map(|l| &l.trace_id)) {
+            if !open.0.contains_key(id) {
+                opened.insert(id.clone());
+            }
+        }
+        for id in opened {
+            let _ = self.told.send(Heard::Opened(id));
+        }
         for s in spans {
             let run = run(&mut open.0, &s.trace_id, at);
             if s.parent_id.is_none() {

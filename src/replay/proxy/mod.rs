@@ -66,6 +66,15 @@ pub struct Options {
     pub replace: bool,
 }
 
+/// What the recorder tells whoever runs it, as it happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A session opened: its first request arrived (`scenario/case`, and ` trial ID`).
+    Opened(String),
+    /// A session ended.
+    Ended(SessionEnd),
+}
+
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionEnd {
@@ -128,8 +137,8 @@ pub struct Recorder {
     /// Recording paths written (or being written) by this server: never written twice.
     claimed: Mutex<BTreeSet<String>>,
     ends: Mutex<Vec<SessionEnd>>,
-    /// Each session's end as it happens, for whoever waits on the server.
-    told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
+    /// Each session's opening and end as they happen, for whoever waits on the server.
+    told: tokio::sync::mpsc::UnboundedSender<Heard>,
     /// Requests whose body is being read and captured at once, at most [`READERS`]: what a
     /// request costs before it is forwarded is bounded per server, not per request.
     reading: Arc<tokio::sync::Semaphore>,
@@ -146,7 +155,7 @@ impl Recorder {
     /// A recorder forwarding to `options.upstream`; `told` hears of each session's end.
     pub fn new(
         options: Options,
-        told: tokio::sync::mpsc::UnboundedSender<SessionEnd>,
+        told: tokio::sync::mpsc::UnboundedSender<Heard>,
     ) -> std::io::Result<Recorder> {
         let forwarder = Arc::new(Forwarder::new(
             options.upstream.clone(),
@@ -201,7 +210,7 @@ impl Recorder {
     }
 
     fn ended(&self, end: &SessionEnd) {
-        let _ = self.told.send(end.clone());
+        let _ = self.told.send(Heard::Ended(end.clone()));
         self.ends
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -385,6 +394,7 @@ impl Recorder {
             ));
         }
         claimed.insert(path);
+        let _ = self.told.send(Heard::Opened(session.name()));
         sessions.insert(key.clone(), session);
         Ok(key)
     }

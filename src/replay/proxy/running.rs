@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Options, Recorder, SessionEnd};
+use super::{Heard, Options, Recorder, SessionEnd};
 use crate::replay::running::{SHUTDOWN_GRACE, serve_until};
 use crate::replay::signals::Signals;
 
@@ -15,7 +15,7 @@ pub struct RecordingServer {
     /// Where it listens.
     pub addr: SocketAddr,
     recorder: Arc<Recorder>,
-    told: tokio::sync::mpsc::UnboundedReceiver<SessionEnd>,
+    told: tokio::sync::mpsc::UnboundedReceiver<Heard>,
     signals: Option<Signals>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -64,9 +64,9 @@ pub fn spawn(addr: SocketAddr, options: Options) -> std::io::Result<RecordingSer
 
 impl RecordingServer {
     /// Waits for SIGINT, SIGTERM or SIGHUP, then stops: requests in flight get a moment to
-    /// end, and every open session is written. `told` hears of each session's end as it
-    /// happens, on the calling thread. Returns how every session ended.
-    pub fn wait(mut self, mut told: impl FnMut(&SessionEnd)) -> Vec<SessionEnd> {
+    /// end, and every open session is written. `told` hears of each session's opening and end
+    /// as they happen, on the calling thread. Returns how every session ended.
+    pub fn wait(mut self, mut told: impl FnMut(&Heard)) -> Vec<SessionEnd> {
         if let (Some(rt), Some(mut signals)) = (&self.runtime, self.signals.take()) {
             let heard = &mut self.told;
             rt.block_on(async {
