@@ -66,6 +66,9 @@ pub fn parse<'f>(
     opts: &JudgeOptions,
 ) -> Result<ParsedTrace<'f>, TraceError> {
     let mut parsed = parse_trace_with(file, seal, opts.limits, opts.allow_raw_prompts)?;
+    if let Some(blind) = contentless(&parsed.trace) {
+        parsed.warnings.push(blind);
+    }
     if let Some(prices) = &opts.prices {
         prices.apply(&mut parsed.trace);
         // A usage that does not add up is priced as it can be, and said, never silently.
@@ -81,6 +84,29 @@ pub fn parse<'f>(
         }
     }
     Ok(parsed)
+}
+
+/// What a trace whose model requests carry no content (no `input_h`, no output text or tool
+/// call: recorded by an instrumentation whose content capture was off) cannot show, said once:
+/// such a run may still end `completed`, and a reader must know its oracles saw no messages.
+fn contentless(trace: &crate::trace::Trace<'_>) -> Option<String> {
+    let mut n = 0;
+    for e in &trace.events {
+        if let crate::trace::EventBody::Inference(i) = &e.body {
+            let said = (i.output.as_ref()).is_some_and(|o| {
+                o.text.is_some() || o.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+            });
+            if i.input_h.is_some() || said {
+                return None;
+            }
+            n += 1;
+        }
+    }
+    (n > 0).then(|| {
+        format!(
+            "its {n} model request(s) carry no content (no `input_h`, no output text or tool call): the run was recorded without its messages — an OpenTelemetry instrumentation with content capture off, say (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`) — so no oracle saw what was asked or answered, and its status is only what was reported"
+        )
+    })
 }
 
 /// A trace judged against its scenario.

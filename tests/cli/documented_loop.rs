@@ -284,3 +284,47 @@ fn record_shows_what_is_open_on_a_terminal() {
     pty.wait_for(at, "recording: 0 session(s) open, 1 written");
     assert!(!pty.text().contains("opened "), "{}", pty.text());
 }
+
+/// A run recorded without its messages (an instrumentation whose content capture is off) can
+/// still end `completed` and pass what it can: `check` says its oracles saw no messages.
+#[test]
+fn a_run_recorded_without_content_is_said_to_be() {
+    let env = Env::new();
+    env.write("traces/s/s.scenario.json", scenario("s", "High", "weather"));
+    let blind = trace_text(
+        "s",
+        "blind",
+        &[
+            r#"{"kind":"inference","output":{}}"#,
+            r#"{"kind":"tool_call","call_id":"c1","tool":"weather","args":{"city":"Paris"}}"#,
+            r#"{"kind":"tool_result","call_id":"c1","ok":true}"#,
+            r#"{"kind":"inference"}"#,
+            END,
+        ],
+    );
+    env.write("traces/s/blind.trace.ndjson.zst", sealed_zst(&blind));
+    let out = env.run(&["check", "traces/"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("its 2 model request(s) carry no content"),
+        "{}",
+        out.stderr
+    );
+    // A run with its messages says nothing of the kind.
+    let seen = trace_text(
+        "s",
+        "seen",
+        &[
+            &format!(
+                r#"{{"kind":"inference","input_h":"b3:{}","output":{{"text":"ok"}}}}"#,
+                "0".repeat(64)
+            ),
+            r#"{"kind":"tool_call","call_id":"c1","tool":"weather","args":{"city":"Paris"}}"#,
+            END,
+        ],
+    );
+    env.write("traces/s/blind.trace.ndjson.zst", sealed_zst(&seen));
+    let out = env.run(&["check", "traces/"]);
+    assert!(!out.stderr.contains("carry no content"), "{}", out.stderr);
+}
