@@ -196,6 +196,14 @@ fn the_documented_loop_ends_green_and_drift_shows_what_changed() {
             "{what}: {shown}"
         );
     }
+    // The HTML report's drift panel too.
+    let html = env.run_with(&["check", "--html", "drift.html"], &OFF_CI);
+    assert_eq!(html.code, 1, "{}", html.stderr);
+    let page = String::from_utf8(env.read("drift.html")).unwrap();
+    assert!(
+        page.contains("sunny, 21 C") && page.contains("temp_c"),
+        "no values in the HTML"
+    );
     let pending =
         String::from_utf8(env.read("baselines/agent.replay.weather/paris.baseline.json.new"))
             .unwrap();
