@@ -91,8 +91,8 @@ fn format_of(c: &Collector, headers: &HeaderMap) -> Result<Format, Box<Response>
     })
 }
 
-/// How long a request's body may take to arrive, counted from its head, as `record` and
-/// `replay serve` give it.
+/// How long a request's body may take to arrive once it is read, as `record` and `replay serve`
+/// give it.
 const BODY_DEADLINE: std::time::Duration = crate::replay::server::REQUEST_TIMEOUT;
 
 /// Reads a request (after the content type is known to be read), unpacks it and hands its bytes
@@ -100,8 +100,9 @@ const BODY_DEADLINE: std::time::Duration = crate::replay::server::REQUEST_TIMEOU
 /// [`crate::replay::proxy::READERS`] bodies are read and parsed at once (the others wait, their
 /// bodies unread), so what concurrent requests cost before their spans are counted is bounded
 /// per receiver, not per request. A body announced larger than the limit is refused before a
-/// byte of it is read; one that has not arrived within [`BODY_DEADLINE`] of the request's head
-/// (waiting for a permit counts) gets 408.
+/// byte of it is read; a request that waited [`crate::replay::proxy::QUEUE_DEADLINE`] for its
+/// turn gets 503 (retry); a body that has not arrived within [`BODY_DEADLINE`] of its turn gets
+/// 408.
 async fn with_body(
     c: &Collector,
     headers: &HeaderMap,
@@ -124,13 +125,32 @@ async fn with_body(
     if announced.is_some_and(|n| n > limit as u64) {
         return too_large();
     }
-    let read = async {
-        let permit = c.reading.acquire().await;
-        (permit, axum::body::to_bytes(body, limit).await)
+    // Its turn to be read comes within `QUEUE_DEADLINE` (else 503, which exporters retry);
+    // then its body has `BODY_DEADLINE` to arrive.
+    let queue = crate::replay::proxy::QUEUE_DEADLINE;
+    let _permit = match tokio::time::timeout(queue, c.reading.acquire()).await {
+        Ok(Ok(permit)) => permit,
+        Ok(Err(_)) => {
+            let message = "not kept: the receiver is stopping";
+            return c.refuse(StatusCode::SERVICE_UNAVAILABLE, "stopping", message);
+        }
+        Err(_) => {
+            let message = format!(
+                "not kept: the receiver was busy reading other requests for {} s; retry",
+                queue.as_secs()
+            );
+            let reason = "the receiver was busy reading (back-pressure: the exporter retries)";
+            let mut r = c.refuse(StatusCode::SERVICE_UNAVAILABLE, reason, &message);
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+            return r;
+        }
     };
-    let (_permit, body) = match tokio::time::timeout(BODY_DEADLINE, read).await {
-        Ok((Ok(permit), Ok(body))) => (permit, body),
-        Ok((Ok(_), Err(e))) => {
+    let body = match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => {
             let past_limit = std::error::Error::source(&e)
                 .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
             if past_limit {
@@ -142,10 +162,6 @@ async fn with_body(
                 "the body could not be read",
                 &message,
             );
-        }
-        Ok((Err(_), _)) => {
-            let message = "not kept: the receiver is stopping";
-            return c.refuse(StatusCode::SERVICE_UNAVAILABLE, "stopping", message);
         }
         Err(_) => {
             let secs = BODY_DEADLINE.as_secs();

@@ -148,8 +148,26 @@ pub struct Recorder {
 /// bodies unread): with 16 MiB bodies, what 40 concurrent maximal requests cost is what two do.
 pub const READERS: usize = 2;
 
-/// How long a request's body may take to arrive, as `replay serve` gives it.
+/// How long a request's body may take to arrive once it is read, as `replay serve` gives it.
 const BODY_DEADLINE: Duration = super::server::REQUEST_TIMEOUT;
+
+/// How long a request may wait for its turn to be read (behind [`READERS`] others) before it
+/// is answered 503 with `Retry-After`.
+pub(crate) const QUEUE_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The answer to a request that waited [`QUEUE_DEADLINE`] for its turn: 503, retry.
+fn busy(api: Option<Api>) -> Response {
+    let message = format!(
+        "the recorder was busy reading other requests for {} s: retry",
+        QUEUE_DEADLINE.as_secs()
+    );
+    let mut r = error_in(api, StatusCode::SERVICE_UNAVAILABLE, &message, "busy");
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    r
+}
 
 impl Recorder {
     /// A recorder forwarding to `options.upstream`; `told` hears of each session's end.
@@ -534,29 +552,34 @@ async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Resp
             "body_too_large",
         );
     }
-    // The deadline runs from the request's head: waiting for a read permit (behind clients
-    // that send slowly) counts, so no request is held open longer, whatever the others do.
-    let read = async {
-        let permit = recorder.reading.clone().acquire_owned().await.ok()?;
-        Some((permit, axum::body::to_bytes(body, BODY_LIMIT).await))
+    // A request waits its turn to be read at most `QUEUE_DEADLINE` (then 503, to retry); once
+    // read, its body has `BODY_DEADLINE` to arrive. So no request is held open longer than
+    // both, whatever the others do, and honest large uploads queued behind each other are read
+    // in turn rather than timed out.
+    let permit = match tokio::time::timeout(
+        QUEUE_DEADLINE,
+        recorder.reading.clone().acquire_owned(),
+    )
+    .await
+    {
+        Ok(Ok(permit)) => permit,
+        Ok(Err(_)) => {
+            let stopping = "the recorder is stopping";
+            return error_in(api, StatusCode::SERVICE_UNAVAILABLE, stopping, "stopping");
+        }
+        Err(_) => return busy(api),
     };
-    let (permit, body) = match tokio::time::timeout(BODY_DEADLINE, read).await {
-        Ok(Some((permit, Ok(b)))) => (permit, b),
-        Ok(Some((_, Err(_)))) => {
+    let body = match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, BODY_LIMIT))
+        .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             let message = format!("the request body is larger than {BODY_LIMIT} bytes, or was cut");
             return error_in(
                 api,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &message,
                 "body_too_large",
-            );
-        }
-        Ok(None) => {
-            return error_in(
-                api,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the recorder is stopping",
-                "stopping",
             );
         }
         Err(_) => {
