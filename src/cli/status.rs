@@ -10,8 +10,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub(super) struct StatusLine(Option<ProgressBar>);
 
 impl StatusLine {
-    /// A status line on stderr when it is a terminal (and `NO_COLOR`-style plain output was not
-    /// asked for by `TERM=dumb`); otherwise none.
+    /// A status line on stderr when it is a terminal that draws (not `TERM=dumb`); otherwise
+    /// none.
     pub(super) fn new() -> StatusLine {
         let terminal =
             std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");

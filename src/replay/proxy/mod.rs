@@ -170,7 +170,8 @@ fn busy(api: Option<Api>) -> Response {
 }
 
 impl Recorder {
-    /// A recorder forwarding to `options.upstream`; `told` hears of each session's end.
+    /// A recorder forwarding to `options.upstream`; `told` hears of each session's opening and
+    /// end.
     pub fn new(
         options: Options,
         told: tokio::sync::mpsc::UnboundedSender<Heard>,
