@@ -37,7 +37,7 @@ pub struct CallRecord {
     pub result: Option<String>,
     /// What the result's content reads, for whoever reviews drift (`git diff baselines/`, the
     /// drift's lines): its text as JSON (a string quoted, anything else canonical and compact),
-    /// at most [`RESULT_TEXT_CHARS`] characters (a longer one cut, saying how long it was),
+    /// at most 400 characters (a longer one cut, saying how long it was),
     /// secrets masked. Information only, as the tool version is: never compared (`result` is),
     /// and absent where no content was recorded (a result recorded only as `output_h`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
