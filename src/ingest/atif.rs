@@ -128,10 +128,7 @@ fn run(
     for (n, step) in steps.iter().enumerate() {
         let at = format!("{at}, step {}", n + 1);
         let source = step.get("source").and_then(Value::as_str).unwrap_or("");
-        let ts = step
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(super::parse_rfc3339_ms);
+        let ts = step_time(step.get("timestamp"), outcome);
         for dropped in ["extra", "reasoning_effort", "is_copied_context"] {
             if step.get(dropped).is_some_and(|v| !v.is_null()) {
                 skip(outcome, &format!("atif step `{dropped}`"));
@@ -376,6 +373,37 @@ fn text_of(v: Option<&Value>, outcome: &mut IngestOutcome) -> Option<String> {
         return Some(texts.join("\n"));
     }
     content_text(v)
+}
+
+/// A step's `timestamp` as Unix milliseconds ([`super::stamp`]): one refused, or not a string,
+/// is counted under `skipped:` and gives no time — never a shifted one; digits below the
+/// millisecond, which `ts_ms` cannot hold, are counted too.
+fn step_time(v: Option<&Value>, outcome: &mut IngestOutcome) -> Option<i64> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => match super::stamp::parse(t) {
+            Ok(s) => {
+                if s.sub_ms_ns > 0 {
+                    skip(
+                        outcome,
+                        "atif step `timestamp` digits below the millisecond",
+                    );
+                }
+                Some(s.ms)
+            }
+            Err(_) => {
+                skip(
+                    outcome,
+                    "atif step `timestamp` (not an ISO 8601 time: refused)",
+                );
+                None
+            }
+        },
+        Some(_) => {
+            skip(outcome, "atif step `timestamp` (not a string: refused)");
+            None
+        }
+    }
 }
 
 fn skip(outcome: &mut IngestOutcome, what: &str) {

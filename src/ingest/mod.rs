@@ -17,6 +17,7 @@ pub(crate) mod naming;
 pub(crate) mod openai;
 pub(crate) mod openclaw;
 pub(crate) mod spans;
+pub mod stamp;
 mod usage;
 
 use std::collections::BTreeMap;
@@ -427,49 +428,10 @@ pub fn content_text(v: &Value) -> Option<String> {
     }
 }
 
-/// Unix milliseconds of an RFC 3339 timestamp (`2026-11-29T12:00:00.5Z`, `…+02:00`).
+/// Unix milliseconds of a timestamp ([`stamp::parse`]: RFC 3339 and the ISO 8601 forms the
+/// formats write), or `None` when it is refused.
 pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let (date, rest) = s.split_once(['T', 't', ' '])?;
-    let mut d = date.split('-');
-    let (y, m, day): (i64, i64, i64) = (
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-    );
-    let split = rest.find(['Z', 'z', '+', '-']).unwrap_or(rest.len());
-    let (time, zone) = rest.split_at(split);
-    let mut t = time.split(':');
-    let (hh, mm): (i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
-    let sec_text = t.next().unwrap_or("0");
-    let (whole, frac) = sec_text.split_once('.').unwrap_or((sec_text, ""));
-    // Digits only: the fraction is cut at 3 bytes below (found by fuzzing: a non-ASCII
-    // character there made that cut panic).
-    if !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let ss: i64 = whole.parse().ok()?;
-    let millis: i64 = format!("{frac:0<3}")[..3].parse().ok()?;
-    let offset_min = match zone {
-        "" | "Z" | "z" => 0,
-        z => {
-            let sign = if z.starts_with('-') { -1 } else { 1 };
-            let (oh, om) = z[1..].split_once(':').unwrap_or((&z[1..], "0"));
-            sign * (oh.parse::<i64>().ok()? * 60 + om.parse::<i64>().ok()?)
-        }
-    };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    // Howard Hinnant's days-from-civil.
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 86_400 + hh * 3600 + mm * 60 + ss - offset_min * 60) * 1000) + millis)
+    stamp::parse(s).ok().map(|t| t.ms)
 }
 
 #[cfg(test)]

@@ -256,3 +256,55 @@ fn run_names_are_printed_escaped() {
     assert!(!all.contains('\u{1b}'), "{all:?}");
     assert!(!all.lines().any(|l| l.starts_with("::error::")), "{all:?}");
 }
+
+/// Every step's `timestamp` is read by the one parser: an offset without a colon is hours and
+/// minutes (never 530 hours), an impossible date is refused and counted under `skipped:`, never
+/// shifted, and digits below the millisecond are counted.
+#[test]
+fn step_timestamps_are_read_exactly_or_counted() {
+    let env = Env::new();
+    let doc = serde_json::json!({
+        "schema_version": "ATIF-v1.8", "session_id": "stamps",
+        "agent": {"name": "weather", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "hi", "timestamp": "2026-01-01T05:30:10+0530"},
+            {"step_id": 2, "source": "agent", "message": "one", "timestamp": "2026-02-31T00:00:00Z"},
+            {"step_id": 3, "source": "user", "message": "again", "timestamp": "20260101T000100Z"},
+            {"step_id": 4, "source": "agent", "message": "two", "timestamp": "2026-01-01T00:01:08.280365+00:00"},
+        ],
+    });
+    env.write("run.json", doc.to_string());
+    let out = env.run(&[
+        "ingest",
+        "--unkeyed",
+        "--from",
+        "atif",
+        "-o",
+        "traces",
+        "run.json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains("atif step `timestamp` (not an ISO 8601 time: refused)")
+            && all.contains("atif step `timestamp` digits below the millisecond"),
+        "{all}"
+    );
+    let trace = files_under(&env.path("traces"))
+        .into_iter()
+        .find(|f| f.ends_with(".trace.ndjson.zst"))
+        .unwrap();
+    let text =
+        String::from_utf8(zstd::decode_all(&env.read(&format!("traces/{trace}"))[..]).unwrap())
+            .unwrap();
+    let stamps: Vec<i64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| e["ts_ms"].as_i64())
+        .collect();
+    // 2026-01-01T00:00:10Z, 00:01:00Z and 00:01:08.280Z; the impossible date gave no time.
+    for want in [1_767_225_610_000, 1_767_225_660_000, 1_767_225_668_280] {
+        assert!(stamps.contains(&want), "{want} not in {stamps:?}\n{text}");
+    }
+    assert!(stamps.iter().all(|t| *t >= 1_767_225_610_000), "{stamps:?}");
+}

@@ -207,25 +207,33 @@ pub(crate) fn nanos(v: Option<&Value>) -> u128 {
     }
 }
 
-/// Nanoseconds of an ISO-8601 timestamp, keeping the sub-millisecond digits.
+/// [`nanos`] of a span's time field `field`, counting under `skipped:` a value that is there
+/// but is no time (neither a number of nanoseconds nor a timestamp [`super::stamp`] reads):
+/// never dropped silently.
+pub(crate) fn nanos_counted(v: Option<&Value>, field: &str, outcome: &mut IngestOutcome) -> u128 {
+    let read = nanos(v);
+    let given = match v {
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(Value::Null) | None => false,
+        Some(_) => true,
+    };
+    let numeric = matches!(v, Some(Value::String(s)) if s.trim().parse::<u128>().is_ok());
+    if read == 0 && given && !numeric && !matches!(v, Some(Value::Number(_))) {
+        *outcome
+            .skipped
+            .entry(format!("span `{field}` (not a time: refused)"))
+            .or_default() += 1;
+    }
+    read
+}
+
+/// Nanoseconds of an ISO-8601 timestamp, keeping the sub-millisecond digits ([`super::stamp`]);
+/// 0 (no time) for one refused or before 1970.
 fn iso_nanos(s: &str) -> u128 {
-    let Some(ms) = super::parse_rfc3339_ms(s) else {
+    let Ok(t) = super::stamp::parse(s) else {
         return 0;
     };
-    // The digits after the seconds' point, beyond the milliseconds parse_rfc3339_ms keeps.
-    let sub = s
-        .split_once('.')
-        .map(|(_, r)| {
-            r.bytes()
-                .take_while(u8::is_ascii_digit)
-                .skip(3)
-                .take(6)
-                .map(char::from)
-                .collect::<String>()
-        })
-        .unwrap_or_default();
-    let sub_ns: u128 = format!("{sub:0<6}").parse().unwrap_or(0);
-    u128::try_from(ms).unwrap_or(0) * 1_000_000 + sub_ns
+    u128::try_from(t.ms).unwrap_or(0) * 1_000_000 + u128::from(t.sub_ms_ns)
 }
 
 /// Spans read from one input, with what could not be read.
@@ -390,5 +398,27 @@ mod tests {
             nanos(Some(&Value::from("2025-04-29T15:21:17.158552Z"))),
             1_745_940_077_158_552_000
         );
+        // An offset without a colon is hours and minutes.
+        assert_eq!(
+            nanos(Some(&Value::from("2025-04-29T20:51:17.158552+0530"))),
+            1_745_940_077_158_552_000
+        );
+    }
+
+    #[test]
+    fn a_time_that_is_no_time_is_counted_never_dropped_silently() {
+        let mut outcome = IngestOutcome::default();
+        let bad = Value::from("2026-02-31T00:00:00Z");
+        assert_eq!(nanos_counted(Some(&bad), "start_time", &mut outcome), 0);
+        let good = Value::from("2026-02-28T00:00:00Z");
+        assert!(nanos_counted(Some(&good), "end_time", &mut outcome) > 0);
+        assert_eq!(nanos_counted(None, "end_time", &mut outcome), 0);
+        assert_eq!(
+            outcome
+                .skipped
+                .get("span `start_time` (not a time: refused)"),
+            Some(&1)
+        );
+        assert_eq!(outcome.skipped.len(), 1, "{:?}", outcome.skipped);
     }
 }

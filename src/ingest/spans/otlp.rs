@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::stream::Stream;
-use super::{ReadSpans, Span, hex_id, nanos};
+use super::{ReadSpans, Span, hex_id, nanos_counted};
 use crate::ingest::IngestOutcome;
 
 /// A plain JSON value of an OTLP `AnyValue`.
@@ -127,8 +127,12 @@ impl Sink<'_> {
             span_id: id("spanId", 8).unwrap_or_else(|| format!("span{n:012}")),
             parent_id: id("parentSpanId", 8),
             name: (s.get("name").and_then(Value::as_str).unwrap_or("")).to_owned(),
-            start_ns: nanos(s.get("startTimeUnixNano")),
-            end_ns: nanos(s.get("endTimeUnixNano")),
+            start_ns: nanos_counted(
+                s.get("startTimeUnixNano"),
+                "startTimeUnixNano",
+                self.outcome,
+            ),
+            end_ns: nanos_counted(s.get("endTimeUnixNano"), "endTimeUnixNano", self.outcome),
             attrs: attributes(s.get("attributes")),
             read: Default::default(),
             error: is_error.then(|| {

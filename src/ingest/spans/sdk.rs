@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{ReadSpans, Span, hex_id, nanos};
+use super::{ReadSpans, Span, hex_id, nanos_counted};
 use crate::ingest::IngestOutcome;
 
 #[derive(Deserialize)]
@@ -109,8 +109,8 @@ fn push_span(raw: &RawValue, position: String, read: &mut ReadSpans, outcome: &m
         span_id,
         parent_id,
         name: span.name,
-        start_ns: nanos(span.start_time.as_ref()),
-        end_ns: nanos(span.end_time.as_ref()),
+        start_ns: nanos_counted(span.start_time.as_ref(), "start_time", outcome),
+        end_ns: nanos_counted(span.end_time.as_ref(), "end_time", outcome),
         error: error_of(span.status.as_ref()),
         read: Default::default(),
         attrs: span.attributes,
