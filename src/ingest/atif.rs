@@ -209,16 +209,24 @@ fn agent_step(
     model: Option<&str>,
     outcome: &mut IngestOutcome,
 ) {
-    let planned: Vec<(String, String, Value)> = (calls.iter())
-        .map(|c| {
+    let step_id = step
+        .get("step_id")
+        .map_or_else(String::new, Value::to_string);
+    let planned: Vec<(String, String, Value)> = (calls.iter().enumerate())
+        .map(|(k, c)| {
             if c.get("extra").is_some_and(|v| !v.is_null()) {
                 skip(outcome, "atif tool call `extra`");
             }
+            // An empty id is no id: the call gets one of its own, which no result names.
+            let id = match super::id_str(c.get("tool_call_id")) {
+                Some(id) => id.to_owned(),
+                None => {
+                    skip(outcome, "atif tool call without `tool_call_id` (given an id of its own, linked to no result)");
+                    format!("atif-step-{step_id}-call-{}", k + 1)
+                }
+            };
             (
-                c.get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                id,
                 c.get("function_name")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
@@ -328,7 +336,7 @@ fn observations(
             skip(outcome, "atif observation result `extra`");
         }
         let content = text_of(r.get("content"), outcome).unwrap_or_default();
-        match r.get("source_call_id").and_then(Value::as_str) {
+        match super::id_str(r.get("source_call_id")) {
             Some(id) => {
                 b.push(
                     None,

@@ -33,7 +33,7 @@ pub(crate) fn calls_of(m: &Value) -> Vec<Call> {
 /// `function.arguments`) or the flat one (`name`, `arguments`); absent arguments are `null`.
 pub(crate) fn call_parts(c: &Value) -> (Option<&str>, &str, &Value) {
     const NULL: &Value = &Value::Null;
-    let id = c.get("id").and_then(Value::as_str);
+    let id = super::id_str(c.get("id"));
     let tool = (c.pointer("/function/name").or_else(|| c.get("name")))
         .and_then(Value::as_str)
         .unwrap_or_default();

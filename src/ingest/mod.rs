@@ -82,6 +82,15 @@ pub struct IngestOptions {
 }
 
 #[cfg(test)]
+#[cfg(test)]
+impl Format {
+    /// Ingests `bytes` as this format, unkeyed, as the importers' tests do.
+    pub(crate) fn ingest_for_tests(self, bytes: &[u8]) -> IngestOutcome {
+        ingest(self, bytes, &IngestOptions::for_tests(None))
+    }
+}
+
+#[cfg(test)]
 impl IngestOptions {
     /// Unkeyed hashing, no opt-in, nothing named: what the importers' tests ingest with.
     pub(crate) fn for_tests(file_stem: Option<&str>) -> IngestOptions {
@@ -428,11 +437,20 @@ pub fn content_text(v: &Value) -> Option<String> {
     }
 }
 
+/// An id as every importer reads it (a call's, a result's): a string that is neither empty nor
+/// only whitespace. An empty id is no id — absent, never a link to a call whose id is `""`.
+pub(crate) fn id_str(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.trim().is_empty())
+}
+
 /// Unix milliseconds of a timestamp ([`stamp::parse`]: RFC 3339 and the ISO 8601 forms the
 /// formats write), or `None` when it is refused.
 pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     stamp::parse(s).ok().map(|t| t.ms)
 }
+
+#[cfg(test)]
+mod empty_ids_tests;
 
 #[cfg(test)]
 mod tests {

@@ -425,9 +425,7 @@ fn chat_run(
     let tau_bench = run.ids.source.as_deref() == Some("tau-bench");
     // Which calls get a result (tau2 links results by `id`, OpenAI by `tool_call_id`).
     let result_id = |m: &Value| {
-        m.get("tool_call_id")
-            .or_else(|| m.get("id"))
-            .and_then(Value::as_str)
+        (super::id_str(m.get("tool_call_id")).or_else(|| super::id_str(m.get("id"))))
             .map(str::to_owned)
     };
     let answered: HashSet<String> = items

@@ -88,6 +88,11 @@ pub(crate) fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     outcome
 }
 
+/// A step's id (`callId`, `id`): an empty one is no id.
+fn id_of(step: &serde_json::Map<String, Value>, names: &[&str]) -> Option<String> {
+    text_of(step, names).filter(|id| !id.trim().is_empty())
+}
+
 fn text_of(step: &serde_json::Map<String, Value>, names: &[&str]) -> Option<String> {
     names.iter().find_map(|n| {
         field(step, n).and_then(scalar_string).or_else(|| {
@@ -138,7 +143,7 @@ pub(crate) fn scripted_trace(
             "toolcall" => {
                 let tool = tool.ok_or((at, "a `toolCall` step has no `toolName`".to_owned()))?;
                 n += 1;
-                let id = text_of(step, &["callId", "id"]).unwrap_or_else(|| format!("call-{n}"));
+                let id = id_of(step, &["callId", "id"]).unwrap_or_else(|| format!("call-{n}"));
                 let raw = field(step, "argumentsJson").or_else(|| field(step, "arguments"));
                 let (args, _) = args_from(raw);
                 open_calls.push((tool.clone(), id.clone()));

@@ -103,12 +103,12 @@ fn messages_of(v: &Value) -> Vec<Message> {
                     texts.extend((p["content"].as_str().or(p["text"].as_str())).map(str::to_owned))
                 }
                 Some("tool_call") => msg.calls.push((
-                    p["id"].as_str().map(str::to_owned),
+                    crate::ingest::id_str(p.get("id")).map(str::to_owned),
                     p["name"].as_str().unwrap_or("").to_owned(),
                     p.get("arguments").cloned().unwrap_or(Value::Null),
                 )),
                 Some("tool-call") => msg.calls.push((
-                    p["toolCallId"].as_str().map(str::to_owned),
+                    crate::ingest::id_str(p.get("toolCallId")).map(str::to_owned),
                     p["toolName"].as_str().unwrap_or("").to_owned(),
                     (p.get("args").or(p.get("input")))
                         .cloned()
@@ -120,7 +120,9 @@ fn messages_of(v: &Value) -> Vec<Message> {
                     out.push(Message {
                         role: "tool".into(),
                         text: result_text(result),
-                        answers: (p["id"].as_str().or(p["toolCallId"].as_str())).map(str::to_owned),
+                        answers: (crate::ingest::id_str(p.get("id")))
+                            .or(crate::ingest::id_str(p.get("toolCallId")))
+                            .map(str::to_owned),
                         captured: !result.is_null(),
                         ..Message::default()
                     });
@@ -131,7 +133,9 @@ fn messages_of(v: &Value) -> Vec<Message> {
         if parts.is_none() {
             texts.extend(content_text(&m["content"]));
             if matches!(role.as_str(), "tool" | "function") {
-                msg.answers = (m["tool_call_id"].as_str().or(m["id"].as_str())).map(str::to_owned);
+                msg.answers = (crate::ingest::id_str(m.get("tool_call_id")))
+                    .or(crate::ingest::id_str(m.get("id")))
+                    .map(str::to_owned);
             }
         }
         for c in m["tool_calls"].as_array().into_iter().flatten() {
@@ -190,7 +194,7 @@ fn flattened_messages(s: &Span, prefix: &str) -> Option<Vec<Message>> {
                 let text = text.filter(|t| !t.is_empty());
                 let role = m["role"].as_str().unwrap_or("").to_owned();
                 let answers = matches!(role.as_str(), "tool" | "function")
-                    .then(|| m["tool_call_id"].as_str().map(str::to_owned))
+                    .then(|| crate::ingest::id_str(m.get("tool_call_id")).map(str::to_owned))
                     .flatten();
                 Message {
                     role,
@@ -259,7 +263,7 @@ fn vercel_response(s: &Span) -> Option<Message> {
     .flatten()
     .map(|c| {
         (
-            c["toolCallId"].as_str().map(str::to_owned),
+            crate::ingest::id_str(c.get("toolCallId")).map(str::to_owned),
             c["toolName"].as_str().unwrap_or("").to_owned(),
             c.get("args")
                 .or(c.get("input"))
