@@ -156,37 +156,50 @@ fn forty_concurrent_maximal_requests_cost_what_two_do() {
     let server = collect(&env, &["--max-buffered-mb", "64"]);
     let limit = 20 << 20;
     let costly = std::sync::Arc::new(costly_protobuf(limit - (1 << 20)));
-    let mut large = export(7, 1, None, 0);
-    large["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0]["value"]["stringValue"] =
-        serde_json::json!("a".repeat(limit - (1 << 20)));
-    let large = std::sync::Arc::new(large.to_string().into_bytes());
-    assert!(costly.len() < limit && large.len() < limit);
+    // Each JSON export a run of its own (its own trace id), around one shared large value: the
+    // body is streamed from its parts, not copied 20 times.
+    let blob = std::sync::Arc::new(vec![b'a'; limit - (1 << 20)]);
+    assert!(costly.len() < limit);
     let url = server.url.clone();
     let threads: Vec<_> = (0..40)
         .map(|i| {
-            let (costly, large, url) = (costly.clone(), large.clone(), url.clone());
+            let (costly, blob, url) = (costly.clone(), blob.clone(), url.clone());
             std::thread::spawn(move || {
                 let agent: ureq::Agent = ureq::Agent::config_builder()
                     .http_status_as_error(false)
                     .build()
                     .into();
-                let (kind, body) = match i % 2 {
-                    0 => ("application/x-protobuf", &costly[..]),
-                    _ => ("application/json", &large[..]),
-                };
-                let resp = agent
-                    .post(&format!("{url}/v1/traces"))
-                    .header("content-type", kind)
-                    .send(body)
-                    .unwrap();
-                (i, resp.status().as_u16())
+                let request = agent.post(&format!("{url}/v1/traces"));
+                let mut resp = match i % 2 {
+                    0 => request
+                        .header("content-type", "application/x-protobuf")
+                        .send(&costly[..]),
+                    _ => {
+                        let head = format!(
+                            r#"{{"resourceSpans":[{{"resource":{{}},"scopeSpans":[{{"scope":{{}},"spans":[{{"traceId":"{:032x}","spanId":"{:016x}","name":"chat m","kind":3,"startTimeUnixNano":"1000000","endTimeUnixNano":"2000000","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"chat"}}}},{{"key":"blob","value":{{"stringValue":""#,
+                            7_000 + i,
+                            i + 1
+                        );
+                        let tail = r#""}}]}]}]}]}"#;
+                        let mut body = std::io::Read::chain(
+                            std::io::Read::chain(head.as_bytes(), &blob[..]),
+                            tail.as_bytes(),
+                        );
+                        request
+                            .header("content-type", "application/json")
+                            .send(ureq::SendBody::from_reader(&mut body))
+                    }
+                }
+                .unwrap();
+                let status = resp.status().as_u16();
+                (i, status, resp.body_mut().read_to_string().unwrap_or_default())
             })
         })
         .collect();
     for t in threads {
-        let (i, status) = t.join().unwrap();
+        let (i, status, said) = t.join().unwrap();
         let want = if i % 2 == 0 { 413 } else { 200 };
-        assert_eq!(status, want, "request {i}");
+        assert_eq!(status, want, "request {i}: {said}");
     }
     let peak = server.peak_rss();
     eprintln!("collect: peak resident memory {} MiB", peak >> 20);

@@ -104,10 +104,10 @@ const BODY_DEADLINE: std::time::Duration = crate::replay::server::REQUEST_TIMEOU
 /// turn gets 503 (retry); a body that has not arrived within [`BODY_DEADLINE`] of its turn gets
 /// 408.
 async fn with_body(
-    c: &Collector,
+    c: &Arc<Collector>,
     headers: &HeaderMap,
     body: Body,
-    then: impl FnOnce(Format, &[u8]) -> Response,
+    then: impl FnOnce(&Collector, Format, &[u8]) -> Response + Send + 'static,
 ) -> Response {
     let format = match format_of(c, headers) {
         Ok(f) => f,
@@ -170,16 +170,31 @@ async fn with_body(
             return c.refuse(StatusCode::REQUEST_TIMEOUT, reason, &message);
         }
     };
-    let bytes = match unpacked(c, headers, &body, limit) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) && format == Format::OtlpJson {
-        let message =
-            "the body is empty: an OTLP/JSON export is an object (`resourceSpans`, `resourceLogs`)";
-        return c.refuse(StatusCode::BAD_REQUEST, "the body is empty", message);
-    }
-    then(format, &bytes)
+    // Unpacking and parsing are CPU work: done off the runtime's workers, so that the other
+    // requests' bodies are read (and their deadlines kept) meanwhile. The permit is held
+    // throughout.
+    let (c2, headers) = (c.clone(), headers.clone());
+    let parsed = tokio::task::spawn_blocking(move || {
+        let c = &*c2;
+        let bytes = match unpacked(c, &headers, &body, limit) {
+            Ok(b) => b,
+            Err(r) => return *r,
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) && format == Format::OtlpJson {
+            let message = "the body is empty: an OTLP/JSON export is an object (`resourceSpans`, `resourceLogs`)";
+            return c.refuse(StatusCode::BAD_REQUEST, "the body is empty", message);
+        }
+        then(c, format, &bytes)
+    })
+    .await;
+    parsed.unwrap_or_else(|_| {
+        let message = "not kept: reading the body failed inside the receiver";
+        c.refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "an internal failure",
+            message,
+        )
+    })
 }
 
 /// The answer to a request whose content was kept: an empty protobuf response, or OTLP/JSON's
@@ -215,10 +230,7 @@ pub(super) async fn traces(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    with_body(&c, &headers, body, |format, bytes| {
-        traces_read(&c, format, bytes)
-    })
-    .await
+    with_body(&c, &headers, body, traces_read).await
 }
 
 fn traces_read(c: &Collector, format: Format, bytes: &[u8]) -> Response {
@@ -251,10 +263,7 @@ pub(super) async fn logs(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    with_body(&c, &headers, body, |format, bytes| {
-        logs_read(&c, format, bytes)
-    })
-    .await
+    with_body(&c, &headers, body, logs_read).await
 }
 
 fn logs_read(c: &Collector, format: Format, bytes: &[u8]) -> Response {
