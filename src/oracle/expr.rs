@@ -105,7 +105,10 @@ fn compile(code: &str) -> Result<Filter, ConfigError> {
         .chain(jaq_std::funs())
         .chain(jaq_json::funs()))
     .map(|(name, arity, native)| {
-        if DENIED.contains(&name) {
+        // The regex natives are Unicode-aware ones (the standard library's are ASCII-only).
+        if let Some(native) = super::expr_regex::replacing(name) {
+            (name, arity, native)
+        } else if DENIED.contains(&name) {
             (
                 name,
                 arity,

@@ -11,6 +11,7 @@ pub(crate) mod contract;
 pub(crate) mod cost;
 pub(crate) mod counts;
 pub mod expr;
+mod expr_regex;
 pub(crate) mod facts;
 pub(crate) mod harness;
 pub mod harness_contract;
