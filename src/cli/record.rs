@@ -19,7 +19,10 @@ pub(super) fn run(
     // Recordings belong to the suite: by default, its first directory.
     let dir = match (&args.out, settings.project_paths()) {
         (Some(dir), _) => dir.clone(),
-        (None, Some([first, ..])) => first.clone(),
+        (None, Some([first, ..])) if !first.as_str().contains("://") => first.clone(),
+        (None, Some([first, ..])) => anyhow::bail!(
+            "`record` needs `--out DIR`: the suite's first path, `{first}`, is in object storage, and recordings are written to a local directory"
+        ),
         (None, _) => anyhow::bail!(
             "`record` needs `--out DIR`: no project file (`tracereplay.toml`, made by `tracereplay init`) names the suite's `paths` to record into"
         ),

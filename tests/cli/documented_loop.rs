@@ -336,3 +336,18 @@ fn a_run_recorded_without_content_is_said_to_be() {
     let out = env.run(&["check", "traces/"]);
     assert!(!out.stderr.contains("carry no content"), "{}", out.stderr);
 }
+
+/// `record` without `--out` needs a suite on disk to record into: without a project file, or
+/// with a suite in object storage, it says to give `--out`, and writes nothing.
+#[test]
+fn record_without_out_needs_a_suite_on_disk() {
+    let env = Env::new();
+    let out = env.run(&["record", "--upstream", "http://127.0.0.1:9", "--unkeyed"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("needs `--out DIR`"), "{}", out.stderr);
+    env.write("tracereplay.toml", "paths = [\"s3://bucket/traces\"]\n");
+    let out = env.run(&["record", "--upstream", "http://127.0.0.1:9", "--unkeyed"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("in object storage"), "{}", out.stderr);
+    assert!(!env.path("s3:").exists());
+}
