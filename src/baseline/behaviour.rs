@@ -197,9 +197,9 @@ impl CallIds {
 }
 
 impl Behaviour {
-    /// Normalises a judged trace.
+    /// Normalises a judged trace (without the events copied from an earlier run as context).
     pub fn from_trace(trace: &Trace<'_>, results: &[OracleResult]) -> Behaviour {
-        Behaviour::from_facts(&Facts::new(trace), results)
+        Behaviour::from_facts(&Facts::new(&trace.judged(false)), results)
     }
 
     /// [`Behaviour::from_trace`] over facts already derived for judging.

@@ -71,7 +71,8 @@ pub fn judge_opened_file(
             }
             // Without a scenario a trace is compared on its behaviour alone.
             FileOutcome::UnknownScenario(read) => {
-                let facts = oracle::Facts::new(&read.parsed.trace);
+                let trace = read.parsed.trace.judged(false);
+                let facts = oracle::Facts::new(&trace);
                 let behaviour = Behaviour::from_facts(&facts, &[]);
                 let id = read.parsed.trace.header.scenario.to_string();
                 (id, read, Vec::new(), behaviour)

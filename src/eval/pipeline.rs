@@ -124,7 +124,8 @@ pub struct Judgement {
 /// Judges `trace` against `scenario`, deriving the trace's facts once for the oracles and the
 /// normalised behaviour (made only `with_behaviour`).
 pub fn judge(scenario: &Scenario, trace: &Trace<'_>, with_behaviour: bool) -> Judgement {
-    let facts = oracle::Facts::new(trace);
+    let trace = trace.judged(scenario.judge_copied_context);
+    let facts = oracle::Facts::new(&trace);
     let results = oracle::judge_facts(&scenario.oracles, &facts);
     let verdict = match oracle::overall(&results) {
         Verdict::Pass => RowVerdict::Pass,

@@ -88,10 +88,12 @@ pub fn written_trace(u: &mut Unstructured<'_>, big: bool) -> Result<WrittenTrace
             _ => {}
         }
         w.push_event(&Event {
-            seq,
-            ts_ms,
-            line: 0,
-            body,
+            ts_sub_ns: match g.u.arbitrary::<Option<u32>>()? {
+                Some(ns) => Some(ns % 1_000_000).filter(|ns| *ns > 0),
+                None => None,
+            },
+            copied: g.u.arbitrary()?,
+            ..Event::new(seq, ts_ms, body)
         });
     }
     Ok(WrittenTrace {
@@ -313,6 +315,7 @@ impl Gen<'_, '_> {
                     latency_ms: self.u.arbitrary()?,
                     request_h: None,
                     truncated: self.u.arbitrary()?,
+                    llm_calls: self.u.arbitrary::<Option<u32>>()?.map(|n| n.max(1)),
                 }))
             }
             2 => EventBody::ToolCall {

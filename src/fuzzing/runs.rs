@@ -215,12 +215,7 @@ impl Run {
             error: None,
         });
         (bodies.into_iter().enumerate())
-            .map(|(n, body)| Event {
-                seq: n as u64 + 1,
-                ts_ms: Some(layout.t0 + 7 * n as i64),
-                line: 0,
-                body,
-            })
+            .map(|(n, body)| Event::new(n as u64 + 1, Some(layout.t0 + 7 * n as i64), body))
             .collect()
     }
 

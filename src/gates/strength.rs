@@ -253,18 +253,17 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
                 .unwrap_or(events.len());
             out.insert(
                 at,
-                Event {
-                    seq: 0,
-                    ts_ms: None,
-                    line: 0,
-                    body: EventBody::ToolCall {
+                Event::new(
+                    0,
+                    None,
+                    EventBody::ToolCall {
                         call_id: Str::from("mutant-shell"),
                         tool: Str::from("shell"),
                         args: Args::Object(Json::from_value(
                             &serde_json::json!({"command": "rm -rf /"}),
                         )),
                     },
-                },
+                ),
             );
             "add-unapproved-shell".to_owned()
         }
@@ -294,12 +293,7 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
             };
             match (out.iter_mut()).find(|e| matches!(e.body, EventBody::RunEnd { .. })) {
                 Some(e) => e.body = failed,
-                None => out.push(Event {
-                    seq: 0,
-                    ts_ms: None,
-                    line: 0,
-                    body: failed,
-                }),
+                None => out.push(Event::new(0, None, failed)),
             }
             "mark-failed".to_owned()
         }
@@ -386,6 +380,7 @@ fn weakened(scenario: &Scenario) -> Vec<String> {
 /// Whether the scenario's declared oracles (not `run-completed`) all pass on `trace`; `None`
 /// when some oracle could not judge it.
 fn declared_pass(scenario: &Scenario, trace: &Trace<'_>, run: Option<RunBudget>) -> Option<bool> {
+    let trace = &*trace.judged(scenario.judge_copied_context);
     let results = match run {
         Some(run) => judge_facts(&scenario.oracles, &Facts::with_run_budget(trace, run)),
         None => judge_facts(&scenario.oracles, &Facts::new(trace)),

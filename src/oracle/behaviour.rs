@@ -520,7 +520,8 @@ pub const LINTED: [&str; 3] = ["no-repeated-call", "no-retry-spiral", "tool-erro
 /// What the oracles of [`LINTED`], with their defaults, find wrong in a trace: each failing one
 /// with its result.
 pub fn lint(trace: &crate::trace::Trace<'_>) -> Vec<(&'static str, OracleResult)> {
-    let facts = Facts::new(trace);
+    let trace = trace.judged(false);
+    let facts = Facts::new(&trace);
     let oracles = [
         Oracle::NoRepeatedCall {
             max: 2,

@@ -97,8 +97,11 @@ pub fn misconfigurations(oracles: &[OracleSpec]) -> Vec<(usize, String, String)>
 /// Judges a trace against a scenario's `oracles`, in declaration order, followed by the
 /// synthetic `run-completed` unless they include `status-is`, and by a failing
 /// `replay-divergence` when the trace records one.
+///
+/// Events copied from an earlier run as context are left out, as a scenario without
+/// `judgeCopiedContext` leaves them out.
 pub fn judge(oracles: &[OracleSpec], trace: &Trace<'_>) -> Vec<OracleResult> {
-    judge_facts(oracles, &Facts::new(trace))
+    judge_facts(oracles, &Facts::new(&trace.judged(false)))
 }
 
 /// [`judge`] over facts already derived (so a caller that also normalises the trace derives

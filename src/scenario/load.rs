@@ -279,6 +279,7 @@ const SCENARIO_KEYS: &[&str] = &[
     "scriptedTrace",
     "contract",
     "knownGap",
+    "judgeCopiedContext",
     "metadata",
     "trials",
     "$schema",
@@ -390,6 +391,11 @@ fn scenario_from(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(invalid("`knownGap` must be true or false".into())),
     };
+    let judge_copied_context = match field(obj, "judgeCopiedContext") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(invalid("`judgeCopiedContext` must be true or false".into())),
+    };
     let contract = string("contract")?.filter(|c| !c.trim().is_empty());
     let (trials, trials_problem) =
         match crate::trials::policy::TrialsPolicy::from_json(field(obj, "trials")) {
@@ -418,6 +424,7 @@ fn scenario_from(
             .map(|c| contract_within(path, c.trim(), root)),
         contract,
         known_gap,
+        judge_copied_context,
         metadata,
         file: path.to_owned(),
         risk_set,

@@ -75,6 +75,9 @@ pub struct Scenario {
     pub contract_loaded: Option<Result<crate::oracle::harness_contract::Contract, String>>,
     /// Judged and reported, but its failures never affect the exit code.
     pub known_gap: bool,
+    /// Oracles and baselines see the events a trace marks as copied from an earlier run as
+    /// context (`judgeCopiedContext`; by default they judge only the run's own events).
+    pub judge_copied_context: bool,
     /// String map (`unsafeTools`…).
     pub metadata: BTreeMap<String, String>,
     /// The file it was loaded from.

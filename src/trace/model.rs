@@ -90,10 +90,31 @@ pub struct Event<'a> {
     pub seq: u64,
     /// Unix time in milliseconds, when recorded.
     pub ts_ms: Option<i64>,
+    /// Nanoseconds past `ts_ms` (0 to 999,999), when the source kept time finer than a
+    /// millisecond (an extension of format v1, `ts_sub_ns`: importers write it, only when not 0).
+    pub ts_sub_ns: Option<u32>,
+    /// The event was copied from an earlier run as context (ATIF's `is_copied_context`), not
+    /// done by this run: oracles and baselines do not see it unless the scenario says
+    /// `judgeCopiedContext` (an extension of format v1, `copied`, written only when true).
+    pub copied: bool,
     /// 1-based line number in the decompressed trace (0 for events built in memory).
     pub line: usize,
     /// What happened.
     pub body: EventBody<'a>,
+}
+
+impl<'a> Event<'a> {
+    /// An event built in memory: no line, no time finer than `ts_ms`, not copied.
+    pub fn new(seq: u64, ts_ms: Option<i64>, body: EventBody<'a>) -> Self {
+        Event {
+            seq,
+            ts_ms,
+            ts_sub_ns: None,
+            copied: false,
+            line: 0,
+            body,
+        }
+    }
 }
 
 /// The kind-specific part of an event.
@@ -211,6 +232,10 @@ pub struct Inference<'a> {
     /// `output` is what arrived, and an `error` event after it says why (an extension of
     /// format v1: `record` writes it, only when true).
     pub truncated: bool,
+    /// How many requests to the model this event stands for, when more than one were
+    /// recorded as one step with their usage summed (ATIF's `llm_call_count` > 1; an extension
+    /// of format v1: `request-count` still counts events).
+    pub llm_calls: Option<u32>,
 }
 
 /// What the model answered.
@@ -422,6 +447,22 @@ pub struct Trace<'a> {
 }
 
 impl<'a> Trace<'a> {
+    /// The trace as oracles and baselines judge it: without the events copied from an earlier
+    /// run as context ([`Event::copied`]) unless `with_copied` — borrowed, at no cost, when
+    /// nothing is left out.
+    pub fn judged(&self, with_copied: bool) -> std::borrow::Cow<'_, Trace<'a>> {
+        if with_copied || !self.events.iter().any(|e| e.copied) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        std::borrow::Cow::Owned(Trace {
+            header: self.header.clone(),
+            events: (self.events.iter())
+                .filter(|e| !e.copied)
+                .cloned()
+                .collect(),
+        })
+    }
+
     /// The run's end status: `run_end.status`, or `None` (reported as `unknown`) without one.
     pub fn run_end(&self) -> Option<(&Event<'a>, RunStatus)> {
         self.events.iter().find_map(|e| match e.body {

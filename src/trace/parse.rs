@@ -378,12 +378,14 @@ impl Parser<'_> {
                         let seq = self.seq(n, probe.seq, state)?;
                         state.unknown(written, n);
                         return Ok(Some(Event {
-                            seq,
-                            ts_ms: probe.ts_ms,
                             line: n,
-                            body: EventBody::Unknown {
-                                kind: written.to_owned(),
-                            },
+                            ..Event::new(
+                                seq,
+                                probe.ts_ms,
+                                EventBody::Unknown {
+                                    kind: written.to_owned(),
+                                },
+                            )
                         }));
                     }
                     Some((_, Some(kind))) => {
@@ -424,6 +426,16 @@ impl Parser<'_> {
         }
         let seq = self.seq(n, raw.seq, state)?;
         let ts_ms = raw.ts_ms;
+        let ts_sub_ns = match raw.ts_sub_ns {
+            Some(ns) if ns > 999_999 => {
+                return Err(self.malformed(
+                    n,
+                    "`ts_sub_ns` must be below 1,000,000 (nanoseconds past `ts_ms`)",
+                ));
+            }
+            ns => ns.filter(|ns| *ns > 0),
+        };
+        let copied = raw.copied == Some(true);
         let Some(kind) = kind else {
             if prompt_side::is_prompt_kind(written) {
                 self.prompt_side(n, written, line)?;
@@ -432,6 +444,8 @@ impl Parser<'_> {
             return Ok(Some(Event {
                 seq,
                 ts_ms,
+                ts_sub_ns,
+                copied,
                 line: n,
                 body: EventBody::Unknown {
                     kind: written.to_owned(),
@@ -453,6 +467,8 @@ impl Parser<'_> {
         Ok(Some(Event {
             seq,
             ts_ms,
+            ts_sub_ns,
+            copied,
             line: n,
             body,
         }))

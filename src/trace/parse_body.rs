@@ -106,6 +106,15 @@ impl Parser<'_> {
                     finish,
                     latency_ms: raw.latency_ms,
                     truncated: raw.truncated == Some(true),
+                    llm_calls: match raw.llm_calls {
+                        Some(0) => {
+                            return Err(self.malformed(
+                                n,
+                                "`llm_calls` must be at least 1 (an inference stands for at least one request)",
+                            ));
+                        }
+                        c => c,
+                    },
                     request_h: match raw.request_h {
                         None => None,
                         Some(r) => Some(request_parts(r.get()).ok_or_else(|| {

@@ -428,3 +428,47 @@ fn the_run_a_first_line_claims_is_read_with_its_trial() {
         Some(("s".into(), "default".into()))
     );
 }
+
+#[test]
+fn finer_time_copied_context_and_aggregated_requests_read_and_are_checked() {
+    let text = format!(
+        "{H}\n{}\n{}\n",
+        r#"{"kind":"note","seq":1,"ts_ms":5,"ts_sub_ns":365000,"copied":true,"text":"n"}"#,
+        r#"{"kind":"inference","seq":2,"llm_calls":3}"#,
+    );
+    let file = TraceFile::from_bytes("x.trace.ndjson", text.into_bytes(), false);
+    let seal = Seal {
+        sealed: false,
+        content_hash: String::new(),
+        body_len: file.bytes.len(),
+        event_lines: 0,
+    };
+    let p = parse_trace(&file, &seal, Limits::default()).unwrap();
+    let (note, inference) = (&p.trace.events[0], &p.trace.events[1]);
+    assert_eq!((note.ts_sub_ns, note.copied), (Some(365_000), true));
+    assert_eq!((inference.ts_sub_ns, inference.copied), (None, false));
+    match &inference.body {
+        EventBody::Inference(i) => assert_eq!(i.llm_calls, Some(3)),
+        other => panic!("{other:?}"),
+    }
+    // Copied context is left out of what is judged, unless asked for.
+    assert_eq!(p.trace.judged(false).events.len(), 1);
+    assert_eq!(p.trace.judged(true).events.len(), 2);
+    for (line, want) in [
+        (
+            r#"{"kind":"note","seq":1,"ts_ms":5,"ts_sub_ns":1000000,"text":"n"}"#,
+            "`ts_sub_ns` must be below 1,000,000",
+        ),
+        (
+            r#"{"kind":"inference","seq":1,"llm_calls":0}"#,
+            "`llm_calls` must be at least 1",
+        ),
+        (
+            r#"{"kind":"note","seq":1,"copied":"yes","text":"n"}"#,
+            "wrong type",
+        ),
+    ] {
+        let e = malformed(line);
+        assert!(e.contains(want), "{line}: {e}");
+    }
+}

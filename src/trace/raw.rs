@@ -115,6 +115,8 @@ raw_events! {
     kind: Option<Str<'a>>,
     seq: Option<u64>,
     ts_ms: Option<i64>,
+    ts_sub_ns: Option<u32>,
+    copied: Option<bool>,
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -138,6 +140,7 @@ raw_events! {
     finish: Option<Str<'a>>,
     latency_ms: Option<u64>,
     truncated: Option<bool>,
+    llm_calls: Option<u32>,
     #[serde(borrow)]
     request_h: Option<&'a RawValue>,
     #[serde(borrow)]

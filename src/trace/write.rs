@@ -19,6 +19,12 @@ impl Serialize for Event<'_> {
         if let Some(ts) = self.ts_ms {
             m.serialize_entry("ts_ms", &ts)?;
         }
+        if let Some(ns) = self.ts_sub_ns.filter(|ns| *ns > 0) {
+            m.serialize_entry("ts_sub_ns", &ns)?;
+        }
+        if self.copied {
+            m.serialize_entry("copied", &true)?;
+        }
         fn opt<M: SerializeMap, T: Serialize>(
             m: &mut M,
             k: &str,
@@ -60,6 +66,7 @@ impl Serialize for Event<'_> {
                 if i.truncated {
                     m.serialize_entry("truncated", &true)?;
                 }
+                opt(&mut m, "llm_calls", &i.llm_calls)?;
                 if let Some(parts) = &i.request_h {
                     let map: std::collections::BTreeMap<&str, &str> = parts
                         .iter()
@@ -367,12 +374,7 @@ impl TraceWriter {
     /// Appends an event with the next `seq`, and returns that seq.
     pub fn push(&mut self, ts_ms: Option<i64>, body: EventBody<'_>) -> u64 {
         let seq = self.order.next_seq();
-        self.push_event(&Event {
-            seq,
-            ts_ms,
-            line: 0,
-            body,
-        });
+        self.push_event(&Event::new(seq, ts_ms, body));
         seq
     }
 

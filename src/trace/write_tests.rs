@@ -91,12 +91,7 @@ fn an_event_that_breaks_the_order_rules_is_not_sealed() {
     );
     // A `seq` given out of order is raised, not refused.
     let mut w = TraceWriter::new(Header::new("s", "default"));
-    let event = |seq| Event {
-        seq,
-        ts_ms: None,
-        line: 0,
-        body: EventBody::Note { text: "n".into() },
-    };
+    let event = |seq| Event::new(seq, None, EventBody::Note { text: "n".into() });
     w.push_event(&event(5));
     w.push_event(&event(3));
     let text = String::from_utf8(w.finish().unwrap().bytes).unwrap();

@@ -2,6 +2,7 @@
 
 mod adoption;
 mod atif;
+mod atif_fields;
 mod attest;
 mod bad_input;
 mod baselines;

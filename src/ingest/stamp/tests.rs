@@ -92,9 +92,28 @@ fn every_invalid_form_is_refused_with_a_reason() {
 
 #[test]
 fn a_stamp_is_read_back_as_written_to_the_millisecond() {
-    // What the exporters write (`rfc3339_ms`) reads back to the same instant.
+    // What the exporters write (`rfc3339_sub_ms`) reads back to the same instant.
     for ms in [0, 1, 999, 1_767_225_600_123, 253_402_300_799_000] {
-        let written = crate::common::stamp::rfc3339_ms(ms);
+        let written = crate::common::stamp::rfc3339_sub_ms(ms, 0);
         assert_eq!(parse(&written).map(|s| s.ms), Ok(ms), "{written}");
+    }
+}
+
+#[test]
+fn a_stamp_finer_than_a_millisecond_is_read_back_to_the_nanosecond() {
+    // What the ATIF exporter writes from `ts_ms` and `ts_sub_ns` reads back to the same instant.
+    for (ms, ns, want) in [
+        (1_767_225_668_280, 365_000, "2026-01-01T00:01:08.280365Z"),
+        (1_767_225_668_000, 1, "2026-01-01T00:01:08.000000001Z"),
+        (1_767_225_668_999, 999_999, "2026-01-01T00:01:08.999999999Z"),
+        (1_767_225_668_500, 0, "2026-01-01T00:01:08.500Z"),
+    ] {
+        let written = crate::common::stamp::rfc3339_sub_ms(ms, ns);
+        assert_eq!(written, want);
+        assert_eq!(
+            parse(&written),
+            Ok(Stamp { ms, sub_ms_ns: ns }),
+            "{written}"
+        );
     }
 }
