@@ -19,9 +19,9 @@ pub struct GateProblem {
     pub file: String,
     /// The scenario, where there is one.
     pub scenario: Option<String>,
-    /// Line, for parse errors.
+    /// Line: of a parse error, or of the key a misconfigured oracle's problem names.
     pub line: Option<usize>,
-    /// Column, for parse errors.
+    /// Column, with the line.
     pub column: Option<usize>,
     /// What is wrong and what to do.
     pub message: String,
@@ -54,7 +54,38 @@ fn family_names(family: Family) -> String {
 
 /// The gate problems of one scenario on its own (duplicates are a suite-level rule).
 pub fn scenario_problems(s: &Scenario) -> Vec<String> {
-    let mut out = s.unknown_keys.clone();
+    problems(s).into_iter().map(|(m, _)| m).collect()
+}
+
+/// Where in its scenario's file the problem of oracle `index` is: the key the problem names
+/// (`args.sport`), else the oracle itself; `(line, column)`.
+fn oracle_location(s: &Scenario, index: usize) -> Option<(usize, usize)> {
+    let text = std::fs::read_to_string(&s.file).ok()?;
+    // A file holds one scenario, or an array of them: this one is the first with its id.
+    let at = match serde_json::from_str::<serde_json::Value>(&text).ok()? {
+        serde_json::Value::Array(items) => {
+            let id =
+                |v: &serde_json::Value| v.get("id").and_then(|i| i.as_str()).map(str::to_lowercase);
+            let n = (items.iter()).position(|v| id(v).as_deref() == Some(&s.id.to_lowercase()))?;
+            vec![n.to_string()]
+        }
+        _ => Vec::new(),
+    };
+    let key = (s.oracles.iter())
+        .find(|o| o.index == index)
+        .and_then(|o| o.misconfiguration())
+        .and_then(|e| e.keys().next().map(crate::scenario::locate::segments))
+        .unwrap_or_default();
+    let mut path: Vec<String> = at;
+    path.extend(["oracles".to_owned(), index.to_string()]);
+    path.extend(key);
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    crate::scenario::locate::locate(&text, &path)
+}
+
+/// [`scenario_problems`], each with the index of the oracle it is about, if one.
+fn problems(s: &Scenario) -> Vec<(String, Option<usize>)> {
+    let mut out: Vec<String> = s.unknown_keys.clone();
     out.extend(s.trials_problem.clone());
     if !s.risk_set {
         out.push(
@@ -67,24 +98,26 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
     if s.oracles.is_empty() {
         out.push("no oracles, so it proves nothing; add at least one to `oracles`".to_owned());
     }
+    let mut out: Vec<(String, Option<usize>)> = out.into_iter().map(|m| (m, None)).collect();
     let contract_broken = matches!(s.contract_loaded, Some(Err(_)));
     for (index, written, message) in misconfigurations(&s.oracles) {
         if contract_broken && canonical_type(&written) == Some("contract-conformant") {
             continue; // reported once below, as the contract's own problem
         }
-        match canonical_type(&written) {
-            Some(_) => out.push(format!(
+        let message = match canonical_type(&written) {
+            Some(_) => format!(
                 "oracle {index} (`{written}`): {}",
                 message.trim_start_matches("misconfigured: ")
-            )),
-            None if written.is_empty() => out.push(format!("oracle {index} has no `type`")),
-            None => out.push(format!(
+            ),
+            None if written.is_empty() => format!("oracle {index} has no `type`"),
+            None => format!(
                 "oracle {index} has unknown type `{written}` (judged as `unknown:{written}`){}",
                 registry::closest(&written, crate::oracle::known_types())
                     .map(|m| format!("; did you mean `{m}`?"))
                     .unwrap_or_default()
-            )),
-        }
+            ),
+        };
+        out.push((message, Some(index)));
     }
     // A composing oracle counts as the families of the oracles inside it (a `not` of a
     // `tool-called` still judges tools).
@@ -106,21 +139,23 @@ pub fn scenario_problems(s: &Scenario) -> Vec<String> {
         && s.expected.must_not_call_tools.is_empty()
         && !families.contains(&Family::Tool)
     {
-        out.push(format!(
+        let m = format!(
             "is tagged as tool use but has no tool oracle ({}) and no `expected.mustCallTools`/`mustNotCallTools`",
             family_names(Family::Tool)
-        ));
+        );
+        out.push((m, None));
     }
     let approval_scoped =
         APPROVAL_TAGS.iter().any(|t| s.has_tag(t)) || s.expected.requires_approval.is_some();
     if approval_scoped && !families.contains(&Family::Approval) {
-        out.push(format!(
+        let m = format!(
             "is about approvals or safety but has no {} oracle",
             family_names(Family::Approval).replace(", no-", " or no-")
-        ));
+        );
+        out.push((m, None));
     }
     if let Some(Err(e)) = &s.contract_loaded {
-        out.push(format!("its contract does not load: {e}"));
+        out.push((format!("its contract does not load: {e}"), None));
     }
     out
 }
@@ -223,12 +258,13 @@ pub fn check_gates(loaded: &LoadedScenarios, searched: &str) -> Vec<GateProblem>
     let mut by_id: BTreeMap<String, Vec<&Scenario>> = BTreeMap::new();
     for s in &loaded.scenarios {
         by_id.entry(s.id.to_lowercase()).or_default().push(s);
-        for message in scenario_problems(s) {
+        for (message, oracle) in problems(s) {
+            let at = oracle.and_then(|index| oracle_location(s, index));
             out.push(GateProblem {
                 file: display_path(&s.file),
                 scenario: Some(s.id.clone()),
-                line: None,
-                column: None,
+                line: at.map(|(line, _)| line),
+                column: at.map(|(_, column)| column),
                 message,
             });
         }

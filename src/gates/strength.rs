@@ -93,7 +93,12 @@ enum Mutation {
     DropApproval(usize),
     ReplaceFinalAnswer,
     MarkFailed,
-    ChangeArgument(usize),
+    /// A call's argument (by position among its keys) changed as [`ArgChange`] says.
+    Argument {
+        at: usize,
+        key: usize,
+        change: ArgChange,
+    },
     /// Three more copies of a call and its result right after its result; with `failing`,
     /// every one of them (the original's included) failed: a loop, or a retry spiral.
     LoopCall {
@@ -105,6 +110,41 @@ enum Mutation {
     /// Every inference's usage (tokens and recorded cost) ten times what was recorded: a run
     /// that got expensive.
     InflateUsage,
+}
+
+/// How a mutation changes a call's first argument: each kills what an argument matcher
+/// checks (`$oneOf`, `$text`, `$approx`: changed; a required key: dropped; `$type`: retyped;
+/// `$regex`: replaced by unrelated text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArgChange {
+    /// `"x"` → `"x-mutated"`, `n` → `n + 1`, `b` → `!b`.
+    Change,
+    /// The key left out.
+    Drop,
+    /// An integer given as the float of the same value (`3` → `3.0`).
+    Retype,
+    /// A string replaced by unrelated text.
+    Replace,
+}
+
+impl ArgChange {
+    /// Whether the change applies to `v` (and makes a different call).
+    fn applies(self, v: &Value) -> bool {
+        match self {
+            ArgChange::Change | ArgChange::Drop => true,
+            ArgChange::Retype => v.is_i64() || v.is_u64(),
+            ArgChange::Replace => v.as_str().is_some_and(|s| s != UNRELATED),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ArgChange::Change => "change-argument",
+            ArgChange::Drop => "drop-argument",
+            ArgChange::Retype => "retype-argument",
+            ArgChange::Replace => "replace-argument",
+        }
+    }
 }
 
 /// The result of the call at `i`: the first `tool_result` after it with its call id.
@@ -199,24 +239,40 @@ fn mutations(events: &[Event<'_>]) -> Vec<Mutation> {
     if !failed_already {
         out.push(Mutation::MarkFailed);
     }
-    out.extend(
-        (calls.iter())
-            .filter(|&&i| first_argument(&events[i]).is_some())
-            .map(|&i| Mutation::ChangeArgument(i)),
-    );
+    out.extend(argument_mutations(events, &[ArgChange::Change], false));
     out
 }
 
-/// A call's arguments as an object and its first key, when it has one.
-fn first_argument(e: &Event<'_>) -> Option<(serde_json::Map<String, Value>, String)> {
+/// The mutations `changes` make of each call's first argument (of every argument, with
+/// `every`), where they apply.
+fn argument_mutations(events: &[Event<'_>], changes: &[ArgChange], every: bool) -> Vec<Mutation> {
+    let calls = call_positions(events);
+    let mut out = Vec::new();
+    for &change in changes {
+        for &at in &calls {
+            let Some(obj) = arguments(&events[at]) else {
+                continue;
+            };
+            let keys = if every { obj.len() } else { obj.len().min(1) };
+            out.extend(
+                (obj.values().take(keys).enumerate())
+                    .filter(|(_, v)| change.applies(v))
+                    .map(|(key, _)| Mutation::Argument { at, key, change }),
+            );
+        }
+    }
+    out
+}
+
+/// A call's arguments, when they are an object.
+fn arguments(e: &Event<'_>) -> Option<serde_json::Map<String, Value>> {
     let EventBody::ToolCall { args, .. } = &e.body else {
         return None;
     };
-    let Value::Object(obj) = args.value() else {
-        return None;
-    };
-    let first = obj.keys().next().cloned()?;
-    Some((obj, first))
+    match args.value() {
+        Value::Object(obj) => Some(obj),
+        _ => None,
+    }
 }
 
 /// Builds the mutant `m` of `events`: (operator description, events renumbered).
@@ -297,10 +353,26 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
             }
             "mark-failed".to_owned()
         }
-        Mutation::ChangeArgument(i) => {
-            let (mut obj, first) = first_argument(&events[i]).expect("listed with an argument");
-            let new = changed(&obj[&first]);
-            obj.insert(first.clone(), new);
+        Mutation::Argument { at: i, key, change } => {
+            let mut obj = arguments(&events[i]).expect("listed with arguments");
+            let first = obj.keys().nth(key).expect("listed with this key").clone();
+            let old = &obj[&first];
+            match change {
+                ArgChange::Change => {
+                    let new = changed(old);
+                    obj.insert(first.clone(), new);
+                }
+                ArgChange::Drop => {
+                    obj.remove(&first);
+                }
+                ArgChange::Retype => {
+                    let f = old.as_f64().unwrap_or(0.0);
+                    obj.insert(first.clone(), serde_json::json!(f));
+                }
+                ArgChange::Replace => {
+                    obj.insert(first.clone(), Value::String(UNRELATED.to_owned()));
+                }
+            }
             if let EventBody::ToolCall { call_id, tool, .. } = &events[i].body {
                 out[i].body = EventBody::ToolCall {
                     call_id: call_id.clone(),
@@ -308,7 +380,7 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
                     args: Args::Object(Json::from_value(&obj)),
                 };
             }
-            format!("change-argument (seq {}, `{first}`)", events[i].seq)
+            format!("{} (seq {}, `{first}`)", change.name(), events[i].seq)
         }
         Mutation::LoopCall { at, failing } => {
             let r = result_of(events, at).expect("listed with a result");
@@ -428,6 +500,20 @@ impl Strength {
         };
         if scenario.oracles.iter().any(declares) {
             all.extend(behaviour_mutations(&trace.events));
+        }
+        // Made only for scenarios whose oracles compare arguments with matchers: an argument
+        // left out (a required key), retyped (`$type`), replaced by unrelated text (`$regex`).
+        let matched = |o: &crate::scenario::OracleSpec| {
+            o.params.values().any(crate::oracle::argmatch::has_matchers)
+        };
+        if scenario.oracles.iter().any(matched) {
+            let changes = [ArgChange::Drop, ArgChange::Retype, ArgChange::Replace];
+            all.extend(argument_mutations(&trace.events, &changes, true));
+            // The first argument is changed already; the others too.
+            let others = argument_mutations(&trace.events, &[ArgChange::Change], true);
+            all.extend(
+                (others.into_iter()).filter(|m| !matches!(m, Mutation::Argument { key: 0, .. })),
+            );
         }
         // Made only for scenarios that hold runs to their usage, and traces that record some.
         let metered = |o: &crate::scenario::OracleSpec| {

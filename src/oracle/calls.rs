@@ -27,6 +27,7 @@ pub(crate) fn configure_tool_args(
         None | Some(Value::Null) => return Err(ConfigError::value("args", "no `args` to compare")),
         Some(v) => v.clone(),
     };
+    super::argmatch::validate(&args, "args")?;
     let mode = args_mode(spec)?;
     let of = Of::read(spec)?;
     Ok(Oracle::ToolArgs {
@@ -71,8 +72,15 @@ pub(crate) fn tool_args(
     let mut closest: Option<(Vec<String>, u64, Value)> = None;
     for (seq, actual) in calls {
         if args_match(mode, expected, &actual) {
+            // Which matcher decided, where one did: "`sport`: "TENNIS" matched "tennis" after
+            // normalisation".
+            let decided = super::argmatch::decisions(expected, &actual);
+            let how = match decided.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", decided.join("; ")),
+            };
             return OracleResult::pass(
-                format!("`{tool}` at seq {seq} has the expected arguments"),
+                format!("`{tool}` at seq {seq} has the expected arguments{how}"),
                 vec![seq],
             );
         }

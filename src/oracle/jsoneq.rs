@@ -126,8 +126,12 @@ fn keys_in(from: &Map<String, Value>, into: &Value) -> bool {
         .all(|(k, v)| into.get(k).is_some_and(|w| json_eq(v, w)))
 }
 
-/// Whether actual arguments `actual` satisfy `expected` under `mode`.
+/// Whether actual arguments `actual` satisfy `expected` under `mode` (expected arguments that
+/// hold matchers: [`super::argmatch`]).
 pub(crate) fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
+    if super::argmatch::has_matchers(expected) {
+        return args_match_with_matchers(mode, expected, actual);
+    }
     match mode {
         ArgsMatch::Ignore => true,
         ArgsMatch::Exact => json_eq(expected, actual),
@@ -146,6 +150,42 @@ pub(crate) fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> 
                     (None, None) => true,
                     (Some(x), Some(y)) => json_eq(x, y),
                     _ => false,
+                },
+            )
+        }
+    }
+}
+
+/// [`args_match`] for expected arguments that hold matchers: the same modes, each key compared
+/// by [`super::argmatch::value_matches`], so a key a matcher lets be absent may be.
+fn args_match_with_matchers(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
+    use super::argmatch::{partial_matches, value_matches};
+    fn plain(v: &Value) -> Option<&Map<String, Value>> {
+        v.as_object()
+            .filter(|m| !m.keys().any(|k| k.starts_with('$')))
+    }
+    match mode {
+        ArgsMatch::Ignore => true,
+        ArgsMatch::Exact => value_matches(expected, Some(actual)),
+        ArgsMatch::Superset => match plain(expected) {
+            Some(e) => e
+                .iter()
+                .all(|(k, x)| value_matches(x, actual.as_object().and_then(|a| a.get(k)))),
+            None => value_matches(expected, Some(actual)),
+        },
+        ArgsMatch::Subset => match (plain(expected), actual) {
+            (Some(e), Value::Object(a)) => a
+                .iter()
+                .all(|(k, v)| e.get(k).is_some_and(|x| value_matches(x, Some(v)))),
+            _ => value_matches(expected, Some(actual)),
+        },
+        ArgsMatch::Partial => partial_matches(expected, Some(actual)),
+        ArgsMatch::Paths(paths) => {
+            paths.iter().all(
+                |p| match (resolve_path(expected, p), resolve_path(actual, p)) {
+                    (None, None) => true,
+                    (Some(x), y) => value_matches(x, y),
+                    (None, Some(_)) => false,
                 },
             )
         }
@@ -171,10 +211,12 @@ pub(crate) fn differing_keys(expected: &Value, actual: &Value) -> Vec<String> {
     let empty = Map::new();
     let e = expected.as_object().unwrap_or(&empty);
     let a = actual.as_object().unwrap_or(&empty);
+    let matchers = super::argmatch::has_matchers(expected);
     let mut keys: Vec<String> = e
         .keys()
         .chain(a.keys())
         .filter(|k| match (e.get(*k), a.get(*k)) {
+            (Some(x), y) if matchers => !super::argmatch::value_matches(x, y),
             (Some(x), Some(y)) => !json_eq(x, y),
             _ => true,
         })
@@ -218,22 +260,31 @@ pub(crate) fn differences(expected: &Value, actual: &Value) -> Vec<Value> {
             ]
         };
     }
+    let decided: Vec<String> = super::argmatch::decisions(expected, actual);
     differing_keys(expected, actual)
         .into_iter()
-        .map(|k| serde_json::json!({"key": k, "expected": shown(e.get(&k)), "found": shown(a.get(&k))}))
+        .map(|k| {
+            let mut d = serde_json::json!({"key": k, "expected": shown(e.get(&k)), "found": shown(a.get(&k))});
+            let how = format!("`{k}`: ");
+            if let Some(m) = decided.iter().find_map(|m| m.strip_prefix(&how)) {
+                d["matcher"] = Value::String(m.to_owned());
+            }
+            d
+        })
         .collect()
 }
 
 /// `` `insurance` (expected "no", found "yes") ``, for at most three differences.
 pub(crate) fn describe_differences(differences: &[Value]) -> String {
     let mut parts: Vec<String> = (differences.iter().take(3))
-        .map(|d| {
-            format!(
+        .map(|d| match d["matcher"].as_str() {
+            Some(how) => format!("`{}` ({how})", d["key"].as_str().unwrap_or("")),
+            None => format!(
                 "`{}` (expected {}, found {})",
                 d["key"].as_str().unwrap_or(""),
                 d["expected"],
                 d["found"]
-            )
+            ),
         })
         .collect();
     if differences.len() > 3 {

@@ -326,15 +326,26 @@ pub(crate) fn group_matching(
     // The expected calls' groups are the configuration's, made when it was.
     let e_groups = &cfg.groups;
     let small = expected.len() <= PAIRWISE && actual.len() <= PAIRWISE;
+    // A `$type` matcher tells `3` from `3.0`, which JSON equality holds equal: then actual
+    // calls are interchangeable only when written alike.
+    let typed = (expected.iter()).any(|e| {
+        e.args
+            .as_ref()
+            .is_some_and(super::argmatch::has_type_matcher)
+    });
     let (a_groups, index) = if small {
         let a_groups = group_pairwise(actual, |x, y| {
-            same_tool(&x.tool, &y.tool) && json_eq(&x.args, &y.args)
+            same_tool(&x.tool, &y.tool) && json_eq(&x.args, &y.args) && (!typed || x.args == y.args)
         });
         (a_groups, None)
     } else {
         let e_keys = expected_keys(expected);
+        let key = |v: &Value| match typed {
+            true => format!("{}{v}", coarse(v)),
+            false => coarse(v),
+        };
         let a_keys: Vec<(String, String)> = (actual.iter())
-            .map(|a| (lower(&a.tool), coarse(&a.args)))
+            .map(|a| (lower(&a.tool), key(&a.args)))
             .collect();
         let a_groups = group(a_keys.iter());
         let index = Index::new(&a_groups, a_keys);
@@ -355,8 +366,13 @@ pub(crate) fn group_matching(
                 .collect(),
             Some((index, e_keys)) => {
                 let (tool, key) = &e_keys[members[0]];
+                // Expected arguments with matchers equal no key: every call of the tool is a
+                // candidate, decided by the comparison.
+                let plain = || !e.args.as_ref().is_some_and(super::argmatch::has_matchers);
                 match (key, mode) {
-                    (Some(key), ArgsMatch::Exact) => index.by_key(tool, key).to_vec(),
+                    (Some(key), ArgsMatch::Exact) if plain() && !typed => {
+                        index.by_key(tool, key).to_vec()
+                    }
                     _ => index.by_tool(tool).to_vec(),
                 }
             }

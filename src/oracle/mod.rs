@@ -1,6 +1,7 @@
 //! Oracles: judging one oracle through the [`registry`], and a whole trace.
 
 pub(crate) mod approval;
+pub(crate) mod argmatch;
 pub(crate) mod artifacts;
 pub mod behaviour;
 pub mod budget;

@@ -736,3 +736,53 @@ fn integers_past_2_53_are_not_grouped_together() {
         );
     }
 }
+
+/// Argument matchers in the expected calls: the grouped matching stays maximum and valid, with
+/// few calls (compared pairwise) and many (keyed) — `3` and `3.0` included, which a `$type`
+/// matcher tells apart though JSON equality does not.
+#[test]
+fn grouped_matching_with_matchers_is_maximum_and_valid() {
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for case in 0..600 {
+        let size = if case % 3 == 0 { 40 } else { 7 };
+        let expected: Vec<Value> = (0..next(size))
+            .map(|_| match next(5) {
+                0 => json!({"tool": "a", "args": {"x": {"$oneOf": [0, 1]}}}),
+                1 => json!({"tool": "a", "args": {"x": {"$eq": 1, "$type": "integer"}}}),
+                2 => json!({"tool": "a", "args": {"x": {"$default": 2}}}),
+                3 => json!({"tool": "a", "args": {"x": {"$approx": 1, "$abs": 0.5}}}),
+                _ => json!({"tool": "a", "args": {"x": next(3)}}),
+            })
+            .collect();
+        let actual_calls: Vec<(&str, Value, Option<u64>)> = (0..next(size))
+            .map(|_| {
+                let args = match next(4) {
+                    0 => json!({}),
+                    1 => json!({"x": next(3) as f64}),
+                    _ => json!({"x": next(3)}),
+                };
+                ("a", args, None)
+            })
+            .collect();
+        let a = actual(&actual_calls);
+        for args_match in ["exact", "superset", "subset"] {
+            let c = cfg("superset", json!(expected), args_match);
+            let ok = |i: usize, j: usize| c.matches(&c.expected[i], &a[j]);
+            let kuhn = max_matching(c.expected.len(), a.len(), &|l, r| ok(l, r));
+            let grouped = super::super::matching::group_matching(&c, &a, true);
+            let count = |m: &[Option<usize>]| m.iter().flatten().count();
+            assert_eq!(count(&grouped), count(&kuhn), "case {case}, {args_match}");
+            for (i, j) in grouped.iter().enumerate() {
+                if let Some(j) = j {
+                    assert!(ok(i, *j), "case {case}: invalid pair");
+                }
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@
 /// The Harness Contract a scenario may name (its model lives with the oracle that checks it).
 pub use crate::oracle::harness_contract as contract;
 pub(crate) mod load;
+pub(crate) mod locate;
 mod model;
 
 pub use load::{

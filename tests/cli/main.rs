@@ -32,6 +32,7 @@ mod ingest;
 mod ingest_otel;
 mod init_workflows;
 mod layering;
+mod matchers;
 mod newcomer;
 mod one_identity;
 mod otlp;

@@ -172,7 +172,10 @@ fn expected_call(c: &Value, at: &str, bare_names: bool) -> Result<ExpectedCall, 
                 format!("`{at}.args` is null; omit it to match any arguments"),
             ));
         }
-        Some(v) => Some(v.clone()),
+        Some(v) => {
+            super::argmatch::validate(v, &format!("{at}.args"))?;
+            Some(v.clone())
+        }
     };
     Ok(ExpectedCall {
         tool: tool.to_owned(),
