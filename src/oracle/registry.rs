@@ -127,6 +127,7 @@ pub static TYPES: &[OracleType] = &[
             ("of", Str),
             ("turns", Lists),
             ("inferences", Lists),
+            ("readOnly", StrList),
         ],
         family: Family::Tool,
         configure: sequence::configure_oracle,
@@ -487,8 +488,12 @@ pub fn param_problems(t: &OracleType, spec: &OracleSpec) -> Vec<ParamProblem> {
         "",
     );
     if let Some(Value::Array(calls)) = spec.get("calls") {
+        // An `{"anyOrder": [calls…]}` group's calls are checked as calls (by configuring).
+        let group = |c: &serde_json::Map<String, Value>| {
+            c.len() == 1 && c.keys().all(|k| same_key("anyOrder", k))
+        };
         for (i, call) in calls.iter().enumerate() {
-            if let Value::Object(c) = call {
+            if let Some(c) = call.as_object().filter(|c| !group(c)) {
                 let what = format!(" in `calls[{i}]`");
                 problems.extend(check_keys(
                     c,

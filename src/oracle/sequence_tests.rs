@@ -786,3 +786,188 @@ fn grouped_matching_with_matchers_is_maximum_and_valid() {
         }
     }
 }
+
+/// Every permutation of `items` (few).
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for k in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(k);
+        for mut p in permutations(&rest) {
+            p.insert(0, first);
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether `e` (indices of expected calls, in order) embeds into the actual calls in order,
+/// every call left over passing `spare`; with `exact`, using every call.
+fn embeds(
+    e: &[usize],
+    n: usize,
+    ok: &dyn Fn(usize, usize) -> bool,
+    spare: &dyn Fn(usize) -> bool,
+) -> bool {
+    fn go(
+        e: &[usize],
+        j: usize,
+        n: usize,
+        ok: &dyn Fn(usize, usize) -> bool,
+        spare: &dyn Fn(usize) -> bool,
+    ) -> bool {
+        if j == n {
+            return e.is_empty();
+        }
+        (!e.is_empty() && ok(e[0], j) && go(&e[1..], j + 1, n, ok, spare))
+            || (spare(j) && go(e, j + 1, n, ok, spare))
+    }
+    go(e, 0, n, ok, spare)
+}
+
+/// `anyOrder` groups and `readOnly` tools against their definitions, by brute force over small
+/// random sequences: some order of each group's calls embeds (in `exact`, position by position;
+/// in `in-order`, as a subsequence), and with read-only tools every call left over is read-only;
+/// in `superset` and `unordered`, some pairing covers every expected call and every call that is
+/// not read-only.
+#[test]
+fn groups_and_read_only_tools_decide_as_defined() {
+    let mut seed: u64 = 0x1234_5678_9abc_def1;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let tools = ["read", "write", "search"];
+    for case in 0..3_000 {
+        // Expected: calls and groups of calls, by tool with an argument in {0, 1} or none.
+        let mut calls = Vec::new();
+        let mut flat: Vec<(&str, Option<u64>)> = Vec::new();
+        let mut ranges = Vec::new();
+        for _ in 0..next(4) {
+            let one = |next: &mut dyn FnMut(u64) -> u64| {
+                // Now and then a glob, which a read-only call and another may both match.
+                let tool = match next(5) {
+                    0 => "*",
+                    k => tools[(k % 3) as usize],
+                };
+                let arg = (next(3) < 2).then(|| next(2));
+                (tool, arg)
+            };
+            let start = flat.len();
+            if next(3) == 0 {
+                let group: Vec<(&str, Option<u64>)> =
+                    (0..1 + next(3)).map(|_| one(&mut next)).collect();
+                calls.push(json!({"anyOrder": group.iter().map(|(t, a)| match a {
+                    Some(a) => json!({"tool": t, "args": {"x": a}}),
+                    None => json!({"tool": t}),
+                }).collect::<Vec<_>>()}));
+                flat.extend(group);
+            } else {
+                let (t, a) = one(&mut next);
+                calls.push(match a {
+                    Some(a) => json!({"tool": t, "args": {"x": a}}),
+                    None => json!({"tool": t}),
+                });
+                flat.push((t, a));
+            }
+            ranges.push(start..flat.len());
+        }
+        let actual_calls: Vec<(&str, Value, Option<u64>)> = (0..next(6))
+            .map(|_| (tools[next(3) as usize], json!({"x": next(2)}), None))
+            .collect();
+        let a = actual(&actual_calls);
+        let ok = |i: usize, j: usize| {
+            (flat[i].0 == "*" || flat[i].0 == a[j].tool)
+                && flat[i].1.is_none_or(|x| a[j].args["x"] == json!(x))
+        };
+        let grouped = calls.iter().any(|c| c.get("anyOrder").is_some());
+        for read_only in [vec![], vec!["read"], vec!["read", "search"]] {
+            let ro = |j: usize| read_only.contains(&a[j].tool.as_str());
+            for mode in ["exact", "in-order", "superset", "unordered"] {
+                if grouped && !matches!(mode, "exact" | "in-order") {
+                    continue;
+                }
+                let spec = json!({"type": "tool-sequence", "mode": mode, "calls": calls, "readOnly": read_only});
+                let c =
+                    configure(&OracleSpec::new(0, serde_json::from_value(spec).unwrap())).unwrap();
+                let got = check_sequence(&c, &a).verdict == super::super::Verdict::Pass;
+                let want = match mode {
+                    "exact" | "in-order" => {
+                        // Every order of each group's calls, one after another.
+                        let mut orders: Vec<Vec<usize>> = vec![Vec::new()];
+                        for r in &ranges {
+                            let perms = permutations(&r.clone().collect::<Vec<_>>());
+                            orders = orders
+                                .iter()
+                                .flat_map(|o| {
+                                    perms.iter().map(move |p| [o.clone(), p.clone()].concat())
+                                })
+                                .collect();
+                        }
+                        let spare = |j: usize| match (mode, read_only.is_empty()) {
+                            ("exact", true) => false,
+                            (_, true) => true,
+                            (_, false) => ro(j),
+                        };
+                        // Without groups, `exact` and `in-order` keep their batch rule: these
+                        // calls have no batches, so it changes nothing here.
+                        orders.iter().any(|o| embeds(o, a.len(), &ok, &spare))
+                    }
+                    _ => {
+                        // Some injective pairing covering the expected calls and the calls
+                        // that are not read-only (in `unordered` without read-only tools, all).
+                        let needed =
+                            |j: usize| !(ro(j) || (mode == "superset" && read_only.is_empty()));
+                        let all: Vec<usize> = (0..a.len()).collect();
+                        let e = flat.len();
+                        e <= a.len()
+                            && permutations(&all).iter().any(|p| {
+                                (0..e).all(|i| ok(i, p[i])) && p[e..].iter().all(|&j| !needed(j))
+                            })
+                    }
+                };
+                assert_eq!(
+                    got,
+                    want,
+                    "case {case}: {mode}, readOnly {read_only:?}, calls {}, actual {actual_calls:?}",
+                    json!(calls)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn groups_and_read_only_tools_are_checked_when_configured() {
+    for (spec, want) in [
+        (
+            json!({"type": "tool-sequence", "mode": "superset", "calls": [{"anyOrder": [{"tool": "a"}]}]}),
+            "mode `superset` compares in any order already",
+        ),
+        (
+            json!({"type": "tool-sequence", "mode": "exact", "calls": [{"anyOrder": []}]}),
+            "`calls[0].anyOrder` must be a non-empty array of calls",
+        ),
+        (
+            json!({"type": "tool-sequence", "mode": "exact", "calls": [{"anyOrder": [{"tool": "a", "arg": {}}]}]}),
+            "calls[0].anyOrder[0]",
+        ),
+        (
+            json!({"type": "tool-sequence", "mode": "exact", "tools": ["a"], "readOnly": [""]}),
+            "`readOnly[0]` is not a tool name",
+        ),
+    ] {
+        let e = configure(&OracleSpec::new(
+            0,
+            serde_json::from_value(spec.clone()).unwrap(),
+        ))
+        .expect_err(&spec.to_string())
+        .to_string();
+        assert!(e.contains(want), "{spec}: {e}");
+    }
+}

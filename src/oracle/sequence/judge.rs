@@ -86,13 +86,13 @@ pub(super) fn max_matching(
 }
 
 /// Which call was left unplaced when the oracle failed.
-enum Unplaced {
+pub(super) enum Unplaced {
     Expected(usize),
     Actual(usize),
 }
 
 /// Consecutive actual calls of one batch form a block; other calls are blocks of one.
-fn blocks(actual: &[ActualCall], strict: bool) -> Vec<(usize, usize)> {
+pub(super) fn blocks(actual: &[ActualCall], strict: bool) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = Vec::new();
     for (i, a) in actual.iter().enumerate() {
         match out.last_mut() {
@@ -128,6 +128,9 @@ fn decide(
     actual: &[ActualCall],
     whole: Option<&[Option<usize>]>,
 ) -> Result<Vec<usize>, Unplaced> {
+    if let Some(decided) = super::extras::decide(cfg, actual, whole) {
+        return decided;
+    }
     let e = &cfg.expected;
     let ok = |i: usize, j: usize| cfg.matches(&e[i], &actual[j]);
     let whole = |_left_is_expected: bool| whole.unwrap_or_default();
@@ -259,6 +262,8 @@ fn part(cfg: &SeqConfig, expected: &[ExpectedCall], mode: SeqMode) -> SeqConfig 
         strict_batches: cfg.strict_batches,
         of: cfg.of,
         split: Split::Whole,
+        order: None,
+        read_only: cfg.read_only.clone(),
     }
 }
 
@@ -453,7 +458,11 @@ pub(crate) fn check_sequence(cfg: &SeqConfig, actual: &[ActualCall]) -> OracleRe
     if result.verdict == crate::oracle::Verdict::Pass {
         result
     } else {
-        let score = fraction(cfg, actual, whole.as_deref());
+        let mut score = fraction(cfg, actual, whole.as_deref());
+        if cfg.order.is_some() || !cfg.read_only.is_empty() {
+            let placed = (score * cfg.expected.len() as f64).round() as usize;
+            score = super::extras::fraction(cfg, actual, placed);
+        }
         result.with_score(score)
     }
 }

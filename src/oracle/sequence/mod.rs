@@ -1,6 +1,7 @@
 //! `tool-sequence`: the actual tool calls against an expected trajectory, in five modes, with
 //! optimal (maximum bipartite) pairing, batch-aware ordering, and argument matching.
 
+mod extras;
 mod judge;
 
 use crate::oracle::ConfigError;
@@ -129,6 +130,12 @@ pub struct SeqConfig {
     /// The expected calls grouped as the matching groups them (interchangeable calls
     /// together), decided once here rather than for every trace.
     pub(crate) groups: Vec<Vec<usize>>,
+    /// With `anyOrder` groups in `calls`: the ranges of `expected`, in order, whose calls may
+    /// come in any order (a call outside a group is a range of one).
+    pub order: Option<Vec<std::ops::Range<usize>>>,
+    /// `readOnly`: tools (or globs) whose extra calls are harmless; with any, an extra call of
+    /// another tool fails in every mode.
+    pub read_only: Vec<String>,
 }
 
 /// Reads one expected call: `{tool, args?}`, or (in `turns` and `inferences`) a bare tool
@@ -215,18 +222,54 @@ fn expected_lists(spec: &OracleSpec, name: &str) -> Result<Vec<Vec<ExpectedCall>
         .collect()
 }
 
-/// Reads `calls` (or the `tools` shorthand) into expected calls.
-pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, ConfigError> {
+/// Expected calls, and the ranges of their `anyOrder` groups (`None` without any).
+type CallsAndGroups = (Vec<ExpectedCall>, Option<Vec<std::ops::Range<usize>>>);
+
+/// An `{"anyOrder": [calls…]}` element of `calls`: its calls.
+fn any_order(c: &Value) -> Option<&Value> {
+    let obj = c.as_object()?;
+    let (key, calls) = obj.iter().next().filter(|_| obj.len() == 1)?;
+    super::registry::same_key("anyOrder", key).then_some(calls)
+}
+
+/// Reads `calls`, whose elements are calls or `{"anyOrder": [calls…]}` groups: the calls, and
+/// the ranges of the groups (`None` without any).
+fn calls_with_groups(calls: &[Value]) -> Result<CallsAndGroups, ConfigError> {
+    let (mut expected, mut ranges, mut grouped) = (Vec::new(), Vec::new(), false);
+    for (i, c) in calls.iter().enumerate() {
+        let start = expected.len();
+        match any_order(c) {
+            Some(Value::Array(group)) if !group.is_empty() => {
+                grouped = true;
+                for (j, g) in group.iter().enumerate() {
+                    expected.push(expected_call(
+                        g,
+                        &format!("calls[{i}].anyOrder[{j}]"),
+                        false,
+                    )?);
+                }
+            }
+            Some(_) => {
+                return Err(ConfigError::value(
+                    format!("calls[{i}].anyOrder"),
+                    format!("`calls[{i}].anyOrder` must be a non-empty array of calls"),
+                ));
+            }
+            None => expected.push(expected_call(c, &format!("calls[{i}]"), false)?),
+        }
+        ranges.push(start..expected.len());
+    }
+    Ok((expected, grouped.then_some(ranges)))
+}
+
+/// Reads `calls` (or the `tools` shorthand) into expected calls, with their `anyOrder` groups.
+pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<CallsAndGroups, ConfigError> {
     match (spec.get("calls"), spec.get("tools")) {
         (Some(_), Some(_)) => Err("give exactly one of `calls` and `tools`, not both".into()),
         (None, None) => {
             Err("no expected calls: give `calls`, `tools`, `turns` or `inferences`".into())
         }
-        (Some(Value::Array(calls)), None) => calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| expected_call(c, &format!("calls[{i}]"), false))
-            .collect(),
+        (Some(Value::Array(calls)), None) => calls_with_groups(calls),
         (None, Some(Value::Array(tools))) => tools
             .iter()
             .enumerate()
@@ -245,7 +288,8 @@ pub(crate) fn expected_calls(spec: &OracleSpec) -> Result<Vec<ExpectedCall>, Con
                         )
                     })
             })
-            .collect(),
+            .collect::<Result<_, _>>()
+            .map(|calls| (calls, None)),
         (Some(_), None) => Err(ConfigError::value("calls", "`calls` must be an array")),
         (None, Some(_)) => Err(ConfigError::value(
             "tools",
@@ -304,6 +348,7 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
         }
     };
     let of = Of::read(spec)?;
+    let mut order = None;
     let (expected, split) = match (spec.get("turns"), spec.get("inferences")) {
         (Some(_), Some(_)) => return Err("give `turns` or `inferences`, not both".into()),
         (Some(_), None) | (None, Some(_))
@@ -324,7 +369,42 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
                 Split::Inferences(expected_lists(spec, "inferences")?),
             )
         }
-        (None, None) => (expected_calls(spec)?, Split::Whole),
+        (None, None) => {
+            let (expected, groups) = expected_calls(spec)?;
+            order = groups;
+            (expected, Split::Whole)
+        }
+    };
+    if order.is_some() && !matches!(mode, SeqMode::Exact | SeqMode::InOrder) {
+        return Err(ConfigError::value(
+            "calls",
+            format!(
+                "`anyOrder` groups order calls in `exact` and `in-order`; mode `{}` compares in any order already",
+                mode.name()
+            ),
+        ));
+    }
+    let read_only = match spec.get("readOnly") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(tools)) => (tools.iter().enumerate())
+            .map(|(i, t)| {
+                (t.as_str().map(str::trim))
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        ConfigError::value(
+                            format!("readOnly[{i}]"),
+                            format!("`readOnly[{i}]` is not a tool name"),
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(ConfigError::value(
+                "readOnly",
+                "`readOnly` must be an array of tool names",
+            ));
+        }
     };
     let args_match = args_mode(spec)?;
     let overrides = match spec.get("argsMatchOverrides") {
@@ -372,6 +452,8 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
         strict_batches,
         of,
         split,
+        order,
+        read_only,
     })
 }
 
