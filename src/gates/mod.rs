@@ -1,6 +1,7 @@
 //! Quality gates over scenario files: every problem listed, each with its file (and line and
 //! column for parse errors), so a suite cannot give false confidence.
 
+mod hostile;
 pub mod strength;
 
 use std::collections::BTreeMap;

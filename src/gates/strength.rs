@@ -110,6 +110,10 @@ enum Mutation {
     /// Every inference's usage (tokens and recorded cost) ten times what was recorded: a run
     /// that got expensive.
     InflateUsage,
+    /// The call at this position sends and gets back hostile text ([`super::hostile`]).
+    HostileCall(usize),
+    /// The answer and the model's text are hostile text.
+    HostileAnswer,
 }
 
 /// How a mutation changes a call's first argument: each kills what an argument matcher
@@ -401,6 +405,14 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
             out[r] = failed_result(&events[r]);
             format!("fail-result (seq {})", events[r].seq)
         }
+        Mutation::HostileCall(i) => {
+            super::hostile::into_call(&mut out, i);
+            format!("hostile-call (seq {})", events[i].seq)
+        }
+        Mutation::HostileAnswer => {
+            super::hostile::into_answer(&mut out);
+            "hostile-answer".to_owned()
+        }
         Mutation::InflateUsage => {
             for e in &mut out {
                 if let EventBody::Inference(i) = &mut e.body {
@@ -415,6 +427,22 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
         }
     };
     (name, renumber(out))
+}
+
+/// Whether an oracle is, or holds (in a composition), a `pattern` or `hosts` oracle.
+fn looks_for_patterns(o: &crate::scenario::OracleSpec) -> bool {
+    fn names(v: &Value) -> bool {
+        match v {
+            Value::Object(m) => {
+                let t = m.get("type").and_then(Value::as_str).unwrap_or_default();
+                matches!(crate::oracle::canonical_type(t), Some("pattern" | "hosts"))
+                    || m.values().any(names)
+            }
+            Value::Array(items) => items.iter().any(names),
+            _ => false,
+        }
+    }
+    names(&Value::Object(o.params.clone()))
 }
 
 /// Every mutant of a trace: (operator description, events). Builds them all at once: for
@@ -500,6 +528,15 @@ impl Strength {
         };
         if scenario.oracles.iter().any(declares) {
             all.extend(behaviour_mutations(&trace.events));
+        }
+        // Made only for scenarios with oracles that look for patterns in what a run did.
+        if scenario.oracles.iter().any(looks_for_patterns) {
+            all.extend(
+                call_positions(&trace.events)
+                    .into_iter()
+                    .map(Mutation::HostileCall),
+            );
+            all.push(Mutation::HostileAnswer);
         }
         // Made only for scenarios whose oracles compare arguments with matchers: an argument
         // left out (a required key), retyped (`$type`), replaced by unrelated text (`$regex`).

@@ -20,6 +20,7 @@ pub(crate) mod jsoneq;
 mod matching;
 pub(crate) mod names;
 pub(crate) mod params;
+pub(crate) mod patterns;
 pub mod registry;
 pub(crate) mod replies;
 mod result;

@@ -226,6 +226,31 @@ pub static TYPES: &[OracleType] = &[
         configure: replies::configure_final_answer_matches,
     },
     OracleType {
+        name: "pattern",
+        params: &[
+            ("pattern", Str),
+            ("preset", Str),
+            ("in", Any),
+            ("tool", Str),
+            ("pointer", Str),
+            ("expect", Str),
+        ],
+        family: Family::Other,
+        configure: super::patterns::configure_pattern,
+    },
+    OracleType {
+        name: "hosts",
+        params: &[
+            ("allow", StrList),
+            ("deny", StrList),
+            ("in", Any),
+            ("tool", Str),
+            ("pointer", Str),
+        ],
+        family: Family::Other,
+        configure: super::patterns::configure_hosts,
+    },
+    OracleType {
         name: "max-tokens",
         params: &[
             ("limit", Count),

@@ -150,6 +150,8 @@ pub enum Oracle {
     FinalAnswerMatches {
         pattern: Pattern,
     },
+    Pattern(Box<super::patterns::PatternCheck>),
+    Hosts(Box<super::patterns::HostsCheck>),
     MaxTokens {
         limit: u64,
         kind: TokenKind,
@@ -251,6 +253,8 @@ impl Oracle {
             Oracle::FinalAnswerMatches { pattern } => {
                 replies::final_answer_matches(&pattern.0, facts)
             }
+            Oracle::Pattern(check) => super::patterns::pattern(check, facts),
+            Oracle::Hosts(check) => super::patterns::hosts(check, facts),
             Oracle::MaxTokens { limit, kind } => counts::max_tokens(*limit, *kind, facts),
             Oracle::MaxCost { limit_nanos } => cost::max_cost(*limit_nanos, facts),
             Oracle::ToolsOffered { tools, subset } => counts::tools_offered(tools, *subset, facts),

@@ -36,6 +36,7 @@ mod matchers;
 mod newcomer;
 mod one_identity;
 mod otlp;
+mod patterns;
 mod pending_diff;
 mod privacy;
 mod project;
