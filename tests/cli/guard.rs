@@ -88,6 +88,7 @@ fn no_provider_keys_key_variables_or_http_clients_in_tests_traces_or_benches() {
             "tests/cli/record_large.rs",
             "tests/cli/util.rs",
             "tests/cli/documented_loop.rs",
+            "tests/cli/pytest_plugin.rs",
             "benches/record.rs",
             "benches/collect.rs",
         ]

@@ -41,6 +41,7 @@ mod pending_diff;
 mod privacy;
 mod project;
 mod public_api;
+mod pytest_plugin;
 mod real_corpora;
 mod real_trials;
 mod record;

@@ -1,0 +1,401 @@
+"""The tracereplay pytest plugin: record an agent's model requests once, replay them in CI, and
+fail a test with the oracle's evidence when what the agent did changed.
+
+A test marked ``@pytest.mark.tracereplay(scenario="weather")`` gets the ``tracereplay``
+fixture: base URLs for the OpenAI and Anthropic clients (``OPENAI_BASE_URL`` and
+``ANTHROPIC_BASE_URL`` are set for the test too), with the run's session already named. After
+the test body the session is finished, and the run is judged against its scenario and approved
+baseline by ``tracereplay check`` — the same code as in CI. See docs/pytest.md.
+"""
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from . import binary
+
+MODES = ("once", "none", "all", "new")
+#: How long a server may take to start, a session to finish, a run to be judged (seconds).
+DEADLINE = 60
+RUN_KEY = pytest.StashKey()
+PLUGIN_KEY = pytest.StashKey()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("tracereplay", "tracereplay: record once, replay in CI")
+    group.addoption(
+        "--tracereplay-mode",
+        choices=MODES,
+        default=None,
+        help="once: record when no recording exists, else replay (the default off CI); "
+        "none: replay only (the default under CI); all: record again; "
+        "new: replay, and record what the recording lacks",
+    )
+    group.addoption(
+        "--tracereplay-upstream",
+        default=None,
+        help="where recording forwards requests (default https://api.openai.com, or the "
+        "marker's upstream)",
+    )
+    group.addoption(
+        "--tracereplay-dir",
+        default=None,
+        help="where recordings are (default: the first of tracereplay.toml's paths, else "
+        "`traces` beside the test file)",
+    )
+    group.addoption(
+        "--tracereplay-dev-raw-prompts",
+        action="store_true",
+        default=False,
+        help="developer opt-in: also keep the raw text of prompts in a sidecar",
+    )
+    for name, help_text in [
+        ("tracereplay_mode", "the record mode (as --tracereplay-mode)"),
+        ("tracereplay_upstream", "the upstream recording forwards to"),
+        ("tracereplay_dir", "where recordings are"),
+    ]:
+        parser.addini(name, help_text, default=None)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "tracereplay(scenario, case=None, upstream=None): record or replay this test's agent "
+        "run with tracereplay and judge it against the scenario",
+    )
+    plugin = Plugin(config)
+    config.stash[PLUGIN_KEY] = plugin
+    config.add_cleanup(plugin.close)
+
+
+def pytest_report_header(config):
+    plugin = config.stash.get(PLUGIN_KEY, None)
+    if plugin is None:
+        return None
+    keyed = "keyed (TRACEREPLAY_HASH_KEY)" if os.environ.get("TRACEREPLAY_HASH_KEY") else "unkeyed"
+    return f"tracereplay: mode {plugin.mode}, prompts hashed {keyed}, {binary()}"
+
+
+def _truthy(value):
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class Plugin:
+    """The session's servers (started when first needed, shared by every test) and settings."""
+
+    def __init__(self, config):
+        self.config = config
+        option = config.getoption("--tracereplay-mode") or config.getini("tracereplay_mode")
+        if option and option not in MODES:
+            raise pytest.UsageError(f"tracereplay_mode `{option}` is not one of {', '.join(MODES)}")
+        self.mode = option or ("none" if _truthy(os.environ.get("CI")) else "once")
+        self.root = Path(str(config.rootpath))
+        # Replayed runs are written inside the project (so that `check` keeps a pending
+        # baseline of their drift for `tracereplay baseline review`), afresh each session.
+        shutil.rmtree(self.root / ".tracereplay" / "pytest" / "replayed", ignore_errors=True)
+        self.servers = {}
+        self.work = Path(tempfile.mkdtemp(prefix="tracereplay-pytest-"))
+
+    def setting(self, option, ini):
+        return self.config.getoption(option) or self.config.getini(ini)
+
+    def recordings(self, test_file):
+        """Where recordings are: the option, the project file's first path, else `traces`
+        beside the test file."""
+        given = self.setting("--tracereplay-dir", "tracereplay_dir")
+        if given:
+            return (self.root / given).resolve()
+        for directory in [self.root, *self.root.parents]:
+            project = directory / "tracereplay.toml"
+            if project.is_file():
+                paths = _project_paths(project.read_text(encoding="utf-8"))
+                if paths:
+                    return (directory / paths[0]).resolve()
+                break
+        return (Path(test_file).parent / "traces").resolve()
+
+    def server(self, kind, directory, upstream):
+        key = (kind, str(directory), upstream)
+        server = self.servers.get(key)
+        if server is not None and not server.alive():
+            raise RunError(f"the tracereplay {kind} server stopped during the session:\n{server.stderr()}")
+        if server is None:
+            args = self.server_args(kind, directory, upstream)
+            server = Server(args, cwd=self.root, work=self.work)
+            self.servers[key] = server
+        return server
+
+    def server_args(self, kind, directory, upstream):
+        hashing = [] if os.environ.get("TRACEREPLAY_HASH_KEY") else ["--unkeyed"]
+        raw = ["--dev-raw-prompts"] if self.config.getoption("--tracereplay-dev-raw-prompts") else []
+        if kind == "record":
+            return ["record", "--upstream", upstream, "--out", str(directory), *hashing, *raw]
+        if kind == "rerecord":
+            return ["record", "--upstream", upstream, "--out", str(directory), "--replace", *hashing, *raw]
+        replayed = self.root / ".tracereplay" / "pytest" / "replayed"
+        args = ["replay", "serve", str(directory), "--record", str(replayed), *raw]
+        if kind == "replay-then-live":
+            args += ["--upstream", upstream]
+        return args
+
+    def close(self):
+        for server in self.servers.values():
+            server.stop()
+        self.servers.clear()
+
+
+def _project_paths(text):
+    """The `paths` of a project file's top level (a TOML list of strings)."""
+    try:
+        import tomllib  # Python 3.11+
+
+        return [str(p) for p in tomllib.loads(text).get("paths", [])]
+    except ImportError:
+        match = re.search(r"(?m)^paths\s*=\s*\[([^\]]*)\]", text)
+        return re.findall(r"""["']([^"']+)["']""", match.group(1)) if match else []
+
+
+class RunError(Exception):
+    """The plugin could not record, replay or judge a run: a test error, not a hang."""
+
+
+class Server:
+    """A tracereplay server process on a free loopback port, its output read by a thread."""
+
+    def __init__(self, args, cwd, work):
+        self.args = args
+        self.log = tempfile.NamedTemporaryFile(dir=work, prefix="server-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [binary(), *args],
+            cwd=str(cwd),
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.stop()
+                raise RunError(f"`tracereplay {' '.join(args)}` did not start within {DEADLINE} s:\n{self.stderr()}")
+            if line is None:
+                raise RunError(f"`tracereplay {' '.join(args)}` exited before listening:\n{self.stderr()}")
+            if line.startswith("listening on "):
+                self.url = line.split("listening on ", 1)[1].split()[0]
+                return
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stderr(self):
+        try:
+            return Path(self.log.name).read_text(encoding="utf-8", errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _post(url, body):
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=DEADLINE) as answer:
+            return answer.read()
+    except urllib.error.HTTPError as e:
+        raise RunError(f"POST {url}: {e.code} {e.read().decode(errors='replace')}") from None
+    except (urllib.error.URLError, OSError) as e:
+        raise RunError(f"POST {url}: {e}") from None
+
+
+class Run:
+    """One test's agent run: what its client points at, and how it ends.
+
+    ``openai_base_url`` and ``anthropic_base_url`` name the run's session; ``report(*events)``
+    sends events only the runtime knows (approvals, messages, the final answer);
+    ``finish(final_answer=None, status=None)`` ends the run early (the plugin finishes it after
+    the test otherwise).
+    """
+
+    def __init__(self, plugin, scenario, case, directory, upstream):
+        self.plugin, self.scenario, self.case = plugin, scenario, case
+        self.recording = directory / scenario / f"{case}.trace.ndjson.zst"
+        mode = plugin.mode
+        exists = self.recording.is_file()
+        if mode == "none" and not exists:
+            raise RunError(
+                f"no recording of {scenario}/{case} at `{self.recording}` (mode none, the default "
+                "under CI): record it with `pytest --tracereplay-mode=once` and commit it"
+            )
+        if mode == "all":
+            kind = "rerecord"
+        elif not exists:
+            kind = "record"
+        else:
+            kind = "replay-then-live" if mode == "new" else "replay"
+        self.kind = kind
+        self.recorded = kind in ("record", "rerecord")
+        server = plugin.server(kind, directory, upstream)
+        prefix = "record" if self.recorded else "replay"
+        self.base = f"{server.url}/{prefix}/{scenario}/{case}"
+        self.openai_base_url = f"{self.base}/v1"
+        self.anthropic_base_url = self.base
+        self.finished = False
+        self.written = (
+            self.recording
+            if self.recorded
+            else plugin.root / ".tracereplay" / "pytest" / "replayed" / scenario / f"{case}.trace.ndjson.zst"
+        )
+
+    def report(self, *events):
+        _post(f"{self.base}/tracereplay/v1/events", list(events))
+
+    def finish(self, final_answer=None, status=None):
+        if self.finished:
+            return
+        events = []
+        if final_answer is not None:
+            events.append({"kind": "final_answer", "text": final_answer})
+        if status is not None:
+            events.append({"kind": "run_end", "status": status})
+        _post(f"{self.base}/tracereplay/v1/finish", events)
+        self.finished = True
+        deadline = time.monotonic() + DEADLINE
+        while not self.written.is_file():
+            if time.monotonic() > deadline:
+                raise RunError(f"the run of {self.scenario}/{self.case} was not written to `{self.written}`")
+            time.sleep(0.05)
+        if self.kind == "replay-then-live" and _went_live(self.written):
+            # `new`: what the recording lacked was recorded live; the whole run replaces it.
+            os.replace(self.written, self.recording)
+            self.written = self.recording
+
+    def judge(self):
+        """Judges the written run as `check` does; the failure text, or None."""
+        out = subprocess.run(
+            [binary(), "check", str(self.written), "--format", "json"],
+            cwd=str(self.plugin.root),
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+        )
+        try:
+            report = json.loads(out.stdout)
+        except ValueError:
+            return f"`tracereplay check {self.written}` did not report (exit {out.returncode}):\n{out.stderr}"
+        rows = report.get("results", [])
+        if out.returncode == 0:
+            return None
+        return _explain(rows) or f"`tracereplay check` exited {out.returncode}:\n{out.stderr}"
+
+
+def _went_live(trace):
+    out = subprocess.run([binary(), "cat", str(trace)], capture_output=True, text=True, timeout=DEADLINE)
+    return "replay went live at request" in out.stdout
+
+
+def _explain(rows):
+    """A failing row as pytest shows an assertion: each failing oracle with its deciding
+    events, each blocking drift, and the trace's hash."""
+    lines = []
+    for row in rows:
+        if row.get("verdict") == "pass" and not row.get("blocking"):
+            continue
+        lines.append(f"tracereplay: {row.get('scenario')}/{row.get('case')} {row.get('verdict')}")
+        for o in row.get("oracles", []):
+            if o.get("verdict") != "pass":
+                seqs = ", ".join(str(s) for s in o.get("evidence", []))
+                lines.append(f"E   {o.get('verdict')} {o.get('type')}: {o.get('message')}")
+                if seqs:
+                    lines.append(f"E       deciding events: seq {seqs}")
+        for d in row.get("drift", []):
+            lines.append(f"E   drift {d.get('category')}: {d.get('detail') or d.get('message')}")
+        lines.append(f"    trace {row.get('path')} ({row.get('content_hash')})")
+    return "\n".join(lines)
+
+
+def _case_of(name):
+    """A case id from a test's name: `test_weather[paris]` → `test_weather-paris`."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "default"
+
+
+@pytest.fixture
+def tracereplay(request, monkeypatch):
+    """The test's run: its base URLs, the session named; finished and judged after the test."""
+    marker = request.node.get_closest_marker("tracereplay")
+    if marker is None:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} uses the tracereplay fixture without "
+            "@pytest.mark.tracereplay(scenario=...)"
+        )
+    scenario = marker.kwargs.get("scenario") or (marker.args[0] if marker.args else None)
+    if not scenario:
+        raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.tracereplay needs a scenario")
+    plugin = request.config.stash[PLUGIN_KEY]
+    case = marker.kwargs.get("case") or _case_of(request.node.name)
+    upstream = (
+        marker.kwargs.get("upstream")
+        or plugin.setting("--tracereplay-upstream", "tracereplay_upstream")
+        or "https://api.openai.com"
+    )
+    try:
+        run = Run(plugin, scenario, case, plugin.recordings(request.node.fspath), upstream)
+    except RunError as e:
+        pytest.fail(str(e), pytrace=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", run.openai_base_url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", run.anthropic_base_url)
+    request.node.stash[RUN_KEY] = run
+    yield run
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After the test body: the run finished and judged; a failure fails the test."""
+    try:
+        result = yield
+    except BaseException:
+        run = item.stash.get(RUN_KEY, None)
+        if run is not None and not run.finished:
+            try:
+                run.finish()
+            except RunError:
+                pass
+        raise
+    run = item.stash.get(RUN_KEY, None)
+    if run is not None:
+        try:
+            run.finish()
+            failure = run.judge()
+        except (RunError, subprocess.TimeoutExpired) as e:
+            pytest.fail(f"tracereplay: {e}", pytrace=False)
+        if failure:
+            pytest.fail(failure, pytrace=False)
+    return result
