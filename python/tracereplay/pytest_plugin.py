@@ -30,6 +30,7 @@ MODES = ("once", "none", "all", "new")
 #: How long a server may take to start, a session to finish, a run to be judged (seconds).
 DEADLINE = 60
 RUN_KEY = pytest.StashKey()
+FAILURE_KEY = pytest.StashKey()
 PLUGIN_KEY = pytest.StashKey()
 
 
@@ -264,6 +265,8 @@ class Run:
         self.kind = kind
         self.recorded = kind in ("record", "rerecord")
         server = plugin.server(kind, directory, upstream)
+        #: The server this run's session is on (its process: `server.proc`).
+        self.server = server
         prefix = "record" if self.recorded else "replay"
         self.base = f"{server.url}/{prefix}/{scenario}/{case}"
         self.openai_base_url = f"{self.base}/v1"
@@ -369,7 +372,10 @@ def tracereplay(request, monkeypatch):
     try:
         run = Run(plugin, scenario, case, plugin.recordings(request.node.fspath), upstream)
     except RunError as e:
-        pytest.fail(str(e), pytrace=False)
+        # The test fails (not errors) with it, before its body runs.
+        request.node.stash[FAILURE_KEY] = str(e)
+        yield None
+        return
     monkeypatch.setenv("OPENAI_BASE_URL", run.openai_base_url)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", run.anthropic_base_url)
     request.node.stash[RUN_KEY] = run
@@ -379,6 +385,9 @@ def tracereplay(request, monkeypatch):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     """After the test body: the run finished and judged; a failure fails the test."""
+    failure = item.stash.get(FAILURE_KEY, None)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
     try:
         result = yield
     except BaseException:

@@ -41,7 +41,7 @@ fn wheel() -> PathBuf {
     let at = std::fs::metadata(&wheel)
         .and_then(|m| m.modified())
         .unwrap();
-    for sources in ["src", "python"] {
+    for sources in ["src", "python/tracereplay"] {
         assert!(
             newest(&root().join(sources)) <= at,
             "the wheel in target/wheels is older than {sources}/: {fix}"
@@ -89,6 +89,56 @@ fn model(mut conn: std::net::TcpStream, req: Received) -> std::io::Result<()> {
     )
 }
 
+/// A fresh virtual environment under `dir` with the wheel, pytest and the OpenAI and Anthropic
+/// SDKs installed from the local wheelhouse: no network.
+fn fresh_venv(dir: &Path, wheel: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let (code, text) = run(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "venv",
+    );
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = run(
+        Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-index",
+            ])
+            .arg("--find-links")
+            .arg(root().join("target/wheelhouse"))
+            .arg(wheel)
+            .args(["pytest", "openai", "anthropic"]),
+        "pip install",
+    );
+    assert_eq!(
+        code, 0,
+        "pip install of the wheel: {text} (the wheelhouse comes from scripts/install-test-deps)"
+    );
+    venv
+}
+
+/// The plugin's own tests (`python/tests/test_plugin.py`, with pytest's `pytester`) against the
+/// installed wheel: each record mode, CI, a failing oracle's message, drift to a pending
+/// baseline, the Anthropic SDK, streamed and not, and a server that dies mid-session.
+#[test]
+fn the_plugins_own_tests_pass_against_the_installed_wheel() {
+    let wheel = wheel();
+    let dir = tempfile::tempdir().unwrap();
+    let venv = fresh_venv(dir.path(), &wheel);
+    let mut cmd = Command::new(venv.join("bin/pytest"));
+    cmd.args(["-p", "pytester", "-q", "-p", "no:cacheprovider"])
+        .arg(root().join("python/tests/test_plugin.py"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path());
+    let (code, text) = run(&mut cmd, "pytest");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("8 passed"), "{text}");
+}
+
 #[test]
 fn the_wheel_installs_the_command_and_its_plugin_records_replays_and_fails_with_evidence() {
     let wheel = wheel();
@@ -105,32 +155,7 @@ fn the_wheel_installs_the_command_and_its_plugin_records_replays_and_fails_with_
         "twine check",
     );
     assert_eq!(code, 0, "{text}");
-    // A fresh virtual environment, the wheel and the test's own requirements from the local
-    // wheelhouse: no network.
-    let venv = dir.path().join("venv");
-    let (code, text) = run(
-        Command::new("python3").args(["-m", "venv"]).arg(&venv),
-        "venv",
-    );
-    assert_eq!(code, 0, "{text}");
-    let (code, text) = run(
-        Command::new(venv.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-index",
-                "--find-links",
-            ])
-            .arg(root().join("target/wheelhouse"))
-            .arg(&wheel)
-            .args(["pytest", "openai"]),
-        "pip install",
-    );
-    assert_eq!(
-        code, 0,
-        "pip install of the wheel: {text} (the wheelhouse comes from scripts/install-test-deps)"
-    );
+    let venv = fresh_venv(dir.path(), &wheel);
     // The console script and `python -m tracereplay` are the command, at the crate's version.
     let version = format!("tracereplay {}", env!("CARGO_PKG_VERSION"));
     for cmd in [

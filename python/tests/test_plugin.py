@@ -1,0 +1,320 @@
+"""The pytest plugin's own tests, with pytest's `pytester`: each record mode, CI, a failing
+oracle's message, drift → pending baseline → `baseline accept`, the Anthropic SDK, streamed and
+not, and a server that dies mid-session. The agents are the official OpenAI and Anthropic SDKs'
+tool loops; the model is a loopback server here (`Model`): no test touches the network.
+
+Run from the repository's tests (tests/cli/pytest_plugin.rs) in a virtual environment where
+the wheel is installed: `pytest -p pytester python/tests/test_plugin.py`.
+"""
+
+import json
+import os
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import tracereplay
+
+pytest_plugins = ["pytester"]
+
+SCENARIO = {
+    "id": "weather", "title": "weather", "risk": "High",
+    "oracles": [{"type": "tool-args", "tool": "weather", "args": {"city": "Paris"}},
+                {"type": "final-answer-contains", "value": "sunny"}],
+}
+
+AGENT = '''
+import json, os
+QUESTION = "What is the weather in Paris?"
+TOOLS = [{"type": "function", "function": {"name": "weather",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+def tool(city):
+    return os.environ.get("WEATHER_RESULT", "sunny, 21 C")
+
+def openai_agent(stream=False):
+    from openai import OpenAI
+    client = OpenAI(api_key="none")
+    messages = [{"role": "system", "content": "You answer weather questions."},
+                {"role": "user", "content": QUESTION}]
+    while True:
+        if stream:
+            text, calls = "", {}
+            for chunk in client.chat.completions.create(model="m", messages=messages, tools=TOOLS, stream=True):
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                text += delta.content or ""
+                for c in delta.tool_calls or []:
+                    slot = calls.setdefault(c.index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] += c.id or ""
+                    slot["name"] += (c.function.name or "") if c.function else ""
+                    slot["arguments"] += (c.function.arguments or "") if c.function else ""
+            msg = {"role": "assistant", "content": text or None}
+            if calls:
+                msg["tool_calls"] = [{"id": c["id"], "type": "function",
+                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                     for c in calls.values()]
+        else:
+            m = client.chat.completions.create(model="m", messages=messages, tools=TOOLS).choices[0].message
+            msg = m.model_dump(exclude_none=True)
+        messages.append(msg)
+        if not msg.get("tool_calls"):
+            return msg["content"]
+        for call in msg["tool_calls"]:
+            city = json.loads(call["function"]["arguments"])["city"]
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": tool(city)})
+
+def anthropic_agent(stream=False):
+    from anthropic import Anthropic
+    client = Anthropic(api_key="none")
+    tools = [{"name": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    messages = [{"role": "user", "content": QUESTION}]
+    while True:
+        args = dict(model="m", max_tokens=100, system="You answer weather questions.", messages=messages, tools=tools)
+        if stream:
+            with client.messages.stream(**args) as s:
+                reply = s.get_final_message()
+        else:
+            reply = client.messages.create(**args)
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+        uses = [b for b in reply.content if b.type == "tool_use"]
+        if not uses:
+            return "".join(b.text for b in reply.content if b.type == "text")
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": u.id, "content": tool(u.input["city"])} for u in uses]})
+'''
+
+
+class Model(ThreadingHTTPServer):
+    """A loopback model: `weather(city)` first, then the answer once the result is back —
+    for OpenAI Chat Completions and Anthropic Messages, streamed and not."""
+
+    city = "Paris"
+    answer = "It is sunny in Paris, 21 C."
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.requests = 0
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.server.requests += 1
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        anthropic = self.path.endswith("/messages")
+        last = body["messages"][-1]
+        done = last["role"] == "tool" or (
+            anthropic and isinstance(last["content"], list)
+            and any(b.get("type") == "tool_result" for b in last["content"]))
+        args = json.dumps({"city": self.server.city})
+        if anthropic:
+            self.anthropic(body, done, args)
+        else:
+            self.openai(body, done, args)
+
+    def send(self, payload, stream):
+        data = payload.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream" if stream else "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def openai(self, body, done, args):
+        stream = body.get("stream")
+        if done:
+            msg, finish = {"role": "assistant", "content": self.server.answer}, "stop"
+        else:
+            msg, finish = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": args}}]}, "tool_calls"
+        head = {"id": "chatcmpl-1", "created": 1, "model": body["model"]}
+        if not stream:
+            return self.send(json.dumps({**head, "object": "chat.completion", "choices": [
+                {"index": 0, "message": msg, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}}), False)
+        delta = {"role": "assistant", "content": msg["content"]}
+        if not done:
+            delta["tool_calls"] = [{"index": 0, **msg["tool_calls"][0]}]
+        chunks = [{**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                  {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+        self.send("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n", True)
+
+    def anthropic(self, body, done, args):
+        stream = body.get("stream")
+        block = ({"type": "text", "text": self.server.answer} if done else
+                 {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": json.loads(args)})
+        stop = "end_turn" if done else "tool_use"
+        usage = {"input_tokens": 12, "output_tokens": 6}
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                   "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
+        if not stream:
+            return self.send(json.dumps(message), False)
+        start = {**message, "content": [], "stop_reason": None}
+        if done:
+            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": self.server.answer}
+        else:
+            first = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": args}
+        events = [("message_start", {"type": "message_start", "message": start}),
+                  ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": first}),
+                  ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+                  ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                  ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 6}}),
+                  ("message_stop", {"type": "message_stop"})]
+        self.send("".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events), True)
+
+
+@pytest.fixture
+def model():
+    m = Model()
+    yield m
+    m.shutdown()
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makefile(".toml", tracereplay='paths = ["traces"]\n')
+    (pytester.path / "traces" / "weather").mkdir(parents=True)
+    (pytester.path / "traces" / "weather" / "weather.scenario.json").write_text(json.dumps(SCENARIO))
+    pytester.makepyfile(agent=AGENT)
+    return pytester
+
+
+def write_test(pytester, body, name="test_agent"):
+    pytester.makepyfile(**{name: "import pytest\nfrom agent import *\n\n" + body})
+
+
+def run(pytester, *args, ci=False, **env):
+    """pytest in a subprocess, with CI set or cleared and `env` set."""
+    os.environ.pop("CI", None)
+    for k in ("WEATHER_RESULT",):
+        os.environ.pop(k, None)
+    if ci:
+        os.environ["CI"] = "true"
+    os.environ.update(env)
+    try:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    finally:
+        for k in ["CI", *env]:
+            os.environ.pop(k, None)
+
+
+TEST = '''
+@pytest.mark.tracereplay(scenario="weather")
+def test_paris(tracereplay):
+    assert "sunny" in openai_agent()
+'''
+
+
+def recording(pytester, case="test_paris"):
+    return pytester.path / "traces" / "weather" / f"{case}.trace.ndjson.zst"
+
+
+def test_once_records_then_replays_without_the_model(project, model):
+    write_test(project, TEST)
+    first = run(project, f"--tracereplay-upstream={model.url}")
+    first.assert_outcomes(passed=1)
+    assert recording(project).is_file() and model.requests == 2
+    model.shutdown()
+    again = run(project, f"--tracereplay-upstream={model.url}")
+    again.assert_outcomes(passed=1)
+    assert model.requests == 2
+
+
+def test_none_is_the_default_under_ci_and_names_the_recording_to_make(project, model):
+    write_test(project, TEST)
+    result = run(project, f"--tracereplay-upstream={model.url}", ci=True)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no recording of weather/test_paris at*traces/weather/test_paris.trace.ndjson.zst*"])
+    assert model.requests == 0 and not recording(project).exists()
+
+
+def test_all_records_again_and_new_records_only_what_is_missing(project, model):
+    write_test(project, TEST)
+    run(project, f"--tracereplay-upstream={model.url}").assert_outcomes(passed=1)
+    before = model.requests
+    run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-mode=all").assert_outcomes(passed=1)
+    assert model.requests == before + 2
+    # `new`: replayed, nothing missing, so the model is not asked.
+    run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-mode=new").assert_outcomes(passed=1)
+    assert model.requests == before + 2
+
+
+def test_a_failing_oracle_fails_the_test_with_its_evidence(project, model):
+    model.answer = "It is raining in Paris."
+    write_test(project, '''
+@pytest.mark.tracereplay(scenario="weather")
+def test_paris(tracereplay):
+    openai_agent()
+''')
+    result = run(project, f"--tracereplay-upstream={model.url}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*tracereplay: weather/test_paris fail*",
+        "*fail final-answer-contains: final answer lacks `sunny`*",
+        "*deciding events: seq *",
+        "*trace *traces/weather/test_paris.trace.ndjson.zst (b3:*",
+    ])
+
+
+def test_drift_writes_a_pending_baseline_that_accept_approves(project, model):
+    write_test(project, TEST)
+    run(project, f"--tracereplay-upstream={model.url}").assert_outcomes(passed=1)
+    approve = subprocess.run([tracereplay.binary(), "baseline", "approve"], cwd=project.path,
+                             capture_output=True, text=True, env={**os.environ, "CI": ""})
+    assert approve.returncode == 0, approve.stderr
+    # The model now answers in other words (the oracles still pass): the answer drifted.
+    model.answer = "It is sunny in Paris today, 21 C."
+    result = run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-mode=all")
+    pending = list((project.path / "baselines").rglob("*.new"))
+    assert pending, result.stdout.str()
+    accept = subprocess.run([tracereplay.binary(), "baseline", "accept"], cwd=project.path,
+                            capture_output=True, text=True, env={**os.environ, "CI": ""})
+    assert accept.returncode == 0, accept.stderr
+    assert not list((project.path / "baselines").rglob("*.new"))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_and_streams_record_and_replay(project, model, stream):
+    write_test(project, f'''
+@pytest.mark.tracereplay(scenario="weather", case="claude")
+def test_claude(tracereplay):
+    assert "sunny" in anthropic_agent(stream={stream})
+
+@pytest.mark.tracereplay(scenario="weather", case="gpt")
+def test_gpt(tracereplay):
+    assert "sunny" in openai_agent(stream={stream})
+''')
+    run(project, f"--tracereplay-upstream={model.url}").assert_outcomes(passed=2)
+    assert recording(project, "claude").is_file() and recording(project, "gpt").is_file()
+    model.shutdown()
+    run(project, f"--tracereplay-upstream={model.url}", ci=True).assert_outcomes(passed=2)
+
+
+def test_a_server_that_dies_mid_session_is_a_test_error_not_a_hang(project, model):
+    write_test(project, '''
+import os, signal
+
+@pytest.mark.tracereplay(scenario="weather", case="first")
+def test_first(tracereplay):
+    # The recording server dies under the test.
+    os.kill(tracereplay.server.proc.pid, signal.SIGKILL)
+
+@pytest.mark.tracereplay(scenario="weather", case="second")
+def test_second(tracereplay):
+    openai_agent()
+''')
+    result = run(project, f"--tracereplay-upstream={model.url}")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*the tracereplay record server stopped during the session*"])
