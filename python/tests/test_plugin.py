@@ -318,3 +318,16 @@ def test_second(tracereplay):
     result = run(project, f"--tracereplay-upstream={model.url}")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*the tracereplay record server stopped during the session*"])
+
+
+def test_xdist_workers_each_record_and_replay_their_tests(project, model):
+    write_test(project, "".join(f'''
+@pytest.mark.tracereplay(scenario="weather", case="case-{n}")
+def test_{n}(tracereplay):
+    assert "sunny" in openai_agent()
+''' for n in range(4)))
+    run(project, "-n", "2", f"--tracereplay-upstream={model.url}").assert_outcomes(passed=4)
+    assert all(recording(project, f"case-{n}").is_file() for n in range(4))
+    model.shutdown()
+    run(project, "-n", "2", f"--tracereplay-upstream={model.url}", ci=True).assert_outcomes(passed=4)
+

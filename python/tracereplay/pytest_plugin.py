@@ -104,8 +104,13 @@ class Plugin:
         self.mode = option or ("none" if _truthy(os.environ.get("CI")) else "once")
         self.root = Path(str(config.rootpath))
         # Replayed runs are written inside the project (so that `check` keeps a pending
-        # baseline of their drift for `tracereplay baseline review`), afresh each session.
-        shutil.rmtree(self.root / ".tracereplay" / "pytest" / "replayed", ignore_errors=True)
+        # baseline of their drift for `tracereplay baseline review`), afresh each session — and
+        # under pytest-xdist, each worker in a directory of its own.
+        self.replayed = self.root / ".tracereplay" / "pytest" / "replayed"
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        if worker:
+            self.replayed = self.replayed / worker
+        shutil.rmtree(self.replayed, ignore_errors=True)
         self.servers = {}
         self.work = Path(tempfile.mkdtemp(prefix="tracereplay-pytest-"))
 
@@ -145,8 +150,7 @@ class Plugin:
             return ["record", "--upstream", upstream, "--out", str(directory), *hashing, *raw]
         if kind == "rerecord":
             return ["record", "--upstream", upstream, "--out", str(directory), "--replace", *hashing, *raw]
-        replayed = self.root / ".tracereplay" / "pytest" / "replayed"
-        args = ["replay", "serve", str(directory), "--record", str(replayed), *raw]
+        args = ["replay", "serve", str(directory), "--record", str(self.replayed), *raw]
         if kind == "replay-then-live":
             args += ["--upstream", upstream]
         return args
@@ -275,7 +279,7 @@ class Run:
         self.written = (
             self.recording
             if self.recorded
-            else plugin.root / ".tracereplay" / "pytest" / "replayed" / scenario / f"{case}.trace.ndjson.zst"
+            else plugin.replayed / scenario / f"{case}.trace.ndjson.zst"
         )
 
     def report(self, *events):
