@@ -159,6 +159,7 @@ class Plugin:
         for server in self.servers.values():
             server.stop()
         self.servers.clear()
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 def _project_paths(text):
