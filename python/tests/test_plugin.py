@@ -310,6 +310,7 @@ import os, signal
 def test_first(tracereplay):
     # The recording server dies under the test.
     os.kill(tracereplay.server.proc.pid, signal.SIGKILL)
+    tracereplay.server.proc.wait(timeout=10)
 
 @pytest.mark.tracereplay(scenario="weather", case="second")
 def test_second(tracereplay):

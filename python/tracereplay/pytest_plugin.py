@@ -177,6 +177,10 @@ class RunError(Exception):
     """The plugin could not record, replay or judge a run: a test error, not a hang."""
 
 
+class ConnectionLost(RunError):
+    """A server did not answer at all."""
+
+
 class Server:
     """A tracereplay server process on a free loopback port, its output read by a thread."""
 
@@ -190,6 +194,9 @@ class Server:
             stderr=self.log,
             text=True,
         )
+        #: A request to it failed to connect: it is taken for dead, even before the process
+        #: has been reaped.
+        self.broken = False
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         deadline = time.monotonic() + DEADLINE
@@ -211,7 +218,7 @@ class Server:
         self.lines.put(None)
 
     def alive(self):
-        return self.proc.poll() is None
+        return self.proc.poll() is None and not self.broken
 
     def stderr(self):
         try:
@@ -239,7 +246,7 @@ def _post(url, body):
     except urllib.error.HTTPError as e:
         raise RunError(f"POST {url}: {e.code} {e.read().decode(errors='replace')}") from None
     except (urllib.error.URLError, OSError) as e:
-        raise RunError(f"POST {url}: {e}") from None
+        raise ConnectionLost(f"POST {url}: {e}") from None
 
 
 class Run:
@@ -294,7 +301,12 @@ class Run:
             events.append({"kind": "final_answer", "text": final_answer})
         if status is not None:
             events.append({"kind": "run_end", "status": status})
-        _post(f"{self.base}/tracereplay/v1/finish", events)
+        try:
+            _post(f"{self.base}/tracereplay/v1/finish", events)
+        except ConnectionLost:
+            self.finished = True
+            self.server.broken = True
+            raise
         self.finished = True
         deadline = time.monotonic() + DEADLINE
         while not self.written.is_file():
