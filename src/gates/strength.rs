@@ -431,18 +431,12 @@ fn mutant<'a>(events: &[Event<'a>], m: Mutation) -> (String, Vec<Event<'a>>) {
 
 /// Whether an oracle is, or holds (in a composition), a `pattern` or `hosts` oracle.
 fn looks_for_patterns(o: &crate::scenario::OracleSpec) -> bool {
-    fn names(v: &Value) -> bool {
-        match v {
-            Value::Object(m) => {
-                let t = m.get("type").and_then(Value::as_str).unwrap_or_default();
-                matches!(crate::oracle::canonical_type(t), Some("pattern" | "hosts"))
-                    || m.values().any(names)
-            }
-            Value::Array(items) => items.iter().any(names),
-            _ => false,
-        }
-    }
-    names(&Value::Object(o.params.clone()))
+    let (Some(t), Some(Ok(oracle))) = (crate::oracle::registry::lookup(o.type_name()), &o.oracle)
+    else {
+        return false;
+    };
+    (crate::oracle::compose::leaf_kinds(t.name, oracle).into_iter())
+        .any(|k| matches!(k, "pattern" | "hosts"))
 }
 
 /// Every mutant of a trace: (operator description, events). Builds them all at once: for

@@ -136,9 +136,10 @@ impl<'v> Matcher<'v> {
                 _ => return Err("`$oneOf` must be a non-empty array of values".into()),
             },
             Some("$regex") => {
+                // Compiled by `validate` (once, when the oracle is configured) and by
+                // `regex_matches` (once per thread): reading a matcher, as every comparison does,
+                // compiles nothing.
                 let pattern = m["$regex"].as_str().ok_or("`$regex` must be a string")?;
-                regex::Regex::new(pattern)
-                    .map_err(|e| format!("`$regex` does not compile: {e}"))?;
                 Want::Regex(pattern)
             }
             Some("$approx") => {
@@ -315,9 +316,13 @@ fn regex_matches(pattern: &str, s: &str) -> bool {
 /// (`args.sport`).
 pub(crate) fn validate(v: &Value, at: &str) -> Result<(), ConfigError> {
     if let Some(m) = is_matcher(v) {
-        return Matcher::read(m)
-            .map(drop)
-            .map_err(|e| ConfigError::value(at, format!("`{at}`: {e}")));
+        let checked = Matcher::read(m).and_then(|m| match m.want {
+            Want::Regex(p) => regex::Regex::new(p)
+                .map(drop)
+                .map_err(|e| format!("`$regex` does not compile: {e}")),
+            _ => Ok(()),
+        });
+        return checked.map_err(|e| ConfigError::value(at, format!("`{at}`: {e}")));
     }
     match v {
         Value::Object(m) => (m.iter()).try_for_each(|(k, x)| validate(x, &format!("{at}.{k}"))),

@@ -129,7 +129,19 @@ fn keys_in(from: &Map<String, Value>, into: &Value) -> bool {
 /// Whether actual arguments `actual` satisfy `expected` under `mode` (expected arguments that
 /// hold matchers: [`super::argmatch`]).
 pub(crate) fn args_match(mode: &ArgsMatch, expected: &Value, actual: &Value) -> bool {
-    if super::argmatch::has_matchers(expected) {
+    let matchers = super::argmatch::has_matchers(expected);
+    args_match_as(mode, expected, actual, matchers)
+}
+
+/// [`args_match`], told whether `expected` holds matchers (a configuration that knows it saves
+/// the scan on every comparison).
+pub(crate) fn args_match_as(
+    mode: &ArgsMatch,
+    expected: &Value,
+    actual: &Value,
+    matchers: bool,
+) -> bool {
+    if matchers {
         return args_match_with_matchers(mode, expected, actual);
     }
     match mode {

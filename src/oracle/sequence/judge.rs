@@ -41,7 +41,7 @@ impl SeqConfig {
         crate::oracle::names::tool_matches(&e.tool, &a.tool)
             && e.args.as_ref().is_none_or(|ea| {
                 let mode = override_for(&self.overrides, &a.tool).unwrap_or(&self.args_match);
-                args_match(mode, ea, &a.args)
+                crate::oracle::jsoneq::args_match_as(mode, ea, &a.args, self.matchers)
             })
     }
 }
@@ -264,6 +264,7 @@ fn part(cfg: &SeqConfig, expected: &[ExpectedCall], mode: SeqMode) -> SeqConfig 
         split: Split::Whole,
         order: None,
         read_only: cfg.read_only.clone(),
+        matchers: has_matchers(expected),
     }
 }
 

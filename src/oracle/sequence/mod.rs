@@ -14,9 +14,7 @@ use judge::{actual_calls, check_sequence, max_matching};
 use serde_json::{Value, json};
 
 use super::facts::Facts;
-use super::jsoneq::{
-    ArgsMatch, args_match, describe_differences, differences, differing_keys, override_for,
-};
+use super::jsoneq::{ArgsMatch, describe_differences, differences, differing_keys, override_for};
 use super::result::OracleResult;
 use crate::oracle::spec::OracleSpec;
 
@@ -136,6 +134,14 @@ pub struct SeqConfig {
     /// `readOnly`: tools (or globs) whose extra calls are harmless; with any, an extra call of
     /// another tool fails in every mode.
     pub read_only: Vec<String>,
+    /// Whether any expected call's arguments hold argument matchers (decided once here, not on
+    /// every comparison).
+    pub(crate) matchers: bool,
+}
+
+/// Whether any of `expected`'s arguments hold argument matchers.
+pub(crate) fn has_matchers(expected: &[ExpectedCall]) -> bool {
+    (expected.iter()).any(|e| e.args.as_ref().is_some_and(super::argmatch::has_matchers))
 }
 
 /// Reads one expected call: `{tool, args?}`, or (in `turns` and `inferences`) a bare tool
@@ -443,6 +449,7 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
             ));
         }
     };
+    let matchers = has_matchers(&expected);
     Ok(SeqConfig {
         mode,
         groups: crate::oracle::matching::expected_groups(&expected),
@@ -454,6 +461,7 @@ pub(crate) fn configure(spec: &OracleSpec) -> Result<SeqConfig, ConfigError> {
         split,
         order,
         read_only,
+        matchers,
     })
 }
 
