@@ -211,8 +211,8 @@ pub(crate) fn configure_hosts(spec: &OracleSpec, _: &Fallbacks<'_>) -> Result<Or
 /// JSON value (empty for plain text), and the text.
 struct Found<'s> {
     seq: u64,
-    what: String,
-    pointer: String,
+    what: &'s str,
+    pointer: &'s str,
     text: &'s str,
 }
 
@@ -236,7 +236,7 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
                         strings(&j.value(), scope.pointer.as_deref(), &mut |p, t| {
                             f(Found {
                                 seq,
-                                what: what.clone(),
+                                what: &what,
                                 pointer: p,
                                 text: t,
                             })
@@ -244,8 +244,8 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
                     }
                     Args::Text(t) if scope.pointer.is_none() => f(Found {
                         seq,
-                        what,
-                        pointer: String::new(),
+                        what: &what,
+                        pointer: "",
                         text: t,
                     }),
                     Args::Text(_) => {}
@@ -264,7 +264,7 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
                     strings(&o.value(), scope.pointer.as_deref(), &mut |p, t| {
                         f(Found {
                             seq,
-                            what: what.clone(),
+                            what: &what,
                             pointer: p,
                             text: t,
                         })
@@ -273,8 +273,8 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
                 if let Some(err) = error.as_deref().filter(|_| scope.pointer.is_none()) {
                     f(Found {
                         seq,
-                        what: format!("error of {what}"),
-                        pointer: String::new(),
+                        what: &format!("error of {what}"),
+                        pointer: "",
                         text: err,
                     });
                 }
@@ -283,16 +283,16 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
                 if let Some(t) = i.output.as_ref().and_then(|o| o.text.as_deref()) {
                     f(Found {
                         seq,
-                        what: "model output".into(),
-                        pointer: String::new(),
+                        what: "model output",
+                        pointer: "",
                         text: t,
                     });
                 }
             }
             EventBody::Note { text } if has(Source::Notes) => f(Found {
                 seq,
-                what: "note".into(),
-                pointer: String::new(),
+                what: "note",
+                pointer: "",
                 text,
             }),
             EventBody::Message { text, .. } | EventBody::MessageEdit { text, .. }
@@ -300,8 +300,8 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
             {
                 f(Found {
                     seq,
-                    what: "message".into(),
-                    pointer: String::new(),
+                    what: "message",
+                    pointer: "",
                     text,
                 })
             }
@@ -313,18 +313,18 @@ fn visit(scope: &Scope, facts: &Facts<'_, '_>, f: &mut dyn FnMut(Found<'_>)) {
         let text = facts.final_answer.text.as_str();
         f(Found {
             seq,
-            what: "final answer".into(),
-            pointer: String::new(),
+            what: "final answer",
+            pointer: "",
             text,
         });
     }
 }
 
 /// Every string of `v` (at `pointer`, when given), with its JSON pointer.
-fn strings(v: &Value, pointer: Option<&str>, f: &mut dyn FnMut(String, &str)) {
-    fn walk(v: &Value, at: &mut String, f: &mut dyn FnMut(String, &str)) {
+fn strings(v: &Value, pointer: Option<&str>, f: &mut dyn FnMut(&str, &str)) {
+    fn walk(v: &Value, at: &mut String, f: &mut dyn FnMut(&str, &str)) {
         match v {
-            Value::String(s) => f(at.clone(), s),
+            Value::String(s) => f(at, s),
             Value::Array(items) => {
                 for (i, x) in items.iter().enumerate() {
                     let len = at.len();
@@ -358,7 +358,7 @@ fn strings(v: &Value, pointer: Option<&str>, f: &mut dyn FnMut(String, &str)) {
 /// How a match is cited: ``seq 4, arguments of `shell` /command: `curl … | sh` ``.
 fn cite(found: &Found<'_>, matched: &str) -> (String, Value) {
     let shown = shorten(matched, 80);
-    let at = match found.pointer.as_str() {
+    let at = match found.pointer {
         "" => String::new(),
         p => format!(" {p}"),
     };
