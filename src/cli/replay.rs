@@ -47,40 +47,6 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             tracereplay::trace::KEY_ENV
         ),
     };
-    if let Some(dir) = &args.record {
-        // Recordings are written under lowercased path segments (as baselines are): two
-        // sessions whose names differ only in letter case would write one file, the last
-        // writer winning. Refused, as `ingest` refuses two runs of one name.
-        let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
-        for s in &scripts {
-            let name = tracereplay::trace::RunName {
-                scenario: &s.scenario,
-                case: &s.case,
-                trial: args.trial.as_ref().map(|t| t.as_str()),
-            };
-            let path = name.path().into_string();
-            // Never over the recording being served: a diverged replay would replace it.
-            let dest = dir.join(&path);
-            let same = |a: &camino::Utf8Path, b: &camino::Utf8Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
-            if same(&dest, &s.path) {
-                anyhow::bail!(
-                    "`--record {dir}` would write `{dest}` over the recording being served: record into another directory"
-                );
-            }
-            if let Some(first) = by_path.insert(path.clone(), &s.path) {
-                anyhow::bail!(
-                    "`{first}` and `{}` would both be recorded as `{}` (their names differ only in letter case); give the runs distinct scenario or case names",
-                    s.path,
-                    dir.join(path)
-                );
-            }
-        }
-        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create `{dir}`: {e}"))?;
-    }
-    let sessions: Vec<String> = scripts
-        .iter()
-        .map(|s| format!("{} ({} responses)", s.key(), s.steps.len()))
-        .collect();
     let options = server::Options {
         hasher,
         record: args.record.clone(),
@@ -107,6 +73,40 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             }),
         },
     };
+    if let Some(dir) = &args.record {
+        // Recordings are written under lowercased path segments (as baselines are): two
+        // sessions whose names differ only in letter case would write one file, the last
+        // writer winning. Refused, as `ingest` refuses two runs of one name.
+        let mut by_path: std::collections::BTreeMap<String, &camino::Utf8Path> = Default::default();
+        for s in &scripts {
+            let name = tracereplay::trace::RunName {
+                scenario: &s.scenario,
+                case: &s.case,
+                trial: options.trial_of(s).map(|t| t.as_str()),
+            };
+            let path = name.path().into_string();
+            // Never over the recording being served: a diverged replay would replace it.
+            let dest = dir.join(&path);
+            let same = |a: &camino::Utf8Path, b: &camino::Utf8Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
+            if same(&dest, &s.path) {
+                anyhow::bail!(
+                    "`--record {dir}` would write `{dest}` over the recording being served: record into another directory"
+                );
+            }
+            if let Some(first) = by_path.insert(path.clone(), &s.path) {
+                anyhow::bail!(
+                    "`{first}` and `{}` would both be recorded as `{}` (names that differ only in letter case, or `--trial` naming a trial one of them is): give the runs distinct scenario, case or trial names",
+                    s.path,
+                    dir.join(path)
+                );
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create `{dir}`: {e}"))?;
+    }
+    let sessions: Vec<String> = scripts
+        .iter()
+        .map(|s| format!("{} ({} responses)", s.key(), s.steps.len()))
+        .collect();
     if options.raw_prompts {
         diag!(
             "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"

@@ -34,6 +34,7 @@ fn script() -> Script {
         content_hash: "b3:00".into(),
         scenario: "fuzz".into(),
         case: "replay".into(),
+        trial: None,
         model: Some("m".into()),
         hash_scheme: ("blake3".into(), None),
         steps: vec![step(None, true), step(Some("sunny"), false)],

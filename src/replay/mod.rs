@@ -20,6 +20,7 @@ pub mod collect;
 pub(crate) mod errors;
 mod forward;
 mod models;
+pub(crate) mod named;
 pub(crate) mod openai;
 pub(crate) mod place;
 pub mod proxy;

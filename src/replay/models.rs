@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -31,7 +31,7 @@ pub(super) enum Answered {
 /// target's and the tests' way in: a request that would go live gets 503 here).
 pub(super) fn next_response(
     replay: &Replay,
-    path: Option<(String, String)>,
+    path: Option<super::named::Named>,
     headers: &HeaderMap,
     body: &Bytes,
     api: Api,
@@ -52,7 +52,7 @@ pub(super) fn next_response(
 /// forward the request — recording what the request hands back either way.
 fn decide(
     replay: &Replay,
-    path: Option<(String, String)>,
+    path: Option<super::named::Named>,
     (headers, credentials): (&HeaderMap, &[String]),
     body: &Bytes,
     api: Api,
@@ -224,7 +224,7 @@ impl forward::Sink for ReplaySink {
 /// A model request of `api`, served or forwarded.
 async fn answer(
     replay: Arc<Replay>,
-    path: Option<Path<(String, String)>>,
+    path: super::server::Params,
     request: Request,
     api: Api,
 ) -> Response {
@@ -291,7 +291,7 @@ async fn answer(
 
 pub(super) async fn chat(
     State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
+    path: super::server::Params,
     request: Request,
 ) -> Response {
     answer(replay, path, request, Api::Chat).await
@@ -299,7 +299,7 @@ pub(super) async fn chat(
 
 pub(super) async fn responses(
     State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
+    path: super::server::Params,
     request: Request,
 ) -> Response {
     answer(replay, path, request, Api::Responses).await
@@ -307,7 +307,7 @@ pub(super) async fn responses(
 
 pub(super) async fn messages(
     State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
+    path: super::server::Params,
     request: Request,
 ) -> Response {
     answer(replay, path, request, Api::Anthropic).await

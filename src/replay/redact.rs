@@ -55,7 +55,7 @@ pub(crate) fn credentials(headers: &HeaderMap, query: Option<&str>) -> Vec<Strin
         let name = name.to_ascii_lowercase();
         if is_credential(&name) || ["sig", "password", "pass", "pwd"].contains(&name.as_str()) {
             take(value);
-            take(&super::proxy::paths::decode(value, true));
+            take(&super::named::decode(value, true));
         }
     }
     out.sort_by_key(|c| std::cmp::Reverse(c.len()));

@@ -53,6 +53,8 @@ pub struct Script {
     pub scenario: String,
     /// The case.
     pub case: String,
+    /// The trial, when the recording is one of its case's trials.
+    pub trial: Option<crate::trace::TrialId>,
     /// The model the header names.
     pub model: Option<String>,
     /// How its prompts were hashed (`header.privacy`): `blake3` or `blake3-keyed`, and the key
@@ -63,9 +65,10 @@ pub struct Script {
 }
 
 impl Script {
-    /// `scenario/case`: how a session is named.
+    /// `scenario/case`, and ` trial T` for a trial: how a session is named.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.scenario, self.case)
+        let trial = self.trial.as_ref().map(crate::trace::TrialId::as_str);
+        super::named::key(&self.scenario, &self.case, trial)
     }
 }
 
@@ -114,6 +117,7 @@ pub fn load(path: &Utf8Path, limits: Limits) -> anyhow::Result<Script> {
         content_hash: seal.content_hash.clone(),
         scenario: trace.header.scenario.to_string(),
         case: trace.header.case.to_string(),
+        trial: trace.header.trial.clone(),
         model: trace.header.model.as_ref().map(|m| m.to_string()),
         hash_scheme: (
             trace.header.privacy.hash.to_string(),
@@ -124,8 +128,8 @@ pub fn load(path: &Utf8Path, limits: Limits) -> anyhow::Result<Script> {
 }
 
 /// Every trace under `paths` (files or directories), as scripts; a trace that does not read
-/// is an error naming it, and two traces of one `scenario/case` are refused (a session would
-/// not know which to serve).
+/// is an error naming it, and two traces of one `scenario/case` (and trial) are refused (a
+/// session would not know which to serve).
 pub fn load_all(paths: &[Utf8PathBuf], limits: Limits) -> anyhow::Result<Vec<Script>> {
     let found = crate::discover::discover(paths, &[])?;
     let mut scripts: Vec<Script> = Vec::new();
@@ -133,7 +137,7 @@ pub fn load_all(paths: &[Utf8PathBuf], limits: Limits) -> anyhow::Result<Vec<Scr
         let s = load(p, limits).map_err(|e| anyhow::anyhow!("`{p}`: {e:#}"))?;
         if let Some(other) = scripts.iter().find(|o| o.key() == s.key()) {
             anyhow::bail!(
-                "`{}` and `{p}` are both `{}`: serve one recording per scenario and case",
+                "`{}` and `{p}` are both `{}`: serve one recording per scenario, case and trial",
                 other.path,
                 s.key()
             );

@@ -1,6 +1,7 @@
 //! The HTTP server: axum on a tokio runtime, loopback by default.
 //!
-//! Routes (each also under `/replay/<scenario>/<case>/…` to name the session by path):
+//! Routes (each also under `/replay/<scenario>/<case>/…`, and `/replay/<scenario>/<case>/trial/<trial>/…`
+//! for a trial, to name the session by path):
 //!
 //! - `POST /v1/chat/completions` — the next recorded response; `"stream": true` gives it as
 //!   server-sent events.
@@ -8,7 +9,8 @@
 //! - `POST /tracereplay/v1/finish` — ends the session and says what was served.
 //!
 //! A request names its session by the path prefix, or by the `X-Tracereplay-Case:
-//! <scenario>/<case>` header; with one recording served, unnamed requests go to it. Request
+//! <scenario>/<case>` header (and `X-Tracereplay-Trial: <trial>`); with one recording served,
+//! unnamed requests go to it. Request
 //! bodies are bounded ([`BODY_LIMIT`]) and each request has [`REQUEST_TIMEOUT`].
 
 use std::collections::BTreeMap;
@@ -36,8 +38,8 @@ use crate::trace::PromptHasher;
 pub const BODY_LIMIT: usize = 16 << 20;
 /// How long one request may take, body included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// The header that names a session.
-pub const CASE_HEADER: &str = "x-tracereplay-case";
+pub use super::named::CASE_HEADER;
+use super::named::Named;
 
 /// What a session did, as `finish` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -79,8 +81,9 @@ pub struct Options {
     pub hasher: PromptHasher,
     /// Where replayed runs are recorded (`DIR/<scenario>/<case>.trace.ndjson.zst`), if anywhere.
     pub record: Option<camino::Utf8PathBuf>,
-    /// The trial each recorded run is (`--trial`): its header's `trial`, and its file
-    /// `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst`.
+    /// The trial each recorded run is (`--trial`) when its recording is not a trial: its
+    /// header's `trial`, and its file `DIR/<scenario>/<case>/<trial>.trace.ndjson.zst`. A
+    /// replayed trial is recorded as the trial it replays.
     pub trial: Option<crate::trace::TrialId>,
     /// Answer a diverging request with an error instead of the recorded output.
     pub strict: bool,
@@ -121,6 +124,11 @@ pub enum LiveFrom {
 }
 
 impl Options {
+    /// The trial a replay of `script` is recorded as: the trial it replays, else `--trial`.
+    pub fn trial_of<'s>(&'s self, script: &'s Script) -> Option<&'s crate::trace::TrialId> {
+        script.trial.as_ref().or(self.trial.as_ref())
+    }
+
     /// The hasher for a recording's session: the recording's own scheme — unkeyed for a
     /// `blake3` recording, [`Options::hasher`] for a keyed one — so that each session's request
     /// hashes compare with its recorded `input_h`.
@@ -235,7 +243,7 @@ impl Session {
         let run = record::RunHeader {
             scenario: &self.script.scenario,
             case: &self.script.case,
-            trial: options.trial.as_ref(),
+            trial: options.trial_of(&self.script),
             model: self.script.model.as_deref(),
             source: "replay",
         };
@@ -346,6 +354,7 @@ impl Replay {
         };
         api("")
             .merge(api("/replay/{scenario}/{case}"))
+            .merge(api("/replay/{scenario}/{case}/trial/{trial}"))
             .fallback(|| async {
                 error(StatusCode::NOT_FOUND, "no such endpoint: this server answers POST /v1/chat/completions, /v1/responses, /v1/messages, /tracereplay/v1/events and /tracereplay/v1/finish", "not_found")
             })
@@ -360,14 +369,15 @@ impl Replay {
 
     pub(super) fn session(
         &self,
-        path: Option<(String, String)>,
+        path: Option<Named>,
         headers: &HeaderMap,
     ) -> Result<&Mutex<Session>, Fail> {
-        let named = match path {
-            Some((s, c)) => Some(format!("{s}/{c}")),
-            None => (headers.get(CASE_HEADER))
-                .map(|v| v.to_str().map(str::to_owned).unwrap_or_default()),
-        };
+        let named = Named::of(path, headers).map_err(|message| Fail {
+            status: StatusCode::BAD_REQUEST,
+            message,
+            kind: "session_not_named",
+        })?;
+        let named = named.map(|n| n.key());
         match named {
             Some(key) => self.sessions.get(&key).ok_or_else(|| Fail {
                 status: StatusCode::NOT_FOUND,
@@ -381,7 +391,7 @@ impl Replay {
             None => Err(Fail {
                 status: StatusCode::BAD_REQUEST,
                 message: format!(
-                    "{} recordings are served: name one with the path prefix /replay/<scenario>/<case>/ or the X-Tracereplay-Case header (served: {})",
+                    "{} recordings are served: name one with the path prefix /replay/<scenario>/<case>/ (/replay/<scenario>/<case>/trial/<trial>/ for a trial) or the X-Tracereplay-Case header (served: {})",
                     self.sessions.len(),
                     self.keys()
                 ),
@@ -424,7 +434,7 @@ impl Replay {
                 let run = record::RunHeader {
                     scenario: &s.script.scenario,
                     case: &s.script.case,
-                    trial: self.options.trial.as_ref(),
+                    trial: self.options.trial_of(&s.script),
                     model: s.script.model.as_deref(),
                     source: "replay",
                 };
@@ -463,15 +473,18 @@ async fn timeout(State(limit): State<Duration>, req: Request, next: Next) -> Res
     }
 }
 
-pub(super) fn named(path: Option<Path<(String, String)>>) -> Option<(String, String)> {
-    path.map(|Path(p)| p)
+/// A route's path parameters.
+pub(super) type Params = Option<Path<BTreeMap<String, String>>>;
+
+pub(super) fn named(path: Params) -> Option<Named> {
+    Named::of_params(path)
 }
 
 /// `POST /tracereplay/v1/finish`: ends the session — after recording the events its body
 /// carries, if any (as `events` would) — and says what was served.
 async fn finish(
     State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
+    path: Params,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -504,7 +517,7 @@ async fn finish(
 /// recorded in arrival order after the reader's checks.
 async fn events(
     State(replay): State<Arc<Replay>>,
-    path: Option<Path<(String, String)>>,
+    path: Params,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -514,7 +527,7 @@ async fn events(
 /// What `POST /tracereplay/v1/events` answers, without HTTP.
 fn post_events(
     replay: &Replay,
-    path: Option<(String, String)>,
+    path: Option<Named>,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Response {

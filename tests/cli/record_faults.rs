@@ -379,6 +379,12 @@ fn sessions_that_made_no_request_or_were_cancelled_are_not_written_and_none_is_w
             200
         );
     }
+    // A trial named in the path; one that is no trial id is refused, naming why.
+    let (status, body) = rec.post("/record/s/twice/trial/3/v1/chat/completions", &[], ASK);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = rec.post("/record/s/twice/trial/a%20b/v1/chat/completions", &[], ASK);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("must be 1-64 characters"), "{body}");
     // Idle sessions are written without being finished.
     std::thread::sleep(Duration::from_millis(1200));
     let (code, printed) = rec.finish(&[]);
@@ -389,7 +395,8 @@ fn sessions_that_made_no_request_or_were_cancelled_are_not_written_and_none_is_w
         [
             "s/once.trace.ndjson.zst",
             "s/twice/1.trace.ndjson.zst",
-            "s/twice/2.trace.ndjson.zst"
+            "s/twice/2.trace.ndjson.zst",
+            "s/twice/3.trace.ndjson.zst"
         ],
         "{printed}"
     );

@@ -39,15 +39,20 @@ impl Server {
             .spawn()
             .unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let stderr = child.stderr.take();
+        let mut stderr = child.stderr.take();
         let exits = args.iter().any(|a| a.starts_with("--exit-when"));
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("first line: {line:?}"))
-            .to_owned();
+        let url = match line.trim().strip_prefix("listening on ") {
+            Some(url) => url.to_owned(),
+            None => {
+                let mut logs = String::new();
+                if let Some(e) = stderr.as_mut() {
+                    let _ = std::io::Read::read_to_string(e, &mut logs);
+                }
+                panic!("first line: {line:?}; stderr: {logs}")
+            }
+        };
         Server {
             child,
             url,
@@ -435,11 +440,15 @@ pub(super) fn agent_loop(
         serde_json::json!({"role": "system", "content": "You answer weather questions."}),
         serde_json::json!({"role": "user", "content": "What is the weather in Paris?"}),
     ];
-    let case = [("x-tracereplay-case", session)];
+    // A session is `scenario/case` (named by header), or a path prefix (`/replay/…`).
+    let (prefix, case) = match session.starts_with('/') {
+        true => (session, vec![]),
+        false => ("", vec![("x-tracereplay-case", session)]),
+    };
     loop {
         let body =
             serde_json::json!({"model": "m", "messages": messages, "tools": tools}).to_string();
-        let (status, text) = server.post("/v1/chat/completions", &case, &body);
+        let (status, text) = server.post(&format!("{prefix}/v1/chat/completions"), &case, &body);
         if status != 200 {
             messages.push(serde_json::json!({"error": json_of(&text)["error"]["message"]}));
             break;
@@ -456,8 +465,8 @@ pub(super) fn agent_loop(
                     {"kind": "final_answer", "text": message["content"]},
                     {"kind": "run_end", "status": "completed"}
                 ]);
-                let (status, body) =
-                    server.post("/tracereplay/v1/events", &case, &events.to_string());
+                let at = format!("{prefix}/tracereplay/v1/events");
+                let (status, body) = server.post(&at, &case, &events.to_string());
                 assert_eq!(status, 200, "{body}");
             }
             break;
@@ -598,6 +607,65 @@ fn a_recorded_replay_can_be_a_trial_of_its_case() {
         "replay", "serve", "traces/", "--record", "r", "--trial", "a b",
     ]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
+    // The trial set served: each trial is a session of its own, named by path (or by the
+    // X-Tracereplay-Trial header), and recorded as the trial it replays.
+    let server = Server::start(&env, &["replayed/", "--record", "again"]);
+    let (status, body) = server.post("/v1/chat/completions", &[], "{}");
+    assert_eq!(status, 400, "two sessions, none named: {body}");
+    assert!(body.contains("/trial/<trial>/"), "{body}");
+    let (status, body) = server.post(
+        "/v1/chat/completions",
+        &[("x-tracereplay-case", "weather/paris")],
+        "{}",
+    );
+    assert_eq!(status, 404, "the case alone names no trial: {body}");
+    assert!(
+        body.contains("served: weather/paris trial 0, weather/paris trial 1"),
+        "{body}"
+    );
+    agent_loop(
+        &server,
+        "/replay/weather/paris/trial/0",
+        "sunny, 21 C",
+        true,
+    );
+    let (status, body) = server.post(
+        "/tracereplay/v1/finish",
+        &[
+            ("x-tracereplay-case", "weather/paris"),
+            ("x-tracereplay-trial", "0"),
+        ],
+        "{}",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(r#""session":"weather/paris trial 0""#),
+        "{body}"
+    );
+    agent_loop(
+        &server,
+        "/replay/weather/paris/trial/1",
+        "sunny, 21 C",
+        true,
+    );
+    let (status, body) = server.post(
+        "/replay/weather/paris/trial/1/tracereplay/v1/finish",
+        &[],
+        "{}",
+    );
+    assert_eq!(status, 200, "{body}");
+    let (code, rest) = server.finish(&[]);
+    assert_eq!(code, 0, "{rest}");
+    for trial in ["0", "1"] {
+        let text = env
+            .run(&[
+                "cat",
+                &format!("again/weather/paris/{trial}.trace.ndjson.zst"),
+            ])
+            .stdout;
+        let header = text.lines().next().unwrap();
+        assert!(header.contains(&format!("\"trial\":{trial}")), "{header}");
+    }
 }
 
 #[test]

@@ -30,8 +30,9 @@ pub(crate) struct RecordArgs {
     /// unencrypted).
     #[arg(long)]
     pub allow_insecure_upstream: bool,
-    /// Record each session as this trial of its case, unless its X-Tracereplay-Trial header
-    /// names another: an integer or 1-64 characters of [A-Za-z0-9._-].
+    /// Record each session as this trial of its case, unless its path (`…/trial/<ID>/`) or
+    /// X-Tracereplay-Trial header names another: an integer or 1-64 characters of
+    /// [A-Za-z0-9._-].
     #[arg(long, value_name = "ID", value_parser = super::replay::parse_trial)]
     pub trial: Option<tracereplay::internal::trials::TrialId>,
     /// Write a session once it has had no request in flight for SECS seconds.

@@ -38,7 +38,8 @@ pub(crate) struct ReplayServeArgs {
     #[arg(long, value_name = "DIR")]
     pub record: Option<Utf8PathBuf>,
     /// Record each run as this trial of its case (`DIR/<scenario>/<case>/<ID>.trace.ndjson.zst`,
-    /// `trial` in its header): an integer or 1-64 characters of [A-Za-z0-9._-].
+    /// `trial` in its header): an integer or 1-64 characters of [A-Za-z0-9._-]. A replayed
+    /// trial is recorded as the trial it replays.
     #[arg(long, value_name = "ID", requires = "record", value_parser = parse_trial)]
     pub trial: Option<tracereplay::internal::trials::TrialId>,
     /// Answer a request that diverges from the recording with an error, not the recorded output;

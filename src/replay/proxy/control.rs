@@ -14,7 +14,7 @@ impl Recorder {
     pub(super) fn control(
         &self,
         what: &str,
-        named: Option<(String, String)>,
+        named: Option<crate::replay::named::Named>,
         headers: &HeaderMap,
         body: &Bytes,
     ) -> Response {

@@ -11,10 +11,11 @@ use axum::response::Response;
 
 use super::super::canonical::Api;
 use super::super::forward;
+use super::super::named::split_path;
 use super::super::server::{BODY_LIMIT, error_in};
 #[cfg(doc)]
 use super::READERS;
-use super::{Recorder, exchange, split_path};
+use super::{Recorder, exchange};
 
 /// How long a request's body may take to arrive once it is read, as `replay serve` gives it.
 const BODY_DEADLINE: Duration = super::super::server::REQUEST_TIMEOUT;
@@ -41,7 +42,8 @@ fn busy(api: Option<Api>) -> Response {
 /// else (forwarded, not recorded).
 pub(super) async fn handle(State(recorder): State<Arc<Recorder>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let (named, rest) = split_path(parts.uri.path());
+    let (named, rest) = split_path("record", parts.uri.path());
+    let rest = rest.to_owned();
     let api = Api::of_path(&rest).filter(|_| parts.method == Method::POST);
     // A body announced larger than the limit is refused before a byte of it is read.
     let announced = (parts.headers.get(axum::http::header::CONTENT_LENGTH))

@@ -26,8 +26,9 @@ use serde_json::Value;
 
 use super::canonical::Api;
 use super::forward::{self, Forwarder, Sink};
+use super::named::Named;
 use super::record::{Recording, RunHeader};
-use super::server::{CASE_HEADER, error_in};
+use super::server::error_in;
 use crate::trace::Limits;
 use crate::trace::PromptHasher;
 use crate::trace::TrialId;
@@ -35,11 +36,9 @@ use crate::trace::TrialId;
 pub(crate) use entry::QUEUE_DEADLINE;
 use entry::handle;
 pub use paths::check_upstream;
-use paths::split_path;
 pub use running::{RecordingServer, spawn};
 
-/// The header that names a session's trial.
-pub const TRIAL_HEADER: &str = "x-tracereplay-trial";
+pub use super::named::TRIAL_HEADER;
 
 /// How the recorder forwards and records.
 #[derive(Clone)]
@@ -219,16 +218,10 @@ impl Recorder {
 
     /// Waits (at most two seconds) until the session a `finish` names has no request in
     /// flight.
-    async fn settle(&self, named: Option<&(String, String)>, headers: &HeaderMap) {
+    async fn settle(&self, named: Option<&Named>, headers: &HeaderMap) {
         let deadline = Instant::now() + Duration::from_secs(2);
-        let header = headers.get(CASE_HEADER).and_then(|v| v.to_str().ok());
-        let (scenario, case) = match (named, header) {
-            (Some((s, c)), _) => (s.clone(), c.clone()),
-            (None, Some(h)) => match h.split_once('/') {
-                Some((s, c)) => (s.to_owned(), c.to_owned()),
-                None => return,
-            },
-            (None, None) => return,
+        let Ok(Some(Named { scenario, case, .. })) = Named::of(named.cloned(), headers) else {
+            return;
         };
         let busy =
             || (self.lock().iter()).any(|(k, s)| k.0 == scenario && k.1 == case && s.in_flight > 0);
@@ -314,40 +307,24 @@ impl Recorder {
     }
 
     /// The session a request names (opened if new), or the refusal to answer it with.
-    fn open(&self, named: Option<(String, String)>, headers: &HeaderMap) -> Result<Key, Refusal> {
-        let (scenario, case) = match named {
-            Some(n) => n,
-            None => {
-                let value = (headers.get(CASE_HEADER).and_then(|v| v.to_str().ok()))
-                    .ok_or_else(|| Refusal::new(StatusCode::BAD_REQUEST, "name the session: put the base URL under /record/<scenario>/<case>/ or send the X-Tracereplay-Case: <scenario>/<case> header", "session_not_named"))?;
-                let (s, c) = value.split_once('/').ok_or_else(|| {
-                    Refusal::new(
-                        StatusCode::BAD_REQUEST,
-                        "X-Tracereplay-Case must be <scenario>/<case>",
-                        "session_not_named",
-                    )
-                })?;
-                (s.to_owned(), c.to_owned())
-            }
-        };
+    fn open(&self, named: Option<Named>, headers: &HeaderMap) -> Result<Key, Refusal> {
+        let refuse = |m: &str, kind| Refusal::new(StatusCode::BAD_REQUEST, m, kind);
+        let named = Named::of(named, headers).map_err(|e| refuse(&e, "session_not_named"))?;
+        let Named {
+            scenario,
+            case,
+            trial,
+        } = named.ok_or_else(|| refuse("name the session: put the base URL under /record/<scenario>/<case>/ (and /trial/<trial>/ for a trial) or send the X-Tracereplay-Case: <scenario>/<case> header", "session_not_named"))?;
         if scenario.is_empty() || case.is_empty() {
-            return Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
+            return Err(refuse(
                 "a session's scenario and case must not be empty",
                 "session_not_named",
             ));
         }
-        let trial = match headers.get(TRIAL_HEADER) {
-            Some(v) => {
-                let t = v.to_str().unwrap_or("");
-                Some(TrialId::parse(t).map_err(|e| {
-                    Refusal::new(
-                        StatusCode::BAD_REQUEST,
-                        &format!("X-Tracereplay-Trial: {e}"),
-                        "invalid_trial",
-                    )
-                })?)
-            }
+        let trial = match trial {
+            Some(t) => Some(
+                TrialId::parse(&t).map_err(|e| refuse(&format!("trial: {e}"), "invalid_trial"))?,
+            ),
             None => self.options.trial.clone(),
         };
         let key = (
