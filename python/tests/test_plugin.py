@@ -1,7 +1,8 @@
 """The pytest plugin's own tests, with pytest's `pytester`: each record mode, CI, a failing
 oracle's message, drift → pending baseline → `baseline accept`, the Anthropic SDK, streamed and
-not, and a server that dies mid-session. The agents are the official OpenAI and Anthropic SDKs'
-tool loops; the model is a loopback server here (`Model`): no test touches the network.
+not, pytest-xdist, trials judged as a set, and a server that dies mid-session. The agents are
+the official OpenAI and Anthropic SDKs' tool loops; the model is a loopback server here
+(`Model`): no test touches the network.
 
 Run from the repository's tests (tests/cli/pytest_plugin.rs) in a virtual environment where
 the wheel is installed: `pytest -p pytester python/tests/test_plugin.py`.
@@ -94,11 +95,20 @@ class Model(ThreadingHTTPServer):
 
     city = "Paris"
     answer = "It is sunny in Paris, 21 C."
+    #: When set, the final answers given in turn (one per run), instead of `answer`.
+    answers = None
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), Handler)
         self.requests = 0
+        self.finals = 0
         threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def next_answer(self):
+        if not self.answers:
+            return self.answer
+        self.finals += 1
+        return self.answers[(self.finals - 1) % len(self.answers)]
 
     @property
     def url(self):
@@ -118,6 +128,7 @@ class Handler(BaseHTTPRequestHandler):
             anthropic and isinstance(last["content"], list)
             and any(b.get("type") == "tool_result" for b in last["content"]))
         args = json.dumps({"city": self.server.city})
+        self.answer = self.server.next_answer() if done else None
         if anthropic:
             self.anthropic(body, done, args)
         else:
@@ -134,7 +145,7 @@ class Handler(BaseHTTPRequestHandler):
     def openai(self, body, done, args):
         stream = body.get("stream")
         if done:
-            msg, finish = {"role": "assistant", "content": self.server.answer}, "stop"
+            msg, finish = {"role": "assistant", "content": self.answer}, "stop"
         else:
             msg, finish = {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": args}}]}, "tool_calls"
@@ -152,7 +163,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def anthropic(self, body, done, args):
         stream = body.get("stream")
-        block = ({"type": "text", "text": self.server.answer} if done else
+        block = ({"type": "text", "text": self.answer} if done else
                  {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": json.loads(args)})
         stop = "end_turn" if done else "tool_use"
         usage = {"input_tokens": 12, "output_tokens": 6}
@@ -162,7 +173,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(json.dumps(message), False)
         start = {**message, "content": [], "stop_reason": None}
         if done:
-            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": self.server.answer}
+            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": self.answer}
         else:
             first = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
             delta = {"type": "input_json_delta", "partial_json": args}
@@ -332,3 +343,41 @@ def test_{n}(tracereplay):
     model.shutdown()
     run(project, "-n", "2", f"--tracereplay-upstream={model.url}", ci=True).assert_outcomes(passed=4)
 
+
+
+def test_trials_record_k_runs_and_judge_them_as_one_set(project, model):
+    policy = {**SCENARIO, "trials": {"min": 3, "pass": {"at-least": 2}}}
+    scenario = project.path / "traces" / "weather" / "weather.scenario.json"
+    scenario.write_text(json.dumps(policy))
+    model.answers = ["It is sunny.", "It is raining.", "It is sunny again."]
+    write_test(project, '''
+@pytest.mark.tracereplay(scenario="weather")
+def test_paris(tracereplay):
+    openai_agent()
+''')
+    first = run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-trials=3")
+    first.assert_outcomes(passed=3)
+    sets = project.path / "traces" / "weather" / "test_paris"
+    assert sorted(p.name for p in sets.iterdir()) == [f"{k}.trace.ndjson.zst" for k in (1, 2, 3)]
+    # Replayed under CI, without the model: the same set, 2 of 3 passing, passes its policy.
+    model.shutdown()
+    run(project, "--tracereplay-trials=3", ci=True).assert_outcomes(passed=3)
+    # Under `all`, the trial completing the set fails with the set's verdict.
+    scenario.write_text(json.dumps({**SCENARIO, "trials": {"min": 3, "pass": "all"}}))
+    strict = run(project, "--tracereplay-trials=3", ci=True)
+    strict.assert_outcomes(passed=2, failed=1)
+    strict.stdout.fnmatch_lines([
+        "*test_paris?trial3?*",
+        "*tracereplay: weather/test_paris fail: 2 of 3 trials pass*",
+        "*flaky 1:final-answer-contains: passed 2 of 3 trials*",
+        "*tracereplay: weather/test_paris trial 2 fail*",
+        "*fail final-answer-contains: final answer lacks `sunny`*",
+    ])
+    # Under xdist the trials run on two workers: the one completing the set judges it.
+    spread = run(project, "--tracereplay-trials=3", "-n", "2", ci=True)
+    spread.assert_outcomes(passed=2, failed=1)
+    spread.stdout.fnmatch_lines(["*tracereplay: weather/test_paris fail: 2 of 3 trials pass*"])
+    # A set that not all its trials reached is not judged, and says so.
+    part = run(project, "--tracereplay-trials=3", "-k", "trial1", ci=True)
+    part.assert_outcomes(passed=1, deselected=2)
+    part.stdout.fnmatch_lines(["*tracereplay: weather/test_paris: 1 of 3 trials written, so the trial set was not judged*"])

@@ -8,6 +8,7 @@ the test body the session is finished, and the run is judged against its scenari
 baseline by ``tracereplay check`` — the same code as in CI. See docs/pytest.md.
 """
 
+import hashlib
 import json
 import os
 import queue
@@ -25,6 +26,11 @@ from pathlib import Path
 import pytest
 
 from . import binary
+
+try:
+    import fcntl
+except ImportError:  # Windows: the set's notes are counted without a lock
+    fcntl = None
 
 MODES = ("once", "none", "all", "new")
 #: How long a server may take to start, a session to finish, a run to be judged (seconds).
@@ -57,6 +63,14 @@ def pytest_addoption(parser):
         "`traces` beside the test file)",
     )
     group.addoption(
+        "--tracereplay-trials",
+        type=int,
+        default=None,
+        metavar="K",
+        help="run each tracereplay test K times, as trials 1..K of its case, judged as a trial "
+        "set under the scenario's `trials` policy (default 1)",
+    )
+    group.addoption(
         "--tracereplay-dev-raw-prompts",
         action="store_true",
         default=False,
@@ -66,6 +80,7 @@ def pytest_addoption(parser):
         ("tracereplay_mode", "the record mode (as --tracereplay-mode)"),
         ("tracereplay_upstream", "the upstream recording forwards to"),
         ("tracereplay_dir", "where recordings are"),
+        ("tracereplay_trials", "trials per test (as --tracereplay-trials)"),
     ]:
         parser.addini(name, help_text, default=None)
 
@@ -102,15 +117,24 @@ class Plugin:
         if option and option not in MODES:
             raise pytest.UsageError(f"tracereplay_mode `{option}` is not one of {', '.join(MODES)}")
         self.mode = option or ("none" if _truthy(os.environ.get("CI")) else "once")
+        trials = config.getoption("--tracereplay-trials") or config.getini("tracereplay_trials") or 1
+        try:
+            self.trials = int(trials)
+        except ValueError:
+            self.trials = 0
+        if self.trials < 1:
+            raise pytest.UsageError(f"tracereplay trials `{trials}` must be a whole number, 1 or more")
         self.root = Path(str(config.rootpath))
         # Replayed runs are written inside the project (so that `check` keeps a pending
-        # baseline of their drift for `tracereplay baseline review`), afresh each session — and
-        # under pytest-xdist, each worker in a directory of its own.
-        self.replayed = self.root / ".tracereplay" / "pytest" / "replayed"
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
-        if worker:
-            self.replayed = self.replayed / worker
-        shutil.rmtree(self.replayed, ignore_errors=True)
+        # baseline of their drift for `tracereplay baseline review`), afresh each session; the
+        # trials each test ran are noted under `sets`, so that the trial completing a set judges
+        # it. Under pytest-xdist the workers share both, which the controller clears.
+        work = self.root / ".tracereplay" / "pytest"
+        self.replayed = work / "replayed"
+        self.sets = work / "sets"
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            shutil.rmtree(self.replayed, ignore_errors=True)
+            shutil.rmtree(self.sets, ignore_errors=True)
         self.servers = {}
         self.work = Path(tempfile.mkdtemp(prefix="tracereplay-pytest-"))
 
@@ -155,11 +179,60 @@ class Plugin:
             args += ["--upstream", upstream]
         return args
 
+    def note_trial(self, run):
+        """Notes that `run`, a trial, was written; the paths of its whole set once every trial
+        of it is, else None: the trial that completes a set judges it."""
+        tag = hashlib.sha256(f"{run.scenario}\0{run.case}".encode()).hexdigest()[:24]
+        self.sets.mkdir(parents=True, exist_ok=True)
+        note = {"scenario": run.scenario, "case": run.case, "trial": run.trial, "written": str(run.written)}
+        path = self.sets / f"{tag}.{run.trial}.json"
+        # Noted and counted under a lock shared by the xdist workers: exactly one trial — the
+        # one whose note makes the set whole — judges it.
+        with open(self.sets / f"{tag}.lock", "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            path.write_text(json.dumps(note), encoding="utf-8")
+            notes = _notes(self.sets, f"{tag}.*.json")
+        if len(notes) < self.trials:
+            return None
+        return [n["written"] for n in notes]
+
+    def unjudged(self):
+        """Each trial set of this session that not all its trials reached (deselected, or
+        failed before they were written): `scenario/case`, and how many did."""
+        sets = {}
+        for note in _notes(self.sets, "*.json"):
+            sets.setdefault((note["scenario"], note["case"]), []).append(note)
+        return [(f"{s}/{c}", len(n)) for (s, c), n in sorted(sets.items()) if len(n) < self.trials]
+
     def close(self):
         for server in self.servers.values():
             server.stop()
         self.servers.clear()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _notes(directory, pattern):
+    notes = []
+    for path in sorted(directory.glob(pattern)):
+        try:
+            notes.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pass
+    return notes
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """A trial set that not all its trials reached was not judged: said, never passed quietly."""
+    plugin = config.stash.get(PLUGIN_KEY, None)
+    if plugin is None or plugin.trials < 2 or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for name, ran in plugin.unjudged():
+        terminalreporter.write_line(
+            f"tracereplay: {name}: {ran} of {plugin.trials} trials written, so the trial set was "
+            "not judged",
+            yellow=True,
+        )
 
 
 def _project_paths(text):
@@ -249,6 +322,12 @@ def _post(url, body):
         raise ConnectionLost(f"POST {url}: {e}") from None
 
 
+def _segment(name):
+    """A name as tracereplay writes it in a file path (lowercased; the ids this plugin makes are
+    of `[a-z0-9._-]`, which are written as they are)."""
+    return name.lower()
+
+
 class Run:
     """One test's agent run: what its client points at, and how it ends.
 
@@ -258,14 +337,17 @@ class Run:
     the test otherwise).
     """
 
-    def __init__(self, plugin, scenario, case, directory, upstream):
-        self.plugin, self.scenario, self.case = plugin, scenario, case
-        self.recording = directory / scenario / f"{case}.trace.ndjson.zst"
+    def __init__(self, plugin, scenario, case, directory, upstream, trial=None):
+        self.plugin, self.scenario, self.case, self.trial = plugin, scenario, case, trial
+        self.recording = directory / _segment(scenario) / f"{_segment(case)}.trace.ndjson.zst"
+        if trial is not None:
+            self.recording = self.recording.parent / _segment(case) / f"{trial}.trace.ndjson.zst"
+        self.name = f"{scenario}/{case}" + (f" trial {trial}" if trial is not None else "")
         mode = plugin.mode
         exists = self.recording.is_file()
         if mode == "none" and not exists:
             raise RunError(
-                f"no recording of {scenario}/{case} at `{self.recording}` (mode none, the default "
+                f"no recording of {self.name} at `{self.recording}` (mode none, the default "
                 "under CI): record it with `pytest --tracereplay-mode=once` and commit it"
             )
         if mode == "all":
@@ -281,14 +363,13 @@ class Run:
         self.server = server
         prefix = "record" if self.recorded else "replay"
         self.base = f"{server.url}/{prefix}/{scenario}/{case}"
+        if trial is not None:
+            self.base += f"/trial/{trial}"
         self.openai_base_url = f"{self.base}/v1"
         self.anthropic_base_url = self.base
         self.finished = False
-        self.written = (
-            self.recording
-            if self.recorded
-            else plugin.replayed / scenario / f"{case}.trace.ndjson.zst"
-        )
+        #: Where the run was written, once it was (as the server's `finish` says).
+        self.written = None
 
     def report(self, *events):
         _post(f"{self.base}/tracereplay/v1/events", list(events))
@@ -302,26 +383,35 @@ class Run:
         if status is not None:
             events.append({"kind": "run_end", "status": status})
         try:
-            _post(f"{self.base}/tracereplay/v1/finish", events)
+            answer = _post(f"{self.base}/tracereplay/v1/finish", events)
         except ConnectionLost:
             self.finished = True
             self.server.broken = True
             raise
         self.finished = True
-        deadline = time.monotonic() + DEADLINE
-        while not self.written.is_file():
-            if time.monotonic() > deadline:
-                raise RunError(f"the run of {self.scenario}/{self.case} was not written to `{self.written}`")
-            time.sleep(0.05)
+        try:
+            ended = json.loads(answer)
+        except ValueError:
+            ended = {}
+        if not ended.get("recorded_to"):
+            why = ended.get("not_recorded") or answer.decode(errors="replace")
+            raise RunError(f"the run of {self.name} was not recorded: {why}")
+        self.written = self.plugin.root / ended["recorded_to"]
         if self.kind == "replay-then-live" and _went_live(self.written):
             # `new`: what the recording lacked was recorded live; the whole run replaces it.
             os.replace(self.written, self.recording)
             self.written = self.recording
 
     def judge(self):
-        """Judges the written run as `check` does; the failure text, or None."""
+        """Judges the written run as `check` does — a trial, with its set once the set is
+        complete; the failure text, or None."""
+        paths = [self.written]
+        if self.trial is not None:
+            paths = self.plugin.note_trial(self)
+            if paths is None:
+                return None
         out = subprocess.run(
-            [binary(), "check", str(self.written), "--format", "json"],
+            [binary(), "check", *map(str, paths), "--format", "json"],
             cwd=str(self.plugin.root),
             capture_output=True,
             text=True,
@@ -330,11 +420,29 @@ class Run:
         try:
             report = json.loads(out.stdout)
         except ValueError:
-            return f"`tracereplay check {self.written}` did not report (exit {out.returncode}):\n{out.stderr}"
-        rows = report.get("results", [])
+            return f"`tracereplay check` of {self.name} did not report (exit {out.returncode}):\n{out.stderr}"
         if out.returncode == 0:
             return None
-        return _explain(rows) or f"`tracereplay check` exited {out.returncode}:\n{out.stderr}"
+        explained = _explain_cases(report.get("cases", [])) + _explain(report.get("results", []))
+        return explained or f"`tracereplay check` exited {out.returncode}:\n{out.stderr}"
+
+
+def _explain_cases(cases):
+    """Each failing or blocking trial set: its verdict and why, the oracles that flip, its
+    drift."""
+    lines = []
+    for case in cases:
+        if case.get("verdict") == "pass" and not case.get("blocking"):
+            continue
+        lines.append(
+            f"tracereplay: {case.get('scenario')}/{case.get('case')} {case.get('verdict')}: "
+            f"{case.get('passed')} of {case.get('trials')} trials pass — {case.get('reason')}"
+        )
+        for o in case.get("flaky_oracles", []):
+            lines.append(f"E   flaky {o.get('oracle')}: passed {o.get('passed')} of {o.get('of')} trials")
+        for d in case.get("drift", []) or []:
+            lines.append(f"E   drift {d.get('category')}: {d.get('detail') or d.get('message')}")
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _went_live(trace):
@@ -349,7 +457,8 @@ def _explain(rows):
     for row in rows:
         if row.get("verdict") == "pass" and not row.get("blocking"):
             continue
-        lines.append(f"tracereplay: {row.get('scenario')}/{row.get('case')} {row.get('verdict')}")
+        trial = f" trial {row['trial']}" if row.get("trial") is not None else ""
+        lines.append(f"tracereplay: {row.get('scenario')}/{row.get('case')}{trial} {row.get('verdict')}")
         for o in row.get("oracles", []):
             if o.get("verdict") != "pass":
                 seqs = ", ".join(str(s) for s in o.get("evidence", []))
@@ -362,13 +471,32 @@ def _explain(rows):
     return "\n".join(lines)
 
 
-def _case_of(name):
-    """A case id from a test's name: `test_weather[paris]` → `test_weather-paris`."""
+def _case_of(name, trial=None):
+    """A case id from a test's name, without the trial: `test_weather[paris-trial2]` →
+    `test_weather-paris`."""
+    if trial is not None:
+        name = re.sub(rf"(?<=[\[-])trial{re.escape(trial)}(?=[\]-])", "", name)
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "default"
 
 
+def pytest_generate_tests(metafunc):
+    """`--tracereplay-trials K`: each tracereplay test runs as trials 1..K of its case."""
+    plugin = metafunc.config.stash.get(PLUGIN_KEY, None)
+    marked = metafunc.definition.get_closest_marker("tracereplay") is not None
+    wanted = "tracereplay_trial" in metafunc.fixturenames
+    if plugin is not None and plugin.trials > 1 and marked and wanted:
+        trials = [str(k) for k in range(1, plugin.trials + 1)]
+        metafunc.parametrize("tracereplay_trial", trials, ids=[f"trial{k}" for k in trials])
+
+
 @pytest.fixture
-def tracereplay(request, monkeypatch):
+def tracereplay_trial():
+    """The trial this test runs as (`--tracereplay-trials`), or None."""
+    return None
+
+
+@pytest.fixture
+def tracereplay(request, monkeypatch, tracereplay_trial):
     """The test's run: its base URLs, the session named; finished and judged after the test."""
     marker = request.node.get_closest_marker("tracereplay")
     if marker is None:
@@ -380,14 +508,15 @@ def tracereplay(request, monkeypatch):
     if not scenario:
         raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.tracereplay needs a scenario")
     plugin = request.config.stash[PLUGIN_KEY]
-    case = marker.kwargs.get("case") or _case_of(request.node.name)
+    trial = tracereplay_trial
+    case = marker.kwargs.get("case") or _case_of(request.node.name, trial)
     upstream = (
         marker.kwargs.get("upstream")
         or plugin.setting("--tracereplay-upstream", "tracereplay_upstream")
         or "https://api.openai.com"
     )
     try:
-        run = Run(plugin, scenario, case, plugin.recordings(request.node.fspath), upstream)
+        run = Run(plugin, scenario, case, plugin.recordings(request.node.fspath), upstream, trial)
     except RunError as e:
         # The test fails (not errors) with it, before its body runs.
         request.node.stash[FAILURE_KEY] = str(e)
@@ -408,11 +537,16 @@ def pytest_runtest_call(item):
     try:
         result = yield
     except BaseException:
+        # The test failed on its own: its run is still finished, and a trial still counts in
+        # its set — whose verdict, when this trial completes it, is shown beside the failure.
         run = item.stash.get(RUN_KEY, None)
         if run is not None and not run.finished:
             try:
                 run.finish()
-            except RunError:
+                verdict = run.judge() if run.trial is not None else None
+                if verdict:
+                    item.add_report_section("call", "tracereplay", verdict)
+            except (RunError, subprocess.TimeoutExpired):
                 pass
         raise
     run = item.stash.get(RUN_KEY, None)

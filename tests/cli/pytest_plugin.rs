@@ -121,8 +121,8 @@ fn fresh_venv(dir: &Path, wheel: &Path) -> PathBuf {
 
 /// The plugin's own tests (`python/tests/test_plugin.py`, with pytest's `pytester`) against the
 /// installed wheel: each record mode, CI, a failing oracle's message, drift to a pending
-/// baseline, the Anthropic SDK, streamed and not, pytest-xdist workers, and a server that dies
-/// mid-session.
+/// baseline, the Anthropic SDK, streamed and not, pytest-xdist workers, trials judged as one
+/// set, and a server that dies mid-session.
 #[test]
 fn the_plugins_own_tests_pass_against_the_installed_wheel() {
     let wheel = wheel();
@@ -137,7 +137,7 @@ fn the_plugins_own_tests_pass_against_the_installed_wheel() {
         .env("HOME", dir.path());
     let (code, text) = run(&mut cmd, "pytest");
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("9 passed"), "{text}");
+    assert!(text.contains("10 passed"), "{text}");
 }
 
 #[test]
