@@ -4,18 +4,16 @@
 //! a library user names what the crate root, `trace` and `report` export. Each layer keeps its
 //! directory under `src/`; `tests/cli/layering.rs` holds the rules between them.
 
+pub use tracereplay_trace::{common, fsutil, paths, privacy};
+
 #[path = "baseline/mod.rs"]
 pub mod baseline;
-#[path = "common/mod.rs"]
-pub mod common;
 #[path = "diff/mod.rs"]
 pub mod diff;
 #[path = "discover.rs"]
 pub mod discover;
 #[path = "eval/mod.rs"]
 pub mod eval;
-#[path = "fsutil.rs"]
-pub mod fsutil;
 #[cfg(any(test, feature = "fuzzing"))]
 #[path = "fuzzing/mod.rs"]
 pub mod fuzzing;
@@ -25,12 +23,8 @@ pub mod gates;
 pub mod ingest;
 #[path = "oracle/mod.rs"]
 pub mod oracle;
-#[path = "paths.rs"]
-pub mod paths;
 #[path = "prices.rs"]
 pub mod prices;
-#[path = "privacy/mod.rs"]
-pub mod privacy;
 #[path = "remote/mod.rs"]
 pub mod remote;
 #[cfg(feature = "replay")]

@@ -31,7 +31,7 @@
 //! [`ResultRow`].
 
 pub mod report;
-pub mod trace;
+pub use tracereplay_trace as trace;
 
 /// Not API: the layers the `tracereplay` binary, its tests, benches and fuzz targets are built
 /// from, public only so that they can reach them. Nothing in it is covered by semantic

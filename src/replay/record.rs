@@ -101,6 +101,13 @@ impl Recording {
         self.push_sized(e, len);
     }
 
+    /// Whether `captured` hands back the result of a call no recorded answer planned yet: one
+    /// whose answer may still be being recorded.
+    pub fn awaits_plans(&self, captured: &Captured) -> bool {
+        (captured.results.iter())
+            .any(|(id, _, _)| !self.handed_back.contains(id) && !self.planned.contains_key(id))
+    }
+
     /// Records the tool results a request hands back for the first time; refused whole when
     /// they would outgrow the trace size limit.
     pub fn results(&mut self, captured: &Captured, limits: Limits) -> Result<(), Refused> {

@@ -2,7 +2,9 @@
 //! depends on itself through others, each layer names only the layers below it (one line per
 //! layer in [`each_layer_names_only_the_layers_below_it`]), the base of the oracles
 //! (`oracle/facts.rs`) knows no oracle family, and the statistics of trials know nothing of
-//! judging, reports or the command line.
+//! judging, reports or the command line. Between crates, Cargo holds the rule: the trace-format
+//! crate (`crates/trace`) cannot name anything above it; inside it, the file, path and shared
+//! value helpers are leaves and privacy names only them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -37,7 +39,12 @@ fn named_paths(text: &str) -> Vec<String> {
 /// and the test-only files left out), each with the root modules its code names (`crate::x`),
 /// its tests left out.
 fn root_dependencies() -> BTreeMap<String, BTreeSet<String>> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    root_dependencies_in("src")
+}
+
+/// [`root_dependencies`] of the crate whose sources are under `dir`.
+fn root_dependencies_in(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut roots = BTreeSet::new();
     for e in std::fs::read_dir(&src).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -49,10 +56,10 @@ fn root_dependencies() -> BTreeMap<String, BTreeSet<String>> {
     let mut deps = BTreeMap::new();
     for root in &roots {
         let files = match src.join(root).is_dir() {
-            true => sources_under(&format!("src/{root}"), false),
+            true => sources_under(&format!("{dir}/{root}"), false),
             false => vec![(
                 src.join(format!("{root}.rs")),
-                source(&format!("src/{root}.rs")),
+                source(&format!("{dir}/{root}.rs")),
             )],
         };
         let mut named = BTreeSet::new();
@@ -112,15 +119,8 @@ fn each_layer_names_only_the_layers_below_it() {
             );
         }
     };
-    // Leaves: shared values, file and path helpers.
-    below("common", &[]);
-    below("fsutil", &[]);
-    below("paths", &[]);
-    // What may be written (the secret lint, masking, the raw-prompt opt-in) knows no trace.
-    below("privacy", &["common", "fsutil", "paths"]);
-    // The trace format (read, seal, write, place, prompt hashes, trial ids) knows nothing above
-    // it: its one writer applies the privacy rules when it places a trace.
-    below("trace", &["common", "fsutil", "paths", "privacy"]);
+    // The trace format, shared values, file and path helpers and privacy are the trace crate,
+    // below everything here (`the_trace_crates_helpers_are_leaves`).
     below("trials", &["common", "trace"]);
     below("oracle", &["common", "fsutil", "paths", "privacy", "trace"]);
     below("prices", &["common", "oracle", "trace"]);
@@ -158,6 +158,19 @@ fn each_layer_names_only_the_layers_below_it() {
         "discover",
         &["common", "fsutil", "paths", "remote", "trace"],
     );
+}
+
+#[test]
+fn the_trace_crates_helpers_are_leaves() {
+    let deps = root_dependencies_in("crates/trace/src");
+    assert!(deps.len() > 15, "{deps:?}");
+    for leaf in ["common", "fsutil", "paths"] {
+        assert!(deps[leaf].is_empty(), "`{leaf}` names {:?}", deps[leaf]);
+    }
+    // What may be written (the secret lint, masking, the raw-prompt opt-in) knows no trace:
+    // the one writer applies the privacy rules when it places a trace.
+    let privacy: Vec<&str> = deps["privacy"].iter().map(String::as_str).collect();
+    assert_eq!(privacy, ["fsutil", "paths"]);
 }
 
 #[test]
@@ -199,7 +212,6 @@ fn shared_parameters_come_from_params_not_from_another_family() {
 fn the_statistics_of_trials_know_nothing_of_judging_reports_or_the_cli() {
     for file in [
         "src/trials/stats.rs",
-        "src/trace/trial.rs",
         "src/trials/policy.rs",
         "src/diff/trial_drift.rs",
     ] {
@@ -305,19 +317,6 @@ fn none_names(dir: &str, layers: &[&str]) {
 fn the_oracles_know_no_scenario() {
     // Scenarios load into oracle specs; oracles are configured from specs and fallbacks.
     none_names("src/oracle", &["crate::scenario"]);
-}
-
-#[test]
-fn privacy_masks_text_and_values_and_knows_no_report_or_judging_type() {
-    none_names(
-        "src/privacy",
-        &[
-            "crate::eval",
-            "crate::report",
-            "crate::oracle",
-            "crate::diff",
-        ],
-    );
 }
 
 #[test]

@@ -177,16 +177,34 @@ impl Lister {
 /// The hidden module of the layers the binary is built from: not API, listed apart.
 const INTERNAL: &str = "tracereplay::internal";
 
-/// Every listed line, sorted: the API's and the internal layers'.
-fn listed() -> Vec<String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
-    let file = syn::parse_file(&text).expect("src/lib.rs parses");
+/// Every listed line of the crate whose sources are under `src` (from the repository's root),
+/// named `name`, sorted.
+fn listed_in(src: &str, name: &str) -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(src);
+    let text = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    let file = syn::parse_file(&text).expect("lib.rs parses");
     let mut lister = Lister { lines: Vec::new() };
-    lister.items(&file.items, "tracereplay", &root.join("src"), true);
+    lister.items(&file.items, name, &root, true);
     lister.lines.sort();
     lister.lines.dedup();
     lister.lines
+}
+
+/// Every listed line of the root package, sorted: the API's and the internal layers'.
+fn listed() -> Vec<String> {
+    listed_in("src", "tracereplay")
+}
+
+/// Each crate of the workspace under `crates/`: its package name and the snapshot of its API.
+const CRATES: &[(&str, &str)] = &[("crates/trace/src", "tracereplay_trace")];
+
+/// Each crate's public API is its own snapshot, `tests/api/<crate>.txt`.
+#[test]
+fn each_crates_api_is_its_snapshot() {
+    for (src, name) in CRATES {
+        let lines = listed_in(src, name);
+        same_as_snapshot(&format!("tests/api/{name}.txt"), &(lines.join("\n") + "\n"));
+    }
 }
 
 fn is_internal(line: &str) -> bool {
@@ -218,8 +236,8 @@ fn the_internal_surface_is_its_snapshot() {
     same_as_snapshot("tests/internal-api.txt", &internal_api());
 }
 
-/// The API is three public modules at the root — `trace`, `report` and the hidden `internal`
-/// — and the items the root re-exports by name.
+/// The API is three public modules at the root — `report`, the hidden `internal` and `trace`,
+/// the trace-format crate re-exported — and the items the root re-exports by name.
 #[test]
 fn the_root_has_at_most_three_public_modules_and_names_what_it_re_exports() {
     let text =
@@ -240,14 +258,14 @@ fn the_root_has_at_most_three_public_modules_and_names_what_it_re_exports() {
         .collect();
     assert_eq!(
         public,
-        [
-            ("report".to_owned(), false),
-            ("trace".to_owned(), false),
-            ("internal".to_owned(), true)
-        ],
+        [("report".to_owned(), false), ("internal".to_owned(), true)],
         "the root's public modules"
     );
     let api = public_api();
+    assert!(
+        api.contains("use tracereplay: tracereplay_trace as trace"),
+        "the root does not re-export the trace crate as `trace`:\n{api}"
+    );
     for needed in [
         "suite::{CacheRead, Error, Suite, in_pool}",
         "trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace}",
@@ -303,7 +321,7 @@ fn the_lister_sees_what_is_public_and_nothing_test_only() {
         "fn tracereplay::internal::eval::pipeline::judge_file",
         "fn tracereplay::report::model::ResultRow::set_error",
         "use tracereplay: suite::{CacheRead, Error, Suite, in_pool}",
-        "mod tracereplay::trace",
+        "use tracereplay: tracereplay_trace as trace",
         "mod(restricted) tracereplay::internal::baseline::set",
     ] {
         assert!(api.lines().any(|l| l == expected), "`{expected}` missing");

@@ -109,6 +109,23 @@ fn answer(
         } else if path.starts_with("/hang/") {
             std::thread::sleep(Duration::from_secs(5));
             return Ok(());
+        } else if path.starts_with("/lingering/") {
+            // A tool call streamed whole, `[DONE]` sent, and the body left open a while: the
+            // client has all it needs before the answer has ended.
+            if String::from_utf8_lossy(&body).contains("tool_call_id") {
+                write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{COMPLETION}",
+                    COMPLETION.len()
+                )?;
+                continue;
+            }
+            let call = r#"data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake-model","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":null}]}"#;
+            let stop = r#"data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake-model","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#;
+            write!(out, "{sse}{call}\n\n{stop}\n\ndata: [DONE]\n\n")?;
+            out.flush()?;
+            std::thread::sleep(Duration::from_millis(600));
+            return Ok(());
         } else if path.starts_with("/slow/") {
             write!(out, "{sse}{}", chunk("one "))?;
             out.flush()?;
@@ -659,5 +676,46 @@ fn a_user_turn_reported_as_text_is_hashed_by_the_recorder() {
         text.contains(r#""kind":"user_message","seq":3"#)
             && text.contains(&format!(r#""prompt":{{"h":"{hashed}","len":28}}"#)),
         "{text}"
+    );
+}
+
+#[test]
+fn a_tool_result_sent_before_its_answers_body_ended_is_recorded_with_its_call() {
+    // The SDKs stop reading a stream at `[DONE]` and ask again at once, while the answer's
+    // body may still be open (and so not yet recorded): the call the answer planned must still
+    // be recorded as planned, not as an unknown tool.
+    let env = Env::new();
+    let up = fake_upstream();
+    let rec = recorder(&env, &format!("{up}/lingering"), &[]);
+    let ask = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}]}"#;
+    let address = rec.url.trim_start_matches("http://").to_owned();
+    let mut first = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        first,
+        "POST /record/s/linger/v1/chat/completions HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ask}",
+        ask.len()
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("[DONE]") {
+        let n = first.read(&mut buf).unwrap();
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let again = r#"{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_9","content":"sunny"}]}"#;
+    let (status, body) = rec.post("/record/s/linger/v1/chat/completions", &[], again);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = rec.post("/record/s/linger/tracereplay/v1/finish", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let trace = trace_text(&env, "out/s/linger.trace.ndjson.zst");
+    let call = (trace.lines())
+        .find(|l| l.contains(r#""kind":"tool_call""#))
+        .unwrap_or_else(|| panic!("{trace}"));
+    assert!(
+        call.contains(r#""tool":"weather""#) && call.contains(r#""city":"Paris""#),
+        "{trace}"
     );
 }

@@ -40,6 +40,10 @@ pub use running::{RecordingServer, spawn};
 
 pub use super::named::TRIAL_HEADER;
 
+/// How long a request handing back a tool result waits for the answer that planned the call to
+/// be recorded, while that answer is still in flight.
+const PLANS_DEADLINE: Duration = Duration::from_secs(2);
+
 /// How the recorder forwards and records.
 #[derive(Clone)]
 pub struct Options {
@@ -432,6 +436,18 @@ async fn exchange(
     let captured = super::capture::capture(api, &request, &options.hasher, options.raw_prompts);
     // The request is read and captured: the next may be read while this one is forwarded.
     drop(reading);
+    // A client reads a streamed answer's last event and may ask again before the answer's
+    // body has ended and it is recorded: a tool result whose call an answer still in flight
+    // planned waits for that answer (briefly), so the call is recorded as it was planned.
+    let settled = Instant::now() + PLANS_DEADLINE;
+    let awaits = || {
+        let sessions = recorder.lock();
+        let s = sessions.get(&key);
+        s.is_some_and(|s| s.in_flight > 0 && s.recording.awaits_plans(&captured))
+    };
+    while Instant::now() < settled && awaits() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     let request = {
         let mut sessions = recorder.lock();
         let Some(s) = sessions.get_mut(&key) else {

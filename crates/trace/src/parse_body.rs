@@ -253,7 +253,7 @@ impl Parser<'_> {
 
 /// Whether `seg` may be a segment of a `request_h` pointer: an index or a field name — short,
 /// no spaces — never a place to carry text.
-pub(crate) fn request_part_segment(seg: &str) -> bool {
+pub fn request_part_segment(seg: &str) -> bool {
     !seg.is_empty()
         && seg.len() <= 64
         && seg

@@ -235,7 +235,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for FewKeys<'a> {
 
 /// serde_json's message without the " at line L column C" it appends (callers name the position
 /// their own way): the one place that strips it.
-pub(crate) fn message_without_position(e: &serde_json::Error) -> String {
+pub fn message_without_position(e: &serde_json::Error) -> String {
     let s = e.to_string();
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_owned(),
@@ -345,7 +345,7 @@ pub fn nests_too_deep(text: &str) -> bool {
 
 /// Whether `bytes` (one JSON document) holds an object with a key twice anywhere: an error at
 /// that key's position when it does (serde_json would keep the last without a word).
-pub(crate) fn no_duplicate_keys(bytes: &[u8]) -> Result<(), serde_json::Error> {
+pub fn no_duplicate_keys(bytes: &[u8]) -> Result<(), serde_json::Error> {
     serde_json::from_slice::<NoDuplicateKeys>(bytes).map(|_| ())
 }
 
@@ -402,9 +402,9 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
 }
 
 /// An event as a JSON value, large values summarised ([`bounded_value`]).
-pub fn event_value(e: &crate::trace::Event<'_>) -> serde_json::Value {
+pub fn event_value(e: &crate::Event<'_>) -> serde_json::Value {
     serde_json::to_string(e).map_or(serde_json::Value::Null, |text| {
-        crate::trace::json::bounded_value(&text)
+        crate::json::bounded_value(&text)
     })
 }
 

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::trace::{PromptRef, Str};
+use crate::{PromptRef, Str};
 
 /// The environment variable holding the key material.
 pub const KEY_ENV: &str = "TRACEREPLAY_HASH_KEY";
@@ -184,6 +184,6 @@ mod tests {
             "same text and key, same hash"
         );
         assert!(!format!("{a:?}").contains("key-a"));
-        assert!(crate::trace::is_hash(&a.hash("x"), true));
+        assert!(crate::is_hash(&a.hash("x"), true));
     }
 }

@@ -132,7 +132,7 @@ pub(crate) const HEADER: &[(&str, Want)] = &[
 ];
 
 /// `a string`, `an integer`…: the JSON type of `v`, for "found …".
-pub(crate) fn type_name(v: &Value) -> &'static str {
+pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -35,10 +35,10 @@ fn run_started() -> SystemTime {
 }
 
 /// How old a temporary file must be before another run takes it for a leftover and removes it.
-pub(crate) const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// Whether `e` says the disk (or the user's quota) is full.
-pub(crate) fn is_disk_full(e: &std::io::Error) -> bool {
+pub fn is_disk_full(e: &std::io::Error) -> bool {
     // ENOSPC and EDQUOT (Linux numbers; other systems report the kinds).
     matches!(
         e.kind(),
@@ -167,7 +167,7 @@ pub fn write_atomic_streaming(
 /// Creates `path`'s directory if needed, then writes atomically, piece by piece (through a
 /// buffer, so a large file is never held in memory whole); `durable` syncs the data to disk
 /// before the rename (skip it only for files that may be lost, such as a cache).
-pub(crate) fn write_streaming_creating_dirs(
+pub fn write_streaming_creating_dirs(
     path: &Utf8Path,
     durable: bool,
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
@@ -275,7 +275,7 @@ fn write_atomic_with(
 
 /// Opens `path` for reading without blocking on a FIFO (on Unix; elsewhere as usual). The
 /// caller checks the open file is a regular file before reading it.
-pub(crate) fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {
+pub fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]

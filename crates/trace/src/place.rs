@@ -269,7 +269,7 @@ impl SealedTrace {
     /// does with a run, from the first event to the file:
     ///
     /// ```
-    /// use tracereplay::trace::{
+    /// use tracereplay_trace::{
     ///     Confined, EventBody, Existing, Header, Limits, Placed, Placement, RunName, RunStatus,
     ///     TraceWriter,
     /// };

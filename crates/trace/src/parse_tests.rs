@@ -241,7 +241,7 @@ fn raw_prompt_text_anywhere_on_the_prompt_side_is_a_violation() {
         assert!(!shown.contains(SECRET), "{shown}");
         let file = TraceFile::from_bytes("x.trace.ndjson", text.into_bytes(), false);
         let seal = file.verify_seal(false).unwrap();
-        let opted = crate::trace::parse_trace_with(&file, &seal, Limits::default(), true);
+        let opted = crate::parse_trace_with(&file, &seal, Limits::default(), true);
         assert_eq!(opted.is_ok(), admitted, "{line}");
     }
 }

@@ -9,7 +9,7 @@ use super::json::{Json, Str};
 use super::model::*;
 use super::order::{BrokenOrder, EventOrder};
 use super::seal::{content_hash, footer_line};
-use crate::trace::PromptHasher;
+use crate::PromptHasher;
 
 impl Serialize for Event<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -283,12 +283,12 @@ pub fn sidecar_path(path: &camino::Utf8Path) -> camino::Utf8PathBuf {
 /// Builds a trace event by event, assigning increasing `seq` numbers.
 ///
 /// ```
-/// use tracereplay::trace::{TraceWriter, Header, EventBody, RunStatus};
+/// use tracereplay_trace::{TraceWriter, Header, EventBody, RunStatus};
 /// let mut w = TraceWriter::new(Header::new("demo.scenario", "default"));
 /// w.push(None, EventBody::RunEnd { status: RunStatus::Completed, error: None });
 /// let sealed = w.finish()?;
 /// assert!(sealed.content_hash.starts_with("b3:"));
-/// # Ok::<(), tracereplay::trace::BrokenOrder>(())
+/// # Ok::<(), tracereplay_trace::BrokenOrder>(())
 /// ```
 #[derive(Debug)]
 pub struct TraceWriter {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// [`canonical`] of a value the caller owns, rewritten where it is (no copy).
-pub(crate) fn make_canonical(v: &mut Value) {
+pub fn make_canonical(v: &mut Value) {
     match v {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(0.0);
@@ -50,7 +50,7 @@ pub fn result_hash(output: &Value) -> String {
 /// [`result_hash`] of a recorded result, parsing no more of it than it must: a small JSON
 /// string (the common tool output) is its own canonical form when it has no escape, and is
 /// otherwise only decoded and written again; anything else is parsed and made canonical.
-pub fn recorded_result_hash(output: &crate::trace::Json<'_>) -> String {
+pub fn recorded_result_hash(output: &crate::Json<'_>) -> String {
     let raw = output.raw();
     if raw.len() <= super::json::LARGE_VALUE_BYTES && raw.starts_with('"') {
         if !raw.contains('\\') {

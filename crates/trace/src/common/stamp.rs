@@ -40,7 +40,7 @@ pub fn utc_stamp(secs: u64) -> String {
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339, UTC) for Unix milliseconds (times before 1970 as
 /// 1970), with `sub_ns` nanoseconds past the millisecond written as further digits of the
 /// fraction (trailing zeros left out): `…08.280365Z` for 280 ms and 365,000 ns.
-pub(crate) fn rfc3339_sub_ms(ms: i64, sub_ns: u32) -> String {
+pub fn rfc3339_sub_ms(ms: i64, sub_ns: u32) -> String {
     let ms = ms.max(0) as u64;
     let whole = rfc3339(ms / 1000);
     let mut frac = format!("{:03}", ms % 1000);

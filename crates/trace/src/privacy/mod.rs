@@ -1,9 +1,9 @@
 //! What may be written: the privacy and secret lint, masking found secrets, and the developer's
 //! opt-in to raw prompt text. It knows no trace type, so the trace writer can apply its rules
-//! (prompts are hashed by the trace layer's [`crate::trace::PromptHasher`]).
+//! (prompts are hashed by the trace layer's [`crate::PromptHasher`]).
 
 pub mod lint;
-pub(crate) mod mask;
+pub mod mask;
 
 /// The environment variable that opts a developer in to raw-prompt sidecars (`1`).
 pub const RAW_OPT_IN_ENV: &str = "TRACEREPLAY_DEV_RAW_PROMPTS";

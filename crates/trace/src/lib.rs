@@ -1,7 +1,15 @@
-//! Traces: the model, reading (bounded decompression, seal verification, parsing), and writing.
+//! The tracereplay trace format: the model, reading within bounds (decompression, seal
+//! verification, parsing), sealing, the one typed writer and the one placement step (with its
+//! secret rule), prompt privacy, and the paths traces are written at. It depends on nothing else
+//! of tracereplay: what a recorder in another program builds on.
+
+pub mod common;
+pub mod fsutil;
+pub mod paths;
+pub mod privacy;
 
 mod error;
-pub(crate) mod hash;
+pub mod hash;
 pub mod json;
 mod model;
 mod order;
@@ -14,8 +22,8 @@ mod raw;
 mod read;
 mod seal;
 mod shape;
-pub(crate) mod trial;
-pub(crate) mod values;
+pub mod trial;
+pub mod values;
 mod write;
 
 /// Where traces are written: a directory nothing escapes (no `..`, no symlink under it).
@@ -31,14 +39,13 @@ pub use model::{
 pub use order::{BrokenOrder, OrderError};
 pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header, probe_run};
-#[cfg_attr(not(feature = "replay"), allow(unused_imports))] // the recorder's
-pub(crate) use parse_body::request_part_segment;
+pub use parse_body::request_part_segment;
 pub use place::{
     AtDestination, Existing, PlaceError, Placed, Placement, RunName, at_destination, keep_same,
 };
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};
-pub(crate) use shape::type_name as json_type_name;
+pub use shape::type_name as json_type_name;
 pub use trial::TrialId;
 pub use write::{SealedTrace, TraceWriter, ZSTD_LEVEL, sidecar_path};
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::trace::{Json, Limits, TraceFile, parse_trace};
+use crate::{Json, Limits, TraceFile, parse_trace};
 
 #[test]
 fn the_kept_compression_context_writes_what_a_fresh_one_does() {
@@ -24,7 +24,7 @@ fn sample() -> SealedTrace {
         Some(1_764_417_600_000),
         EventBody::UserMessage {
             prompt: PromptRef {
-                h: crate::trace::content_hash(b"Look up demo information.").into(),
+                h: crate::content_hash(b"Look up demo information.").into(),
                 len: Some(25),
             },
             id: Some("in1".into()),
@@ -85,7 +85,7 @@ fn an_event_that_breaks_the_order_rules_is_not_sealed() {
     let err = w.finish().unwrap_err();
     assert_eq!(
         err.rule,
-        crate::trace::OrderError::UnknownMessage {
+        crate::OrderError::UnknownMessage {
             kind: "message_delete"
         }
     );

@@ -41,7 +41,7 @@ impl TrialId {
                 "a negative integer"
             }
             Ok(serde_json::Value::Number(_)) => "a number with a fraction or exponent",
-            Ok(v) => crate::trace::json_type_name(&v),
+            Ok(v) => crate::json_type_name(&v),
             Err(_) => "something else",
         };
         Err(format!(
@@ -97,7 +97,7 @@ fn is_number(s: &str) -> bool {
 
 /// The order of trials: all-digit ids without a leading zero first, numerically (by length,
 /// then bytes), then the rest bytewise.
-pub(crate) fn order(a: &str, b: &str) -> Ordering {
+pub fn order(a: &str, b: &str) -> Ordering {
     match (is_number(a), is_number(b)) {
         (true, true) => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
         (true, false) => Ordering::Less,
@@ -108,7 +108,7 @@ pub(crate) fn order(a: &str, b: &str) -> Ordering {
 
 /// The key that sorts absent trials first, then by [`order`]: bytes a plain bytewise sort
 /// puts in trial order.
-pub(crate) fn sort_key(trial: Option<&[u8]>) -> Vec<u8> {
+pub fn sort_key(trial: Option<&[u8]>) -> Vec<u8> {
     match trial {
         None => Vec::new(),
         Some(t) => {

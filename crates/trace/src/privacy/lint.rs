@@ -150,17 +150,17 @@ pub fn read_allow_file(path: &Utf8Path) -> HashSet<String> {
 }
 
 /// One secret found: its kind, the secret, and where it starts.
-pub(crate) struct Hit<'b> {
+pub struct Hit<'b> {
     /// `openai_key`…
-    pub(crate) kind: &'static str,
+    pub kind: &'static str,
     /// The secret.
-    pub(crate) secret: std::borrow::Cow<'b, str>,
+    pub secret: std::borrow::Cow<'b, str>,
     /// Where it starts.
-    pub(crate) start: usize,
+    pub start: usize,
 }
 
 /// Every secret in `bytes`, in order.
-pub(crate) fn hits(bytes: &[u8]) -> impl Iterator<Item = Hit<'_>> {
+pub fn hits(bytes: &[u8]) -> impl Iterator<Item = Hit<'_>> {
     scanner().captures_iter(bytes).filter_map(|caps| {
         let (kind, m) = KINDS
             .iter()

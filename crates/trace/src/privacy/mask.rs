@@ -11,7 +11,7 @@ use super::lint::{fingerprint, hits};
 /// `text` with every secret the scan recognises (and `waived` does not list) replaced by
 /// `[secret <kind> <fingerprint> <prefix>…]`: what every report shows instead of a secret that
 /// a trace or scenario holds. Borrowed when there is none (the usual case).
-pub(crate) fn mask_secrets<'t>(text: &'t str, waived: &HashSet<String>) -> Cow<'t, str> {
+pub fn mask_secrets<'t>(text: &'t str, waived: &HashSet<String>) -> Cow<'t, str> {
     let mut out: Option<String> = None;
     let mut last = 0;
     for h in hits(text.as_bytes()) {
@@ -38,7 +38,7 @@ pub(crate) fn mask_secrets<'t>(text: &'t str, waived: &HashSet<String>) -> Cow<'
 }
 
 /// [`mask_secrets`] over every string (and object key) of a JSON value, in place.
-pub(crate) fn mask_value(v: &mut serde_json::Value, waived: &HashSet<String>) {
+pub fn mask_value(v: &mut serde_json::Value, waived: &HashSet<String>) {
     match v {
         serde_json::Value::String(s) => {
             if let Cow::Owned(m) = mask_secrets(s, waived) {
@@ -58,7 +58,7 @@ pub(crate) fn mask_value(v: &mut serde_json::Value, waived: &HashSet<String>) {
 }
 
 /// [`mask_secrets`] of a string, in place.
-pub(crate) fn mask_string(s: &mut String, waived: &HashSet<String>) {
+pub fn mask_string(s: &mut String, waived: &HashSet<String>) {
     if let Cow::Owned(m) = mask_secrets(s, waived) {
         *s = m;
     }

@@ -3,7 +3,7 @@ use std::collections::HashSet;
 use camino::Utf8PathBuf;
 
 use super::*;
-use crate::trace::{EventBody, Header, PromptHasher, RunStatus, Str, TraceWriter};
+use crate::{EventBody, Header, PromptHasher, RunStatus, Str, TraceWriter};
 
 fn sealed(scenario: &str, case: &str, answer: &str, raw: bool) -> SealedTrace {
     let mut header = Header::new(scenario.to_owned(), case.to_owned());

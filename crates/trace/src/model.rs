@@ -21,7 +21,7 @@ pub struct Header<'a> {
     pub case: Str<'a>,
     /// Which trial of the case this recording is, when the case was recorded several times.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub trial: Option<crate::trace::TrialId>,
+    pub trial: Option<crate::TrialId>,
     /// The agent runtime that produced the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime<'a>>,

@@ -190,12 +190,12 @@ impl Parser<'_> {
                     "blank line (traces have one JSON object per line and no blank lines)",
                 ));
             }
-            if crate::trace::json::nests_too_deep(line) {
+            if crate::json::nests_too_deep(line) {
                 return Err(self.malformed(
                     n,
                     format!(
                         "values nest more than {} levels deep (objects and arrays); such a line is not read",
-                        crate::trace::json::MAX_NESTING
+                        crate::json::MAX_NESTING
                     ),
                 ));
             }
@@ -225,7 +225,7 @@ impl Parser<'_> {
         // Pricing counts at most the input as cached; said, never silently clamped.
         let impossible: Vec<String> = (events.iter())
             .filter(|e| {
-                matches!(&e.body, crate::trace::EventBody::Inference(i)
+                matches!(&e.body, crate::EventBody::Inference(i)
                     if i.usage.is_some_and(|u| u.cache_read_tokens.is_some_and(|c| c > u.input_tokens)))
             })
             .map(|e| e.line.to_string())
@@ -308,9 +308,7 @@ impl Parser<'_> {
         };
         let trial = match raw.trial {
             None => None,
-            Some(t) => {
-                Some(crate::trace::TrialId::from_json(t.get()).map_err(|e| self.malformed(1, e))?)
-            }
+            Some(t) => Some(crate::TrialId::from_json(t.get()).map_err(|e| self.malformed(1, e))?),
         };
         let privacy = match raw.privacy {
             None => Privacy::default(),
