@@ -8,10 +8,10 @@
 
 use divan::Bencher;
 use serde_json::json;
-use tracereplay::internal::gates::strength::Strength;
-use tracereplay::internal::oracle::{Facts, judge_oracle};
-use tracereplay::internal::scenario::{OracleSpec, Scenario};
 use tracereplay::trace::{Limits, TraceFile, parse_trace};
+use tracereplay_core::gates::strength::Strength;
+use tracereplay_core::oracle::{Facts, judge_oracle};
+use tracereplay_core::scenario::{OracleSpec, Scenario};
 
 fn main() {
     divan::main();
@@ -47,7 +47,7 @@ fn scenario(oracle: serde_json::Value) -> Scenario {
         json!({"id": "s", "title": "t", "risk": "High", "oracles": [oracle]}).to_string(),
     )
     .unwrap();
-    tracereplay::internal::scenario::load_file(&path)
+    tracereplay_core::scenario::load_file(&path)
         .unwrap()
         .remove(0)
         .unwrap()

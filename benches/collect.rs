@@ -64,9 +64,9 @@ fn main() {
     .unwrap();
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
-    let options = tracereplay::internal::replay::collect::CollectOptions {
+    let options = tracereplay_net::collect::CollectOptions {
         out: out.clone(),
-        ingest: tracereplay::internal::ingest::IngestOptions {
+        ingest: tracereplay_core::ingest::IngestOptions {
             hasher: tracereplay::trace::PromptHasher::unkeyed(),
             raw_opt_in: false,
             scenario: None,
@@ -81,10 +81,10 @@ fn main() {
         max_buffered: 256 << 20,
         body_limit: 64 << 20,
         limits: tracereplay::trace::Limits::default(),
+        waived: Default::default(),
     };
     let receiving =
-        tracereplay::internal::replay::collect::spawn("127.0.0.1:0".parse().unwrap(), options)
-            .unwrap();
+        tracereplay_net::collect::spawn("127.0.0.1:0".parse().unwrap(), options).unwrap();
     let url = format!("http://{}/v1/traces", receiving.addr);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -123,7 +123,7 @@ fn main() {
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TERM);
     });
     receiving.wait(|h| {
-        if let tracereplay::internal::replay::collect::Heard::Run(c) = h {
+        if let tracereplay_net::collect::Heard::Run(c) = h {
             written += usize::from(c.outcome.is_ok());
         }
     });

@@ -7,8 +7,8 @@
 //! the command line (see docs/performance.md).
 
 use serde_json::{Value, json};
-use tracereplay::internal::ingest::{Format, IngestOptions, ingest};
 use tracereplay::trace::PromptHasher;
+use tracereplay_core::ingest::{Format, IngestOptions, ingest};
 
 fn main() {
     divan::main();

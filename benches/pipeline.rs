@@ -10,11 +10,11 @@ mod corpus;
 
 use camino::Utf8PathBuf;
 use divan::Bencher;
-use tracereplay::internal::discover::discover;
-use tracereplay::internal::eval::{CheckOptions, Runtime, check};
-use tracereplay::internal::oracle::{Facts, judge, judge_oracle};
-use tracereplay::internal::scenario::load_file;
 use tracereplay::trace::{Limits, TraceFile, content_hash, parse_trace};
+use tracereplay_core::discover::discover;
+use tracereplay_core::eval::{CheckOptions, Runtime, check};
+use tracereplay_core::oracle::{Facts, judge, judge_oracle};
+use tracereplay_core::scenario::load_file;
 
 fn main() {
     divan::main();
@@ -156,7 +156,7 @@ fn judge_parsed(b: Bencher, which: &str) {
         .clone();
     let mut params = sequence.params.clone();
     params.insert("threshold".into(), serde_json::json!(0.5));
-    let thresholded = tracereplay::internal::scenario::OracleSpec::new(sequence.index, params);
+    let thresholded = tracereplay_core::scenario::OracleSpec::new(sequence.index, params);
     b.bench(|| {
         parsed
             .iter()

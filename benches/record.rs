@@ -179,7 +179,7 @@ fn main() {
     )
     .unwrap();
     let _ = std::fs::remove_dir_all(&out);
-    let options = tracereplay::internal::replay::proxy::Options {
+    let options = tracereplay_net::proxy::Options {
         upstream: up.clone(),
         out: out.clone(),
         hasher: tracereplay::trace::PromptHasher::unkeyed(),
@@ -190,10 +190,9 @@ fn main() {
         limits: tracereplay::trace::Limits::default(),
         signer: None,
         replace: false,
+        waived: Default::default(),
     };
-    let server =
-        tracereplay::internal::replay::proxy::spawn("127.0.0.1:0".parse().unwrap(), options)
-            .unwrap();
+    let server = tracereplay_net::proxy::spawn("127.0.0.1:0".parse().unwrap(), options).unwrap();
     let recorder = format!("http://{}", server.addr);
     // Warm both paths (connections, the recorder's first session).
     run(&up, false, SESSIONS, "warm");

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use camino::Utf8PathBuf;
 use divan::Bencher;
-use tracereplay::internal::discover::discover;
-use tracereplay::internal::eval::{CheckOptions, Counting, FailOn, Runtime, check};
-use tracereplay::internal::sign::keys::{SigningKey, TrustedKeys, generate};
+use tracereplay_core::discover::discover;
+use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Runtime, check};
+use tracereplay_core::sign::keys::{SigningKey, TrustedKeys, generate};
 
 fn main() {
     divan::main();
@@ -33,7 +33,7 @@ fn sign_all(key: &SigningKey, files: &[Utf8PathBuf]) {
         let stored = std::fs::read(path).unwrap();
         let dir = path.parent().unwrap();
         let limits = tracereplay::trace::Limits::default();
-        tracereplay::internal::eval::sign_trace(key, dir, (path, &stored), limits, false).unwrap();
+        tracereplay_core::sign::sign_trace(key, dir, (path, &stored), limits, false).unwrap();
     });
 }
 

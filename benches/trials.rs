@@ -10,13 +10,13 @@ mod corpus;
 
 use camino::Utf8PathBuf;
 use divan::Bencher;
-use tracereplay::internal::baseline::BaselineStore;
-use tracereplay::internal::discover::discover;
-use tracereplay::internal::eval::{
+use tracereplay::trace::Header;
+use tracereplay_core::baseline::BaselineStore;
+use tracereplay_core::discover::discover;
+use tracereplay_core::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, Runtime, check,
 };
-use tracereplay::internal::trials::TrialId;
-use tracereplay::trace::Header;
+use tracereplay_core::trials::TrialId;
 
 const TRIALS: usize = 8;
 
@@ -52,7 +52,7 @@ fn options(baselines: &Utf8PathBuf, write_pending: bool, threads: usize) -> Chec
         baselines: Baselines::Compared {
             policy: BaselinePolicy {
                 store: BaselineStore::new(baselines.clone()),
-                mode: tracereplay::internal::diff::DriftMode::Default,
+                mode: tracereplay_core::diff::DriftMode::Default,
                 tolerance: 0.2,
                 refresh: true,
                 alpha: 0.05,

@@ -7,8 +7,12 @@
 //! traces — [`TraceFile`], [`TraceWriter`], [`SealedTrace`]) and [`report`] (the report's types
 //! and its formats, each an [`report::Exporter`]). It never parses flags, prints or exits; the
 //! `tracereplay` binary (the default `cli` feature) does that. Build with
-//! `default-features = false` for the library alone. (`internal` holds the layers the binary is
-//! built from; it is hidden and not API.)
+//! `default-features = false` for the library alone.
+//!
+//! The package is the workspace's top: the trace format is the crate `tracereplay-trace`
+//! (re-exported as [`trace`]), judging is `tracereplay-core` (a project that only judges traces
+//! may depend on it alone: no async runtime, no HTTP server, no command-line parser), and the
+//! servers are `tracereplay-net`.
 //!
 //! # Checking a suite from your own tests
 //!
@@ -30,32 +34,13 @@
 //! [`Runtime`] (threads, cache). The report is plain data: iterate `report.results` for each
 //! [`ResultRow`].
 
-pub mod report;
+pub use tracereplay_core::report;
 pub use tracereplay_trace as trace;
 
-/// Not API: the layers the `tracereplay` binary, its tests, benches and fuzz targets are built
-/// from, public only so that they can reach them. Nothing in it is covered by semantic
-/// versioning; a library user names what the crate root, [`trace`] and [`report`] export.
-#[doc(hidden)]
-pub mod internal;
-mod suite;
-
-// The layers keep their crate paths (`crate::oracle::…`) inside the crate.
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use internal::fuzzing;
-#[cfg(feature = "replay")]
-pub(crate) use internal::replay;
-pub(crate) use internal::{
-    baseline, common, diff, discover, eval, fsutil, gates, ingest, oracle, paths, prices, privacy,
-    remote, scenario, sign, trials,
+pub use tracereplay_core::{
+    BaselinePolicy, Baselines, CacheRead, CheckOptions, Counting, DriftCategory, DriftFinding,
+    Error, FailOn, Family, JudgeOptions, ORACLE_TYPES, OracleResult, OracleType, Report, ResultRow,
+    Risk, RowVerdict, Runtime, Scenario, Selection, Suite, Verdict, in_pool, load_scenarios,
+    lookup_oracle,
 };
-
-pub use eval::{
-    BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Runtime, Selection,
-};
-pub use oracle::registry::{Family, OracleType, TYPES as ORACLE_TYPES, lookup as lookup_oracle};
-pub use oracle::{OracleResult, Verdict};
-pub use report::{DriftCategory, DriftFinding, Report, ResultRow, RowVerdict};
-pub use scenario::{Risk, Scenario, load_scenarios};
-pub use suite::{CacheRead, Error, Suite, in_pool};
-pub use trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace};
+pub use tracereplay_trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace};

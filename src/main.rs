@@ -13,13 +13,13 @@ fn main() {
     // program that recurses too deep or never ends cannot take the run down with it.
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(
-            tracereplay::internal::oracle::expr::WORKER_ARG,
+            tracereplay_core::oracle::expr::WORKER_ARG,
         ))
     {
-        std::process::exit(tracereplay::internal::oracle::expr::worker_main());
+        std::process::exit(tracereplay_core::oracle::expr::worker_main());
     }
     if let Ok(exe) = std::env::current_exe() {
-        tracereplay::internal::oracle::expr::use_worker(exe);
+        tracereplay_core::oracle::expr::use_worker(exe);
     }
     std::process::exit(cli::main());
 }

@@ -4,4 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| tracereplay::internal::fuzzing::recorded_answer(data));
+fuzz_target!(|data: &[u8]| tracereplay_net::fuzzing::recorded_answer(data));

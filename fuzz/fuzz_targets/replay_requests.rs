@@ -4,4 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| tracereplay::internal::fuzzing::replay_requests(data));
+fuzz_target!(|data: &[u8]| tracereplay_net::fuzzing::replay_requests(data));

@@ -3,4 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| tracereplay::internal::fuzzing::trace(data, true));
+fuzz_target!(|data: &[u8]| tracereplay_core::fuzzing::trace(data, true));

@@ -5,19 +5,19 @@ use std::io::Write;
 
 use anyhow::{Context, bail};
 use camino::Utf8Path;
-use tracereplay::internal::baseline::{
+use tracereplay::report::{RowVerdict, escape_controls};
+use tracereplay::trace::json::eq_ci;
+use tracereplay_core::baseline::{
     Approved, BaselineFile, BaselineSet, BaselineStore, DELETED_SUFFIX, NEW_SUFFIX, StoredCase,
     decode_segment, encode_segment,
 };
-use tracereplay::internal::diff::{DriftCategory, DriftMode, compare};
-use tracereplay::internal::discover::discover;
-use tracereplay::internal::eval::{
+use tracereplay_core::diff::{DriftCategory, DriftMode, compare};
+use tracereplay_core::discover::discover;
+use tracereplay_core::eval::{
     BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, Selection, check,
 };
-use tracereplay::internal::fsutil::Confined;
-use tracereplay::internal::paths::display_path;
-use tracereplay::report::{RowVerdict, escape_controls};
-use tracereplay::trace::json::eq_ci;
+use tracereplay_trace::fsutil::Confined;
+use tracereplay_trace::paths::display_path;
 
 use super::args::{ApproveArgs, BaselineCommand, BaselineFilterArgs, CiArgs, PendingArgs};
 use super::ci::is_ci;
@@ -170,7 +170,7 @@ pub(super) fn summary_line(p: &Pending) -> String {
                 "invalid  {}/{}  {}",
                 p.scenario,
                 p.case,
-                tracereplay::internal::eval::error_chain(&e)
+                tracereplay_core::eval::error_chain(&e)
             );
         }
     };
@@ -421,7 +421,7 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
     let opts = CheckOptions {
         selection: Selection {
             scenarios: args.scenarios.clone(),
-            whole_suite: tracereplay::internal::discover::covers_suite_roots(&paths),
+            whole_suite: tracereplay_core::discover::covers_suite_roots(&paths),
             ..Selection::default()
         },
         judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
@@ -435,7 +435,7 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
                 mode: DriftMode::Default,
                 tolerance: 0.2,
                 refresh: true,
-                alpha: tracereplay::internal::eval::pipeline::DEFAULT_ALPHA,
+                alpha: tracereplay_core::eval::pipeline::DEFAULT_ALPHA,
             },
             write_pending: true,
         },
@@ -520,7 +520,7 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
         }
     }
     // The pending files were made durable when written; their renames, here.
-    tracereplay::internal::fsutil::sync_directories_of(&moved, dir)
+    tracereplay_trace::fsutil::sync_directories_of(&moved, dir)
         .with_context(|| format!("cannot make the approved baselines under `{dir}` durable"))?;
     writeln!(
         out,

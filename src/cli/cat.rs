@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use tracereplay::internal::eval::error_chain;
 use tracereplay::trace::TraceFile;
+use tracereplay_core::eval::error_chain;
 
 use super::args::CatArgs;
 use super::exit;

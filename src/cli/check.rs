@@ -9,16 +9,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::{Context, bail};
 use camino::Utf8Path;
-use tracereplay::internal::eval::{
-    CheckOptions, CheckStats, Counting, Progress, Runtime, Selection,
-};
-use tracereplay::internal::fsutil::write_atomic_streaming;
-use tracereplay::internal::paths::display_path;
 use tracereplay::report::{
     self, ExportContext,
     human::{HumanOptions, StatusLevel},
 };
 use tracereplay::{CacheRead, Suite, in_pool};
+use tracereplay_core::eval::{CheckOptions, CheckStats, Counting, Progress, Runtime, Selection};
+use tracereplay_trace::fsutil::write_atomic_streaming;
+use tracereplay_trace::paths::display_path;
 
 use super::args::{CheckArgs, Format, StatusLevelArg};
 use super::ci::is_ci;
@@ -50,7 +48,7 @@ impl LastRun {
         };
         let path = run.join("report.json");
         // Read as any input is read: a regular file, within a bound.
-        let bytes = tracereplay::internal::fsutil::read_regular(
+        let bytes = tracereplay_trace::fsutil::read_regular(
             &path,
             MAX_LAST_REPORT_BYTES,
             "the last run's report",
@@ -140,9 +138,9 @@ impl LastRun {
 /// never ends without its record.
 struct Prepared {
     last_run: Option<LastRun>,
-    signatures: Option<Arc<dyn tracereplay::internal::sign::SignatureCheck>>,
+    signatures: Option<Arc<dyn tracereplay_core::sign::SignatureCheck>>,
     trusted_ids: Vec<String>,
-    attest_key: Option<Arc<tracereplay::internal::sign::keys::SigningKey>>,
+    attest_key: Option<Arc<tracereplay_core::sign::keys::SigningKey>>,
 }
 
 /// A judged suite, with how long discovering and judging took.
@@ -263,7 +261,7 @@ fn prepare(args: &CheckArgs, settings: &Settings) -> anyhow::Result<Prepared> {
     let require_signed = settings.require_signed();
     if require_signed
         && let Some(url) =
-            (settings.paths().iter()).find(|p| tracereplay::internal::remote::is_remote(p.as_str()))
+            (settings.paths().iter()).find(|p| tracereplay_core::remote::is_remote(p.as_str()))
     {
         bail!(
             "`--require-signed` reads each trace's signature from beside it on disk, and `{url}` is remote; check signed traces from a local copy"
@@ -276,12 +274,12 @@ fn prepare(args: &CheckArgs, settings: &Settings) -> anyhow::Result<Prepared> {
         .map(|keys| keys.for_run(run_id.clone()));
     let trusted_ids = trusted.as_ref().map(|k| k.id_list()).unwrap_or_default();
     let signatures =
-        trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay::internal::sign::SignatureCheck>);
+        trusted.map(|k| Arc::new(k) as Arc<dyn tracereplay_core::sign::SignatureCheck>);
     let attest_key = match &args.signing.attest {
         Some(_) => Some(super::sign::signer(&args.signing.signing)?.with_context(|| {
             format!(
                 "`--attest` signs the record with the signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE`",
-                tracereplay::internal::sign::SIGNING_KEY_ENV
+                tracereplay_core::sign::SIGNING_KEY_ENV
             )
         })?),
         None => None,
@@ -332,7 +330,7 @@ fn judge_suite(
                 scenarios: args.scenarios.clone(),
                 tags: args.tags.clone(),
                 partition: args.partition,
-                whole_suite: tracereplay::internal::discover::covers_suite_roots(&paths),
+                whole_suite: tracereplay_core::discover::covers_suite_roots(&paths),
                 scripted: args.scripted,
                 rerun: last_run.map(|l| l.passed_scenarios.clone()),
             },
@@ -376,7 +374,7 @@ fn judge_suite(
 fn print_warnings(report: &report::Report, err: &mut dyn Write) {
     // Many warnings of one kind (one per trace of a directory) are a few and a count.
     for w in super::repeats::collapse(&report.warnings) {
-        let w = tracereplay::internal::paths::redact_urls_in(&w);
+        let w = tracereplay_trace::paths::redact_urls_in(&w);
         let _ = writeln!(err, "warning: {}", report::escape_controls(&w));
     }
     if report.results.metas().any(|m| m.has_warnings) {
@@ -403,9 +401,7 @@ fn html_context(
         flags: judging_flags(args, settings),
         generated: Some(report::html::generated_now()),
         limits: args.judging.limits.limits(),
-        waived: tracereplay::internal::privacy::lint::read_allow_file(Utf8Path::new(
-            options::ALLOW_FILE,
-        )),
+        waived: options::waived(),
         raw_prompts: args.judging.allow_raw_prompts,
     }
 }
@@ -488,11 +484,11 @@ fn attest(
     (report, code): (&report::Report, i32),
     (path, key): (
         &camino::Utf8PathBuf,
-        &tracereplay::internal::sign::keys::SigningKey,
+        &tracereplay_core::sign::keys::SigningKey,
     ),
     trusted_keys: Vec<String>,
 ) -> anyhow::Result<()> {
-    let facts = tracereplay::internal::sign::attest::RunFacts {
+    let facts = tracereplay_core::sign::attest::RunFacts {
         options: judging_flags(args, settings),
         trusted_keys,
         exit_code: code,
@@ -500,32 +496,20 @@ fn attest(
         commit: super::sign::current_commit(),
         run_id: settings.run_id().map(str::to_owned),
     };
-    let statement = tracereplay::internal::sign::attest::statement(report, facts);
-    let text = tracereplay::internal::sign::attest::sign(&statement, key);
+    let statement = tracereplay_core::sign::attest::statement(report, facts);
+    let text = tracereplay_core::sign::attest::sign(&statement, key);
     write_atomic_streaming(path, &mut |w| w.write_all(text.as_bytes()))
         .with_context(|| format!("cannot write the attestation to `{path}`"))?;
     diag!("attestation: {path} (signed by key {})", key.key_id());
     Ok(())
 }
 
-/// The options of this run that change how traces are judged or what fails the run, as flags
-/// (settings from the project file included).
+/// The options of this run that change how traces are judged or what fails the run: every
+/// judging setting with its value (from the settings table, [`Settings::judging_settings`]),
+/// then the flags of `check`'s own that do.
 fn judging_flags(args: &CheckArgs, settings: &Settings) -> Vec<String> {
-    use clap::ValueEnum;
-    let name = |v: Option<clap::builder::PossibleValue>| {
-        v.map(|p| p.get_name().to_owned()).unwrap_or_default()
-    };
-    let mut flags = vec![
-        format!(
-            "--fail-on {}",
-            name(settings.fail_on_arg().to_possible_value())
-        ),
-        format!("--drift {}", name(settings.drift().to_possible_value())),
-        format!("--usage-tolerance {}", settings.usage_tolerance_pct()),
-    ];
+    let mut flags = settings.judging_settings();
     for (on, flag) in [
-        (settings.require_sealed(), "--require-sealed"),
-        (settings.require_signed(), "--require-signed"),
         (args.judging.allow_raw_prompts, "--allow-raw-prompts"),
         (args.scripted, "--scripted"),
         (args.last_failed, "--last-failed"),

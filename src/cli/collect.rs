@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use tracereplay::internal::privacy::raw_prompts_opted_in;
-use tracereplay::internal::replay::collect;
 use tracereplay::report::escape_controls;
+use tracereplay_net::collect;
+use tracereplay_trace::privacy::raw_prompts_opted_in;
 
 use super::args::CollectArgs;
 use super::exit;
@@ -22,7 +22,7 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", args.out))?;
     let options = collect::CollectOptions {
         out: args.out.clone(),
-        ingest: tracereplay::internal::ingest::IngestOptions {
+        ingest: tracereplay_core::ingest::IngestOptions {
             hasher,
             raw_opt_in: raw_prompts_opted_in(args.prompts.dev_raw_prompts),
             scenario: args.scenario.clone(),
@@ -38,6 +38,7 @@ pub(super) fn run(args: &CollectArgs, out: &mut dyn Write) -> anyhow::Result<i32
         // As the OpenTelemetry Collector's OTLP/HTTP receiver takes them by default.
         body_limit: 20 << 20,
         limits: args.limits.limits(),
+        waived: std::sync::Arc::new(super::options::waived()),
     };
     let receiving = collect::spawn(args.server.listen, options)?;
     writeln!(out, "listening on http://{}", receiving.addr)?;

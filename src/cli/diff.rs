@@ -6,16 +6,16 @@ use std::io::Write;
 use anyhow::bail;
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::internal::diff::report::{DiffEntry, DiffReport, Unpaired};
-use tracereplay::internal::diff::{DriftCategory, DriftFinding, compare};
-use tracereplay::internal::eval::{
+use tracereplay::report::human::HumanOptions;
+use tracereplay::report::{ExportContext, Format, RowVerdict, Source};
+use tracereplay_core::diff::report::{DiffEntry, DiffReport, Unpaired};
+use tracereplay_core::diff::{DriftCategory, DriftFinding, compare};
+use tracereplay_core::eval::{
     Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
     error_chain, judge_opened_file,
 };
-use tracereplay::internal::paths::display_path;
-use tracereplay::internal::scenario::load_scenarios;
-use tracereplay::report::human::HumanOptions;
-use tracereplay::report::{ExportContext, Format, RowVerdict, Source};
+use tracereplay_core::scenario::load_scenarios;
+use tracereplay_trace::paths::display_path;
 
 use super::args::DiffArgs;
 use super::settings::Settings;
@@ -80,11 +80,11 @@ fn against_baselines(args: &DiffArgs, settings: &Settings) -> anyhow::Result<Dif
     }
     let paths = settings.paths();
     let mut found =
-        tracereplay::internal::discover::find(&paths, &settings.scenarios(), &Default::default())?;
+        tracereplay_core::discover::find(&paths, &settings.scenarios(), &Default::default())?;
     found.look_up_in(settings.suite_roots());
     let opts = CheckOptions {
         selection: Selection {
-            whole_suite: tracereplay::internal::discover::covers_suite_roots(&paths),
+            whole_suite: tracereplay_core::discover::covers_suite_roots(&paths),
             ..Selection::default()
         },
         judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
@@ -153,9 +153,9 @@ fn between(
     // Either side may be in object storage; scenarios come from the local side and
     // `--scenarios`. The project file's `paths` play no part: the two sides are named.
     let none = Default::default();
-    let old_found = tracereplay::internal::discover::find(&[old.to_owned()], &[], &none)?;
+    let old_found = tracereplay_core::discover::find(&[old.to_owned()], &[], &none)?;
     let new_found =
-        tracereplay::internal::discover::find(&[new.to_owned()], &settings.scenarios(), &none)?;
+        tracereplay_core::discover::find(&[new.to_owned()], &settings.scenarios(), &none)?;
     // Scenarios of the newer recording win; the older one fills in ids the newer lacks. A
     // scenario file both sides hold (one directory on both sides, or overlapping ones) is one
     // file, read once, and counts as the newer side's.
@@ -183,13 +183,13 @@ fn between(
     );
     let judging = settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?;
     let mut report = DiffReport::default();
-    let mut read_side = |found: &tracereplay::internal::discover::Discovered| -> Side {
+    let mut read_side = |found: &tracereplay_core::discover::Discovered| -> Side {
         let judged: Vec<_> = found
             .trace_files
             .par_iter()
             .map(|p| {
                 let opened =
-                    tracereplay::internal::remote::open(found.remote.as_deref(), p, judging.limits);
+                    tracereplay_core::remote::open(found.remote.as_deref(), p, judging.limits);
                 (display_path(p), judge_opened_file(opened, &judging, &index))
             })
             .collect();
@@ -234,7 +234,7 @@ fn between(
         let several = olds.len() > 1 || news.len() > 1;
         if several && distinct(olds) && distinct(news) {
             // Trials: compared as sets, with the run's thresholds, below.
-            sets.push(tracereplay::internal::diff::sets::SetInput {
+            sets.push(tracereplay_core::diff::sets::SetInput {
                 scenario: nj.scenario.clone(),
                 case: nj.case.clone(),
                 old: olds.iter().map(|(_, j)| j.behaviour.clone()).collect(),
@@ -267,7 +267,7 @@ fn between(
     }
     if !sets.is_empty() {
         let alpha = settings.alpha()?;
-        let summary = tracereplay::internal::diff::sets::compare_sets(sets, tol, mode, alpha);
+        let summary = tracereplay_core::diff::sets::compare_sets(sets, tol, mode, alpha);
         for e in &summary.cases_by_effect {
             report.entries.push(DiffEntry {
                 scenario: e.scenario.clone(),
@@ -291,9 +291,9 @@ fn between(
     Ok(report.finish(compared))
 }
 
-fn side_n(s: &tracereplay::internal::diff::trial_drift::Side) -> u64 {
+fn side_n(s: &tracereplay_core::diff::trial_drift::Side) -> u64 {
     match s {
-        tracereplay::internal::diff::trial_drift::Side::Counts { n, .. }
-        | tracereplay::internal::diff::trial_drift::Side::Median { n, .. } => *n,
+        tracereplay_core::diff::trial_drift::Side::Counts { n, .. }
+        | tracereplay_core::diff::trial_drift::Side::Median { n, .. } => *n,
     }
 }

@@ -5,19 +5,17 @@
 use std::io::Write;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::internal::discover::discover;
-use tracereplay::internal::eval::ScenarioIndex;
-use tracereplay::internal::eval::explain::explain_opened;
-use tracereplay::internal::privacy::lint::read_allow_file;
-use tracereplay::internal::scenario::load_scenarios;
 use tracereplay::report::explain::Explanation;
 use tracereplay::report::explain::{render, render_headline};
 use tracereplay::report::runfolder::latest_run;
 use tracereplay::trace::{TraceFile, probe_header};
+use tracereplay_core::discover::discover;
+use tracereplay_core::eval::ScenarioIndex;
+use tracereplay_core::eval::explain::explain_opened;
+use tracereplay_core::scenario::load_scenarios;
 
 use super::args::ExplainArgs;
 use super::exit;
-use super::options::ALLOW_FILE;
 use super::settings::Settings;
 
 /// The largest evidence file `explain --last` reads (one failing trace's results and cited
@@ -50,7 +48,7 @@ pub(super) fn run(
     }
     // A remote target (`s3://…`) is a trace object, or a prefix of them; its scenarios are the
     // local ones.
-    let remote_target = tracereplay::internal::remote::is_remote(target);
+    let remote_target = tracereplay_core::remote::is_remote(target);
     if remote_target {
         roots.extend(
             settings
@@ -62,7 +60,7 @@ pub(super) fn run(
         roots.dedup();
     }
     let listed = if remote_target {
-        Some(tracereplay::internal::discover::find(
+        Some(tracereplay_core::discover::find(
             &[as_path.to_owned()],
             &[],
             &Default::default(),
@@ -78,7 +76,7 @@ pub(super) fn run(
     let baselines = settings.baselines_of_single_traces()?;
     let judging = settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?;
     let limits = judging.limits;
-    let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
+    let waived = super::options::waived();
     let traces: Vec<Utf8PathBuf> = if let Some(listed) = &listed {
         if listed.trace_files.is_empty() {
             diag!("error: no trace (`*.trace.ndjson.zst`, `*.trace.ndjson`) under `{target}`");
@@ -129,7 +127,7 @@ pub(super) fn run(
         if i > 0 {
             writeln!(out, "\n{}", "─".repeat(60))?;
         }
-        let opened = tracereplay::internal::remote::open(remote, path, limits);
+        let opened = tracereplay_core::remote::open(remote, path, limits);
         let mut e = explain_opened(path, opened, &judging, &index, baselines.policy());
         unknown |= e.not_judged;
         // A secret in the trace or scenario is never shown in full.
@@ -148,7 +146,7 @@ fn last(args: &ExplainArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<
         return Ok(exit::ERROR);
     };
     writeln!(out, "run {run}")?;
-    let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
+    let waived = super::options::waived();
     let evidence = run.join("evidence");
     let mut files = Vec::new();
     collect_json(&evidence, &mut files);
@@ -157,7 +155,7 @@ fn last(args: &ExplainArgs, color: bool, out: &mut dyn Write) -> anyhow::Result<
     for path in files {
         // Read as any input is read: a regular file, within a bound.
         let bytes =
-            tracereplay::internal::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
+            tracereplay_trace::fsutil::read_regular(&path, MAX_EVIDENCE_BYTES, "evidence file")
                 .map_err(|err| anyhow::anyhow!("cannot read `{path}`: {err}"))?;
         let mut e: Explanation = serde_json::from_slice(&bytes)
             .map_err(|err| anyhow::anyhow!("`{path}` is not an evidence file: {err}"))?;

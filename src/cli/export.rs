@@ -17,11 +17,11 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         .with_context(|| format!("`{}`", args.trace))?;
     let parsed = tracereplay::trace::parse_trace(&file, &seal, limits)
         .with_context(|| format!("`{}`", args.trace))?;
-    let (doc, dropped) = tracereplay::internal::ingest::atif_export::export(&parsed.trace);
+    let (doc, dropped) = tracereplay_core::ingest::atif_export::export(&parsed.trace);
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
     match &args.out {
-        Some(path) => tracereplay::internal::fsutil::write_atomic(path, text.as_bytes())
+        Some(path) => tracereplay_trace::fsutil::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write `{path}`"))?,
         None => out.write_all(text.as_bytes())?,
     }

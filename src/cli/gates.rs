@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use tracereplay::internal::discover::discover;
-use tracereplay::internal::eval::{CheckOptions, Counting, FailOn, JudgeOptions, check};
-use tracereplay::internal::gates::strength::{MUTANTS_PER_TRACE, Strength};
-use tracereplay::internal::gates::{GateProblem, check_gates};
-use tracereplay::internal::scenario::{Scenario, load_scenarios};
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::trace::{TraceFile, parse_trace};
+use tracereplay_core::discover::discover;
+use tracereplay_core::eval::{CheckOptions, Counting, FailOn, JudgeOptions, check};
+use tracereplay_core::gates::strength::{MUTANTS_PER_TRACE, Strength};
+use tracereplay_core::gates::{GateProblem, check_gates};
+use tracereplay_core::scenario::{Scenario, load_scenarios};
 
 use super::args::GatesArgs;
 use super::exit;
@@ -22,7 +22,7 @@ type BehaviourSeen = BTreeMap<String, BTreeMap<&'static str, (usize, String)>>;
 /// each (lowercased scenario id, case) has (from each trace's first line), and what the default
 /// behaviour oracles find in those that verify and parse.
 fn read_traces(
-    found: &tracereplay::internal::discover::Discovered,
+    found: &tracereplay_core::discover::Discovered,
     args: &GatesArgs,
 ) -> (BTreeMap<(String, String), usize>, BehaviourSeen) {
     use rayon::prelude::*;
@@ -36,7 +36,7 @@ fn read_traces(
             let parsed = (file.verify_seal(false).ok())
                 .and_then(|seal| parse_trace(&file, &seal, limits).ok());
             let findings = parsed.map_or_else(Vec::new, |p| {
-                let found = tracereplay::internal::oracle::behaviour::lint(&p.trace);
+                let found = tracereplay_core::oracle::behaviour::lint(&p.trace);
                 found.into_iter().map(|(o, r)| (o, r.message)).collect()
             });
             Some((claimed, findings))
@@ -93,7 +93,7 @@ pub(super) fn run(
     let found = discover(&paths, &scenario_dirs)?;
     let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
     let searched: Vec<String> = (paths.iter().chain(&scenario_dirs))
-        .map(|p| tracereplay::internal::paths::display_path(p))
+        .map(|p| tracereplay_trace::paths::display_path(p))
         .collect();
     let mut problems = check_gates(&loaded, &searched.join("`, `"));
     for w in found
@@ -106,7 +106,7 @@ pub(super) fn run(
     let alpha = settings.alpha()?;
     let (recorded, seen) = read_traces(&found, args);
     for s in &loaded.scenarios {
-        let mut warnings = tracereplay::internal::gates::scenario_warnings(s);
+        let mut warnings = tracereplay_core::gates::scenario_warnings(s);
         warnings.extend(behaviour_suggestions(s, &seen));
         warnings.extend(s.trials.warnings(alpha));
         for ((id, case), n) in recorded.range((s.id.to_lowercase(), String::new())..) {
@@ -121,7 +121,7 @@ pub(super) fn run(
             }
         }
         for w in warnings {
-            let file = tracereplay::internal::paths::display_path(&s.file);
+            let file = tracereplay_trace::paths::display_path(&s.file);
             writeln!(
                 out,
                 "warning: `{file}`: scenario `{}`: {}",
@@ -132,7 +132,7 @@ pub(super) fn run(
     }
     // A scenario that cannot be looked at is a scenario whose gates cannot be checked.
     problems.extend(found.unreachable.iter().map(|(p, why)| GateProblem {
-        file: tracereplay::internal::paths::display_path(p),
+        file: tracereplay_trace::paths::display_path(p),
         scenario: None,
         line: None,
         column: None,
@@ -156,7 +156,7 @@ pub(super) fn run(
         // Mutants multiply the `expr` programs run: the whole measurement has a budget of its
         // own, and a mutant left without time is not counted (it never raises a score).
         let budget = std::time::Duration::from_secs(args.expr_budget);
-        let run = tracereplay::internal::oracle::budget::RunBudget::starting_now(budget);
+        let run = tracereplay_core::oracle::budget::RunBudget::starting_now(budget);
         let measured = strengths(&found, args, settings, &measurable, run);
         for s in measured? {
             match s.score() {
@@ -228,11 +228,11 @@ pub(super) fn run(
 
 /// Strength of each scenario, measured over its passing traces, sorted by scenario id.
 fn strengths(
-    found: &tracereplay::internal::discover::Discovered,
+    found: &tracereplay_core::discover::Discovered,
     args: &GatesArgs,
     settings: &super::settings::Settings,
     scenarios: &[&Scenario],
-    run: tracereplay::internal::oracle::budget::RunBudget,
+    run: tracereplay_core::oracle::budget::RunBudget,
 ) -> anyhow::Result<Vec<Strength>> {
     let limits = args.limits.limits();
     let prices = settings.prices()?;

@@ -11,14 +11,14 @@ use tracereplay::report::escape_controls;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use tracereplay::internal::baseline::encode_trace_segment;
-use tracereplay::internal::ingest::collector::OtlpLogs;
-use tracereplay::internal::ingest::{
+use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, keep_same};
+use tracereplay_core::baseline::encode_trace_segment;
+use tracereplay_core::ingest::collector::OtlpLogs;
+use tracereplay_core::ingest::{
     Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest_with_logs,
 };
-use tracereplay::internal::paths::display_path;
-use tracereplay::internal::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
-use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, keep_same};
+use tracereplay_trace::paths::display_path;
+use tracereplay_trace::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
@@ -55,8 +55,8 @@ struct Tally {
 /// What one `ingest` writes to, and what it wrote so far.
 pub(super) struct Session<'a> {
     pub(super) args: &'a IngestArgs,
-    confined: tracereplay::internal::fsutil::Confined,
-    signer: Option<std::sync::Arc<tracereplay::internal::sign::keys::SigningKey>>,
+    confined: tracereplay_trace::fsutil::Confined,
+    signer: Option<std::sync::Arc<tracereplay_core::sign::keys::SigningKey>>,
     /// Traces written by this run: destination → the input that wrote it.
     written: HashMap<Utf8PathBuf, String>,
     /// Files this run wrote, made durable at its end.
@@ -72,7 +72,7 @@ pub(super) struct Session<'a> {
 pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let hasher = super::options::prompt_hasher("ingest", args.prompts.unkeyed)?;
     for input in &args.inputs {
-        if !tracereplay::internal::remote::is_remote(input.as_str()) && !input.is_file() {
+        if !tracereplay_core::remote::is_remote(input.as_str()) && !input.is_file() {
             bail!("`{input}` does not exist or is not a file");
         }
     }
@@ -86,7 +86,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let mut session = Session {
         args,
         // Every trace written stays inside `-o DIR`, never through a symlink under it.
-        confined: tracereplay::internal::fsutil::Confined::new(args.out.clone()),
+        confined: tracereplay_trace::fsutil::Confined::new(args.out.clone()),
         signer: super::sign::signer(&args.signing)?,
         written: HashMap::new(),
         durable: Vec::new(),
@@ -106,7 +106,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let (logs, inputs) = logs_first(args)?;
     let mut failed = 0;
     for input in inputs {
-        failed += if tracereplay::internal::remote::is_remote(input.as_str()) {
+        failed += if tracereplay_core::remote::is_remote(input.as_str()) {
             super::ingest_bucket::ingest(&mut session, input.as_str(), &opts)?
         } else {
             ingest_file(&mut session, input, &opts, &logs)?
@@ -121,7 +121,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
 /// records) before the others, whose spans they carry content for; returns their records and
 /// the other inputs, in order.
 fn logs_first(args: &IngestArgs) -> anyhow::Result<(OtlpLogs, Vec<&Utf8PathBuf>)> {
-    use tracereplay::internal::ingest::collector::{MAX_EXPORT_BYTES, unpack};
+    use tracereplay_core::ingest::collector::{MAX_EXPORT_BYTES, unpack};
     let mut logs = OtlpLogs::default();
     let mut rest = Vec::new();
     for input in &args.inputs {
@@ -129,7 +129,7 @@ fn logs_first(args: &IngestArgs) -> anyhow::Result<(OtlpLogs, Vec<&Utf8PathBuf>)
             Some(f) => matches!(f, IngestFormatArg::OtlpJson | IngestFormatArg::OtlpProto),
             None => true,
         };
-        if !may_be_logs || tracereplay::internal::remote::is_remote(input.as_str()) {
+        if !may_be_logs || tracereplay_core::remote::is_remote(input.as_str()) {
             rest.push(input);
             continue;
         }
@@ -164,9 +164,7 @@ fn ingest_file(
     opts: &IngestOptions,
     logs: &OtlpLogs,
 ) -> anyhow::Result<usize> {
-    use tracereplay::internal::ingest::collector::{
-        ExportKind, MAX_EXPORT_BYTES, export_kind, unpack,
-    };
+    use tracereplay_core::ingest::collector::{ExportKind, MAX_EXPORT_BYTES, export_kind, unpack};
     let stored = std::fs::read(input).with_context(|| format!("cannot read `{input}`"))?;
     // A collector's `*.gz` export is unpacked first, and its `*.binpb` is protobuf.
     let bytes = match unpack(input.as_str(), &stored, MAX_EXPORT_BYTES) {
@@ -356,7 +354,7 @@ impl Session<'_> {
             let result = result?;
             if self.signer.is_some() {
                 self.durable
-                    .push(tracereplay::internal::sign::signature_path(dest));
+                    .push(tracereplay_core::sign::signature_path(dest));
             }
             if matches!(result, Stored::Written) {
                 self.durable.push(dest.clone());
@@ -380,14 +378,14 @@ impl Session<'_> {
     /// Makes what this run wrote so far durable.
     pub(super) fn sync(&mut self) -> anyhow::Result<()> {
         let out = &self.args.out;
-        tracereplay::internal::fsutil::sync_written(&self.durable, out)
+        tracereplay_trace::fsutil::sync_written(&self.durable, out)
             .with_context(|| format!("cannot sync what was written under `{out}`"))?;
         self.durable.clear();
         Ok(())
     }
 
     /// Where this run may write: inside `-o DIR`.
-    pub(super) fn confined(&self) -> &tracereplay::internal::fsutil::Confined {
+    pub(super) fn confined(&self) -> &tracereplay_trace::fsutil::Confined {
         &self.confined
     }
 }
@@ -413,7 +411,7 @@ enum Stored {
 /// syncs what it wrote at its end). `stored` are the bytes just written; a trace that was there
 /// already is read.
 fn sign_stored(
-    key: &tracereplay::internal::sign::keys::SigningKey,
+    key: &tracereplay_core::sign::keys::SigningKey,
     run: &IngestedRun,
     dest: &Utf8Path,
     stored: Option<Vec<u8>>,
@@ -423,14 +421,14 @@ fn sign_stored(
         Some(bytes) => bytes,
         None => std::fs::read(dest).with_context(|| format!("cannot read `{dest}` to sign it"))?,
     };
-    let claims = tracereplay::internal::sign::Claims::new(
+    let claims = tracereplay_core::sign::Claims::new(
         &run.trace.content_hash,
         &run.scenario,
         &run.case,
         run.trial.as_deref(),
-        &tracereplay::internal::sign::relative_file(root, dest),
+        &tracereplay_core::sign::relative_file(root, dest),
     );
-    tracereplay::internal::sign::write_signature(key, root, (dest, &stored), &claims, false)
+    tracereplay_core::sign::write_signature(key, root, (dest, &stored), &claims, false)
         .map_err(|e| anyhow::anyhow!("cannot sign `{dest}`: {e}"))?;
     Ok(())
 }
@@ -511,7 +509,7 @@ fn emit_scenarios(
     input: &Utf8Path,
     args: &IngestArgs,
     opts: &IngestOptions,
-    confined: &tracereplay::internal::fsutil::Confined,
+    confined: &tracereplay_trace::fsutil::Confined,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
     if format != Format::OpenaiMessages.name() {
@@ -521,7 +519,7 @@ fn emit_scenarios(
         return Ok(0);
     }
     let mut refused = 0;
-    let emitted = match tracereplay::internal::ingest::ground_truth::scenarios(bytes, opts) {
+    let emitted = match tracereplay_core::ingest::ground_truth::scenarios(bytes, opts) {
         Ok(e) => e,
         Err(e) => {
             diag!("error: `{input}`: {e}");
@@ -541,8 +539,8 @@ fn emit_scenarios(
         let shown = display_path(&dest);
         // Read as any input is read: a regular file, within a bound (a symlink to `/dev/zero`
         // or a FIFO in the scenario's place is refused, never read).
-        let limit = tracereplay::internal::scenario::MAX_SCENARIO_BYTES;
-        match tracereplay::internal::fsutil::read_regular(&dest, limit, "existing scenario") {
+        let limit = tracereplay_core::scenario::MAX_SCENARIO_BYTES;
+        match tracereplay_trace::fsutil::read_regular(&dest, limit, "existing scenario") {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound && !args.force => {
                 diag!(
                     "error: `{input}`: `{shown}` is there and cannot be read ({e}); not replaced — pass `--force` to replace it"

@@ -15,12 +15,12 @@ use anyhow::{Context, bail};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
-use tracereplay::internal::ingest::IngestOptions;
-use tracereplay::internal::ingest::collector::{
+use tracereplay::trace::TraceError;
+use tracereplay_core::ingest::IngestOptions;
+use tracereplay_core::ingest::collector::{
     ExportKind, ExportSpans, MAX_EXPORT_BYTES, SpanPool, export_kind, unpack,
 };
-use tracereplay::internal::remote::{Remote, RemoteOptions};
-use tracereplay::trace::TraceError;
+use tracereplay_core::remote::{Remote, RemoteOptions};
 
 use super::ingest::{Session, Written};
 
@@ -53,7 +53,7 @@ struct Seen {
 }
 
 fn load(path: &Utf8Path) -> anyhow::Result<State> {
-    let bytes = match tracereplay::internal::fsutil::read_regular(path, 1 << 30, "ingest state") {
+    let bytes = match tracereplay_trace::fsutil::read_regular(path, 1 << 30, "ingest state") {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::default()),
         Err(e) => bail!("cannot read `{path}`: {e}"),
@@ -107,7 +107,7 @@ fn read_objects(remote: &Remote, urls: &[&Utf8Path], source: &str) -> Option<Vec
                 continue;
             }
             Err(e) => {
-                diag!("error: {}", tracereplay::internal::eval::error_chain(&e));
+                diag!("error: {}", tracereplay_core::eval::error_chain(&e));
                 failed = true;
                 continue;
             }

@@ -6,14 +6,14 @@ use std::io::Write;
 
 use anyhow::Context;
 use camino::Utf8PathBuf;
-use tracereplay::internal::baseline::{BaselineFile, BaselineStore, Behaviour};
-use tracereplay::internal::fsutil::Confined;
-use tracereplay::internal::oracle::judge;
-use tracereplay::internal::scenario::load_file;
 use tracereplay::trace::PromptHasher;
 use tracereplay::trace::{
     Args, EventBody, Header, Json, Limits, RunStatus, Str, TraceFile, TraceWriter, parse_trace,
 };
+use tracereplay_core::baseline::{BaselineFile, BaselineStore, Behaviour};
+use tracereplay_core::oracle::judge;
+use tracereplay_core::scenario::load_file;
+use tracereplay_trace::fsutil::Confined;
 
 use super::exit;
 

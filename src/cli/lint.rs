@@ -4,17 +4,16 @@ use std::io::Write;
 
 use camino::Utf8Path;
 use rayon::prelude::*;
-use tracereplay::internal::eval::error_chain;
-use tracereplay::internal::paths::display_path;
-use tracereplay::internal::privacy::lint::{
-    Finding, LintReport, read_allow_file, scan_scenarios_and_sidecars, scan_secrets,
-};
 use tracereplay::report::{ExportContext, Format, escape_controls};
 use tracereplay::trace::{Seal, TraceError, parse_trace_with};
+use tracereplay_core::eval::error_chain;
+use tracereplay_trace::paths::display_path;
+use tracereplay_trace::privacy::lint::{
+    Finding, LintReport, scan_scenarios_and_sidecars, scan_secrets,
+};
 
 use super::args::LintArgs;
 use super::exit;
-use super::options::ALLOW_FILE;
 
 /// Runs `lint`; `Err` means exit 2.
 pub(super) fn run(
@@ -22,7 +21,7 @@ pub(super) fn run(
     settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let found = tracereplay::internal::discover::find(
+    let found = tracereplay_core::discover::find(
         &settings.paths(),
         &settings.scenarios(),
         &Default::default(),
@@ -37,7 +36,7 @@ pub(super) fn run(
     {
         anyhow::bail!("nothing to lint under the given paths");
     }
-    let waived = read_allow_file(Utf8Path::new(ALLOW_FILE));
+    let waived = super::options::waived();
     let mode = args.secrets.mode();
     let limits = args.limits.limits();
     let mut findings: Vec<Finding> = found
@@ -75,10 +74,10 @@ pub(super) fn run(
         .iter()
         .chain(&found.suite_files)
         .map(|f| {
-            let limit = tracereplay::internal::scenario::MAX_SCENARIO_BYTES;
+            let limit = tracereplay_core::scenario::MAX_SCENARIO_BYTES;
             (
                 f,
-                tracereplay::internal::fsutil::read_regular(f, limit, "scenario file")
+                tracereplay_trace::fsutil::read_regular(f, limit, "scenario file")
                     .unwrap_or_default(),
             )
         })
@@ -109,24 +108,23 @@ pub(super) fn run(
 /// table cannot price (with `prices`), once per model. A trace that does not verify or parse
 /// has none here (the privacy lint reports it).
 fn parsed_findings(
-    remote: Option<&tracereplay::internal::remote::Remote>,
+    remote: Option<&tracereplay_core::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
     allow_raw_prompts: bool,
     behaviour: bool,
-    prices: Option<&tracereplay::internal::prices::PriceTable>,
+    prices: Option<&tracereplay_core::prices::PriceTable>,
 ) -> Vec<Finding> {
-    let opts = tracereplay::internal::eval::JudgeOptions {
+    let opts = tracereplay_core::eval::JudgeOptions {
         limits,
         require_sealed: false,
         allow_raw_prompts,
         prices: None,
     };
-    let Ok(file) = tracereplay::internal::remote::open(remote, path, limits) else {
+    let Ok(file) = tracereplay_core::remote::open(remote, path, limits) else {
         return Vec::new();
     };
-    let Ok((_, parsed)) = tracereplay::internal::eval::pipeline::verify_and_parse(&file, &opts)
-    else {
+    let Ok((_, parsed)) = tracereplay_core::eval::pipeline::verify_and_parse(&file, &opts) else {
         return Vec::new();
     };
     let shown = display_path(path);
@@ -142,7 +140,7 @@ fn parsed_findings(
     let mut found = Vec::new();
     if behaviour {
         found.extend(
-            (tracereplay::internal::oracle::behaviour::lint(&parsed.trace).into_iter())
+            (tracereplay_core::oracle::behaviour::lint(&parsed.trace).into_iter())
                 .map(|(oracle, r)| warning(oracle, format!("{oracle}: {}", r.message))),
         );
     }
@@ -167,10 +165,10 @@ fn parsed_findings(
 /// The findings of one trace file. A trace that cannot be read (corrupt, truncated, over a size
 /// limit, not a file) is a finding itself: it could hold anything, so it is never called clean.
 fn lint_trace(
-    remote: Option<&tracereplay::internal::remote::Remote>,
+    remote: Option<&tracereplay_core::remote::Remote>,
     path: &camino::Utf8PathBuf,
     limits: tracereplay::trace::Limits,
-    mode: tracereplay::internal::privacy::lint::SecretsMode,
+    mode: tracereplay_trace::privacy::lint::SecretsMode,
     waived: &std::collections::HashSet<String>,
     allow_raw_prompts: bool,
 ) -> Vec<Finding> {
@@ -184,7 +182,7 @@ fn lint_trace(
         message,
         fails: true,
     };
-    let file = match tracereplay::internal::remote::open(remote, path, limits) {
+    let file = match tracereplay_core::remote::open(remote, path, limits) {
         Ok(file) => file,
         Err(e) => {
             let message = format!(

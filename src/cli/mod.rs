@@ -57,7 +57,7 @@ use args::{Cli, Command};
 /// the exit code.
 pub(crate) fn main() -> i32 {
     // Temporary files older than this are leftovers of a killed run.
-    tracereplay::internal::fsutil::mark_run_start();
+    tracereplay_trace::fsutil::mark_run_start();
     use clap::Parser;
     let parsed = match Cli::try_parse() {
         Ok(p) => p,
@@ -104,7 +104,7 @@ pub(crate) fn main() -> i32 {
             // A URL the user gave may hold a password or a token: never printed.
             diag!(
                 "error: {}",
-                tracereplay::internal::paths::redact_urls_in(&format!("{e:#}"))
+                tracereplay_trace::paths::redact_urls_in(&format!("{e:#}"))
             );
             exit::ERROR
         }

@@ -8,7 +8,7 @@ pub(super) const ALLOW_FILE: &str = ".tracereplay-allow";
 
 /// The secret fingerprints `.tracereplay-allow` waives.
 pub(super) fn waived() -> std::collections::HashSet<String> {
-    tracereplay::internal::privacy::lint::read_allow_file(Utf8Path::new(ALLOW_FILE))
+    tracereplay_trace::privacy::lint::read_allow_file(Utf8Path::new(ALLOW_FILE))
 }
 
 /// Checks where a server (`replay serve`, `record`, `collect`) is to listen: loopback, or

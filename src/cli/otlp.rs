@@ -26,7 +26,7 @@ pub(super) fn send_to(report: &Report, ctx: &ExportContext<'_>, endpoint: &str) 
     // The endpoint (and the client's error, which may repeat it) can hold a password or a
     // token in its user information or query: never printed.
     (problems.iter())
-        .map(|p| tracereplay::internal::paths::redact_urls_in(p))
+        .map(|p| tracereplay_trace::paths::redact_urls_in(p))
         .collect()
 }
 

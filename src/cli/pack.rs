@@ -4,9 +4,9 @@ use std::io::Write;
 
 use anyhow::Context;
 use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::internal::eval::error_chain;
-use tracereplay::internal::fsutil::write_atomic;
 use tracereplay::trace::{Packed, TraceFile, pack};
+use tracereplay_core::eval::error_chain;
+use tracereplay_trace::fsutil::write_atomic;
 
 use super::args::PackArgs;
 use super::exit;

@@ -7,10 +7,10 @@
 use std::io::Write;
 
 use camino::Utf8Path;
-use tracereplay::internal::baseline::{Approved, BaselineSet, Behaviour};
-use tracereplay::internal::diff::report::write_finding;
-use tracereplay::internal::diff::{DriftMode, compare};
 use tracereplay::report::escape_controls;
+use tracereplay_core::baseline::{Approved, BaselineSet, Behaviour};
+use tracereplay_core::diff::report::write_finding;
+use tracereplay_core::diff::{DriftMode, compare};
 
 /// The tolerance `pending` compares with (the default of `check --tolerance`).
 const TOLERANCE: f64 = 0.2;
@@ -76,14 +76,14 @@ fn sets(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let behaviours = |s: &BaselineSet| s.trials.iter().map(|t| t.behaviour.clone()).collect();
-    let input = tracereplay::internal::diff::sets::SetInput {
+    let input = tracereplay_core::diff::sets::SetInput {
         scenario: new.scenario.clone(),
         case: new.case.clone(),
         old: behaviours(old),
         new: behaviours(new),
     };
-    let alpha = tracereplay::internal::eval::pipeline::DEFAULT_ALPHA;
-    let summary = tracereplay::internal::diff::sets::compare_sets(
+    let alpha = tracereplay_core::eval::pipeline::DEFAULT_ALPHA;
+    let summary = tracereplay_core::diff::sets::compare_sets(
         vec![input],
         TOLERANCE,
         DriftMode::Default,

@@ -12,7 +12,7 @@
 use anyhow::{Context, bail};
 use camino::Utf8Path;
 
-use tracereplay::internal::prices::{Price, PriceTable};
+use tracereplay_core::prices::{Price, PriceTable};
 
 /// The file's name at the project's root.
 pub(super) const FILE_NAME: &str = "prices.toml";
@@ -33,7 +33,7 @@ fn amount(file: &Utf8Path, model: &str, key: &str, v: &toml::Value) -> anyhow::R
 
 /// Reads a price table.
 pub(super) fn read(file: &Utf8Path) -> anyhow::Result<PriceTable> {
-    let bytes = tracereplay::internal::fsutil::read_regular(file, 1 << 20, "price table")
+    let bytes = tracereplay_trace::fsutil::read_regular(file, 1 << 20, "price table")
         .with_context(|| format!("cannot read `{file}`"))?;
     let text = String::from_utf8(bytes).with_context(|| format!("`{file}` is not UTF-8"))?;
     parse(file, &text)
@@ -61,7 +61,7 @@ pub(super) fn parse(file: &Utf8Path, text: &str) -> anyhow::Result<PriceTable> {
                     "output" => &mut output,
                     "cached-input" => &mut cached_input,
                     other => {
-                        let hint = tracereplay::internal::oracle::registry::closest(
+                        let hint = tracereplay_core::oracle::registry::closest(
                             other,
                             ["input", "output", "cached-input"],
                         )

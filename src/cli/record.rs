@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use tracereplay::internal::privacy::raw_prompts_opted_in;
-use tracereplay::internal::replay::proxy;
 use tracereplay::report::escape_controls;
+use tracereplay_net::proxy;
+use tracereplay_trace::privacy::raw_prompts_opted_in;
 
 use super::args::RecordArgs;
 use super::exit;
@@ -51,6 +51,7 @@ pub(super) fn run(
         idle: args.idle,
         upstream_timeout: args.upstream_timeout,
         limits: args.limits.limits(),
+        waived: std::sync::Arc::new(super::options::waived()),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
         replace: args.replace,
     };
@@ -60,7 +61,7 @@ pub(super) fn run(
     diag!(
         "recording to `{}`, forwarding to {}",
         escape_controls(dir.as_str()),
-        escape_controls(&tracereplay::internal::paths::redact_url(&args.upstream))
+        escape_controls(&tracereplay_trace::paths::redact_url(&args.upstream))
     );
     // What is open and what was written: a status line on a terminal; in logs, a line as
     // each session opens.

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use tracereplay::internal::replay::{load_all, server};
+use tracereplay_net::{load_all, server};
 
 use super::args::{ReplayCommand, ReplayServeArgs};
 use super::exit;
@@ -19,7 +19,7 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let scripts = load_all(&args.traces, args.limits.limits())?;
     // Each session hashes request inputs as its recording's prompts were hashed (the trace's
     // header says how): unkeyed recordings need nothing; keyed ones need the key they used.
-    let keyed: Vec<&tracereplay::internal::replay::Script> = (scripts.iter())
+    let keyed: Vec<&tracereplay_net::Script> = (scripts.iter())
         .filter(|s| s.hash_scheme.0 == "blake3-keyed")
         .collect();
     let hasher = match (tracereplay::trace::PromptHasher::from_env(), keyed.first()) {
@@ -52,18 +52,16 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         record: args.record.clone(),
         trial: args.trial.clone(),
         strict: args.strict,
-        raw_prompts: tracereplay::internal::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
+        raw_prompts: tracereplay_trace::privacy::raw_prompts_opted_in(args.dev_raw_prompts),
         limits: args.limits.limits(),
+        waived: std::sync::Arc::new(super::options::waived()),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
         chunking: args.chunking,
         live: match &args.upstream {
             None => None,
             Some(url) => Some(server::Live {
-                upstream: tracereplay::internal::replay::proxy::check_upstream(
-                    url,
-                    args.allow_insecure_upstream,
-                )
-                .map_err(anyhow::Error::msg)?,
+                upstream: tracereplay_net::proxy::check_upstream(url, args.allow_insecure_upstream)
+                    .map_err(anyhow::Error::msg)?,
                 timeout: args.upstream_timeout,
                 from: match (args.live_from, args.live_on_divergence) {
                     (Some(n), _) => server::LiveFrom::Request(n as usize),
@@ -112,18 +110,18 @@ fn serve(args: &ReplayServeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             "note: the raw text of request inputs goes to `*.prompts.ndjson` sidecars beside the recordings (developer opt-in); keep them out of version control"
         );
     }
-    let running = tracereplay::internal::replay::spawn(scripts, args.server.listen, options)?;
+    let running = tracereplay_net::spawn(scripts, args.server.listen, options)?;
     writeln!(out, "listening on http://{}", running.addr)?;
     out.flush()?;
     for s in &sessions {
         diag!("serving {}", tracereplay::report::escape_controls(s));
     }
     let when = if args.exit_when_exhausted {
-        tracereplay::internal::replay::StopWhen::Exhausted
+        tracereplay_net::StopWhen::Exhausted
     } else if args.exit_when_finished {
-        tracereplay::internal::replay::StopWhen::Finished
+        tracereplay_net::StopWhen::Finished
     } else {
-        tracereplay::internal::replay::StopWhen::Signal
+        tracereplay_net::StopWhen::Signal
     };
     let (reports, problems) = running.wait(when);
     for p in &problems {

@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use anyhow::{Context, bail};
-use tracereplay::internal::fsutil::write_atomic_streaming;
 use tracereplay::report::{self, ExportContext, Format, SCHEMA_VERSION, compare};
+use tracereplay_trace::fsutil::write_atomic_streaming;
 
 use super::args::ReportArgs;
 use super::exit;

@@ -8,9 +8,9 @@ use std::io::{IsTerminal, Write};
 
 use camino::Utf8Path;
 use console::{Key, Term};
-use tracereplay::internal::baseline::{Approved, BaselineStore};
-use tracereplay::internal::paths::display_path;
 use tracereplay::report::escape_controls;
+use tracereplay_core::baseline::{Approved, BaselineStore};
+use tracereplay_trace::paths::display_path;
 
 use super::args::ReviewArgs;
 use super::baseline::{
@@ -227,10 +227,7 @@ fn verdict(p: &Pending, approved: &Utf8Path) -> String {
                 .count();
             format!("{passing}/{} trials pass in {what}", set.trials.len())
         }
-        Err(e) => format!(
-            "unreadable: {}",
-            tracereplay::internal::eval::error_chain(&e)
-        ),
+        Err(e) => format!("unreadable: {}", tracereplay_core::eval::error_chain(&e)),
     }
 }
 

@@ -3,7 +3,7 @@
 //! none, and says so.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use tracereplay::internal::paths::display_path;
+use tracereplay_trace::paths::display_path;
 
 use super::settings::Settings;
 

@@ -8,11 +8,11 @@ use anyhow::Context;
 use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
-use tracereplay::internal::paths::display_path;
-use tracereplay::internal::sign::attest::{self, TraceNow};
-use tracereplay::internal::sign::keys::{SigningKey, TrustedKeys, signing_key_from_env_or};
 use tracereplay::report::escape_controls;
 use tracereplay::trace::{Limits, TraceFile};
+use tracereplay_core::sign::attest::{self, TraceNow};
+use tracereplay_core::sign::keys::{SigningKey, TrustedKeys, signing_key_from_env_or};
+use tracereplay_trace::paths::display_path;
 
 use super::args::{SignArgs, SigningArgs, VerifyAttestationArgs};
 use super::exit;
@@ -67,14 +67,14 @@ pub(super) fn sign_written(
     limits: Limits,
     durable: bool,
 ) -> Result<Utf8PathBuf, String> {
-    let stored = tracereplay::internal::fsutil::read_regular(path, limits.max_trace_bytes, "trace")
+    let stored = tracereplay_trace::fsutil::read_regular(path, limits.max_trace_bytes, "trace")
         .map_err(|e| format!("cannot read `{path}`: {e}"))?;
     let parent = path.parent().filter(|d| !d.as_str().is_empty());
     let root = root
         .filter(|r| path.starts_with(r))
         .or(parent)
         .unwrap_or(".".into());
-    tracereplay::internal::eval::sign_trace(signer, root, (path, &stored), limits, durable)
+    tracereplay_core::sign::sign_trace(signer, root, (path, &stored), limits, durable)
 }
 
 /// The directory of `paths` a trace at `trace` was found under (the longest), if any.
@@ -97,13 +97,13 @@ pub(super) fn new_key_pair(dir: &Utf8Path, out: &mut dyn Write) -> anyhow::Resul
             );
         }
     }
-    let pair = tracereplay::internal::sign::keys::generate()?;
+    let pair = tracereplay_core::sign::keys::generate()?;
     write_new(&secret, pair.secret.as_bytes(), 0o600)?;
     write_new(&public, pair.public.as_bytes(), 0o644)?;
     writeln!(out, "{}", pair.key_id)?;
     diag!(
         "wrote `{public}` (commit it: checks trust it with `--trusted-keys {public}`) and `{secret}` (keep it secret: store its content as the `{}` secret of your CI, then delete it); key id {}",
-        tracereplay::internal::sign::SIGNING_KEY_ENV,
+        tracereplay_core::sign::SIGNING_KEY_ENV,
         pair.key_id
     );
     Ok(exit::OK)
@@ -134,10 +134,10 @@ pub(super) fn run_sign(args: &SignArgs, out: &mut dyn Write) -> anyhow::Result<i
     let Some(key) = signer(&args.signing)? else {
         anyhow::bail!(
             "no signing key: set `{}` to a secret key file's content, or pass `--signing-key FILE` (make a key pair with `tracereplay key new --sign -o DIR`)",
-            tracereplay::internal::sign::SIGNING_KEY_ENV
+            tracereplay_core::sign::SIGNING_KEY_ENV
         );
     };
-    let found = tracereplay::internal::discover::discover(&args.paths, &[])?;
+    let found = tracereplay_core::discover::discover(&args.paths, &[])?;
     if found.trace_files.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to sign");
     }
@@ -188,7 +188,7 @@ pub(super) fn run_verify_attestation(
     let trusted = trusted(settings.trusted_keys(), "`verify-attestation`")?;
     let file = &args.attestation;
     // A record of a run lists every judged trace: bounded, and never a FIFO waited on.
-    let bytes = tracereplay::internal::fsutil::read_regular(file, 1 << 30, "attestation")
+    let bytes = tracereplay_trace::fsutil::read_regular(file, 1 << 30, "attestation")
         .with_context(|| format!("cannot read the attestation `{file}`"))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("the attestation `{file}` is not UTF-8"))?;
@@ -251,7 +251,7 @@ pub(super) fn run_verify_attestation(
     if args.traces.is_empty() {
         return Ok(failed);
     }
-    let found = tracereplay::internal::discover::discover(&args.traces, &[])?;
+    let found = tracereplay_core::discover::discover(&args.traces, &[])?;
     let limits = args.limits.limits();
     let now: Vec<TraceNow> = (found.trace_files.par_iter())
         .map(|path| trace_now(path, limits))
@@ -303,7 +303,7 @@ fn trace_now(path: &Utf8Path, limits: Limits) -> TraceNow {
         .map(|f| f.expect("read to the end when `inspect` says so"))
         .and_then(|f| f.verify_seal(true))
         .map(|s| s.content_hash)
-        .map_err(|e| tracereplay::internal::eval::error_chain(&e));
+        .map_err(|e| tracereplay_core::eval::error_chain(&e));
     TraceNow {
         path: display_path(path),
         sha256,

@@ -3,10 +3,10 @@
 use std::io::Write;
 
 use rayon::prelude::*;
-use tracereplay::internal::eval::error_chain;
-use tracereplay::internal::paths::display_path;
-use tracereplay::internal::sign::SignatureCheck;
 use tracereplay::report::escape_controls;
+use tracereplay_core::eval::error_chain;
+use tracereplay_core::sign::SignatureCheck;
+use tracereplay_trace::paths::display_path;
 
 use super::args::VerifyArgs;
 use super::exit;
@@ -17,7 +17,7 @@ pub(super) fn run(
     settings: &super::settings::Settings,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let found = tracereplay::internal::discover::find(&settings.paths(), &[], &Default::default())?;
+    let found = tracereplay_core::discover::find(&settings.paths(), &[], &Default::default())?;
     let remote = found.remote.as_deref();
     if found.trace_files.is_empty() && found.unreachable.is_empty() {
         anyhow::bail!("no trace files (`*.trace.ndjson.zst`, `*.trace.ndjson`) found to verify");
@@ -33,7 +33,7 @@ pub(super) fn run(
             let shown = display_path(path);
             let mut signature = None;
             let outcome =
-                tracereplay::internal::remote::open_with(remote, path, limits, &mut |stored| {
+                tracereplay_core::remote::open_with(remote, path, limits, &mut |stored| {
                     if let Some(keys) = &trusted {
                         signature = Some(keys.check(path, stored));
                     }
@@ -86,14 +86,11 @@ pub(super) fn run(
 /// The key id of a signature that holds and names this trace's seal (when it names one), or
 /// what is wrong with it.
 fn signed(
-    signature: Result<
-        tracereplay::internal::sign::Signed,
-        tracereplay::internal::sign::SignatureProblem,
-    >,
+    signature: Result<tracereplay_core::sign::Signed, tracereplay_core::sign::SignatureProblem>,
     seal: &tracereplay::trace::Seal,
 ) -> Result<String, String> {
     let signed = signature.map_err(|p| p.to_string())?;
-    match tracereplay::internal::sign::Claims::of_comment(&signed.comment) {
+    match tracereplay_core::sign::Claims::of_comment(&signed.comment) {
         Some(claims) if claims.seal != seal.content_hash => Err(format!(
             "is signed by key {}, but its trusted comment names seal `{}` (the trace has `{}`)",
             signed.key_id, claims.seal, seal.content_hash

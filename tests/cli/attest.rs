@@ -68,7 +68,7 @@ fn check_attest_records_every_verdict_and_seal_signed_and_verify_attestation_che
             .as_array()
             .unwrap()
             .iter()
-            .any(|o| o == "--require-signed")
+            .any(|o| o == "require-signed = true")
     );
     assert_eq!(p["summary"], report["summary"]);
     // Each row of the report, with its seal and verdict, in report order.
@@ -223,4 +223,52 @@ fn replay_serve_record_signs_each_recording() {
     assert!(v.status.success(), "{v:?}");
     let ours = env.run(&["verify", "replayed/", "--trusted-keys", "keys"]);
     assert_eq!(ours.code, 0, "{ours:?}");
+}
+
+#[test]
+fn runs_judged_under_other_prices_budgets_or_alpha_attest_differently() {
+    // The attestation names every setting that changes judging, with its value: two runs of
+    // the same suite that differ only in the price table's contents, a budget or `alpha` are
+    // two different records.
+    let env = Env::new();
+    let (_, secret) = attested_suite(&env);
+    let attest = |name: &str, project: &str| {
+        env.write("tracereplay.toml", project);
+        let out = env.run_with(
+            &["check", "traces/", "--attest", name, "--format", "json"],
+            &[("CI", "true"), ("TRACEREPLAY_SIGNING_KEY", &secret)],
+        );
+        assert!(out.code == 0 || out.code == 1, "{out:?}");
+        let options = statement(&env, name)["predicate"]["options"].clone();
+        serde_json::from_value::<Vec<String>>(options).unwrap()
+    };
+    let prices = |input: u32| format!("[models.\"gpt-4.1\"]\ninput = {input}\noutput = 8\n");
+    env.write("prices.toml", prices(2));
+    let plain = attest("a.json", "paths = [\"traces\"]\n");
+    for expected in [
+        "alpha = 0.05",
+        "budget.tokens = (none)",
+        "fail-on = high",
+        "drift = default",
+    ] {
+        assert!(plain.iter().any(|o| o == expected), "{expected}: {plain:?}");
+    }
+    let priced = plain.iter().find(|o| o.starts_with("prices = ")).unwrap();
+    assert!(priced.contains("(blake3:"), "{priced}");
+    // The same again attests the same; each change attests differently, in its own line.
+    assert_eq!(attest("b.json", "paths = [\"traces\"]\n"), plain);
+    env.write("prices.toml", prices(3));
+    let repriced = attest("c.json", "paths = [\"traces\"]\n");
+    assert_ne!(repriced, plain);
+    assert_eq!(
+        repriced.iter().filter(|o| !plain.contains(o)).count(),
+        1,
+        "{repriced:?}"
+    );
+    env.write("prices.toml", prices(2));
+    let budget = attest("d.json", "paths = [\"traces\"]\n[budget]\ncost = 5\n");
+    assert!(budget.iter().any(|o| o == "budget.cost = 5"), "{budget:?}");
+    let alpha = attest("e.json", "paths = [\"traces\"]\nalpha = 0.01\n");
+    assert!(alpha.iter().any(|o| o == "alpha = 0.01"), "{alpha:?}");
+    assert_ne!(alpha, plain);
 }

@@ -167,7 +167,7 @@ fn verdict_on(example: &serde_json::Value, events: &serde_json::Value) -> String
     let file = dir.path().join("doc.scenario.json");
     std::fs::write(&file, scenario.to_string()).unwrap();
     let file = camino::Utf8PathBuf::try_from(file).unwrap();
-    let scenario = tracereplay::internal::scenario::load_file(&file)
+    let scenario = tracereplay_core::scenario::load_file(&file)
         .unwrap()
         .remove(0)
         .unwrap();
@@ -186,7 +186,7 @@ fn verdict_on(example: &serde_json::Value, events: &serde_json::Value) -> String
     let trace = TraceFile::from_bytes("doc.trace.ndjson", text.into_bytes(), false);
     let seal = trace.verify_seal(false).unwrap();
     let parsed = parse_trace(&trace, &seal, Limits::default()).unwrap();
-    let results = tracereplay::internal::oracle::judge(&scenario.oracles, &parsed.trace);
+    let results = tracereplay_core::oracle::judge(&scenario.oracles, &parsed.trace);
     assert!(!results[0].misconfigured, "{}", results[0].message);
     results[0].verdict.as_str().to_owned()
 }
@@ -199,7 +199,7 @@ fn every_oracle_example_in_the_docs_passes_and_fails_as_it_says() {
         .iter()
         .map(|e| e["oracle"]["type"].as_str().unwrap().to_owned())
         .collect();
-    let known: std::collections::BTreeSet<String> = tracereplay::internal::oracle::known_types()
+    let known: std::collections::BTreeSet<String> = tracereplay_core::oracle::known_types()
         .map(str::to_owned)
         .collect();
     assert_eq!(documented, known, "every oracle type has an example");

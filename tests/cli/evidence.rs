@@ -473,20 +473,19 @@ fn a_record_of_a_failed_run_an_undated_one_or_one_missing_a_trace_does_not_verif
     assert_eq!(attest(&env, &["--run-id", "r1"], &vars).code, 0);
     // A record that states no time (as an older version wrote them) is not taken as fresh.
     let secret = String::from_utf8(env.read("keys/tracereplay.key")).unwrap();
-    let key =
-        tracereplay::internal::sign::keys::SigningKey::from_text(&secret, "the test key").unwrap();
+    let key = tracereplay_core::sign::keys::SigningKey::from_text(&secret, "the test key").unwrap();
     let text = String::from_utf8(env.read("record.json")).unwrap();
-    let keys = tracereplay::internal::sign::keys::TrustedKeys::load(
+    let keys = tracereplay_core::sign::keys::TrustedKeys::load(
         camino::Utf8Path::from_path(&env.path("keys/tracereplay.pub")).unwrap(),
     )
     .unwrap();
-    let mut statement = tracereplay::internal::sign::attest::verify(&text, &keys)
+    let mut statement = tracereplay_core::sign::attest::verify(&text, &keys)
         .unwrap()
         .statement;
     statement.predicate.time = None;
     env.write(
         "record.json",
-        tracereplay::internal::sign::attest::sign(&statement, &key),
+        tracereplay_core::sign::attest::sign(&statement, &key),
     );
     let out = verify_record(&env, &[]);
     assert_eq!(out.code, 1, "{out:?}");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tracereplay::internal::privacy::lint::{SecretsMode, scan_secrets};
+use tracereplay_trace::privacy::lint::{SecretsMode, scan_secrets};
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {

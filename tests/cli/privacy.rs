@@ -107,10 +107,7 @@ fn secrets_fail_check_regardless_of_fail_on_and_can_be_waived() {
         )
     );
     let fp = f["fingerprint"].as_str().unwrap().to_owned();
-    assert_eq!(
-        fp,
-        tracereplay::internal::privacy::lint::fingerprint(&secret)
-    );
+    assert_eq!(fp, tracereplay_trace::privacy::lint::fingerprint(&secret));
     assert_eq!(env.run(&["check", "traces", "--secrets", "warn"]).code, 0);
     let off = env.run(&["check", "traces", "--secrets", "off", "--format", "json"]);
     assert!(!off.stdout.contains("aws-access-key"), "{}", off.stdout);

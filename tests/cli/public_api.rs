@@ -1,5 +1,5 @@
-//! The library's public API, read from its sources, against the checked-in snapshot
-//! `tests/public-api.txt`: an item that becomes public (or stops being) fails this test until
+//! The public API of each crate, read from its sources, against the checked-in snapshots
+//! `tests/public-api.txt` (the root package) and `tests/api/<crate>.txt`: an item that becomes public (or stops being) fails this test until
 //! the snapshot is updated with `UPDATE_API=1 cargo test --test cli public_api`, so the surface
 //! cannot grow back unnoticed and every change to it shows in review.
 //!
@@ -174,9 +174,6 @@ impl Lister {
     }
 }
 
-/// The hidden module of the layers the binary is built from: not API, listed apart.
-const INTERNAL: &str = "tracereplay::internal";
-
 /// Every listed line of the crate whose sources are under `src` (from the repository's root),
 /// named `name`, sorted.
 fn listed_in(src: &str, name: &str) -> Vec<String> {
@@ -190,13 +187,17 @@ fn listed_in(src: &str, name: &str) -> Vec<String> {
     lister.lines
 }
 
-/// Every listed line of the root package, sorted: the API's and the internal layers'.
+/// Every listed line of the root package (the crate users install), sorted.
 fn listed() -> Vec<String> {
     listed_in("src", "tracereplay")
 }
 
-/// Each crate of the workspace under `crates/`: its package name and the snapshot of its API.
-const CRATES: &[(&str, &str)] = &[("crates/trace/src", "tracereplay_trace")];
+/// Each crate of the workspace under `crates/`: where its sources are, and its name.
+const CRATES: &[(&str, &str)] = &[
+    ("crates/trace/src", "tracereplay_trace"),
+    ("crates/core/src", "tracereplay_core"),
+    ("crates/net/src", "tracereplay_net"),
+];
 
 /// Each crate's public API is its own snapshot, `tests/api/<crate>.txt`.
 #[test]
@@ -207,21 +208,9 @@ fn each_crates_api_is_its_snapshot() {
     }
 }
 
-fn is_internal(line: &str) -> bool {
-    line.split_once(' ')
-        .is_some_and(|(_, path)| path.starts_with(&format!("{INTERNAL}::")))
-}
-
-/// The library's API: everything listed outside `internal`.
+/// The library's API, as the root package exports it.
 fn public_api() -> String {
-    let lines: Vec<String> = listed().into_iter().filter(|l| !is_internal(l)).collect();
-    lines.join("\n") + "\n"
-}
-
-/// What the internal layers make `pub` for the binary, its tests and benches.
-fn internal_api() -> String {
-    let lines: Vec<String> = listed().into_iter().filter(|l| is_internal(l)).collect();
-    lines.join("\n") + "\n"
+    listed().join("\n") + "\n"
 }
 
 #[test]
@@ -229,56 +218,46 @@ fn the_public_api_is_the_snapshot() {
     same_as_snapshot("tests/public-api.txt", &public_api());
 }
 
-/// The internal layers' `pub` items are not API, but they are still a surface the binary and
-/// tests build on: their snapshot shows every change to it in review too.
+/// The root package is the crates' API, re-exported by name: `report`, `trace` and the items a
+/// library user names — no module of its own, no hidden layers.
 #[test]
-fn the_internal_surface_is_its_snapshot() {
-    same_as_snapshot("tests/internal-api.txt", &internal_api());
-}
-
-/// The API is three public modules at the root — `report`, the hidden `internal` and `trace`,
-/// the trace-format crate re-exported — and the items the root re-exports by name.
-#[test]
-fn the_root_has_at_most_three_public_modules_and_names_what_it_re_exports() {
+fn the_root_re_exports_the_api_by_name_and_has_no_module_of_its_own() {
     let text =
         std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
             .unwrap();
     let file = syn::parse_file(&text).unwrap();
-    let public: Vec<(String, bool)> = (file.items.iter())
+    let modules: Vec<String> = (file.items.iter())
         .filter_map(|i| match i {
-            Item::Mod(m) if is_pub(&m.vis) => {
-                let hidden = m.attrs.iter().any(|a| {
-                    a.path().is_ident("doc")
-                        && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "hidden")
-                });
-                Some((m.ident.to_string(), hidden))
-            }
+            Item::Mod(m) => Some(m.ident.to_string()),
             _ => None,
         })
         .collect();
-    assert_eq!(
-        public,
-        [("report".to_owned(), false), ("internal".to_owned(), true)],
-        "the root's public modules"
-    );
+    assert!(modules.is_empty(), "the root's modules: {modules:?}");
     let api = public_api();
-    assert!(
-        api.contains("use tracereplay: tracereplay_trace as trace"),
-        "the root does not re-export the trace crate as `trace`:\n{api}"
-    );
     for needed in [
-        "suite::{CacheRead, Error, Suite, in_pool}",
-        "trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace}",
-        "oracle::registry::{Family, OracleType, TYPES as ORACLE_TYPES, lookup as lookup_oracle}",
+        "tracereplay_trace as trace",
+        "tracereplay_core::report",
+        "tracereplay_trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace}",
     ] {
         assert!(
             api.contains(&format!("use tracereplay: {needed}")),
             "the root does not re-export `{needed}`:\n{api}"
         );
     }
-    // Nothing of the API lives under the internal layers' paths.
-    assert!(!api.lines().any(is_internal), "{api}");
-    assert!(api.lines().count() < 700, "{} lines", api.lines().count());
+    for item in [
+        "Suite",
+        "CheckOptions",
+        "Report",
+        "ORACLE_TYPES",
+        "load_scenarios",
+    ] {
+        assert!(
+            api.lines()
+                .any(|l| l.starts_with("use tracereplay: tracereplay_core::{")
+                    && l.contains(&format!(" {item},"))),
+            "the root does not re-export `{item}`:\n{api}"
+        );
+    }
 }
 
 fn same_as_snapshot(rel: &str, current: &str) {
@@ -313,22 +292,22 @@ fn same_as_snapshot(rel: &str, current: &str) {
 
 #[test]
 fn the_lister_sees_what_is_public_and_nothing_test_only() {
-    let api = listed().join("\n");
+    let api = listed_in("crates/core/src", "tracereplay_core").join("\n");
     for expected in [
-        "struct tracereplay::report::model::ResultRow",
-        "mod tracereplay::internal",
-        "field tracereplay::report::model::ResultRow.verdict",
-        "fn tracereplay::internal::eval::pipeline::judge_file",
-        "fn tracereplay::report::model::ResultRow::set_error",
-        "use tracereplay: suite::{CacheRead, Error, Suite, in_pool}",
-        "use tracereplay: tracereplay_trace as trace",
-        "mod(restricted) tracereplay::internal::baseline::set",
+        "struct tracereplay_core::report::model::ResultRow",
+        "mod tracereplay_core::eval",
+        "field tracereplay_core::report::model::ResultRow.verdict",
+        "fn tracereplay_core::eval::pipeline::judge_file",
+        "fn tracereplay_core::report::model::ResultRow::set_error",
+        "use tracereplay_core: suite::{CacheRead, Error, Suite, in_pool}",
+        "use tracereplay_core: tracereplay_trace as trace",
+        "mod(restricted) tracereplay_core::baseline::set",
     ] {
         assert!(api.lines().any(|l| l == expected), "`{expected}` missing");
     }
     // `pub(crate)` items and test modules are not listed.
     assert!(
-        !api.contains("fn tracereplay::internal::eval::row::row_of_opened"),
+        !api.contains("fn tracereplay_core::eval::row::row_of_opened"),
         "a pub(crate) fn is listed"
     );
     assert!(!api.contains("_tests"), "a test module is listed");
@@ -338,7 +317,11 @@ fn the_lister_sees_what_is_public_and_nothing_test_only() {
 fn no_glob_re_exports() {
     // Every re-export names what it exports, so the surface is what the snapshot lists and an
     // item added to a module does not become public by the way.
-    let api = listed().join("\n");
+    let mut api = listed().join("\n");
+    for (src, name) in CRATES {
+        api.push('\n');
+        api.push_str(&listed_in(src, name).join("\n"));
+    }
     let globs: Vec<&str> = (api.lines())
         .filter(|l| l.starts_with("use ") && l.contains('*'))
         .collect();

@@ -459,10 +459,7 @@ fn the_share_function_is_the_specified_one() {
     let id = "Agent.Tool.Basic";
     let digest = blake3::hash(id.to_lowercase().as_bytes());
     let n = u64::from_le_bytes(digest.as_bytes()[..8].try_into().unwrap());
-    assert_eq!(
-        tracereplay::internal::eval::partition_share(id, 7),
-        n % 7 + 1
-    );
+    assert_eq!(tracereplay_core::eval::partition_share(id, 7), n % 7 + 1);
 }
 
 /// Pending baseline texts share the rows' memory budget: with `--row-memory 0` a first run

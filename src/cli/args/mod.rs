@@ -212,8 +212,8 @@ pub(crate) enum SecretsArg {
 
 impl SecretsArg {
     /// The library's mode.
-    pub(crate) fn mode(self) -> tracereplay::internal::privacy::lint::SecretsMode {
-        use tracereplay::internal::privacy::lint::SecretsMode;
+    pub(crate) fn mode(self) -> tracereplay_trace::privacy::lint::SecretsMode {
+        use tracereplay_trace::privacy::lint::SecretsMode;
         match self {
             SecretsArg::Fail => SecretsMode::Fail,
             SecretsArg::Warn => SecretsMode::Warn,
@@ -378,7 +378,7 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_enum, default_value_t = SecretsArg::Fail)]
     pub secrets: SecretsArg,
     /// Format of standard output.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_parser = report_format(), default_value = "human")]
     pub format: Format,
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
@@ -415,7 +415,7 @@ pub(crate) struct CheckArgs {
     pub no_cache: bool,
     /// MiB of result rows held in memory: rows beyond go to a temporary file, and a larger
     /// result cache is read from disk as needed (the report is the same).
-    #[arg(long, value_name = "MIB", default_value_t = (tracereplay::internal::eval::ROW_MEMORY >> 20) as u32)]
+    #[arg(long, value_name = "MIB", default_value_t = (tracereplay_core::eval::ROW_MEMORY >> 20) as u32)]
     pub row_memory: u32,
     /// How drift is judged.
     #[command(flatten)]
@@ -487,7 +487,7 @@ pub(crate) struct MergeArgs {
     #[arg(value_name = "REPORT.json", required = true)]
     pub reports: Vec<Utf8PathBuf>,
     /// Format of standard output.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_parser = report_format(), default_value = "human")]
     pub format: Format,
     /// Also write the merged JSON report to this file.
     #[arg(long, value_name = "FILE")]
@@ -517,6 +517,14 @@ pub(crate) enum FormatArg {
     Human,
     /// JSON.
     Json,
+}
+
+/// `--format`'s values: every report format, by name, with what it is.
+fn report_format() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    let values = Format::ALL.map(|f| clap::builder::PossibleValue::new(f.name()).help(f.about()));
+    clap::builder::PossibleValuesParser::new(values)
+        .map(|name| Format::named(&name).expect("one of the possible values"))
 }
 
 impl From<FormatArg> for Format {

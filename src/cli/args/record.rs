@@ -34,7 +34,7 @@ pub(crate) struct RecordArgs {
     /// X-Tracereplay-Trial header names another: an integer or 1-64 characters of
     /// [A-Za-z0-9._-].
     #[arg(long, value_name = "ID", value_parser = super::replay::parse_trial)]
-    pub trial: Option<tracereplay::internal::trials::TrialId>,
+    pub trial: Option<tracereplay_core::trials::TrialId>,
     /// Write a session once it has had no request in flight for SECS seconds.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub idle: Option<std::time::Duration>,

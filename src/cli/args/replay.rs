@@ -41,7 +41,7 @@ pub(crate) struct ReplayServeArgs {
     /// `trial` in its header): an integer or 1-64 characters of [A-Za-z0-9._-]. A replayed
     /// trial is recorded as the trial it replays.
     #[arg(long, value_name = "ID", requires = "record", value_parser = parse_trial)]
-    pub trial: Option<tracereplay::internal::trials::TrialId>,
+    pub trial: Option<tracereplay_core::trials::TrialId>,
     /// Answer a request that diverges from the recording with an error, not the recorded output;
     /// a session that ends with recorded responses left unserved is a divergence too.
     #[arg(long)]
@@ -50,7 +50,7 @@ pub(crate) struct ReplayServeArgs {
     /// them), `whole` (one per line), `bytes:N` (N-byte writes, cutting through lines and UTF-8
     /// sequences) or `coalesce` (the whole stream in one write). The bytes served are the same.
     #[arg(long, value_name = "MODE", default_value = "recorded", value_parser = parse_chunking)]
-    pub chunking: tracereplay::internal::replay::Chunking,
+    pub chunking: tracereplay_net::Chunking,
     /// Replay, then live: once a session leaves its recording — every recorded response served,
     /// or as `--live-from`/`--live-on-divergence` say — forward its requests to this upstream
     /// (a provider's base URL, as `record --upstream`) and record the answers as `record` does;
@@ -85,10 +85,10 @@ pub(crate) struct ReplayServeArgs {
     pub signing: super::SigningArgs,
 }
 
-fn parse_chunking(s: &str) -> Result<tracereplay::internal::replay::Chunking, String> {
+fn parse_chunking(s: &str) -> Result<tracereplay_net::Chunking, String> {
     s.parse()
 }
 
-pub(crate) fn parse_trial(s: &str) -> Result<tracereplay::internal::trials::TrialId, String> {
-    tracereplay::internal::trials::TrialId::parse(s)
+pub(crate) fn parse_trial(s: &str) -> Result<tracereplay_core::trials::TrialId, String> {
+    tracereplay_core::trials::TrialId::parse(s)
 }

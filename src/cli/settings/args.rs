@@ -130,7 +130,21 @@ pub(in crate::cli) fn command_layer(cmd: &Command) -> (Cmd, Layer) {
             }
         },
         Command::Config => Cmd::Config,
-        _ => Cmd::None,
+        // Every other command says so by name: a new one must choose its settings here.
+        Command::Pack(_)
+        | Command::Cat(_)
+        | Command::Sign(_)
+        | Command::Init
+        | Command::Merge(_)
+        | Command::Report(_)
+        | Command::Ingest(_)
+        | Command::Export(_)
+        | Command::Key(_)
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Replay(_)
+        | Command::Record(_)
+        | Command::Collect(_) => Cmd::None,
     };
     (which, l)
 }

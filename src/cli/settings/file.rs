@@ -65,7 +65,7 @@ fn table_keys() -> Vec<&'static str> {
 
 /// `key` is unknown among `known`: the error, with the closest known key.
 fn unknown(file: &Utf8Path, at: &str, key: &str, known: &[&str]) -> anyhow::Error {
-    let hint = tracereplay::internal::oracle::registry::closest(key, known.iter().copied())
+    let hint = tracereplay_core::oracle::registry::closest(key, known.iter().copied())
         .map(|k| format!("; did you mean `{k}`?"))
         .unwrap_or_default();
     anyhow::anyhow!(
@@ -251,7 +251,7 @@ impl Config {
                 ..Config::default()
             });
         };
-        let text = tracereplay::internal::fsutil::read_regular(&file, 1 << 20, "project file")
+        let text = tracereplay_trace::fsutil::read_regular(&file, 1 << 20, "project file")
             .with_context(|| format!("cannot read `{file}`"))?;
         let text = String::from_utf8(text).with_context(|| format!("`{file}` is not UTF-8"))?;
         let table: toml::Table =
@@ -261,7 +261,7 @@ impl Config {
             .ok()
             .and_then(|f| f.parent().map(Utf8Path::to_owned))
             .unwrap_or_else(|| ".".into());
-        let shown = tracereplay::internal::paths::display_path(&file);
+        let shown = tracereplay_trace::paths::display_path(&file);
         let shown = Utf8Path::new(&shown);
         let mut c = Config {
             file: Some(file.clone()),
@@ -303,7 +303,7 @@ impl Config {
                 let names: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
                 bail!(
                     "`--profile {p}`: no such profile{} (defined: {})",
-                    tracereplay::internal::oracle::registry::closest(p, names.iter().copied())
+                    tracereplay_core::oracle::registry::closest(p, names.iter().copied())
                         .map(|k| format!("; did you mean `{k}`?"))
                         .unwrap_or_default(),
                     if names.is_empty() {
@@ -353,7 +353,7 @@ impl Config {
         let file = self
             .file
             .as_deref()
-            .map(tracereplay::internal::paths::display_path);
+            .map(tracereplay_trace::paths::display_path);
         for (key, top, default) in self.shadowed() {
             let (top, default) = (
                 tracereplay::report::escape_controls(&top),

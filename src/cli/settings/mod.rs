@@ -9,6 +9,7 @@
 //! builds (the tests), so the table can neither promise a setting nobody reads nor hide one.
 
 mod args;
+mod attested;
 pub(super) mod file;
 mod table;
 
@@ -18,9 +19,9 @@ use anyhow::bail;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::args::{ColorArg, DriftArg, FailOnArg};
-use tracereplay::internal::baseline::BaselineStore;
-use tracereplay::internal::diff::DriftMode;
-use tracereplay::internal::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
+use tracereplay_core::baseline::BaselineStore;
+use tracereplay_core::diff::DriftMode;
+use tracereplay_core::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
 
 pub(super) use args::command_layer;
 pub(super) use file::Config;
@@ -290,7 +291,7 @@ impl Settings {
             sources,
             project_paths: file_paths.is_some(),
             suite_roots: file_paths
-                .unwrap_or_else(|| vec![tracereplay::internal::discover::DEFAULT_ROOT.into()]),
+                .unwrap_or_else(|| vec![tracereplay_core::discover::DEFAULT_ROOT.into()]),
             color,
         }
     }
@@ -365,7 +366,7 @@ impl Settings {
     /// The price table, read.
     pub(super) fn prices(
         &self,
-    ) -> anyhow::Result<Option<std::sync::Arc<tracereplay::internal::prices::PriceTable>>> {
+    ) -> anyhow::Result<Option<std::sync::Arc<tracereplay_core::prices::PriceTable>>> {
         match self.prices_file() {
             Some(file) => Ok(Some(std::sync::Arc::new(super::prices::read(file)?))),
             None => Ok(None),
@@ -428,7 +429,7 @@ impl Settings {
     /// `alpha`, checked.
     pub(super) fn alpha(&self) -> anyhow::Result<f64> {
         let alpha = (self.read(Key::Alpha).alpha)
-            .unwrap_or(tracereplay::internal::eval::pipeline::DEFAULT_ALPHA);
+            .unwrap_or(tracereplay_core::eval::pipeline::DEFAULT_ALPHA);
         if !(alpha > 0.0 && alpha < 1.0) {
             bail!("`alpha` must be a number between 0 and 1, got {alpha}");
         }
@@ -504,7 +505,7 @@ impl Settings {
     /// [`Settings::baselines`] for a command that compares one trace at a time (`explain`):
     /// trial sets' tests, and so `alpha`, play no part.
     pub(super) fn baselines_of_single_traces(&self) -> anyhow::Result<Baselines> {
-        self.baselines_with(false, tracereplay::internal::eval::pipeline::DEFAULT_ALPHA)
+        self.baselines_with(false, tracereplay_core::eval::pipeline::DEFAULT_ALPHA)
     }
 
     fn baselines_with(&self, write_pending: bool, alpha: f64) -> anyhow::Result<Baselines> {

@@ -52,9 +52,7 @@ impl Settings {
         project: &Config,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let file = project
-            .file()
-            .map(tracereplay::internal::paths::display_path);
+        let file = project.file().map(tracereplay_trace::paths::display_path);
         match &file {
             Some(f) => writeln!(out, "file: {f}")?,
             None => writeln!(
@@ -99,7 +97,7 @@ impl Settings {
 }
 
 /// A default as `config` shows it: a value without its TOML quotes, "(none)" for none.
-fn shown_default(d: &str) -> String {
+pub(super) fn shown_default(d: &str) -> String {
     match d {
         "[]" | "none" => "(none)".to_owned(),
         _ if d.starts_with('`') => "(none)".to_owned(),
