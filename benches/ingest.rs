@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 use tracereplay::trace::PromptHasher;
-use tracereplay_core::ingest::{Format, IngestOptions, ingest};
+use tracereplay_core::ingest::{IngestOptions, InputFormat, ingest};
 
 fn main() {
     divan::main();
@@ -109,7 +109,7 @@ fn otlp() -> Vec<u8> {
 fn tau_bench_200_runs(bencher: divan::Bencher) {
     let bytes = tau_bench();
     bencher.bench(|| {
-        let out = ingest(Format::OpenaiMessages, &bytes, &opts());
+        let out = ingest(InputFormat::OpenaiMessages, &bytes, &opts());
         assert_eq!(out.runs.len(), 200);
         out
     });
@@ -119,7 +119,7 @@ fn tau_bench_200_runs(bencher: divan::Bencher) {
 fn otlp_50_traces(bencher: divan::Bencher) {
     let bytes = otlp();
     bencher.bench(|| {
-        let out = ingest(Format::OtlpJson, &bytes, &opts());
+        let out = ingest(InputFormat::OtlpJson, &bytes, &opts());
         assert_eq!(out.runs.len(), 50);
         out
     });
@@ -153,7 +153,7 @@ fn atif_long() -> Vec<u8> {
 fn atif_20000_steps(bencher: divan::Bencher) {
     let bytes = atif_long();
     bencher.bench(|| {
-        let out = ingest(Format::Atif, &bytes, &opts());
+        let out = ingest(InputFormat::Atif, &bytes, &opts());
         assert_eq!(out.runs.len(), 1);
         out
     });

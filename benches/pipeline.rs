@@ -12,7 +12,7 @@ use camino::Utf8PathBuf;
 use divan::Bencher;
 use tracereplay::trace::{Limits, TraceFile, content_hash, parse_trace};
 use tracereplay_core::discover::discover;
-use tracereplay_core::eval::{CheckOptions, Runtime, check};
+use tracereplay_core::eval::{CheckOptions, Execution, check};
 use tracereplay_core::oracle::{Facts, judge, judge_oracle};
 use tracereplay_core::scenario::load_file;
 
@@ -174,9 +174,9 @@ fn full_check(b: Bencher, threads: usize) {
     let c = corpus();
     let found = discover(std::slice::from_ref(&c.root), &[]).unwrap();
     let opts = CheckOptions {
-        runtime: Runtime {
+        execution: Execution {
             threads: Some(threads),
-            ..Runtime::default()
+            ..Execution::default()
         },
         ..CheckOptions::default()
     };
@@ -215,10 +215,10 @@ fn cache_dir(dir: &tempfile::TempDir) -> Utf8PathBuf {
 fn full_check_cached(b: Bencher, threads: usize) {
     let cache = tempfile::tempdir().unwrap();
     let opts = CheckOptions {
-        runtime: Runtime {
+        execution: Execution {
             threads: Some(threads),
             cache_dir: Some(cache_dir(&cache)),
-            ..Runtime::default()
+            ..Execution::default()
         },
         ..CheckOptions::default()
     };
@@ -232,11 +232,11 @@ fn full_check_cached(b: Bencher, threads: usize) {
 fn check_and_render(b: Bencher, rows: &str) {
     let cache = tempfile::tempdir().unwrap();
     let opts = CheckOptions {
-        runtime: Runtime {
+        execution: Execution {
             threads: Some(2),
             row_memory: rows.starts_with("disk").then_some(0),
             cache_dir: rows.ends_with("cached").then(|| cache_dir(&cache)),
-            ..Runtime::default()
+            ..Execution::default()
         },
         ..CheckOptions::default()
     };

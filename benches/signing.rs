@@ -13,7 +13,7 @@ use std::sync::Arc;
 use camino::Utf8PathBuf;
 use divan::Bencher;
 use tracereplay_core::discover::discover;
-use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Runtime, check};
+use tracereplay_core::eval::{CheckOptions, Counting, Execution, FailOn, check};
 use tracereplay_core::sign::keys::{SigningKey, TrustedKeys, generate};
 
 fn main() {
@@ -74,9 +74,9 @@ fn options(threads: usize, signed: Option<&TrustedKeys>) -> CheckOptions {
             fail_on: FailOn::None,
             ..Counting::default()
         },
-        runtime: Runtime {
+        execution: Execution {
             threads: Some(threads),
-            ..Runtime::default()
+            ..Execution::default()
         },
         signatures: signed.map(|k| Arc::new(k.clone()) as _),
         ..CheckOptions::default()

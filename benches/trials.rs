@@ -14,7 +14,7 @@ use tracereplay::trace::Header;
 use tracereplay_core::baseline::BaselineStore;
 use tracereplay_core::discover::discover;
 use tracereplay_core::eval::{
-    BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, Runtime, check,
+    BaselinePolicy, Baselines, CheckOptions, Counting, Execution, FailOn, check,
 };
 use tracereplay_core::trials::TrialId;
 
@@ -59,9 +59,9 @@ fn options(baselines: &Utf8PathBuf, write_pending: bool, threads: usize) -> Chec
             },
             write_pending,
         },
-        runtime: Runtime {
+        execution: Execution {
             threads: Some(threads),
-            ..Runtime::default()
+            ..Execution::default()
         },
         ..CheckOptions::default()
     }

@@ -31,7 +31,7 @@
 //!
 //! Options group by concern: [`Selection`] (which scenarios), [`JudgeOptions`] (how a trace is
 //! judged), [`Counting`] (what fails the run), [`Baselines`] (approved baselines and drift) and
-//! [`Runtime`] (threads, cache). The report is plain data: iterate `report.results` for each
+//! [`Execution`] (threads, cache). The report is plain data: iterate `report.results` for each
 //! [`ResultRow`].
 
 pub use tracereplay_core::report;
@@ -39,8 +39,8 @@ pub use tracereplay_trace as trace;
 
 pub use tracereplay_core::{
     BaselinePolicy, Baselines, CacheRead, CheckOptions, Counting, DriftCategory, DriftFinding,
-    Error, FailOn, Family, JudgeOptions, ORACLE_TYPES, OracleResult, OracleType, Report, ResultRow,
-    Risk, RowVerdict, Runtime, Scenario, Selection, Suite, Verdict, in_pool, load_scenarios,
+    Error, Execution, FailOn, Family, JudgeOptions, ORACLE_TYPES, OracleResult, OracleType, Report,
+    ResultRow, Risk, RowVerdict, Scenario, Selection, Suite, Verdict, in_pool, load_scenarios,
     lookup_oracle,
 };
 pub use tracereplay_trace::{ParsedTrace, SealedTrace, TraceFile, TraceWriter, parse_trace};

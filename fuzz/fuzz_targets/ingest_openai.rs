@@ -2,6 +2,6 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracereplay_core::ingest::Format;
+use tracereplay_core::ingest::InputFormat;
 
-fuzz_target!(|data: &[u8]| tracereplay_core::fuzzing::ingest(Format::OpenaiMessages, data));
+fuzz_target!(|data: &[u8]| tracereplay_core::fuzzing::ingest(InputFormat::OpenaiMessages, data));

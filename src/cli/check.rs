@@ -14,7 +14,7 @@ use tracereplay::report::{
     human::{HumanOptions, StatusLevel},
 };
 use tracereplay::{CacheRead, Suite, in_pool};
-use tracereplay_core::eval::{CheckOptions, CheckStats, Counting, Progress, Runtime, Selection};
+use tracereplay_core::eval::{CheckOptions, CheckStats, Counting, Execution, Progress, Selection};
 use tracereplay_trace::fsutil::write_atomic_streaming;
 use tracereplay_trace::paths::display_path;
 
@@ -343,7 +343,7 @@ fn judge_suite(
                 budget: settings.budget(),
             },
             baselines,
-            runtime: Runtime {
+            execution: Execution {
                 threads,
                 progress: bar.clone().map(|b| Progress(Arc::new(move || b.inc(1)))),
                 cache_dir: (!args.no_cache).then(|| cache_dir.clone()),

@@ -11,11 +11,11 @@ use tracereplay::report::escape_controls;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use tracereplay::trace::{AtDestination, Limits, PlaceError, RunName, keep_same};
+use tracereplay::trace::{Checked, Existing, Limits, PlaceError, Placed, Placement, RunName};
 use tracereplay_core::baseline::encode_trace_segment;
 use tracereplay_core::ingest::collector::OtlpLogs;
 use tracereplay_core::ingest::{
-    Format, IngestOptions, IngestOutcome, IngestedRun, detect, ingest_with_logs,
+    IngestOptions, IngestOutcome, IngestedRun, InputFormat, detect, ingest_with_logs,
 };
 use tracereplay_trace::paths::display_path;
 use tracereplay_trace::privacy::{RAW_OPT_IN_ENV, raw_prompts_opted_in};
@@ -26,14 +26,14 @@ use rayon::prelude::*;
 use super::args::{IngestArgs, IngestFormatArg};
 use super::exit;
 
-fn format_of(arg: IngestFormatArg) -> Format {
+fn format_of(arg: IngestFormatArg) -> InputFormat {
     match arg {
-        IngestFormatArg::OpenclawScenario => Format::OpenclawScenario,
-        IngestFormatArg::OpenaiMessages => Format::OpenaiMessages,
-        IngestFormatArg::OtlpJson => Format::OtlpJson,
-        IngestFormatArg::OtlpProto => Format::OtlpProto,
-        IngestFormatArg::OtelSpans => Format::OtelSpans,
-        IngestFormatArg::Atif => Format::Atif,
+        IngestFormatArg::OpenclawScenario => InputFormat::OpenclawScenario,
+        IngestFormatArg::OpenaiMessages => InputFormat::OpenaiMessages,
+        IngestFormatArg::OtlpJson => InputFormat::OtlpJson,
+        IngestFormatArg::OtlpProto => InputFormat::OtlpProto,
+        IngestFormatArg::OtelSpans => InputFormat::OtelSpans,
+        IngestFormatArg::Atif => InputFormat::Atif,
     }
 }
 
@@ -53,7 +53,7 @@ struct Tally {
 }
 
 /// What one `ingest` writes to, and what it wrote so far.
-pub(super) struct Session<'a> {
+pub(super) struct Ingesting<'a> {
     pub(super) args: &'a IngestArgs,
     confined: tracereplay_trace::fsutil::Confined,
     signer: Option<std::sync::Arc<tracereplay_core::sign::keys::SigningKey>>,
@@ -83,7 +83,7 @@ pub(super) fn run(args: &IngestArgs, out: &mut dyn Write) -> anyhow::Result<i32>
             "note: raw prompt text goes to `*.prompts.ndjson` sidecars (developer opt-in via `--dev-raw-prompts` or `{RAW_OPT_IN_ENV}=1`); keep them out of version control"
         );
     }
-    let mut session = Session {
+    let mut session = Ingesting {
         args,
         // Every trace written stays inside `-o DIR`, never through a symlink under it.
         confined: tracereplay_trace::fsutil::Confined::new(args.out.clone()),
@@ -159,7 +159,7 @@ fn logs_first(args: &IngestArgs) -> anyhow::Result<(OtlpLogs, Vec<&Utf8PathBuf>)
 
 /// Ingests one local file, its spans given what `logs` carry; the number of its runs refused.
 fn ingest_file(
-    session: &mut Session<'_>,
+    session: &mut Ingesting<'_>,
     input: &Utf8Path,
     opts: &IngestOptions,
     logs: &OtlpLogs,
@@ -176,9 +176,9 @@ fn ingest_file(
     };
     let format = match (session.args.from, export_kind(input.as_str())) {
         (Some(f), _) => format_of(f),
-        (None, Some(ExportKind::Traces(Format::OtlpProto))) => {
+        (None, Some(ExportKind::Traces(InputFormat::OtlpProto))) => {
             diag!("`{input}`: read as otlp-proto (by its name)");
-            Format::OtlpProto
+            InputFormat::OtlpProto
         }
         (None, _) => match detect(&bytes) {
             Ok(f) => {
@@ -201,7 +201,7 @@ fn ingest_file(
     Ok(written.failed)
 }
 
-/// What [`Session::write`] did with one input's runs.
+/// What [`Ingesting::write`] did with one input's runs.
 pub(super) struct Written {
     /// Runs refused (by the importer, or as named).
     pub(super) failed: usize,
@@ -209,7 +209,7 @@ pub(super) struct Written {
     pub(super) refused: bool,
 }
 
-impl Session<'_> {
+impl Ingesting<'_> {
     /// Writes the runs of one input's `outcome` (read as `format`) and reports them: nothing of
     /// the input when any of its runs cannot be written as named. `emit` is the input and its
     /// options, for `--emit-scenarios`.
@@ -269,14 +269,24 @@ impl Session<'_> {
         }
         // What stands at each name, and the secret rule over what would be written: checked
         // for all of the input's runs before any is written.
-        let raw = self.raw_prompts;
-        let waived = &self.waived;
-        let checked: Vec<Result<AtDestination, PlaceError>> = claimed
+        // Not synced: the run syncs what it wrote at its end.
+        let how = Placement {
+            dir: &self.confined,
+            raw_prompts: self.raw_prompts,
+            existing: Existing::KeepSame { force: args.force },
+            durable: false,
+            limits: Limits::default(),
+            waived: &self.waived,
+        };
+        let checked: Vec<Result<Checked<'_>, PlaceError>> = claimed
             .par_iter()
             .map(|(run, dest)| {
-                run.trace.refuse_secrets(raw, waived)?;
-                let hash = &run.trace.content_hash;
-                keep_same(dest, hash, args.force, Limits::default())
+                let name = RunName {
+                    scenario: &run.scenario,
+                    case: &run.case,
+                    trial: run.trial.as_deref(),
+                };
+                run.trace.check(name, dest.clone(), &how)
             })
             .collect();
         let mut on_disk = Vec::with_capacity(checked.len());
@@ -330,18 +340,14 @@ impl Session<'_> {
         for (_, dest) in &claimed {
             self.written.insert(dest.clone(), input.to_owned());
         }
-        let (confined, signer) = (&self.confined, &self.signer);
+        let signer = &self.signer;
         let stored: Vec<anyhow::Result<Stored>> = claimed
             .par_iter()
             .zip(on_disk)
-            .map(|((run, dest), there)| {
-                let (stored, bytes) = match there {
-                    AtDestination::Same => (Stored::Unchanged, None),
-                    // Not synced: the run syncs what it wrote at its end.
-                    _ => (
-                        Stored::Written,
-                        Some(run.trace.store(confined, dest, raw, false)?),
-                    ),
+            .map(|((run, dest), checked)| {
+                let (stored, bytes) = match checked.write()? {
+                    Placed::Unchanged { .. } => (Stored::Unchanged, None),
+                    Placed::Written { stored, .. } => (Stored::Written, Some(stored)),
                 };
                 // What is sealed is signed, whether written now or before.
                 if let Some(key) = signer {
@@ -366,7 +372,8 @@ impl Session<'_> {
         }
         if let Some((bytes, opts)) = emit {
             let input = Utf8Path::new(input);
-            tally.failed += emit_scenarios(format, bytes, input, args, opts, confined, self.out)?;
+            tally.failed +=
+                emit_scenarios(format, bytes, input, args, opts, &self.confined, self.out)?;
         }
         summarise(input, format, &tally, &outcome.skipped, self.out)?;
         Ok(Written {
@@ -512,7 +519,7 @@ fn emit_scenarios(
     confined: &tracereplay_trace::fsutil::Confined,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
-    if format != Format::OpenaiMessages.name() {
+    if format != InputFormat::OpenaiMessages.name() {
         diag!(
             "warning: `{input}`: `--emit-scenarios` reads tau-bench and tau2-bench results; this input has no ground truth to emit"
         );

@@ -22,7 +22,7 @@ use tracereplay_core::ingest::collector::{
 };
 use tracereplay_core::remote::{Remote, RemoteOptions};
 
-use super::ingest::{Session, Written};
+use super::ingest::{Ingesting, Written};
 
 /// Where the state of incremental ingests is kept, in the output directory.
 const STATE_FILE: &str = ".tracereplay-ingest.json";
@@ -144,7 +144,7 @@ fn read_objects(remote: &Remote, urls: &[&Utf8Path], source: &str) -> Option<Vec
 
 /// Ingests the collector exports under `url`; the number of runs and objects refused.
 pub(super) fn ingest(
-    session: &mut Session<'_>,
+    session: &mut Ingesting<'_>,
     url: &str,
     opts: &IngestOptions,
 ) -> anyhow::Result<usize> {

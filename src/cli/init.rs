@@ -249,8 +249,21 @@ pub(super) fn run(out: &mut dyn Write) -> anyhow::Result<i32> {
     let here = Confined::new(".");
     here.write(&scenario_path, SCENARIO.as_bytes(), true)
         .with_context(|| format!("cannot write `{scenario_path}`"))?;
-    // The demo's trace has no sidecar: no raw prompt is written.
-    sealed.store(&here, &trace_path, false, true)?;
+    // Placed as every trace is (the secret rule, nothing replaced); no raw prompt is written.
+    let how = tracereplay::trace::Placement {
+        dir: &here,
+        raw_prompts: false,
+        existing: tracereplay::trace::Existing::Refuse,
+        durable: true,
+        limits: Limits::default(),
+        waived: &Default::default(),
+    };
+    let run = tracereplay::trace::RunName {
+        scenario: "example.search",
+        case: "default",
+        trial: None,
+    };
+    sealed.check(run, trace_path.clone(), &how)?.write()?;
     // Approve the example as it is judged, so `check traces/` compares against it at once.
     let scenario = load_file(&scenario_path)?.remove(0)?;
     let file = TraceFile::from_bytes(trace_path.clone(), sealed.bytes.clone(), true);

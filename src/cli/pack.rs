@@ -6,7 +6,6 @@ use anyhow::Context;
 use camino::{Utf8Path, Utf8PathBuf};
 use tracereplay::trace::{Packed, TraceFile, pack};
 use tracereplay_core::eval::error_chain;
-use tracereplay_trace::fsutil::write_atomic;
 
 use super::args::PackArgs;
 use super::exit;
@@ -91,6 +90,7 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{dir}`"))?;
     }
     let signer = super::sign::signer(&args.signing)?;
+    let waived = super::options::waived();
     let mut refused = 0;
     for (input, dest, root) in &jobs {
         let (input, dest) = (input.as_path(), dest.as_path());
@@ -101,7 +101,7 @@ pub(super) fn run(args: &PackArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 continue;
             }
         }
-        let packed = pack_one(input, dest, args).and_then(|line| match &signer {
+        let packed = pack_one(input, dest, args, &waived).and_then(|line| match &signer {
             // What is sealed is signed, whether just now or before.
             Some(key) => {
                 super::sign::sign_written(key, dest, root.as_deref(), args.limits.limits(), true)
@@ -130,7 +130,12 @@ fn without_footer(bytes: &[u8]) -> Option<Vec<u8>> {
     tracereplay::trace::is_footer_line(&body[start..]).then(|| bytes[..start].to_vec())
 }
 
-fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String, BoxError> {
+fn pack_one(
+    input: &Utf8Path,
+    dest: &Utf8Path,
+    args: &PackArgs,
+    waived: &std::collections::HashSet<String>,
+) -> Result<String, BoxError> {
     let limits = args.limits.limits();
     let mut file = TraceFile::open(input, limits)?;
     let mut resealed = false;
@@ -168,19 +173,35 @@ fn pack_one(input: &Utf8Path, dest: &Utf8Path, args: &PackArgs) -> Result<String
             if resealed { "resealed" } else { "sealed" },
         ),
     };
-    // A different trace at the destination is kept unless `--force`, as `ingest` keeps it.
-    if dest != input {
-        use tracereplay::trace::{AtDestination, keep_same};
-        if keep_same(dest, &content_hash, args.force, limits)? == AtDestination::Same {
-            return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
-        }
-    }
-    let compressed = if file.compressed && verb == "already sealed" {
-        std::fs::read(input)?
-    } else {
-        zstd::bulk::compress(&bytes, tracereplay::trace::ZSTD_LEVEL)?
+    // Placed as every trace is: the secret rule over what is written, and a different trace
+    // at the destination kept unless `--force`, as `ingest` keeps it (an edited trace sealed
+    // again replaces itself).
+    use tracereplay::trace::{Existing, Placed, Placement, RunName, SealedTrace};
+    let sealed = SealedTrace {
+        bytes,
+        content_hash: content_hash.clone(),
+        sidecar: None,
     };
-    write_atomic(dest, &compressed)?;
+    let dir = tracereplay_trace::fsutil::Confined::new(dest.parent().unwrap_or(".".into()));
+    let how = Placement {
+        dir: &dir,
+        raw_prompts: false,
+        existing: Existing::KeepSame {
+            force: args.force || dest == input,
+        },
+        durable: true,
+        limits,
+        waived,
+    };
+    // Kept or replaced by content: which run it is is never asked.
+    let run = RunName {
+        scenario: "",
+        case: "",
+        trial: None,
+    };
+    if let Placed::Unchanged { .. } = sealed.check(run, dest.to_owned(), &how)?.write()? {
+        return Ok(format!("unchanged  {input} -> {dest}  {content_hash}"));
+    }
     let mut note = if resealed {
         " (the edited trace was validated and sealed again)".to_owned()
     } else {

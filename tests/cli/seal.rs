@@ -181,3 +181,28 @@ fn pack_of_a_directory_seals_every_ndjson_trace_under_it_and_keeps_their_places(
         assert!(out.stderr.contains(says), "{}", out.stderr);
     }
 }
+
+#[test]
+fn pack_places_what_it_seals_and_refuses_a_secret_until_it_is_waived() {
+    // `pack` writes through the one placement step: a trace holding a secret is not written,
+    // named by kind and fingerprint, never shown; a waiver lets it through.
+    let env = Env::new();
+    let key = ["sk-", "proj-", "PACKED", &"0123456789abcdef".repeat(2)].concat();
+    let note = format!(r#"{{"kind":"note","seq":1,"text":"the key is {key}"}}"#);
+    env.write("leaky.trace.ndjson", trace_text("s", "default", &[&note]));
+    let out = env.run_with(&["pack", "leaky.trace.ndjson"], &[("CI", "true")]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("what would be written holds a secret (openai-key b3:"),
+        "{}",
+        out.stderr
+    );
+    assert!(!format!("{}{}", out.stdout, out.stderr).contains("PACKED"));
+    assert!(!env.path("leaky.trace.ndjson.zst").exists());
+    let fingerprint = out.stderr.split("openai-key ").nth(1).unwrap()[..15].to_owned();
+    env.write(".tracereplay-allow", format!("{fingerprint}\n"));
+    let out = env.run_with(&["pack", "leaky.trace.ndjson"], &[("CI", "true")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out_of(&env, "leaky.trace.ndjson.zst").contains("the key is sk-proj-PACKED"));
+}

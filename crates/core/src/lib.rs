@@ -22,7 +22,7 @@
 //!
 //! Options group by concern: [`Selection`] (which scenarios), [`JudgeOptions`] (how a trace is
 //! judged), [`Counting`] (what fails the run), [`Baselines`] (approved baselines and drift) and
-//! [`Runtime`] (threads, cache). The report is plain data: iterate `report.results` for each
+//! [`Execution`] (threads, cache). The report is plain data: iterate `report.results` for each
 //! [`ResultRow`].
 
 pub use tracereplay_trace as trace;
@@ -47,7 +47,7 @@ mod suite;
 pub mod trials;
 
 pub use eval::{
-    BaselinePolicy, Baselines, CheckOptions, Counting, FailOn, JudgeOptions, Runtime, Selection,
+    BaselinePolicy, Baselines, CheckOptions, Counting, Execution, FailOn, JudgeOptions, Selection,
 };
 pub use oracle::registry::{Family, OracleType, TYPES as ORACLE_TYPES, lookup as lookup_oracle};
 pub use oracle::{OracleResult, Verdict};

@@ -15,7 +15,7 @@ use super::canonical::Api;
 use super::capture;
 use super::forward;
 use super::record::Timing;
-use super::server::{BODY_LIMIT, LiveFrom, Replay, Session, error_in, named, refused};
+use super::server::{BODY_LIMIT, LiveFrom, Replay, ReplaySession, error_in, named, refused};
 use super::{anthropic, openai};
 
 /// What a model request gets: a response now, or forwarding (the session is live).
@@ -169,7 +169,7 @@ fn decide(
 /// Takes the session live at this request (noting where and why, the first time), and says to
 /// forward it; the request's tool results are recorded first.
 fn go_live(
-    s: &mut Session,
+    s: &mut ReplaySession,
     replay: &Replay,
     (api, request): (Api, &Value),
     why: Option<String>,

@@ -21,7 +21,7 @@ impl RunHeader<'_> {
 }
 
 /// How a recording is placed.
-pub(crate) struct Placement<'a> {
+pub(crate) struct Placing<'a> {
     /// The output directory.
     pub(crate) dir: &'a Utf8Path,
     /// Whether the developer opted in to the raw-prompt sidecar.
@@ -44,7 +44,7 @@ pub(crate) struct Placement<'a> {
 pub(crate) fn place(
     run: &RunHeader<'_>,
     sealed: &SealedTrace,
-    how: &Placement<'_>,
+    how: &Placing<'_>,
 ) -> Result<Utf8PathBuf, String> {
     let confined = crate::fsutil::Confined::new(how.dir.to_owned());
     let placement = crate::trace::Placement {

@@ -459,7 +459,7 @@ impl Recording {
         limits: Limits,
     ) -> Result<crate::trace::SealedTrace, String> {
         let mut header = json!({
-            "kind": "header", "format": "tracereplay.trace", "version": 1,
+            "kind": "header", "format": crate::trace::FORMAT_NAME, "version": crate::trace::FORMAT_VERSION,
             "scenario": run.scenario, "case": run.case, "source": run.source,
         });
         if let Some(t) = run.trial {

@@ -161,7 +161,7 @@ impl Default for Options {
     }
 }
 
-pub(super) struct Session {
+pub(super) struct ReplaySession {
     pub(super) script: Script,
     pub(super) hasher: PromptHasher,
     pub(super) served: usize,
@@ -183,7 +183,7 @@ pub(super) struct Session {
     not_recorded: Option<String>,
 }
 
-impl Session {
+impl ReplaySession {
     fn report(&self) -> SessionReport {
         SessionReport {
             session: self.script.key(),
@@ -252,7 +252,7 @@ impl Session {
             source: "replay",
         };
         let sealed = (self.recording).seal(&run, (&self.hasher, &self.secrets), options.limits)?;
-        let how = super::place::Placement {
+        let how = super::place::Placing {
             dir,
             raw_prompts: options.raw_prompts,
             signer: options.signer.as_deref(),
@@ -268,7 +268,7 @@ impl Session {
 
 /// The served recordings, one session each.
 pub struct Replay {
-    sessions: BTreeMap<String, Mutex<Session>>,
+    sessions: BTreeMap<String, Mutex<ReplaySession>>,
     pub(super) options: Options,
     /// The upstream client once live (`Options::live`); `Err` when it could not be made.
     pub(super) forwarder: Option<Result<Arc<super::forward::Forwarder>, String>>,
@@ -284,7 +284,7 @@ impl Replay {
                 .map(|s| {
                     (
                         s.key(),
-                        Mutex::new(Session {
+                        Mutex::new(ReplaySession {
                             hasher: options.hasher_for(&s),
                             script: s,
                             served: 0,
@@ -314,7 +314,7 @@ impl Replay {
     }
 
     /// The session named `key`.
-    pub(super) fn session_by_key(&self, key: &str) -> Option<&Mutex<Session>> {
+    pub(super) fn session_by_key(&self, key: &str) -> Option<&Mutex<ReplaySession>> {
         self.sessions.get(key)
     }
 
@@ -376,7 +376,7 @@ impl Replay {
         &self,
         path: Option<Named>,
         headers: &HeaderMap,
-    ) -> Result<&Mutex<Session>, Fail> {
+    ) -> Result<&Mutex<ReplaySession>, Fail> {
         let named = Named::of(path, headers).map_err(|message| Fail {
             status: StatusCode::BAD_REQUEST,
             message,

@@ -41,7 +41,8 @@ pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header, probe_run};
 pub use parse_body::request_part_segment;
 pub use place::{
-    AtDestination, Existing, PlaceError, Placed, Placement, RunName, at_destination, keep_same,
+    AtDestination, Checked, Existing, PlaceError, Placed, Placement, RunName, at_destination,
+    keep_same,
 };
 pub use read::{Limits, Seal, TraceFile, is_trace_path, normalize_line_ends};
 pub use seal::{Footer, content_hash, footer_line, is_footer_line, is_hash, parse_footer};

@@ -241,10 +241,8 @@ impl SealedTrace {
 
     /// Writes the trace at `path` under `dir` (atomically: a reader sees the old file or the
     /// new one), and its raw-prompt sidecar beside it when `raw_prompts`; the stored bytes.
-    /// No rule is checked: [`SealedTrace::place`] checks them, and a caller that checks them
-    /// itself for many traces first (as `ingest` does, to write all of an input or none of it)
-    /// writes with this.
-    pub fn store(
+    /// No rule is checked: only [`Checked::write`] calls it, once the rules passed.
+    fn store(
         &self,
         dir: &Confined,
         path: &Utf8Path,
@@ -298,8 +296,23 @@ impl SealedTrace {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn place(&self, run: RunName<'_>, how: &Placement<'_>) -> Result<Placed, PlaceError> {
-        self.refuse_secrets(how.raw_prompts, how.waived)?;
         let path = how.dir.root().join(run.path());
+        self.check(run, path, how)?.write()
+    }
+
+    /// Checks that the trace of `run` may be written at `path` (under `how.dir`; its
+    /// [`RunName::path`], or a name of the caller's own): the secret rule over what would be
+    /// written, and what stands there. Nothing is written: a caller placing many traces checks
+    /// them all first (as `ingest` does, to write all of an input or none of it), then writes
+    /// each [`Checked`] — the only way a trace reaches the disk.
+    pub fn check<'t>(
+        &'t self,
+        run: RunName<'_>,
+        path: Utf8PathBuf,
+        how: &Placement<'t>,
+    ) -> Result<Checked<'t>, PlaceError> {
+        self.refuse_secrets(how.raw_prompts, how.waived)?;
+        let mut unchanged = false;
         match how.existing {
             Existing::Refuse | Existing::SameRun => {
                 if let Some(other) = run.other_at(&path, how.limits) {
@@ -311,13 +324,51 @@ impl SealedTrace {
             }
             Existing::KeepSame { force } => {
                 let there = keep_same(&path, &self.content_hash, force, how.limits)?;
-                if there == AtDestination::Same {
-                    return Ok(Placed::Unchanged { path });
-                }
+                unchanged = there == AtDestination::Same;
             }
         }
-        let stored = self.store(how.dir, &path, how.raw_prompts, how.durable)?;
-        Ok(Placed::Written { path, stored })
+        Ok(Checked {
+            trace: self,
+            path,
+            dir: how.dir,
+            raw_prompts: how.raw_prompts,
+            durable: how.durable,
+            unchanged,
+        })
+    }
+}
+
+/// A trace whose placement was checked ([`SealedTrace::check`]): the secret rule passed and
+/// what stands at its path may be replaced (or is this very trace).
+#[must_use = "a checked trace is written with `write`"]
+#[derive(Debug)]
+pub struct Checked<'t> {
+    trace: &'t SealedTrace,
+    path: Utf8PathBuf,
+    dir: &'t Confined,
+    raw_prompts: bool,
+    durable: bool,
+    unchanged: bool,
+}
+
+impl Checked<'_> {
+    /// Where it goes.
+    pub fn path(&self) -> &Utf8Path {
+        &self.path
+    }
+
+    /// Writes it (with its sidecar under the developer's opt-in), unless the same trace is
+    /// there already.
+    pub fn write(self) -> Result<Placed, PlaceError> {
+        if self.unchanged {
+            return Ok(Placed::Unchanged { path: self.path });
+        }
+        let (dir, raw, durable) = (self.dir, self.raw_prompts, self.durable);
+        let stored = self.trace.store(dir, &self.path, raw, durable)?;
+        Ok(Placed::Written {
+            path: self.path,
+            stored,
+        })
     }
 }
 

@@ -259,12 +259,30 @@ impl SealedTrace {
     }
 
     /// Writes `path` (a `NAME.trace.ndjson.zst`) atomically, and the raw-prompt sidecar
-    /// `NAME.prompts.ndjson` beside it when there is one: [`SealedTrace::store`] into the file's
-    /// own directory, synced.
+    /// `NAME.prompts.ndjson` beside it when there is one, synced — through placement, so a
+    /// trace holding a secret is refused like any other (no waiver); whatever stands at `path`
+    /// is replaced.
     pub fn write(&self, path: &camino::Utf8Path) -> std::io::Result<()> {
         let dir = path.parent().filter(|d| !d.as_str().is_empty());
         let dir = crate::fsutil::Confined::new(dir.unwrap_or(".".into()));
-        match self.store(&dir, path, true, true) {
+        let how = crate::Placement {
+            dir: &dir,
+            raw_prompts: true,
+            existing: crate::Existing::KeepSame { force: true },
+            durable: true,
+            limits: crate::Limits::default(),
+            waived: &Default::default(),
+        };
+        // Kept or replaced by content: which run it is is never asked.
+        let run = crate::RunName {
+            scenario: "",
+            case: "",
+            trial: None,
+        };
+        match self
+            .check(run, path.to_owned(), &how)
+            .and_then(crate::Checked::write)
+        {
             Ok(_) => Ok(()),
             Err(super::PlaceError::Io { source, .. }) => Err(source),
             Err(other) => Err(std::io::Error::other(other)),

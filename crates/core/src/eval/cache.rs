@@ -62,15 +62,15 @@ fn file_name(version: u32) -> String {
 const FRAME: usize = 36;
 
 /// 128 bits of BLAKE3.
-pub(super) type Key = [u8; 16];
+pub(super) type RowKey = [u8; 16];
 
 /// A trace's keys: by stat fingerprint (`None` off Unix) and by stored bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Keys {
     /// Path and stat fingerprint.
-    pub stat: Option<Key>,
+    pub stat: Option<RowKey>,
     /// Path and stored bytes.
-    pub content: Key,
+    pub content: RowKey,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -98,7 +98,7 @@ struct Slot {
 }
 
 /// Slots by key.
-type Index = HashMap<Key, usize, KeyHasher>;
+type Index = HashMap<RowKey, usize, KeyHasher>;
 
 /// Keys are BLAKE3 output, uniformly random already: their first 8 bytes are the hash.
 #[derive(Default, Clone, Copy)]
@@ -243,18 +243,18 @@ impl ResultCache {
     }
 
     /// Takes the row cached under a stat key, with the entry's keys.
-    pub(super) fn take_by_stat(&self, key: &Key) -> Option<(RowBytes, Keys)> {
+    pub(super) fn take_by_stat(&self, key: &RowKey) -> Option<(RowBytes, Keys)> {
         self.take(*self.file.by_stat.get(key)?)
     }
 
     /// Whether a row is cached under a stat key and not taken yet (nothing is taken).
-    pub(super) fn has_stat(&self, key: &Key) -> bool {
+    pub(super) fn has_stat(&self, key: &RowKey) -> bool {
         (self.file.by_stat.get(key))
             .is_some_and(|&at| !self.file.slots[at].taken.load(Ordering::Relaxed))
     }
 
     /// Takes the row cached under a content key, with the entry's keys.
-    pub(super) fn take_by_content(&self, key: &Key) -> Option<(RowBytes, Keys)> {
+    pub(super) fn take_by_content(&self, key: &RowKey) -> Option<(RowBytes, Keys)> {
         self.take(*self.file.by_content.get(key)?)
     }
 

@@ -142,7 +142,7 @@ pub(crate) fn judge_stage(
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(shown, b);
         }
-        if let Some(p) = &opts.runtime.progress {
+        if let Some(p) = &opts.execution.progress {
             (p.0)();
         }
         judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
@@ -186,7 +186,7 @@ pub(crate) fn judge_stage(
             });
         }
     }
-    if let Some(stats) = &opts.runtime.stats {
+    if let Some(stats) = &opts.execution.stats {
         let recalled = provenance.iter().flatten().filter(|h| h.recalled).count();
         stats.recalled.store(recalled, Ordering::Relaxed);
     }

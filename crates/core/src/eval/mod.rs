@@ -179,7 +179,7 @@ impl Baselines {
 
 /// How a run is carried out: nothing here changes its report.
 #[derive(Debug, Clone, Default)]
-pub struct Runtime {
+pub struct Execution {
     /// Worker threads; `None` means all cores.
     pub threads: Option<usize>,
     /// Ticked once per trace judged.
@@ -206,7 +206,7 @@ pub struct CheckOptions {
     /// Whether and how approved baselines take part.
     pub baselines: Baselines,
     /// How the run is carried out.
-    pub runtime: Runtime,
+    pub execution: Execution,
     /// Check every trace file's detached signature (`--require-signed`): an unsigned trace, a
     /// bad signature or an untrusted key makes an `error` row. With it, the result cache is
     /// neither read nor written (it holds verdicts, not signatures).
@@ -285,7 +285,7 @@ pub(crate) fn check_with_cache_file(
     cache_file: Option<CacheFile>,
 ) -> Result<Report, CheckError> {
     // Everything parallel in the run uses `--jobs` threads.
-    in_pool(opts.runtime.threads, || {
+    in_pool(opts.execution.threads, || {
         run::check_in_pool(found, searched, opts, cache_file)
     })?
 }

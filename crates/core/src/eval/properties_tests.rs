@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use crate::baseline::BaselineStore;
 use crate::diff::DriftMode;
-use crate::eval::{BaselinePolicy, Baselines, CheckOptions, Runtime};
+use crate::eval::{BaselinePolicy, Baselines, CheckOptions, Execution};
 use crate::fuzzing::runs::{Layout, Run, config, run};
 use crate::report::Report;
 use crate::suite::Suite;
@@ -60,9 +60,9 @@ fn options(root: &Utf8Path, threads: usize, write_pending: bool) -> CheckOptions
             },
             write_pending,
         },
-        runtime: Runtime {
+        execution: Execution {
             threads: Some(threads),
-            ..Runtime::default()
+            ..Execution::default()
         },
         ..CheckOptions::default()
     }

@@ -38,7 +38,7 @@ pub(super) fn check_in_pool(
         &found.lookup_files,
     );
     plan::check_filters(&opts.selection, &entries)?;
-    let row_memory = opts.runtime.row_memory.unwrap_or(ROW_MEMORY);
+    let row_memory = opts.execution.row_memory.unwrap_or(ROW_MEMORY);
     let cache = open_cache(&loaded, opts, cache_file, row_memory);
 
     // Judge.
@@ -204,7 +204,7 @@ fn open_cache(
     cache_file: Option<super::CacheFile>,
     row_memory: usize,
 ) -> Option<cache::ResultCache> {
-    let dir = opts.runtime.cache_dir.as_deref()?;
+    let dir = opts.execution.cache_dir.as_deref()?;
     if opts.signatures.is_some() {
         return None;
     }

@@ -4,12 +4,12 @@
 
 use camino::Utf8Path;
 
-use super::cache::Key;
+use super::cache::RowKey;
 
 /// The stat key of a trace file, or `None` when it cannot be had (then only the content key is
 /// used). The path is taken as given: the working directory, which decides how it is shown, is
 /// part of the cache's context.
-pub(super) fn stat_key(path: &Utf8Path) -> Option<Key> {
+pub(super) fn stat_key(path: &Utf8Path) -> Option<RowKey> {
     if cfg!(not(unix)) {
         return None;
     }
@@ -23,7 +23,7 @@ pub(super) fn stat_key(path: &Utf8Path) -> Option<Key> {
 
 /// The stat key of a remote object: its [`crate::remote::Remote::identity`] (URL, size, ETag,
 /// version), which a fresh runner's listing gives again without reading the object.
-pub(super) fn identity_key(identity: &[u8]) -> Key {
+pub(super) fn identity_key(identity: &[u8]) -> RowKey {
     let mut h = blake3::Hasher::new();
     h.update(b"remote\0");
     h.update(identity);
@@ -71,7 +71,7 @@ pub(crate) fn stamp(meta: &std::fs::Metadata) -> [u8; 56] {
 }
 
 /// The content key of a trace file from its stored bytes (compressed or not).
-pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
+pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> RowKey {
     // The stored bytes come first, so that BLAKE3 takes them from offset 0 in whole 1 KiB
     // chunks, several at a time. Behind the path, their first chunk was compressed a block at a
     // time; with the entries' hash (see `EntryHasher`) that was a quarter of the CPU of a run
@@ -85,7 +85,7 @@ pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> Key {
     first_16(h.finalize())
 }
 
-fn first_16(hash: blake3::Hash) -> Key {
+fn first_16(hash: blake3::Hash) -> RowKey {
     let mut key = [0; 16];
     key.copy_from_slice(&hash.as_bytes()[..16]);
     key

@@ -18,7 +18,7 @@ pub use generate::{WrittenTrace, written_trace};
 
 use crate::baseline::{BaselineFile, Behaviour};
 use crate::diff::{DriftMode, compare};
-use crate::ingest::{Format, IngestOptions};
+use crate::ingest::{IngestOptions, InputFormat};
 use crate::oracle::{self, Facts};
 use crate::report::Report;
 use crate::scenario::Scenario;
@@ -397,7 +397,7 @@ pub fn merge(data: &[u8]) {
 }
 
 /// An importer. Every run it builds reads back, sealed, with the content hash it was given.
-pub fn ingest(format: Format, bytes: &[u8]) {
+pub fn ingest(format: InputFormat, bytes: &[u8]) {
     let opts = IngestOptions {
         hasher: PromptHasher::unkeyed(),
         raw_opt_in: false,

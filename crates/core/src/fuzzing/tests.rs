@@ -21,10 +21,10 @@ pub(super) fn check_of(target: &str) -> fn(&[u8]) {
         "cache" => cache,
         "report" => report,
         "merge" => merge,
-        "ingest_openclaw" => |b| ingest(Format::OpenclawScenario, b),
-        "ingest_openai" => |b| ingest(Format::OpenaiMessages, b),
-        "ingest_otlp" => |b| ingest(Format::OtlpJson, b),
-        "ingest_otel_spans" => |b| ingest(Format::OtelSpans, b),
+        "ingest_openclaw" => |b| ingest(InputFormat::OpenclawScenario, b),
+        "ingest_openai" => |b| ingest(InputFormat::OpenaiMessages, b),
+        "ingest_otlp" => |b| ingest(InputFormat::OtlpJson, b),
+        "ingest_otel_spans" => |b| ingest(InputFormat::OtelSpans, b),
         other => panic!("no fuzz target `{other}`"),
     }
 }

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::spans::{self, ReadSpans, Span};
-use super::{Format, IngestOptions, IngestOutcome, IngestProblem};
+use super::{IngestOptions, IngestOutcome, IngestProblem, InputFormat};
 
 /// The largest export object read, stored or unpacked (the size limit of a trace file).
 pub const MAX_EXPORT_BYTES: u64 = 256 << 20;
@@ -22,7 +22,7 @@ pub const MAX_EXPORT_BYTES: u64 = 256 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportKind {
     /// A trace export in this format.
-    Traces(Format),
+    Traces(InputFormat),
     /// An export of another signal (`logs_…`, `metrics_…`): not read.
     OtherSignal,
 }
@@ -34,8 +34,8 @@ pub fn export_kind(name: &str) -> Option<ExportKind> {
     let plain = file.strip_suffix(".gz").unwrap_or(file);
     let (stem, ext) = plain.rsplit_once('.')?;
     let format = match ext {
-        "json" | "jsonl" => Format::OtlpJson,
-        "binpb" | "pb" => Format::OtlpProto,
+        "json" | "jsonl" => InputFormat::OtlpJson,
+        "binpb" | "pb" => InputFormat::OtlpProto,
         _ => return None,
     };
     // `[PREFIX]SIGNAL_<id>`: the signal ends the part before the last `_`.
@@ -47,6 +47,22 @@ pub fn export_kind(name: &str) -> Option<ExportKind> {
     })
 }
 
+/// Why [`unpack`] gave no bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnpackError {
+    /// The bytes are not gzip, or are cut.
+    #[error("not readable as gzip: {0}")]
+    NotGzip(String),
+    /// They unpack to more than the limit (a decompression bomb, or just too big).
+    #[error("unpacks to more than {0} bytes; refused")]
+    TooLarge(u64),
+    /// Built without the `otlp-proto` feature, which unpacks gzip.
+    #[error(
+        "gzip-compressed, and this library was built without the `otlp-proto` feature (part of the command-line build) that unpacks it"
+    )]
+    Unsupported,
+}
+
 /// The bytes of a stored object, gunzipped when it is gzip (named `*.gz`, or starting with the
 /// gzip magic), within `limit` bytes unpacked ([`MAX_EXPORT_BYTES`], say): a small object that
 /// unpacks to more is refused, never unpacked in full.
@@ -54,7 +70,7 @@ pub fn unpack<'a>(
     name: &str,
     stored: &'a [u8],
     limit: u64,
-) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+) -> Result<std::borrow::Cow<'a, [u8]>, UnpackError> {
     let gzip = name.ends_with(".gz") || stored.starts_with(&[0x1f, 0x8b]);
     if !gzip {
         return Ok(std::borrow::Cow::Borrowed(stored));
@@ -66,16 +82,16 @@ pub fn unpack<'a>(
         let mut decoder = flate2::read::MultiGzDecoder::new(stored).take(limit.saturating_add(1));
         decoder
             .read_to_end(&mut out)
-            .map_err(|e| format!("not readable as gzip: {e}"))?;
+            .map_err(|e| UnpackError::NotGzip(e.to_string()))?;
         if out.len() as u64 > limit {
-            return Err(format!("unpacks to more than {limit} bytes; refused"));
+            return Err(UnpackError::TooLarge(limit));
         }
         Ok(std::borrow::Cow::Owned(out))
     }
     #[cfg(not(feature = "otlp-proto"))]
     {
         let _ = limit;
-        Err("gzip-compressed, and this library was built without the `otlp-proto` feature (part of the command-line build) that unpacks it".into())
+        Err(UnpackError::Unsupported)
     }
 }
 
@@ -158,7 +174,7 @@ impl OtlpLogs {
 /// The spans of one export object, with the problems met reading it.
 #[derive(Debug)]
 pub struct ExportSpans {
-    format: Format,
+    format: InputFormat,
     spans: Vec<Span>,
     /// What could not be read, by position in the object (`line 3, span 2`).
     pub problems: Vec<IngestProblem>,
@@ -166,7 +182,7 @@ pub struct ExportSpans {
 
 impl ExportSpans {
     /// Reads an unpacked export object of `format` (OTLP/JSON or protobuf).
-    pub fn read(format: Format, bytes: &[u8]) -> ExportSpans {
+    pub fn read(format: InputFormat, bytes: &[u8]) -> ExportSpans {
         let mut outcome = IngestOutcome::default();
         let ReadSpans { spans, .. } = spans::read(format, bytes, &mut outcome);
         ExportSpans {
@@ -177,7 +193,7 @@ impl ExportSpans {
     }
 
     /// An object of `format` that holds no span (one that could not be read as an export).
-    pub fn empty(format: Format) -> ExportSpans {
+    pub fn empty(format: InputFormat) -> ExportSpans {
         ExportSpans {
             format,
             spans: Vec::new(),
@@ -200,7 +216,7 @@ pub struct SpanPool {
 #[derive(Debug)]
 struct Pooled {
     /// The format of the first object that held the trace (its header's `source`).
-    format: Format,
+    format: InputFormat,
     spans: Vec<Span>,
     ids: BTreeSet<String>,
 }
@@ -270,12 +286,12 @@ mod tests {
         for (name, kind) in [
             (
                 "otlp/year=2026/month=12/day=04/hour=17/minute=54/traces_4b2c.json",
-                traces(Format::OtlpJson),
+                traces(InputFormat::OtlpJson),
             ),
-            ("p/traces_1.json.gz", traces(Format::OtlpJson)),
-            ("p/myapp-traces_1.binpb", traces(Format::OtlpProto)),
-            ("p/traces_1.binpb.gz", traces(Format::OtlpProto)),
-            ("export.jsonl", traces(Format::OtlpJson)),
+            ("p/traces_1.json.gz", traces(InputFormat::OtlpJson)),
+            ("p/myapp-traces_1.binpb", traces(InputFormat::OtlpProto)),
+            ("p/traces_1.binpb.gz", traces(InputFormat::OtlpProto)),
+            ("export.jsonl", traces(InputFormat::OtlpJson)),
             ("p/logs_77.json", Some(ExportKind::OtherSignal)),
             ("p/app_metrics_77.binpb.gz", Some(ExportKind::OtherSignal)),
             ("p/README.md", None),
@@ -312,12 +328,13 @@ mod tests {
         // By its magic, whatever its name.
         assert!(unpack("traces_1.json", &packed, 100).is_ok());
         let err = unpack("traces_1.json.gz", b"not gzip at all", 100).unwrap_err();
-        assert!(err.contains("not readable as gzip"), "{err}");
+        assert!(matches!(err, UnpackError::NotGzip(_)), "{err}");
+        assert!(err.to_string().starts_with("not readable as gzip"), "{err}");
         // A bomb: a few KiB that unpack past the limit are refused; at the limit, taken.
         let bomb = gz(&vec![0u8; 4 << 20]);
         assert!(bomb.len() < 64 << 10, "{}", bomb.len());
         let err = unpack("traces_1.json.gz", &bomb, (4 << 20) - 1).unwrap_err();
-        assert!(err.contains("more than"), "{err}");
+        assert_eq!(err, UnpackError::TooLarge((4 << 20) - 1));
         assert_eq!(
             unpack("traces_1.json.gz", &bomb, 4 << 20).unwrap().len(),
             4 << 20
@@ -343,7 +360,7 @@ mod tests {
             })
             .collect();
         let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
-        ExportSpans::read(Format::OtlpJson, doc.to_string().as_bytes())
+        ExportSpans::read(InputFormat::OtlpJson, doc.to_string().as_bytes())
     }
 
     fn opts() -> IngestOptions {

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::Format;
+use super::InputFormat;
 use super::spans::{otlp, sdk};
 use crate::scenario::field;
 
@@ -12,7 +12,7 @@ use crate::scenario::field;
 const LOOKED_FOR: &str = "an OTLP/JSON export (`resourceSpans`), OpenTelemetry SDK span JSON (spans with `context.span_id`), an OpenClaw scenario (`scriptedTrace`), OpenAI-style messages (items with `role` or `type`, or runs with `messages`, `traj` or `simulations`), or an ATIF trajectory (`schema_version` `ATIF-v…`)";
 
 /// The format of `bytes`, or why it cannot be told.
-pub fn detect(bytes: &[u8]) -> Result<Format, String> {
+pub fn detect(bytes: &[u8]) -> Result<InputFormat, String> {
     let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
     let first = match stream.next() {
         Some(Ok(v)) => v,
@@ -30,13 +30,13 @@ pub fn detect(bytes: &[u8]) -> Result<Format, String> {
         (v.get("schema_version").and_then(Value::as_str)).is_some_and(|s| s.starts_with("ATIF"))
     };
     if atif(&first) || first.as_array().and_then(|a| a.first()).is_some_and(atif) {
-        return Ok(Format::Atif);
+        return Ok(InputFormat::Atif);
     }
     if otlp::is_export(&first) {
-        return Ok(Format::OtlpJson);
+        return Ok(InputFormat::OtlpJson);
     }
     if sdk::looks_like(&first) {
-        return Ok(Format::OtelSpans);
+        return Ok(InputFormat::OtelSpans);
     }
     let objects: Vec<&Value> = match &first {
         Value::Array(items) => items.iter().take(8).collect(),
@@ -44,7 +44,7 @@ pub fn detect(bytes: &[u8]) -> Result<Format, String> {
     };
     let has = |v: &Value, key: &str| v.as_object().is_some_and(|o| field(o, key).is_some());
     if objects.iter().any(|v| has(v, "scriptedTrace")) {
-        return Ok(Format::OpenclawScenario);
+        return Ok(InputFormat::OpenclawScenario);
     }
     let message = |v: &Value| has(v, "role") || (has(v, "type") && !has(v, "oracles"));
     let run = |v: &Value| {
@@ -53,7 +53,7 @@ pub fn detect(bytes: &[u8]) -> Result<Format, String> {
             .any(|k| has(v, k))
     };
     if !objects.is_empty() && objects.iter().all(|v| message(v) || run(v)) {
-        return Ok(Format::OpenaiMessages);
+        return Ok(InputFormat::OpenaiMessages);
     }
     Err(format!(
         "cannot tell its format: looked for {LOOKED_FOR}; pass `--from`"
@@ -66,44 +66,47 @@ mod tests {
 
     #[test]
     fn each_format_by_its_marks() {
-        let cases: &[(&str, Format)] = &[
-            (r#"{"resourceSpans":[]}"#, Format::OtlpJson),
+        let cases: &[(&str, InputFormat)] = &[
+            (r#"{"resourceSpans":[]}"#, InputFormat::OtlpJson),
             (
                 "{\"resourceSpans\":[]}\n{\"resourceSpans\":[]}\n",
-                Format::OtlpJson,
+                InputFormat::OtlpJson,
             ),
             (
                 r#"{"spans":[{"name":"x","context":{"trace_id":1,"span_id":2}}]}"#,
-                Format::OtelSpans,
+                InputFormat::OtelSpans,
             ),
             (
                 r#"[{"name":"x","context":{"trace_id":"0x1","span_id":"0x2"}}]"#,
-                Format::OtelSpans,
+                InputFormat::OtelSpans,
             ),
             (
                 r#"{"name":"x","context":{"trace_id":1,"span_id":2}} {"name":"y","context":{"trace_id":1,"span_id":3}}"#,
-                Format::OtelSpans,
+                InputFormat::OtelSpans,
             ),
             (
                 r#"{"id":"s","ScriptedTrace":{"steps":[]}}"#,
-                Format::OpenclawScenario,
+                InputFormat::OpenclawScenario,
             ),
             (
                 r#"[{"role":"user","content":"hi"}]"#,
-                Format::OpenaiMessages,
+                InputFormat::OpenaiMessages,
             ),
             (
                 r#"[{"task_id":1,"trial":0,"traj":[]}]"#,
-                Format::OpenaiMessages,
+                InputFormat::OpenaiMessages,
             ),
-            (r#"{"tasks":[],"simulations":[]}"#, Format::OpenaiMessages),
+            (
+                r#"{"tasks":[],"simulations":[]}"#,
+                InputFormat::OpenaiMessages,
+            ),
             (
                 r#"{"schema_version":"ATIF-v1.6","agent":{},"steps":[]}"#,
-                Format::Atif,
+                InputFormat::Atif,
             ),
             (
                 "{\"messages\":[]}\n{\"messages\":[]}",
-                Format::OpenaiMessages,
+                InputFormat::OpenaiMessages,
             ),
         ];
         for (text, want) in cases {

@@ -24,7 +24,7 @@ fn atif_a_call_and_a_result_with_empty_ids_are_linked_to_nothing() {
             {"step_id": 3, "source": "agent", "message": "Sunny."},
         ],
     });
-    let outcome = Format::Atif.ingest_for_tests(doc.to_string().as_bytes());
+    let outcome = InputFormat::Atif.ingest_for_tests(doc.to_string().as_bytes());
     let text = written(&outcome);
     assert!(!text.contains(r#""call_id":"""#), "{text}");
     assert!(text.contains(r#""call_id":"atif-step-2-call-1""#), "{text}");
@@ -46,7 +46,7 @@ fn openai_a_result_with_an_empty_id_is_a_result_without_one() {
     opts.scenario = Some("s".into());
     opts.case = Some("c".into());
     let outcome = ingest(
-        Format::OpenaiMessages,
+        InputFormat::OpenaiMessages,
         messages.to_string().as_bytes(),
         &opts,
     );

@@ -32,7 +32,7 @@ use crate::trace::{Event, EventBody, Header, Json, RunStatus, SealedTrace, Str, 
 
 /// Which importer to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum InputFormat {
     /// OpenClaw.NET scenario files with a `scriptedTrace`.
     OpenclawScenario,
     /// OpenAI Chat Completions messages or Responses API items.
@@ -48,16 +48,16 @@ pub enum Format {
     Atif,
 }
 
-impl Format {
+impl InputFormat {
     /// The `--from` name, also written as `header.source`.
     pub fn name(self) -> &'static str {
         match self {
-            Format::OpenclawScenario => "openclaw-scenario",
-            Format::OpenaiMessages => "openai-messages",
-            Format::OtlpJson => "otlp-json",
-            Format::OtlpProto => "otlp-proto",
-            Format::OtelSpans => "otel-spans",
-            Format::Atif => "atif",
+            InputFormat::OpenclawScenario => "openclaw-scenario",
+            InputFormat::OpenaiMessages => "openai-messages",
+            InputFormat::OtlpJson => "otlp-json",
+            InputFormat::OtlpProto => "otlp-proto",
+            InputFormat::OtelSpans => "otel-spans",
+            InputFormat::Atif => "atif",
         }
     }
 }
@@ -83,7 +83,7 @@ pub struct IngestOptions {
 
 #[cfg(test)]
 #[cfg(test)]
-impl Format {
+impl InputFormat {
     /// Ingests `bytes` as this format, unkeyed, as the importers' tests do.
     pub(crate) fn ingest_for_tests(self, bytes: &[u8]) -> IngestOutcome {
         ingest(self, bytes, &IngestOptions::for_tests(None))
@@ -221,24 +221,24 @@ impl IngestOutcome {
 }
 
 /// Imports one input file's bytes.
-pub fn ingest(format: Format, bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
+pub fn ingest(format: InputFormat, bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     ingest_with_logs(format, bytes, opts, &collector::OtlpLogs::default())
 }
 
 /// Imports one input file's bytes, its spans given the inference content that `logs` (OTLP log
 /// records read from other inputs) carry for them.
 pub fn ingest_with_logs(
-    format: Format,
+    format: InputFormat,
     bytes: &[u8],
     opts: &IngestOptions,
     logs: &collector::OtlpLogs,
 ) -> IngestOutcome {
     let logs = logs.index();
     match format {
-        Format::OpenclawScenario => openclaw::ingest(bytes, opts),
-        Format::Atif => atif::ingest(bytes, opts),
-        Format::OpenaiMessages => openai::ingest(bytes, opts),
-        Format::OtlpJson | Format::OtlpProto | Format::OtelSpans => {
+        InputFormat::OpenclawScenario => openclaw::ingest(bytes, opts),
+        InputFormat::Atif => atif::ingest(bytes, opts),
+        InputFormat::OpenaiMessages => openai::ingest(bytes, opts),
+        InputFormat::OtlpJson | InputFormat::OtlpProto | InputFormat::OtelSpans => {
             let mut outcome = IngestOutcome::default();
             // OTLP exports are ingested as they are read, trace by trace (SDK span dumps are
             // read whole first).
@@ -270,7 +270,7 @@ impl RunBuilder {
     /// Starts a run of `scenario`/`case` recorded from `format`, as trial `trial` of the case
     /// when the input numbers its trials (a value that is no trial id is left out).
     pub fn new(
-        format: Format,
+        format: InputFormat,
         ids: (&str, &str, Option<&str>),
         model: Option<&str>,
         opts: &IngestOptions,
@@ -281,7 +281,7 @@ impl RunBuilder {
     /// [`RunBuilder::new`], with header `labels` (an OpenTelemetry run's `otel.trace_id` and
     /// `otel.span_id`, so that verdicts can be attached to the run they judge).
     pub fn with_labels(
-        format: Format,
+        format: InputFormat,
         (scenario, case, trial): (&str, &str, Option<&str>),
         model: Option<&str>,
         labels: std::collections::BTreeMap<String, String>,

@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::identity::{calls_of, canonical_message};
 use super::naming::{self, Position, RunIds};
 use super::{
-    Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, content_text,
+    IngestOptions, IngestOutcome, IngestedRun, InputFormat, RunBuilder, args_from, content_text,
 };
 use crate::trace::{
     EventBody, Finish, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str, Usage,
@@ -294,7 +294,7 @@ impl<'o> Conversation<'o> {
     ) -> Self {
         Conversation {
             b: RunBuilder::new(
-                Format::OpenaiMessages,
+                InputFormat::OpenaiMessages,
                 // A `--name` that spells the trial out makes each trial its own case.
                 (
                     scenario,

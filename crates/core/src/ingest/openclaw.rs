@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::naming::{self, Position, RunIds};
 use super::{
-    Format, IngestOptions, IngestOutcome, IngestedRun, RunBuilder, args_from, parse_rfc3339_ms,
+    IngestOptions, IngestOutcome, IngestedRun, InputFormat, RunBuilder, args_from, parse_rfc3339_ms,
 };
 use crate::scenario::{field, scalar_string};
 use crate::trace::{EventBody, Json, RunStatus, Str, squash};
@@ -111,7 +111,12 @@ pub(crate) fn scripted_trace(
     script: &serde_json::Map<String, Value>,
     opts: &IngestOptions,
 ) -> Result<crate::trace::SealedTrace, (usize, String)> {
-    let mut b = RunBuilder::new(Format::OpenclawScenario, (scenario, case, None), None, opts);
+    let mut b = RunBuilder::new(
+        InputFormat::OpenclawScenario,
+        (scenario, case, None),
+        None,
+        opts,
+    );
     if let Some(text) = user_message {
         let prompt = b.prompt(text);
         b.push(None, EventBody::UserMessage { prompt, id: None });

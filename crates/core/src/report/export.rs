@@ -40,7 +40,7 @@ pub trait Exporter<D: ?Sized = Report>: Sync {
     fn export(&self, doc: &D, ctx: &ExportContext<'_>, out: &mut dyn Write) -> std::io::Result<()>;
 }
 
-/// Implements [`Exporter`] of a document for a format's unit struct: `exporter!(Json for
+/// Implements [`Exporter`] of a document for a format's unit struct: `exporter!(JsonExporter for
 /// Report, "JSON report", Some("report.json"), |report, ctx, out| render(report, out));` —
 /// what it writes, its run-folder file and the writing — in the format's own file.
 macro_rules! exporter {
@@ -125,13 +125,13 @@ impl Format {
     /// The format's exporter of the run's report.
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
-            Format::Human => &super::human::Human,
-            Format::Json => &super::json::Json,
-            Format::Junit => &super::junit::Junit,
-            Format::Markdown => &super::markdown::Markdown,
-            Format::Github => &super::github::Github,
-            Format::Html => &super::html::Html,
-            Format::Otlp => &super::otlp::Otlp,
+            Format::Human => &super::human::HumanExporter,
+            Format::Json => &super::json::JsonExporter,
+            Format::Junit => &super::junit::JunitExporter,
+            Format::Markdown => &super::markdown::MarkdownExporter,
+            Format::Github => &super::github::GithubExporter,
+            Format::Html => &super::html::HtmlExporter,
+            Format::Otlp => &super::otlp::OtlpExporter,
         }
     }
 
@@ -178,12 +178,12 @@ impl Exportable for Report {
 /// The two formats every document is written in: for a person, and JSON.
 fn human_or_json<D>(format: Format) -> Option<&'static dyn Exporter<D>>
 where
-    super::human::Human: Exporter<D>,
-    super::json::Json: Exporter<D>,
+    super::human::HumanExporter: Exporter<D>,
+    super::json::JsonExporter: Exporter<D>,
 {
     match format {
-        Format::Human => Some(&super::human::Human),
-        Format::Json => Some(&super::json::Json),
+        Format::Human => Some(&super::human::HumanExporter),
+        Format::Json => Some(&super::json::JsonExporter),
         Format::Junit | Format::Markdown | Format::Github | Format::Html | Format::Otlp => None,
     }
 }
@@ -206,7 +206,7 @@ impl Exportable for RunComparison {
     const WHAT: &'static str = "a comparison of two runs";
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
         match format {
-            Format::Html => Some(&super::html::Html),
+            Format::Html => Some(&super::html::HtmlExporter),
             Format::Human | Format::Json => human_or_json(format),
             Format::Junit | Format::Markdown | Format::Github | Format::Otlp => None,
         }

@@ -197,10 +197,10 @@ fn collect(report: &Report, a: &mut Annotations) {
 }
 
 /// The GitHub annotations as a [`super::Exporter`].
-pub struct Github;
+pub struct GithubExporter;
 
 super::export::exporter!(
-Github for super::Report, "GitHub annotations", None, |report, _, out| render(
+GithubExporter for super::Report, "GitHub annotations", None, |report, _, out| render(
     report, out
 ));
 

@@ -415,22 +415,22 @@ fn details(row: &ResultRow, opts: HumanOptions, out: &mut dyn Write) -> std::io:
 }
 
 /// The human report as a [`super::Exporter`].
-pub struct Human;
+pub struct HumanExporter;
 
 super::export::exporter!(
-Human for super::Report, "human report", None, |report, ctx, out| render(
+HumanExporter for super::Report, "human report", None, |report, ctx, out| render(
     report, ctx.human, out
 ));
 
 super::export::exporter!(
-    Human for crate::diff::report::DiffReport,
+    HumanExporter for crate::diff::report::DiffReport,
     "drift report",
     None,
     |report, ctx, out| report.render_human(ctx.human.color, out)
 );
 
 super::export::exporter!(
-    Human for crate::privacy::lint::LintReport,
+    HumanExporter for crate::privacy::lint::LintReport,
     "lint findings",
     None,
     |lint, _, out| {
@@ -444,7 +444,7 @@ super::export::exporter!(
 );
 
 super::export::exporter!(
-    Human for super::compare::RunComparison,
+    HumanExporter for super::compare::RunComparison,
     "comparison",
     None,
     |comparison, _, out| super::compare::render_text(comparison, out)

@@ -11,31 +11,31 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// The JSON report as a [`super::Exporter`].
-pub struct Json;
+pub struct JsonExporter;
 
 super::export::exporter!(
-    Json for super::Report,
+    JsonExporter for super::Report,
     "JSON report",
     Some("report.json"),
     |report, _, out| render(report, out)
 );
 
 super::export::exporter!(
-    Json for crate::diff::report::DiffReport,
+    JsonExporter for crate::diff::report::DiffReport,
     "JSON drift report",
     None,
     |report, _, out| pretty(report, out)
 );
 
 super::export::exporter!(
-    Json for crate::privacy::lint::LintReport,
+    JsonExporter for crate::privacy::lint::LintReport,
     "JSON lint findings",
     None,
     |lint, _, out| pretty(lint, out)
 );
 
 super::export::exporter!(
-    Json for super::compare::RunComparison,
+    JsonExporter for super::compare::RunComparison,
     "JSON comparison",
     None,
     |comparison, _, out| pretty(comparison, out)

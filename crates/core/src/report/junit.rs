@@ -319,10 +319,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// The JUnit report as a [`super::Exporter`].
-pub struct Junit;
+pub struct JunitExporter;
 
 super::export::exporter!(
-    Junit for super::Report,
+    JunitExporter for super::Report,
     "JUnit report",
     Some("junit.xml"),
     |report, _, out| render(report, out)

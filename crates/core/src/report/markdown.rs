@@ -242,10 +242,10 @@ fn row_line(r: &super::model::ResultRow) -> String {
 }
 
 /// The Markdown summary as a [`super::Exporter`].
-pub struct Markdown;
+pub struct MarkdownExporter;
 
 super::export::exporter!(
-    Markdown for super::Report,
+    MarkdownExporter for super::Report,
     "Markdown summary",
     Some("report.md"),
     |report, _, out| render(report, out)

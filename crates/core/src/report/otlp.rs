@@ -155,10 +155,10 @@ pub fn render(
 }
 
 /// The OpenTelemetry logs as a [`super::Exporter`].
-pub struct Otlp;
+pub struct OtlpExporter;
 
 super::export::exporter!(
-Otlp for super::Report, "OpenTelemetry logs", None, |report, ctx, out| {
+OtlpExporter for super::Report, "OpenTelemetry logs", None, |report, ctx, out| {
     let time = (ctx.time_unix_nano).unwrap_or_else(super::html::report_time_nanos);
     render(report, &otel_ids(report, ctx.limits), time, out)
 });

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{Collector, Heard, Refusal};
-use crate::ingest::{Format, IngestOutcome};
+use crate::ingest::{IngestOutcome, InputFormat};
 
 impl Collector {
     /// The answer refusing a request, told to whoever runs the receiver: `reason` is the same
@@ -46,13 +46,15 @@ fn unpacked<'b>(
     crate::ingest::collector::unpack("request.gz", body, limit as u64)
         .map(|b| Cow::Owned(b.into_owned()))
         .map_err(|e| {
-            let (status, reason) = if e.contains("unpacks to more than") {
-                (
+            let (status, reason) = match e {
+                crate::ingest::collector::UnpackError::TooLarge(_) => (
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "the body unpacks past the limit",
-                )
-            } else {
-                (StatusCode::BAD_REQUEST, "the body is not valid gzip")
+                ),
+                crate::ingest::collector::UnpackError::NotGzip(_)
+                | crate::ingest::collector::UnpackError::Unsupported => {
+                    (StatusCode::BAD_REQUEST, "the body is not valid gzip")
+                }
             };
             Box::new(c.refuse(status, reason, &format!("the body is {e}")))
         })
@@ -60,7 +62,7 @@ fn unpacked<'b>(
 
 /// The format a request's body is in (OTLP protobuf or JSON); or the answer to a content type
 /// the receiver does not read.
-fn format_of(c: &Collector, headers: &HeaderMap) -> Result<Format, Box<Response>> {
+fn format_of(c: &Collector, headers: &HeaderMap) -> Result<InputFormat, Box<Response>> {
     let kind = (headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok()))
@@ -85,9 +87,9 @@ fn format_of(c: &Collector, headers: &HeaderMap) -> Result<Format, Box<Response>
         }
     };
     Ok(if proto {
-        Format::OtlpProto
+        InputFormat::OtlpProto
     } else {
-        Format::OtlpJson
+        InputFormat::OtlpJson
     })
 }
 
@@ -107,7 +109,7 @@ async fn with_body(
     c: &Arc<Collector>,
     headers: &HeaderMap,
     body: Body,
-    then: impl FnOnce(&Collector, Format, &[u8]) -> Response + Send + 'static,
+    then: impl FnOnce(&Collector, InputFormat, &[u8]) -> Response + Send + 'static,
 ) -> Response {
     let format = match format_of(c, headers) {
         Ok(f) => f,
@@ -180,7 +182,7 @@ async fn with_body(
             Ok(b) => b,
             Err(r) => return *r,
         };
-        if bytes.iter().all(u8::is_ascii_whitespace) && format == Format::OtlpJson {
+        if bytes.iter().all(u8::is_ascii_whitespace) && format == InputFormat::OtlpJson {
             let message = "the body is empty: an OTLP/JSON export is an object (`resourceSpans`, `resourceLogs`)";
             return c.refuse(StatusCode::BAD_REQUEST, "the body is empty", message);
         }
@@ -233,8 +235,8 @@ pub(super) async fn traces(
     with_body(&c, &headers, body, traces_read).await
 }
 
-fn traces_read(c: &Collector, format: Format, bytes: &[u8]) -> Response {
-    let proto = format == Format::OtlpProto;
+fn traces_read(c: &Collector, format: InputFormat, bytes: &[u8]) -> Response {
+    let proto = format == InputFormat::OtlpProto;
     let mut outcome = IngestOutcome::default();
     let read = crate::ingest::spans::read(format, bytes, &mut outcome);
     if let Some(p) = outcome.problems.iter().find(|p| p.rejected) {
@@ -266,8 +268,8 @@ pub(super) async fn logs(
     with_body(&c, &headers, body, logs_read).await
 }
 
-fn logs_read(c: &Collector, format: Format, bytes: &[u8]) -> Response {
-    let proto = format == Format::OtlpProto;
+fn logs_read(c: &Collector, format: InputFormat, bytes: &[u8]) -> Response {
+    let proto = format == InputFormat::OtlpProto;
     let read = match proto {
         false => crate::ingest::spans::logs::read_json(bytes),
         true => crate::ingest::spans::logs::read_proto(bytes),

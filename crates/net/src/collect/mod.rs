@@ -21,7 +21,7 @@ mod http;
 
 use crate::ingest::spans::Span;
 use crate::ingest::spans::logs::LogRecord;
-use crate::ingest::{Format, IngestOptions, IngestOutcome};
+use crate::ingest::{IngestOptions, IngestOutcome, InputFormat};
 
 /// How the receiver keeps and writes runs.
 #[derive(Clone)]
@@ -127,7 +127,7 @@ pub struct Collected {
 }
 
 struct Open {
-    format: Format,
+    format: InputFormat,
     spans: Vec<Span>,
     /// Content the run's inferences sent as log records, merged into their spans when written.
     logs: Vec<LogRecord>,
@@ -258,7 +258,7 @@ impl Collector {
                     model: None,
                     source: "collect",
                 };
-                let how = super::place::Placement {
+                let how = super::place::Placing {
                     dir: &self.options.out,
                     raw_prompts: self.options.ingest.raw_opt_in,
                     signer: None,
@@ -283,7 +283,7 @@ impl Collector {
     /// `--settle`) are not kept: returns how many.
     fn keep(
         &self,
-        format: Format,
+        format: InputFormat,
         (mut spans, mut logs): (Vec<Span>, Vec<LogRecord>),
     ) -> Result<usize, Box<Response>> {
         let late = {
@@ -323,7 +323,7 @@ impl Collector {
 
     fn keep_open(
         &self,
-        format: Format,
+        format: InputFormat,
         (spans, logs): (Vec<Span>, Vec<LogRecord>),
         bytes: usize,
         full: &mut Vec<(String, Open)>,
@@ -379,7 +379,7 @@ impl Collector {
         fn run<'m>(
             runs: &'m mut HashMap<String, Open>,
             id: &str,
-            (format, now, share): (Format, Instant, usize),
+            (format, now, share): (InputFormat, Instant, usize),
         ) -> &'m mut Open {
             let run = runs.entry(id.to_owned()).or_insert_with(|| Open {
                 format,

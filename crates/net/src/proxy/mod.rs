@@ -102,9 +102,9 @@ pub struct SessionEnd {
     pub failed: bool,
 }
 
-type Key = (String, String, Option<String>);
+type SessionId = (String, String, Option<String>);
 
-struct Session {
+struct RecordSession {
     scenario: String,
     case: String,
     trial: Option<TrialId>,
@@ -120,7 +120,7 @@ struct Session {
     secrets: BTreeSet<String>,
 }
 
-impl Session {
+impl RecordSession {
     fn name(&self) -> String {
         let trial = (self.trial.as_ref()).map_or_else(String::new, |t| format!(" trial {t}"));
         format!("{}/{}{trial}", self.scenario, self.case)
@@ -141,7 +141,7 @@ impl Session {
 pub struct Recorder {
     options: Options,
     forwarder: Arc<Forwarder>,
-    sessions: Mutex<BTreeMap<Key, Session>>,
+    sessions: Mutex<BTreeMap<SessionId, RecordSession>>,
     /// Recording paths written (or being written) by this server: never written twice.
     claimed: Mutex<BTreeSet<String>>,
     ends: Mutex<Vec<SessionEnd>>,
@@ -195,7 +195,7 @@ impl Recorder {
         while Instant::now() < deadline && self.in_flight() > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let keys: Vec<Key> = self.lock().keys().cloned().collect();
+        let keys: Vec<SessionId> = self.lock().keys().cloned().collect();
         for k in keys {
             self.end(&k, "the recorder stopped");
         }
@@ -206,7 +206,7 @@ impl Recorder {
         let Some(idle) = self.options.idle else {
             return;
         };
-        let keys: Vec<Key> = (self.lock().iter())
+        let keys: Vec<SessionId> = (self.lock().iter())
             .filter(|(_, s)| s.in_flight == 0 && s.last.elapsed() >= idle)
             .map(|(k, _)| k.clone())
             .collect();
@@ -241,12 +241,12 @@ impl Recorder {
         self.lock().values().map(|s| s.in_flight).sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Key, Session>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<SessionId, RecordSession>> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Ends the session `key`: writes it (unless there is nothing to write), and reports how.
-    fn end(&self, key: &Key, why: &str) -> Option<SessionEnd> {
+    fn end(&self, key: &SessionId, why: &str) -> Option<SessionEnd> {
         let mut s = self.lock().remove(key)?;
         let flying = std::mem::take(&mut s.flying).into_values();
         let limits = self.options.limits;
@@ -264,7 +264,7 @@ impl Recorder {
         Some(end)
     }
 
-    fn write(&self, s: &Session) -> SessionEnd {
+    fn write(&self, s: &RecordSession) -> SessionEnd {
         let mut end = SessionEnd {
             session: s.name(),
             requests: s.recording.requests(),
@@ -290,7 +290,7 @@ impl Recorder {
             model: s.model.as_deref(),
             source: "record",
         };
-        let how = super::place::Placement {
+        let how = super::place::Placing {
             dir: &self.options.out,
             raw_prompts: self.options.raw_prompts,
             signer: self.options.signer.as_deref(),
@@ -315,7 +315,7 @@ impl Recorder {
     }
 
     /// The session a request names (opened if new), or the refusal to answer it with.
-    fn open(&self, named: Option<Named>, headers: &HeaderMap) -> Result<Key, Refusal> {
+    fn open(&self, named: Option<Named>, headers: &HeaderMap) -> Result<SessionId, Refusal> {
         let refuse = |m: &str, kind| Refusal::new(StatusCode::BAD_REQUEST, m, kind);
         let named = Named::of(named, headers).map_err(|e| refuse(&e, "session_not_named"))?;
         let Named {
@@ -344,7 +344,7 @@ impl Recorder {
         if sessions.contains_key(&key) {
             return Ok(key);
         }
-        let session = Session {
+        let session = RecordSession {
             scenario,
             case,
             trial,
@@ -411,7 +411,7 @@ impl Refusal {
 /// answer recorded into the session.
 async fn exchange(
     recorder: Arc<Recorder>,
-    key: Key,
+    key: SessionId,
     api: Api,
     (parts, rest, body): (axum::http::request::Parts, String, Bytes),
     reading: tokio::sync::OwnedSemaphorePermit,
@@ -495,7 +495,7 @@ async fn exchange(
 /// A recorder session, as where its exchanges are recorded.
 struct SessionSink {
     recorder: Arc<Recorder>,
-    key: Key,
+    key: SessionId,
     /// The request's number in its session.
     request: usize,
 }

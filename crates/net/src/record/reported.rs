@@ -100,7 +100,7 @@ impl Recording {
         };
         let text = format!(
             "{}\n{sent}{probe}\n",
-            json!({"kind": "header", "format": "tracereplay.trace", "version": 1, "scenario": "probe", "case": "probe"}),
+            json!({"kind": "header", "format": crate::trace::FORMAT_NAME, "version": crate::trace::FORMAT_VERSION, "scenario": "probe", "case": "probe"}),
         );
         let size = (probe.to_string().len() + 1) as u64;
         let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::naming::{self, Position, RunIds};
-use super::{Format, IngestOptions, IngestOutcome, RunBuilder};
+use super::{IngestOptions, IngestOutcome, InputFormat, RunBuilder};
 use crate::ingest::identity::Conversation;
 use crate::trace::{RunStatus, Str};
 
@@ -134,7 +134,13 @@ fn run(
     }
     let model = doc.pointer("/agent/model_name").and_then(Value::as_str);
     totals::check(doc, steps, outcome);
-    let mut b = RunBuilder::with_labels(Format::Atif, (scenario, case, None), model, labels, opts);
+    let mut b = RunBuilder::with_labels(
+        InputFormat::Atif,
+        (scenario, case, None),
+        model,
+        labels,
+        opts,
+    );
     let mut state = step::State {
         messages: Conversation::new(&opts.hasher),
         system_h: None,

@@ -476,9 +476,9 @@ mod tests {
 
     /// The one trace `ingest` makes of an OTLP/JSON input (whole and streamed alike).
     fn one_trace(bytes: &[u8], logs: &crate::ingest::collector::OtlpLogs) -> String {
-        use crate::ingest::{Format, IngestOptions, ingest_with_logs};
+        use crate::ingest::{IngestOptions, InputFormat, ingest_with_logs};
         let o = ingest_with_logs(
-            Format::OtlpJson,
+            InputFormat::OtlpJson,
             bytes,
             &IngestOptions::for_tests(None),
             logs,

@@ -29,7 +29,7 @@ use super::messages::{
 };
 use crate::ingest::identity;
 use crate::ingest::naming::{Position, RunIds, name};
-use crate::ingest::{Format, IngestOptions, IngestOutcome, RunBuilder, args_from};
+use crate::ingest::{IngestOptions, IngestOutcome, InputFormat, RunBuilder, args_from};
 use crate::trace::{EventBody, Inference, InferenceOutput, Json, PlannedCall, RunStatus, Str};
 
 /// What a span is to a run.
@@ -76,7 +76,7 @@ fn agent_name(s: &Span) -> String {
 
 /// Builds the run of one trace into `outcome`.
 pub(super) fn build_run(
-    format: Format,
+    format: InputFormat,
     trace_id: &str,
     spans: &[Span],
     final_output: Option<&Value>,

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::{Format, IngestOptions, IngestOutcome};
+use super::{IngestOptions, IngestOutcome, InputFormat};
 
 /// A span in the shared model: ids as lowercase hex, times in nanoseconds since the epoch,
 /// attributes flattened to plain JSON values.
@@ -255,13 +255,13 @@ pub struct ReadSpans {
 }
 
 /// Reads the spans of one input of a span format (OTLP/JSON, OTLP protobuf, SDK span JSON).
-pub fn read(format: Format, bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
+pub fn read(format: InputFormat, bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
     match format {
-        Format::OtlpJson => otlp::read(bytes, outcome),
+        InputFormat::OtlpJson => otlp::read(bytes, outcome),
         #[cfg(feature = "otlp-proto")]
-        Format::OtlpProto => proto::read(bytes, outcome),
+        InputFormat::OtlpProto => proto::read(bytes, outcome),
         #[cfg(not(feature = "otlp-proto"))]
-        Format::OtlpProto => {
+        InputFormat::OtlpProto => {
             outcome.reject(
                 "input",
                 "this library was built without the `otlp-proto` feature (part of the command-line build) that reads OTLP protobuf",
@@ -275,16 +275,16 @@ pub fn read(format: Format, bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSp
 /// Ingests an OTLP export (JSON or protobuf) as it is read, trace by trace ([`stream`]);
 /// `false`, with nothing done, for a format read whole first.
 pub(crate) fn ingest_streaming(
-    format: Format,
+    format: InputFormat,
     bytes: &[u8],
     opts: &IngestOptions,
     logs: &logs::LogIndex,
     outcome: &mut IngestOutcome,
 ) -> bool {
     match format {
-        Format::OtlpJson => otlp::ingest_streaming(bytes, opts, logs, outcome),
+        InputFormat::OtlpJson => otlp::ingest_streaming(bytes, opts, logs, outcome),
         #[cfg(feature = "otlp-proto")]
-        Format::OtlpProto => {
+        InputFormat::OtlpProto => {
             proto::ingest_streaming(bytes, opts, logs, outcome);
             true
         }
@@ -295,7 +295,7 @@ pub(crate) fn ingest_streaming(
 /// Groups `read` spans by trace and builds one run per trace, each span given the content its
 /// log records carry (`read`'s own, and `logs` from other inputs).
 pub(crate) fn ingest(
-    format: Format,
+    format: InputFormat,
     mut read: ReadSpans,
     opts: &IngestOptions,
     logs: &logs::LogIndex,
@@ -320,7 +320,7 @@ pub(crate) fn ingest(
 /// first span's start, then trace id. `final_output` is a dump's own run-level output: it
 /// belongs to its run only when the dump holds one.
 pub fn build_traces(
-    mut traces: Vec<(String, Format, Vec<Span>)>,
+    mut traces: Vec<(String, InputFormat, Vec<Span>)>,
     final_output: Option<&Value>,
     opts: &IngestOptions,
     outcome: &mut IngestOutcome,

@@ -225,7 +225,7 @@ pub(crate) fn ingest_streaming(
     let mut built = IngestOutcome::default();
     (first.logs).warn_unmatched(&|id| counts.contains_key(id), &mut built);
     first.logs.join(logs);
-    let (format, opts) = (crate::ingest::Format::OtlpJson, opts.clone());
+    let (format, opts) = (crate::ingest::InputFormat::OtlpJson, opts.clone());
     let mut stream = Stream::new(format, opts, counts, std::mem::take(&mut first.logs));
     for (at, text, broken) in &docs {
         match broken {
@@ -443,7 +443,7 @@ pub(crate) fn read(bytes: &[u8], outcome: &mut IngestOutcome) -> ReadSpans {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::ingest::{Format, IngestOptions};
+    use crate::ingest::{IngestOptions, InputFormat};
 
     /// What an outcome holds, comparably: each run's names and content hash, then the problems.
     fn seen(o: &IngestOutcome) -> (Vec<(String, String, String)>, Vec<String>) {
@@ -536,7 +536,7 @@ pub(crate) mod tests {
             let mut whole = IngestOutcome::default();
             let read = super::read(bytes, &mut whole);
             super::super::ingest(
-                Format::OtlpJson,
+                InputFormat::OtlpJson,
                 read,
                 &opts,
                 &Default::default(),

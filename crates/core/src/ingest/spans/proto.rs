@@ -194,7 +194,7 @@ pub(crate) fn ingest_streaming(
     if let Err(e) = counted {
         return not_an_export(&e, outcome);
     }
-    let format = crate::ingest::Format::OtlpProto;
+    let format = crate::ingest::InputFormat::OtlpProto;
     let mut stream = super::stream::Stream::new(format, opts.clone(), counts, logs.clone());
     let (mut built, mut n) = (IngestOutcome::default(), 0usize);
     let _ = for_each_span(bytes, &mut |s| {
@@ -211,7 +211,7 @@ pub(crate) fn ingest_streaming(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::{Format, IngestOptions, ingest};
+    use crate::ingest::{IngestOptions, InputFormat, ingest};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
     fn opts() -> IngestOptions {
@@ -220,7 +220,7 @@ mod tests {
 
     /// The runs of an input as text, with the importer's name taken out of the header (the
     /// one thing the two encodings of one export are meant to differ in).
-    fn runs(format: Format, bytes: &[u8]) -> (Vec<String>, Vec<crate::ingest::IngestProblem>) {
+    fn runs(format: InputFormat, bytes: &[u8]) -> (Vec<String>, Vec<crate::ingest::IngestProblem>) {
         let outcome = ingest(format, bytes, &opts());
         let runs = (outcome.runs.iter())
             .map(|r| {
@@ -297,8 +297,8 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{name}: the OTLP/JSON mapping refuses it: {e}"));
             let proto = request.encode_to_vec();
             let (from_json, from_proto) = (
-                runs(Format::OtlpJson, json),
-                runs(Format::OtlpProto, &proto),
+                runs(InputFormat::OtlpJson, json),
+                runs(InputFormat::OtlpProto, &proto),
             );
             // Runs, or (`http-only`) the refusal of a trace with no agent event.
             assert!(!from_json.0.is_empty() || !from_json.1.is_empty(), "{name}");
@@ -332,7 +332,7 @@ mod tests {
             "one span without a trace id is refused"
         );
         super::super::ingest(
-            Format::OtlpProto,
+            InputFormat::OtlpProto,
             read,
             &opts(),
             &Default::default(),
@@ -348,7 +348,11 @@ mod tests {
 
     #[test]
     fn what_is_no_protobuf_export_is_refused_whole() {
-        let outcome = ingest(Format::OtlpProto, b"\xff\xff\xff not protobuf", &opts());
+        let outcome = ingest(
+            InputFormat::OtlpProto,
+            b"\xff\xff\xff not protobuf",
+            &opts(),
+        );
         assert!(outcome.runs.is_empty());
         let [p] = &outcome.problems[..] else {
             panic!("{:?}", outcome.problems)

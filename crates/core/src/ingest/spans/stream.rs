@@ -7,13 +7,13 @@
 use std::collections::HashMap;
 
 use super::Span;
-use crate::ingest::{Format, IngestOptions, IngestOutcome, IngestedRun};
+use crate::ingest::{IngestOptions, IngestOutcome, IngestedRun, InputFormat};
 
 /// An export ingested as it is read: each trace is built as soon as its last span is read (the
 /// first pass counted them), so memory holds the open traces' spans, never every span of the
 /// export — as the receiver holds only the runs still open.
 pub(crate) struct Stream {
-    format: Format,
+    format: InputFormat,
     opts: IngestOptions,
     /// Spans still to come, by trace id.
     remaining: HashMap<String, usize>,
@@ -29,7 +29,7 @@ impl Stream {
     /// A stream of `format` spans, `remaining` of each trace still to come, given what `logs`
     /// carry for them as each trace is built.
     pub(crate) fn new(
-        format: Format,
+        format: InputFormat,
         opts: IngestOptions,
         remaining: HashMap<String, usize>,
         logs: super::logs::LogIndex,

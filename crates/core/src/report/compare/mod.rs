@@ -148,16 +148,16 @@ const NO_TRACE: &str = "(no trace)";
 
 /// A case's key: scenario ids and cases are matched without regard to letter case, as `check`
 /// matches them, so a case renamed by letter case is the same case (and its verdict compared).
-type Key = (String, String);
+type CaseId = (String, String);
 
-fn key_of(scenario: &str, case: &str) -> Key {
+fn key_of(scenario: &str, case: &str) -> CaseId {
     (scenario.to_lowercase(), case.to_lowercase())
 }
 
 /// Each case of a report, keyed by (scenario, case) ([`key_of`]), with the names it is shown by
 /// (the first row's).
-fn sides(report: &Report) -> BTreeMap<Key, ((String, String), Side)> {
-    let mut out: BTreeMap<Key, ((String, String), Side)> = BTreeMap::new();
+fn sides(report: &Report) -> BTreeMap<CaseId, ((String, String), Side)> {
+    let mut out: BTreeMap<CaseId, ((String, String), Side)> = BTreeMap::new();
     for r in report.results.iter() {
         let names = (r.scenario.clone().unwrap_or_default(), case_key(&r));
         let key = key_of(&names.0, &names.1);

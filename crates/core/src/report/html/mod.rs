@@ -410,10 +410,10 @@ pub fn render(report: &Report, ctx: &HtmlContext, out: &mut dyn Write) -> std::i
 }
 
 /// The HTML report as a [`super::Exporter`].
-pub struct Html;
+pub struct HtmlExporter;
 
 crate::report::export::exporter!(
-    Html for super::Report,
+    HtmlExporter for super::Report,
     "HTML report",
     Some("report.html"),
     |report, ctx, out| match ctx.html {
@@ -423,7 +423,7 @@ crate::report::export::exporter!(
 );
 
 crate::report::export::exporter!(
-    Html for super::compare::RunComparison,
+    HtmlExporter for super::compare::RunComparison,
     "HTML comparison",
     None,
     |comparison, ctx, out| super::compare::html::render(
