@@ -210,12 +210,16 @@ fn lint_trace(
             event_lines: 0,
         }
     });
-    match parse_trace_with(&file, &seal, limits, allow_raw_prompts) {
-        Err(TraceError::Privacy { line, detail, .. }) => {
-            found.push(finding(Some(line), "raw-prompt", detail));
+    match parse_trace_with(&file, &seal, limits, allow_raw_prompts).map_err(|e| (e.advice(), e)) {
+        Err((advice, TraceError::Privacy { line, detail, .. })) => {
+            found.push(finding(
+                Some(line),
+                "raw-prompt",
+                format!("{detail}{advice}"),
+            ));
         }
         // Parsing stops at the first problem, so the lines after it were never looked at.
-        Err(e) => {
+        Err((_, e)) => {
             let message = format!(
                 "cannot be read whole, so the rest of it cannot be shown to be free of raw prompts: {}",
                 error_chain(&e)

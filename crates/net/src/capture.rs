@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::canonical::Api;
 use super::script::Step;
@@ -30,7 +30,7 @@ pub struct Captured {
     /// The user turns of the conversation, in order, the first [`MAX_USER_TURNS`] of them:
     /// (prompt object, raw text under the developer opt-in). The recording writes the ones it
     /// has not seen as `user_message`s.
-    pub users: Vec<(Value, Option<String>)>,
+    pub users: Vec<(crate::trace::PromptRef<'static>, Option<String>)>,
     /// How many user turns the conversation has (`users` holds the first of them).
     pub users_total: usize,
     /// `system_h`: the hash of the conversation's system text (and the text, under the opt-in).
@@ -63,10 +63,7 @@ pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> C
         .collect();
     let raw_input = raw.then(|| crate::ingest::identity::conversation_text(&messages));
     let tools = super::canonical::tool_definitions(request);
-    let prompt = |text: String| {
-        let p = hasher.prompt(&text);
-        (json!({"h": p.h, "len": p.len}), raw.then_some(text))
-    };
+    let prompt = |text: String| (hasher.prompt(&text), raw.then_some(text));
     let turns = (messages.iter())
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .filter(|m| m.get("content").is_some_and(|c| !c.is_null()));
@@ -78,7 +75,7 @@ pub fn capture(api: Api, request: &Value, hasher: &PromptHasher, raw: bool) -> C
         .collect();
     let system = crate::ingest::identity::system_text(&messages).map(|t| {
         let (p, raw) = prompt(t);
-        (p["h"].as_str().unwrap_or_default().to_owned(), raw)
+        (p.h.to_string(), raw)
     });
     Captured {
         users,

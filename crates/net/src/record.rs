@@ -5,15 +5,17 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::capture::Captured;
 
 mod ending;
 mod reported;
 use super::script::Step;
-use crate::trace::PromptHasher;
-use crate::trace::{Limits, TraceFile};
+use crate::trace::{
+    Args, Event, EventBody, Header, Inference, InferenceOutput, Json, Limits, PlannedCall,
+    PromptHasher, RunStatus, Str, TraceFile,
+};
 
 /// Event kinds the server records itself; the runtime may report every other known kind.
 pub const SERVER_RECORDED: &[&str] = &["inference", "tool_call", "tool_result"];
@@ -47,7 +49,9 @@ impl Refused {
 /// The run being recorded, bounded by the trace size limit (what `verify` would accept).
 #[derive(Debug, Default)]
 pub struct Recording {
-    events: Vec<Value>,
+    /// The events in order, typed as the trace writer writes them (their `seq` is given when
+    /// the recording is sealed).
+    events: Vec<Event<'static>>,
     /// Bytes the recording holds (its event lines and raw-prompt sidecar), and its limit
     /// (0: not set yet, taken from the first check).
     bytes: u64,
@@ -58,7 +62,7 @@ pub struct Recording {
     /// Divergences not recorded once the recording was full.
     dropped: usize,
     /// Calls the served inferences planned: id → (tool, arguments).
-    planned: HashMap<String, (String, Value)>,
+    planned: HashMap<String, (String, Args<'static>)>,
     /// Results already recorded, by call id.
     handed_back: BTreeSet<String>,
     /// Whether the runtime reported its own `run_end`.
@@ -90,14 +94,15 @@ impl Recording {
     }
 
     /// Keeps an event whose line is `len` bytes (its `seq` counted in a small margin).
-    fn push_sized(&mut self, e: Value, len: u64) {
+    fn push_sized(&mut self, e: Event<'static>, len: u64) {
         self.bytes = self.bytes.saturating_add(len + 16);
         self.events.push(e);
     }
 
     /// Keeps a small event the server built.
-    fn push(&mut self, e: Value) {
-        let len = e.to_string().len() as u64;
+    fn push(&mut self, ts_ms: Option<i64>, body: EventBody<'static>) {
+        let e = Event::new(0, ts_ms, body);
+        let len = line_len(&e);
         self.push_sized(e, len);
     }
 
@@ -113,7 +118,7 @@ impl Recording {
     pub fn results(&mut self, captured: &Captured, limits: Limits) -> Result<(), Refused> {
         // The events first, each serialised once: sized, checked against the limit together,
         // then kept (or none of them).
-        let mut fresh: Vec<(Value, u64)> = Vec::new();
+        let mut fresh: Vec<(Event<'static>, u64)> = Vec::new();
         let mut seen = BTreeSet::new();
         let mut order = Vec::new();
         for (id, content, ok) in &captured.results {
@@ -121,16 +126,23 @@ impl Recording {
                 continue;
             }
             order.push(id.clone());
-            let (tool, args) = self
-                .planned
-                .get(id)
-                .cloned()
-                .unwrap_or_else(|| ("unknown".to_owned(), json!({})));
-            for e in [
-                json!({"kind": "tool_call", "call_id": id, "tool": tool, "args": args}),
-                json!({"kind": "tool_result", "call_id": id, "ok": ok, "output": content}),
-            ] {
-                let len = e.to_string().len() as u64;
+            let (tool, args) = (self.planned.get(id).cloned())
+                .unwrap_or_else(|| ("unknown".to_owned(), crate::ingest::args_from(None).0));
+            let call = EventBody::ToolCall {
+                call_id: Str::from(id.as_str()),
+                tool: Str::from(tool),
+                args,
+            };
+            let result = EventBody::ToolResult {
+                call_id: Str::from(id.as_str()),
+                ok: *ok,
+                output: (!content.is_null()).then(|| Json::from_value(content)),
+                output_h: None,
+                error: None,
+            };
+            for body in [call, result] {
+                let e = Event::new(0, None, body);
+                let len = line_len(&e);
                 fresh.push((e, len));
             }
         }
@@ -159,14 +171,14 @@ impl Recording {
     /// Keeps an inference: its `request_h` left out when the line would pass half the line
     /// limit (so the trace reader always takes it); counted as dropped when the recording is
     /// full.
-    fn push_inference(&mut self, mut e: Value, limits: Limits) {
+    fn push_inference(&mut self, mut e: Event<'static>, limits: Limits) {
         let line_budget = limits.max_line_bytes / 2;
-        let mut len = e.to_string().len() as u64;
+        let mut len = line_len(&e);
         if len > line_budget {
-            if let Some(o) = e.as_object_mut() {
-                o.remove("request_h");
+            if let EventBody::Inference(i) = &mut e.body {
+                i.request_h = None;
             }
-            len = e.to_string().len() as u64;
+            len = line_len(&e);
         }
         match self.room(len, limits) {
             Ok(()) => self.push_sized(e, len),
@@ -178,15 +190,12 @@ impl Recording {
     /// (hashed; raw text to the sidecar only under the opt-in), before its inference.
     fn asked(&mut self, captured: &Captured, ts_ms: Option<i64>) {
         for (prompt, raw) in captured.users.iter().skip(self.users_seen) {
-            let mut e = json!({"kind": "user_message", "prompt": prompt});
-            if let Some(ts) = ts_ms {
-                e["ts_ms"] = json!(ts);
-            }
-            if let (Some(text), Some(h)) = (raw, prompt["h"].as_str()) {
+            if let Some(text) = raw {
                 self.bytes = self.bytes.saturating_add(text.len() as u64);
-                self.raw.push((h.to_owned(), text.clone()));
+                self.raw.push((prompt.h.to_string(), text.clone()));
             }
-            self.push(e);
+            let prompt = prompt.clone();
+            self.push(ts_ms, EventBody::UserMessage { prompt, id: None });
         }
         if captured.users_total > captured.users.len() && self.users_seen < captured.users_total {
             let text = format!(
@@ -194,7 +203,7 @@ impl Recording {
                 captured.users_total,
                 captured.users.len()
             );
-            self.push(json!({"kind": "note", "text": text}));
+            self.push(None, EventBody::Note { text: text.into() });
         }
         self.users_seen = self.users_seen.max(captured.users_total);
     }
@@ -207,66 +216,55 @@ impl Recording {
         step: &Step,
         captured: &Captured,
         timing: Timing,
-    ) -> Value {
+    ) -> Event<'static> {
         self.asked(captured, timing.ts_ms);
-        let mut output = serde_json::Map::new();
-        if let Some(t) = &step.text {
-            output.insert("text".into(), json!(t));
-        }
-        if !step.tool_calls.is_empty() {
-            let calls: Vec<Value> = (step.tool_calls.iter())
-                .map(|c| {
-                    let args = serde_json::from_str::<Value>(&c.arguments)
-                        .unwrap_or_else(|_| json!(c.arguments));
-                    self.planned
-                        .insert(c.id.clone(), (c.name.clone(), args.clone()));
-                    json!({"call_id": c.id, "tool": c.name, "args": args})
-                })
-                .collect();
-            output.insert("tool_calls".into(), json!(calls));
-        }
-        let mut e = json!({"kind": "inference", "output": output});
-        if let Some(ts) = timing.ts_ms {
-            e["ts_ms"] = json!(ts);
-        }
-        if let Some(m) = step.model.as_deref().or(model) {
-            e["model"] = json!(m);
-        }
+        let strs = |v: &[String]| v.iter().map(|s| Str::from(s.as_str())).collect::<Vec<_>>();
+        let calls: Vec<PlannedCall<'static>> = (step.tool_calls.iter())
+            .map(|c| {
+                // As every importer reads arguments: the doors record one call one way.
+                let args = crate::ingest::args_from(Some(&Value::String(c.arguments.clone()))).0;
+                (self.planned).insert(c.id.clone(), (c.name.clone(), args.clone()));
+                PlannedCall {
+                    call_id: Str::from(c.id.as_str()),
+                    tool: Str::from(c.name.as_str()),
+                    args,
+                }
+            })
+            .collect();
+        let mut raw = |h: &String, text: Option<&String>| {
+            // The same text (a system text sent with every request) is kept once.
+            if let Some(text) = text.filter(|_| !self.raw.iter().any(|(k, _)| k == h)) {
+                self.bytes = self.bytes.saturating_add(text.len() as u64);
+                self.raw.push((h.clone(), text.clone()));
+            }
+        };
         if let Some(h) = &captured.input_h {
-            e["input_h"] = json!(h);
-            if let Some(text) = &captured.raw_input {
-                self.bytes = self.bytes.saturating_add(text.len() as u64);
-                self.raw.push((h.clone(), text.clone()));
-            }
+            raw(h, captured.raw_input.as_ref());
         }
-        if let Some((h, raw)) = &captured.system {
-            e["system_h"] = json!(h);
-            // The same system text, sent with every request, is kept once.
-            let kept = self.raw.iter().any(|(k, _)| k == h);
-            if let Some(text) = raw.as_ref().filter(|_| !kept) {
-                self.bytes = self.bytes.saturating_add(text.len() as u64);
-                self.raw.push((h.clone(), text.clone()));
-            }
+        if let Some((h, text)) = &captured.system {
+            raw(h, text.as_ref());
         }
-        if let Some(t) = &captured.tools {
-            e["tools_offered"] = json!(t);
-        }
-        if !self.fresh.is_empty() {
-            e["consumes"] = json!(std::mem::take(&mut self.fresh));
-        }
-        if let Some(u) = step.usage {
-            e["usage"] = json!(u);
-        }
-        if let Some(f) = step.finish {
-            e["finish"] = json!(f.as_str());
-        }
-        if let Some(l) = timing.latency_ms {
-            e["latency_ms"] = json!(l);
-        }
-        if !captured.parts.is_empty() {
-            e["request_h"] = json!(captured.parts);
-        }
-        e
+        let inference = Inference {
+            model: (step.model.as_deref().or(model)).map(Str::from),
+            input_h: captured.input_h.as_deref().map(Str::from),
+            system_h: (captured.system.as_ref()).map(|(h, _)| Str::from(h.as_str())),
+            tools_offered: captured.tools.as_deref().map(strs),
+            consumes: (!self.fresh.is_empty()).then(|| strs(&std::mem::take(&mut self.fresh))),
+            output: Some(InferenceOutput {
+                text: step.text.as_deref().map(Str::from),
+                tool_calls: (!calls.is_empty()).then_some(calls),
+            }),
+            usage: step.usage,
+            finish: step.finish,
+            latency_ms: timing.latency_ms,
+            request_h: (!captured.parts.is_empty()).then(|| {
+                (captured.parts.iter())
+                    .map(|(k, v)| (Str::from(k.as_str()), Str::from(v.as_str())))
+                    .collect()
+            }),
+            ..Inference::default()
+        };
+        Event::new(0, timing.ts_ms, EventBody::Inference(Box::new(inference)))
     }
 
     /// Records a request that failed — the upstream's error, an answer cut short, one that
@@ -292,18 +290,12 @@ impl Recording {
         step.tool_calls
             .retain(|c| serde_json::from_str::<Value>(&c.arguments).is_ok());
         let mut e = self.request_event(model, &step, captured, timing);
-        if truncated {
-            e["truncated"] = json!(true);
+        if let EventBody::Inference(i) = &mut e.body {
+            i.truncated = truncated;
         }
         self.push_inference(e, limits);
-        let mut err = json!({"kind": "error", "message": message, "code": code});
-        if let Some(ts) = timing.ts_ms {
-            err["ts_ms"] = json!(ts);
-        }
-        if let Some(h) = &captured.input_h {
-            err["input_h"] = json!(h);
-        }
-        self.push(err);
+        let input_h = captured.input_h.as_deref().map(Str::from);
+        self.push(timing.ts_ms, error_body(message, code, input_h));
         true
     }
 
@@ -339,11 +331,7 @@ impl Recording {
             self.dropped += 1;
             return false;
         }
-        let mut e = json!({"kind": "error", "message": message, "code": code});
-        if let Some(ts) = ts_ms {
-            e["ts_ms"] = json!(ts);
-        }
-        self.push(e);
+        self.push(ts_ms, error_body(message, code, None));
         true
     }
 
@@ -353,14 +341,14 @@ impl Recording {
             self.dropped += 1;
             return;
         }
-        self.push(json!({"kind": "note", "text": text}));
+        self.push(None, EventBody::Note { text: text.into() });
     }
 
     /// Whether any model request was recorded (answered, failed or cut).
     pub fn requested(&self) -> bool {
-        self.events.iter().any(|e| {
-            matches!(e["kind"].as_str(), Some("inference"))
-                || matches!(e["code"].as_str(), Some(c) if c.starts_with("upstream") || c == "stream-truncated")
+        (self.events.iter()).any(|e| {
+            matches!(e.body, EventBody::Inference(_))
+                || error_code(e).is_some_and(|c| failed_request(&c))
         })
     }
 
@@ -374,17 +362,16 @@ impl Recording {
     /// `request-count` counts and usage sums).
     pub fn requests(&self) -> usize {
         (self.events.iter())
-            .filter(|e| e["kind"] == "inference")
+            .filter(|e| matches!(e.body, EventBody::Inference(_)))
             .count()
     }
 
     /// How the run ended, in a few words: the status of its `run_end` (`failed` when the
     /// runtime reported none), with the codes of its failed requests (`failed: upstream-error`).
     pub fn ended_as(&self) -> String {
-        let mut codes: Vec<&str> = (self.events.iter())
-            .filter(|e| e["kind"] == "error")
-            .filter_map(|e| e["code"].as_str())
-            .filter(|c| c.starts_with("upstream") || *c == "stream-truncated")
+        let mut codes: Vec<String> = (self.events.iter())
+            .filter_map(error_code)
+            .filter(|c| failed_request(c))
             .collect();
         codes.dedup();
         match (self.end_status(), codes.is_empty()) {
@@ -399,13 +386,14 @@ impl Recording {
 
     /// The status of the `run_end` the runtime reported, or `completed` when the evidence shows
     /// the run ended though the runtime reported no end (see `ending`).
-    pub fn end_status(&self) -> Option<&str> {
-        let reported = (self.events.iter().rev())
-            .find(|e| e["kind"] == "run_end")
-            .and_then(|e| e["status"].as_str());
+    pub fn end_status(&self) -> Option<&'static str> {
+        let reported = (self.events.iter().rev()).find_map(|e| match e.body {
+            EventBody::RunEnd { status, .. } => Some(status),
+            _ => None,
+        });
         match reported {
-            Some(s) => Some(s),
-            None if self.inferred_end().is_some() => Some("completed"),
+            Some(s) => Some(s.as_str()),
+            None if self.inferred_end().is_some() => Some(RunStatus::Completed.as_str()),
             None => None,
         }
     }
@@ -424,7 +412,7 @@ impl Recording {
             self.dropped += 1;
             return;
         }
-        self.push(json!({"kind": "error", "message": message, "code": "replay-divergence"}));
+        self.push(None, error_body(message, "replay-divergence", None));
     }
 
     /// Whether the runtime reported the run's end.
@@ -440,7 +428,8 @@ impl Recording {
         }
         let mut out = Vec::new();
         for (h, text) in &self.raw {
-            out.extend_from_slice(json!({"h": h, "text": text}).to_string().as_bytes());
+            let line = serde_json::json!({"h": h, "text": text});
+            serde_json::to_writer(&mut out, &line).expect("serialising into memory cannot fail");
             out.push(b'\n');
         }
         Some(out)
@@ -449,73 +438,67 @@ impl Recording {
     /// The recorded run as a sealed trace, every credential in `secrets` redacted from it: header, events numbered in order, and the
     /// `run_end` the runtime reported — or, when it reported none, the end its evidence shows
     /// (`ending`: `completed` after a final text answer, with a `note` saying so) or else
-    /// `failed` (a run whose end nothing shows is never taken for a completed one). Every event is read back by the
-    /// trace reader and written by the one trace writer ([`crate::trace::TraceWriter`]), in the
-    /// format's key order, with the raw-prompt sidecar when the developer opted in.
+    /// `failed` (a run whose end nothing shows is never taken for a completed one). The typed
+    /// events are written once, by the one trace writer ([`crate::trace::TraceWriter`]), in the
+    /// format's key order, with the raw-prompt sidecar when the developer opted in; what it
+    /// wrote is read back with the trace reader's limits, so a recording is never sealed that
+    /// `check` would refuse.
     pub fn seal(
         &self,
         run: &RunHeader<'_>,
         (hasher, secrets): (&PromptHasher, &std::collections::BTreeSet<String>),
         limits: Limits,
     ) -> Result<crate::trace::SealedTrace, String> {
-        let mut header = json!({
-            "kind": "header", "format": crate::trace::FORMAT_NAME, "version": crate::trace::FORMAT_VERSION,
-            "scenario": run.scenario, "case": run.case, "source": run.source,
-        });
-        if let Some(t) = run.trial {
-            header["trial"] = json!(t);
-        }
-        if let Some(m) = run.model {
-            header["model"] = json!(m);
-        }
-        let mut text = header.to_string();
-        text.push('\n');
+        let mut header = Header::new(run.scenario, run.case);
+        header.trial = run.trial.cloned();
+        header.model = run.model.map(Str::from);
+        header.source = Some(Str::from(run.source));
         let mut events = self.events.clone();
-        // What the session knows to be a credential is written nowhere: not in an answer that
-        // echoes it, nor in a tool result the agent hands back, in any spelling.
-        for e in &mut events {
-            super::redact::redact_value(e, secrets);
-        }
         if self.dropped > 0 {
-            events.push(json!({
-                "kind": "error", "code": "replay-divergence",
-                "message": format!("{} more error(s) and divergence(s), not recorded: the recording was full", self.dropped),
-            }));
+            let message = format!(
+                "{} more error(s) and divergence(s), not recorded: the recording was full",
+                self.dropped
+            );
+            events.push(Event::new(
+                0,
+                None,
+                error_body(&message, "replay-divergence", None),
+            ));
         }
         if self.cut_short {
             // Reported completed while a request had not answered: failed, closed.
-            for e in events.iter_mut().filter(|e| e["kind"] == "run_end") {
-                if e["status"] == "completed" {
-                    e["status"] = json!("failed");
-                    e["error"] = json!(
-                        "the runtime reported the run completed while a model request was still in flight: its answer is not recorded"
-                    );
+            for e in &mut events {
+                if let EventBody::RunEnd { status, error } = &mut e.body
+                    && *status == RunStatus::Completed
+                {
+                    *status = RunStatus::Failed;
+                    *error = Some(Str::from(
+                        "the runtime reported the run completed while a model request was still in flight: its answer is not recorded",
+                    ));
                 }
             }
         }
         match (self.ended, self.inferred_end()) {
             (true, _) => {}
             (false, Some(end)) => events.extend(end.events(run.source, self.final_answer)),
-            (false, None) => events.push(json!({
-                "kind": "run_end", "status": "failed",
-                "error": format!("the runtime reported no run end to the {} server, and its last model answer was no final text answer", run.source),
-            })),
+            (false, None) => events.push(Event::new(
+                0,
+                None,
+                EventBody::RunEnd {
+                    status: RunStatus::Failed,
+                    error: Some(Str::from(format!(
+                        "the runtime reported no run end to the {} server, and its last model answer was no final text answer",
+                        run.source
+                    ))),
+                },
+            )),
         }
-        for (i, mut e) in events.into_iter().enumerate() {
-            e["seq"] = json!(i + 1);
-            text.push_str(&e.to_string());
-            text.push('\n');
-        }
-        let file = TraceFile::from_bytes("recorded run", text.into_bytes(), false);
-        let seal = file.verify_seal(false).map_err(|e| e.to_string())?;
-        let parsed = crate::trace::parse_trace(&file, &seal, limits).map_err(|e| e.to_string())?;
-        let mut writer = crate::trace::TraceWriter::with_prompts(
-            parsed.trace.header.clone(),
-            hasher.clone(),
-            false,
-        );
-        for e in &parsed.trace.events {
-            writer.push_event(e);
+        let mut writer = crate::trace::TraceWriter::with_prompts(header, hasher.clone(), false);
+        for mut e in events {
+            // What the session knows to be a credential is written nowhere: not in an answer
+            // that echoes it, nor in a tool result the agent hands back, in any spelling.
+            super::redact::redact_event(&mut e, secrets);
+            writer.push_event(&e);
         }
         let mut sealed = writer.finish().map_err(|e| e.to_string())?;
         sealed.sidecar = self
@@ -528,8 +511,38 @@ impl Recording {
                 limits.max_trace_bytes
             ));
         }
+        let file = TraceFile::from_bytes("recorded run", sealed.bytes.clone(), false);
+        let seal = file.verify_seal(false).map_err(|e| e.to_string())?;
+        crate::trace::parse_trace(&file, &seal, limits).map_err(|e| e.to_string())?;
         Ok(sealed)
     }
+}
+
+/// The length of an event's line as the writer writes it (its `seq` aside).
+fn line_len(e: &Event<'_>) -> u64 {
+    serde_json::to_vec(e).map_or(0, |v| v.len() as u64)
+}
+
+/// An `error` event's body.
+fn error_body(message: &str, code: &str, input_h: Option<Str<'static>>) -> EventBody<'static> {
+    EventBody::Error {
+        message: Str::from(message),
+        code: Some(Json::from_value(code)),
+        input_h,
+    }
+}
+
+/// The code of an `error` event, when it is a string.
+fn error_code(e: &Event<'_>) -> Option<String> {
+    match &e.body {
+        EventBody::Error { code: Some(c), .. } => serde_json::from_str(c.raw()).ok(),
+        _ => None,
+    }
+}
+
+/// Whether an error's code says a model request failed (the upstream's error, a cut stream).
+fn failed_request(code: &str) -> bool {
+    code.starts_with("upstream") || code == "stream-truncated"
 }
 
 /// The header of a recorded run.
@@ -556,3 +569,6 @@ pub struct Timing {
     /// From the request's arrival to its answer's last byte.
     pub latency_ms: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests;

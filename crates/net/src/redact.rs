@@ -139,3 +139,31 @@ pub(crate) fn redact_value(v: &mut Value, secrets: &BTreeSet<String>) {
         _ => {}
     }
 }
+
+/// Every text of a trace event (its strings, and each JSON value's strings and keys) redacted
+/// as [`redact`] redacts text; a value none of whose texts holds a credential is left as
+/// written.
+pub(crate) fn redact_event(e: &mut crate::trace::Event<'static>, secrets: &BTreeSet<String>) {
+    use crate::trace::{Json, Str, TextMut};
+    if secrets.is_empty() {
+        return;
+    }
+    e.texts_mut(&mut |text| match text {
+        TextMut::Str(s) => {
+            let r = redact(s, secrets);
+            if r != s.as_str() {
+                *s = Str::from(r);
+            }
+        }
+        TextMut::Json(j) => {
+            let Ok(mut v) = serde_json::from_str::<Value>(j.raw()) else {
+                return;
+            };
+            let before = v.clone();
+            redact_value(&mut v, secrets);
+            if v != before {
+                *j = Json::from_value(&v);
+            }
+        }
+    });
+}

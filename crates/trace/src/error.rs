@@ -67,7 +67,7 @@ pub enum TraceError {
         detail: String,
     },
     /// Raw prompt text inside the trace.
-    #[error("`{path}`, line {line}: privacy violation: {detail}")]
+    #[error("`{path}`, line {line}: privacy violation: {detail}{}", self.advice())]
     Privacy {
         /// The trace file.
         path: Utf8PathBuf,
@@ -75,6 +75,9 @@ pub enum TraceError {
         line: usize,
         /// What is wrong (never the text itself).
         detail: String,
+        /// Whether the developer opt-in (`--allow-raw-prompts`) admits it: text in a field the
+        /// format does not define on the prompt side, rather than a prompt written raw.
+        waivable: bool,
     },
 }
 
@@ -99,6 +102,17 @@ impl TraceError {
             TraceError::UnsupportedVersion { .. } => K::UnsupportedVersion,
             TraceError::Malformed { .. } => K::Malformed,
             TraceError::Privacy { .. } => K::Privacy,
+        }
+    }
+
+    /// What the reader of the error can do about it, as a clause to append (empty when the
+    /// message says it already): for text the developer opt-in admits, the opt-in.
+    pub fn advice(&self) -> &'static str {
+        match self {
+            TraceError::Privacy { waivable: true, .. } => {
+                " (pass `--allow-raw-prompts` on a developer machine to admit it)"
+            }
+            _ => "",
         }
     }
 

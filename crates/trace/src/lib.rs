@@ -13,6 +13,7 @@ pub mod hash;
 pub mod json;
 mod model;
 mod order;
+mod owned;
 mod pack;
 mod parse;
 mod parse_body;
@@ -37,6 +38,7 @@ pub use model::{
     ToolCallRef, Trace, Usage, normalize_kind, squash,
 };
 pub use order::{BrokenOrder, OrderError};
+pub use owned::TextMut;
 pub use pack::{Packed, pack};
 pub use parse::{ParsedTrace, parse_trace, parse_trace_with, probe_header, probe_run};
 pub use parse_body::request_part_segment;

@@ -107,6 +107,17 @@ impl Parser<'_> {
             path: self.path.to_owned(),
             line,
             detail: detail.into(),
+            waivable: false,
+        }
+    }
+
+    /// A violation the prompt-side rule found.
+    fn violation(&self, line: usize, v: prompt_side::Violation) -> TraceError {
+        TraceError::Privacy {
+            path: self.path.to_owned(),
+            line,
+            detail: v.detail,
+            waivable: v.waivable,
         }
     }
 
@@ -114,7 +125,7 @@ impl Parser<'_> {
     /// the format does not define (or that failed to read).
     fn prompt_side(&self, n: usize, kind: &str, line: &str) -> Result<(), TraceError> {
         match prompt_side::check_value(kind, line) {
-            Some(v) if !(v.waivable && self.raw_prompt_opt_in) => Err(self.privacy(n, v.detail)),
+            Some(v) if !(v.waivable && self.raw_prompt_opt_in) => Err(self.violation(n, v)),
             _ => Ok(()),
         }
     }
@@ -456,7 +467,7 @@ impl Parser<'_> {
             if let Some(field) = foreign_text(kind, &raw) {
                 let v = prompt_side::violation(kind, field, true);
                 if !self.raw_prompt_opt_in {
-                    return Err(self.privacy(n, v.detail));
+                    return Err(self.violation(n, v));
                 }
             }
         }

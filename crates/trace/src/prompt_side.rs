@@ -137,7 +137,7 @@ fn short_key(k: &str) -> String {
 pub(crate) fn violation(kind: &str, at: &str, waivable: bool) -> Violation {
     let detail = if waivable {
         format!(
-            "`{kind}` carries text under `{at}`, a field the trace format does not define on the prompt side; what is sent to the model is recorded only as hashes (pass `--allow-raw-prompts` on a developer machine to admit it)"
+            "`{kind}` carries text under `{at}`, a field the trace format does not define on the prompt side; what is sent to the model is recorded only as hashes"
         )
     } else {
         format!(

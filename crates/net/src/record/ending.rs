@@ -8,7 +8,7 @@
 //! reported end is written `failed`, as before: a run is never called completed that the
 //! evidence does not show ended.
 
-use serde_json::{Value, json};
+use crate::trace::{Event, EventBody, Finish, RunStatus, Str};
 
 /// The end the evidence shows, when the runtime reported none: the request number (1-based,
 /// among the run's inferences) of the final answer, and its text.
@@ -20,36 +20,37 @@ pub(super) struct Inferred {
 impl Inferred {
     /// The end `events` show, if they show one (see the module's rule); `None` when a request
     /// was cut short by the session's end.
-    pub(super) fn from(events: &[Value], cut_short: bool) -> Option<Inferred> {
+    pub(super) fn from(events: &[Event<'_>], cut_short: bool) -> Option<Inferred> {
         if cut_short {
             return None;
         }
-        let kind = |e: &Value| e["kind"].as_str().unwrap_or("").to_owned();
         // The last event that says what the agent or the model did; runtime notes, messages
         // and artifacts after the final answer do not change how it ended.
         let last = (events.iter().rev()).find(|e| {
             matches!(
-                kind(e).as_str(),
-                "inference"
-                    | "error"
-                    | "tool_call"
-                    | "tool_result"
-                    | "approval_request"
-                    | "user_message"
+                e.body,
+                EventBody::Inference(_)
+                    | EventBody::Error { .. }
+                    | EventBody::ToolCall { .. }
+                    | EventBody::ToolResult { .. }
+                    | EventBody::ApprovalRequest { .. }
+                    | EventBody::UserMessage { .. }
             )
         })?;
-        if kind(last) != "inference" || last["finish"] != "stop" {
+        let EventBody::Inference(last) = &last.body else {
+            return None;
+        };
+        if last.finish != Some(Finish::Stop) || last.truncated {
             return None;
         }
-        let output = &last["output"];
-        let text = output["text"].as_str().filter(|t| !t.trim().is_empty())?;
-        let calls = output["tool_calls"]
-            .as_array()
-            .is_some_and(|c| !c.is_empty());
-        if calls || last["truncated"] == true {
+        let output = last.output.as_ref()?;
+        let text = output.text.as_deref().filter(|t| !t.trim().is_empty())?;
+        if output.tool_calls.as_ref().is_some_and(|c| !c.is_empty()) {
             return None;
         }
-        let request = (events.iter()).filter(|e| e["kind"] == "inference").count();
+        let request = (events.iter())
+            .filter(|e| matches!(e.body, EventBody::Inference(_)))
+            .count();
         Some(Inferred {
             request,
             text: text.to_owned(),
@@ -58,26 +59,54 @@ impl Inferred {
 
     /// The events that end the run: a `note` saying how the end was known, the final answer
     /// (unless the runtime reported one), and `run_end` `completed`.
-    pub(super) fn events(&self, source: &str, final_answer_reported: bool) -> Vec<Value> {
-        let mut out = vec![json!({
-            "kind": "note",
-            "text": format!(
-                "run end inferred by the {source} server: the runtime reported none, and the last model answer (request {}) was text with finish `stop` and no tool call{}",
-                self.request,
-                if final_answer_reported { "" } else { "; its text is the final answer" }
-            ),
-        })];
+    pub(super) fn events(&self, source: &str, final_answer_reported: bool) -> Vec<Event<'static>> {
+        let text = format!(
+            "run end inferred by the {source} server: the runtime reported none, and the last model answer (request {}) was text with finish `stop` and no tool call{}",
+            self.request,
+            if final_answer_reported {
+                ""
+            } else {
+                "; its text is the final answer"
+            }
+        );
+        let mut out = vec![EventBody::Note { text: text.into() }];
         if !final_answer_reported {
-            out.push(json!({"kind": "final_answer", "text": self.text}));
+            out.push(EventBody::FinalAnswer {
+                text: Str::from(self.text.as_str()),
+            });
         }
-        out.push(json!({"kind": "run_end", "status": "completed"}));
-        out
+        out.push(EventBody::RunEnd {
+            status: RunStatus::Completed,
+            error: None,
+        });
+        out.into_iter().map(|b| Event::new(0, None, b)).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
+
+    /// `v` as the trace reader reads it, typed.
+    fn typed(v: &Value) -> Event<'static> {
+        let mut v = v.clone();
+        v["seq"] = json!(1);
+        let h = json!({"kind": "header", "format": "tracereplay.trace", "version": 1, "scenario": "s", "case": "c"});
+        let file =
+            crate::trace::TraceFile::from_bytes("t", format!("{h}\n{v}\n").into_bytes(), false);
+        let seal = file.verify_seal(false).unwrap();
+        let parsed = crate::trace::parse_trace(&file, &seal, Default::default()).unwrap();
+        parsed.trace.events[0].clone().into_owned()
+    }
+
+    fn all(events: &[Value]) -> Vec<Event<'static>> {
+        events.iter().map(typed).collect()
+    }
+
+    fn written(e: &Event<'_>) -> Value {
+        serde_json::to_value(e).unwrap()
+    }
 
     fn inference(text: Option<&str>, calls: bool, finish: &str) -> Value {
         let mut output = json!({});
@@ -98,10 +127,11 @@ mod tests {
             inference(Some("Sunny, 21 C."), false, "stop"),
             json!({"kind": "note", "text": "runtime note"}),
         ];
-        let end = Inferred::from(&events, false).expect("inferred");
+        let end = Inferred::from(&all(&events), false).expect("inferred");
         assert_eq!((end.request, end.text.as_str()), (2, "Sunny, 21 C."));
-        let written = end.events("record", false);
+        let written: Vec<Value> = end.events("record", false).iter().map(written).collect();
         assert_eq!(written.len(), 3);
+        assert_eq!(written[1]["kind"], "final_answer");
         assert_eq!(written[1]["text"], "Sunny, 21 C.");
         assert_eq!(written[2]["status"], "completed");
         assert!(written[0]["text"].as_str().unwrap().contains("request 2"));
@@ -135,7 +165,7 @@ mod tests {
             (
                 vec![
                     inference(Some("x"), false, "stop"),
-                    json!({"kind": "user_message", "prompt": {"h": "b3:00", "len": 1}}),
+                    json!({"kind": "user_message", "prompt": {"h": format!("b3:{}", "0".repeat(64)), "len": 1}}),
                 ],
                 false,
             ),
@@ -149,7 +179,10 @@ mod tests {
             ),
         ];
         for (events, cut) in cases {
-            assert!(Inferred::from(&events, cut).is_none(), "{events:?} {cut}");
+            assert!(
+                Inferred::from(&all(&events), cut).is_none(),
+                "{events:?} {cut}"
+            );
         }
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Recording, Refused, reportable};
-use crate::trace::{Limits, TraceFile};
+use crate::trace::{Event, EventBody, Limits, TraceError, TraceFile};
 
 impl Recording {
     /// Hashes the text of each `user_message` the runtime reports as `text` (it lacks the key
@@ -39,13 +39,13 @@ impl Recording {
     /// Records an event the runtime reported, after checking it with the trace reader (so a
     /// raw prompt, a missing field or an unknown kind is refused now, with the reason).
     pub fn report(&mut self, event: Value, limits: Limits) -> Result<(), Refused> {
-        let size = self.admit(&event, limits)?;
-        let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
-        let id = || event.get("id").and_then(Value::as_str).map(str::to_owned);
-        match kind {
-            "run_end" => self.ended = true,
-            "final_answer" => self.final_answer = true,
-            "message" => self.sent.extend(id()),
+        let (event, size) = self.admit(&event, limits)?;
+        match &event.body {
+            EventBody::RunEnd { .. } => self.ended = true,
+            EventBody::FinalAnswer { .. } => self.final_answer = true,
+            EventBody::Message { id, .. } => {
+                self.sent.insert(id.to_string());
+            }
             _ => {}
         }
         self.push_sized(event, size);
@@ -77,8 +77,8 @@ impl Recording {
     /// Whether `event` may be recorded now: a reportable kind, a valid trace line, one that
     /// keeps the recording valid (one `final_answer`, one `run_end`, edits of messages sent),
     /// and room for it.
-    /// Returns the size of its line.
-    fn admit(&self, event: &Value, limits: Limits) -> Result<u64, Refused> {
+    /// Returns the event as the trace reader read it, and the size of its line.
+    fn admit(&self, event: &Value, limits: Limits) -> Result<(Event<'static>, u64), Refused> {
         let kind = event.get("kind").and_then(Value::as_str).unwrap_or("");
         if !reportable().any(|k| k == kind) {
             return Err(Refused::Invalid(format!(
@@ -102,22 +102,30 @@ impl Recording {
             "{}\n{sent}{probe}\n",
             json!({"kind": "header", "format": crate::trace::FORMAT_NAME, "version": crate::trace::FORMAT_VERSION, "scenario": "probe", "case": "probe"}),
         );
-        let size = (probe.to_string().len() + 1) as u64;
         let file = TraceFile::from_bytes("reported event", text.into_bytes(), false);
         // The trace reader's advice names `check`'s opt-in; a runtime reporting to the
         // recorder is told what the recorder takes instead.
-        let invalid = |e: crate::trace::TraceError| {
-            let said = e.to_string();
-            Refused::Invalid(match said.find(" (pass `--allow-raw-prompts`") {
-                Some(at) => format!(
-                    "{}: report a user turn as `{{\"kind\":\"user_message\",\"text\":…}}` and the recorder hashes it (its raw text is kept only under `record --dev-raw-prompts`, in a sidecar)",
-                    &said[..at]
+        let invalid = |e: TraceError| {
+            Refused::Invalid(match e {
+                TraceError::Privacy {
+                    path,
+                    line,
+                    detail,
+                    waivable: true,
+                } => format!(
+                    "`{path}`, line {line}: privacy violation: {detail}: report a user turn as `{{\"kind\":\"user_message\",\"text\":…}}` and the recorder hashes it (its raw text is kept only under `record --dev-raw-prompts`, in a sidecar)"
                 ),
-                None => said,
+                e => e.to_string(),
             })
         };
         let seal = file.verify_seal(false).map_err(invalid)?;
-        crate::trace::parse_trace(&file, &seal, limits).map_err(invalid)?;
+        let parsed = crate::trace::parse_trace(&file, &seal, limits).map_err(invalid)?;
+        let Some(read) = parsed.trace.events.last() else {
+            return Err(Refused::Invalid("the event was not read".to_owned()));
+        };
+        let mut read = read.clone().into_owned();
+        read.line = 0;
+        let size = super::line_len(&read) + 1;
         let id = event.get("id").and_then(Value::as_str).unwrap_or("");
         let conflict = match kind {
             "run_end" if self.ended => Some("the run's end was reported already".to_owned()),
@@ -136,6 +144,6 @@ impl Recording {
             )));
         }
         self.room(size, limits)?;
-        Ok(size)
+        Ok((read, size))
     }
 }
