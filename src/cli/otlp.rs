@@ -59,26 +59,10 @@ fn headers() -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// Header values as the OpenTelemetry SDKs read `OTEL_EXPORTER_OTLP_HEADERS` (`%XX` decoded,
+/// `+` kept).
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    tracereplay_trace::common::segment::percent_decode(s, false)
 }
 
 /// POSTs the logs; the error says what failed (a status and the start of the answer, or the

@@ -220,3 +220,59 @@ fn a_live_request_in_flight_at_finish_is_recorded_and_fails_the_run_closed() {
     );
     assert!(!trace.contains(r#""status":"completed""#), "{trace}");
 }
+
+/// A live answer's client reads `[DONE]` and hands the tool result back at once, while the
+/// answer's body is still open (so not recorded yet): as under `record`, the call is recorded
+/// as the answer planned it, not as an unknown tool.
+#[test]
+fn a_tool_result_sent_before_a_live_answers_body_ended_is_recorded_with_its_call() {
+    let env = Env::new();
+    recorded_twice(&env);
+    let up = format!("{}/lingering", fake_upstream());
+    let args = [
+        "out/",
+        "--record",
+        "replayed",
+        "--upstream",
+        &up,
+        "--live-from",
+        "1",
+    ];
+    let server = Server::start(&env, &args);
+    let url = server.url.strip_prefix("http://").unwrap().to_owned();
+    let ask = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}]}"#;
+    let mut first = std::net::TcpStream::connect(&url).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        first,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ask}",
+        ask.len()
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("[DONE]") {
+        let n = first.read(&mut buf).unwrap();
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let again = r#"{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_9","content":"sunny"}]}"#;
+    let (status, body) = server.post("/v1/chat/completions", &[], again);
+    assert_eq!(status, 200, "{body}");
+    let done = r#"[{"kind":"run_end","status":"completed"}]"#;
+    let (status, said) = server.post("/tracereplay/v1/finish", &[], done);
+    assert_eq!(status, 200, "{said}");
+    drop(first);
+    let (code, rest) = server.finish(&[]);
+    assert_eq!(code, 0, "{rest}");
+    let trace = env
+        .run(&["cat", "replayed/s/twice.trace.ndjson.zst"])
+        .stdout;
+    let call = (trace.lines())
+        .find(|l| l.contains(r#""kind":"tool_call""#))
+        .unwrap_or_else(|| panic!("{trace}"));
+    assert!(
+        call.contains(r#""tool":"weather""#) && call.contains(r#""city":"Paris""#),
+        "{trace}"
+    );
+}

@@ -221,6 +221,39 @@ impl forward::Sink for ReplaySink {
     }
 }
 
+/// A client reads a streamed answer's last event and may ask again before the answer's body
+/// has ended and it is recorded: in a live session, a request handing back the result of a
+/// call an answer still in flight planned waits for that answer (briefly, as `record` does), so
+/// the call is recorded as it was planned.
+async fn settle(
+    replay: &Replay,
+    path: Option<super::named::Named>,
+    headers: &HeaderMap,
+    body: &Bytes,
+    api: Api,
+) {
+    let Ok(session) = replay.session(path, headers) else {
+        return;
+    };
+    let live = |s: &ReplaySession| s.went_live_at.is_some() && !s.flying.is_empty();
+    if !live(&session.lock().unwrap_or_else(|e| e.into_inner())) {
+        return;
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
+    let hasher = crate::trace::PromptHasher::unkeyed();
+    let captured = capture::capture(api, &request, &hasher, false);
+    let settled = std::time::Instant::now() + super::proxy::PLANS_DEADLINE;
+    let awaits = || {
+        let s = session.lock().unwrap_or_else(|e| e.into_inner());
+        live(&s) && s.recording.awaits_plans(&captured)
+    };
+    while std::time::Instant::now() < settled && awaits() {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
 /// A model request of `api`, served or forwarded.
 async fn answer(
     replay: Arc<Replay>,
@@ -253,13 +286,9 @@ async fn answer(
         }
     };
     let credentials = super::redact::credentials(&parts.headers, parts.uri.query());
-    let decided = decide(
-        &replay,
-        named(path),
-        (&parts.headers, &credentials),
-        &body,
-        api,
-    );
+    let path = named(path);
+    settle(&replay, path.clone(), &parts.headers, &body, api).await;
+    let decided = decide(&replay, path, (&parts.headers, &credentials), &body, api);
     // Read and captured: the next request may be read while this one is answered or forwarded.
     drop(reading);
     match decided {

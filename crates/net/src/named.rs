@@ -117,33 +117,7 @@ pub(crate) fn split_path<'p>(prefix: &str, path: &'p str) -> (Option<Named>, &'p
 
 /// `%XX` sequences of a path segment decoded (`+` too, as a space, when `plus` — a query
 /// value); invalid ones kept as they are.
-pub(crate) fn decode(segment: &str, plus: bool) -> String {
-    let b = segment.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b'+', _, _) if plus => {
-                out.push(b' ');
-                i += 1;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+pub(crate) use crate::common::segment::percent_decode as decode;
 
 #[cfg(test)]
 mod tests {

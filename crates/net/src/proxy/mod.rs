@@ -42,7 +42,7 @@ pub use super::named::TRIAL_HEADER;
 
 /// How long a request handing back a tool result waits for the answer that planned the call to
 /// be recorded, while that answer is still in flight.
-const PLANS_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const PLANS_DEADLINE: Duration = Duration::from_secs(2);
 
 /// How the recorder forwards and records.
 #[derive(Clone)]

@@ -57,20 +57,53 @@ pub fn encode_segment(id: &str) -> String {
 
 /// Decodes a segment written by [`encode_segment`] (for display; ids were lowercased).
 pub fn decode_segment(seg: &str) -> String {
-    let bytes = seg.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
+    percent_decode(seg, false)
+}
+
+/// `%XX` sequences (two hex digits) decoded — and `+` as a space when `plus` (a query value or
+/// a form); an invalid sequence kept as it is; bytes that decode to no UTF-8 replaced.
+pub fn percent_decode(text: &str, plus: bool) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(b);
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
                 i += 3;
-                continue;
+            }
+            (b'+', _, _) if plus => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
             }
         }
-        out.push(bytes[i]);
-        i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding_takes_two_hex_digits_and_keeps_the_rest() {
+        assert_eq!(percent_decode("Basic%20abc%3D", false), "Basic abc=");
+        assert_eq!(percent_decode("100%", false), "100%");
+        assert_eq!(percent_decode("%+1%4", false), "%+1%4");
+        assert_eq!(percent_decode("a+b%2Bc", true), "a b+c");
+        assert_eq!(percent_decode("a+b", false), "a+b");
+        assert_eq!(
+            decode_segment(&encode_segment("Wéather/Paris")),
+            "wéather/paris"
+        );
+    }
 }
