@@ -31,12 +31,13 @@ fn amount(file: &Utf8Path, model: &str, key: &str, v: &toml::Value) -> anyhow::R
     Ok(n)
 }
 
-/// Reads a price table.
-pub(super) fn read(file: &Utf8Path) -> anyhow::Result<PriceTable> {
+/// Reads a price table, with the BLAKE3 hash of its bytes (`blake3:…`).
+pub(super) fn read(file: &Utf8Path) -> anyhow::Result<(PriceTable, String)> {
     let bytes = tracereplay_trace::fsutil::read_regular(file, 1 << 20, "price table")
         .with_context(|| format!("cannot read `{file}`"))?;
+    let hash = format!("blake3:{}", blake3::hash(&bytes).to_hex());
     let text = String::from_utf8(bytes).with_context(|| format!("`{file}` is not UTF-8"))?;
-    parse(file, &text)
+    Ok((parse(file, &text)?, hash))
 }
 
 /// Parses a price table's text (`file` names it in errors).

@@ -37,14 +37,11 @@ impl Settings {
             let value = (self.read(key).shown(key))
                 .unwrap_or_else(|| table::shown_default(key.default_text()));
             let value = tracereplay::report::escape_controls(&value);
-            match (key, self.prices_file()) {
-                (Key::Prices, Some(file)) => {
-                    let hash = std::fs::read(file).map_or_else(
-                        |e| format!("unreadable: {e}"),
-                        |b| format!("blake3:{}", blake3::hash(&b).to_hex()),
-                    );
-                    format!("{} = {value} ({hash})", key.name())
-                }
+            // The hash of the bytes judging read (the table was read before anything was
+            // judged; a table that could not be read judged nothing).
+            match (key, self.prices_read()) {
+                (Key::Prices, Ok(Some((_, hash)))) => format!("{} = {value} ({hash})", key.name()),
+                (Key::Prices, Err(e)) => format!("{} = {value} (unreadable: {e})", key.name()),
                 _ => format!("{} = {value}", key.name()),
             }
         })

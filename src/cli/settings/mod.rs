@@ -264,7 +264,13 @@ pub(super) struct Settings {
     /// there, and checks of other directories write no pending baselines).
     project_paths: bool,
     color: ColorArg,
+    /// The price table, read once (what judging uses and what an attestation hashes are the
+    /// same bytes), or why it could not be.
+    prices_read: std::sync::OnceLock<Result<PricesRead, String>>,
 }
+
+/// A price table as read, with the BLAKE3 hash of the bytes it was read from.
+type PricesRead = (std::sync::Arc<tracereplay_core::prices::PriceTable>, String);
 
 impl Settings {
     /// Merges, for each key `cmd` reads, the command line's layer `cli` over `project`'s
@@ -290,6 +296,7 @@ impl Settings {
             merged,
             sources,
             project_paths: file_paths.is_some(),
+            prices_read: std::sync::OnceLock::new(),
             suite_roots: file_paths
                 .unwrap_or_else(|| vec![tracereplay_core::discover::DEFAULT_ROOT.into()]),
             color,
@@ -367,10 +374,20 @@ impl Settings {
     pub(super) fn prices(
         &self,
     ) -> anyhow::Result<Option<std::sync::Arc<tracereplay_core::prices::PriceTable>>> {
-        match self.prices_file() {
-            Some(file) => Ok(Some(std::sync::Arc::new(super::prices::read(file)?))),
-            None => Ok(None),
-        }
+        Ok(self.prices_read()?.map(|(table, _)| table))
+    }
+
+    /// The price table and the hash of its bytes, read once per command.
+    pub(super) fn prices_read(&self) -> anyhow::Result<Option<PricesRead>> {
+        let Some(file) = self.prices_file() else {
+            return Ok(None);
+        };
+        let read = self.prices_read.get_or_init(|| {
+            (super::prices::read(file))
+                .map(|(table, hash)| (std::sync::Arc::new(table), hash))
+                .map_err(|e| format!("{e:#}"))
+        });
+        read.clone().map(Some).map_err(anyhow::Error::msg)
     }
 
     /// The suite's budgets.
