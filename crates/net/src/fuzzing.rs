@@ -162,17 +162,7 @@ mod tests {
         ];
         for (target, check) in targets {
             for dir in ["corpus", "regressions"] {
-                let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
-                    continue;
-                };
-                let mut files: Vec<_> = entries.map(|e| e.expect("listing").path()).collect();
-                files.sort();
-                for path in files {
-                    let bytes = std::fs::read(&path).expect("reading a fuzz input");
-                    let outcome = std::panic::catch_unwind(|| check(&bytes));
-                    assert!(outcome.is_ok(), "{target}: {} fails", path.display());
-                    replayed += 1;
-                }
+                replayed += tracereplay_core::fuzzing::replay_inputs(fuzz, dir, target, check);
             }
         }
         assert!(replayed > 4, "{replayed} inputs replayed");

@@ -28,6 +28,24 @@ use crate::trace::{
     parse_trace, parse_trace_with,
 };
 
+/// Replays every file under `fuzz/<dir>/<target>/` (`fuzz` the `fuzz/` directory; `dir`
+/// `corpus` or `regressions`) through `check`, in name order, and returns how many were
+/// replayed; panics naming the first input whose check fails. What the unit tests of each crate
+/// with fuzz targets run on stable.
+pub fn replay_inputs(fuzz: &std::path::Path, dir: &str, target: &str, check: fn(&[u8])) -> usize {
+    let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
+        return 0;
+    };
+    let mut files: Vec<_> = entries.map(|e| e.expect("listing").path()).collect();
+    files.sort();
+    for path in &files {
+        let bytes = std::fs::read(path).expect("reading a fuzz input");
+        let outcome = std::panic::catch_unwind(|| check(&bytes));
+        assert!(outcome.is_ok(), "{target}: {} fails", path.display());
+    }
+    files.len()
+}
+
 /// The path every fuzzed input is read as.
 const PATH: &str = "fuzz/input.trace.ndjson";
 

@@ -47,22 +47,9 @@ fn targets() -> Vec<String> {
 
 /// Replays every file under `fuzz/<dir>/<target>/`; returns how many were replayed.
 fn replay(dir: &str) -> usize {
-    let mut replayed = 0;
-    for target in targets() {
-        let check = check_of(&target);
-        let Ok(entries) = std::fs::read_dir(fuzz_dir().join(dir).join(&target)) else {
-            continue;
-        };
-        let mut files: Vec<_> = entries.map(|e| e.expect("listing").path()).collect();
-        files.sort();
-        for path in files {
-            let bytes = std::fs::read(&path).expect("reading a fuzz input");
-            let outcome = std::panic::catch_unwind(|| check(&bytes));
-            assert!(outcome.is_ok(), "{target}: {} fails", path.display());
-            replayed += 1;
-        }
-    }
-    replayed
+    (targets().iter())
+        .map(|t| replay_inputs(fuzz_dir().as_std_path(), dir, t, check_of(t)))
+        .sum()
 }
 
 #[test]
