@@ -47,6 +47,7 @@ mod scope;
 mod settings;
 mod sign;
 mod status;
+mod trials;
 mod verify;
 
 use std::io::Write;
@@ -140,6 +141,7 @@ fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow:
         Command::Init => init::run(out),
         Command::Key(c) => key::run(c, out),
         Command::Baseline(c) => baseline::run(c, settings, out),
+        Command::Trials(c) => trials::run(c, settings, out),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let shell = match shell {

@@ -13,6 +13,7 @@ mod record;
 mod replay;
 mod report;
 mod sign;
+mod trials;
 
 pub(crate) use baseline::{
     ApproveArgs, BaselineCommand, BaselineFilterArgs, PendingArgs, ReviewArgs,
@@ -25,6 +26,7 @@ pub(crate) use record::{CollectArgs, RecordArgs};
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
 pub(crate) use report::ReportArgs;
 pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
+pub(crate) use trials::{TrialsCommand, TrialsPlanArgs};
 
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
 #[derive(Debug, Parser)]
@@ -125,6 +127,9 @@ pub(crate) enum Command {
     /// Review approved baselines: list, accept or reject pending ones, or approve current traces.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+    /// Plan trials of stochastic agents: how many to record, and what they can show.
+    #[command(subcommand)]
+    Trials(TrialsCommand),
     /// Print a shell completion script (`source <(tracereplay completions bash)`).
     Completions {
         /// The shell.

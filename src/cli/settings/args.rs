@@ -5,7 +5,7 @@ use camino::Utf8PathBuf;
 
 use super::{Cmd, Layer};
 use crate::cli::args::{
-    BaselineCommand, CheckSigningArgs, Command, DriftArgs, JudgingArgs, SuiteArgs,
+    BaselineCommand, CheckSigningArgs, Command, DriftArgs, JudgingArgs, SuiteArgs, TrialsCommand,
 };
 
 /// A list given on the command line; an empty one sets nothing.
@@ -127,6 +127,14 @@ pub(in crate::cli) fn command_layer(cmd: &Command) -> (Cmd, Layer) {
             BaselineCommand::Reject(a) => {
                 l.baselines = a.dir.baselines.clone();
                 Cmd::BaselineReject
+            }
+        },
+        Command::Trials(c) => match c {
+            TrialsCommand::Plan(a) => {
+                a.suite.apply(&mut l);
+                l.baselines = a.baselines.clone();
+                l.alpha = a.alpha.alpha;
+                Cmd::TrialsPlan
             }
         },
         Command::Config => Cmd::Config,

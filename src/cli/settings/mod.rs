@@ -134,6 +134,7 @@ pub(super) enum Cmd {
     BaselineReview,
     BaselineAccept,
     BaselineReject,
+    TrialsPlan,
     /// `config`, which shows what `check` runs with.
     Config,
     /// A command that reads no setting.
@@ -156,6 +157,7 @@ impl Cmd {
         Cmd::BaselineReview,
         Cmd::BaselineAccept,
         Cmd::BaselineReject,
+        Cmd::TrialsPlan,
     ];
 
     /// How a user types it.
@@ -173,6 +175,7 @@ impl Cmd {
             Cmd::BaselineReview => "baseline review",
             Cmd::BaselineAccept => "baseline accept",
             Cmd::BaselineReject => "baseline reject",
+            Cmd::TrialsPlan => "trials plan",
             Cmd::Config => "config",
             Cmd::None => "",
         }
@@ -230,6 +233,17 @@ impl Cmd {
             | Cmd::BaselineReview
             | Cmd::BaselineAccept
             | Cmd::BaselineReject => &[Baselines],
+            // What `diff` reads: the plan judges the suite's cases as `diff` does.
+            Cmd::TrialsPlan => &[
+                Paths,
+                Baselines,
+                Scenarios,
+                Prices,
+                Drift,
+                UsageTolerance,
+                Alpha,
+                RequireSealed,
+            ],
             Cmd::None => &[],
         }
     }

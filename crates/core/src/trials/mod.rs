@@ -3,7 +3,8 @@
 //! set is a matter of statistics (`stats`, [`crate::diff::trial_drift`]), never of comparing trials one to one.
 //! A case with one trace is judged exactly as a trace is.
 
-pub(crate) mod policy;
+pub mod plan;
+pub mod policy;
 pub(crate) mod stats;
 
 pub use crate::trace::TrialId;

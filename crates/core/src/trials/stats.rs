@@ -13,7 +13,7 @@ pub(crate) fn at_most(p: f64, threshold: f64) -> bool {
 }
 
 /// `ln C(n, k)`.
-fn ln_choose(n: u64, k: u64) -> f64 {
+pub(crate) fn ln_choose(n: u64, k: u64) -> f64 {
     if k > n {
         return f64::NEG_INFINITY;
     }
