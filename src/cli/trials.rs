@@ -8,9 +8,9 @@ use std::io::Write;
 use anyhow::{Context, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tracereplay_core::baseline::Approved;
+use tracereplay_core::baseline::{Approved, BaselineStore};
 use tracereplay_core::diff::trial_drift::TrialFacts;
-use tracereplay_core::eval::{Baselines, CheckOptions, Counting, FailOn, Selection, check};
+use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Selection, check};
 use tracereplay_core::scenario::load_scenarios;
 use tracereplay_core::trials::plan;
 use tracereplay_core::trials::policy::{PassRule, TrialsPolicy};
@@ -30,6 +30,7 @@ pub(super) fn run(
 ) -> anyhow::Result<i32> {
     match cmd {
         TrialsCommand::Plan(a) => run_plan(a, settings, out),
+        TrialsCommand::Next(a) => super::trials_next::run(a, settings, out),
     }
 }
 
@@ -264,22 +265,18 @@ fn suite_cases(
     found: &tracereplay_core::discover::Discovered,
     paths: &[camino::Utf8PathBuf],
 ) -> anyhow::Result<(Vec<SuiteCase>, u64)> {
-    let baselines = settings.baselines(false)?;
-    let store = match &baselines {
-        Baselines::Compared { policy, .. } => Some(policy.store.clone()),
-        _ => None,
-    };
+    // The approved sets are read, not compared: the plan judges the current trials only.
+    let store = settings.resolve_baselines()?.map(BaselineStore::new);
     let opts = CheckOptions {
         selection: Selection {
             whole_suite: tracereplay_core::discover::covers_suite_roots(paths),
             ..Selection::default()
         },
-        judging: settings.judging(args.limits.limits(), false)?,
+        judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
         counting: Counting {
             fail_on: FailOn::None,
             ..Counting::default()
         },
-        baselines,
         ..CheckOptions::default()
     };
     let checked = check(found, paths, &opts)?;

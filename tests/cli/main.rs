@@ -69,6 +69,7 @@ mod settings_fixtures;
 mod signing;
 mod trials;
 mod trials_plan;
+mod trials_sequential;
 mod trust;
 mod util;
 mod workflows;

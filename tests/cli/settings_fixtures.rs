@@ -190,6 +190,32 @@ pub(crate) fn pending(env: &Env) {
     assert!(files.iter().any(|f| f.ends_with(".new")), "{files:?}");
 }
 
+/// `file`'s scenario judged under a `trials` policy (one trial, which must pass: what the
+/// default judges, but a policy, so that the trials commands see the case).
+fn with_policy(env: &Env, file: &str) {
+    let text = String::from_utf8(env.read(file)).unwrap();
+    let policy = r#""trials":{"min":1,"pass":{"at-least":1}},"oracles""#;
+    env.write(file, text.replacen(r#""oracles""#, policy, 1));
+}
+
+/// [`priced`], its scenario under a `trials` policy.
+pub(crate) fn priced_policy(env: &Env) {
+    priced(env);
+    with_policy(env, "suite/priced/priced.scenario.json");
+}
+
+/// [`unsealed`], its scenario under a `trials` policy.
+pub(crate) fn unsealed_policy(env: &Env) {
+    unsealed(env);
+    with_policy(env, "suite/ok/ok.scenario.json");
+}
+
+/// [`harness`], the harness scenario under a `trials` policy.
+pub(crate) fn harness_policy(env: &Env) {
+    harness(env);
+    with_policy(env, "harness/extra.json");
+}
+
 /// `baseline approve ARGS` off CI, which must write.
 fn approve(env: &Env, args: &[&str]) {
     let out = local(env, &[&["baseline", "approve"], args].concat());

@@ -3,7 +3,7 @@
 use camino::Utf8PathBuf;
 use clap::{Args, Subcommand};
 
-use super::{AlphaArgs, LimitArgs, SuiteArgs};
+use super::{AlphaArgs, JudgingArgs, SuiteArgs};
 
 /// `trials` subcommands.
 #[derive(Debug, Subcommand)]
@@ -12,6 +12,27 @@ pub(crate) enum TrialsCommand {
     /// `trials` policy, how many trials per side let a drift check see a drop, and what each
     /// case's recorded trials can and cannot see. Exact binomial and Fisher computations.
     Plan(TrialsPlanArgs),
+    /// Whether a case needs another trial: `settled` (its verdict is known — further trials of
+    /// a sequential policy could not change it, or a fixed policy has its `min`) or `record trial
+    /// K`. The recorder answers the same at `GET /record/<scenario>/<case>/tracereplay/v1/next`.
+    Next(TrialsNextArgs),
+}
+
+/// `trials next` flags.
+#[derive(Debug, Args)]
+pub(crate) struct TrialsNextArgs {
+    /// The case, as `SCENARIO/CASE` (split at the first `/`).
+    #[arg(value_name = "SCENARIO/CASE")]
+    pub case: String,
+    /// The suite: its paths and scenario directories.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// How the trials are judged (as `check` judges them).
+    #[command(flatten)]
+    pub judging: JudgingArgs,
 }
 
 /// `trials plan` flags.
@@ -55,7 +76,7 @@ pub(crate) struct TrialsPlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Size limits.
+    /// How the trials are judged (as `check` judges them).
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub judging: JudgingArgs,
 }

@@ -132,9 +132,15 @@ pub(in crate::cli) fn command_layer(cmd: &Command) -> (Cmd, Layer) {
         Command::Trials(c) => match c {
             TrialsCommand::Plan(a) => {
                 a.suite.apply(&mut l);
+                a.judging.apply(&mut l);
                 l.baselines = a.baselines.clone();
                 l.alpha = a.alpha.alpha;
                 Cmd::TrialsPlan
+            }
+            TrialsCommand::Next(a) => {
+                a.suite.apply(&mut l);
+                a.judging.apply(&mut l);
+                Cmd::TrialsNext
             }
         },
         Command::Config => Cmd::Config,

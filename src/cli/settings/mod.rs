@@ -10,6 +10,7 @@
 
 mod args;
 mod attested;
+mod cmd;
 pub(super) mod file;
 mod table;
 
@@ -24,6 +25,7 @@ use tracereplay_core::diff::DriftMode;
 use tracereplay_core::eval::{BaselinePolicy, Baselines, FailOn, JudgeOptions};
 
 pub(super) use args::command_layer;
+pub(super) use cmd::Cmd;
 pub(super) use file::Config;
 #[cfg(test)]
 pub(super) use table::configuration_reference;
@@ -119,136 +121,6 @@ settings! {
         "The run every signature must name (`--run-id` when the traces were recorded or signed), with `require-signed`; the record `--attest` writes states it.";
 }
 
-/// A command that reads settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Cmd {
-    Check,
-    Diff,
-    Explain,
-    Verify,
-    VerifyAttestation,
-    Lint,
-    Gates,
-    BaselineApprove,
-    BaselinePending,
-    BaselineReview,
-    BaselineAccept,
-    BaselineReject,
-    TrialsPlan,
-    /// `config`, which shows what `check` runs with.
-    Config,
-    /// A command that reads no setting.
-    None,
-}
-
-impl Cmd {
-    /// Every command that reads a setting, in the table's order.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(super) const ALL: &'static [Cmd] = &[
-        Cmd::Check,
-        Cmd::Diff,
-        Cmd::Explain,
-        Cmd::Verify,
-        Cmd::VerifyAttestation,
-        Cmd::Lint,
-        Cmd::Gates,
-        Cmd::BaselineApprove,
-        Cmd::BaselinePending,
-        Cmd::BaselineReview,
-        Cmd::BaselineAccept,
-        Cmd::BaselineReject,
-        Cmd::TrialsPlan,
-    ];
-
-    /// How a user types it.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Cmd::Check => "check",
-            Cmd::Diff => "diff",
-            Cmd::Explain => "explain",
-            Cmd::Verify => "verify",
-            Cmd::VerifyAttestation => "verify-attestation",
-            Cmd::Lint => "lint",
-            Cmd::Gates => "gates",
-            Cmd::BaselineApprove => "baseline approve",
-            Cmd::BaselinePending => "baseline pending",
-            Cmd::BaselineReview => "baseline review",
-            Cmd::BaselineAccept => "baseline accept",
-            Cmd::BaselineReject => "baseline reject",
-            Cmd::TrialsPlan => "trials plan",
-            Cmd::Config => "config",
-            Cmd::None => "",
-        }
-    }
-
-    /// The keys it reads: the one table of who reads what.
-    pub(super) fn reads(self) -> &'static [Key] {
-        use Key::*;
-        match self {
-            Cmd::Check | Cmd::Config => &[
-                Paths,
-                Baselines,
-                Scenarios,
-                CacheDir,
-                TrustedKeys,
-                Prices,
-                BudgetTokens,
-                BudgetCost,
-                FailOn,
-                Drift,
-                UsageTolerance,
-                Alpha,
-                RequireSealed,
-                RequireSigned,
-                RunId,
-            ],
-            Cmd::Diff => &[
-                Paths,
-                Baselines,
-                Scenarios,
-                Prices,
-                Drift,
-                UsageTolerance,
-                Alpha,
-                RequireSealed,
-            ],
-            // One trace at a time: no trial sets, so no `alpha`.
-            Cmd::Explain => &[
-                Paths,
-                Baselines,
-                Scenarios,
-                Prices,
-                Drift,
-                UsageTolerance,
-                RequireSealed,
-            ],
-            Cmd::Verify => &[Paths, TrustedKeys],
-            Cmd::VerifyAttestation => &[TrustedKeys],
-            Cmd::Lint => &[Paths, Scenarios, Prices],
-            Cmd::Gates => &[Paths, Scenarios, Prices, Alpha],
-            // It records what the traces show: `usage-tolerance`, `alpha` and `drift` decide
-            // what counts as drift, which it does not judge.
-            Cmd::BaselineApprove => &[Paths, Baselines, Scenarios, Prices, RequireSealed],
-            Cmd::BaselinePending
-            | Cmd::BaselineReview
-            | Cmd::BaselineAccept
-            | Cmd::BaselineReject => &[Baselines],
-            // What `diff` reads: the plan judges the suite's cases as `diff` does.
-            Cmd::TrialsPlan => &[
-                Paths,
-                Baselines,
-                Scenarios,
-                Prices,
-                Drift,
-                UsageTolerance,
-                Alpha,
-                RequireSealed,
-            ],
-            Cmd::None => &[],
-        }
-    }
-}
-
 /// Where a resolved value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Source {
@@ -278,9 +150,9 @@ pub(super) struct Settings {
     /// there, and checks of other directories write no pending baselines).
     project_paths: bool,
     color: ColorArg,
-    /// The price table, read once (what judging uses and what an attestation hashes are the
-    /// same bytes), or why it could not be.
-    prices_read: std::sync::OnceLock<Result<PricesRead, String>>,
+    /// The price table, read once as the settings are resolved (what judging uses and what an
+    /// attestation hashes are the same bytes), or why it could not be: `None` without one.
+    prices_read: Option<Result<PricesRead, String>>,
 }
 
 /// A price table as read, with the BLAKE3 hash of the bytes it was read from.
@@ -305,12 +177,17 @@ impl Settings {
             sources.push((key, source));
         }
         let file_paths = project.layers().find_map(|(l, _)| l.paths.clone());
+        let prices_read = (merged.prices.as_deref()).map(|file| {
+            (super::prices::read(file))
+                .map(|(table, hash)| (std::sync::Arc::new(table), hash))
+                .map_err(|e| format!("{e:#}"))
+        });
         Settings {
             cmd,
             merged,
             sources,
             project_paths: file_paths.is_some(),
-            prices_read: std::sync::OnceLock::new(),
+            prices_read,
             suite_roots: file_paths
                 .unwrap_or_else(|| vec![tracereplay_core::discover::DEFAULT_ROOT.into()]),
             color,
@@ -393,15 +270,13 @@ impl Settings {
 
     /// The price table and the hash of its bytes, read once per command.
     pub(super) fn prices_read(&self) -> anyhow::Result<Option<PricesRead>> {
-        let Some(file) = self.prices_file() else {
+        // Through the key, so that a command reading prices lists them.
+        if self.prices_file().is_none() {
             return Ok(None);
-        };
-        let read = self.prices_read.get_or_init(|| {
-            (super::prices::read(file))
-                .map(|(table, hash)| (std::sync::Arc::new(table), hash))
-                .map_err(|e| format!("{e:#}"))
-        });
-        read.clone().map(Some).map_err(anyhow::Error::msg)
+        }
+        (self.prices_read.clone())
+            .transpose()
+            .map_err(anyhow::Error::msg)
     }
 
     /// The suite's budgets.

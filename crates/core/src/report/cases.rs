@@ -67,6 +67,19 @@ pub struct CaseRow {
     /// The set's usage totals beside its approved set's (when compared with one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_against_approved: Option<crate::report::usage::UsageChange>,
+    /// Under a sequential policy: the most trials the case records, and whether its verdict is
+    /// settled (more trials could not change it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<Sequential>,
+}
+
+/// A case of a sequential `trials` policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sequential {
+    /// The most trials the case records.
+    pub max: u64,
+    /// Its verdict is settled: the trials it has decide it, whatever the rest would do.
+    pub settled: bool,
 }
 
 /// An oracle that passed in some trials and not in others.
@@ -115,6 +128,12 @@ impl CaseRow {
         }
         if let (Some(rate), Some([lo, hi])) = (self.pass_rate, self.wilson) {
             s.push_str(&format!(", pass rate {rate:.2} (95% {lo:.2}–{hi:.2})"));
+        }
+        if let Some(q) = self.sequential.filter(|q| q.settled) {
+            s.push_str(&format!(
+                "; settled after {} of up to {} trials",
+                self.trials, q.max
+            ));
         }
         if let Some(r) = &self.reason {
             s.push_str(&format!("; {r}"));

@@ -5,6 +5,7 @@
 
 pub mod plan;
 pub mod policy;
+pub mod sequential;
 pub(crate) mod stats;
 
 pub use crate::trace::TrialId;

@@ -34,7 +34,11 @@ pub fn at_trials(policy: &TrialsPolicy, n: u64) -> Option<TrialsPolicy> {
     match policy.pass {
         PassRule::AtLeast(k) if k > n => None,
         _ if n == 0 => None,
-        _ => Some(TrialsPolicy { min: n, ..*policy }),
+        _ => Some(TrialsPolicy {
+            min: n,
+            sequential: None,
+            ..*policy
+        }),
     }
 }
 
@@ -145,6 +149,7 @@ mod tests {
         let at_least = TrialsPolicy {
             min: 8,
             pass: PassRule::AtLeast(6),
+            sequential: None,
         };
         assert_eq!(passes_needed(&at_least, 8), Some(6));
         assert_eq!(passes_needed(&at_least, 5), None);
@@ -161,6 +166,7 @@ mod tests {
                 rate: 0.70,
                 confidence: 0.95,
             },
+            sequential: None,
         };
         assert_eq!(passes_needed(&rate, 8), Some(8));
         let rate_75 = TrialsPolicy {

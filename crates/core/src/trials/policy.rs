@@ -4,7 +4,11 @@
 //! "trials": {"min": 4, "pass": "all"}
 //! "trials": {"min": 8, "pass": {"at-least": 6}}
 //! "trials": {"min": 8, "pass": {"rate": 0.70, "confidence": 0.95}}
+//! "trials": {"max": 16, "pass": {"rate": 0.80, "confidence": 0.95}, "sequential": true}
 //! ```
+//!
+//! A sequential policy records a case's trials one at a time until its verdict is settled —
+//! further trials up to `max` could not change it — or `max` is reached (`super::sequential`).
 //!
 //! Parameters are strict: an unknown key, a wrong type or a value out of range is a problem
 //! (a `gates` error, so the scenario is not judged).
@@ -41,6 +45,10 @@ pub struct TrialsPolicy {
     pub min: u64,
     /// Which must pass.
     pub pass: PassRule,
+    /// With `"sequential": true`, `max`: the most trials a case records. The case is judged as
+    /// if all `max` were recorded, and settled as soon as the remaining ones could not change
+    /// that verdict.
+    pub sequential: Option<u64>,
 }
 
 impl Default for TrialsPolicy {
@@ -48,6 +56,7 @@ impl Default for TrialsPolicy {
         TrialsPolicy {
             min: 1,
             pass: PassRule::All,
+            sequential: None,
         }
     }
 }
@@ -59,8 +68,9 @@ pub enum PolicyVerdict {
     Pass,
     /// It is not: why, in a sentence.
     Fail(String),
-    /// Too few trials to judge (the case is `error`).
-    TooFew(String),
+    /// The trials cannot be judged (the case is `error`): too few, more than a sequential
+    /// policy records, or a sequential case not settled yet.
+    CannotJudge(String),
 }
 
 impl TrialsPolicy {
@@ -71,7 +81,7 @@ impl TrialsPolicy {
             Some(Value::Object(o)) => o,
             Some(_) => return Err("`trials` must be an object".to_owned()),
         };
-        only_keys(obj, &["min", "pass"], "trials")?;
+        only_keys(obj, &["min", "pass", "max", "sequential"], "trials")?;
         let min = match obj.get("min") {
             None => 1,
             Some(v) => v
@@ -79,6 +89,30 @@ impl TrialsPolicy {
                 .filter(|m| (1..=MAX_MIN).contains(m))
                 .ok_or("`trials.min` must be an integer from 1 to 10000")?,
         };
+        let sequential = match (obj.get("sequential"), obj.get("max")) {
+            (None | Some(Value::Bool(false)), None) => None,
+            (None | Some(Value::Bool(false)), Some(_)) => {
+                return Err(
+                    "`trials.max` is the most trials of a sequential policy: add `\"sequential\": true`, or give `min`".to_owned(),
+                );
+            }
+            (Some(Value::Bool(true)), None) => {
+                return Err(
+                    "a sequential `trials` policy needs `max`, the most trials a case records"
+                        .to_owned(),
+                );
+            }
+            (Some(Value::Bool(true)), Some(v)) => Some(
+                v.as_u64()
+                    .filter(|m| (min..=MAX_MIN).contains(m))
+                    .ok_or(format!(
+                        "`trials.max` must be an integer from `trials.min` ({min}) to 10000"
+                    ))?,
+            ),
+            (Some(_), _) => return Err("`trials.sequential` must be true or false".to_owned()),
+        };
+        // `at-least N` counts out of the trials a case is judged on: `max` when sequential.
+        let planned = sequential.unwrap_or(min);
         let pass = match obj.get("pass") {
             None => PassRule::All,
             Some(Value::String(s)) if s == "all" => PassRule::All,
@@ -91,10 +125,15 @@ impl TrialsPolicy {
                 only_keys(p, &["at-least"], "trials.pass")?;
                 let n = p["at-least"]
                     .as_u64()
-                    .filter(|n| (1..=min).contains(n))
-                    .ok_or(format!(
-                        "`trials.pass.at-least` must be an integer from 1 to `trials.min` ({min})"
-                    ))?;
+                    .filter(|n| (1..=planned).contains(n))
+                    .ok_or(match sequential {
+                        None => format!(
+                            "`trials.pass.at-least` must be an integer from 1 to `trials.min` ({min})"
+                        ),
+                        Some(max) => format!(
+                            "`trials.pass.at-least` must be an integer from 1 to `trials.max` ({max})"
+                        ),
+                    })?;
                 PassRule::AtLeast(n)
             }
             Some(Value::Object(p)) if p.contains_key("rate") => {
@@ -118,7 +157,11 @@ impl TrialsPolicy {
                 );
             }
         };
-        Ok(TrialsPolicy { min, pass })
+        Ok(TrialsPolicy {
+            min,
+            pass,
+            sequential,
+        })
     }
 
     /// Whether the policy is the default one (a single trial suffices and must pass).
@@ -128,8 +171,11 @@ impl TrialsPolicy {
 
     /// Judges `passed` passing trials of `n` pass/fail ones.
     pub fn verdict(&self, passed: u64, n: u64) -> PolicyVerdict {
+        if let Some(max) = self.sequential {
+            return super::sequential::verdict(self, max, passed, n);
+        }
         if n < self.min {
-            return PolicyVerdict::TooFew(format!(
+            return PolicyVerdict::CannotJudge(format!(
                 "{n} trial(s) recorded, the scenario needs {}",
                 self.min
             ));
@@ -163,22 +209,25 @@ impl TrialsPolicy {
     /// trials of `min` cannot meet, and a `min` too small to ever show a regression at `alpha`.
     pub fn warnings(&self, alpha: f64) -> Vec<String> {
         let mut out = Vec::new();
+        // What a case is judged on: `min` trials, or a sequential policy's `max`.
+        let (m, raise) = match self.sequential {
+            Some(max) => (max, "max"),
+            None => (self.min, "min"),
+        };
         if let PassRule::Rate { rate, confidence } = self.pass {
-            let best = stats::wilson_lower(self.min, self.min, confidence);
+            let best = stats::wilson_lower(m, m, confidence);
             if best < rate {
                 out.push(format!(
-                    "`trials`: even {m}/{m} passing trials give a lower Wilson bound of {best:.6} at confidence {confidence}, below `rate` {rate}; raise `min` or lower `rate`",
-                    m = self.min
+                    "`trials`: even {m}/{m} passing trials give a lower Wilson bound of {best:.6} at confidence {confidence}, below `rate` {rate}; raise `{raise}` or lower `rate`"
                 ));
             }
         }
-        let smallest = 1.0 / stats::choose(2 * self.min, self.min);
+        let smallest = 1.0 / stats::choose(2 * m, m);
         // A scenario that states no policy is judged one trace at a time: nothing to warn of.
         if !self.is_default() && !stats::at_most(smallest, alpha) {
             out.push(format!(
-                "`trials.min` {m}: {m} and {m} trials cannot show a regression at α = {alpha} (the smallest possible p is {smallest:.6}); {}",
+                "`trials.{raise}` {m}: {m} and {m} trials cannot show a regression at α = {alpha} (the smallest possible p is {smallest:.6}); {}",
                 smallest_power(alpha),
-                m = self.min
             ));
         }
         out
@@ -226,7 +275,7 @@ mod tests {
         assert!(matches!(all.verdict(3, 4), PolicyVerdict::Fail(_)));
         assert_eq!(
             all.verdict(3, 3),
-            PolicyVerdict::TooFew("3 trial(s) recorded, the scenario needs 4".into())
+            PolicyVerdict::CannotJudge("3 trial(s) recorded, the scenario needs 4".into())
         );
         let at_least = policy(json!({"min": 8, "pass": {"at-least": 6}})).unwrap();
         assert_eq!(at_least.verdict(6, 8), PolicyVerdict::Pass);
@@ -245,6 +294,23 @@ mod tests {
         assert_eq!(
             TrialsPolicy::from_json(None).unwrap(),
             TrialsPolicy::default()
+        );
+        let sequential =
+            policy(json!({"max": 16, "pass": {"at-least": 12}, "sequential": true})).unwrap();
+        assert_eq!((sequential.min, sequential.sequential), (1, Some(16)));
+        assert_eq!(sequential.pass, PassRule::AtLeast(12));
+        assert_eq!(sequential.verdict(12, 12), PolicyVerdict::Pass);
+        assert!(
+            matches!(sequential.verdict(11, 16), PolicyVerdict::Fail(m) if m.contains("5 of 16 trials fail"))
+        );
+        assert!(
+            matches!(sequential.verdict(10, 12), PolicyVerdict::CannotJudge(m) if m.contains("not settled"))
+        );
+        assert_eq!(
+            policy(json!({"min": 4, "sequential": false}))
+                .unwrap()
+                .sequential,
+            None
         );
     }
 
@@ -267,6 +333,12 @@ mod tests {
             json!({"pass": {"rate": 0.7, "extra": 1}}),
             json!({"pass": {"at-least": 1, "rate": 0.5}}),
             json!({"pass": {}}),
+            json!({"max": 4}),
+            json!({"max": 4, "sequential": false}),
+            json!({"sequential": true}),
+            json!({"sequential": "yes", "max": 4}),
+            json!({"min": 5, "max": 4, "sequential": true}),
+            json!({"max": 4, "sequential": true, "pass": {"at-least": 5}}),
         ] {
             assert!(policy(bad.clone()).is_err(), "{bad}");
         }

@@ -465,7 +465,7 @@ fn decided(
                 RowVerdict::Fail,
                 (!policy.is_default() || n > 1).then_some(why),
             ),
-            policy::PolicyVerdict::TooFew(why) => (RowVerdict::Error, Some(why)),
+            policy::PolicyVerdict::CannotJudge(why) => (RowVerdict::Error, Some(why)),
         }
     };
     let mut flaky_oracles = Vec::new();
@@ -515,5 +515,12 @@ fn decided(
         tests: Vec::new(),
         baseline: None,
         usage_against_approved: None,
+        sequential: policy
+            .sequential
+            .map(|max| crate::report::cases::Sequential {
+                max,
+                settled: errors.is_empty()
+                    && crate::trials::sequential::settled(policy, c, nn) == Some(true),
+            }),
     }
 }

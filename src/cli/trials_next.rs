@@ -1,0 +1,166 @@
+//! `tracereplay trials next SCENARIO/CASE`: whether a case needs another trial — `settled` (its
+//! verdict is known: a sequential policy's further trials could not change it, or a fixed
+//! policy has its `min`) or `record trial K` — so that a recording loop stops paying once it
+//! knows. The recorder answers the same at `GET …/record/<scenario>/<case>/tracereplay/v1/next`.
+
+use std::io::Write;
+
+use anyhow::{Context, anyhow, bail};
+use camino::Utf8PathBuf;
+use serde::Serialize;
+use tracereplay::report::{RowVerdict, Source};
+use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Selection, check};
+use tracereplay_core::scenario::load_scenarios;
+use tracereplay_core::trials::sequential::{Step, next_step};
+use tracereplay_trace::{Limits, TrialId};
+
+use super::args::TrialsNextArgs;
+use super::exit;
+use super::settings::Settings;
+
+/// The answer, as `--json` prints it and the recorder's endpoint returns it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Answer {
+    pub scenario: String,
+    pub case: String,
+    /// Trials judged so far.
+    pub trials: u64,
+    pub passed: u64,
+    /// The verdict is known.
+    pub settled: bool,
+    /// `pass` or `fail`, once settled.
+    pub verdict: Option<&'static str>,
+    /// The trial to record next, until settled.
+    pub next_trial: Option<String>,
+    /// The policy's fewest trials, and a sequential policy's most.
+    pub min: u64,
+    pub max: Option<u64>,
+}
+
+impl Answer {
+    /// One line: `settled: pass (…)` or `record trial K (…)`.
+    pub(crate) fn line(&self) -> String {
+        let so_far = format!("{} of {} trial(s) pass", self.passed, self.trials);
+        let policy = match self.max {
+            Some(max) => format!("sequential, up to {max} trials"),
+            None => format!("{} trial(s) needed", self.min),
+        };
+        match (&self.next_trial, self.verdict) {
+            (Some(k), _) => format!("record trial {k} ({so_far}; {policy})"),
+            (None, Some(v)) => format!("settled: {v} ({so_far}; {policy})"),
+            (None, None) => format!("settled ({so_far}; {policy})"),
+        }
+    }
+}
+
+/// Runs `trials next`; `Err` means exit 2.
+pub(super) fn run(
+    args: &TrialsNextArgs,
+    settings: &Settings,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let (scenario, case) = args.case.split_once('/').with_context(|| {
+        format!(
+            "`{}` is not `SCENARIO/CASE`",
+            tracereplay::report::escape_controls(&args.case)
+        )
+    })?;
+    let answer = answer(
+        settings,
+        &settings.paths(),
+        (scenario, case),
+        (args.judging.limits.limits(), args.judging.allow_raw_prompts),
+    )?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &answer)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", answer.line())?;
+    }
+    Ok(exit::OK)
+}
+
+/// Judges the recorded trials of `scenario`/`case` under `paths` against the suite's scenarios
+/// (nothing written) and says what comes next. A trial that cannot be judged is an error, and
+/// so is a trace whose header cannot be read (it may be one of the case's): the loop must not
+/// go on as if it had not been recorded.
+pub(crate) fn answer(
+    settings: &Settings,
+    paths: &[Utf8PathBuf],
+    (scenario, case): (&str, &str),
+    (limits, allow_raw_prompts): (Limits, bool),
+) -> anyhow::Result<Answer> {
+    let mut found =
+        tracereplay_core::discover::find(paths, &settings.scenarios(), &Default::default())?;
+    found.look_up_in(settings.suite_roots());
+    let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
+    let same = tracereplay_trace::json::eq_ci;
+    let s = (loaded.scenarios.iter())
+        .find(|s| same(&s.id, scenario))
+        .ok_or_else(|| {
+            anyhow!(
+                "no scenario `{}` in the suite: its policy says how many trials the case needs",
+                tracereplay::report::escape_controls(scenario)
+            )
+        })?;
+    let policy = s.trials;
+    let (mut n, mut passed, mut ids) = (0u64, 0u64, Vec::new());
+    if !found.trace_files.is_empty() {
+        let opts = CheckOptions {
+            selection: Selection {
+                whole_suite: tracereplay_core::discover::covers_suite_roots(paths),
+                ..Selection::default()
+            },
+            judging: settings.judging(limits, allow_raw_prompts)?,
+            counting: Counting {
+                fail_on: FailOn::None,
+                ..Counting::default()
+            },
+            ..CheckOptions::default()
+        };
+        let checked = check(&found, paths, &opts)?;
+        for row in checked.results.iter() {
+            // A trace whose header could not be read may be a trial of this case: the answer
+            // would be a guess.
+            let unknown = row.scenario.is_none() || row.case.is_none();
+            let ours = row.source == Source::Trace
+                && (unknown
+                    || row.scenario.as_deref().is_some_and(|x| same(x, &s.id))
+                        && row.case.as_deref() == Some(case));
+            if !ours {
+                continue;
+            }
+            if row.verdict == RowVerdict::Error {
+                bail!(
+                    "`{}` could not be judged: {}",
+                    row.path.unwrap_or_default(),
+                    row.error.map(|e| e.message).unwrap_or_default()
+                );
+            }
+            n += 1;
+            passed += u64::from(row.verdict == RowVerdict::Pass);
+            if let Some(t) = row.trial.as_deref().and_then(|t| TrialId::parse(t).ok()) {
+                ids.push(t);
+            }
+        }
+    }
+    let step = next_step(&policy, passed, n, &ids);
+    Ok(Answer {
+        scenario: s.id.clone(),
+        case: case.to_owned(),
+        trials: n,
+        passed,
+        settled: matches!(step, Step::Settled { .. }),
+        verdict: match step {
+            Step::Settled { passed: true } => Some("pass"),
+            Step::Settled { passed: false } => Some("fail"),
+            Step::Record(_) => None,
+        },
+        next_trial: match step {
+            Step::Record(t) => Some(t.to_string()),
+            Step::Settled { .. } => None,
+        },
+        min: policy.min,
+        max: policy.sequential,
+    })
+}
