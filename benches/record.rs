@@ -191,6 +191,7 @@ fn main() {
         signer: None,
         replace: false,
         waived: Default::default(),
+        next: None,
     };
     let server = tracereplay_net::proxy::spawn("127.0.0.1:0".parse().unwrap(), options).unwrap();
     let recorder = format!("http://{}", server.addr);

@@ -54,6 +54,7 @@ pub(super) fn run(
         waived: std::sync::Arc::new(super::options::waived()),
         signer: super::sign::signer(&args.signing)?.map(|k| k as _),
         replace: args.replace,
+        next: Some(next_trial(settings, &dir, &args.limits)),
     };
     let server = proxy::spawn(args.server.listen, options)?;
     writeln!(out, "listening on http://{}", server.addr)?;
@@ -109,4 +110,20 @@ pub(super) fn run(
     let written = ends.iter().filter(|e| e.recorded_to.is_some()).count();
     diag!("{written} session(s) recorded, {failed} refused");
     Ok(if failed > 0 { exit::FAILURE } else { exit::OK })
+}
+
+/// The recorder's `…/tracereplay/v1/next`: `trials next` over the recordings' directory, with
+/// the project file's settings (as `tracereplay trials next` run there without flags).
+fn next_trial(
+    settings: &super::settings::Settings,
+    dir: &camino::Utf8Path,
+    limits: &super::args::LimitArgs,
+) -> proxy::NextTrial {
+    let settings = settings.as_command(super::settings::Cmd::TrialsNext);
+    let (paths, limits) = (vec![dir.to_owned()], limits.limits());
+    std::sync::Arc::new(move |scenario: &str, case: &str| {
+        super::trials_next::answer(&settings, &paths, (scenario, case), (limits, false))
+            .map(|a| serde_json::to_value(a).expect("an answer serialises"))
+            .map_err(|e| format!("{e:#}"))
+    })
 }

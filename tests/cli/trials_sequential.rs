@@ -127,3 +127,67 @@ fn a_trial_that_cannot_be_judged_stops_the_loop_and_bad_names_are_refused() {
         assert!(out.stderr.contains(says), "{case}: {}", out.stderr);
     }
 }
+
+/// GETs `path` from the server; the status and the body as JSON.
+fn get(url: &str, path: &str) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut resp = agent.get(&format!("{url}{path}")).call().unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.body_mut().read_to_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    )
+}
+
+/// A recording loop against `record`: it asks the recorder's `…/tracereplay/v1/next` before
+/// each trial and records the trial it names, until the case is settled — which is sooner than
+/// `max` when the verdict is clear.
+#[test]
+fn the_recorder_says_which_trial_to_record_until_the_case_is_settled() {
+    let env = Env::new();
+    env.write(
+        "out/s/s.scenario.json",
+        r#"{"id":"s","title":"t","risk":"High","trials":{"max":5,"pass":{"at-least":3},"sequential":true},"oracles":[{"type":"final-answer-contains","value":"hello"}]}"#,
+    );
+    let up = crate::record_faults::fake_upstream();
+    let rec = crate::record_faults::recorder(&env, &format!("{up}/ok"), &[]);
+    let mut recorded = Vec::new();
+    loop {
+        let (status, a) = get(&rec.url, "/record/s/c/tracereplay/v1/next");
+        assert_eq!(status, 200, "{a}");
+        if a["settled"] == true {
+            assert_eq!(a["verdict"], "pass", "{a}");
+            break;
+        }
+        let trial = a["next_trial"].as_str().unwrap().to_owned();
+        let base = format!("/record/s/c/trial/{trial}");
+        let ask = crate::record_faults::ASK;
+        let (status, body) = rec.post(&format!("{base}/v1/chat/completions"), &[], ask);
+        assert_eq!(status, 200, "{body}");
+        // While the session is open, its trial is not on disk: the recorder says so.
+        let (status, said) = get(&rec.url, "/record/s/c/tracereplay/v1/next");
+        assert_eq!(status, 409, "{said}");
+        let (status, body) = rec.post(&format!("{base}/tracereplay/v1/finish"), &[], "");
+        assert_eq!(status, 200, "{body}");
+        recorded.push(trial);
+        assert!(recorded.len() <= 5, "{recorded:?}");
+    }
+    // Three passing trials of at most five settle it: the last two are never paid for.
+    assert_eq!(recorded, ["1", "2", "3"]);
+    let (status, a) = get(&rec.url, "/record/x/c/tracereplay/v1/next");
+    assert_eq!(status, 422, "{a}");
+    assert!(a.to_string().contains("no scenario `x`"), "{a}");
+    let (code, printed) = rec.finish(&[]);
+    assert_eq!(code, 0, "{printed}");
+    let out = env.run(&["trials", "next", "s/c", "out/"]);
+    assert_eq!(
+        out.stdout.trim(),
+        "settled: pass (3 of 3 trial(s) pass; sequential, up to 5 trials)",
+        "{}",
+        out.stderr
+    );
+}

@@ -153,6 +153,8 @@ pub(super) struct Settings {
     /// The price table, read once as the settings are resolved (what judging uses and what an
     /// attestation hashes are the same bytes), or why it could not be: `None` without one.
     prices_read: Option<Result<PricesRead, String>>,
+    /// The project file, for [`Settings::as_command`].
+    project: Config,
 }
 
 /// A price table as read, with the BLAKE3 hash of the bytes it was read from.
@@ -188,10 +190,17 @@ impl Settings {
             sources,
             project_paths: file_paths.is_some(),
             prices_read,
+            project: project.clone(),
             suite_roots: file_paths
                 .unwrap_or_else(|| vec![tracereplay_core::discover::DEFAULT_ROOT.into()]),
             color,
         }
+    }
+
+    /// The settings `cmd` would run with from the project file alone (no flags): what a server
+    /// answers for another command (the recorder's `…/tracereplay/v1/next` is `trials next`).
+    pub(super) fn as_command(&self, cmd: Cmd) -> Settings {
+        Settings::resolve(cmd, Layer::default(), &self.project, self.color)
     }
 
     /// Notes that the command reads `key`: one it does not list in [`Cmd::reads`] is a bug,

@@ -1,5 +1,6 @@
 //! The recorder's control endpoints: `POST …/tracereplay/v1/events` (events only the runtime
-//! knows), `finish` (its body may carry the last of them) and `cancel`.
+//! knows), `finish` (its body may carry the last of them) and `cancel`; and `GET
+//! …/tracereplay/v1/next`, whether the case needs another trial.
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
@@ -10,6 +11,60 @@ use std::time::Instant;
 use super::{Recorder, Refusal, SessionEnd};
 
 impl Recorder {
+    /// `GET …/tracereplay/v1/next`: whether the named case needs another trial. A session of
+    /// the case still open is a conflict: its trial is not on disk yet, so the answer would
+    /// leave it out.
+    pub(super) async fn next(
+        &self,
+        named: Option<crate::named::Named>,
+        headers: &HeaderMap,
+    ) -> Response {
+        let Some(answer) = self.options.next.clone() else {
+            let why = "this recorder cannot say whether a case needs another trial";
+            return Refusal::new(StatusCode::NOT_FOUND, why, "not_found").respond(None);
+        };
+        let named = match crate::named::Named::of(named, headers) {
+            Ok(Some(n)) => n,
+            Ok(None) => {
+                let why = "name the case: GET /record/<scenario>/<case>/tracereplay/v1/next";
+                return Refusal::new(StatusCode::BAD_REQUEST, why, "session_not_named")
+                    .respond(None);
+            }
+            Err(why) => {
+                return Refusal::new(StatusCode::BAD_REQUEST, &why, "session_not_named")
+                    .respond(None);
+            }
+        };
+        let open: Vec<String> = (self.lock().values())
+            .filter(|s| s.scenario == named.scenario && s.case == named.case)
+            .map(|s| {
+                s.trial
+                    .as_ref()
+                    .map_or("(no trial)".to_owned(), |t| t.to_string())
+            })
+            .collect();
+        if !open.is_empty() {
+            let why = format!(
+                "a session of `{}/{}` is still open (trial {}): finish it first, so that its trial counts",
+                named.scenario,
+                named.case,
+                open.join(", ")
+            );
+            return Refusal::new(StatusCode::CONFLICT, &why, "session_open").respond(None);
+        }
+        let (scenario, case) = (named.scenario, named.case);
+        match tokio::task::spawn_blocking(move || answer(&scenario, &case)).await {
+            Ok(Ok(v)) => axum::Json(v).into_response(),
+            Ok(Err(why)) => {
+                Refusal::new(StatusCode::UNPROCESSABLE_ENTITY, &why, "cannot_answer").respond(None)
+            }
+            Err(_) => {
+                let why = "answering failed";
+                Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, why, "internal").respond(None)
+            }
+        }
+    }
+
     /// `finish`, `cancel` and `events`.
     pub(super) fn control(
         &self,

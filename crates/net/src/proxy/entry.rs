@@ -96,6 +96,10 @@ pub(super) async fn handle(State(recorder): State<Arc<Recorder>>, request: Reque
             return error_in(api, StatusCode::REQUEST_TIMEOUT, &message, "timeout");
         }
     };
+    if rest == "/tracereplay/v1/next" && parts.method == Method::GET {
+        drop(permit);
+        return recorder.next(named, &parts.headers).await;
+    }
     let control = rest
         .strip_prefix("/tracereplay/v1/")
         .filter(|_| parts.method == Method::POST);

@@ -72,7 +72,15 @@ pub struct Options {
     /// Fingerprints of secrets waived as false positives: a recording holding another secret
     /// is refused.
     pub waived: std::sync::Arc<std::collections::HashSet<String>>,
+    /// Answers `GET …/tracereplay/v1/next`: whether a case needs another trial (what
+    /// `tracereplay trials next` answers), when set.
+    pub next: Option<NextTrial>,
 }
+
+/// Whether the case (`scenario`, `case`) needs another trial, as JSON (`{"settled": …,
+/// "next_trial": …}`), or why that cannot be answered. It judges the recorded trials: it may
+/// take a while, and runs off the server's threads.
+pub type NextTrial = Arc<dyn Fn(&str, &str) -> Result<serde_json::Value, String> + Send + Sync>;
 
 /// What the recorder tells whoever runs it, as it happens.
 #[derive(Debug, Clone, PartialEq, Eq)]
