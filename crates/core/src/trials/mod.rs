@@ -3,6 +3,7 @@
 //! set is a matter of statistics (`stats`, [`crate::diff::trial_drift`]), never of comparing trials one to one.
 //! A case with one trace is judged exactly as a trace is.
 
+pub mod group;
 pub mod plan;
 pub mod policy;
 pub mod sequential;
