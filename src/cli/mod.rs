@@ -48,6 +48,7 @@ mod settings;
 mod sign;
 mod status;
 mod trials;
+mod trials_group;
 mod trials_next;
 mod verify;
 

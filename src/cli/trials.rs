@@ -46,6 +46,9 @@ struct Plan {
     drop: Drop,
     policies: Vec<PolicyPlan>,
     drift: DriftPlan,
+    /// With `--looks`: the group-sequential drift check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group_sequential: Option<super::trials_group::GroupPlan>,
     suite: Vec<CasePlan>,
 }
 
@@ -160,7 +163,9 @@ fn run_plan(
     let cases = args.cases.unwrap_or(compared).max(1);
     let level = plan::per_case_level(alpha, cases);
     let needed = plan::trials_for_power(from, to, level, power);
+    let group_sequential = super::trials_group::plan(args, level, (from, to))?;
     let plan = Plan {
+        group_sequential,
         alpha,
         cases,
         level,
@@ -354,6 +359,9 @@ fn human(plan: &Plan, out: &mut dyn Write) -> anyhow::Result<()> {
     match (plan.drift.trials_per_side, plan.drift.power) {
         (Some(n), Some(power)) => writeln!(out, "  {n} trials per side (power {power:.4})")?,
         _ => writeln!(out, "  more than {} trials per side", plan::MAX_PLANNED)?,
+    }
+    if let Some(g) = &plan.group_sequential {
+        super::trials_group::print(g, (plan.drop.from, plan.drop.to), out)?;
     }
     if plan.suite.is_empty() {
         return Ok(());

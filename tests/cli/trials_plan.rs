@@ -220,3 +220,118 @@ fn bad_questions_are_refused_by_name() {
         assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
     }
 }
+
+/// SciPy's check of a group-sequential plan: for the printed levels, the exact type-I error of
+/// stopping by each look (worst common pass rate of the grid) is the printed one and within the
+/// α spent; the next p-value the test can take at a look would overspend (the levels are the
+/// largest that fit); and the power and expected trials are the printed ones.
+const GROUP_REFERENCE: &str = r#"
+import json, math, sys
+from functools import lru_cache
+from scipy.stats import binom, fisher_exact, norm
+
+q = json.loads(sys.argv[1])
+g = q["plan"]
+na, looks, alpha = g["approved"], g["looks"], g["alpha"]
+
+@lru_cache(maxsize=None)
+def fisher(a, c, n):
+    return fisher_exact([[a, na - a], [c, n - c]], alternative="greater").pvalue
+
+def rejections(levels, pa, pc):
+    per = [0.0] * len(levels)
+    for a in range(na + 1):
+        wa = binom.pmf(a, na, pa)
+        dist, before = {0: 1.0}, 0
+        for k, (n, lv) in enumerate(zip(looks, levels)):
+            new = {}
+            for c, d in dist.items():
+                for x in range(n - before + 1):
+                    new[c + x] = new.get(c + x, 0.0) + d * binom.pmf(x, n - before, pc)
+            for c in list(new):
+                if fisher(a, c, n) <= lv * (1 + 1e-7):
+                    per[k] += wa * new.pop(c)
+            dist, before = new, n
+    return per
+
+def worst(levels):
+    out = [0.0] * len(levels)
+    for i in range(1, 100):
+        p, total = i / 100, 0.0
+        for k, r in enumerate(rejections(levels, p, p)):
+            total += r
+            out[k] = max(out[k], total)
+    return out
+
+def spent(t):
+    if g["spending"] == "pocock":
+        return alpha * math.log(1 + (math.e - 1) * t)
+    return 2 * (1 - norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+
+levels = g["nominal"]
+out = {"spent": [float(spent(n / looks[-1])) for n in looks], "type_one": [float(x) for x in worst(levels)], "overspends": []}
+for k, n in enumerate(looks):
+    above = sorted({fisher(a, c, n) for a in range(na + 1) for c in range(n + 1)} - {0})
+    above = [v for v in above if v > levels[k] * (1 + 1e-6)]
+    if above:
+        trial = levels[:k] + [above[0]]
+        out["overspends"].append(bool(worst(trial)[k] > out["spent"][k]))
+    else:
+        out["overspends"].append(True)
+r = rejections(levels, q["from"], q["to"])
+out["power"] = float(sum(r))
+out["expected"] = float(sum(n * p for n, p in zip(looks, r)) + looks[-1] * (1 - sum(r)))
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_group_sequential_plans_boundaries_are_exact_and_the_largest_that_hold_alpha() {
+    let env = Env::new();
+    let python = test_python(
+        "scipy",
+        "SciPy (the reference values of the trials planner)",
+    );
+    for spending in ["obrien-fleming", "pocock"] {
+        let got = plan(
+            &env,
+            &[
+                "--policy",
+                r#"{"min":8}"#,
+                "--looks",
+                "2,4,6,8",
+                "--spending",
+                spending,
+                "--from",
+                "0.9",
+                "--to",
+                "0.3",
+                "--cases",
+                "1",
+                "--alpha",
+                "0.1",
+            ],
+        );
+        let g = &got["group_sequential"];
+        assert_eq!(g["approved"], 8, "{got}");
+        let question = serde_json::json!({"plan": g, "from": 0.9, "to": 0.3}).to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let code = format!("import sys\nsys.argv = ['ref', {question:?}]\n{GROUP_REFERENCE}");
+        let out = run_python(&python, &code, dir.path(), &[], &[], "the SciPy reference");
+        let want: Value = serde_json::from_str(out.trim()).unwrap();
+        for k in 0..4 {
+            same(&g["spent"][k], &want["spent"][k], "α spent");
+            same(&g["type_one"][k], &want["type_one"][k], "type-I error");
+            let (t1, spent) = (
+                want["type_one"][k].as_f64().unwrap(),
+                want["spent"][k].as_f64().unwrap(),
+            );
+            assert!(t1 <= spent + 1e-12, "{spending} look {k}: {t1} > {spent}");
+            assert_eq!(
+                want["overspends"][k], true,
+                "{spending} look {k}: a larger level fits"
+            );
+        }
+        same(&g["power"], &want["power"], "power");
+        same(&g["expected_trials"], &want["expected"], "expected trials");
+    }
+}

@@ -26,7 +26,7 @@ pub(crate) use record::{CollectArgs, RecordArgs};
 pub(crate) use replay::{ReplayCommand, ReplayServeArgs};
 pub(crate) use report::ReportArgs;
 pub(crate) use sign::{CheckSigningArgs, SignArgs, SigningArgs, VerifyAttestationArgs};
-pub(crate) use trials::{TrialsCommand, TrialsNextArgs, TrialsPlanArgs};
+pub(crate) use trials::{SpendingArg, TrialsCommand, TrialsNextArgs, TrialsPlanArgs};
 
 /// Store agent runs as sealed traces and re-check them offline against scenario oracles.
 #[derive(Debug, Parser)]

@@ -70,6 +70,16 @@ pub(crate) struct TrialsPlanArgs {
     /// Benjamini–Hochberg correction over them is bounded by testing each case at α / cases.
     #[arg(long, value_name = "N")]
     pub cases: Option<u64>,
+    /// Plan a group-sequential drift check: the current trials at each look (`4,8,12,16`),
+    /// stopping at the first look that shows the regression; prints each look's exact boundary.
+    #[arg(long, value_name = "N,…", value_delimiter = ',')]
+    pub looks: Vec<u64>,
+    /// With `--looks`: the approved trials (default: the last look's count).
+    #[arg(long, value_name = "N")]
+    pub approved: Option<u64>,
+    /// With `--looks`: how α is spent over the looks.
+    #[arg(long, value_enum, default_value_t = SpendingArg::ObrienFleming)]
+    pub spending: SpendingArg,
     /// The false discovery rate drift is held to.
     #[command(flatten)]
     pub alpha: AlphaArgs,
@@ -79,4 +89,13 @@ pub(crate) struct TrialsPlanArgs {
     /// How the trials are judged (as `check` judges them).
     #[command(flatten)]
     pub judging: JudgingArgs,
+}
+
+/// `--spending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SpendingArg {
+    /// Lan–DeMets O'Brien–Fleming-type: little early, nearly all of α at the last look.
+    ObrienFleming,
+    /// Lan–DeMets Pocock-type: about evenly over the looks.
+    Pocock,
 }
