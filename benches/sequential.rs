@@ -9,6 +9,14 @@
 //! the mean trials recorded per case, the share saved, and that every settled verdict is the
 //! verdict of all `max` trials.
 //!
+//! Then the group-sequential drift check (looks after 4, 8, 12 and 16 current trials against 16
+//! approved, each case at α / 50 — the Benjamini–Hochberg bound over the 50 tasks — with
+//! α = 0.05): over 20 seeds, approved and current sets drawn from each task's four trials (an
+//! unchanged agent: A/A false alarms), and with a regression injected into the tasks that pass
+//! at least 3 of 4 (each current trial's pass kept with probability 1/2): how often each is
+//! caught, against the fixed test of all 16 trials, and how many trials the sequential check
+//! recorded.
+//!
 //! `cargo bench --bench sequential`. CI only compiles it (clippy `--all-targets`).
 
 use std::collections::BTreeMap;
@@ -81,6 +89,75 @@ fn main() {
                 "a settled verdict differs from all {max} trials'"
             );
         }
+    }
+    drift(&outcomes, &mut rng);
+}
+
+/// The group-sequential drift check against the fixed one, A/A and with an injected regression.
+fn drift(outcomes: &BTreeMap<String, Vec<bool>>, rng: &mut Rng) {
+    use tracereplay_core::trials::group::{Design, Spending};
+    use tracereplay_core::trials::plan::fisher_regression;
+    const SEEDS: usize = 20;
+    let level = 0.05 / outcomes.len() as f64;
+    let looks = vec![4u64, 8, 12, 16];
+    println!(
+        "\nGroup-sequential drift, looks 4, 8, 12, 16 against 16 approved, each case at α/{} = {level:.4}:\n",
+        outcomes.len()
+    );
+    println!(
+        "| spending | A/A false alarms (of 50 × {SEEDS}) | regressions caught, sequential | fixed test of 16 | current trials, sequential (regressed) |"
+    );
+    println!("|---|---|---|---|---|");
+    for spending in [Spending::OBrienFleming, Spending::Pocock] {
+        let d = Design::new(16, looks.clone(), level, spending).unwrap();
+        let nominal = d.boundaries();
+        let one = Design::new(16, vec![16], level, spending).unwrap();
+        let fixed_level = one.boundaries()[0];
+        let (mut alarms, mut caught, mut fixed_caught) = (0, 0, 0);
+        let (mut regressed, mut recorded) = (0, 0u64);
+        for _ in 0..SEEDS {
+            for trials in outcomes.values() {
+                // `n` trials drawn from the task's, each pass kept with probability `keep`.
+                let mut draw = |n: u64, keep: bool| -> Vec<bool> {
+                    (0..n)
+                        .map(|_| trials[rng.below(trials.len())] && (!keep || rng.below(2) == 0))
+                        .collect()
+                };
+                let approved = draw(16, false);
+                let a = approved.iter().filter(|p| **p).count() as u64;
+                // Stops at the first look that shows a regression: the trials it recorded.
+                let sequential = |current: &[bool]| -> (bool, u64) {
+                    for (k, &n) in looks.iter().enumerate() {
+                        let c = current[..n as usize].iter().filter(|p| **p).count() as u64;
+                        if fisher_regression(a, 16, c, n) <= nominal[k] * (1.0 + 1e-7) {
+                            return (true, n);
+                        }
+                    }
+                    (false, 16)
+                };
+                let same = draw(16, false);
+                alarms += usize::from(sequential(&same).0);
+                let passes = trials.iter().filter(|p| **p).count();
+                if passes * 4 >= 3 * trials.len() {
+                    let worse = draw(16, true);
+                    let (stopped, n) = sequential(&worse);
+                    let c = worse.iter().filter(|p| **p).count() as u64;
+                    regressed += 1;
+                    caught += usize::from(stopped);
+                    let p = fisher_regression(a, 16, c, 16);
+                    fixed_caught += usize::from(p <= fixed_level * (1.0 + 1e-7));
+                    recorded += n;
+                }
+            }
+        }
+        println!(
+            "| {} | {alarms} ({:.1} %) | {caught} of {regressed} ({:.1} %) | {fixed_caught} ({:.1} %) | {:.2} |",
+            spending.name(),
+            100.0 * alarms as f64 / (SEEDS * outcomes.len()) as f64,
+            100.0 * caught as f64 / regressed as f64,
+            100.0 * fixed_caught as f64 / regressed as f64,
+            recorded as f64 / regressed as f64
+        );
     }
 }
 

@@ -124,6 +124,12 @@ pub fn smallest_detectable_drop(
         .find(|&p1| regression_power(n_a, n_c, p0, p1, level) >= power)
 }
 
+/// The trial-verdict `regression` test's p-value: `a` of `n_a` approved trials passing, `c` of
+/// `n_c` current ones (one-sided Fisher, lower in the current set).
+pub fn fisher_regression(a: u64, n_a: u64, c: u64, n_c: u64) -> f64 {
+    stats::fisher_lower(a, n_a, c, n_c)
+}
+
 /// The smallest p-value the regression test can give with `n_a` and `n_c` trials (all pass
 /// before, none after): `1 / C(n_a + n_c, n_a)`.
 pub fn smallest_p(n_a: u64, n_c: u64) -> f64 {
