@@ -71,6 +71,9 @@ struct PolicyPlan {
     rates: Vec<f64>,
     /// By rate (rows) and trial count (columns): the chance a case passes.
     pass_probability: Vec<Vec<Option<f64>>>,
+    /// A sequential policy's mean trials recorded before the case is settled, by rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_trials: Option<Vec<f64>>,
 }
 
 /// The trials per side a drift check needs for the planned drop.
@@ -221,7 +224,10 @@ fn policy_json(p: &TrialsPolicy) -> Value {
         PassRule::AtLeast(k) => json!({ "at-least": k }),
         PassRule::Rate { rate, confidence } => json!({"rate": rate, "confidence": confidence}),
     };
-    json!({"min": p.min, "pass": pass})
+    match p.sequential {
+        Some(max) => json!({"min": p.min, "max": max, "pass": pass, "sequential": true}),
+        None => json!({"min": p.min, "pass": pass}),
+    }
 }
 
 fn policy_plan(
@@ -232,6 +238,8 @@ fn policy_plan(
 ) -> PolicyPlan {
     let trials: Vec<u64> = match trials.is_empty() {
         false => trials.to_vec(),
+        // A sequential case is judged as all `max` trials would be.
+        true if p.sequential.is_some() => vec![p.sequential.unwrap_or(p.min)],
         // `at-least N` is a count: the same N of more trials is another policy, shown only
         // when asked for.
         true if matches!(p.pass, PassRule::AtLeast(_)) => vec![p.min],
@@ -254,6 +262,11 @@ fn policy_plan(
                     .collect()
             })
             .collect(),
+        expected_trials: p.sequential.map(|_| {
+            (rates.iter())
+                .map(|&r| round6(plan::expected_sequential_trials(p, r).unwrap_or(0.0)))
+                .collect()
+        }),
         rates: rates.to_vec(),
         trials,
     }
@@ -331,14 +344,20 @@ fn human(plan: &Plan, out: &mut dyn Write) -> anyhow::Result<()> {
         for n in &p.trials {
             write!(out, " {:>9}", format!("n={n}"))?;
         }
+        if p.expected_trials.is_some() {
+            write!(out, "  trials recorded (mean, sequential)")?;
+        }
         writeln!(out)?;
-        for (rate, row) in p.rates.iter().zip(&p.pass_probability) {
+        for (i, (rate, row)) in p.rates.iter().zip(&p.pass_probability).enumerate() {
             write!(out, "  {rate:>6.2}")?;
             for cell in row {
                 match cell {
                     Some(v) => write!(out, " {v:>9.4}")?,
                     None => write!(out, " {:>9}", "—")?,
                 }
+            }
+            if let Some(e) = &p.expected_trials {
+                write!(out, "  {:>9.2}", e[i])?;
             }
             writeln!(out)?;
         }

@@ -49,8 +49,26 @@ def power(na, nc, p0, p1, level):
                 total += binom.pmf(a, na, p0) * binom.pmf(c, nc, p1)
     return total
 
+def expected(policy, p):
+    top, least = policy["max"], policy.get("min", 1)
+    t = needed(policy, top)
+    dist, e = {0: 1.0}, 0.0
+    for n in range(top + 1):
+        for c in list(dist):
+            if n >= least and (t < 0 or c >= t or n - c > top - t):
+                e += n * dist.pop(c)
+        if n == top:
+            break
+        new = {}
+        for c, w in dist.items():
+            new[c] = new.get(c, 0.0) + w * (1 - p)
+            new[c + 1] = new.get(c + 1, 0.0) + w * p
+        dist = new
+    return e
+
 level = q["alpha"] / q["cases"]
 out = {"level": level}
+out["expected"] = [expected(q["policy"], p) for p in q["rates"]] if q["policy"].get("sequential") else None
 out["oc"] = [[oc(q["policy"], n, p) for n in q["trials"]] for p in q["rates"]]
 out["needed"] = [needed(q["policy"], n) for n in q["trials"]]
 n = 1
@@ -112,6 +130,16 @@ fn a_policys_operating_characteristic_and_the_trials_a_drop_needs_are_scipys() {
             "0.5,0.75,0.9,0.97",
         ),
         (r#"{"min":3,"pass":"all"}"#, "1,3,7", "0.5,0.9,0.999"),
+        (
+            r#"{"max":8,"pass":{"at-least":6},"sequential":true}"#,
+            "8",
+            "0.3,0.5,0.75,0.9,1",
+        ),
+        (
+            r#"{"min":2,"max":10,"pass":{"rate":0.6,"confidence":0.8},"sequential":true}"#,
+            "10,5",
+            "0.2,0.6,0.95",
+        ),
         (r#"{"min":8,"pass":{"rate":0.75}}"#, "8,30", "0.8,0.95"),
     ] {
         let got = plan(
@@ -146,6 +174,17 @@ fn a_policys_operating_characteristic_and_the_trials_a_drop_needs_are_scipys() {
             {
                 same(cell, want_cell, &format!("{policy}: P(pass)"));
             }
+        }
+        match want["expected"].as_array() {
+            Some(e) => {
+                let got_e = p["expected_trials"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{p}"));
+                for (g, w) in got_e.iter().zip(e) {
+                    same(g, w, &format!("{policy}: mean trials recorded"));
+                }
+            }
+            None => assert!(p.get("expected_trials").is_none(), "{p}"),
         }
         assert_eq!(got["drift"]["trials_per_side"], want["trials_per_side"]);
         same(&got["drift"]["power"], &want["power"], "power");

@@ -51,7 +51,8 @@ pub(crate) struct TrialsPlanArgs {
     #[arg(long, value_name = "JSON")]
     pub policy: Option<String>,
     /// The trial counts to tabulate, each as the policy with that `min` (default: each policy's
-    /// `min`, twice and four times it; only `min` for an `at-least` policy, whose N is a count).
+    /// `min`, twice and four times it; only `min` for an `at-least` policy, whose N is a count;
+    /// `max` for a sequential policy, judged as all `max` trials would be).
     #[arg(long, value_name = "N,…", value_delimiter = ',')]
     pub trials: Vec<u64>,
     /// The true pass rates to tabulate (default: 0.5,0.6,0.7,0.8,0.9,0.95,0.99).

@@ -64,6 +64,34 @@ pub fn pass_probability(policy: &TrialsPolicy, n: u64, p: f64) -> Option<f64> {
     Some(pmf[needed as usize..].iter().sum::<f64>().min(1.0))
 }
 
+/// The mean number of trials a case of a sequential policy records before it is settled, each
+/// trial passing with probability `p` (`None` for a policy that is not sequential): exact, a sum
+/// over the counts at which it can settle.
+pub fn expected_sequential_trials(policy: &TrialsPolicy, p: f64) -> Option<f64> {
+    let max = policy.sequential?;
+    // The probability of each pass count among the trials recorded, on paths not yet settled.
+    let mut open = vec![1.0f64];
+    let mut expected = 0.0;
+    for n in 0..=max {
+        for (c, w) in open.iter_mut().enumerate() {
+            if *w > 0.0 && super::sequential::settled(policy, c as u64, n) == Some(true) {
+                expected += n as f64 * *w;
+                *w = 0.0;
+            }
+        }
+        if n == max {
+            break;
+        }
+        let mut next = vec![0.0; open.len() + 1];
+        for (c, w) in open.iter().enumerate() {
+            next[c] += w * (1.0 - p);
+            next[c + 1] += w * p;
+        }
+        open = next;
+    }
+    Some(expected)
+}
+
 /// The power of the trial-verdict `regression` test (one-sided Fisher, `check`'s test) at
 /// `level`: the probability that `n_a` approved trials passing with probability `p0` and `n_c`
 /// current ones passing with probability `p1` give p ≤ `level` (with the contract's slack).
@@ -208,5 +236,23 @@ mod tests {
         assert!(regression_power(n, n, 0.9, drop + RATE_STEP, 0.05) < 0.8);
         assert_eq!(smallest_detectable_drop(2, 2, 0.9, 0.05, 0.8), None);
         assert!(close(smallest_p(4, 4), 1.0 / 70.0));
+    }
+
+    #[test]
+    fn a_sequential_case_records_fewer_trials_on_average() {
+        let all = TrialsPolicy {
+            min: 1,
+            pass: PassRule::All,
+            sequential: Some(3),
+        };
+        // "all" of 3 stops at the first failure: 1 + p + p².
+        let p: f64 = 0.6;
+        let e = expected_sequential_trials(&all, p).unwrap();
+        assert!(close(e, 1.0 + p + p * p), "{e}");
+        assert_eq!(
+            expected_sequential_trials(&TrialsPolicy::default(), p),
+            None
+        );
+        assert!(close(expected_sequential_trials(&all, 1.0).unwrap(), 3.0));
     }
 }
