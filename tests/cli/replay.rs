@@ -79,6 +79,17 @@ impl Server {
         (status, resp.body_mut().read_to_string().unwrap())
     }
 
+    /// GETs `path`; returns the status and the body text.
+    pub(super) fn get(&self, path: &str) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut resp = agent.get(&format!("{}{path}", self.url)).call().unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.body_mut().read_to_string().unwrap())
+    }
+
     /// Finishes every named session and waits for the process; returns its exit code and the
     /// lines it printed after `listening on`.
     pub(super) fn finish(mut self, sessions: &[&str]) -> (i32, String) {

@@ -129,14 +129,8 @@ fn a_trial_that_cannot_be_judged_stops_the_loop_and_bad_names_are_refused() {
 }
 
 /// GETs `path` from the server; the status and the body as JSON.
-fn get(url: &str, path: &str) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut resp = agent.get(&format!("{url}{path}")).call().unwrap();
-    let status = resp.status().as_u16();
-    let body = resp.body_mut().read_to_string().unwrap();
+fn get(server: &crate::replay::Server, path: &str) -> (u16, Value) {
+    let (status, body) = server.get(path);
     (
         status,
         serde_json::from_str(&body).unwrap_or(Value::String(body)),
@@ -157,7 +151,7 @@ fn the_recorder_says_which_trial_to_record_until_the_case_is_settled() {
     let rec = crate::record_faults::recorder(&env, &format!("{up}/ok"), &[]);
     let mut recorded = Vec::new();
     loop {
-        let (status, a) = get(&rec.url, "/record/s/c/tracereplay/v1/next");
+        let (status, a) = get(&rec, "/record/s/c/tracereplay/v1/next");
         assert_eq!(status, 200, "{a}");
         if a["settled"] == true {
             assert_eq!(a["verdict"], "pass", "{a}");
@@ -169,7 +163,7 @@ fn the_recorder_says_which_trial_to_record_until_the_case_is_settled() {
         let (status, body) = rec.post(&format!("{base}/v1/chat/completions"), &[], ask);
         assert_eq!(status, 200, "{body}");
         // While the session is open, its trial is not on disk: the recorder says so.
-        let (status, said) = get(&rec.url, "/record/s/c/tracereplay/v1/next");
+        let (status, said) = get(&rec, "/record/s/c/tracereplay/v1/next");
         assert_eq!(status, 409, "{said}");
         let (status, body) = rec.post(&format!("{base}/tracereplay/v1/finish"), &[], "");
         assert_eq!(status, 200, "{body}");
@@ -178,7 +172,7 @@ fn the_recorder_says_which_trial_to_record_until_the_case_is_settled() {
     }
     // Three passing trials of at most five settle it: the last two are never paid for.
     assert_eq!(recorded, ["1", "2", "3"]);
-    let (status, a) = get(&rec.url, "/record/x/c/tracereplay/v1/next");
+    let (status, a) = get(&rec, "/record/x/c/tracereplay/v1/next");
     assert_eq!(status, 422, "{a}");
     assert!(a.to_string().contains("no scenario `x`"), "{a}");
     let (code, printed) = rec.finish(&[]);
@@ -190,4 +184,50 @@ fn the_recorder_says_which_trial_to_record_until_the_case_is_settled() {
         "{}",
         out.stderr
     );
+}
+
+/// `replay serve --record` asks the same question of its output: a replayed run recorded as a
+/// trial of its case counts, and `trials next` over the replays says whether to replay another.
+#[test]
+fn replays_recorded_as_trials_are_counted_by_trials_next() {
+    let env = Env::new();
+    crate::replay_divergence::recorded_twice(&env);
+    env.write(
+        "again/s/s.scenario.json",
+        r#"{"id":"s","title":"t","risk":"High","trials":{"max":3,"pass":{"at-least":2},"sequential":true},"oracles":[{"type":"final-answer-contains","value":"answer"}]}"#,
+    );
+    let ask = crate::replay_divergence::ask("Paris?", "city");
+    for (trial, settled) in [("1", false), ("2", true)] {
+        let args = [
+            "out/",
+            "--record",
+            "again",
+            "--trial",
+            trial,
+            "--exit-when-finished",
+        ];
+        let server = crate::replay::Server::start(&env, &args);
+        for _ in 0..2 {
+            let (status, body) = server.post("/v1/chat/completions", &[], &ask);
+            assert_eq!(status, 200, "{body}");
+        }
+        let done = r#"[{"kind":"final_answer","text":"answer 2"},{"kind":"run_end","status":"completed"}]"#;
+        let (code, rest) = {
+            let (status, said) = server.post(
+                "/tracereplay/v1/finish",
+                &[("x-tracereplay-case", "s/twice")],
+                done,
+            );
+            assert_eq!(status, 200, "{said}");
+            server.finish(&[])
+        };
+        assert_eq!(code, 0, "{rest}");
+        let out = env.run(&["trials", "next", "s/twice", "again/", "--json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let a = json(&out);
+        assert_eq!(a["settled"], settled, "after trial {trial}: {a}");
+        if !settled {
+            assert_eq!(a["next_trial"], "2", "{a}");
+        }
+    }
 }
