@@ -381,3 +381,32 @@ def test_paris(tracereplay):
     part = run(project, "--tracereplay-trials=3", "-k", "trial1", ci=True)
     part.assert_outcomes(passed=1, deselected=2)
     part.stdout.fnmatch_lines(["*tracereplay: weather/test_paris: 1 of 3 trials written, so the trial set was not judged*"])
+
+
+def test_a_sequential_policy_records_trials_until_the_set_is_settled(project, model):
+    policy = {**SCENARIO, "trials": {"max": 4, "pass": {"at-least": 2}, "sequential": True}}
+    scenario = project.path / "traces" / "weather" / "weather.scenario.json"
+    scenario.write_text(json.dumps(policy))
+    model.answers = ["It is sunny."] * 4
+    write_test(project, '''
+@pytest.mark.tracereplay(scenario="weather")
+def test_paris(tracereplay):
+    openai_agent()
+''')
+    # Two passing trials of up to four settle it: trials 3 and 4 are never recorded.
+    first = run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-trials=4", "-rs")
+    first.assert_outcomes(passed=2, skipped=2)
+    first.stdout.fnmatch_lines(["*weather/test_paris is settled (pass after 2 trial(s), up to 4): trial 3 is not needed*"])
+    sets = project.path / "traces" / "weather" / "test_paris"
+    assert sorted(p.name for p in sets.iterdir()) == ["1.trace.ndjson.zst", "2.trace.ndjson.zst"]
+    assert model.requests == 4
+    # Under CI, without the model, the two recordings replay and the rest need none.
+    model.shutdown()
+    run(project, "--tracereplay-trials=4", ci=True).assert_outcomes(passed=2, skipped=2)
+    # Settled failing at the first failure: the skipped trial completing the set fails with the
+    # set's verdict.
+    scenario.write_text(json.dumps({**SCENARIO, "trials": {"max": 4, "pass": "all", "sequential": True},
+                                    "oracles": [{"type": "final-answer-contains", "value": "raining"}]}))
+    failing = run(project, "--tracereplay-trials=4", ci=True)
+    failing.assert_outcomes(passed=1, skipped=2, failed=1)
+    failing.stdout.fnmatch_lines(["*test_paris?trial4?*", "*tracereplay: weather/test_paris fail*"])

@@ -182,10 +182,16 @@ class Plugin:
     def note_trial(self, run):
         """Notes that `run`, a trial, was written; the paths of its whole set once every trial
         of it is, else None: the trial that completes a set judges it."""
-        tag = hashlib.sha256(f"{run.scenario}\0{run.case}".encode()).hexdigest()[:24]
+        return self.note(run.scenario, run.case, run.trial, str(run.written))
+
+    def note(self, scenario, case, trial, written):
+        """Notes trial `trial` of a set: `written` where it was written, None when it was not
+        needed (the set was settled). The written paths of the whole set once every trial of it
+        is noted, else None."""
+        tag = _set_tag(scenario, case)
         self.sets.mkdir(parents=True, exist_ok=True)
-        note = {"scenario": run.scenario, "case": run.case, "trial": run.trial, "written": str(run.written)}
-        path = self.sets / f"{tag}.{run.trial}.json"
+        note = {"scenario": scenario, "case": case, "trial": trial, "written": written}
+        path = self.sets / f"{tag}.{trial}.json"
         # Noted and counted under a lock shared by the xdist workers: exactly one trial — the
         # one whose note makes the set whole — judges it.
         with open(self.sets / f"{tag}.lock", "a") as lock:
@@ -195,7 +201,47 @@ class Plugin:
             notes = _notes(self.sets, f"{tag}.*.json")
         if len(notes) < self.trials:
             return None
-        return [n["written"] for n in notes]
+        return [n["written"] for n in notes if n.get("written")]
+
+    def settled(self, scenario, case):
+        """`tracereplay trials next` over the trials of this set written so far, when the
+        scenario's policy is sequential and the set is settled (further trials could not change
+        its verdict); else None."""
+        notes = _notes(self.sets, f"{_set_tag(scenario, case)}.*.json")
+        written = [n["written"] for n in notes if n.get("written")]
+        if not written:
+            return None
+        out = subprocess.run(
+            [binary(), "trials", "next", f"{scenario}/{case}", *written, "--json"],
+            cwd=str(self.root),
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+        )
+        try:
+            answer = json.loads(out.stdout) if out.returncode == 0 else {}
+        except ValueError:
+            answer = {}
+        # A trial that cannot be judged is said by that trial's own judging, not here.
+        return answer if answer.get("max") is not None and answer.get("settled") else None
+
+    def judge_paths(self, paths, name):
+        """`tracereplay check` of `paths`: the failure text, or None."""
+        out = subprocess.run(
+            [binary(), "check", *map(str, paths), "--format", "json"],
+            cwd=str(self.root),
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+        )
+        try:
+            report = json.loads(out.stdout)
+        except ValueError:
+            return f"`tracereplay check` of {name} did not report (exit {out.returncode}):\n{out.stderr}"
+        if out.returncode == 0:
+            return None
+        explained = _explain_cases(report.get("cases", [])) + _explain(report.get("results", []))
+        return explained or f"`tracereplay check` exited {out.returncode}:\n{out.stderr}"
 
     def unjudged(self):
         """Each trial set of this session that not all its trials reached (deselected, or
@@ -210,6 +256,10 @@ class Plugin:
             server.stop()
         self.servers.clear()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _set_tag(scenario, case):
+    return hashlib.sha256(f"{scenario}\0{case}".encode()).hexdigest()[:24]
 
 
 def _notes(directory, pattern):
@@ -410,21 +460,7 @@ class Run:
             paths = self.plugin.note_trial(self)
             if paths is None:
                 return None
-        out = subprocess.run(
-            [binary(), "check", *map(str, paths), "--format", "json"],
-            cwd=str(self.plugin.root),
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-        )
-        try:
-            report = json.loads(out.stdout)
-        except ValueError:
-            return f"`tracereplay check` of {self.name} did not report (exit {out.returncode}):\n{out.stderr}"
-        if out.returncode == 0:
-            return None
-        explained = _explain_cases(report.get("cases", [])) + _explain(report.get("results", []))
-        return explained or f"`tracereplay check` exited {out.returncode}:\n{out.stderr}"
+        return self.plugin.judge_paths(paths, self.name)
 
 
 def _explain_cases(cases):
@@ -515,6 +551,21 @@ def tracereplay(request, monkeypatch, tracereplay_trial):
         or plugin.setting("--tracereplay-upstream", "tracereplay_upstream")
         or "https://api.openai.com"
     )
+    if trial is not None:
+        # A sequential policy's set is settled once further trials could not change its verdict:
+        # the rest are not recorded (nor needed to replay), and count as noted.
+        answer = plugin.settled(scenario, case)
+        if answer is not None:
+            paths = plugin.note(scenario, case, trial, None)
+            failure = paths and plugin.judge_paths(paths, f"{scenario}/{case}")
+            if failure:
+                request.node.stash[FAILURE_KEY] = failure
+                yield None
+                return
+            pytest.skip(
+                f"tracereplay: {scenario}/{case} is settled ({answer['verdict']} after "
+                f"{answer['trials']} trial(s), up to {answer['max']}): trial {trial} is not needed"
+            )
     try:
         run = Run(plugin, scenario, case, plugin.recordings(request.node.fspath), upstream, trial)
     except RunError as e:

@@ -152,7 +152,13 @@ fn run_plan(
             vec![(None, p)]
         }
         None => {
-            let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
+            let mut files = found.scenario_files.clone();
+            let more = found
+                .lookup_files
+                .iter()
+                .filter(|f| !found.scenario_files.contains(f));
+            files.extend(more.cloned());
+            let loaded = load_scenarios(&files, &found.suite_files, &found.roots);
             (loaded.scenarios.into_iter())
                 .filter(|s| !s.trials.is_default())
                 .map(|s| (Some(s.id), s.trials))

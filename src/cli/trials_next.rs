@@ -93,7 +93,17 @@ pub(crate) fn answer(
     let mut found =
         tracereplay_core::discover::find(paths, &settings.scenarios(), &Default::default())?;
     found.look_up_in(settings.suite_roots());
-    let loaded = load_scenarios(&found.scenario_files, &found.suite_files, &found.roots);
+    // The suite's own scenarios too: a case's trials given as files name a scenario beside
+    // them, or in the project's paths.
+    let mut files: Vec<Utf8PathBuf> = found.scenario_files.clone();
+    files.extend(
+        found
+            .lookup_files
+            .iter()
+            .filter(|f| !found.scenario_files.contains(f))
+            .cloned(),
+    );
+    let loaded = load_scenarios(&files, &found.suite_files, &found.roots);
     let same = tracereplay_trace::json::eq_ci;
     let s = (loaded.scenarios.iter())
         .find(|s| same(&s.id, scenario))

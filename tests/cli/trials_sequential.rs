@@ -93,6 +93,14 @@ fn trials_are_recorded_until_the_verdict_is_settled() {
         line.stdout.trim(),
         "settled: pass (3 of 3 trial(s) pass; sequential, up to 4 trials)"
     );
+    // Given as files, the trials are judged against the suite's scenario all the same.
+    let files = [
+        "traces/s/c/0.trace.ndjson.zst",
+        "traces/s/c/1.trace.ndjson.zst",
+    ];
+    let line = env.run(&[&["trials", "next", "s/c"][..], &files[..]].concat());
+    let said = "record trial 2 (2 of 2 trial(s) pass; sequential, up to 4 trials)";
+    assert_eq!(line.stdout.trim(), said, "{}", line.stderr);
 
     // Two failures settle it the other way: at most one of four may fail.
     write_trials(&env, "traces/s/c", &["search", "other", "other"]);
