@@ -9,6 +9,9 @@
 //! the mean trials recorded per case, the share saved, and that every settled verdict is the
 //! verdict of all `max` trials.
 //!
+//! The same for the tau2-bench telecom simulations recorded as 4 trials of each of 5 tasks
+//! (`max` 4, recorded order).
+//!
 //! Then the group-sequential drift check (looks after 4, 8, 12 and 16 current trials against 16
 //! approved, each case at α / 50 — the Benjamini–Hochberg bound over the 50 tasks — with
 //! α = 0.05): over 20 seeds, approved and current sets drawn from each task's four trials (an
@@ -50,10 +53,29 @@ fn main() {
         "tau-bench airline, gpt-4o: {cases} tasks, {trials} trials, {passes} passing ({:.1} %)\n",
         100.0 * passes as f64 / trials as f64
     );
+    let mut rng = Rng(0x7365_7175_656e_7469);
+    sequential_table(&outcomes, &[4, 8, 16], &mut rng);
+    drift(&outcomes, &mut rng);
+    // tau2-bench: the telecom simulations recorded as 4 trials of each of 5 tasks.
+    let tau2 = corpus.join(
+        "tau2-bench/feature-gym-5ff9a6cd/gpt-4.1-2025-04-14_telecom_no-user_gpt-4.1-2025-04-14_4trials_5tasks.json",
+    );
+    let outcomes = trial_outcomes(&tau2);
+    let passes: usize = outcomes.values().flatten().filter(|p| **p).count();
+    let trials: usize = outcomes.values().map(Vec::len).sum();
+    println!(
+        "\ntau2-bench telecom, gpt-4.1: {} tasks, {trials} trials, {passes} passing\n",
+        outcomes.len()
+    );
+    sequential_table(&outcomes, &[4], &mut rng);
+}
+
+/// Each policy's mean trials recorded per case when recorded until settled: `max` 4 in the
+/// recorded order, larger `max` drawn with replacement from each case's trials.
+fn sequential_table(outcomes: &BTreeMap<String, Vec<bool>>, maxes: &[u64], rng: &mut Rng) {
     println!("| policy | max | trials per case, sequential | saved | verdicts as all max trials |");
     println!("|---|---|---|---|---|");
-    let mut rng = Rng(0x7365_7175_656e_7469);
-    for max in [4u64, 8, 16] {
+    for &max in maxes {
         for (name, pass) in policies(max) {
             let policy = TrialsPolicy {
                 min: 1,
@@ -90,7 +112,6 @@ fn main() {
             );
         }
     }
-    drift(&outcomes, &mut rng);
 }
 
 /// The group-sequential drift check against the fixed one, A/A and with an injected regression.
