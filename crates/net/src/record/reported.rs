@@ -123,8 +123,9 @@ impl Recording {
         let Some(read) = parsed.trace.events.last() else {
             return Err(Refused::Invalid("the event was not read".to_owned()));
         };
+        // Numbered when the recording is sealed, as every event is (the probe's `seq` is not).
         let mut read = read.clone().into_owned();
-        read.line = 0;
+        (read.seq, read.line) = (0, 0);
         let size = super::line_len(&read) + 1;
         let id = event.get("id").and_then(Value::as_str).unwrap_or("");
         let conflict = match kind {

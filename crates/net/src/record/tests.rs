@@ -139,3 +139,25 @@ fn a_reported_raw_prompt_is_refused_with_what_the_recorder_takes_instead() {
     assert!(message.contains("the recorder hashes it"), "{message}");
     assert!(!message.contains("--allow-raw-prompts"), "{message}");
 }
+
+#[test]
+fn events_are_numbered_in_order_whoever_made_them() {
+    // Reported before anything else, then a divergence: 1, 2, then the end the recorder wrote.
+    let limits = Limits::default();
+    let mut r = Recording::default();
+    r.report(json!({"kind": "note", "text": "starting"}), limits)
+        .expect("a note is reported");
+    r.divergence("the request differs", limits);
+    let sealed = r
+        .seal(
+            &RUN,
+            (&PromptHasher::unkeyed(), &Default::default()),
+            limits,
+        )
+        .unwrap();
+    let events = read(&sealed);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3], "{events:?}");
+    assert_eq!(events[0]["kind"], "note");
+    assert_eq!(events[2]["status"], "failed");
+}
