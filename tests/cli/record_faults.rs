@@ -687,24 +687,8 @@ fn a_tool_result_sent_before_its_answers_body_ended_is_recorded_with_its_call() 
     let env = Env::new();
     let up = fake_upstream();
     let rec = recorder(&env, &format!("{up}/lingering"), &[]);
-    let ask = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}]}"#;
-    let address = rec.url.trim_start_matches("http://").to_owned();
-    let mut first = std::net::TcpStream::connect(&address).unwrap();
-    write!(
-        first,
-        "POST /record/s/linger/v1/chat/completions HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ask}",
-        ask.len()
-    )
-    .unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("[DONE]") {
-        let n = first.read(&mut buf).unwrap();
-        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
-    let again = r#"{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_9","content":"sunny"}]}"#;
-    let (status, body) = rec.post("/record/s/linger/v1/chat/completions", &[], again);
+    let _first = streamed_until_done(&rec.url, "/record/s/linger/v1/chat/completions");
+    let (status, body) = rec.post("/record/s/linger/v1/chat/completions", &[], HANDED_BACK);
     assert_eq!(status, 200, "{body}");
     let (status, body) = rec.post("/record/s/linger/tracereplay/v1/finish", &[], "");
     assert_eq!(status, 200, "{body}");
@@ -719,3 +703,29 @@ fn a_tool_result_sent_before_its_answers_body_ended_is_recorded_with_its_call() 
         "{trace}"
     );
 }
+
+/// Asks the weather, streamed, on a connection of its own, and reads the answer up to its
+/// `[DONE]` — the client has all it needs, the answer's body may still be open. The connection,
+/// to keep open as long as the test needs it.
+pub(super) fn streamed_until_done(url: &str, path: &str) -> std::net::TcpStream {
+    let ask = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}]}"#;
+    let address = url.trim_start_matches("http://").to_owned();
+    let mut conn = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        conn,
+        "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ask}",
+        ask.len()
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("[DONE]") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    conn
+}
+
+/// The next request of that conversation: the tool result of the call the answer planned.
+pub(super) const HANDED_BACK: &str = r#"{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_9","content":"sunny"}]}"#;

@@ -239,24 +239,8 @@ fn a_tool_result_sent_before_a_live_answers_body_ended_is_recorded_with_its_call
         "1",
     ];
     let server = Server::start(&env, &args);
-    let url = server.url.strip_prefix("http://").unwrap().to_owned();
-    let ask = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"weather?"}]}"#;
-    let mut first = std::net::TcpStream::connect(&url).unwrap();
-    use std::io::{Read, Write};
-    write!(
-        first,
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ask}",
-        ask.len()
-    )
-    .unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("[DONE]") {
-        let n = first.read(&mut buf).unwrap();
-        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
-    let again = r#"{"model":"m","messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_9","content":"sunny"}]}"#;
+    let first = crate::record_faults::streamed_until_done(&server.url, "/v1/chat/completions");
+    let again = crate::record_faults::HANDED_BACK;
     let (status, body) = server.post("/v1/chat/completions", &[], again);
     assert_eq!(status, 200, "{body}");
     let done = r#"[{"kind":"run_end","status":"completed"}]"#;

@@ -136,22 +136,3 @@ fn simulation_agrees_type_one_error_holds_and_power_matches_the_fixed_test() {
         );
     }
 }
-
-#[test]
-#[ignore = "prints the figures of docs/trials.md"]
-fn figures() {
-    for spending in [Spending::OBrienFleming, Spending::Pocock] {
-        let d = Design::new(16, vec![4, 8, 12, 16], ALPHA, spending).unwrap();
-        let nominal = d.boundaries();
-        let one = Design::new(16, vec![16], ALPHA, spending).unwrap();
-        let (fixed, _) = one.power(&one.boundaries(), 0.9, 0.5);
-        let (power, h1) = d.power(&nominal, 0.9, 0.5);
-        let (_, h0) = d.power(&nominal, 0.9, 0.9);
-        println!(
-            "{spending:?}: levels {nominal:?} spent {:?} type-I {:?} power {power:.4} fixed-calibrated {fixed:.4} fisher {:.4} E[n|H1] {h1:.2} E[n|H0] {h0:.2}",
-            d.spent(),
-            d.type_one(&nominal),
-            regression_power(16, 16, 0.9, 0.5, ALPHA)
-        );
-    }
-}
