@@ -81,6 +81,7 @@ fn sequential_table(outcomes: &BTreeMap<String, Vec<bool>>, maxes: &[u64], rng: 
                 min: 1,
                 pass,
                 sequential: Some(max),
+                drift: None,
             };
             let (mut recorded, mut runs, mut agree) = (0u64, 0u64, 0u64);
             for recorded_trials in outcomes.values() {
@@ -206,6 +207,7 @@ fn settle(policy: &TrialsPolicy, outcomes: &[bool]) -> (u64, bool) {
         min: max,
         pass: policy.pass,
         sequential: None,
+        drift: None,
     };
     let all = outcomes.iter().filter(|p| **p).count() as u64;
     let full = fixed.verdict(all, max) == tracereplay_core::trials::policy::PolicyVerdict::Pass;

@@ -9,9 +9,10 @@ use anyhow::{Context, anyhow, bail};
 use camino::Utf8PathBuf;
 use serde::Serialize;
 use tracereplay::report::{RowVerdict, Source};
-use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Selection, check};
+use tracereplay_core::diff::group_drift::GroupDrift;
+use tracereplay_core::eval::{Baselines, CheckOptions, Counting, FailOn, Selection, check};
 use tracereplay_core::scenario::load_scenarios;
-use tracereplay_core::trials::sequential::{Step, next_step};
+use tracereplay_core::trials::sequential::{Step, next_step, next_trial};
 use tracereplay_trace::{Limits, TrialId};
 
 use super::args::TrialsNextArgs;
@@ -35,6 +36,47 @@ pub(crate) struct Answer {
     /// The policy's fewest trials, and a sequential policy's most.
     pub min: u64,
     pub max: Option<u64>,
+    /// Under a `trials.drift` design, compared with an approved set: its group-sequential
+    /// regression test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftAnswer>,
+}
+
+/// Where a case's group-sequential regression test stands.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct DriftAnswer {
+    /// The looks of the design (current trials at each).
+    pub looks: Vec<u64>,
+    /// Looks reached so far.
+    pub reached: usize,
+    /// The look (from 1) that showed a regression.
+    pub regression_at: Option<usize>,
+    /// More trials could not change the outcome.
+    pub settled: bool,
+}
+
+impl DriftAnswer {
+    fn of(g: &GroupDrift) -> DriftAnswer {
+        DriftAnswer {
+            looks: g.looks.clone(),
+            reached: g.p.len(),
+            regression_at: g.regression_at,
+            settled: g.settled,
+        }
+    }
+
+    /// `; drift: …`.
+    fn clause(&self) -> String {
+        let total = self.looks.len();
+        match (self.regression_at, self.settled) {
+            (Some(k), _) => format!("; drift: a regression at look {k} of {total}"),
+            (None, true) => format!("; drift: no regression by look {total} of {total}"),
+            (None, false) => format!(
+                "; drift undecided at look {} of {total}: record up to {}",
+                self.reached, self.looks[self.reached]
+            ),
+        }
+    }
 }
 
 impl Answer {
@@ -45,10 +87,15 @@ impl Answer {
             Some(max) => format!("sequential, up to {max} trials"),
             None => format!("{} trial(s) needed", self.min),
         };
+        let drift = self
+            .drift
+            .as_ref()
+            .map(DriftAnswer::clause)
+            .unwrap_or_default();
         match (&self.next_trial, self.verdict) {
-            (Some(k), _) => format!("record trial {k} ({so_far}; {policy})"),
-            (None, Some(v)) => format!("settled: {v} ({so_far}; {policy})"),
-            (None, None) => format!("settled ({so_far}; {policy})"),
+            (Some(k), _) => format!("record trial {k} ({so_far}; {policy}{drift})"),
+            (None, Some(v)) => format!("settled: {v} ({so_far}; {policy}{drift})"),
+            (None, None) => format!("settled ({so_far}; {policy}{drift})"),
         }
     }
 }
@@ -113,8 +160,9 @@ pub(crate) fn answer(
                 tracereplay::report::escape_controls(scenario)
             )
         })?;
-    let policy = s.trials;
+    let policy = &s.trials;
     let (mut n, mut passed, mut ids) = (0u64, 0u64, Vec::new());
+    let mut drift = None;
     if !found.trace_files.is_empty() {
         let opts = CheckOptions {
             selection: Selection {
@@ -126,9 +174,18 @@ pub(crate) fn answer(
                 fail_on: FailOn::None,
                 ..Counting::default()
             },
+            // Under a drift design, its regression test against the approved set decides too.
+            baselines: match policy.drift {
+                Some(_) => settings.baselines_of_trial_verdicts()?,
+                None => Baselines::Absent,
+            },
             ..CheckOptions::default()
         };
         let checked = check(&found, paths, &opts)?;
+        drift = (checked.cases.iter())
+            .find(|c| same(&c.scenario, &s.id) && c.case == case)
+            .and_then(|c| c.group_drift.as_ref())
+            .map(DriftAnswer::of);
         for row in checked.results.iter() {
             // A trace whose header could not be read may be a trial of this case: the answer
             // would be a guess.
@@ -154,7 +211,15 @@ pub(crate) fn answer(
             }
         }
     }
-    let step = next_step(&policy, passed, n, &ids);
+    let mut step = next_step(policy, passed, n, &ids);
+    if let Some(d) = &drift {
+        // A regression shown stops the recording; an undecided test needs the next look.
+        if d.regression_at.is_some() {
+            step = Step::Settled { passed: false };
+        } else if !d.settled && matches!(step, Step::Settled { .. }) {
+            step = Step::Record(next_trial(&ids));
+        }
+    }
     Ok(Answer {
         scenario: s.id.clone(),
         case: case.to_owned(),
@@ -172,5 +237,6 @@ pub(crate) fn answer(
         },
         min: policy.min,
         max: policy.sequential,
+        drift,
     })
 }

@@ -68,6 +68,7 @@ mod settings_effect;
 mod settings_fixtures;
 mod signing;
 mod trials;
+mod trials_group;
 mod trials_plan;
 mod trials_sequential;
 mod trust;

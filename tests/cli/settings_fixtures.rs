@@ -140,6 +140,31 @@ pub(crate) fn trials(env: &Env) {
     write(4);
 }
 
+/// Scenario `s` with a group-sequential drift design (looks after 4 and 8 trials, Pocock): its
+/// set of 8 passing trials approved in `baselines/`, 8 failing ones in `approved/`; 4 current
+/// trials, 1 passing (p = 0.018 against 8/8: a regression at α = 0.05, not at 0.01).
+pub(crate) fn group_drift(env: &Env) {
+    env.write(
+        "suite/s/s.scenario.json",
+        r#"{"id":"s","title":"t","risk":"High","trials":{"min":4,"pass":{"at-least":1},"drift":{"looks":[4,8],"spending":"pocock"}},"oracles":[{"type":"tool-called","tool":"search"}]}"#,
+    );
+    let write = |n: usize, passing: usize| {
+        let _ = std::fs::remove_dir_all(env.path("suite/s/c"));
+        for i in 0..n {
+            let tool = if i < passing { "search" } else { "fetch" };
+            env.write(
+                &format!("suite/s/c/{i}.trace.ndjson.zst"),
+                trial_trace("s", "c", &i.to_string(), tool),
+            );
+        }
+    };
+    write(8, 8);
+    approve(env, &["suite"]);
+    write(8, 0);
+    approve(env, &["suite", "--baselines", "approved"]);
+    write(4, 1);
+}
+
 /// Scenario `s` asking for 3 trials, which can show a regression at α = 0.05 (the smallest p
 /// is 1/20) and not at α = 0.01.
 pub(crate) fn three_trials(env: &Env) {

@@ -230,7 +230,7 @@ fn single_trial_suites_list_no_cases() {
 }
 
 /// Approves the current trials off CI.
-fn approve(env: &Env) {
+pub(crate) fn approve(env: &Env) {
     let out = env.run_with(&["baseline", "approve"], &[("CI", "0")]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
 }

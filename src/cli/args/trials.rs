@@ -27,6 +27,17 @@ pub(crate) struct TrialsNextArgs {
     /// The suite: its paths and scenario directories.
     #[command(flatten)]
     pub suite: SuiteArgs,
+    /// Approved baselines directory, for a `trials.drift` design (default: the project file's
+    /// `baselines`, else `baselines/`).
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<Utf8PathBuf>,
+    /// `ignore` leaves a `trials.drift` design's regression test out of the answer.
+    #[arg(long, value_enum)]
+    pub drift: Option<super::DriftArg>,
+    /// The false discovery rate of the drift tests (a `trials.drift` design runs at α over the
+    /// run's cases).
+    #[command(flatten)]
+    pub alpha: AlphaArgs,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,

@@ -140,6 +140,9 @@ pub(in crate::cli) fn command_layer(cmd: &Command) -> (Cmd, Layer) {
             TrialsCommand::Next(a) => {
                 a.suite.apply(&mut l);
                 a.judging.apply(&mut l);
+                l.baselines = a.baselines.clone();
+                l.drift = a.drift;
+                l.alpha = a.alpha.alpha;
                 Cmd::TrialsNext
             }
         },

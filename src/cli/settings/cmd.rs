@@ -122,8 +122,17 @@ impl Cmd {
             // It judges the cases as `check` does and reads their approved sets, comparing
             // nothing.
             Cmd::TrialsPlan => &[Paths, Baselines, Scenarios, Prices, Alpha, RequireSealed],
-            // It judges the case's trials, as `check` would, comparing nothing.
-            Cmd::TrialsNext => &[Paths, Scenarios, Prices, RequireSealed],
+            // It judges the case's trials, as `check` would, and under a `trials.drift` design
+            // their regression test against the approved set (never the usage tests).
+            Cmd::TrialsNext => &[
+                Paths,
+                Baselines,
+                Scenarios,
+                Prices,
+                Drift,
+                Alpha,
+                RequireSealed,
+            ],
             Cmd::None => &[],
         }
     }

@@ -414,16 +414,28 @@ impl Settings {
     /// Whether and how baselines take part: `drift = ignore` turns them off; otherwise the
     /// directory in force with the drift mode, usage tolerance and alpha.
     pub(super) fn baselines(&self, write_pending: bool) -> anyhow::Result<Baselines> {
-        self.baselines_with(write_pending, self.alpha()?)
+        self.baselines_with(write_pending, self.alpha()?, self.usage_tolerance()?)
     }
 
     /// [`Settings::baselines`] for a command that compares one trace at a time (`explain`):
     /// trial sets' tests, and so `alpha`, play no part.
     pub(super) fn baselines_of_single_traces(&self) -> anyhow::Result<Baselines> {
-        self.baselines_with(false, tracereplay_core::eval::pipeline::DEFAULT_ALPHA)
+        let alpha = tracereplay_core::eval::pipeline::DEFAULT_ALPHA;
+        self.baselines_with(false, alpha, self.usage_tolerance()?)
     }
 
-    fn baselines_with(&self, write_pending: bool, alpha: f64) -> anyhow::Result<Baselines> {
+    /// [`Settings::baselines`] for a command that reads only the trial-verdict regression test
+    /// of trial sets (`trials next`): the usage tolerance plays no part.
+    pub(super) fn baselines_of_trial_verdicts(&self) -> anyhow::Result<Baselines> {
+        self.baselines_with(false, self.alpha()?, 0.2)
+    }
+
+    fn baselines_with(
+        &self,
+        write_pending: bool,
+        alpha: f64,
+        tolerance: f64,
+    ) -> anyhow::Result<Baselines> {
         if self.drift() == DriftArg::Ignore {
             return Ok(Baselines::Ignored);
         }
@@ -438,7 +450,7 @@ impl Settings {
             policy: BaselinePolicy {
                 store: BaselineStore::new(dir),
                 mode: self.drift_mode(),
-                tolerance: self.usage_tolerance()?,
+                tolerance,
                 refresh: false,
                 alpha,
             },

@@ -1,6 +1,7 @@
 //! Drift: how a run's normalised behaviour moved from its approved baseline, as findings with a
 //! category and a readable unified diff.
 
+pub mod group_drift;
 pub(crate) mod render;
 pub mod report;
 pub mod sets;
@@ -54,6 +55,9 @@ pub enum DriftCategory {
     UnseenBehaviour,
     /// A case is a single trace on one side and a set of trials on the other.
     TrialsChanged,
+    /// A group-sequential regression test (`trials.drift`) has not reached a decision: more
+    /// current trials are needed.
+    DriftUndecided,
 }
 
 /// `--drift`: which categories fail the run.
@@ -94,6 +98,7 @@ impl DriftCategory {
             DriftCategory::UsageChanged => "usage-changed",
             DriftCategory::UnseenBehaviour => "unseen-behaviour",
             DriftCategory::TrialsChanged => "trials-changed",
+            DriftCategory::DriftUndecided => "drift-undecided",
         }
     }
 
@@ -121,7 +126,8 @@ impl DriftCategory {
                     | DriftCategory::Ambiguous
                     | DriftCategory::BaselineInvalid
                     | DriftCategory::ToolUsageChanged
-                    | DriftCategory::TrialsChanged => true,
+                    | DriftCategory::TrialsChanged
+                    | DriftCategory::DriftUndecided => true,
                     DriftCategory::Improvement
                     | DriftCategory::UsageChanged
                     | DriftCategory::UnseenBehaviour

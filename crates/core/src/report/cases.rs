@@ -71,6 +71,10 @@ pub struct CaseRow {
     /// settled (more trials could not change it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<Sequential>,
+    /// Under a `trials.drift` design: the group-sequential regression test of the trial
+    /// verdict (its family-1 test, in place of the fixed one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_drift: Option<crate::diff::group_drift::GroupDrift>,
 }
 
 /// A case of a sequential `trials` policy.
@@ -101,8 +105,23 @@ pub struct Thresholds {
     /// The `--drift` mode the findings were judged under (`default`, `strict`, `warn`), so
     /// that `merge` can decide them again.
     pub mode: String,
-    /// Each family's Benjamini–Hochberg threshold (`null`: no case reaches it).
+    /// Each family's Benjamini–Hochberg threshold (`null`: no case reaches it). Family 1's is
+    /// over the cases without a group-sequential design, at α·m′/m.
     pub families: BTreeMap<Family, Option<f64>>,
+    /// The α of each group-sequential design (α/m), when a case has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_alpha: Option<f64>,
+}
+
+impl Thresholds {
+    /// The `--drift` mode the findings are judged under.
+    pub(crate) fn drift_mode(&self) -> crate::diff::DriftMode {
+        match self.mode.as_str() {
+            "strict" => crate::diff::DriftMode::Strict,
+            "warn" => crate::diff::DriftMode::Warn,
+            _ => crate::diff::DriftMode::Default,
+        }
+    }
 }
 
 impl CaseRow {
@@ -172,27 +191,75 @@ impl<'r> CaseIndex<'r> {
     }
 }
 
-/// Decides again, with every case of a merged run in view, each family's threshold and each set
-/// case's test findings from its counted tests (structural findings, which need no test, are
-/// kept); then whether each set case blocks. What `check` decided for the whole run, shares
-/// recombined.
+/// Decides, with every case of the run in view, each family's threshold, each set case's test
+/// findings from its counted tests, and each group-sequential case's test (findings without a
+/// test are kept). What `check` decides, and `merge` again for recombined shares.
+pub(crate) fn decide(cases: &mut [CaseRow], thresholds: &mut Thresholds) {
+    use crate::diff::group_drift;
+    use crate::diff::trial_drift as drift;
+    let mode = thresholds.drift_mode();
+    let alpha = thresholds.alpha;
+    // A group-sequential case's family 1 is its own test: out of Benjamini–Hochberg.
+    let fixed_ps: Vec<BTreeMap<Family, f64>> = (cases.iter())
+        .map(|c| {
+            let mut ps = c.family_p.clone();
+            if c.group_drift.is_some() {
+                ps.remove(&Family::Verdict);
+            }
+            ps
+        })
+        .collect();
+    thresholds.families = drift::thresholds(fixed_ps.iter(), alpha);
+    let groups = cases.iter().filter(|c| c.group_drift.is_some()).count();
+    thresholds.group_alpha = None;
+    if groups > 0 {
+        let others = (fixed_ps.iter())
+            .filter(|ps| ps.contains_key(&Family::Verdict))
+            .count();
+        let m = (groups + others) as f64;
+        let verdict_ps: Vec<f64> = (fixed_ps.iter())
+            .filter_map(|ps| ps.get(&Family::Verdict).copied())
+            .collect();
+        let verdict =
+            crate::trials::stats::benjamini_hochberg(&verdict_ps, alpha * others as f64 / m);
+        thresholds.families.insert(Family::Verdict, verdict);
+        thresholds.group_alpha = Some(alpha / m);
+    }
+    let mut without_verdict = thresholds.families.clone();
+    without_verdict.insert(Family::Verdict, None);
+    let mut grouped = Vec::new();
+    for c in cases.iter_mut() {
+        if c.tests.is_empty() && c.group_drift.is_none() {
+            continue;
+        }
+        c.drift
+            .retain(|d| d.p.is_none() && d.category != crate::diff::DriftCategory::DriftUndecided);
+        let families = match c.group_drift {
+            Some(_) => &without_verdict,
+            None => &thresholds.families,
+        };
+        c.drift
+            .extend(drift::reported(&[], &c.tests, families, mode));
+        if let Some(group) = c.group_drift.as_mut() {
+            grouped.push(group_drift::Case {
+                group,
+                drift: &mut c.drift,
+            });
+        }
+    }
+    if let Some(alpha) = thresholds.group_alpha {
+        group_drift::decide(grouped, alpha, mode);
+    }
+}
+
+/// Decides again, with every case of a merged run in view ([`decide`]), then whether each set
+/// case blocks. What `check` decided for the whole run, shares recombined.
 pub(crate) fn decide_again(
     cases: &mut [CaseRow],
     thresholds: &mut Thresholds,
     fail_on: super::FailOn,
 ) {
-    use crate::diff::trial_drift as drift;
-    let mode = match thresholds.mode.as_str() {
-        "strict" => crate::diff::DriftMode::Strict,
-        "warn" => crate::diff::DriftMode::Warn,
-        _ => crate::diff::DriftMode::Default,
-    };
-    thresholds.families = drift::thresholds(cases.iter().map(|c| &c.family_p), thresholds.alpha);
-    for c in cases.iter_mut().filter(|c| !c.tests.is_empty()) {
-        c.drift.retain(|d| d.p.is_none());
-        c.drift
-            .extend(drift::reported(&[], &c.tests, &thresholds.families, mode));
-    }
+    decide(cases, thresholds);
     for c in cases.iter_mut().filter(|c| c.is_set()) {
         c.blocking = super::verdict_blocks(c.verdict, c.known_gap, c.risk, fail_on)
             || c.drift.iter().any(|d| d.fails);

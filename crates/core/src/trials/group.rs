@@ -40,6 +40,17 @@ impl Spending {
         }
     }
 
+    /// Reads a user's name of it.
+    pub fn parse(name: &str) -> Result<Spending, String> {
+        match name {
+            "obrien-fleming" => Ok(Spending::OBrienFleming),
+            "pocock" => Ok(Spending::Pocock),
+            _ => Err(format!(
+                "unknown spending `{name}`; give \"obrien-fleming\" or \"pocock\""
+            )),
+        }
+    }
+
     /// How a user names it.
     pub fn name(self) -> &'static str {
         match self {

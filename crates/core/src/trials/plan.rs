@@ -36,8 +36,8 @@ pub fn at_trials(policy: &TrialsPolicy, n: u64) -> Option<TrialsPolicy> {
         _ if n == 0 => None,
         _ => Some(TrialsPolicy {
             min: n,
-            sequential: None,
-            ..*policy
+            pass: policy.pass,
+            ..TrialsPolicy::default()
         }),
     }
 }
@@ -184,6 +184,7 @@ mod tests {
             min: 8,
             pass: PassRule::AtLeast(6),
             sequential: None,
+            drift: None,
         };
         assert_eq!(passes_needed(&at_least, 8), Some(6));
         assert_eq!(passes_needed(&at_least, 5), None);
@@ -201,6 +202,7 @@ mod tests {
                 confidence: 0.95,
             },
             sequential: None,
+            drift: None,
         };
         assert_eq!(passes_needed(&rate, 8), Some(8));
         let rate_75 = TrialsPolicy {
@@ -244,6 +246,7 @@ mod tests {
             min: 1,
             pass: PassRule::All,
             sequential: Some(3),
+            drift: None,
         };
         // "all" of 3 stops at the first failure: 1 + p + p².
         let p: f64 = 0.6;

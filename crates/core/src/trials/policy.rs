@@ -5,10 +5,14 @@
 //! "trials": {"min": 8, "pass": {"at-least": 6}}
 //! "trials": {"min": 8, "pass": {"rate": 0.70, "confidence": 0.95}}
 //! "trials": {"max": 16, "pass": {"rate": 0.80, "confidence": 0.95}, "sequential": true}
+//! "trials": {"min": 16, "drift": {"looks": [4, 8, 12, 16], "spending": "obrien-fleming"}}
 //! ```
 //!
 //! A sequential policy records a case's trials one at a time until its verdict is settled —
 //! further trials up to `max` could not change it — or `max` is reached (`super::sequential`).
+//! A policy with `drift` judges the regression of the trial verdict against an approved set
+//! group-sequentially, at fixed looks (`super::group`): the current set may stop at the first
+//! look that shows a regression.
 //!
 //! Parameters are strict: an unknown key, a wrong type or a value out of range is a problem
 //! (a `gates` error, so the scenario is not judged).
@@ -38,8 +42,22 @@ pub enum PassRule {
     },
 }
 
+/// The largest look of a `trials.drift` design, and the most approved trials it is judged
+/// against (its exact boundaries take seconds beyond).
+pub const MAX_LOOK: u64 = 64;
+
+/// `trials.drift`: the looks at which the trial-verdict regression test of a case is judged,
+/// and how α is spent over them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriftLooks {
+    /// Current trials at each look, increasing, the last at most [`MAX_LOOK`].
+    pub looks: Vec<u64>,
+    /// How α is spent.
+    pub spending: super::group::Spending,
+}
+
 /// The `trials` policy of a scenario.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TrialsPolicy {
     /// The fewest trials a case may have (at least 1).
     pub min: u64,
@@ -49,15 +67,21 @@ pub struct TrialsPolicy {
     /// if all `max` were recorded, and settled as soon as the remaining ones could not change
     /// that verdict.
     pub sequential: Option<u64>,
+    /// With `drift`, the group-sequential design of the trial-verdict regression test.
+    pub drift: Option<DriftLooks>,
 }
+
+/// The default policy: one trial, which must pass.
+pub const DEFAULT: TrialsPolicy = TrialsPolicy {
+    min: 1,
+    pass: PassRule::All,
+    sequential: None,
+    drift: None,
+};
 
 impl Default for TrialsPolicy {
     fn default() -> Self {
-        TrialsPolicy {
-            min: 1,
-            pass: PassRule::All,
-            sequential: None,
-        }
+        DEFAULT
     }
 }
 
@@ -81,7 +105,11 @@ impl TrialsPolicy {
             Some(Value::Object(o)) => o,
             Some(_) => return Err("`trials` must be an object".to_owned()),
         };
-        only_keys(obj, &["min", "pass", "max", "sequential"], "trials")?;
+        only_keys(
+            obj,
+            &["min", "pass", "max", "sequential", "drift"],
+            "trials",
+        )?;
         let min = match obj.get("min") {
             None => 1,
             Some(v) => v
@@ -157,10 +185,26 @@ impl TrialsPolicy {
                 );
             }
         };
+        let drift = obj.get("drift").map(drift_looks).transpose()?;
+        if let Some(d) = &drift {
+            // A case is judged (its verdict, then its drift) at every look.
+            let (first, last) = (d.looks[0], d.looks[d.looks.len() - 1]);
+            if first < min {
+                return Err(format!(
+                    "the first of `trials.drift.looks` ({first}) is below `trials.min` ({min}): a case could not be judged there"
+                ));
+            }
+            if let Some(max) = sequential.filter(|&max| last > max) {
+                return Err(format!(
+                    "the last of `trials.drift.looks` ({last}) is above `trials.max` ({max})"
+                ));
+            }
+        }
         Ok(TrialsPolicy {
             min,
             pass,
             sequential,
+            drift,
         })
     }
 
@@ -243,6 +287,37 @@ pub(crate) fn smallest_power(alpha: f64) -> String {
         "{k} and {k} can show {k}/{k} → 0/{k} at p = {:.3}",
         stats::fisher_lower(k, k, 0, k)
     )
+}
+
+/// Reads `trials.drift`: `{"looks": [n₁, …], "spending": "obrien-fleming" | "pocock"}`.
+fn drift_looks(value: &Value) -> Result<DriftLooks, String> {
+    let obj = value
+        .as_object()
+        .ok_or("`trials.drift` must be an object: {\"looks\": [4, 8, 12, 16]}")?;
+    only_keys(obj, &["looks", "spending"], "trials.drift")?;
+    let bad = || {
+        format!(
+            "`trials.drift.looks` must be increasing trial counts from 2 to {MAX_LOOK}, such as [4, 8, 12, 16]"
+        )
+    };
+    let looks: Vec<u64> = (obj.get("looks").and_then(Value::as_array).ok_or_else(bad)?)
+        .iter()
+        .map(|v| v.as_u64().filter(|n| (2..=MAX_LOOK).contains(n)))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    if looks.is_empty() || looks.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad());
+    }
+    let spending = match obj.get("spending") {
+        None => super::group::Spending::OBrienFleming,
+        Some(Value::String(s)) => super::group::Spending::parse(s)?,
+        Some(_) => {
+            return Err(
+                "`trials.drift.spending` must be \"obrien-fleming\" or \"pocock\"".to_owned(),
+            );
+        }
+    };
+    Ok(DriftLooks { looks, spending })
 }
 
 fn only_keys(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), String> {

@@ -45,8 +45,8 @@ pub(crate) fn verdict(policy: &TrialsPolicy, max: u64, passed: u64, n: u64) -> P
 fn needed(policy: &TrialsPolicy, max: u64) -> Option<u64> {
     let fixed = TrialsPolicy {
         min: max,
-        sequential: None,
-        ..*policy
+        pass: policy.pass,
+        ..TrialsPolicy::default()
     };
     plan::passes_needed(&fixed, max)
 }
@@ -94,11 +94,17 @@ pub fn next_step(
             passed: policy.verdict(passed, n) == PolicyVerdict::Pass,
         };
     }
+    Step::Record(next_trial(trials))
+}
+
+/// The trial after the highest integer trial id of `trials` (1 when there is none: string ids
+/// never equal an integer's).
+pub fn next_trial(trials: &[crate::trace::TrialId]) -> crate::trace::TrialId {
     let highest = (trials.iter())
         .filter_map(|t| t.as_str().parse::<u64>().ok().filter(|_| t.is_integer()))
         .max();
     let next = highest.map_or(1, |h| h + 1);
-    Step::Record(crate::trace::TrialId::parse(&next.to_string()).expect("an integer is a trial id"))
+    crate::trace::TrialId::parse(&next.to_string()).expect("an integer is a trial id")
 }
 
 #[cfg(test)]
@@ -138,11 +144,13 @@ mod tests {
                         min,
                         pass,
                         sequential: Some(max),
+                        drift: None,
                     };
                     let fixed = TrialsPolicy {
                         min: max,
                         pass,
                         sequential: None,
+                        drift: None,
                     };
                     for outcomes in 0u32..(1 << max) {
                         let passes_upto =
@@ -186,6 +194,7 @@ mod tests {
             min: 1,
             pass: PassRule::AtLeast(3),
             sequential: Some(4),
+            drift: None,
         };
         assert_eq!(next_step(&sequential, 0, 0, &[]), Step::Record(id("1")));
         let ids = [id("1"), id("2"), id("b")];
@@ -215,6 +224,7 @@ mod tests {
             min: 1,
             pass: PassRule::All,
             sequential: Some(4),
+            drift: None,
         };
         assert!(
             matches!(policy.verdict(5, 5), PolicyVerdict::CannotJudge(m) if m.contains("at most 4"))

@@ -142,7 +142,7 @@ pub(crate) fn case_stage(
     use rayon::prelude::*;
     let fail_on = opts.counting.fail_on;
     let policy_of = |scenario: &str| {
-        entry_of(entries, scenario).map_or(TrialsPolicy::default(), |e| e.scenario.trials)
+        entry_of(entries, scenario).map_or(&policy::DEFAULT, |e| &e.scenario.trials)
     };
     let limits_of = |scenario: &str| {
         entry_of(entries, scenario)
@@ -283,7 +283,8 @@ fn group_outcome(
                 .map(|((t, h), b)| (t.as_deref(), h.content_hash.as_deref(), b))
                 .collect();
             let writes = opts.baselines.writes_pending();
-            out.compared = sets::compare(&g.scenario, &g.case, current, bp, writes);
+            let rules = (bp, policy.drift.as_ref());
+            out.compared = sets::compare(&g.scenario, &g.case, current, rules, writes);
         }
     }
     out.case = Some(case);
@@ -515,6 +516,7 @@ fn decided(
         tests: Vec::new(),
         baseline: None,
         usage_against_approved: None,
+        group_drift: None,
         sequential: policy
             .sequential
             .map(|max| crate::report::cases::Sequential {

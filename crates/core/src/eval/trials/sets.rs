@@ -6,12 +6,14 @@ use super::super::baselines::Pending;
 use super::super::pipeline::{self, BaselinePolicy};
 use super::super::{CheckOptions, error_chain};
 use crate::baseline::{Approved, BaselineError, BaselineSet, Behaviour, SetTrial};
+use crate::diff::group_drift::GroupDrift;
 use crate::diff::trial_drift::{self as drift, SetComparison, TrialFacts};
 use crate::diff::{DriftCategory, DriftMode};
 use crate::paths::display_path;
 use crate::report::ResultRow;
 use crate::report::cases::{CaseFinding, CaseRow, Family, Thresholds};
 use crate::trace::TrialId;
+use crate::trials::policy::DriftLooks;
 
 /// Compares one trace's behaviour with its approved baseline, as the judge stage does for a
 /// trace without a trial (it left trial traces to this stage, which knows the case has one).
@@ -52,6 +54,8 @@ pub(super) struct Item {
     stale: bool,
     /// The approved set's usage totals beside this run's.
     usage: Option<crate::report::usage::UsageChange>,
+    /// The group-sequential regression test, under a `trials.drift` design.
+    group: Option<GroupDrift>,
 }
 
 /// The set comparisons of a run.
@@ -65,12 +69,13 @@ fn finding(category: DriftCategory, detail: String, mode: DriftMode) -> CaseFind
 pub(super) type Current<'a> = (Option<&'a str>, Option<&'a str>, Option<Behaviour>);
 
 /// Compares the trials `current` (each row with its behaviour) of (scenario, case) with its
-/// approved baseline; `None` when a trial was not judged afresh (nothing to compare).
+/// approved baseline, the trial verdict group-sequentially under a `design`; `None` when a trial
+/// was not judged afresh (nothing to compare).
 pub(super) fn compare(
     scenario: &str,
     case: &str,
     current: Vec<Current<'_>>,
-    policy: &BaselinePolicy,
+    (policy, design): (&BaselinePolicy, Option<&DriftLooks>),
     writes_pending: bool,
 ) -> Option<Item> {
     {
@@ -92,6 +97,7 @@ pub(super) fn compare(
         let mut sides = None;
         let mut stale = false;
         let mut usage = None;
+        let mut group = None;
         let outcome = match policy.store.read_approved(scenario, case) {
             Ok(Approved::Set(approved)) => {
                 let ids = |s: &BaselineSet| -> Vec<(String, String)> {
@@ -116,7 +122,15 @@ pub(super) fn compare(
                 let (a, c) = (facts(&approved), facts(&current));
                 sides = Some((a.len() as u64, c.len() as u64));
                 let strict = mode == DriftMode::Strict;
-                Ok(drift::compare_sets(&a, &c, policy.tolerance, strict))
+                let compared = drift::compare_sets(&a, &c, policy.tolerance, strict);
+                let changed = (compared.structural.iter())
+                    .any(|s| s.category == DriftCategory::OraclesChanged);
+                if let (Some(design), false) = (design, changed) {
+                    let verdicts =
+                        |s: &[TrialFacts]| s.iter().map(|t| t.passed).collect::<Vec<_>>();
+                    group = Some(GroupDrift::record(design, &verdicts(&a), &verdicts(&c)));
+                }
+                Ok(compared)
             }
             Ok(Approved::Single(_)) => Err(finding(
                 DriftCategory::TrialsChanged,
@@ -155,6 +169,7 @@ pub(super) fn compare(
             sides,
             stale,
             usage,
+            group,
         })
     }
 }
@@ -163,7 +178,7 @@ impl Comparisons {
     /// With every case's tests in view: the run's thresholds, each case's findings, its
     /// `underpowered` mark, and the pending set files.
     pub(super) fn finish(
-        self,
+        mut self,
         cases: &mut [CaseRow],
         opts: &CheckOptions,
         pending: &mut Vec<Pending>,
@@ -172,17 +187,23 @@ impl Comparisons {
         if self.0.is_empty() {
             return None;
         }
-        for item in &self.0 {
-            if let Ok(c) = &item.outcome {
-                let case = &mut cases[item.at];
-                case.tests = c.tests.clone();
-                case.family_p = Family::ALL
-                    .iter()
-                    .filter_map(|&f| c.family_p(f).map(|p| (f, p)))
-                    .collect();
+        for item in &mut self.0 {
+            let case = &mut cases[item.at];
+            match &item.outcome {
+                Ok(c) => {
+                    case.tests = c.tests.clone();
+                    case.family_p = Family::ALL
+                        .iter()
+                        .filter_map(|&f| c.family_p(f).map(|p| (f, p)))
+                        .collect();
+                    case.drift =
+                        drift::reported(&c.structural, &[], &Default::default(), policy.mode);
+                    case.group_drift = item.group.take();
+                }
+                Err(f) => case.drift = vec![f.clone()],
             }
         }
-        let thresholds = Thresholds {
+        let mut thresholds = Thresholds {
             alpha: policy.alpha,
             mode: match policy.mode {
                 DriftMode::Strict => "strict",
@@ -190,17 +211,12 @@ impl Comparisons {
                 DriftMode::Default | DriftMode::Ignore => "default",
             }
             .to_owned(),
-            families: drift::thresholds(cases.iter().map(|c| &c.family_p), policy.alpha),
+            families: Default::default(),
+            group_alpha: None,
         };
+        crate::report::cases::decide(cases, &mut thresholds);
         for item in self.0 {
             let case = &mut cases[item.at];
-            match &item.outcome {
-                Ok(c) => {
-                    case.drift =
-                        drift::reported(&c.structural, &c.tests, &thresholds.families, policy.mode);
-                }
-                Err(f) => case.drift = vec![f.clone()],
-            }
             case.usage_against_approved = item.usage;
             if let Some((na, nc)) = item.sides {
                 case.underpowered_detail = drift::underpowered(na, nc, policy.alpha);

@@ -162,7 +162,8 @@ fn every_variant_round_trips() {
         D::ToolUsageChanged => Some(D::UsageChanged),
         D::UsageChanged => Some(D::UnseenBehaviour),
         D::UnseenBehaviour => Some(D::TrialsChanged),
-        D::TrialsChanged => None,
+        D::TrialsChanged => Some(D::DriftUndecided),
+        D::DriftUndecided => None,
     });
     let n = [
         verdicts.len(),

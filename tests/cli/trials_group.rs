@@ -1,0 +1,264 @@
+//! Group-sequential drift (`trials.drift`): a current set compared with its approved set at
+//! fixed looks, stopping at the first look that shows a regression. `check` reports the look,
+//! a case between looks is undecided (blocking, never a pass), `trials next` says whether to
+//! record more, and `merge` decides the shares' cases again as the whole run did.
+
+use serde_json::Value;
+
+use crate::trials::{approve, write_trials};
+use crate::util::*;
+
+/// Scenario `s` expecting a call of `search`, its policy with the design `looks`/`spending`.
+fn scenario(env: &Env, spending: &str) {
+    env.write(
+        "traces/s/s.scenario.json",
+        format!(
+            r#"{{"id":"s","title":"t","risk":"High","trials":{{"min":4,"drift":{{"looks":[4,8],"spending":"{spending}"}}}},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
+        ),
+    );
+}
+
+fn check(env: &Env, extra: &[&str]) -> (i32, Value) {
+    let out = env.run(&[&["check", "traces/", "--format", "json"][..], extra].concat());
+    assert!(out.code <= 1, "{}", out.stderr);
+    let r = json(&out);
+    (out.code, r["cases"][0].clone())
+}
+
+fn next(env: &Env) -> String {
+    let out = env.run(&["trials", "next", "s/c"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout.trim().to_owned()
+}
+
+#[test]
+fn a_regression_stops_the_set_at_the_first_look_that_shows_it() {
+    let env = Env::new();
+    scenario(&env, "pocock");
+    write_trials(&env, "traces/s/c", &["search"; 8]);
+    approve(&env);
+
+    // The first 4 current trials all fail: p = 1/C(12, 4) = 0.00202, within Pocock's first
+    // boundary. The case is settled at look 1, with 4 of up to 8 trials.
+    write_trials(&env, "traces/s/c", &["other"; 4]);
+    let (code, c) = check(&env, &[]);
+    assert_eq!(code, 1, "{c}");
+    let g = &c["group_drift"];
+    assert_eq!(g["regression_at"], 1, "{c}");
+    assert_eq!(g["settled"], true);
+    assert_eq!(g["current"], serde_json::json!([{"n": 4, "passed": 0}]));
+    close(&g["p"][0], 1.0 / 495.0);
+    close(&g["alpha"], 0.05);
+    let found: Vec<&Value> = (c["drift"].as_array().unwrap().iter())
+        .filter(|d| {
+            d["category"] == "regression"
+                && d["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the trial verdict")
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one regression finding of the verdict: {c}");
+    let detail = found[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("look 1 of 2 (4 current trials)"),
+        "{detail}"
+    );
+    assert!(
+        next(&env).starts_with("settled: fail ")
+            && next(&env).ends_with("; drift: a regression at look 1 of 2)"),
+        "{}",
+        next(&env)
+    );
+
+    // Four passing trials show nothing yet: undecided, blocking, and the answer is to record on.
+    write_trials(&env, "traces/s/c", &["search"; 4]);
+    let (code, c) = check(&env, &[]);
+    assert_eq!(code, 1, "an undecided case is never a pass: {c}");
+    assert_eq!(c["group_drift"]["settled"], false);
+    let undecided: Vec<&Value> = (c["drift"].as_array().unwrap().iter())
+        .filter(|d| d["category"] == "drift-undecided")
+        .collect();
+    assert_eq!(undecided.len(), 1, "{c}");
+    assert!(
+        (undecided[0]["detail"].as_str().unwrap()).contains("record 8 current trials"),
+        "{c}"
+    );
+    assert_eq!(
+        next(&env),
+        "record trial 4 (4 of 4 trial(s) pass; 4 trial(s) needed; drift undecided at look 1 of 2: record up to 8)"
+    );
+    // `--drift warn` fails nothing; `trials next --drift ignore` asks nothing of the drift.
+    assert_eq!(check(&env, &["--drift", "warn"]).0, 0);
+    let ignored = env.run(&["trials", "next", "s/c", "--drift", "ignore"]);
+    assert_eq!(
+        ignored.stdout.trim(),
+        "settled: pass (4 of 4 trial(s) pass; 4 trial(s) needed)"
+    );
+
+    // Eight passing trials: the last look, no regression. Settled clear, a pass.
+    write_trials(&env, "traces/s/c", &["search"; 8]);
+    let (code, c) = check(&env, &[]);
+    assert_eq!(code, 0, "{c}");
+    assert_eq!(c["group_drift"]["settled"], true);
+    assert_eq!(c["group_drift"]["regression_at"], Value::Null);
+    assert_eq!(
+        next(&env),
+        "settled: pass (8 of 8 trial(s) pass; 4 trial(s) needed; drift: no regression by look 2 of 2)"
+    );
+    let json_answer = json(&env.run(&["trials", "next", "s/c", "--json"]));
+    assert_eq!(
+        json_answer["drift"],
+        serde_json::json!({"looks": [4, 8], "reached": 2, "regression_at": null, "settled": true})
+    );
+}
+
+#[test]
+fn obrien_fleming_waits_where_pocock_stops() {
+    // 1 of 4 current trials passes against 8 of 8 approved: p = 0.018182. With two looks, the
+    // first boundary is 0.066667 under Pocock (a regression) and 0.010101 under O'Brien–Fleming,
+    // which keeps nearly all of α for the last look: the case waits for it.
+    let one_of_four = ["search", "other", "other", "other"];
+    for (spending, level, settled) in [
+        ("pocock", 0.0666667, true),
+        ("obrien-fleming", 0.0101010, false),
+    ] {
+        let env = Env::new();
+        scenario(&env, spending);
+        write_trials(&env, "traces/s/c", &["search"; 8]);
+        approve(&env);
+        write_trials(&env, "traces/s/c", &one_of_four);
+        let (code, c) = check(&env, &[]);
+        assert_eq!(code, 1);
+        let g = &c["group_drift"];
+        assert_eq!(g["settled"], settled, "{spending}: {c}");
+        close(&g["p"][0], 2.0 / 110.0);
+        assert!(
+            (g["levels"][0].as_f64().unwrap() - level).abs() < 1e-6,
+            "{spending}: {g}"
+        );
+        if !settled {
+            // At the last look, 1 of 8 against 8 of 8 (p = 0.000699) is clear.
+            let mut eight = one_of_four.to_vec();
+            eight.extend(["other"; 4]);
+            write_trials(&env, "traces/s/c", &eight);
+            let (code, c) = check(&env, &[]);
+            let g = &c["group_drift"];
+            assert_eq!((code, g["regression_at"].as_u64()), (1, Some(2)), "{c}");
+        }
+    }
+}
+
+#[test]
+fn a_design_that_cannot_judge_its_looks_is_refused() {
+    let env = Env::new();
+    for (trials, said) in [
+        (
+            r#"{"min":4,"drift":{"looks":[8,4]}}"#,
+            "increasing trial counts",
+        ),
+        (r#"{"min":4,"drift":{"looks":[4,65]}}"#, "from 2 to 64"),
+        (
+            r#"{"min":8,"drift":{"looks":[4,8]}}"#,
+            "below `trials.min` (8)",
+        ),
+        (
+            r#"{"min":4,"drift":{"looks":[4,8],"spending":"haybittle"}}"#,
+            "unknown spending `haybittle`",
+        ),
+        (
+            r#"{"min":4,"drift":{"looks":[4],"alpha":0.1}}"#,
+            "unknown key `trials.drift.alpha`",
+        ),
+        (
+            r#"{"max":4,"sequential":true,"drift":{"looks":[4,8]}}"#,
+            "above `trials.max` (4)",
+        ),
+    ] {
+        env.write(
+            "traces/s/s.scenario.json",
+            format!(
+                r#"{{"id":"s","title":"t","risk":"High","trials":{trials},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
+            ),
+        );
+        // A scenario `gates` cannot use is a failed gate (exit 1), as every policy error is.
+        let out = env.run(&["gates", "traces/"]);
+        assert_eq!(out.code, 1, "{trials}: {}", out.stdout);
+        assert!(
+            out.stdout.contains(said) || out.stderr.contains(said),
+            "{trials}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn merged_shares_decide_the_designs_as_the_whole_run() {
+    let env = Env::new();
+    // Six scenarios of 8 trials: three with a design, three with the fixed test.
+    let ids = ["a", "b", "c", "d", "e", "f"];
+    let lay_out = |regressed: bool| {
+        for (k, id) in ids.iter().enumerate() {
+            let drift = if k % 2 == 0 {
+                r#","drift":{"looks":[4,8],"spending":"pocock"}"#
+            } else {
+                ""
+            };
+            env.write(
+                &format!("traces/{id}/{id}.scenario.json"),
+                format!(
+                    r#"{{"id":"{id}","title":"t","risk":"High","trials":{{"min":4,"pass":{{"at-least":1}}{drift}}},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
+                ),
+            );
+            let _ = std::fs::remove_dir_all(env.path(&format!("traces/{id}/c")));
+            for t in 0..8 {
+                let tool = if regressed && k < 4 && t > 1 {
+                    "other"
+                } else {
+                    "search"
+                };
+                env.write(
+                    &format!("traces/{id}/c/{t}.trace.ndjson.zst"),
+                    crate::trials::trial_trace(id, "c", &t.to_string(), tool),
+                );
+            }
+        }
+    };
+    lay_out(false);
+    approve(&env);
+    lay_out(true);
+    let whole = env.run(&["check", "traces/", "--format", "json", "--no-cache"]);
+    assert_eq!(whole.code, 1, "{}", whole.stdout);
+    let r = json(&whole);
+    // m counts every design (a, c, e) and the fixed cases with a counted verdict test: b and d
+    // regressed; f passed every trial on both sides, so its test is not counted.
+    close(&r["thresholds"]["group_alpha"], 0.05 / 5.0);
+    let mut shares = Vec::new();
+    for k in 1..=2 {
+        let file = format!("share{k}.json");
+        let part = format!("hash:{k}/2");
+        let out = env.run(&[
+            "check",
+            "traces/",
+            "--partition",
+            &part,
+            "--json",
+            &file,
+            "--no-cache",
+        ]);
+        assert!(out.code <= 1, "{}", out.stderr);
+        shares.push(file);
+    }
+    let merged = env.run(&["merge", "--format", "json", &shares[0], &shares[1]]);
+    assert_eq!(merged.code, whole.code, "{}", merged.stderr);
+    assert_eq!(
+        merged.stdout, whole.stdout,
+        "merged shares equal the whole run"
+    );
+}
+
+fn close(v: &Value, want: f64) {
+    let got = v.as_f64().unwrap_or_else(|| panic!("{v} is not a number"));
+    assert!((got - want).abs() < 1e-9, "{got} is not {want}");
+}
