@@ -410,3 +410,32 @@ def test_paris(tracereplay):
     failing = run(project, "--tracereplay-trials=4", ci=True)
     failing.assert_outcomes(passed=1, skipped=2, failed=1)
     failing.stdout.fnmatch_lines(["*test_paris?trial4?*", "*tracereplay: weather/test_paris fail*"])
+
+
+def test_a_drift_design_stops_recording_once_a_look_shows_a_regression(project, model):
+    policy = {**SCENARIO, "trials": {"min": 4, "drift": {"looks": [4, 8], "spending": "pocock"}}}
+    (project.path / "traces" / "weather" / "weather.scenario.json").write_text(json.dumps(policy))
+    model.answers = ["It is sunny."] * 8
+    write_test(project, '''
+@pytest.mark.tracereplay(scenario="weather")
+def test_paris(tracereplay):
+    openai_agent()
+''')
+    run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-trials=8").assert_outcomes(passed=8)
+    approve = subprocess.run([tracereplay.binary(), "baseline", "approve"], cwd=project.path,
+                             capture_output=True, text=True, env={**os.environ, "CI": ""})
+    assert approve.returncode == 0, approve.stderr
+    assert model.requests == 16
+    # The agent regresses. Four failing trials against eight passing ones show it at the first
+    # look (p = 0.002, within Pocock's boundary): trials 5 to 8 are never recorded, and the
+    # trial completing the set fails with the set's drift.
+    model.answers = ["It is raining."] * 8
+    again = run(project, f"--tracereplay-upstream={model.url}", "--tracereplay-trials=8",
+                "--tracereplay-mode=all", "-rs")
+    again.assert_outcomes(passed=4, skipped=3, failed=1)
+    again.stdout.fnmatch_lines([
+        "*tracereplay: weather/test_paris fail: 0 of 4 trials pass*",
+        "*drift regression: the trial verdict at look 1 of 2 (4 current trials)*",
+        "*weather/test_paris is settled (a regression at look 1 after 4 trial(s)): trial 5 is not needed*",
+    ])
+    assert model.requests == 16 + 8

@@ -204,9 +204,9 @@ class Plugin:
         return [n["written"] for n in notes if n.get("written")]
 
     def settled(self, scenario, case):
-        """`tracereplay trials next` over the trials of this set written so far, when the
-        scenario's policy is sequential and the set is settled (further trials could not change
-        its verdict); else None."""
+        """`tracereplay trials next` over the trials of this set written so far, when further
+        trials could not change what the set comes to: a sequential policy's set is settled, or
+        a `trials.drift` design has shown a regression; else None."""
         notes = _notes(self.sets, f"{_set_tag(scenario, case)}.*.json")
         written = [n["written"] for n in notes if n.get("written")]
         if not written:
@@ -223,7 +223,9 @@ class Plugin:
         except ValueError:
             answer = {}
         # A trial that cannot be judged is said by that trial's own judging, not here.
-        return answer if answer.get("max") is not None and answer.get("settled") else None
+        drift = answer.get("drift") or {}
+        stops = answer.get("max") is not None or drift.get("regression_at") is not None
+        return answer if stops and answer.get("settled") else None
 
     def judge_paths(self, paths, name):
         """`tracereplay check` of `paths`: the failure text, or None."""
@@ -552,8 +554,9 @@ def tracereplay(request, monkeypatch, tracereplay_trial):
         or "https://api.openai.com"
     )
     if trial is not None:
-        # A sequential policy's set is settled once further trials could not change its verdict:
-        # the rest are not recorded (nor needed to replay), and count as noted.
+        # A sequential policy's set is settled once further trials could not change its verdict,
+        # and a drift design's once a look shows a regression: the rest are not recorded (nor
+        # needed to replay), and count as noted.
         answer = plugin.settled(scenario, case)
         if answer is not None:
             paths = plugin.note(scenario, case, trial, None)
@@ -562,10 +565,13 @@ def tracereplay(request, monkeypatch, tracereplay_trial):
                 request.node.stash[FAILURE_KEY] = failure
                 yield None
                 return
-            pytest.skip(
-                f"tracereplay: {scenario}/{case} is settled ({answer['verdict']} after "
-                f"{answer['trials']} trial(s), up to {answer['max']}): trial {trial} is not needed"
+            regression = (answer.get("drift") or {}).get("regression_at")
+            why = (
+                f"a regression at look {regression} after {answer['trials']} trial(s)"
+                if regression is not None
+                else f"{answer['verdict']} after {answer['trials']} trial(s), up to {answer['max']}"
             )
+            pytest.skip(f"tracereplay: {scenario}/{case} is settled ({why}): trial {trial} is not needed")
     try:
         run = Run(plugin, scenario, case, plugin.recordings(request.node.fspath), upstream, trial)
     except RunError as e:

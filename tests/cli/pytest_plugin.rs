@@ -137,7 +137,7 @@ fn the_plugins_own_tests_pass_against_the_installed_wheel() {
         .env("HOME", dir.path());
     let (code, text) = run(&mut cmd, "pytest");
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("11 passed"), "{text}");
+    assert!(text.contains("12 passed"), "{text}");
 }
 
 #[test]
