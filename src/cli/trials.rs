@@ -74,6 +74,9 @@ struct PolicyPlan {
     /// A sequential policy's mean trials recorded before the case is settled, by rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     expected_trials: Option<Vec<f64>>,
+    /// A `trials.drift` design's plan, as `--looks` plans one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group_sequential: Option<super::trials_group::GroupPlan>,
 }
 
 /// The trials per side a drift check needs for the planned drop.
@@ -173,6 +176,18 @@ fn run_plan(
     let level = plan::per_case_level(alpha, cases);
     let needed = plan::trials_for_power(from, to, level, power);
     let group_sequential = super::trials_group::plan(args, level, (from, to))?;
+    let mut policy_plans = Vec::new();
+    for (scenario, p) in &policies {
+        let mut planned = policy_plan(scenario.clone(), p, &args.trials, &rates);
+        if let Some(d) = &p.drift {
+            let approved = args.approved.unwrap_or(d.looks[d.looks.len() - 1]);
+            planned.group_sequential = Some(
+                super::trials_group::design(&d.looks, approved, d.spending, level, (from, to))
+                    .with_context(|| format!("the design of {}", planned.policy))?,
+            );
+        }
+        policy_plans.push(planned);
+    }
     let plan = Plan {
         group_sequential,
         alpha,
@@ -180,9 +195,7 @@ fn run_plan(
         level,
         power,
         drop: Drop { from, to },
-        policies: (policies.iter())
-            .map(|(scenario, p)| policy_plan(scenario.clone(), p, &args.trials, &rates))
-            .collect(),
+        policies: policy_plans,
         drift: DriftPlan {
             trials_per_side: needed,
             power: needed.map(|n| round6(plan::regression_power(n, n, from, to, level))),
@@ -230,10 +243,14 @@ fn policy_json(p: &TrialsPolicy) -> Value {
         PassRule::AtLeast(k) => json!({ "at-least": k }),
         PassRule::Rate { rate, confidence } => json!({"rate": rate, "confidence": confidence}),
     };
-    match p.sequential {
+    let mut v = match p.sequential {
         Some(max) => json!({"min": p.min, "max": max, "pass": pass, "sequential": true}),
         None => json!({"min": p.min, "pass": pass}),
+    };
+    if let Some(d) = &p.drift {
+        v["drift"] = json!({"looks": d.looks, "spending": d.spending.name()});
     }
+    v
 }
 
 fn policy_plan(
@@ -275,6 +292,7 @@ fn policy_plan(
         }),
         rates: rates.to_vec(),
         trials,
+        group_sequential: None,
     }
 }
 
@@ -375,6 +393,9 @@ fn human(plan: &Plan, out: &mut dyn Write) -> anyhow::Result<()> {
             }
         }
         writeln!(out)?;
+        if let Some(g) = &p.group_sequential {
+            super::trials_group::print(g, (plan.drop.from, plan.drop.to), out)?;
+        }
     }
     writeln!(
         out,

@@ -38,7 +38,7 @@ pub(super) struct GroupPlan {
 pub(super) fn plan(
     args: &TrialsPlanArgs,
     level: f64,
-    (from, to): (f64, f64),
+    drop: (f64, f64),
 ) -> anyhow::Result<Option<GroupPlan>> {
     let Some(&last) = args.looks.last() else {
         return Ok(None);
@@ -48,15 +48,29 @@ pub(super) fn plan(
         SpendingArg::Pocock => Spending::Pocock,
     };
     let approved = args.approved.unwrap_or(last);
-    let d = Design::new(approved, args.looks.clone(), level, spending)
-        .map_err(|e| anyhow::anyhow!("`--looks`: {e}"))?;
+    design(&args.looks, approved, spending, level, drop)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("`--looks`: {e}"))
+}
+
+/// The plan of a design: `looks` against `approved` trials, at `level` for a drop `from` →
+/// `to` (`--looks`, or a scenario's `trials.drift`).
+pub(super) fn design(
+    looks: &[u64],
+    approved: u64,
+    spending: Spending,
+    level: f64,
+    (from, to): (f64, f64),
+) -> anyhow::Result<GroupPlan> {
+    let last = *looks.last().ok_or_else(|| anyhow::anyhow!("no looks"))?;
+    let d = Design::new(approved, looks.to_vec(), level, spending).map_err(anyhow::Error::msg)?;
     let nominal = d.boundaries();
     let one = Design::new(approved, vec![last], level, spending).map_err(anyhow::Error::msg)?;
     let (fixed_power, _) = one.power(&one.boundaries(), from, to);
     let (power, expected_trials) = d.power(&nominal, from, to);
     let (_, expected_trials_unchanged) = d.power(&nominal, from, from);
     let r6 = |v: f64| (v * 1e6).round() / 1e6;
-    Ok(Some(GroupPlan {
+    Ok(GroupPlan {
         type_one: d.type_one(&nominal).into_iter().map(r6).collect(),
         spent: d.spent().into_iter().map(r6).collect(),
         // Thresholds, printed whole: a rounded level could leave out the p-value it is.
@@ -69,7 +83,7 @@ pub(super) fn plan(
         fixed_power: r6(fixed_power),
         expected_trials: r6(expected_trials),
         expected_trials_unchanged: r6(expected_trials_unchanged),
-    }))
+    })
 }
 
 /// The human plan.

@@ -374,3 +374,34 @@ fn a_group_sequential_plans_boundaries_are_exact_and_the_largest_that_hold_alpha
         same(&g["expected_trials"], &want["expected"], "expected trials");
     }
 }
+
+#[test]
+fn a_scenarios_drift_design_is_planned_as_its_looks_would_be() {
+    // A scenario's `trials.drift` is planned as `--looks` plans the same design (whose figures
+    // the test above checks against SciPy), at the suite's per-case level.
+    let env = Env::new();
+    env.write(
+        "traces/s/s.scenario.json",
+        r#"{"id":"s","title":"t","risk":"High","trials":{"min":4,"drift":{"looks":[4,8],"spending":"pocock"}},"oracles":[{"type":"tool-called","tool":"search"}]}"#,
+    );
+    let from_scenario = plan(&env, &["--cases", "2"]);
+    let policy = &from_scenario["policies"][0];
+    assert_eq!(
+        policy["policy"]["drift"],
+        serde_json::json!({"looks": [4, 8], "spending": "pocock"})
+    );
+    let looks = plan(
+        &env,
+        &["--cases", "2", "--looks", "4,8", "--spending", "pocock"],
+    );
+    assert_eq!(policy["group_sequential"], looks["group_sequential"]);
+    assert_eq!(policy["group_sequential"]["alpha"], 0.025);
+    let human = env.run(&["trials", "plan", "--cases", "2"]);
+    assert!(
+        human.stdout.contains(
+            "Group-sequential drift: looks after 4, 8 current trials against 8 approved, pocock spending of α = 0.025000:"
+        ),
+        "{}",
+        human.stdout
+    );
+}
