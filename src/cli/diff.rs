@@ -11,8 +11,7 @@ use tracereplay::report::{ExportContext, Format, RowVerdict, Source};
 use tracereplay_core::diff::report::{DiffEntry, DiffReport, Unpaired};
 use tracereplay_core::diff::{DriftCategory, DriftFinding, compare};
 use tracereplay_core::eval::{
-    Baselines, CheckOptions, Counting, FailOn, JudgedTrace, ScenarioIndex, Selection, check,
-    error_chain, judge_opened_file,
+    Baselines, JudgedTrace, ScenarioIndex, check, error_chain, judge_opened_file,
 };
 use tracereplay_core::scenario::load_scenarios;
 use tracereplay_trace::paths::display_path;
@@ -82,19 +81,7 @@ fn against_baselines(args: &DiffArgs, settings: &Settings) -> anyhow::Result<Dif
     let mut found =
         tracereplay_core::discover::find(&paths, &settings.scenarios(), &Default::default())?;
     found.look_up_in(settings.suite_roots());
-    let opts = CheckOptions {
-        selection: Selection {
-            whole_suite: tracereplay_core::discover::covers_suite_roots(&paths),
-            ..Selection::default()
-        },
-        judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
-        counting: Counting {
-            fail_on: FailOn::None,
-            ..Counting::default()
-        },
-        baselines,
-        ..CheckOptions::default()
-    };
+    let opts = super::options::judge_only(settings, &paths, args.judging.parts(), baselines)?;
     let checked = check(&found, &paths, &opts)?;
     let mut report = DiffReport::default();
     let mut compared = 0;

@@ -1,5 +1,5 @@
 //! Helpers the commands share that are no setting (those are `super::settings`): waived
-//! secrets, where a server may listen, the prompt hasher.
+//! secrets, where a server may listen, the prompt hasher, the options of judging only.
 
 use camino::Utf8Path;
 
@@ -45,4 +45,29 @@ pub(super) fn prompt_hasher(
             "`{cmd}` hashes prompts with a key: set `{KEY_ENV}` (make one with `tracereplay key new`), or pass `--unkeyed` for unkeyed hashes"
         ),
     }
+}
+
+/// The options of a command that judges the traces under `paths` as `check` does but fails
+/// nothing and writes nothing (`trials plan`, `trials next`, `diff`): what it makes of the
+/// report is its own.
+pub(super) fn judge_only(
+    settings: &super::settings::Settings,
+    paths: &[camino::Utf8PathBuf],
+    (limits, allow_raw_prompts): (tracereplay::trace::Limits, bool),
+    baselines: tracereplay_core::eval::Baselines,
+) -> anyhow::Result<tracereplay_core::eval::CheckOptions> {
+    use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Selection};
+    Ok(CheckOptions {
+        selection: Selection {
+            whole_suite: tracereplay_core::discover::covers_suite_roots(paths),
+            ..Selection::default()
+        },
+        judging: settings.judging(limits, allow_raw_prompts)?,
+        counting: Counting {
+            fail_on: FailOn::None,
+            ..Counting::default()
+        },
+        baselines,
+        ..CheckOptions::default()
+    })
 }

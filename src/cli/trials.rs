@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tracereplay_core::baseline::{Approved, BaselineStore};
 use tracereplay_core::diff::trial_drift::TrialFacts;
-use tracereplay_core::eval::{CheckOptions, Counting, FailOn, Selection, check};
+use tracereplay_core::eval::{Baselines, check};
 use tracereplay_core::scenario::load_scenarios;
 use tracereplay_core::trials::plan;
 use tracereplay_core::trials::policy::{PassRule, TrialsPolicy};
@@ -155,12 +155,7 @@ fn run_plan(
             vec![(None, p)]
         }
         None => {
-            let mut files = found.scenario_files.clone();
-            let more = found
-                .lookup_files
-                .iter()
-                .filter(|f| !found.scenario_files.contains(f));
-            files.extend(more.cloned());
+            let files = found.every_scenario_file();
             let loaded = load_scenarios(&files, &found.suite_files, &found.roots);
             (loaded.scenarios.into_iter())
                 .filter(|s| !s.trials.is_default())
@@ -309,18 +304,8 @@ fn suite_cases(
 ) -> anyhow::Result<(Vec<SuiteCase>, u64)> {
     // The approved sets are read, not compared: the plan judges the current trials only.
     let store = settings.resolve_baselines()?.map(BaselineStore::new);
-    let opts = CheckOptions {
-        selection: Selection {
-            whole_suite: tracereplay_core::discover::covers_suite_roots(paths),
-            ..Selection::default()
-        },
-        judging: settings.judging(args.judging.limits.limits(), args.judging.allow_raw_prompts)?,
-        counting: Counting {
-            fail_on: FailOn::None,
-            ..Counting::default()
-        },
-        ..CheckOptions::default()
-    };
+    let opts =
+        super::options::judge_only(settings, paths, args.judging.parts(), Baselines::Absent)?;
     let checked = check(found, paths, &opts)?;
     let compared: BTreeSet<(String, String)> = (checked.results.iter())
         .filter_map(|r| Some((r.scenario.clone()?, r.case.clone()?)))

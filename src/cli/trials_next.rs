@@ -10,7 +10,7 @@ use camino::Utf8PathBuf;
 use serde::Serialize;
 use tracereplay::report::{RowVerdict, Source};
 use tracereplay_core::diff::group_drift::GroupDrift;
-use tracereplay_core::eval::{Baselines, CheckOptions, Counting, FailOn, Selection, check};
+use tracereplay_core::eval::{Baselines, check};
 use tracereplay_core::scenario::load_scenarios;
 use tracereplay_core::trials::sequential::{Step, next_step, next_trial};
 use tracereplay_trace::{Limits, TrialId};
@@ -142,14 +142,7 @@ pub(crate) fn answer(
     found.look_up_in(settings.suite_roots());
     // The suite's own scenarios too: a case's trials given as files name a scenario beside
     // them, or in the project's paths.
-    let mut files: Vec<Utf8PathBuf> = found.scenario_files.clone();
-    files.extend(
-        found
-            .lookup_files
-            .iter()
-            .filter(|f| !found.scenario_files.contains(f))
-            .cloned(),
-    );
+    let files = found.every_scenario_file();
     let loaded = load_scenarios(&files, &found.suite_files, &found.roots);
     let same = tracereplay_trace::json::eq_ci;
     let s = (loaded.scenarios.iter())
@@ -164,23 +157,13 @@ pub(crate) fn answer(
     let (mut n, mut passed, mut ids) = (0u64, 0u64, Vec::new());
     let mut drift = None;
     if !found.trace_files.is_empty() {
-        let opts = CheckOptions {
-            selection: Selection {
-                whole_suite: tracereplay_core::discover::covers_suite_roots(paths),
-                ..Selection::default()
-            },
-            judging: settings.judging(limits, allow_raw_prompts)?,
-            counting: Counting {
-                fail_on: FailOn::None,
-                ..Counting::default()
-            },
-            // Under a drift design, its regression test against the approved set decides too.
-            baselines: match policy.drift {
-                Some(_) => settings.baselines_of_trial_verdicts()?,
-                None => Baselines::Absent,
-            },
-            ..CheckOptions::default()
+        // Under a drift design, its regression test against the approved set decides too.
+        let baselines = match policy.drift {
+            Some(_) => settings.baselines_of_trial_verdicts()?,
+            None => Baselines::Absent,
         };
+        let opts =
+            super::options::judge_only(settings, paths, (limits, allow_raw_prompts), baselines)?;
         let checked = check(&found, paths, &opts)?;
         drift = (checked.cases.iter())
             .find(|c| same(&c.scenario, &s.id) && c.case == case)

@@ -58,6 +58,15 @@ pub struct Discovered {
 }
 
 impl Discovered {
+    /// The scenario files under the paths, then the look-up ones not among them: every
+    /// scenario a trace of the run may name.
+    pub fn every_scenario_file(&self) -> Vec<Utf8PathBuf> {
+        let mut files = self.scenario_files.clone();
+        let more = (self.lookup_files.iter()).filter(|f| !self.scenario_files.contains(f));
+        files.extend(more.cloned());
+        files
+    }
+
     /// Adds the scenario files of `suite_roots` (the project file's `paths`, else `traces/`) as
     /// look-up scenarios, when the run's own paths do not cover them: so that `check replayed/`
     /// finds the scenario of a recording made from `traces/`. Roots that do not exist, or that

@@ -30,6 +30,13 @@ pub(crate) struct JudgingArgs {
     pub limits: LimitArgs,
 }
 
+impl JudgingArgs {
+    /// The size limits and the raw-prompt opt-in, as the library's judging takes them.
+    pub(crate) fn parts(&self) -> (tracereplay::trace::Limits, bool) {
+        (self.limits.limits(), self.allow_raw_prompts)
+    }
+}
+
 /// How drift from approved baselines is judged: shared by `check`, `diff` and `explain`
 /// (`explain` compares one trace at a time, so trial sets' `--alpha` is [`AlphaArgs`]).
 #[derive(Debug, Clone, Args)]

@@ -153,10 +153,7 @@ fn load_run_scenarios(
     found: &Discovered,
     searched: &[Utf8PathBuf],
 ) -> Result<LoadedScenarios, CheckError> {
-    let files: Vec<Utf8PathBuf> = (found.scenario_files.iter())
-        .chain(&found.lookup_files)
-        .cloned()
-        .collect();
+    let files = found.every_scenario_file();
     let mut loaded = load_scenarios(&files, &found.suite_files, &found.roots);
     let looked_up: HashSet<&Utf8Path> = found.lookup_files.iter().map(|p| p.as_path()).collect();
     loaded.errors.retain(|e| !looked_up.contains(e.path()));
