@@ -59,7 +59,7 @@ fn counts(side: &Side) -> (u64, u64) {
 
 impl GroupDrift {
     /// What the trials show at each look of `design`: `approved` and `current` are the trial
-    /// verdicts (pass or not), in trial order. Undecided until [`decide`].
+    /// verdicts (pass or not), in trial order. Undecided until the run decides it.
     pub fn record(design: &DriftLooks, approved: &[bool], current: &[bool]) -> GroupDrift {
         let passed = |s: &[bool]| s.iter().filter(|p| **p).count() as u64;
         let n_a = approved.len() as u64;

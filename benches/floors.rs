@@ -1,0 +1,289 @@
+//! Every hot path against its floor, side by side in one invocation: what `docs/performance.md`
+//! reports. The machines are noisy, so each figure is a ratio of medians of alternating rounds
+//! (the path, then its floor, then the path again…), never an absolute time across runs.
+//!
+//! `cargo bench --bench floors [-- ROUNDS]` (default 7 rounds) writes the small corpus (20,000
+//! sealed traces over 200 scenarios, `examples/gen_corpus.rs`'s) and 2,000 tau-bench-shaped runs
+//! under `target/floors/` once, then prints:
+//!
+//! | path | floor | goal |
+//! |---|---|---|
+//! | cold `check -j 2 --no-cache` | `zstd -dcq --filelist` over the same files, one process | ≤ 1.0× |
+//! | cached re-check (nothing changed) | the cold check (a speed-up) and the walk with a `stat` of every file | ≥ 25× faster than cold |
+//! | `baseline approve` of the 20,000 traces into a new directory | writing and syncing 20,000 files of the same sizes | < 2 s |
+//! | `ingest` of the 2,000 runs | a `check` of what it wrote | ≤ 3× |
+//!
+//! Every run of the binary sets `CI` explicitly (`true`, except `baseline approve`, which writes
+//! nothing under CI) and writes its report to `/dev/null`.
+
+#[path = "corpus.rs"]
+mod corpus;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tracereplay");
+
+fn main() {
+    let rounds: usize = (std::env::args().skip(1))
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(7);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/floors");
+    let small = root.join("small");
+    if !small.join("done").exists() {
+        eprintln!("writing the small corpus to {}", small.display());
+        let _ = std::fs::remove_dir_all(&small);
+        corpus::write(&small, &corpus::SMALL).expect("the corpus is written");
+        std::fs::write(small.join("done"), "").expect("a marker");
+    }
+    let list = root.join("small.list");
+    write_list(&small, &list);
+    println!("{rounds} alternating rounds, medians of wall time; {BIN}\n");
+    println!("| path | its time | floor | floor's time | ratio | goal |");
+    println!("|---|---|---|---|---|---|");
+    cold_and_cached(&small, &list, rounds);
+    approve(&small, &root, rounds);
+    ingest(&root, rounds);
+}
+
+/// One timed run of `cmd` (its output to `/dev/null`); exit 0 or 1 (a failing suite) is fine.
+fn time(cmd: &mut Command) -> Duration {
+    let start = Instant::now();
+    let status = (cmd.stdout(Stdio::null()).stderr(Stdio::null()).status())
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let took = start.elapsed();
+    assert!(
+        matches!(status.code(), Some(0 | 1)),
+        "{cmd:?} failed: {status}"
+    );
+    took
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn check(dir: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .env("CI", "true")
+        .args(["check", ".", "-j", "2"])
+        .args(extra);
+    c
+}
+
+/// Every trace file under `dir`, one per line, for `zstd --filelist`.
+fn write_list(dir: &Path, list: &Path) {
+    let mut files = Vec::new();
+    walk(dir, &mut |p, _| {
+        if p.to_string_lossy().ends_with(".trace.ndjson.zst") {
+            files.push(p.to_string_lossy().into_owned());
+        }
+    });
+    files.sort();
+    std::fs::write(list, files.join("\n") + "\n").expect("the file list is written");
+}
+
+/// Walks `dir`, calling `f` with each regular file and its size (a `stat` each: the floor of a
+/// re-check, which must see every file's fingerprint).
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path, u64)) {
+    for entry in std::fs::read_dir(dir).expect("a readable directory") {
+        let entry = entry.expect("an entry");
+        let path = entry.path();
+        let meta = std::fs::metadata(&path).expect("a stat");
+        if meta.is_dir() {
+            if !path.ends_with(".tracereplay") {
+                walk(&path, f);
+            }
+        } else {
+            f(&path, meta.len());
+        }
+    }
+}
+
+fn row(path: &str, took: Duration, floor: &str, floor_took: Duration, ratio: String, goal: &str) {
+    println!(
+        "| {path} | {:.3} s | {floor} | {:.3} s | {ratio} | {goal} |",
+        took.as_secs_f64(),
+        floor_took.as_secs_f64()
+    );
+}
+
+fn cold_and_cached(small: &Path, list: &Path, rounds: usize) {
+    // The cache filled once, so each cached round finds every row.
+    time(&mut check(small, &[]));
+    let (mut zstd, mut cold, mut cached, mut stat) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        zstd.push(time(
+            Command::new("zstd").args(["-dcq", "--filelist"]).arg(list),
+        ));
+        cold.push(time(&mut check(small, &["--no-cache"])));
+        cached.push(time(&mut check(small, &[])));
+        let start = Instant::now();
+        let mut n = 0u64;
+        walk(small, &mut |_, len| n += len);
+        stat.push(start.elapsed());
+    }
+    let (zstd, cold, cached, stat) = (median(zstd), median(cold), median(cached), median(stat));
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    row(
+        "cold `check -j 2 --no-cache`",
+        cold,
+        "`zstd -dcq --filelist`",
+        zstd,
+        format!("{:.2}×", ratio(cold, zstd)),
+        "≤ 1.0×",
+    );
+    row(
+        "cached re-check `check -j 2`",
+        cached,
+        "the cold check",
+        cold,
+        format!("{:.1}× faster", ratio(cold, cached)),
+        "≥ 25× faster",
+    );
+    row(
+        "cached re-check `check -j 2`",
+        cached,
+        "walk + `stat` of every file",
+        stat,
+        format!("{:.2}×", ratio(cached, stat)),
+        "—",
+    );
+}
+
+fn approve(small: &Path, root: &Path, rounds: usize) {
+    let (mut approve, mut floor) = (vec![], vec![]);
+    let mut sizes: Vec<u64> = Vec::new();
+    for round in 0..rounds {
+        let dir = format!("baselines-floor-{round}");
+        let _ = std::fs::remove_dir_all(small.join(&dir));
+        let mut c = Command::new(BIN);
+        c.current_dir(small)
+            .env("CI", "")
+            .args(["baseline", "approve", ".", "--baselines"])
+            .arg(&dir);
+        approve.push(time(&mut c));
+        if sizes.is_empty() {
+            walk(&small.join(&dir), &mut |_, len| sizes.push(len));
+        }
+        let _ = std::fs::remove_dir_all(small.join(&dir));
+        let out = root.join(format!("floor-{round}"));
+        let _ = std::fs::remove_dir_all(&out);
+        floor.push(write_and_sync(&out, &sizes));
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    let (approve, floor) = (median(approve), median(floor));
+    row(
+        "`baseline approve` of 20,000 traces",
+        approve,
+        &format!("writing and syncing {} files", sizes.len()),
+        floor,
+        format!("{:.2}×", approve.as_secs_f64() / floor.as_secs_f64()),
+        "< 2 s",
+    );
+}
+
+/// Writes files of `sizes` bytes, 100 to a directory, then syncs every file and directory from
+/// 64 threads at once (what lets the filesystem fold the waits): the least a durable writer of
+/// that many files does.
+fn write_and_sync(out: &Path, sizes: &[u64]) -> Duration {
+    let start = Instant::now();
+    let mut files = Vec::with_capacity(sizes.len());
+    let mut dirs = Vec::new();
+    for (i, &len) in sizes.iter().enumerate() {
+        let dir = out.join(format!("d{}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).expect("a directory");
+            dirs.push(dir.clone());
+        }
+        let path = dir.join(format!("f{i}.json"));
+        std::fs::write(&path, vec![b'x'; len as usize]).expect("a file");
+        files.push(path);
+    }
+    dirs.push(out.to_path_buf());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let all: Vec<&PathBuf> = files.iter().chain(&dirs).collect();
+    std::thread::scope(|s| {
+        for _ in 0..64 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(p) = all.get(i) else { break };
+                    std::fs::File::open(p)
+                        .and_then(|f| f.sync_all())
+                        .expect("a sync");
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+/// 2,000 tau-bench-shaped runs (50 tasks × 4 trials repeated: a 6 KB system prompt and 12 tool
+/// calls each) as one JSON file.
+fn tau_bench(path: &Path) {
+    use serde_json::{Value, json};
+    let policy = "Follow the airline policy carefully. ".repeat(160);
+    let runs: Vec<Value> = (0..2000)
+        .map(|r| {
+            let mut traj = vec![
+                json!({"role": "system", "content": policy}),
+                json!({"role": "user", "content": format!("I want to change my flight {r}.")}),
+            ];
+            for t in 0..12 {
+                let id = format!("call_{r}_{t}");
+                traj.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "get_reservation_details",
+                     "arguments": format!("{{\"reservation_id\":\"R{t}\"}}")}}]}));
+                traj.push(json!({"role": "tool", "tool_call_id": id, "name": "get_reservation_details",
+                    "content": "{\"status\": \"confirmed\", \"flights\": [\"HAT136\", \"HAT039\"]}"}));
+            }
+            traj.push(json!({"role": "assistant", "content": "Your flight is changed."}));
+            json!({"task_id": r / 4, "trial": r % 4, "reward": 1.0, "info": {}, "traj": traj})
+        })
+        .collect();
+    std::fs::write(path, serde_json::to_vec(&runs).expect("JSON")).expect("the runs are written");
+}
+
+fn ingest(root: &Path, rounds: usize) {
+    let runs = root.join("tau-bench-2000.json");
+    if !runs.exists() {
+        tau_bench(&runs);
+    }
+    let out = root.join("ingested");
+    let ingest_cmd = || {
+        let mut c = Command::new(BIN);
+        c.current_dir(root)
+            .env("CI", "true")
+            .env("TRACEREPLAY_HASH_KEY", "bench")
+            .args([
+                "ingest",
+                "-q",
+                "--from",
+                "openai-messages",
+                "--emit-scenarios",
+            ])
+            .arg(&runs)
+            .arg("--out")
+            .arg(&out);
+        c
+    };
+    let (mut ingest, mut check_out) = (vec![], vec![]);
+    for _ in 0..rounds {
+        let _ = std::fs::remove_dir_all(&out);
+        ingest.push(time(&mut ingest_cmd()));
+        check_out.push(time(&mut check(&out, &["--no-cache"])));
+    }
+    let (ingest, check_out) = (median(ingest), median(check_out));
+    row(
+        "`ingest` of 2,000 tau-bench-shaped runs",
+        ingest,
+        "`check -j 2 --no-cache` of what it wrote",
+        check_out,
+        format!("{:.2}×", ingest.as_secs_f64() / check_out.as_secs_f64()),
+        "≤ 3×",
+    );
+}
