@@ -43,8 +43,16 @@ fn main() {
     println!("| path | its time | floor | floor's time | ratio | goal |");
     println!("|---|---|---|---|---|---|");
     cold_and_cached(&small, &list, rounds);
-    approve(&small, &root, rounds);
-    ingest(&root, rounds);
+    // What approve and ingest write stays until every figure is taken: files created soon
+    // after thousands were deleted make ext4's allocator search for inodes not recently freed
+    // (`recently_deleted` in a profile: a third of an approve's time), which would measure the
+    // deletion.
+    let mut made = Vec::new();
+    approve(&small, &root, rounds, &mut made);
+    ingest(&root, rounds, &mut made);
+    for dir in made {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// One timed run of `cmd` (its output to `/dev/null`); exit 0 or 1 (a failing suite) is fine.
@@ -154,13 +162,10 @@ fn cold_and_cached(small: &Path, list: &Path, rounds: usize) {
     );
 }
 
-fn approve(small: &Path, root: &Path, rounds: usize) {
-    // Each round writes into directories of its own, removed only after the last round: files
-    // created right after thousands were deleted make ext4's allocator search for inodes not
-    // recently freed (`recently_deleted` in a profile), which would measure the deletion.
+fn approve(small: &Path, root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
+    // Each round writes into directories of its own (see `main`).
     let (mut approve, mut floor) = (vec![], vec![]);
     let mut sizes: Vec<u64> = Vec::new();
-    let mut made = Vec::new();
     for round in 0..rounds {
         let dir = small.join(format!("baselines-floor-{round}"));
         let _ = std::fs::remove_dir_all(&dir);
@@ -177,9 +182,6 @@ fn approve(small: &Path, root: &Path, rounds: usize) {
         let _ = std::fs::remove_dir_all(&out);
         floor.push(write_and_sync(&out, &sizes));
         made.extend([dir, out]);
-    }
-    for dir in made {
-        let _ = std::fs::remove_dir_all(dir);
     }
     let (approve, floor) = (median(approve), median(floor));
     row(
@@ -259,7 +261,7 @@ fn tau_bench(path: &Path) {
     std::fs::write(path, serde_json::to_vec(&runs).expect("JSON")).expect("the runs are written");
 }
 
-fn ingest(root: &Path, rounds: usize) {
+fn ingest(root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
     let runs = root.join("tau-bench-2000-v2.json");
     if !runs.exists() {
         tau_bench(&runs);
@@ -283,9 +285,8 @@ fn ingest(root: &Path, rounds: usize) {
     };
     let (mut ingest, mut check_out, mut floor) = (vec![], vec![], vec![]);
     let mut sizes: Vec<u64> = Vec::new();
-    let mut made = Vec::new();
     for round in 0..rounds {
-        // As for approve: each round's output kept until the last round.
+        // As for approve: each round's output kept until every figure is taken.
         let out = root.join(format!("ingested-{round}"));
         let _ = std::fs::remove_dir_all(&out);
         ingest.push(time(&mut ingest_cmd(&out)));
@@ -297,9 +298,6 @@ fn ingest(root: &Path, rounds: usize) {
         let _ = std::fs::remove_dir_all(&written);
         floor.push(write_and_sync(&written, &sizes));
         made.extend([out, written]);
-    }
-    for dir in made {
-        let _ = std::fs::remove_dir_all(dir);
     }
     let (ingest, check_out, floor) = (median(ingest), median(check_out), median(floor));
     row(

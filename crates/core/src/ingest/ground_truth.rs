@@ -27,6 +27,78 @@ struct Task {
     source: &'static str,
 }
 
+/// The parts of a results file that hold a benchmark's expectations, read without building the
+/// runs' trajectories (most of the file) as JSON values.
+enum Expectations {
+    /// tau2-bench: the document's `tasks` and `info`.
+    Tau2(Value),
+    /// tau-bench: each run's `task_id` and `info` (`null` for an element that is no object).
+    TauBench(Vec<Value>),
+}
+
+/// What a tau2-bench results document holds besides its simulations (whose key marks it).
+#[derive(serde::Deserialize)]
+struct Tau2Doc {
+    #[serde(default)]
+    simulations: Present,
+    tasks: Option<Value>,
+    info: Option<Value>,
+}
+
+/// Whether a key is there, whatever its value (`null` included); the value is skipped.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Present, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Present(true))
+    }
+}
+
+/// What a tau-bench run holds besides its trajectory.
+#[derive(serde::Deserialize)]
+struct TauBenchRun {
+    task_id: Option<Value>,
+    info: Option<Value>,
+}
+
+/// Reads `bytes` as a tau2-bench document or a tau-bench array; `None` for anything else (or
+/// JSON that does not parse).
+fn expectations(bytes: &[u8]) -> Option<Expectations> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    match first {
+        b'{' => {
+            let doc: Tau2Doc = serde_json::from_slice(bytes).ok()?;
+            if !doc.simulations.0 {
+                return None;
+            }
+            let mut o = serde_json::Map::new();
+            o.extend(doc.tasks.map(|t| ("tasks".to_owned(), t)));
+            o.extend(doc.info.map(|i| ("info".to_owned(), i)));
+            Some(Expectations::Tau2(Value::Object(o)))
+        }
+        b'[' => {
+            // Each element as its raw text (checked as JSON, nothing built), then only its two
+            // keys read; an element that is no object gives none, as the ingest skips it.
+            let raw: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
+            let runs = (raw.iter())
+                .map(|r| match serde_json::from_str::<TauBenchRun>(r.get()) {
+                    Ok(run) => {
+                        let mut o = serde_json::Map::new();
+                        o.extend(run.task_id.map(|t| ("task_id".to_owned(), t)));
+                        o.extend(run.info.map(|i| ("info".to_owned(), i)));
+                        Value::Object(o)
+                    }
+                    Err(_) => Value::Null,
+                })
+                .collect();
+            Some(Expectations::TauBench(runs))
+        }
+        _ => None,
+    }
+}
+
 fn id_text(v: Option<&Value>) -> Option<String> {
     match v? {
         Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
@@ -154,13 +226,10 @@ fn tau_bench_tasks(runs: &[Value]) -> Vec<Task> {
 /// The scenarios of the tasks in `bytes` (tau-bench or tau2-bench results): `(id, file text)`,
 /// or why they cannot be emitted under these naming options.
 pub fn scenarios(bytes: &[u8], opts: &IngestOptions) -> Result<Vec<(String, String)>, String> {
-    let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
-        return Ok(Vec::new());
-    };
-    let tasks = match &doc {
-        Value::Object(o) if o.contains_key("simulations") => tau2_tasks(&doc),
-        Value::Array(runs) => tau_bench_tasks(runs),
-        _ => Vec::new(),
+    let tasks = match expectations(bytes) {
+        Some(Expectations::Tau2(doc)) => tau2_tasks(&doc),
+        Some(Expectations::TauBench(runs)) => tau_bench_tasks(&runs),
+        None => Vec::new(),
     };
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     let mut tasks_of: BTreeMap<String, String> = BTreeMap::new();
@@ -196,4 +265,61 @@ pub fn scenarios(bytes: &[u8], opts: &IngestOptions) -> Result<Vec<(String, Stri
         out.insert(id, text);
     }
     Ok(out.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> IngestOptions {
+        IngestOptions {
+            hasher: crate::trace::PromptHasher::keyed(b"k"),
+            raw_opt_in: false,
+            scenario: None,
+            case: None,
+            name: None,
+            file_stem: Some("results".into()),
+            allow_empty: false,
+        }
+    }
+
+    fn ids(bytes: &str) -> Vec<String> {
+        let got = scenarios(bytes.as_bytes(), &opts()).expect("scenarios");
+        got.into_iter().map(|(id, _)| id).collect()
+    }
+
+    #[test]
+    fn a_tau_bench_array_gives_each_tasks_scenario_and_skips_what_is_no_run() {
+        let run = |task: u32| {
+            format!(
+                r#"{{"task_id": {task}, "trial": 0, "traj": [{{"role": "user", "content": "hi"}}], "info": {{"task": {{"actions": [{{"name": "find", "kwargs": {{"id": {task}}}}}]}}}}}}"#
+            )
+        };
+        let text = format!("[{}, 7, \"x\", {}, {}]", run(1), run(2), run(1));
+        assert_eq!(ids(&text).len(), 2, "tasks 1 and 2: {:?}", ids(&text));
+        // A run whose `info` is no object, or that has no task, names nothing.
+        let text = format!(
+            r#"[{}, {{"task_id": 3, "info": null}}, {{"info": {{}}}}]"#,
+            run(1)
+        );
+        assert_eq!(ids(&text).len(), 1);
+        assert!(
+            ids("[1, 2").is_empty(),
+            "JSON that does not parse gives none"
+        );
+        assert!(ids(r#"{"runs": []}"#).is_empty());
+    }
+
+    #[test]
+    fn a_tau2_document_is_known_by_its_simulations_key_whatever_its_value() {
+        let doc = |simulations: &str| {
+            format!(
+                r#"{{"info": {{"environment_info": {{"domain_name": "telecom"}}}}, "tasks": [{{"id": "t1", "evaluation_criteria": {{"actions": []}}}}], "simulations": {simulations}}}"#
+            )
+        };
+        assert_eq!(ids(&doc("[]")).len(), 1);
+        assert_eq!(ids(&doc("null")).len(), 1);
+        let without = r#"{"tasks": [{"id": "t1"}]}"#;
+        assert!(ids(without).is_empty());
+    }
 }
