@@ -71,10 +71,16 @@ impl DriftAnswer {
         match (self.regression_at, self.settled) {
             (Some(k), _) => format!("; drift: a regression at look {k} of {total}"),
             (None, true) => format!("; drift: no regression by look {total} of {total}"),
-            (None, false) => format!(
-                "; drift undecided at look {} of {total}: record up to {}",
-                self.reached, self.looks[self.reached]
-            ),
+            (None, false) => match self.looks.get(self.reached) {
+                Some(next) => format!(
+                    "; drift undecided at look {} of {total}: record up to {next}",
+                    self.reached
+                ),
+                // Every look reached and still undecided: the design cannot judge the case
+                // (`check` says why, such as an approved set too large); more trials would not.
+                None => "; drift undecided: the design cannot judge this case (`check` says why)"
+                    .to_owned(),
+            },
         }
     }
 }
@@ -199,7 +205,7 @@ pub(crate) fn answer(
         // A regression shown stops the recording; an undecided test needs the next look.
         if d.regression_at.is_some() {
             step = Step::Settled { passed: false };
-        } else if !d.settled && matches!(step, Step::Settled { .. }) {
+        } else if !d.settled && d.reached < d.looks.len() && matches!(step, Step::Settled { .. }) {
             step = Step::Record(next_trial(&ids));
         }
     }

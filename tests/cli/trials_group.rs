@@ -262,3 +262,26 @@ fn close(v: &Value, want: f64) {
     let got = v.as_f64().unwrap_or_else(|| panic!("{v} is not a number"));
     assert!((got - want).abs() < 1e-9, "{got} is not {want}");
 }
+
+#[test]
+fn an_approved_set_too_large_for_a_design_is_undecided_and_trials_next_says_so() {
+    let env = Env::new();
+    scenario(&env, "pocock");
+    write_trials(&env, "traces/s/c", &["search"; 70]);
+    approve(&env);
+    write_trials(&env, "traces/s/c", &["search"; 8]);
+    let (code, c) = check(&env, &[]);
+    assert_eq!(code, 1, "{c}");
+    let d = &c["drift"][0];
+    assert_eq!(d["category"], "drift-undecided", "{c}");
+    assert!(
+        d["detail"].as_str().unwrap().contains("approve at most 64"),
+        "{c}"
+    );
+    // Every look is reached, so more trials would not help: the answer says so, and asks for
+    // none.
+    assert_eq!(
+        next(&env),
+        "settled: pass (8 of 8 trial(s) pass; 4 trial(s) needed; drift undecided: the design cannot judge this case (`check` says why))"
+    );
+}
