@@ -30,10 +30,10 @@ struct Task {
 /// The parts of a results file that hold a benchmark's expectations, read without building the
 /// runs' trajectories (most of the file) as JSON values.
 enum Expectations {
-    /// tau2-bench: the document's `tasks` and `info`.
-    Tau2(Value),
-    /// tau-bench: each run's `task_id` and `info` (`null` for an element that is no object).
-    TauBench(Vec<Value>),
+    /// tau2-bench: the document besides its simulations.
+    Tau2(Tau2Doc),
+    /// tau-bench: each run besides its trajectory (`None` for an element that is no object).
+    TauBench(Vec<Option<TauBenchRun>>),
 }
 
 /// What a tau2-bench results document holds besides its simulations (whose key marks it).
@@ -56,10 +56,12 @@ impl<'de> serde::Deserialize<'de> for Present {
     }
 }
 
-/// What a tau-bench run holds besides its trajectory.
+/// What a tau-bench run holds besides its trajectory: what names its task's scenario, and the
+/// task's expectations.
 #[derive(serde::Deserialize)]
 struct TauBenchRun {
     task_id: Option<Value>,
+    trial: Option<Value>,
     info: Option<Value>,
 }
 
@@ -70,28 +72,14 @@ fn expectations(bytes: &[u8]) -> Option<Expectations> {
     match first {
         b'{' => {
             let doc: Tau2Doc = serde_json::from_slice(bytes).ok()?;
-            if !doc.simulations.0 {
-                return None;
-            }
-            let mut o = serde_json::Map::new();
-            o.extend(doc.tasks.map(|t| ("tasks".to_owned(), t)));
-            o.extend(doc.info.map(|i| ("info".to_owned(), i)));
-            Some(Expectations::Tau2(Value::Object(o)))
+            doc.simulations.0.then_some(Expectations::Tau2(doc))
         }
         b'[' => {
-            // Each element as its raw text (checked as JSON, nothing built), then only its two
+            // Each element as its raw text (checked as JSON, nothing built), then only its
             // keys read; an element that is no object gives none, as the ingest skips it.
             let raw: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
             let runs = (raw.iter())
-                .map(|r| match serde_json::from_str::<TauBenchRun>(r.get()) {
-                    Ok(run) => {
-                        let mut o = serde_json::Map::new();
-                        o.extend(run.task_id.map(|t| ("task_id".to_owned(), t)));
-                        o.extend(run.info.map(|i| ("info".to_owned(), i)));
-                        Value::Object(o)
-                    }
-                    Err(_) => Value::Null,
-                })
+                .map(|r| serde_json::from_str::<TauBenchRun>(r.get()).ok())
                 .collect();
             Some(Expectations::TauBench(runs))
         }
@@ -156,37 +144,43 @@ fn tau2_action(a: &Value) -> Value {
     }
 }
 
-fn tau2_tasks(doc: &Value) -> Vec<Task> {
-    let domain = id_text(doc.pointer("/info/environment_info/domain_name"));
-    (doc["tasks"].as_array().into_iter().flatten())
-        .filter_map(|t| {
-            let task = id_text(t.get("id"))?;
-            let actions = t
-                .pointer("/evaluation_criteria/actions")
-                .and_then(Value::as_array);
-            let mut oracles: Vec<Value> = actions.into_iter().flatten().map(tau2_action).collect();
-            if oracles.is_empty() {
-                oracles.push(json!({"type": "status-is", "value": "completed"}));
-            }
-            Some(Task {
-                ids: RunIds {
-                    source: Some("tau2".into()),
-                    domain: domain.clone(),
-                    task: Some(task),
-                    trial: Some("0".into()),
-                    ..RunIds::default()
-                },
-                oracles,
-                source: "tau2-bench",
-            })
+fn tau2_tasks(doc: &Tau2Doc) -> Vec<Task> {
+    let domain =
+        (doc.info.as_ref()).and_then(|i| id_text(i.pointer("/environment_info/domain_name")));
+    (doc.tasks
+        .as_ref()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten())
+    .filter_map(|t| {
+        let task = id_text(t.get("id"))?;
+        let actions = t
+            .pointer("/evaluation_criteria/actions")
+            .and_then(Value::as_array);
+        let mut oracles: Vec<Value> = actions.into_iter().flatten().map(tau2_action).collect();
+        if oracles.is_empty() {
+            oracles.push(json!({"type": "status-is", "value": "completed"}));
+        }
+        Some(Task {
+            ids: RunIds {
+                source: Some("tau2".into()),
+                domain: domain.clone(),
+                task: Some(task),
+                trial: Some("0".into()),
+                ..RunIds::default()
+            },
+            oracles,
+            source: "tau2-bench",
         })
-        .collect()
+    })
+    .collect()
 }
 
-fn tau_bench_tasks(runs: &[Value]) -> Vec<Task> {
+fn tau_bench_tasks(runs: &[Option<TauBenchRun>]) -> Vec<Task> {
     let mut by_task: BTreeMap<String, Task> = BTreeMap::new();
-    for r in runs {
-        let (Some(task), Some(spec)) = (id_text(r.get("task_id")), r.pointer("/info/task")) else {
+    for r in runs.iter().flatten() {
+        let spec = r.info.as_ref().and_then(|i| i.get("task"));
+        let (Some(task), Some(spec)) = (id_text(r.task_id.as_ref()), spec) else {
             continue;
         };
         by_task.entry(task.clone()).or_insert_with(|| {
@@ -212,7 +206,7 @@ fn tau_bench_tasks(runs: &[Value]) -> Vec<Task> {
                 ids: RunIds {
                     source: Some("tau-bench".into()),
                     task: Some(task),
-                    trial: id_text(r.get("trial")).or(Some("0".into())),
+                    trial: id_text(r.trial.as_ref()).or(Some("0".into())),
                     ..RunIds::default()
                 },
                 oracles,
@@ -308,6 +302,18 @@ mod tests {
             "JSON that does not parse gives none"
         );
         assert!(ids(r#"{"runs": []}"#).is_empty());
+    }
+
+    #[test]
+    fn a_tau_bench_tasks_scenario_is_named_from_its_first_runs_ids_trial_included() {
+        let text = r#"[{"task_id": 1, "trial": 3, "info": {"task": {"actions": []}}, "traj": []}]"#;
+        let named = IngestOptions {
+            name: Some("t{task}-{trial}/c".into()),
+            ..opts()
+        };
+        let got = scenarios(text.as_bytes(), &named).expect("scenarios");
+        let ids: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["t1-3"]);
     }
 
     #[test]
