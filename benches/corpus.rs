@@ -222,3 +222,35 @@ pub(crate) fn write(dir: &Path, spec: &Spec) -> std::io::Result<()> {
         rx.iter().collect::<std::io::Result<Vec<()>>>().map(|_| ())
     })
 }
+
+/// `runs` tau-bench-shaped runs (tasks of 4 trials each: a 6 KB system prompt and 12 tool calls
+/// a run, and the task's 12 expected actions in its `info`, from which `ingest
+/// --emit-scenarios` writes its scenario), as one JSON document: what `benches/ingest.rs` and
+/// `benches/floors.rs` ingest.
+pub(crate) fn tau_bench_runs(runs: usize) -> Vec<u8> {
+    use serde_json::{Value, json};
+    let policy = "Follow the airline policy carefully. ".repeat(160);
+    let runs: Vec<Value> = (0..runs)
+        .map(|r| {
+            let mut traj = vec![
+                json!({"role": "system", "content": policy}),
+                json!({"role": "user", "content": format!("I want to change my flight {r}.")}),
+            ];
+            for t in 0..12 {
+                let id = format!("call_{r}_{t}");
+                traj.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "get_reservation_details",
+                     "arguments": format!("{{\"reservation_id\":\"R{t}\"}}")}}]}));
+                traj.push(json!({"role": "tool", "tool_call_id": id, "name": "get_reservation_details",
+                    "content": "{\"status\": \"confirmed\", \"flights\": [\"HAT136\", \"HAT039\"]}"}));
+            }
+            traj.push(json!({"role": "assistant", "content": "Your flight is changed."}));
+            let actions: Vec<Value> = (0..12)
+                .map(|t| json!({"name": "get_reservation_details", "kwargs": {"reservation_id": format!("R{t}")}}))
+                .collect();
+            let info = json!({"task": {"user_id": format!("user_{}", r / 4), "actions": actions}});
+            json!({"task_id": r / 4, "trial": r % 4, "reward": 1.0, "info": info, "traj": traj})
+        })
+        .collect();
+    serde_json::to_vec(&runs).expect("JSON")
+}

@@ -175,12 +175,8 @@ fn approve(small: &Path, root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
             .args(["baseline", "approve", ".", "--baselines"])
             .arg(&dir);
         approve.push(time(&mut c));
-        if sizes.is_empty() {
-            walk(&dir, &mut |_, len| sizes.push(len));
-        }
         let out = root.join(format!("approve-floor-{round}"));
-        let _ = std::fs::remove_dir_all(&out);
-        floor.push(write_and_sync(&out, &sizes));
+        floor.push(floor_round(&dir, &mut sizes, &out));
         made.extend([dir, out]);
     }
     let (approve, floor) = (median(approve), median(floor));
@@ -192,6 +188,16 @@ fn approve(small: &Path, root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
         format!("{:.2}×", approve.as_secs_f64() / floor.as_secs_f64()),
         "< 2 s",
     );
+}
+
+/// One round of a writer's floor: the sizes of the files under `written` (taken once), written
+/// and synced anew under `into`.
+fn floor_round(written: &Path, sizes: &mut Vec<u64>, into: &Path) -> Duration {
+    if sizes.is_empty() {
+        walk(written, &mut |_, len| sizes.push(len));
+    }
+    let _ = std::fs::remove_dir_all(into);
+    write_and_sync(into, sizes)
 }
 
 /// Writes files of `sizes` bytes, 100 to a directory, then syncs every file and directory from
@@ -230,41 +236,10 @@ fn write_and_sync(out: &Path, sizes: &[u64]) -> Duration {
     start.elapsed()
 }
 
-/// 2,000 tau-bench-shaped runs (500 tasks × 4 trials: a 6 KB system prompt and 12 tool calls
-/// each, the task's 12 expected actions in its `info`) as one JSON file.
-fn tau_bench(path: &Path) {
-    use serde_json::{Value, json};
-    let policy = "Follow the airline policy carefully. ".repeat(160);
-    let runs: Vec<Value> = (0..2000)
-        .map(|r| {
-            let mut traj = vec![
-                json!({"role": "system", "content": policy}),
-                json!({"role": "user", "content": format!("I want to change my flight {r}.")}),
-            ];
-            for t in 0..12 {
-                let id = format!("call_{r}_{t}");
-                traj.push(json!({"role": "assistant", "content": null, "tool_calls": [
-                    {"id": id, "type": "function", "function": {"name": "get_reservation_details",
-                     "arguments": format!("{{\"reservation_id\":\"R{t}\"}}")}}]}));
-                traj.push(json!({"role": "tool", "tool_call_id": id, "name": "get_reservation_details",
-                    "content": "{\"status\": \"confirmed\", \"flights\": [\"HAT136\", \"HAT039\"]}"}));
-            }
-            traj.push(json!({"role": "assistant", "content": "Your flight is changed."}));
-            // The task's expected actions, from which `--emit-scenarios` writes its scenario.
-            let actions: Vec<Value> = (0..12)
-                .map(|t| json!({"name": "get_reservation_details", "kwargs": {"reservation_id": format!("R{t}")}}))
-                .collect();
-            let info = json!({"task": {"user_id": format!("user_{}", r / 4), "actions": actions}});
-            json!({"task_id": r / 4, "trial": r % 4, "reward": 1.0, "info": info, "traj": traj})
-        })
-        .collect();
-    std::fs::write(path, serde_json::to_vec(&runs).expect("JSON")).expect("the runs are written");
-}
-
 fn ingest(root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
     let runs = root.join("tau-bench-2000-v2.json");
     if !runs.exists() {
-        tau_bench(&runs);
+        std::fs::write(&runs, corpus::tau_bench_runs(2000)).expect("the runs are written");
     }
     let ingest_cmd = |out: &Path| {
         let mut c = Command::new(BIN);
@@ -291,12 +266,8 @@ fn ingest(root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
         let _ = std::fs::remove_dir_all(&out);
         ingest.push(time(&mut ingest_cmd(&out)));
         check_out.push(time(&mut check(&out, &["--no-cache"])));
-        if sizes.is_empty() {
-            walk(&out, &mut |_, len| sizes.push(len));
-        }
         let written = root.join(format!("ingest-floor-{round}"));
-        let _ = std::fs::remove_dir_all(&written);
-        floor.push(write_and_sync(&written, &sizes));
+        floor.push(floor_round(&out, &mut sizes, &written));
         made.extend([out, written]);
     }
     let (ingest, check_out, floor) = (median(ingest), median(check_out), median(floor));

@@ -6,6 +6,9 @@
 //! figure (ingest of the real tau-bench file against `check` of what it wrote) is measured on
 //! the command line (see docs/performance.md).
 
+#[path = "corpus.rs"]
+mod corpus;
+
 use serde_json::{Value, json};
 use tracereplay::trace::PromptHasher;
 use tracereplay_core::ingest::{IngestOptions, InputFormat, ingest};
@@ -24,30 +27,6 @@ fn opts() -> IngestOptions {
         file_stem: Some("bench".into()),
         allow_empty: false,
     }
-}
-
-/// 200 runs of 50 tasks × 4 trials, tau-bench's shape.
-fn tau_bench() -> Vec<u8> {
-    let policy = "Follow the airline policy carefully. ".repeat(160);
-    let runs: Vec<Value> = (0..200)
-        .map(|r| {
-            let mut traj = vec![
-                json!({"role": "system", "content": policy}),
-                json!({"role": "user", "content": "I want to change my flight."}),
-            ];
-            for t in 0..12 {
-                let id = format!("call_{r}_{t}");
-                traj.push(json!({"role": "assistant", "content": null, "tool_calls": [
-                    {"id": id, "type": "function", "function": {"name": "get_reservation_details",
-                     "arguments": format!("{{\"reservation_id\":\"R{t}\"}}")}}]}));
-                traj.push(json!({"role": "tool", "tool_call_id": id, "name": "get_reservation_details",
-                    "content": "{\"status\": \"confirmed\", \"flights\": [\"HAT136\", \"HAT039\"]}"}));
-            }
-            traj.push(json!({"role": "assistant", "content": "Your flight is changed."}));
-            json!({"task_id": r / 4, "trial": r % 4, "reward": 1.0, "info": {}, "traj": traj})
-        })
-        .collect();
-    serde_json::to_vec(&runs).unwrap()
 }
 
 /// One OTLP/JSON export of 50 traces, each an agent, two chat spans and a tool span.
@@ -107,7 +86,7 @@ fn otlp() -> Vec<u8> {
 
 #[divan::bench]
 fn tau_bench_200_runs(bencher: divan::Bencher) {
-    let bytes = tau_bench();
+    let bytes = corpus::tau_bench_runs(200);
     bencher.bench(|| {
         let out = ingest(InputFormat::OpenaiMessages, &bytes, &opts());
         assert_eq!(out.runs.len(), 200);
