@@ -65,22 +65,28 @@ impl DriftAnswer {
         }
     }
 
+    /// The current trials of the next look, when recording up to it could decide the test:
+    /// none once settled, nor when every look is reached and the design still cannot judge the
+    /// case (`check` says why, such as an approved set too large).
+    fn next_look(&self) -> Option<u64> {
+        (!self.settled)
+            .then(|| self.looks.get(self.reached).copied())
+            .flatten()
+    }
+
     /// `; drift: …`.
     fn clause(&self) -> String {
         let total = self.looks.len();
-        match (self.regression_at, self.settled) {
-            (Some(k), _) => format!("; drift: a regression at look {k} of {total}"),
-            (None, true) => format!("; drift: no regression by look {total} of {total}"),
-            (None, false) => match self.looks.get(self.reached) {
-                Some(next) => format!(
-                    "; drift undecided at look {} of {total}: record up to {next}",
-                    self.reached
-                ),
-                // Every look reached and still undecided: the design cannot judge the case
-                // (`check` says why, such as an approved set too large); more trials would not.
-                None => "; drift undecided: the design cannot judge this case (`check` says why)"
-                    .to_owned(),
-            },
+        match (self.regression_at, self.settled, self.next_look()) {
+            (Some(k), _, _) => format!("; drift: a regression at look {k} of {total}"),
+            (None, true, _) => format!("; drift: no regression by look {total} of {total}"),
+            (None, false, Some(next)) => format!(
+                "; drift undecided at look {} of {total}: record up to {next}",
+                self.reached
+            ),
+            (None, false, None) => {
+                "; drift undecided: the design cannot judge this case (`check` says why)".to_owned()
+            }
         }
     }
 }
@@ -205,7 +211,7 @@ pub(crate) fn answer(
         // A regression shown stops the recording; an undecided test needs the next look.
         if d.regression_at.is_some() {
             step = Step::Settled { passed: false };
-        } else if !d.settled && d.reached < d.looks.len() && matches!(step, Step::Settled { .. }) {
+        } else if d.next_look().is_some() && matches!(step, Step::Settled { .. }) {
             step = Step::Record(next_trial(&ids));
         }
     }

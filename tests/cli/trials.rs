@@ -229,6 +229,45 @@ fn single_trial_suites_list_no_cases() {
     assert!(r.get("thresholds").is_none());
 }
 
+/// Scenario `id` (`policy` in its JSON after the risk, such as `,"trials":{…}`) expecting a call
+/// of `search`, and its case `c` recorded as `n` trials; with `regressed`, the trials from the
+/// third on call `other`.
+pub(crate) fn lay_out_case(env: &Env, id: &str, policy: &str, n: usize, regressed: bool) {
+    env.write(
+        &format!("traces/{id}/{id}.scenario.json"),
+        format!(
+            r#"{{"id":"{id}","title":"t","risk":"High"{policy},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
+        ),
+    );
+    let _ = std::fs::remove_dir_all(env.path(&format!("traces/{id}/c")));
+    for t in 0..n {
+        let tool = if regressed && t > 1 {
+            "other"
+        } else {
+            "search"
+        };
+        env.write(
+            &format!("traces/{id}/c/{t}.trace.ndjson.zst"),
+            trial_trace(id, "c", &t.to_string(), tool),
+        );
+    }
+}
+
+/// `check` of `traces/` (under CI, no cache) as `n` partition shares, each written to
+/// `share<K>.json`: their file names.
+pub(crate) fn check_shares(env: &Env, n: usize) -> Vec<String> {
+    (1..=n)
+        .map(|k| {
+            let file = format!("share{k}.json");
+            let part = format!("hash:{k}/{n}");
+            let args = ["check", "traces/", "--partition", &part, "--json", &file];
+            let out = env.run(&[&args[..], &["--no-cache"]].concat());
+            assert!(out.code <= 1, "{}", out.stderr);
+            file
+        })
+        .collect()
+}
+
 /// Approves the current trials off CI.
 pub(crate) fn approve(env: &Env) {
     let out = env.run_with(&["baseline", "approve"], &[("CI", "0")]);
@@ -568,30 +607,11 @@ fn merged_shares_equal_the_whole_run_with_thresholds_decided_again() {
     let lay_out = |regressed: bool| {
         for (k, id) in ids.iter().enumerate() {
             // The single traces' scenarios state no policy: a share may list no case at all.
-            let policy = if k < 4 {
-                r#","trials":{"min":1,"pass":{"at-least":1}}"#
-            } else {
-                ""
+            let (policy, n) = match k < 4 {
+                true => (r#","trials":{"min":1,"pass":{"at-least":1}}"#, 8),
+                false => ("", 1),
             };
-            env.write(
-                &format!("traces/{id}/{id}.scenario.json"),
-                format!(
-                    r#"{{"id":"{id}","title":"t","risk":"High"{policy},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
-                ),
-            );
-            let n = if k < 4 { 8 } else { 1 };
-            let _ = std::fs::remove_dir_all(env.path(&format!("traces/{id}/c")));
-            for t in 0..n {
-                let tool = if regressed && k % 2 == 0 && t > 1 {
-                    "other"
-                } else {
-                    "search"
-                };
-                env.write(
-                    &format!("traces/{id}/c/{t}.trace.ndjson.zst"),
-                    trial_trace(id, "c", &t.to_string(), tool),
-                );
-            }
+            lay_out_case(&env, id, policy, n, regressed && k % 2 == 0);
         }
     };
     lay_out(false);
@@ -600,22 +620,7 @@ fn merged_shares_equal_the_whole_run_with_thresholds_decided_again() {
     let run = |args: &[&str]| env.run_with(args, &[("CI", "true")]);
     let whole = run(&["check", "traces/", "--format", "json", "--no-cache"]);
     assert_eq!(whole.code, 1, "{}", whole.stdout);
-    let mut shares = Vec::new();
-    for k in 1..=2 {
-        let file = format!("share{k}.json");
-        let part = format!("hash:{k}/2");
-        let out = run(&[
-            "check",
-            "traces/",
-            "--partition",
-            &part,
-            "--json",
-            &file,
-            "--no-cache",
-        ]);
-        assert!(out.code <= 1, "{}", out.stderr);
-        shares.push(file);
-    }
+    let shares = check_shares(&env, 2);
     let one: Value = serde_json::from_slice(&env.read("share1.json")).unwrap();
     let two: Value = serde_json::from_slice(&env.read("share2.json")).unwrap();
     assert!(

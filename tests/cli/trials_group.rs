@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::trials::{approve, write_trials};
+use crate::trials::{approve, check_shares, lay_out_case, write_trials};
 use crate::util::*;
 
 /// Scenario `s` expecting a call of `search`, its policy with the design `looks`/`spending`.
@@ -16,6 +16,13 @@ fn scenario(env: &Env, spending: &str) {
             r#"{{"id":"s","title":"t","risk":"High","trials":{{"min":4,"drift":{{"looks":[4,8],"spending":"{spending}"}}}},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
         ),
     );
+}
+
+/// [`scenario`] with `n` passing trials of `s/c` approved.
+fn approved(env: &Env, spending: &str, n: usize) {
+    scenario(env, spending);
+    write_trials(env, "traces/s/c", &vec!["search"; n]);
+    approve(env);
 }
 
 fn check(env: &Env, extra: &[&str]) -> (i32, Value) {
@@ -34,9 +41,7 @@ fn next(env: &Env) -> String {
 #[test]
 fn a_regression_stops_the_set_at_the_first_look_that_shows_it() {
     let env = Env::new();
-    scenario(&env, "pocock");
-    write_trials(&env, "traces/s/c", &["search"; 8]);
-    approve(&env);
+    approved(&env, "pocock", 8);
 
     // The first 4 current trials all fail: p = 1/C(12, 4) = 0.00202, within Pocock's first
     // boundary. The case is settled at look 1, with 4 of up to 8 trials.
@@ -124,9 +129,7 @@ fn obrien_fleming_waits_where_pocock_stops() {
         ("obrien-fleming", 0.0101010, false),
     ] {
         let env = Env::new();
-        scenario(&env, spending);
-        write_trials(&env, "traces/s/c", &["search"; 8]);
-        approve(&env);
+        approved(&env, spending, 8);
         write_trials(&env, "traces/s/c", &one_of_four);
         let (code, c) = check(&env, &[]);
         assert_eq!(code, 1);
@@ -205,24 +208,8 @@ fn merged_shares_decide_the_designs_as_the_whole_run() {
             } else {
                 ""
             };
-            env.write(
-                &format!("traces/{id}/{id}.scenario.json"),
-                format!(
-                    r#"{{"id":"{id}","title":"t","risk":"High","trials":{{"min":4,"pass":{{"at-least":1}}{drift}}},"oracles":[{{"type":"tool-called","tool":"search"}}]}}"#
-                ),
-            );
-            let _ = std::fs::remove_dir_all(env.path(&format!("traces/{id}/c")));
-            for t in 0..8 {
-                let tool = if regressed && k < 4 && t > 1 {
-                    "other"
-                } else {
-                    "search"
-                };
-                env.write(
-                    &format!("traces/{id}/c/{t}.trace.ndjson.zst"),
-                    crate::trials::trial_trace(id, "c", &t.to_string(), tool),
-                );
-            }
+            let policy = format!(r#","trials":{{"min":4,"pass":{{"at-least":1}}{drift}}}"#);
+            lay_out_case(&env, id, &policy, 8, regressed && k < 4);
         }
     };
     lay_out(false);
@@ -234,22 +221,7 @@ fn merged_shares_decide_the_designs_as_the_whole_run() {
     // m counts every design (a, c, e) and the fixed cases with a counted verdict test: b and d
     // regressed; f passed every trial on both sides, so its test is not counted.
     close(&r["thresholds"]["group_alpha"], 0.05 / 5.0);
-    let mut shares = Vec::new();
-    for k in 1..=2 {
-        let file = format!("share{k}.json");
-        let part = format!("hash:{k}/2");
-        let out = env.run(&[
-            "check",
-            "traces/",
-            "--partition",
-            &part,
-            "--json",
-            &file,
-            "--no-cache",
-        ]);
-        assert!(out.code <= 1, "{}", out.stderr);
-        shares.push(file);
-    }
+    let shares = check_shares(&env, 2);
     let merged = env.run(&["merge", "--format", "json", &shares[0], &shares[1]]);
     assert_eq!(merged.code, whole.code, "{}", merged.stderr);
     assert_eq!(
@@ -266,9 +238,7 @@ fn close(v: &Value, want: f64) {
 #[test]
 fn an_approved_set_too_large_for_a_design_is_undecided_and_trials_next_says_so() {
     let env = Env::new();
-    scenario(&env, "pocock");
-    write_trials(&env, "traces/s/c", &["search"; 70]);
-    approve(&env);
+    approved(&env, "pocock", 70);
     write_trials(&env, "traces/s/c", &["search"; 8]);
     let (code, c) = check(&env, &[]);
     assert_eq!(code, 1, "{c}");
@@ -284,4 +254,67 @@ fn an_approved_set_too_large_for_a_design_is_undecided_and_trials_next_says_so()
         next(&env),
         "settled: pass (8 of 8 trial(s) pass; 4 trial(s) needed; drift undecided: the design cannot judge this case (`check` says why))"
     );
+}
+
+/// A recording loop against `record` under a design: it asks the recorder's
+/// `…/tracereplay/v1/next` before each trial, and stops at the first look that shows the
+/// regression, its answer carrying the design's state.
+#[test]
+fn the_recorder_stops_a_regressed_set_at_its_first_look() {
+    let env = Env::new();
+    let scenario = |trials: &str, value: &str| {
+        env.write(
+            "out/s/s.scenario.json",
+            format!(
+                r#"{{"id":"s","title":"t","risk":"High","trials":{trials},"oracles":[{{"type":"final-answer-contains","value":"{value}"}}]}}"#
+            ),
+        );
+    };
+    let up = crate::record_faults::fake_upstream();
+    // Records trials as the recorder says, until it says the set is settled: the trials
+    // recorded and its last answer.
+    let record_until_settled = || {
+        let rec = crate::record_faults::recorder(&env, &format!("{up}/ok"), &[]);
+        let mut recorded = 0;
+        let answer = loop {
+            let (status, body) = rec.get("/record/s/c/tracereplay/v1/next");
+            assert_eq!(status, 200, "{body}");
+            let a: Value = serde_json::from_str(&body).unwrap();
+            if a["settled"] == true {
+                break a;
+            }
+            let base = format!("/record/s/c/trial/{}", a["next_trial"].as_str().unwrap());
+            let ask = crate::record_faults::ASK;
+            let (status, body) = rec.post(&format!("{base}/v1/chat/completions"), &[], ask);
+            assert_eq!(status, 200, "{body}");
+            let (status, body) = rec.post(&format!("{base}/tracereplay/v1/finish"), &[], "");
+            assert_eq!(status, 200, "{body}");
+            recorded += 1;
+            assert!(recorded <= 8, "{recorded} trials of at most 8");
+        };
+        let (code, printed) = rec.finish(&[]);
+        assert_eq!(code, 0, "{printed}");
+        (recorded, answer)
+    };
+    // Eight passing trials, approved (a fixed policy of 8: settled at 8).
+    scenario(r#"{"min":8}"#, "hello");
+    let (recorded, answer) = record_until_settled();
+    assert_eq!(recorded, 8, "{answer}");
+    let out = env.run_with(&["baseline", "approve", "out/"], &[("CI", "0")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(answer["verdict"], "pass", "{answer}");
+    // The answers change (the oracle now asks for another word): four failing trials show the
+    // regression at the first look, and the loop stops there.
+    scenario(
+        r#"{"min":4,"drift":{"looks":[4,8],"spending":"pocock"}}"#,
+        "goodbye",
+    );
+    let _ = std::fs::remove_dir_all(env.path("out/s/c"));
+    let (recorded, answer) = record_until_settled();
+    assert_eq!(recorded, 4, "{answer}");
+    assert_eq!(
+        answer["drift"],
+        serde_json::json!({"looks": [4, 8], "reached": 1, "regression_at": 1, "settled": true})
+    );
+    assert_eq!(answer["verdict"], "fail", "{answer}");
 }

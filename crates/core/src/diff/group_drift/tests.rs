@@ -4,15 +4,21 @@ use super::*;
 use crate::report::RowVerdict;
 use crate::report::cases::{CaseRow, Family, Thresholds, decide};
 
-fn looks(looks: &[u64], spending: Spending) -> DriftLooks {
-    DriftLooks {
+/// The record of a design of `looks` and `spending` with `approved` and `current` as (passed,
+/// trials), the passing trials first.
+fn record(
+    looks: &[u64],
+    spending: Spending,
+    approved: (usize, usize),
+    current: (usize, usize),
+) -> GroupDrift {
+    let design = DriftLooks {
         looks: looks.to_vec(),
         spending,
-    }
-}
-
-fn verdicts(passed: usize, n: usize) -> Vec<bool> {
-    (0..n).map(|i| i < passed).collect()
+    };
+    let verdicts =
+        |(passed, n): (usize, usize)| -> Vec<bool> { (0..n).map(|i| i < passed).collect() };
+    GroupDrift::record(&design, &verdicts(approved), &verdicts(current))
 }
 
 fn case(name: &str) -> CaseRow {
@@ -63,11 +69,7 @@ fn thresholds(alpha: f64) -> Thresholds {
 #[test]
 fn a_record_counts_the_first_trials_of_each_look_reached() {
     // Fails come last among the current trials: the first 4 all pass, 2 of the first 8 fail.
-    let g = GroupDrift::record(
-        &looks(&[4, 8, 12], Spending::Pocock),
-        &verdicts(8, 8),
-        &verdicts(6, 9),
-    );
+    let g = record(&[4, 8, 12], Spending::Pocock, (8, 8), (6, 9));
     assert_eq!(g.approved, Side::Counts { n: 8, passed: 8 });
     assert_eq!(
         g.current,
@@ -87,11 +89,7 @@ fn pocock_stops_at_the_first_look_where_obrien_fleming_waits() {
     // 0.0179 of α = 0.05 at the first of four looks (boundary 0.0303), O'Brien–Fleming 0.00009,
     // which no p-value of 8 and 4 trials fits (boundary 0).
     let run = |spending| {
-        let g = GroupDrift::record(
-            &looks(&[4, 8, 12, 16], spending),
-            &verdicts(8, 8),
-            &verdicts(0, 4),
-        );
+        let g = record(&[4, 8, 12, 16], spending, (8, 8), (0, 4));
         let mut cases = vec![grouped("a", g)];
         let mut t = thresholds(0.05);
         decide(&mut cases, &mut t);
@@ -136,11 +134,7 @@ fn pocock_stops_at_the_first_look_where_obrien_fleming_waits() {
 
 #[test]
 fn the_last_look_without_a_regression_settles_the_case_clear() {
-    let g = GroupDrift::record(
-        &looks(&[4, 8], Spending::OBrienFleming),
-        &verdicts(7, 8),
-        &verdicts(6, 8),
-    );
+    let g = record(&[4, 8], Spending::OBrienFleming, (7, 8), (6, 8));
     let mut cases = vec![grouped("a", g)];
     decide(&mut cases, &mut thresholds(0.05));
     let g = cases[0].group_drift.as_ref().unwrap();
@@ -151,11 +145,7 @@ fn the_last_look_without_a_regression_settles_the_case_clear() {
 
 #[test]
 fn before_the_first_look_the_case_is_undecided() {
-    let g = GroupDrift::record(
-        &looks(&[4, 8], Spending::OBrienFleming),
-        &verdicts(8, 8),
-        &verdicts(3, 3),
-    );
+    let g = record(&[4, 8], Spending::OBrienFleming, (8, 8), (3, 3));
     assert!(g.p.is_empty());
     let mut cases = vec![grouped("a", g)];
     decide(&mut cases, &mut thresholds(0.05));
@@ -170,11 +160,7 @@ fn family_one_is_split_between_the_designs_and_benjamini_hochberg() {
     // One group-sequential case and three fixed ones: m = 4. The designs run at α/4; the fixed
     // cases' Benjamini–Hochberg at α·3/4 = 0.0375, whose threshold over [0.001, 0.02, 0.5] is
     // 0.0375·2/3 = 0.025 (at α it would have been 0.0333).
-    let g = GroupDrift::record(
-        &looks(&[4, 8], Spending::Pocock),
-        &verdicts(8, 8),
-        &verdicts(8, 8),
-    );
+    let g = record(&[4, 8], Spending::Pocock, (8, 8), (8, 8));
     let mut cases = vec![grouped("g", g)];
     for (name, p) in [("x", 0.001), ("y", 0.02), ("z", 0.5)] {
         let mut c = case(name);
@@ -204,19 +190,11 @@ fn deciding_again_gives_the_same_findings() {
     let mut cases = vec![
         grouped(
             "a",
-            GroupDrift::record(
-                &looks(&[4, 8, 12, 16], Spending::Pocock),
-                &verdicts(16, 16),
-                &verdicts(1, 8),
-            ),
+            record(&[4, 8, 12, 16], Spending::Pocock, (16, 16), (1, 8)),
         ),
         grouped(
             "b",
-            GroupDrift::record(
-                &looks(&[4, 8, 12, 16], Spending::OBrienFleming),
-                &verdicts(16, 16),
-                &verdicts(4, 4),
-            ),
+            record(&[4, 8, 12, 16], Spending::OBrienFleming, (16, 16), (4, 4)),
         ),
     ];
     let mut t = thresholds(0.05);
@@ -228,11 +206,7 @@ fn deciding_again_gives_the_same_findings() {
 
 #[test]
 fn an_approved_set_beyond_the_largest_design_is_undecided_with_why() {
-    let g = GroupDrift::record(
-        &looks(&[4, 8], Spending::Pocock),
-        &verdicts(70, 70),
-        &verdicts(0, 4),
-    );
+    let g = record(&[4, 8], Spending::Pocock, (70, 70), (0, 4));
     let mut cases = vec![grouped("a", g)];
     decide(&mut cases, &mut thresholds(0.05));
     assert_eq!(cases[0].drift[0].category, DriftCategory::DriftUndecided);
