@@ -185,6 +185,11 @@ impl<'r> CaseIndex<'r> {
         )
     }
 
+    /// Whether the report has no set cases.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The set case a row belongs to.
     pub(crate) fn get(&self, scenario: Option<&str>, case: Option<&str>) -> Option<&'r CaseRow> {
         self.0.get(&(scenario?, case?)).copied()

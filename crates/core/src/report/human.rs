@@ -69,12 +69,24 @@ fn draw(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Re
     if opts.quiet {
         return summary(report, opts, out);
     }
-    let (w_scenario, w_case) = report.results.key_widths();
+    // The widths are read (from every row) only once a row is shown.
+    let mut widths = None;
     let mut line = String::new();
     let mut shown = 0;
     let cases = super::cases::CaseIndex::of(report);
     let mut last_case: Option<(String, String)> = None;
-    for (i, row) in report.results.summaries().enumerate() {
+    for (i, meta) in report.results.metas().enumerate() {
+        // Without set cases, a row's flags tell whether it is shown: a hidden one is not read.
+        if cases.is_empty()
+            && level_of(
+                meta.verdict,
+                meta.blocking,
+                meta.drift_new || meta.drift_other,
+            ) > opts.rows
+        {
+            continue;
+        }
+        let row = report.results.summary(i);
         let case = cases.get(row.scenario.as_deref(), row.case.as_deref());
         if let Some(c) = case {
             let key = (c.scenario.clone(), c.case.clone());
@@ -85,17 +97,11 @@ fn draw(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Re
                 }
             }
         }
-        let level = if row.verdict != RowVerdict::Pass || row.blocking {
-            StatusLevel::Fail
-        } else if row.drift_new || row.drift_other {
-            StatusLevel::Drift
-        } else {
-            StatusLevel::Pass
-        };
-        if level > opts.rows {
+        if level_of(row.verdict, row.blocking, row.drift_new || row.drift_other) > opts.rows {
             continue;
         }
         shown += 1;
+        let (w_scenario, w_case) = *widths.get_or_insert_with(|| report.results.key_widths());
         let (label, code) = match row.verdict {
             RowVerdict::Pass => ("PASS ", "32"),
             RowVerdict::Fail => ("FAIL ", "31"),
@@ -183,15 +189,20 @@ fn draw(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Re
     summary(report, opts, out)
 }
 
-/// How much a case line needs showing (as rows do).
-fn case_level(c: &super::cases::CaseRow) -> StatusLevel {
-    if c.verdict != RowVerdict::Pass || c.blocking {
+/// How much a row needs showing.
+fn level_of(verdict: RowVerdict, blocking: bool, drifted: bool) -> StatusLevel {
+    if verdict != RowVerdict::Pass || blocking {
         StatusLevel::Fail
-    } else if c.flaky || !c.drift.is_empty() {
+    } else if drifted {
         StatusLevel::Drift
     } else {
         StatusLevel::Pass
     }
+}
+
+/// How much a case line needs showing (as rows do).
+fn case_level(c: &super::cases::CaseRow) -> StatusLevel {
+    level_of(c.verdict, c.blocking, c.flaky || !c.drift.is_empty())
 }
 
 /// A case line (`FLAKY s/c: 2/4 trials pass …`) and its set drift.
@@ -305,8 +316,10 @@ pub fn next_step(report: &Report) -> Option<String> {
     // A failure or error first; a row blocked by drift alone is a baseline to review. Only a
     // trace's row is explained by its path; a scenario's own row (no trace, a scripted trace)
     // names a scenario file, which `explain` would try to read as a trace.
-    let first = (report.results.summaries().enumerate())
-        .find(|(_, r)| r.blocking && r.verdict != RowVerdict::Pass && r.path.is_some());
+    let first = (report.results.metas().enumerate())
+        .filter(|(_, m)| m.blocking && m.verdict != RowVerdict::Pass)
+        .map(|(i, _)| (i, report.results.summary(i)))
+        .find(|(_, r)| r.path.is_some());
     // A scenario with no trace needs a run of it, not a look at its file.
     if let Some((i, r)) = &first {
         let row = report.results.get(*i);

@@ -108,7 +108,18 @@ impl Row {
     fn decode(&self) -> ResultRow {
         decode_unchecked(&self.bytes.load())
     }
+
+    /// The row's [`sort_key`], owned only when its bytes had to be read back from a file.
+    fn sort_key(&self) -> SortKey<'_> {
+        match self.bytes.load() {
+            Cow::Borrowed(bytes) => sort_key(bytes),
+            Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.into_owned())),
+        }
+    }
 }
+
+/// Where a row sorts: scenario id, case, trial and path, as bytes ([`sort_key`]).
+type SortKey<'r> = [Cow<'r, [u8]>; 4];
 
 /// Result rows, each held encoded. Equality compares the encodings, which are deterministic.
 #[derive(Clone, Default)]
@@ -183,19 +194,29 @@ impl Rows {
     /// Whether two neighbouring rows share their scenario and case (a case of several traces, or
     /// rows naming neither), read from the encodings without decoding them.
     pub(crate) fn repeats_a_case(&self) -> bool {
-        // Each row is loaded once (a row held in a file is read once), compared with the last.
-        let mut last: Option<Cow<'_, [u8]>> = None;
-        for r in &self.0 {
-            let bytes = r.bytes.load();
-            if let Some(prev) = &last {
-                let (a, b) = (sort_key(prev), sort_key(&bytes));
-                if a[0] == b[0] && a[1] == b[1] {
-                    return true;
+        !self.all_neighbours(|a, b| a[0] != b[0] || a[1] != b[1])
+    }
+
+    /// Whether `holds` holds for the sort keys of every two neighbouring rows. Each row is
+    /// loaded (a row held in a file read back) and its key read once; chunks of rows in
+    /// parallel, each also reading the key of the row after it.
+    fn all_neighbours(&self, holds: impl Fn(&SortKey<'_>, &SortKey<'_>) -> bool + Sync) -> bool {
+        use rayon::prelude::*;
+        const CHUNK: usize = 4096;
+        (self.0.par_chunks(CHUNK).enumerate()).all(|(at, chunk)| {
+            let after = self.0.get((at + 1) * CHUNK);
+            let mut keys = chunk.iter().chain(after).map(Row::sort_key);
+            let Some(mut last) = keys.next() else {
+                return true;
+            };
+            for key in keys {
+                if !holds(&last, &key) {
+                    return false;
                 }
+                last = key;
             }
-            last = Some(bytes);
-        }
-        false
+            true
+        })
     }
 
     /// Calls `f` with each row's index and head, in order (decoded without allocating; a row
@@ -210,6 +231,11 @@ impl Rows {
     /// one at a time).
     pub fn summaries(&self) -> impl Iterator<Item = RowSummary> + '_ {
         self.0.iter().map(|r| r.head(|h| RowSummary::from(h)))
+    }
+
+    /// Row `i`'s leading fields as plain data.
+    pub fn summary(&self, i: usize) -> RowSummary {
+        self.0[i].head(|h| RowSummary::from(h))
     }
 
     /// Row `i`, decoded.
@@ -234,17 +260,10 @@ impl Rows {
         // is discovered in it), which one pass tells.
         // Checked pair by pair, so rows held in a file are never all read into memory for it.
         use rayon::prelude::*;
-        let in_order = (self.0.par_windows(2))
-            .all(|pair| sort_key(&pair[0].bytes.load()) <= sort_key(&pair[1].bytes.load()));
-        if in_order {
+        if self.all_neighbours(|a, b| a <= b) {
             return;
         }
-        let keys: Vec<[Cow<'_, [u8]>; 4]> = (self.0.par_iter())
-            .map(|r| match r.bytes.load() {
-                Cow::Borrowed(bytes) => sort_key(bytes),
-                Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.into_owned())),
-            })
-            .collect();
+        let keys: Vec<SortKey<'_>> = self.0.par_iter().map(Row::sort_key).collect();
         let mut order: Vec<usize> = (0..self.0.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
         drop(keys);

@@ -405,6 +405,33 @@ fn rows_sort_by_scenario_case_path_and_serialize_as_a_list() {
     assert_eq!(back.get(1).case.as_deref(), Some("y"));
 }
 
+/// The neighbour checks (rows in order already? a case repeated?) read rows in chunks: a pair
+/// that straddles two chunks is checked as well as any other.
+#[test]
+fn rows_out_of_order_or_repeating_a_case_across_a_chunk_boundary_are_seen() {
+    let row = |n: usize| ResultRow {
+        case: Some(format!("c{n:05}")),
+        ..full_row()
+    };
+    let cases = |rows: &Rows| -> Vec<String> {
+        let mut out = Vec::new();
+        rows.for_each_head(|_, h| out.push(h.case.unwrap_or_default().to_owned()));
+        out
+    };
+    for at in [4095, 4096, 8191] {
+        let mut order: Vec<usize> = (0..9000).collect();
+        order.swap(at, at + 1);
+        let mut rows: Rows = order.iter().map(|&n| row(n)).collect();
+        assert!(!rows.repeats_a_case());
+        rows.sort();
+        let expected: Vec<String> = (0..9000).map(|n| format!("c{n:05}")).collect();
+        assert_eq!(cases(&rows), expected, "swapped at {at}");
+        // Two neighbours sharing a case, where one chunk ends.
+        let repeated: Rows = (0..9000).map(|n| row(if n == at + 1 { at } else { n })).collect();
+        assert!(repeated.repeats_a_case(), "repeated at {at}");
+    }
+}
+
 /// Every row error kind is listed in `ALL` (the match is exhaustive), serialises as its id, and
 /// comes back from it through the row encoding.
 #[test]
