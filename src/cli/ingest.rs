@@ -12,7 +12,6 @@ use tracereplay::report::escape_controls;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use tracereplay::trace::{Checked, Existing, Limits, PlaceError, Placed, Placement, RunName};
-use tracereplay_core::baseline::encode_trace_segment;
 use tracereplay_core::ingest::collector::OtlpLogs;
 use tracereplay_core::ingest::{
     IngestOptions, IngestOutcome, IngestedRun, InputFormat, detect, ingest_with_logs,
@@ -372,8 +371,16 @@ impl Ingesting<'_> {
         }
         if let Some((bytes, opts)) = emit {
             let input = Utf8Path::new(input);
-            tally.failed +=
-                emit_scenarios(format, bytes, input, args, opts, &self.confined, self.out)?;
+            // Synced with the traces, at the run's end.
+            let durable = &mut self.durable;
+            let scenarios = (format, bytes, input, opts);
+            tally.failed += super::ingest_emit::emit_scenarios(
+                scenarios,
+                args,
+                &self.confined,
+                durable,
+                self.out,
+            )?;
         }
         summarise(input, format, &tally, &outcome.skipped, self.out)?;
         Ok(Written {
@@ -506,72 +513,4 @@ fn summarise(
     }
     writeln!(out, "{}", escape_controls(&line))?;
     Ok(())
-}
-
-/// `--emit-scenarios`: one scenario file per task, beside the traces; returns the number of
-/// scenario files refused.
-fn emit_scenarios(
-    format: &str,
-    bytes: &[u8],
-    input: &Utf8Path,
-    args: &IngestArgs,
-    opts: &IngestOptions,
-    confined: &tracereplay_trace::fsutil::Confined,
-    out: &mut dyn Write,
-) -> anyhow::Result<usize> {
-    if format != InputFormat::OpenaiMessages.name() {
-        diag!(
-            "warning: `{input}`: `--emit-scenarios` reads tau-bench and tau2-bench results; this input has no ground truth to emit"
-        );
-        return Ok(0);
-    }
-    let mut refused = 0;
-    let emitted = match tracereplay_core::ingest::ground_truth::scenarios(bytes, opts) {
-        Ok(e) => e,
-        Err(e) => {
-            diag!("error: `{input}`: {e}");
-            return Ok(1);
-        }
-    };
-    if emitted.is_empty() {
-        diag!(
-            "warning: `{input}`: no benchmark task with expected actions found; no scenario emitted"
-        );
-    }
-    for (id, text) in emitted {
-        let dest = args
-            .out
-            .join(encode_trace_segment(&id))
-            .join(format!("{}.scenario.json", encode_trace_segment(&id)));
-        let shown = display_path(&dest);
-        // Read as any input is read: a regular file, within a bound (a symlink to `/dev/zero`
-        // or a FIFO in the scenario's place is refused, never read).
-        let limit = tracereplay_core::scenario::MAX_SCENARIO_BYTES;
-        match tracereplay_trace::fsutil::read_regular(&dest, limit, "existing scenario") {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound && !args.force => {
-                diag!(
-                    "error: `{input}`: `{shown}` is there and cannot be read ({e}); not replaced — pass `--force` to replace it"
-                );
-                refused += 1;
-                continue;
-            }
-            Ok(old) if old == text.as_bytes() => {
-                writeln!(out, "unchanged {shown}  scenario {id}")?;
-                continue;
-            }
-            Ok(_) if !args.force => {
-                diag!(
-                    "error: `{input}`: `{shown}` holds a different scenario; not replaced (a reviewed scenario is not overwritten) — pass `--force` to replace it"
-                );
-                refused += 1;
-                continue;
-            }
-            _ => {}
-        }
-        confined
-            .write(&dest, text.as_bytes(), true)
-            .with_context(|| format!("cannot write `{dest}`"))?;
-        writeln!(out, "wrote {shown}  scenario {id}")?;
-    }
-    Ok(refused)
 }

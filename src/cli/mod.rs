@@ -27,6 +27,7 @@ mod explain;
 mod export;
 mod gates;
 mod ingest;
+mod ingest_emit;
 mod ingest_bucket;
 mod init;
 mod key;

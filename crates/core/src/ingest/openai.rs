@@ -18,6 +18,8 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 use serde_json::Value;
 
+mod document;
+
 use super::identity::{calls_of, canonical_message};
 use super::naming::{self, Position, RunIds};
 use super::{
@@ -138,43 +140,9 @@ pub(crate) fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
     let mut outcome = IngestOutcome::default();
     let mut raw = Vec::new();
     let none = RunIds::default();
-    // A message with `role` (or any key) twice is refused, never resolved last-wins.
-    let duplicate = |text: &[u8]| crate::trace::json::no_duplicate_keys(text).err();
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => match duplicate(bytes) {
-            Some(e) => outcome.reject(
-                format!("line {}, column {}", e.line(), e.column()),
-                crate::trace::json::message_without_position(&e),
-            ),
-            None => runs_of(v, "document".into(), &none, &mut raw, &mut outcome),
-        },
-        Err(_) => {
-            // JSON Lines: one run per line.
-            for (i, line) in String::from_utf8_lossy(bytes).lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<Value>(line) {
-                    Ok(v) => match duplicate(line.as_bytes()) {
-                        Some(e) => outcome.reject(
-                            format!("line {}, column {}", i + 1, e.column()),
-                            crate::trace::json::message_without_position(&e),
-                        ),
-                        None => {
-                            runs_of(v, format!("line {}", i + 1), &none, &mut raw, &mut outcome)
-                        }
-                    },
-                    Err(e) => outcome.reject(
-                        format!("line {}, column {}", i + 1, e.column()),
-                        format!(
-                            "not JSON: {}",
-                            crate::trace::json::message_without_position(&e)
-                        ),
-                    ),
-                }
-            }
-        }
-    }
+    document::read(bytes, &mut outcome, &mut |value, position, outcome| {
+        runs_of(value, position, &none, &mut raw, outcome)
+    });
     let count = raw.len();
     let built: Vec<IngestOutcome> = (raw.into_par_iter().enumerate())
         .map(|(i, run)| {

@@ -427,7 +427,9 @@ fn rows_out_of_order_or_repeating_a_case_across_a_chunk_boundary_are_seen() {
         let expected: Vec<String> = (0..9000).map(|n| format!("c{n:05}")).collect();
         assert_eq!(cases(&rows), expected, "swapped at {at}");
         // Two neighbours sharing a case, where one chunk ends.
-        let repeated: Rows = (0..9000).map(|n| row(if n == at + 1 { at } else { n })).collect();
+        let repeated: Rows = (0..9000)
+            .map(|n| row(if n == at + 1 { at } else { n }))
+            .collect();
         assert!(repeated.repeats_a_case(), "repeated at {at}");
     }
 }
