@@ -353,6 +353,34 @@ pub fn no_duplicate_keys(bytes: &[u8]) -> Result<(), serde_json::Error> {
 /// reports as an error at that key's position.
 struct NoDuplicateKeys;
 
+/// The keys of one object seen so far: a list searched in order while it is short (most objects
+/// hold a few keys, which are compared faster than hashed), a set once it is long.
+#[derive(Default)]
+struct Keys<'de> {
+    few: Vec<std::borrow::Cow<'de, str>>,
+    many: std::collections::HashSet<std::borrow::Cow<'de, str>>,
+}
+
+impl<'de> Keys<'de> {
+    /// Keys held in the list before they move to the set.
+    const FEW: usize = 16;
+
+    /// Adds `key`; `false` when it was there already.
+    fn insert(&mut self, key: std::borrow::Cow<'de, str>) -> bool {
+        if self.few.len() < Self::FEW {
+            if self.few.contains(&key) {
+                return false;
+            }
+            self.few.push(key);
+            return true;
+        }
+        if self.many.is_empty() {
+            self.many.extend(self.few.iter().cloned());
+        }
+        self.many.insert(key)
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::{Error, MapAccess, SeqAccess, Visitor};
@@ -363,7 +391,7 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut seen = std::collections::HashSet::new();
+                let mut seen = Keys::default();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                     if !seen.insert(key.clone()) {
                         return Err(A::Error::custom(format!(
@@ -423,6 +451,37 @@ pub fn field<'v>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys are compared in a list while an object holds few and in a set past that: a key held
+    /// twice is found either way, escaped or not, and nested objects keep their own keys.
+    #[test]
+    fn a_key_held_twice_is_found_in_short_and_long_objects() {
+        let object = |keys: &[String]| {
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| format!("\"{k}\": {{\"{k}\": 1}}"))
+                .collect();
+            format!("[{{{}}}]", fields.join(", "))
+        };
+        for len in [1, 2, 15, 16, 17, 40] {
+            let keys: Vec<String> = (0..len).map(|i| format!("k{i}")).collect();
+            assert!(
+                no_duplicate_keys(object(&keys).as_bytes()).is_ok(),
+                "{len} keys"
+            );
+            for (first, again) in [(0, len), (len / 2, len), (0, 16.min(len)), (len - 1, len)] {
+                let mut twice = keys.clone();
+                twice.insert(again, keys[first].clone());
+                let e = no_duplicate_keys(object(&twice).as_bytes()).unwrap_err();
+                let key = &keys[first];
+                assert!(
+                    e.to_string().contains(&format!("duplicate key `{key}`")),
+                    "{len}: {e}"
+                );
+            }
+        }
+        assert!(no_duplicate_keys(br#"{"a": 1, "\u0061": 2}"#).is_err());
+    }
 
     #[test]
     fn str_borrows_when_unescaped_and_owns_when_escaped() {

@@ -78,7 +78,8 @@ fn expectations(bytes: &[u8]) -> Option<Expectations> {
             // Each element as its raw text (checked as JSON, nothing built), then only its
             // keys read; an element that is no object gives none, as the ingest skips it.
             let raw: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
-            let runs = (raw.iter())
+            use rayon::prelude::*;
+            let runs = (raw.par_iter())
                 .map(|r| serde_json::from_str::<TauBenchRun>(r.get()).ok())
                 .collect();
             Some(Expectations::TauBench(runs))
