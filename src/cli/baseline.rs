@@ -5,6 +5,7 @@ use std::io::Write;
 
 use anyhow::{Context, bail};
 use camino::Utf8Path;
+use rayon::prelude::*;
 use tracereplay::report::{RowVerdict, escape_controls};
 use tracereplay::trace::json::eq_ci;
 use tracereplay_core::baseline::{
@@ -407,6 +408,15 @@ fn promote(
     Ok(Some(display_path(&approved)))
 }
 
+/// A case `baseline approve` promotes: its scenario and case, whether it drifted (else its
+/// pending file is promoted only if one is there), and its trials when it is a set.
+struct Chosen {
+    scenario: String,
+    case: String,
+    drifted: bool,
+    trials: Option<usize>,
+}
+
 /// `baseline approve`: judges the traces as `check` does (the same price table and seal rule),
 /// so that the baselines it writes carry what `check` compares. It records what the traces
 /// show, whatever drift they hold, so the drift settings play no part.
@@ -453,9 +463,9 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
     }
     let store = BaselineStore::new(dir.clone());
     let (mut written, mut unchanged, mut skipped) = (0, 0, 0);
-    // The approved files renamed into place, whose directory entries are made durable at the end.
-    let mut moved: Vec<camino::Utf8PathBuf> = Vec::new();
-    // A case of several trials is approved whole, from its case line.
+    // What to promote, in report order: each set case, then each single trace's row (a case of
+    // several trials is approved whole, from its case line).
+    let mut chosen: Vec<Chosen> = Vec::new();
     let sets: std::collections::HashSet<(&str, &str)> = (report.cases.iter())
         .filter(|c| c.trials >= 2)
         .map(|c| (c.scenario.as_str(), c.case.as_str()))
@@ -473,18 +483,15 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
             diag!("skipped  {what}: {}", d.detail);
             continue;
         }
-        match promote(&store, &c.scenario, &c.case, !c.drift.is_empty())? {
-            None => unchanged += 1,
-            Some(approved) => {
-                written += 1;
-                moved.push(store.approved_path(&c.scenario, &c.case));
-                let trials = c.trials;
-                writeln!(out, "approved {what} ({trials} trials) -> {approved}")?;
-            }
-        }
+        chosen.push(Chosen {
+            scenario: c.scenario.clone(),
+            case: c.case.clone(),
+            drifted: !c.drift.is_empty(),
+            trials: Some(c.trials),
+        });
     }
     for row in report.results.iter() {
-        let (Some(scenario), Some(case)) = (&row.scenario, &row.case) else {
+        let (Some(scenario), Some(case)) = (row.scenario, row.case) else {
             continue;
         };
         if sets.contains(&(scenario.as_str(), case.as_str())) {
@@ -510,12 +517,34 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
             diag!("skipped  {what}: {}", d.detail);
             continue;
         }
-        match promote(&store, scenario, case, !row.drift.is_empty())? {
+        let drifted = !row.drift.is_empty();
+        chosen.push(Chosen {
+            scenario,
+            case,
+            drifted,
+            trials: None,
+        });
+    }
+    // The renames, in parallel (those into different directories do not wait on each other);
+    // then what each did, in order.
+    let promoted: Vec<anyhow::Result<Option<String>>> = (chosen.par_iter())
+        .map(|c| promote(&store, &c.scenario, &c.case, c.drifted))
+        .collect();
+    // The approved files renamed into place, whose directory entries are made durable at the end.
+    let mut moved: Vec<camino::Utf8PathBuf> = Vec::new();
+    for (c, promoted) in chosen.iter().zip(promoted) {
+        match promoted? {
             None => unchanged += 1,
             Some(approved) => {
                 written += 1;
-                moved.push(store.approved_path(scenario, case));
-                writeln!(out, "approved {what} -> {approved}")?;
+                moved.push(store.approved_path(&c.scenario, &c.case));
+                let what = format!("{}/{}", c.scenario, c.case);
+                match c.trials {
+                    Some(trials) => {
+                        writeln!(out, "approved {what} ({trials} trials) -> {approved}")?
+                    }
+                    None => writeln!(out, "approved {what} -> {approved}")?,
+                }
             }
         }
     }

@@ -41,9 +41,18 @@ pub fn canonical(v: &Value) -> Value {
 /// canonical numbers; a large part is already its own `b3:` summary), written straight into
 /// the hasher.
 pub fn result_hash(output: &Value) -> String {
+    hash_json(&canonical(output))
+}
+
+/// `b3:` of `v`'s compact JSON. The serializer writes a few bytes at a time; they reach the
+/// hasher in blocks, since each `update` costs far more than the bytes it adds.
+fn hash_json<T: serde::Serialize + ?Sized>(v: &T) -> String {
     let mut h = blake3::Hasher::new();
+    let mut w = std::io::BufWriter::with_capacity(8 << 10, &mut h);
     // Writing JSON into a hasher cannot fail.
-    let _ = serde_json::to_writer(&mut h, &canonical(output));
+    let _ = serde_json::to_writer(&mut w, v);
+    let _ = std::io::Write::flush(&mut w);
+    drop(w);
     format!("b3:{}", h.finalize().to_hex())
 }
 
@@ -57,9 +66,7 @@ pub fn recorded_result_hash(output: &crate::Json<'_>) -> String {
             return format!("b3:{}", blake3::hash(raw.as_bytes()).to_hex());
         }
         if let Ok(text) = serde_json::from_str::<String>(raw) {
-            let mut h = blake3::Hasher::new();
-            let _ = serde_json::to_writer(&mut h, &text);
-            return format!("b3:{}", h.finalize().to_hex());
+            return hash_json(&text);
         }
     }
     result_hash(&output.value())

@@ -6,7 +6,7 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
-use super::store::{BASELINE_FORMAT, BaselineError, BaselineFile, MAX_BASELINE_BYTES, pretty};
+use super::store::{BASELINE_FORMAT, BaselineError, BaselineFile, MAX_BASELINE_BYTES, pretty_text};
 use crate::fsutil::read_regular;
 use crate::trace::TrialId;
 
@@ -70,10 +70,7 @@ impl BaselineSet {
     /// The file's text: sorted keys, two-space indent, as single baselines are written.
     pub fn to_text(&self) -> String {
         let value = serde_json::to_value(self).expect("a baseline set serialises");
-        let mut text = String::new();
-        pretty(&value, 0, &mut text);
-        text.push('\n');
-        text
+        pretty_text(&value)
     }
 }
 

@@ -88,10 +88,7 @@ impl BaselineFile {
     pub fn to_text(&self) -> String {
         // `serde_json::Value` maps are sorted, which sorts every key in the file.
         let value = serde_json::to_value(self).expect("a baseline serialises");
-        let mut text = String::new();
-        pretty(&value, 0, &mut text);
-        text.push('\n');
-        text
+        pretty_text(&value)
     }
 
     /// Reads and validates a baseline file (a regular file of at most
@@ -214,41 +211,59 @@ impl<'de> serde::Deserialize<'de> for Header {
     }
 }
 
-/// Writes `v` as pretty JSON at `indent` levels of two spaces (see [`BaselineFile::to_text`]).
-pub(crate) fn pretty(v: &serde_json::Value, indent: usize, out: &mut String) {
+/// Writes `v` as pretty JSON at `indent` levels of two spaces (see [`BaselineFile::to_text`]),
+/// straight into `out`: keys, strings and numbers as compact JSON writes them.
+pub(crate) fn pretty(v: &serde_json::Value, indent: usize, out: &mut Vec<u8>) {
     use serde_json::Value;
-    let pad = |n: usize, out: &mut String| out.extend(std::iter::repeat_n(' ', 2 * n));
+    let pad = |n: usize, out: &mut Vec<u8>| out.resize(out.len() + 2 * n, b' ');
     match v {
         Value::Object(m) if !m.is_empty() => {
-            out.push_str("{\n");
+            out.extend_from_slice(b"{\n");
             for (i, (k, x)) in m.iter().enumerate() {
                 pad(indent + 1, out);
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push_str(": ");
+                compact(k, out);
+                out.extend_from_slice(b": ");
                 pretty(x, indent + 1, out);
-                out.push_str(if i + 1 < m.len() { ",\n" } else { "\n" });
+                out.extend_from_slice(if i + 1 < m.len() { b",\n" } else { b"\n" });
             }
             pad(indent, out);
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) if items.iter().any(|x| x.is_array() || x.is_object()) => {
-            out.push_str("[\n");
+            out.extend_from_slice(b"[\n");
             for (i, x) in items.iter().enumerate() {
                 pad(indent + 1, out);
                 pretty(x, indent + 1, out);
-                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+                out.extend_from_slice(if i + 1 < items.len() { b",\n" } else { b"\n" });
             }
             pad(indent, out);
-            out.push(']');
+            out.push(b']');
         }
         Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(Value::to_string).collect();
-            out.push('[');
-            out.push_str(&parts.join(", "));
-            out.push(']');
+            out.push(b'[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                compact(x, out);
+            }
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => compact(scalar, out),
     }
+}
+
+/// `v` as compact JSON, appended to `out`.
+fn compact<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
+    serde_json::to_writer(&mut *out, v).expect("JSON is written into memory");
+}
+
+/// [`pretty`] text of `v` at indent 0, with a final newline.
+pub(crate) fn pretty_text(v: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    pretty(v, 0, &mut out);
+    out.push(b'\n');
+    String::from_utf8(out).expect("JSON is UTF-8")
 }
 
 /// Where the baselines of a suite live.
@@ -368,6 +383,34 @@ fn with_suffix(p: &Utf8Path, suffix: &str) -> Utf8PathBuf {
 mod tests {
     use super::*;
     use crate::common::segment::{MAX_SEGMENT_BYTES, decode_segment};
+
+    /// The baseline text's layout, pinned: sorted keys at two spaces per level, arrays of
+    /// scalars on one line, nested ones a line per item, empty ones as `{}` and `[]`, and keys and
+    /// strings escaped as compact JSON escapes them.
+    #[test]
+    fn pretty_text_has_the_baseline_layout() {
+        let v = serde_json::json!({
+            "z": [1, "two", null, 2.5],
+            "a\"q\\": {"n": [], "o": {}, "p": [[1], {"k": "é\u{1}\n"}]},
+            "m": true
+        });
+        let want = r#"{
+  "a\"q\\": {
+    "n": [],
+    "o": {},
+    "p": [
+      [1],
+      {
+        "k": "é\u0001\n"
+      }
+    ]
+  },
+  "m": true,
+  "z": [1, "two", null, 2.5]
+}
+"#;
+        assert_eq!(pretty_text(&v), want);
+    }
 
     #[test]
     fn hostile_ids_never_escape_the_directory() {
