@@ -57,12 +57,13 @@ fn hash_json<T: serde::Serialize + ?Sized>(v: &T) -> String {
 }
 
 /// [`result_hash`] of a recorded result, parsing no more of it than it must: a small JSON
-/// string (the common tool output) is its own canonical form when it has no escape, and is
-/// otherwise only decoded and written again; anything else is parsed and made canonical.
+/// string (the common tool output) is its own canonical form when its escapes are those compact
+/// JSON writes, and is otherwise only decoded and written again; anything else is parsed and
+/// made canonical.
 pub fn recorded_result_hash(output: &crate::Json<'_>) -> String {
     let raw = output.raw();
     if raw.len() <= super::json::LARGE_VALUE_BYTES && raw.starts_with('"') {
-        if !raw.contains('\\') {
+        if escaped_canonically(raw) {
             return format!("b3:{}", blake3::hash(raw.as_bytes()).to_hex());
         }
         if let Ok(text) = serde_json::from_str::<String>(raw) {
@@ -72,6 +73,41 @@ pub fn recorded_result_hash(output: &crate::Json<'_>) -> String {
     result_hash(&output.value())
 }
 
+/// Whether the raw text of a JSON string is exactly what compact JSON writes for it: its only
+/// escapes are serde_json's — `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u00xx` in lowercase
+/// hex for the other control characters. (`\/`, `\u0041`, `\u000a` or `\u001F` decode to the
+/// same string but are written otherwise.)
+fn escaped_canonically(raw: &str) -> bool {
+    let mut bytes = raw.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            continue;
+        }
+        match bytes.next() {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => {}
+            Some(b'u') => {
+                let hex = [bytes.next(), bytes.next(), bytes.next(), bytes.next()];
+                let digit = |d: Option<u8>| match d {
+                    Some(d @ b'0'..=b'9') => Some(d - b'0'),
+                    Some(d @ b'a'..=b'f') => Some(d - b'a' + 10),
+                    _ => None,
+                };
+                let (Some(0), Some(0), Some(high @ 0..=1), Some(low)) =
+                    (digit(hex[0]), digit(hex[1]), digit(hex[2]), digit(hex[3]))
+                else {
+                    return false;
+                };
+                // These five have short escapes, which compact JSON writes instead.
+                if matches!(high * 16 + low, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Paths compare after stripping `./` and turning `\` into `/`.
 pub fn normalize_artifact_path(p: &str) -> String {
     let mut s = p.replace('\\', "/");
@@ -79,4 +115,46 @@ pub fn normalize_artifact_path(p: &str) -> String {
         s = rest.to_owned();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recorded string is hashed from its raw text only when that text is what compact JSON
+    /// writes; the hash is the same either way.
+    #[test]
+    fn a_recorded_strings_hash_is_its_canonical_jsons_whatever_its_escapes() {
+        let canonical_hash = |raw: &str| {
+            let text: String = serde_json::from_str(raw).unwrap();
+            result_hash(&Value::String(text))
+        };
+        let recorded = |raw: &str| {
+            let value = serde_json::value::RawValue::from_string(raw.to_owned()).unwrap();
+            recorded_result_hash(&crate::Json::Owned(value))
+        };
+        // Every control character, quotes, backslashes, a slash, DEL and non-ASCII text, as
+        // compact JSON writes them: canonical already.
+        let mut every: String = (0u8..0x20).map(char::from).collect();
+        every.push_str("\"\\/\u{7f}é😀 plain");
+        for text in [every.as_str(), "", "a\nb", "tab\there", "\u{1}\u{1f}"] {
+            let raw = serde_json::to_string(text).unwrap();
+            assert!(escaped_canonically(&raw), "{raw}");
+            assert_eq!(recorded(&raw), canonical_hash(&raw), "{raw}");
+        }
+        // The same strings written otherwise: decoded and written again.
+        for raw in [
+            r#""\/""#,
+            r#""\u0041""#,
+            r#""\u000a""#,
+            r#""\u001F""#,
+            r#""\u00e9""#,
+            r#""\ud83d\ude00""#,
+            r#""\u0009""#,
+        ] {
+            assert!(!escaped_canonically(raw), "{raw}");
+            assert_eq!(recorded(raw), canonical_hash(raw), "{raw}");
+        }
+        assert!(escaped_canonically(r#""\u001f\u0000""#));
+    }
 }
