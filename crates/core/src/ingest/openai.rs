@@ -36,6 +36,10 @@ struct RawRun {
     ids: RunIds,
     model: Option<String>,
     items: Vec<Value>,
+    /// What the run's object held besides its messages, never read: kept only to be dropped with
+    /// the run, by the worker that builds it, rather than one run after another as the input
+    /// is split (a tau-bench run's `info` is most of its bytes).
+    _rest: Option<serde_json::Map<String, Value>>,
 }
 
 /// A scalar as an identifier (`3`, `"12"`).
@@ -65,6 +69,7 @@ fn runs_of(
                 ids: inherited.clone(),
                 model: None,
                 items,
+                _rest: None,
             });
         }
         Value::Array(runs) => {
@@ -122,6 +127,7 @@ fn runs_of(
                     ids,
                     model: o.get("model").and_then(Value::as_str).map(str::to_owned),
                     items,
+                    _rest: Some(o),
                 }),
                 _ => outcome.reject(position, "not a message list: expected an array of messages or an object with `messages`"),
             }
