@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
 use super::IngestOptions;
@@ -78,7 +79,6 @@ fn expectations(bytes: &[u8]) -> Option<Expectations> {
             // Each element as its raw text (checked as JSON, nothing built), then only its
             // keys read; an element that is no object gives none, as the ingest skips it.
             let raw: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
-            use rayon::prelude::*;
             let runs = (raw.par_iter())
                 .map(|r| serde_json::from_str::<TauBenchRun>(r.get()).ok())
                 .collect();

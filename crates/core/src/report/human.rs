@@ -76,14 +76,14 @@ fn draw(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Re
     let cases = super::cases::CaseIndex::of(report);
     let mut last_case: Option<(String, String)> = None;
     for (i, meta) in report.results.metas().enumerate() {
-        // Without set cases, a row's flags tell whether it is shown: a hidden one is not read.
-        if cases.is_empty()
-            && level_of(
-                meta.verdict,
-                meta.blocking,
-                meta.drift_new || meta.drift_other,
-            ) > opts.rows
-        {
+        // A row's kept flags tell whether it is shown. Without set cases (whose lines need the
+        // row's scenario and case) a hidden row is not read at all.
+        let hidden = level_of(
+            meta.verdict,
+            meta.blocking,
+            meta.drift_new || meta.drift_other,
+        ) > opts.rows;
+        if hidden && cases.is_empty() {
             continue;
         }
         let row = report.results.summary(i);
@@ -97,7 +97,7 @@ fn draw(report: &Report, opts: HumanOptions, out: &mut dyn Write) -> std::io::Re
                 }
             }
         }
-        if level_of(row.verdict, row.blocking, row.drift_new || row.drift_other) > opts.rows {
+        if hidden {
             continue;
         }
         shown += 1;

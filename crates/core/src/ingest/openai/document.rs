@@ -13,14 +13,13 @@ pub(super) type Each<'a> = dyn FnMut(Value, String, &mut IngestOutcome) + 'a;
 /// Reads `bytes` as one document, else as JSON Lines, giving `each` every value in order and
 /// rejecting into `outcome` what cannot be read.
 pub(super) fn read(bytes: &[u8], outcome: &mut IngestOutcome, each: &mut Each<'_>) {
-    let duplicate = |text: &[u8]| crate::trace::json::no_duplicate_keys(text).err();
     // An array's elements are checked for keys held twice as they are read.
-    let (whole, checked) = match array_read_in_parallel(bytes) {
-        Some(runs) => (Ok(runs), true),
-        None => (serde_json::from_slice::<Value>(bytes), false),
-    };
-    match whole {
-        Ok(v) => match (!checked).then(|| duplicate(bytes)).flatten() {
+    if let Some(runs) = array_read_in_parallel(bytes) {
+        return each(runs, "document".into(), outcome);
+    }
+    let duplicate = |text: &[u8]| crate::trace::json::no_duplicate_keys(text).err();
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => match duplicate(bytes) {
             Some(e) => outcome.reject(
                 format!("line {}, column {}", e.line(), e.column()),
                 crate::trace::json::message_without_position(&e),
