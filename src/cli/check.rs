@@ -153,11 +153,22 @@ struct Judged {
     judged: std::time::Duration,
 }
 
-/// Runs `check`; `Err` means exit 2.
+/// Runs `check`; `Err` means exit 2. Everything parallel in it (discovery, judging, drawing the
+/// report) runs on one pool of `--jobs` threads.
 pub(super) fn run(
     args: &CheckArgs,
     settings: &Settings,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<i32> {
+    in_pool(args.jobs.map(usize::from), || {
+        run_in_pool(args, settings, out)
+    })?
+}
+
+fn run_in_pool(
+    args: &CheckArgs,
+    settings: &Settings,
+    out: &mut (dyn Write + Send),
 ) -> anyhow::Result<i32> {
     let prepared = prepare(args, settings)?;
     let Judged {

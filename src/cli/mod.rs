@@ -96,8 +96,8 @@ pub(crate) fn main() -> i32 {
             Err(_) => exit::OK,
         };
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    // Not locked: `check` writes its report from a worker thread of its pool.
+    let mut out = std::io::BufWriter::new(std::io::stdout());
     match run(&parsed, &settings, &mut out)
         .and_then(|c| out.flush().map(|()| c).map_err(Into::into))
     {
@@ -125,7 +125,11 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// Runs a parsed command line with the settings resolved from it and the project file, writing
 /// results to `out`; `Err` means exit 2.
-fn run(cli: &Cli, settings: &settings::Settings, out: &mut dyn Write) -> anyhow::Result<i32> {
+fn run(
+    cli: &Cli,
+    settings: &settings::Settings,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<i32> {
     match &cli.command {
         Command::Check(a) => check::run(a, settings, out),
         Command::Pack(a) => pack::run(a, out),

@@ -253,6 +253,34 @@ impl Rows {
         self.0.iter().map(Row::decode)
     }
 
+    /// Writes each row as `draw` draws it (given its index, decoded), in order. The rows are
+    /// decoded and drawn in parallel, a window of rows at a time, so a report of any size is
+    /// never held drawn whole; `out` gets one write per chunk of rows. The first error ends it.
+    pub(crate) fn draw_in_order(
+        &self,
+        out: &mut dyn std::io::Write,
+        draw: impl Fn(usize, &ResultRow, &mut Vec<u8>) -> std::io::Result<()> + Sync,
+    ) -> std::io::Result<()> {
+        use rayon::prelude::*;
+        const CHUNK: usize = 256;
+        const WINDOW: usize = 16 * CHUNK;
+        for (w, window) in self.0.chunks(WINDOW).enumerate() {
+            let drawn = (window.par_chunks(CHUNK).enumerate())
+                .map(|(c, chunk)| {
+                    let mut text = Vec::new();
+                    for (k, row) in chunk.iter().enumerate() {
+                        draw(w * WINDOW + c * CHUNK + k, &row.decode(), &mut text)?;
+                    }
+                    Ok(text)
+                })
+                .collect::<std::io::Result<Vec<Vec<u8>>>>()?;
+            for text in drawn {
+                out.write_all(&text)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Sorts by scenario id, case, trial (in trial order), then path (bytewise); stable.
     pub fn sort(&mut self) {
         // Only the three leading strings are read, as bytes (their order is `str`'s order), and
