@@ -60,47 +60,62 @@ pub(crate) fn call_parts(c: &Value) -> (Option<&str>, &str, &Value) {
 /// `tool_call_id` (or tau2's `id`) only on tool results. Everything else a client adds (`name`,
 /// `refusal`, `annotations`, `audio`, `null` fields…) is left out.
 pub(crate) fn canonical_message(m: &Value) -> String {
+    // Written straight into one buffer: serde_json's compact text of each part, as its
+    // `Display` writes it, without cloning the strings into values first.
+    let mut out = Vec::with_capacity(128);
     let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-    let mut out = String::from("{\"role\":");
-    out.push_str(&Value::String(role.to_owned()).to_string());
-    if let Some(text) = m
-        .get("content")
-        .and_then(content_text)
-        .filter(|t| !t.is_empty())
-    {
-        out.push_str(",\"content\":");
-        out.push_str(&Value::String(text).to_string());
+    out.extend_from_slice(b"{\"role\":");
+    compact(&mut out, role);
+    let content = m.get("content");
+    if let Some(text) = content.and_then(text_of).filter(|t| !t.is_empty()) {
+        out.extend_from_slice(b",\"content\":");
+        compact(&mut out, text.as_ref());
     }
-    let calls = calls_of(m);
-    if !calls.is_empty() {
-        out.push_str(",\"tool_calls\":[");
+    let calls = m.get("tool_calls").and_then(Value::as_array);
+    if let Some(calls) = calls.filter(|c| !c.is_empty()) {
+        out.extend_from_slice(b",\"tool_calls\":[");
         for (i, c) in calls.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            let arguments = match &c.args {
-                Value::String(s) => {
-                    serde_json::from_str::<Value>(s).unwrap_or_else(|_| c.args.clone())
-                }
-                other => other.clone(),
-            };
-            out.push_str(&format!(
-                "{{\"id\":{},\"name\":{},\"arguments\":{}}}",
-                Value::String(c.id.clone()),
-                Value::String(c.tool.clone()),
-                arguments
-            ));
+            let (id, tool, args) = call_parts(c);
+            out.extend_from_slice(b"{\"id\":");
+            compact(&mut out, id.unwrap_or_default());
+            out.extend_from_slice(b",\"name\":");
+            compact(&mut out, tool);
+            out.extend_from_slice(b",\"arguments\":");
+            match args {
+                Value::String(s) => match serde_json::from_str::<Value>(s) {
+                    Ok(parsed) => compact(&mut out, &parsed),
+                    Err(_) => compact(&mut out, s),
+                },
+                other => compact(&mut out, other),
+            }
+            out.push(b'}');
         }
-        out.push(']');
+        out.push(b']');
     }
     if matches!(role, "tool" | "function") {
         if let Some(id) = (m.get("tool_call_id").or_else(|| m.get("id"))).and_then(Value::as_str) {
-            out.push_str(",\"tool_call_id\":");
-            out.push_str(&Value::String(id.to_owned()).to_string());
+            out.extend_from_slice(b",\"tool_call_id\":");
+            compact(&mut out, id);
         }
     }
-    out.push('}');
-    out
+    out.push(b'}');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// A message's `content` as [`content_text`] reads it, borrowed when it is a plain string.
+fn text_of(content: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    match content {
+        Value::String(s) => Some(std::borrow::Cow::Borrowed(s)),
+        other => content_text(other).map(std::borrow::Cow::Owned),
+    }
+}
+
+/// Appends `value` as compact JSON, as its `Display` (`to_string`) writes it.
+fn compact(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    serde_json::to_writer(out, value).expect("writing JSON into memory");
 }
 
 /// The text `input_h` hashes: `canonical_message` of each message, as a compact JSON array
@@ -368,5 +383,60 @@ mod canonical_tests {
             canonical_message(&recorded[1]),
             r#"{"role":"assistant","tool_calls":[{"id":"c1","name":"f","arguments":{"a":1}}]}"#
         );
+    }
+
+    /// The canonical text of messages of every shape, pinned: escapes, content parts, numbers,
+    /// arguments as JSON text, as text that is not JSON, as an object (keys sorted), absent ids.
+    #[test]
+    fn the_canonical_form_of_each_shape_of_message() {
+        let cases = [
+            (
+                json!({"role": "user", "content": "line\n\"quoted\" é \u{1}"}),
+                r#"{"role":"user","content":"line\n\"quoted\" é \u0001"}"#,
+            ),
+            (
+                json!({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+                r#"{"role":"user","content":"a\nb"}"#,
+            ),
+            (
+                json!({"role": "user", "content": [{"type": "image"}]}),
+                r#"{"role":"user","content":"[{\"type\":\"image\"}]"}"#,
+            ),
+            (
+                json!({"role": "user", "content": 2.5}),
+                r#"{"role":"user","content":"2.5"}"#,
+            ),
+            (
+                json!({"role": "system", "content": ""}),
+                r#"{"role":"system"}"#,
+            ),
+            (
+                json!({"content": "no role"}),
+                r#"{"role":"","content":"no role"}"#,
+            ),
+            (
+                json!({"role": "assistant", "content": "x", "tool_calls": [
+                    {"function": {"name": "f", "arguments": "not json"}},
+                    {"id": "c2", "name": "g", "arguments": {"z": 1, "a": [true, null]}},
+                    {"id": "c3", "function": {"name": "h"}}
+                ]}),
+                r#"{"role":"assistant","content":"x","tool_calls":[{"id":"","name":"f","arguments":"not json"},{"id":"c2","name":"g","arguments":{"a":[true,null],"z":1}},{"id":"c3","name":"h","arguments":null}]}"#,
+            ),
+            (
+                json!({"role": "assistant", "tool_calls": []}),
+                r#"{"role":"assistant"}"#,
+            ),
+            (
+                json!({"role": "tool", "id": "t9", "content": "ok"}),
+                r#"{"role":"tool","content":"ok","tool_call_id":"t9"}"#,
+            ),
+            (
+                json!({"role": "user", "tool_call_id": "ignored"}),
+                r#"{"role":"user"}"#,
+            ),
+        ];
+        for (message, canonical) in cases {
+            assert_eq!(canonical_message(&message), canonical, "{message}");
+        }
     }
 }
