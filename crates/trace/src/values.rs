@@ -78,22 +78,20 @@ pub fn recorded_result_hash(output: &crate::Json<'_>) -> String {
 /// hex for the other control characters. (`\/`, `\u0041`, `\u000a` or `\u001F` decode to the
 /// same string but are written otherwise.)
 fn escaped_canonically(raw: &str) -> bool {
-    let mut bytes = raw.bytes();
-    while let Some(b) = bytes.next() {
-        if b != b'\\' {
-            continue;
-        }
-        match bytes.next() {
-            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => {}
+    let mut rest = raw.as_bytes();
+    // From one backslash to the next (most results have few or none).
+    while let Some(at) = memchr::memchr(b'\\', rest) {
+        let escape = &rest[at + 1..];
+        let length = match escape.first() {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => 1,
             Some(b'u') => {
-                let hex = [bytes.next(), bytes.next(), bytes.next(), bytes.next()];
-                let digit = |d: Option<u8>| match d {
+                let digit = |i: usize| match escape.get(i) {
                     Some(d @ b'0'..=b'9') => Some(d - b'0'),
                     Some(d @ b'a'..=b'f') => Some(d - b'a' + 10),
                     _ => None,
                 };
                 let (Some(0), Some(0), Some(high @ 0..=1), Some(low)) =
-                    (digit(hex[0]), digit(hex[1]), digit(hex[2]), digit(hex[3]))
+                    (digit(1), digit(2), digit(3), digit(4))
                 else {
                     return false;
                 };
@@ -101,9 +99,11 @@ fn escaped_canonically(raw: &str) -> bool {
                 if matches!(high * 16 + low, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
                     return false;
                 }
+                5
             }
             _ => return false,
-        }
+        };
+        rest = &escape[length..];
     }
     true
 }
