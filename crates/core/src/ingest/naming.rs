@@ -91,7 +91,7 @@ impl RunIds {
         Some(name)
     }
 
-    fn placeholder(&self, key: &str, opts: &IngestOptions, at: Position) -> Option<String> {
+    fn placeholder(&self, key: &str, opts: &IngestOptions, at: &At) -> Option<String> {
         match key {
             "task" => self.task.clone(),
             "trial" => self.trial.clone(),
@@ -101,9 +101,23 @@ impl RunIds {
             "id" => self.id.clone(),
             "source" => self.source.clone(),
             "file" => opts.file_stem.clone(),
-            "n" => Some(at.n.to_string()),
+            "n" => Some(at.get().n.to_string()),
             _ => None,
         }
+    }
+}
+
+/// A run's position as naming reads it: known, or not yet (then whether naming read it is
+/// noted, so a name that does not depend on it can be given before every run is counted).
+struct At {
+    position: Option<Position>,
+    read: std::cell::Cell<bool>,
+}
+
+impl At {
+    fn get(&self) -> Position {
+        self.read.set(true);
+        self.position.unwrap_or(Position { n: 0, of: 0 })
     }
 }
 
@@ -113,6 +127,28 @@ pub(crate) fn name(
     at: Position,
     opts: &IngestOptions,
 ) -> Result<(String, String), String> {
+    let at = At {
+        position: Some(at),
+        read: Default::default(),
+    };
+    named(ids, &at, opts)
+}
+
+/// What [`name`] gives a run wherever it sits in its input, or `None` when its name depends on
+/// where it sits (its place, or how many runs the input holds).
+pub(crate) fn name_anywhere(
+    ids: &RunIds,
+    opts: &IngestOptions,
+) -> Option<Result<(String, String), String>> {
+    let at = At {
+        position: None,
+        read: Default::default(),
+    };
+    let named = named(ids, &at, opts);
+    (!at.read.get()).then_some(named)
+}
+
+fn named(ids: &RunIds, at: &At, opts: &IngestOptions) -> Result<(String, String), String> {
     let (scenario, case) = unchecked(&ids.without_blanks(), at, opts)?;
     // A trace's header needs both, non-blank.
     if scenario.trim().is_empty() || case.trim().is_empty() {
@@ -123,7 +159,7 @@ pub(crate) fn name(
     Ok((scenario, case))
 }
 
-fn unchecked(ids: &RunIds, at: Position, opts: &IngestOptions) -> Result<(String, String), String> {
+fn unchecked(ids: &RunIds, at: &At, opts: &IngestOptions) -> Result<(String, String), String> {
     if let Some(template) = &opts.name {
         return from_template(template, ids, at, opts);
     }
@@ -142,7 +178,7 @@ fn unchecked(ids: &RunIds, at: Position, opts: &IngestOptions) -> Result<(String
     Ok((scenario, case(ids, at, opts, from_task)))
 }
 
-fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bool) -> String {
+fn case(ids: &RunIds, at: &At, opts: &IngestOptions, scenario_from_task: bool) -> String {
     if let Some(c) = &opts.case {
         return c.clone();
     }
@@ -181,6 +217,7 @@ fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bo
         return c.clone();
     }
     let stem = opts.file_stem.clone().unwrap_or_else(|| "run".to_owned());
+    let at = at.get();
     if at.of > 1 {
         format!("{stem}-{}", at.n)
     } else {
@@ -191,7 +228,7 @@ fn case(ids: &RunIds, at: Position, opts: &IngestOptions, scenario_from_task: bo
 fn from_template(
     template: &str,
     ids: &RunIds,
-    at: Position,
+    at: &At,
     opts: &IngestOptions,
 ) -> Result<(String, String), String> {
     let mut out = String::new();

@@ -15,13 +15,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rayon::prelude::*;
 use serde_json::Value;
 
+mod array;
 mod document;
+mod split;
+
+use split::{finish, read_whole};
 
 use super::identity::{calls_of, canonical_message};
-use super::naming::{self, Position, RunIds};
+use super::naming::{self, RunIds};
 use super::{
     IngestOptions, IngestOutcome, IngestedRun, InputFormat, RunBuilder, args_from, content_text,
 };
@@ -143,33 +146,19 @@ fn names_trial(opts: &IngestOptions) -> bool {
 
 /// Imports Chat Completions or Responses API recordings; runs are built in parallel.
 pub(crate) fn ingest(bytes: &[u8], opts: &IngestOptions) -> IngestOutcome {
-    let mut outcome = IngestOutcome::default();
-    let mut raw = Vec::new();
-    let none = RunIds::default();
-    document::read(bytes, &mut outcome, &mut |value, position, outcome| {
-        runs_of(value, position, &none, &mut raw, outcome)
-    });
-    let count = raw.len();
-    let built: Vec<IngestOutcome> = (raw.into_par_iter().enumerate())
-        .map(|(i, run)| {
-            let mut outcome = IngestOutcome::default();
-            let at = Position {
-                n: i + 1,
-                of: count,
-            };
-            build(&run, at, opts, &mut outcome);
-            outcome
-        })
-        .collect();
-    for b in built {
-        outcome.merge(b);
-    }
-    outcome
+    // A benchmark's array of runs is read, split and built element by element, in parallel.
+    let pieces = array::pieces(bytes, opts).unwrap_or_else(|| vec![read_whole(bytes)]);
+    finish(pieces, opts)
 }
 
-/// Builds one run into `outcome`.
-fn build(run: &RawRun, at: Position, opts: &IngestOptions, outcome: &mut IngestOutcome) {
-    let (scenario, case) = match naming::name(&run.ids, at, opts) {
+/// Builds one run, named `named`, into `outcome`.
+fn build(
+    run: &RawRun,
+    named: Result<(String, String), String>,
+    opts: &IngestOptions,
+    outcome: &mut IngestOutcome,
+) {
+    let (scenario, case) = match named {
         Ok(n) => n,
         Err(e) => return outcome.reject(&run.position, e),
     };

@@ -1,8 +1,9 @@
-//! Reading an OpenAI-messages input: one JSON document, or else JSON Lines (a value per line).
+//! Reading an OpenAI-messages input: one JSON document, or else JSON Lines (a value per line);
+//! an array of runs is read apart first (`array.rs`), in parallel, and read here only when
+//! one of its elements fails, to say where.
 //! An object holding a key twice (a message with `role` twice, say) is refused with where it
 //! is, never resolved last-wins.
 
-use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::ingest::IngestOutcome;
@@ -13,10 +14,6 @@ pub(super) type Each<'a> = dyn FnMut(Value, String, &mut IngestOutcome) + 'a;
 /// Reads `bytes` as one document, else as JSON Lines, giving `each` every value in order and
 /// rejecting into `outcome` what cannot be read.
 pub(super) fn read(bytes: &[u8], outcome: &mut IngestOutcome, each: &mut Each<'_>) {
-    // An array's elements are checked for keys held twice as they are read.
-    if let Some(runs) = array_read_in_parallel(bytes) {
-        return each(runs, "document".into(), outcome);
-    }
     let duplicate = |text: &[u8]| crate::trace::json::no_duplicate_keys(text).err();
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v) => match duplicate(bytes) {
@@ -53,20 +50,6 @@ pub(super) fn read(bytes: &[u8], outcome: &mut IngestOutcome, each: &mut Each<'_
     }
 }
 
-/// A document that is a JSON array (a benchmark's results, one run each), its elements read and
-/// checked for keys held twice in parallel, as whole. `None` when it is anything else or any
-/// element fails: the document is then read whole, as one, which says where it fails.
-fn array_read_in_parallel(bytes: &[u8]) -> Option<Value> {
-    let elements: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
-    let read = |raw: &&serde_json::value::RawValue| {
-        let text = raw.get().as_bytes();
-        crate::trace::json::no_duplicate_keys(text).ok()?;
-        serde_json::from_slice::<Value>(text).ok()
-    };
-    let items: Option<Vec<Value>> = elements.par_iter().map(read).collect();
-    items.map(Value::Array)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,35 +70,11 @@ mod tests {
         (values, problems)
     }
 
-    #[test]
-    fn an_array_read_in_parallel_is_the_array_read_whole() {
-        let docs = [
-            r#"[{"task_id": 1, "traj": [{"role": "user", "content": "hi"}]}, {"task_id": 2.5e3}]"#,
-            "[]",
-            r#"[[{"role": "user"}], "text", null, 18446744073709551616, {"a": {"b": [1, 2]}}]"#,
-        ];
-        for doc in docs {
-            let whole: Value = serde_json::from_str(doc).unwrap();
-            assert_eq!(
-                array_read_in_parallel(doc.as_bytes()),
-                Some(whole.clone()),
-                "{doc}"
-            );
-            assert_eq!(
-                read_all(doc),
-                (vec![("document".to_owned(), whole)], vec![])
-            );
-        }
-        // Not an array: read whole, as before.
-        assert_eq!(array_read_in_parallel(br#"{"messages": []}"#), None);
-    }
-
     /// A key held twice in an array's element is refused at its place in the whole document
     /// (line and column), as when the document was only ever read whole.
     #[test]
     fn a_key_held_twice_in_an_element_is_refused_where_it_stands_in_the_document() {
         let doc = "[\n  {\"task_id\": 1},\n  {\"task_id\": 2, \"traj\": [], \"traj\": []}\n]";
-        assert_eq!(array_read_in_parallel(doc.as_bytes()), None);
         let (values, problems) = read_all(doc);
         assert!(values.is_empty());
         assert_eq!(problems.len(), 1, "{problems:?}");
