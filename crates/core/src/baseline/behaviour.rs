@@ -70,12 +70,14 @@ pub(crate) fn result_text(output: &crate::trace::Json<'_>) -> String {
         std::borrow::Cow::Owned(canonical(&output.value()).to_string())
     };
     let masked = crate::privacy::mask::mask_secrets(&text, &Default::default());
-    let total = masked.chars().count();
-    if total <= RESULT_TEXT_CHARS {
-        return masked.into_owned();
+    // Cut where the character after the last one kept starts, if there is one.
+    match masked.char_indices().nth(RESULT_TEXT_CHARS) {
+        None => masked.into_owned(),
+        Some((cut, _)) => {
+            let total = masked.chars().count();
+            format!("{}… ({total} characters)", &masked[..cut])
+        }
     }
-    let kept: String = masked.chars().take(RESULT_TEXT_CHARS).collect();
-    format!("{kept}… ({total} characters)")
 }
 
 /// An approval request and its decisions.
@@ -423,6 +425,15 @@ mod tests {
             RESULT_TEXT_CHARS + " (1002 characters)".len() + 1
         );
         assert!(long.ends_with("… (1002 characters)"), "{long}");
+        assert!(long.starts_with(&format!("\"{}…", "é".repeat(RESULT_TEXT_CHARS - 1))));
+        // Exactly the limit is kept whole; one character more is cut to it.
+        let at_limit = format!("\"{}\"", "ü".repeat(RESULT_TEXT_CHARS - 2));
+        assert_eq!(text(&at_limit), at_limit);
+        let past = text(&format!("\"{}\"", "ü".repeat(RESULT_TEXT_CHARS - 1)));
+        assert_eq!(
+            past,
+            format!("\"{}… (401 characters)", "ü".repeat(RESULT_TEXT_CHARS - 1))
+        );
         let secret = text(r#""key: AKIAIOSFODNN7EXAMPLE""#);
         assert!(!secret.contains("AKIAIOSFODNN7EXAMPLE"), "{secret}");
         assert!(secret.contains("[secret"), "{secret}");
