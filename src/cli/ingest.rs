@@ -194,9 +194,13 @@ fn ingest_file(
         file_stem: Some(stem(input)),
         ..opts.clone()
     };
-    let outcome = ingest_with_logs(format, &bytes, &opts, logs);
-    let emit = (session.args.emit_scenarios).then_some((&*bytes, &opts));
-    let written = session.write(input.as_str(), format.name(), &outcome, emit)?;
+    // `--emit-scenarios` reads the tasks' ground truth beside the runs, on the same threads.
+    let emit = session.args.emit_scenarios;
+    let (outcome, truth) = rayon::join(
+        || ingest_with_logs(format, &bytes, &opts, logs),
+        || emit.then(|| super::ingest_emit::ground_truth(format, &bytes, &opts)),
+    );
+    let written = session.write(input.as_str(), format.name(), &outcome, truth)?;
     Ok(written.failed)
 }
 
@@ -210,14 +214,14 @@ pub(super) struct Written {
 
 impl Ingesting<'_> {
     /// Writes the runs of one input's `outcome` (read as `format`) and reports them: nothing of
-    /// the input when any of its runs cannot be written as named. `emit` is the input and its
-    /// options, for `--emit-scenarios`.
+    /// the input when any of its runs cannot be written as named. `truth` is its tasks' ground
+    /// truth, read for `--emit-scenarios`.
     pub(super) fn write(
         &mut self,
         input: &str,
         format: &str,
         outcome: &IngestOutcome,
-        emit: Option<(&[u8], &IngestOptions)>,
+        truth: Option<super::ingest_emit::GroundTruth>,
     ) -> anyhow::Result<Written> {
         let args = self.args;
         let mut tally = Tally::default();
@@ -369,13 +373,12 @@ impl Ingesting<'_> {
             }
             report(run, dest, result, &mut tally, args.quiet, self.out)?;
         }
-        if let Some((bytes, opts)) = emit {
+        if let Some(truth) = truth {
             let input = Utf8Path::new(input);
             // Synced with the traces, at the run's end.
             let durable = &mut self.durable;
-            let scenarios = (format, bytes, input, opts);
             tally.failed += super::ingest_emit::emit_scenarios(
-                scenarios,
+                (input, truth),
                 args,
                 &self.confined,
                 durable,

@@ -19,25 +19,35 @@ enum Emit {
     Refused(String),
 }
 
-/// `--emit-scenarios`: one scenario file per task of `input` (read as `format`), beside the
+/// An input's ground truth for `--emit-scenarios`: each task's id and scenario text, or why
+/// they cannot be read; `None` for a format that holds none.
+pub(super) type GroundTruth = Option<Result<Vec<(String, String)>, String>>;
+
+/// The ground truth of `bytes`, read as `format`.
+pub(super) fn ground_truth(format: InputFormat, bytes: &[u8], opts: &IngestOptions) -> GroundTruth {
+    (format == InputFormat::OpenaiMessages)
+        .then(|| tracereplay_core::ingest::ground_truth::scenarios(bytes, opts))
+}
+
+/// `--emit-scenarios`: one scenario file per task of `input`'s ground truth, beside the
 /// traces; returns the number refused. Each file is compared with what stands at its name and
 /// written in parallel, not synced: each written is added to `durable`, which the run syncs at
 /// its end. What happened to each is said in the tasks' order, every file written included,
 /// before the first write that failed ends the run.
 pub(super) fn emit_scenarios(
-    (format, bytes, input, opts): (&str, &[u8], &Utf8Path, &IngestOptions),
+    (input, truth): (&Utf8Path, GroundTruth),
     args: &IngestArgs,
     confined: &tracereplay_trace::fsutil::Confined,
     durable: &mut Vec<Utf8PathBuf>,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
-    if format != InputFormat::OpenaiMessages.name() {
+    let Some(truth) = truth else {
         diag!(
             "warning: `{input}`: `--emit-scenarios` reads tau-bench and tau2-bench results; this input has no ground truth to emit"
         );
         return Ok(0);
-    }
-    let emitted = match tracereplay_core::ingest::ground_truth::scenarios(bytes, opts) {
+    };
+    let emitted = match truth {
         Ok(e) => e,
         Err(e) => {
             diag!("error: `{input}`: {e}");

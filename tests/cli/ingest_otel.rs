@@ -300,6 +300,33 @@ fn benchmark_runs_are_named_by_task_and_trial_and_scenarios_come_from_ground_tru
     assert_eq!(env.read(scenario), b"{\"reviewed\": true}");
 }
 
+/// `--emit-scenarios` over an input whose format holds no ground truth (an OTel export) says
+/// so and still writes its traces; a benchmark's results given with it get their scenarios.
+#[test]
+fn emitting_scenarios_from_an_input_without_ground_truth_says_so_and_writes_its_traces() {
+    let env = Env::new();
+    env.write("results.json", TAU2);
+    let input = fixture("vercel.otlp.json");
+    let out = ingest(
+        &env,
+        &["-o", "t", "--emit-scenarios", &input, "results.json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`--emit-scenarios` reads tau-bench and tau2-bench results; this input has no ground truth to emit"),
+        "{}",
+        out.stderr
+    );
+    let files = files_under(&env.path("t"));
+    assert!(
+        files
+            .contains(&"order_status/22222222222222222222222222222222.trace.ndjson.zst".to_owned()),
+        "{files:?}"
+    );
+    let scenarios = files.iter().filter(|f| f.ends_with(".scenario.json"));
+    assert_eq!(scenarios.count(), 2, "{files:?}");
+}
+
 #[test]
 fn one_scenario_for_two_result_files_refuses_to_replace() {
     let env = Env::new();
