@@ -47,12 +47,22 @@ fn main() {
     // after thousands were deleted make ext4's allocator search for inodes not recently freed
     // (`recently_deleted` in a profile: a third of an approve's time), which would measure the
     // deletion.
+    // Each writer starts on a quiet disk: what the one before wrote is flushed first (200,000
+    // files of approve's rounds being written back would otherwise slow ingest's).
     let mut made = Vec::new();
+    settle();
     approve(&small, &root, rounds, &mut made);
+    settle();
     ingest(&root, rounds, &mut made);
     for dir in made {
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+/// Flushes what is waiting to be written back (`sync`), untimed.
+fn settle() {
+    let synced = Command::new("sync").status();
+    assert!(synced.is_ok_and(|s| s.success()), "`sync` failed");
 }
 
 /// One timed run of `cmd` (its output to `/dev/null`); exit 0 or 1 (a failing suite) is fine.
