@@ -531,11 +531,17 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
         .map(|c| promote(&store, &c.scenario, &c.case, c.drifted))
         .collect();
     // The approved files renamed into place, whose directory entries are made durable at the end.
+    // Every rename that was done is reported and made durable, even past one that failed (the
+    // renames ran together); the first failure is the command's error.
     let mut moved: Vec<camino::Utf8PathBuf> = Vec::new();
+    let mut failed = None;
     for (c, promoted) in chosen.iter().zip(promoted) {
-        match promoted? {
-            None => unchanged += 1,
-            Some(approved) => {
+        match promoted {
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+            Ok(None) => unchanged += 1,
+            Ok(Some(approved)) => {
                 written += 1;
                 moved.push(store.approved_path(&c.scenario, &c.case));
                 let what = format!("{}/{}", c.scenario, c.case);
@@ -551,6 +557,9 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
     // The pending files were made durable when written; their renames, here.
     tracereplay_trace::fsutil::sync_directories_of(&moved, dir)
         .with_context(|| format!("cannot make the approved baselines under `{dir}` durable"))?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     writeln!(
         out,
         "{written} written, {unchanged} unchanged, {skipped} skipped"
