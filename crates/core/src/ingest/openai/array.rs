@@ -35,7 +35,7 @@ pub(super) fn pieces(bytes: &[u8], opts: &IngestOptions) -> Option<Vec<Piece>> {
             if value.get("role").is_some() || value.get("type").is_some() {
                 Element::Message(value)
             } else {
-                Element::Runs(split(value, i, opts))
+                Element::Runs(split(value, at(i), opts))
             },
         )
     };
@@ -52,32 +52,25 @@ pub(super) fn pieces(bytes: &[u8], opts: &IngestOptions) -> Option<Vec<Piece>> {
                 Element::Runs(_) => None,
             })
             .collect();
-        let mut piece = Piece::default();
-        let mut raw = Vec::new();
-        let none = RunIds::default();
-        runs_of(
-            Value::Array(messages),
-            "document".into(),
-            &none,
-            &mut raw,
-            &mut piece.rejected,
-        );
-        piece.runs = raw.into_iter().map(|r| Run::Unnamed(Box::new(r))).collect();
-        return Some(vec![piece]);
+        return Some(vec![split(Value::Array(messages), "document".into(), opts)]);
     }
     let pieces = (read.into_iter().enumerate()).map(|(i, e)| match e {
         Element::Runs(piece) => piece,
         // A message among runs is read as a run, as the rest.
-        Element::Message(value) => split(value, i, opts),
+        Element::Message(value) => split(value, at(i), opts),
     });
     Some(pieces.collect())
 }
 
-/// Element `i` (from 0) split into its runs, each built when it can be named already.
-fn split(value: Value, i: usize, opts: &IngestOptions) -> Piece {
+/// Where element `i` (from 0) stands in the document.
+fn at(i: usize) -> String {
+    format!("document, run {}", i + 1)
+}
+
+/// `value`, read at `at`, split into its runs, each built when it can be named already.
+fn split(value: Value, at: String, opts: &IngestOptions) -> Piece {
     let mut piece = Piece::default();
     let mut raw = Vec::new();
-    let at = format!("document, run {}", i + 1);
     runs_of(value, at, &RunIds::default(), &mut raw, &mut piece.rejected);
     piece.runs = raw.into_iter().map(|run| Run::of(run, opts)).collect();
     piece
