@@ -132,7 +132,7 @@ mod tests {
     use super::*;
     use crate::report::cases::{CaseRow, Thresholds};
     use crate::report::model::Partition;
-    use crate::report::{ResultRow, Rows};
+    use crate::report::{ResultRow, RowVerdict, Rows};
 
     /// The text `Report`'s derived `Serialize` gives, which `render` must write byte for byte.
     fn derived(report: &Report) -> String {
@@ -153,16 +153,34 @@ mod tests {
         suite.check(&crate::CheckOptions::default()).unwrap()
     }
 
-    /// The case line of `row` as a run makes it, with a name to escape and the optional
-    /// fields filled.
-    fn case_row(row: &ResultRow) -> CaseRow {
-        let mut case = crate::eval::single_trace_case(row, &crate::CheckOptions::default());
-        case.case = "c\n\"two\"".to_owned();
-        case.reason = Some("3 of 4".to_owned());
-        case.policy = true;
-        case.pass_rate = Some(0.75);
-        case.wilson = Some([0.3, 0.95]);
-        case
+    fn case_row() -> CaseRow {
+        CaseRow {
+            scenario: "s".to_owned(),
+            case: "c\n\"two\"".to_owned(),
+            risk: None,
+            trials: 4,
+            passed: 3,
+            verdict: RowVerdict::Fail,
+            reason: Some("3 of 4".to_owned()),
+            policy: true,
+            known_gap: false,
+            blocking: true,
+            flaky: true,
+            flaky_oracles: Vec::new(),
+            pass_rate: Some(0.75),
+            wilson: Some([0.3, 0.95]),
+            pass_hat_k: None,
+            pass_at_k: None,
+            underpowered: false,
+            underpowered_detail: None,
+            family_p: BTreeMap::new(),
+            drift: Vec::new(),
+            tests: Vec::new(),
+            baseline: None,
+            usage_against_approved: None,
+            sequential: None,
+            group_drift: None,
+        }
     }
 
     /// Rows drawn by the workers, the fields around them and the omitted ones: the demo suite's
@@ -181,8 +199,7 @@ mod tests {
             fail_on: None,
             rows: Some("b3:11".to_owned()),
         });
-        let first = report.results.get(0);
-        report.cases = vec![case_row(&first), case_row(&first)];
+        report.cases = vec![case_row(), case_row()];
         report.thresholds = Some(Thresholds {
             alpha: 0.05,
             mode: "default".to_owned(),
