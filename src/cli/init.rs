@@ -50,11 +50,13 @@ require-sealed = true
 
 /// What `init` adds to `.gitignore` (each line once).
 const GITIGNORE: &[&str] = &[
-    "# tracereplay: the result cache, run folders, pending baselines, raw-prompt sidecars",
+    "# tracereplay: the result cache, run folders, pending baselines, raw-prompt sidecars,",
+    "# and the temporary files of a write in progress (or of a run that was killed)",
     ".tracereplay/",
     "*.baseline.json.new",
     "*.baseline.json.deleted",
     "*.prompts.ndjson",
+    ".tracereplay-*.tmp",
 ];
 
 /// The GitHub Actions workflow `init` writes, with `{VERSION}` for the version that writes it

@@ -276,6 +276,7 @@ fn init_writes_gitignore_lines_once_and_a_workflow_that_works_as_written() {
         ".tracereplay/",
         "*.baseline.json.new",
         "*.baseline.json.deleted",
+        ".tracereplay-*.tmp",
     ] {
         assert_eq!(
             ignore.lines().filter(|l| *l == line).count(),

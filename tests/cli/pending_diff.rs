@@ -90,3 +90,36 @@ fn pending_diff_shows_changes_removals_and_new_baselines() {
     );
     assert!(new.contains("          + status "), "{new}");
 }
+
+/// Two drifted traces of one case without distinct trials cannot be compared: neither gets a
+/// pending file, though each was written beside its `.new` while the run judged (staged); the
+/// staged files go, and only the comparable case's `.new` is left.
+#[test]
+fn two_traces_of_one_case_leave_no_pending_or_staged_file() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    let before = files_under(&env.path("baselines"));
+    let drifted = trace_body(&env, BASIC).replace("\"demo information\"", "\"other information\"");
+    assert_ne!(drifted, trace_body(&env, BASIC));
+    reseal(&env, BASIC, &drifted);
+    let second = "traces/agent.tool.basic/second.trace.ndjson.zst";
+    std::fs::copy(env.path(BASIC), env.path(second)).unwrap();
+    let text = trace_body(&env, TIMEOUT).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
+    reseal(&env, TIMEOUT, &text);
+
+    let out = env.run_with(
+        &["check", "traces/", "--format", "json"],
+        &[("CI", "false")],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let r = json(&out);
+    for path in [BASIC, second] {
+        let row = row(&r, path);
+        assert_eq!(row["error"]["category"], "duplicate-trial", "{path}: {row}");
+    }
+    assert_eq!(r["summary"]["drifted"], 1, "{}", r["summary"]);
+    let mut want = before.clone();
+    want.push("agent.tool.timeout/default.baseline.json.new".to_owned());
+    want.sort();
+    assert_eq!(files_under(&env.path("baselines")), want);
+}

@@ -253,18 +253,7 @@ fn write_atomic_with(
     remove_stale_temporaries(dir);
     let (file, tmp) = temporary_in(dir)?;
     let written = (|| {
-        let mut out = std::io::BufWriter::with_capacity(64 * 1024, &file);
-        if full_disk_injected(path) {
-            write(&mut FillsUp {
-                inner: &mut out,
-                left: 512,
-            })?;
-            out.flush()?;
-            return Err(full_disk());
-        }
-        write(&mut out)?;
-        out.flush()?;
-        drop(out);
+        fill(&file, path, write)?;
         if durable {
             file.sync_all()?;
         }
@@ -276,6 +265,26 @@ fn write_atomic_with(
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Writes `file` (the temporary file for `path`) through a buffer, failing as a full disk does
+/// when the fault tests ask it to for `path`.
+fn fill(
+    file: &std::fs::File,
+    path: &Utf8Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
+    if full_disk_injected(path) {
+        write(&mut FillsUp {
+            inner: &mut out,
+            left: 512,
+        })?;
+        out.flush()?;
+        return Err(full_disk());
+    }
+    write(&mut out)?;
+    out.flush()
 }
 
 /// Opens `path` for reading without blocking on a FIFO (on Unix; elsewhere as usual). The
@@ -472,10 +481,85 @@ impl Confined {
         std::fs::rename(from, to)
     }
 
+    /// Writes `bytes` to a temporary file beside `path` (creating directories under the root as
+    /// needed) without putting it in place: [`Staged::commit`] does, by a rename. So a file can
+    /// be written while its fate is still open, and appear only once it is decided; a [`Staged`]
+    /// dropped uncommitted removes its temporary file. Not synced, as [`Confined::write`] with
+    /// `durable` false.
+    pub fn stage(&self, path: &Utf8Path, bytes: &[u8]) -> std::io::Result<Staged> {
+        std::fs::create_dir_all(&self.root)?;
+        self.check(path, true)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_str().is_empty() => d,
+            _ => Utf8Path::new("."),
+        };
+        remove_stale_temporaries(dir);
+        let (file, tmp) = temporary_in(dir)?;
+        let staged = Staged {
+            confined: self.clone(),
+            tmp,
+            path: path.to_owned(),
+            committed: std::sync::atomic::AtomicBool::new(false),
+        };
+        fill(&file, path, &mut |w| w.write_all(bytes))?;
+        Ok(staged)
+    }
+
     /// Reads `path` under the root: the same checks as a write, then [`read_regular`].
     pub fn read(&self, path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
         self.check(path, false)?;
         read_regular(path, limit, what)
+    }
+}
+
+/// A file written beside its destination and not yet in place ([`Confined::stage`]).
+#[derive(Debug)]
+pub struct Staged {
+    confined: Confined,
+    tmp: Utf8PathBuf,
+    path: Utf8PathBuf,
+    committed: std::sync::atomic::AtomicBool,
+}
+
+impl Staged {
+    /// Where it goes.
+    pub fn path(&self) -> &Utf8Path {
+        &self.path
+    }
+
+    /// What was written.
+    pub fn read(&self) -> std::io::Result<Vec<u8>> {
+        std::fs::read(&self.tmp)
+    }
+
+    /// Puts the file in place by a rename (the destination checked again as a write checks it),
+    /// once: a second commit fails. The file is not synced.
+    pub fn commit(&self) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.committed.swap(true, Ordering::AcqRel) {
+            return Err(std::io::Error::other(format!(
+                "`{}` was put in place already",
+                self.path
+            )));
+        }
+        let renamed = self.confined.check(&self.path, true).and_then(|()| {
+            if full_disk_injected(&self.path) {
+                return Err(full_disk());
+            }
+            std::fs::rename(&self.tmp, &self.path)
+        });
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        renamed
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !*self.committed.get_mut() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
 }
 

@@ -154,3 +154,73 @@ fn syncs_every_file_and_directory_and_reports_a_missing_one() {
     let e = sync_written(&missing, &root).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
 }
+
+/// Names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_staged_file_appears_only_when_committed_and_goes_when_dropped() {
+    let root = tempfile::tempdir().unwrap();
+    let c = Confined::new(utf8(root.path()));
+    let kept = utf8(&root.path().join("s/a.new"));
+    std::fs::create_dir_all(root.path().join("s")).unwrap();
+    std::fs::write(&kept, b"older").unwrap();
+    let staged = c.stage(&kept, b"newer").unwrap();
+    assert_eq!(staged.path(), kept);
+    assert_eq!(staged.read().unwrap(), b"newer");
+    // Beside its destination, under a temporary name, the old file untouched.
+    let dir = root.path().join("s");
+    let names = names_in(&dir);
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.iter().any(|n| is_temporary_name(n)), "{names:?}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"older");
+    staged.commit().unwrap();
+    assert_eq!(std::fs::read(&kept).unwrap(), b"newer");
+    assert_eq!(names_in(&dir), ["a.new"]);
+    let again = staged.commit().unwrap_err();
+    assert!(again.to_string().contains("in place already"), "{again}");
+    drop(staged);
+    assert_eq!(
+        std::fs::read(&kept).unwrap(),
+        b"newer",
+        "kept once committed"
+    );
+
+    let dropped = utf8(&root.path().join("t/u/b.new"));
+    let staged = c.stage(&dropped, b"undecided").unwrap();
+    assert_eq!(names_in(&root.path().join("t/u")).len(), 1);
+    drop(staged);
+    assert!(names_in(&root.path().join("t/u")).is_empty(), "removed");
+}
+
+#[cfg(unix)]
+#[test]
+fn staging_and_committing_never_follow_a_symlink_out() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let c = Confined::new(utf8(root.path()));
+    std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
+    let err = (c.stage(&utf8(&root.path().join("linked/x.new")), b"x")).unwrap_err();
+    assert!(err.to_string().contains("is a symlink"), "{err}");
+    assert!(names_in(outside.path()).is_empty());
+    // A symlink put where the file goes after it was staged: the commit refuses it and the
+    // staged file goes.
+    let path = utf8(&root.path().join("d/f.new"));
+    let staged = c.stage(&path, b"x").unwrap();
+    std::fs::write(outside.path().join("important"), b"keep").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("important"), &path).unwrap();
+    let err = staged.commit().unwrap_err();
+    assert!(err.to_string().contains("is a symlink"), "{err}");
+    assert_eq!(names_in(&root.path().join("d")), ["f.new"]);
+    assert_eq!(
+        std::fs::read(outside.path().join("important")).unwrap(),
+        b"keep"
+    );
+}

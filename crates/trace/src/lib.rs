@@ -28,7 +28,7 @@ pub mod values;
 mod write;
 
 /// Where traces are written: a directory nothing escapes (no `..`, no symlink under it).
-pub use crate::fsutil::Confined;
+pub use crate::fsutil::{Confined, Staged};
 pub use error::TraceError;
 pub use hash::{GrowingPrompt, KEY_ENV, PromptHasher, key_id};
 pub use json::{Json, Str};

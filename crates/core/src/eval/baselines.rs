@@ -41,37 +41,81 @@ pub(crate) enum Pending {
     },
 }
 
-/// A pending baseline's text: in memory, or in the run's spill file once the run holds more
-/// than its row budget (`--row-memory`), so a first run over a large suite, which writes a
-/// pending file for every case, does not hold every text until the persist stage.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct PendingText(crate::report::store::RowBytes);
+/// A pending baseline's text: in memory, in the run's spill file once the run holds more than
+/// its row budget (`--row-memory`), so a first run over a large suite, which writes a pending
+/// file for every case, does not hold every text until the persist stage; or, when the run
+/// writes pending files, already in a temporary file beside its `.new`, which the persist stage
+/// renames into place (see [`Pending::kept`]).
+#[derive(Clone)]
+pub(crate) struct PendingText(Held);
+
+#[derive(Clone)]
+enum Held {
+    Bytes(crate::report::store::RowBytes),
+    Staged(std::sync::Arc<crate::fsutil::Staged>),
+}
 
 impl PendingText {
     /// `text`, held in memory.
     pub(crate) fn new(text: String) -> PendingText {
-        PendingText(text.into_bytes().into_boxed_slice().into())
+        PendingText(Held::Bytes(text.into_bytes().into_boxed_slice().into()))
     }
 
-    /// The same text, kept by `spill` (in memory while its budget lasts, else in its file).
-    pub(crate) fn kept(self, spill: &crate::report::store::Spill) -> PendingText {
-        match self.0.try_load() {
-            Ok(bytes) => PendingText(spill.keep(bytes.into_owned().into_boxed_slice())),
-            Err(_) => self,
+    /// The same text, staged beside `path` in `confined` when `stage_at` names them (kept by
+    /// `spill` if that fails: the persist stage then writes it, or reports why it cannot), else
+    /// kept by `spill` (in memory while its budget lasts, else in its file).
+    fn kept(
+        self,
+        spill: &crate::report::store::Spill,
+        stage_at: Option<(&crate::fsutil::Confined, &camino::Utf8Path)>,
+    ) -> PendingText {
+        let Held::Bytes(held) = &self.0 else {
+            return self;
+        };
+        let Ok(bytes) = held.try_load() else {
+            return self;
+        };
+        if let Some(Ok(staged)) = stage_at.map(|(c, path)| c.stage(path, &bytes)) {
+            return PendingText(Held::Staged(std::sync::Arc::new(staged)));
         }
+        PendingText(Held::Bytes(
+            spill.keep(bytes.into_owned().into_boxed_slice()),
+        ))
     }
 
     /// The text's bytes, or why they could not be read back.
     pub(crate) fn bytes(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
-        self.0.try_load()
+        match &self.0 {
+            Held::Bytes(b) => b.try_load(),
+            Held::Staged(s) => s.read().map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The text staged beside its `.new`, if it is.
+    pub(crate) fn staged(&self) -> Option<&crate::fsutil::Staged> {
+        match &self.0 {
+            Held::Staged(s) => Some(s),
+            Held::Bytes(_) => None,
+        }
     }
 }
 
 impl std::fmt::Debug for PendingText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PendingText({:?})", self.0)
+        match &self.0 {
+            Held::Bytes(b) => write!(f, "PendingText({b:?})"),
+            Held::Staged(s) => write!(f, "PendingText(staged for {})", s.path()),
+        }
     }
 }
+
+impl PartialEq for PendingText {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for PendingText {}
 
 impl PartialOrd for PendingText {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
@@ -80,25 +124,42 @@ impl PartialOrd for PendingText {
 }
 
 impl Ord for PendingText {
-    /// By content (compared only between two pending files of one case, which are rare).
+    /// By content (compared only between two pending files of one case, which are rare); a
+    /// text that cannot be read back compares as empty.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.load().cmp(&other.0.load())
+        let content = |t: &PendingText| t.bytes().unwrap_or_default().into_owned();
+        content(self).cmp(&content(other))
     }
 }
 
 impl Pending {
-    /// The same pending file with its text kept by `spill` (see [`PendingText`]).
-    pub(crate) fn kept(self, spill: &crate::report::store::Spill) -> Pending {
+    /// The same pending file with its text staged beside its `.new` in `stage_in` (the store of
+    /// a run that writes pending files), or else kept by `spill` (see [`PendingText`]).
+    ///
+    /// Staging writes each text once, from the judging worker that made it, while the other
+    /// workers judge; before, the texts of a large first run went to the spill file and were
+    /// read back to be written. The `.new` itself still appears only in the persist stage, once
+    /// the whole run is in view. A pending file that becomes a clearing (`mark_ambiguous`, the
+    /// trials) drops its staged file, which removes it.
+    pub(crate) fn kept(
+        self,
+        spill: &crate::report::store::Spill,
+        stage_in: Option<&crate::baseline::BaselineStore>,
+    ) -> Pending {
         match self {
             Pending::Write {
                 scenario,
                 case,
                 text,
-            } => Pending::Write {
-                scenario,
-                case,
-                text: text.kept(spill),
-            },
+            } => {
+                let at = stage_in.map(|s| (s.confined(), s.new_path(&scenario, &case)));
+                let text = text.kept(spill, at.as_ref().map(|(c, p)| (c, p.as_path())));
+                Pending::Write {
+                    scenario,
+                    case,
+                    text,
+                }
+            }
             other => other,
         }
     }
@@ -226,8 +287,8 @@ mod tests {
     #[test]
     fn a_pending_text_past_the_budget_reads_back_from_the_spill_file() {
         let spill = Spill::new(10);
-        let short = PendingText::new("{\"a\":1}".into()).kept(&spill);
-        let long = PendingText::new("x".repeat(5000)).kept(&spill);
+        let short = PendingText::new("{\"a\":1}".into()).kept(&spill, None);
+        let long = PendingText::new("x".repeat(5000)).kept(&spill, None);
         assert_eq!(short.bytes().unwrap().as_ref(), b"{\"a\":1}");
         assert!(
             matches!(long.bytes().unwrap(), std::borrow::Cow::Owned(_)),

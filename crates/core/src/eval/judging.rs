@@ -110,6 +110,10 @@ pub(crate) fn judge_stage(
             false => Ok(Some(claim)),
         }
     };
+    // A run that writes pending files stages each pending text beside its `.new` as it is made.
+    let stage_in = (opts.baselines.policy())
+        .filter(|_| opts.baselines.writes_pending())
+        .map(|p| &p.store);
     let judge_one = |(i, path): (usize, &Utf8PathBuf)| {
         let mut out = Outputs::default();
         let judged = claim_of(path).ok().and_then(|claim| {
@@ -133,7 +137,7 @@ pub(crate) fn judge_stage(
             flag.store(true, Ordering::Relaxed);
         }
         if let Some(p) = out.pending {
-            let p = p.kept(spill);
+            let p = p.kept(spill, stage_in);
             pending.lock().unwrap_or_else(|e| e.into_inner()).push(p);
         }
         if let Some((shown, b)) = out.behaviour {
