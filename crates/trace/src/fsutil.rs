@@ -28,6 +28,9 @@ use std::time::SystemTime;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+mod staged;
+pub use staged::Staged;
+
 /// When this process started writing: temporary files older than this are leftovers.
 fn run_started() -> SystemTime {
     static STARTED: std::sync::OnceLock<SystemTime> = std::sync::OnceLock::new();
@@ -421,6 +424,12 @@ impl Confined {
         if matches!(*file, "." | "..") {
             return Err(refused(path, "it names a directory"));
         }
+        Self::check_file(path)
+    }
+
+    /// The last part of [`Confined::check`], for a path whose directories were checked already:
+    /// the file itself is absent or a regular file, never a symlink.
+    fn check_file(path: &Utf8Path) -> std::io::Result<()> {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => Err(refused(
                 path,
@@ -474,92 +483,23 @@ impl Confined {
                 format!("`{from}` does not exist"),
             ));
         }
-        self.check(to, true)?;
+        // Within one directory (a pending file promoted), its directories were just checked.
+        match (from.parent(), to.parent()) {
+            (Some(a), Some(b)) if a == b && !matches!(to.file_name(), None | Some(".." | ".")) => {
+                Self::check_file(to)?
+            }
+            _ => self.check(to, true)?,
+        }
         if full_disk_injected(to) {
             return Err(full_disk());
         }
         std::fs::rename(from, to)
     }
 
-    /// Writes `bytes` to a temporary file beside `path` (creating directories under the root as
-    /// needed) without putting it in place: [`Staged::commit`] does, by a rename. So a file can
-    /// be written while its fate is still open, and appear only once it is decided; a [`Staged`]
-    /// dropped uncommitted removes its temporary file. Not synced, as [`Confined::write`] with
-    /// `durable` false.
-    pub fn stage(&self, path: &Utf8Path, bytes: &[u8]) -> std::io::Result<Staged> {
-        std::fs::create_dir_all(&self.root)?;
-        self.check(path, true)?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_str().is_empty() => d,
-            _ => Utf8Path::new("."),
-        };
-        remove_stale_temporaries(dir);
-        let (file, tmp) = temporary_in(dir)?;
-        let staged = Staged {
-            confined: self.clone(),
-            tmp,
-            path: path.to_owned(),
-            committed: std::sync::atomic::AtomicBool::new(false),
-        };
-        fill(&file, path, &mut |w| w.write_all(bytes))?;
-        Ok(staged)
-    }
-
     /// Reads `path` under the root: the same checks as a write, then [`read_regular`].
     pub fn read(&self, path: &Utf8Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
         self.check(path, false)?;
         read_regular(path, limit, what)
-    }
-}
-
-/// A file written beside its destination and not yet in place ([`Confined::stage`]).
-#[derive(Debug)]
-pub struct Staged {
-    confined: Confined,
-    tmp: Utf8PathBuf,
-    path: Utf8PathBuf,
-    committed: std::sync::atomic::AtomicBool,
-}
-
-impl Staged {
-    /// Where it goes.
-    pub fn path(&self) -> &Utf8Path {
-        &self.path
-    }
-
-    /// What was written.
-    pub fn read(&self) -> std::io::Result<Vec<u8>> {
-        std::fs::read(&self.tmp)
-    }
-
-    /// Puts the file in place by a rename (the destination checked again as a write checks it),
-    /// once: a second commit fails. The file is not synced.
-    pub fn commit(&self) -> std::io::Result<()> {
-        use std::sync::atomic::Ordering;
-        if self.committed.swap(true, Ordering::AcqRel) {
-            return Err(std::io::Error::other(format!(
-                "`{}` was put in place already",
-                self.path
-            )));
-        }
-        let renamed = self.confined.check(&self.path, true).and_then(|()| {
-            if full_disk_injected(&self.path) {
-                return Err(full_disk());
-            }
-            std::fs::rename(&self.tmp, &self.path)
-        });
-        if renamed.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-        renamed
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !*self.committed.get_mut() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
     }
 }
 

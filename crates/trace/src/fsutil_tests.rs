@@ -224,3 +224,34 @@ fn staging_and_committing_never_follow_a_symlink_out() {
         b"keep"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn confined_renames_never_go_through_a_symlink() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let c = Confined::new(utf8(root.path()));
+    let from = utf8(&root.path().join("s/a.new"));
+    c.write(&from, b"pending", false).unwrap();
+    std::fs::write(outside.path().join("important"), b"keep").unwrap();
+    // Within one directory: onto a symlink.
+    let link = utf8(&root.path().join("s/a"));
+    std::os::unix::fs::symlink(outside.path().join("important"), &link).unwrap();
+    let err = c.rename(&from, &link).unwrap_err();
+    assert!(err.to_string().contains("is a symlink"), "{err}");
+    // Into another directory through a symlinked one.
+    std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
+    let err = (c.rename(&from, &utf8(&root.path().join("linked/a")))).unwrap_err();
+    assert!(err.to_string().contains("is a symlink"), "{err}");
+    assert_eq!(names_in(outside.path()), ["important"]);
+    assert_eq!(
+        std::fs::read(outside.path().join("important")).unwrap(),
+        b"keep"
+    );
+    // Within one directory, onto nothing or a regular file: done.
+    let to = utf8(&root.path().join("s/b"));
+    c.rename(&from, &to).unwrap();
+    assert_eq!(std::fs::read(&to).unwrap(), b"pending");
+    let missing = c.rename(&from, &to).unwrap_err();
+    assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+}
