@@ -15,6 +15,11 @@
 //!
 //! Every run of the binary sets `CI` explicitly (`true`, except `baseline approve`, which writes
 //! nothing under CI) and writes its report to `/dev/null`.
+//!
+//! The writers' figures need a disk that has not just deleted many files: this bench deletes
+//! the files its writers made (40,000 a round of approve) when it ends, and on a filesystem without a journal
+//! creating files soon after is slower (ext4's `recently_deleted`; `docs/performance.md`). Give
+//! a second invocation a few minutes, or drop the page cache first.
 
 #[path = "corpus.rs"]
 mod corpus;
