@@ -17,9 +17,9 @@
 //! nothing under CI) and writes its report to `/dev/null`.
 //!
 //! The writers' figures need a disk that has not just deleted many files: this bench deletes
-//! the files its writers made (40,000 a round of approve) when it ends, and on a filesystem without a journal
-//! creating files soon after is slower (ext4's `recently_deleted`; `docs/performance.md`). Give
-//! a second invocation a few minutes, or drop the page cache first.
+//! the files its writers made (40,000 a round of approve) when it ends, and on a filesystem
+//! without a journal creating files soon after is slower (ext4's `recently_deleted`; see
+//! `docs/performance.md`). Give a second invocation a few minutes, or drop the page cache.
 
 #[path = "corpus.rs"]
 mod corpus;
