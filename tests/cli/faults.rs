@@ -378,3 +378,38 @@ fn a_full_disk_loses_nothing_and_exits_2() {
     assert_eq!(snapshot(&env, ".tracereplay/cache"), cache);
     no_temporary_files(&env);
 }
+
+/// One promotion of `baseline approve` fails (its rename only: the hook matches the approved
+/// path's end, not its `.new`'s). The promotions run together, so every other one is done,
+/// reported and made durable, whether before or after the failed one in the report's order;
+/// the failed case keeps its old baseline and its pending file, and the command exits 2.
+#[test]
+fn one_failed_promotion_of_approve_keeps_every_other_one() {
+    let env = Env::new();
+    let (old, new, _) = drifted(&env);
+    let failing = "baselines/s007/default.baseline.json";
+    let out = on_full_disk(&env, &["baseline", "approve"], &format!("{failing}$"));
+    assert!(out.stderr.contains("cannot move"), "{}", out.stderr);
+    let now = snapshot(&env, "baselines");
+    let f = failing.strip_prefix("baselines/").unwrap();
+    assert_eq!(
+        now.get(f),
+        old.get(f),
+        "the failed case keeps its old baseline"
+    );
+    assert_eq!(
+        now.get(&format!("{f}.new")),
+        new.get(f),
+        "and its pending file"
+    );
+    let promoted: Vec<&String> = (new.keys()).filter(|k| k.as_str() != f).collect();
+    assert_eq!(promoted.len(), SCENARIOS - 1);
+    for k in &promoted {
+        assert_eq!(now.get(*k), new.get(*k), "`{k}` approved");
+        assert!(!now.contains_key(&format!("{k}.new")), "`{k}.new` promoted");
+        let line = format!("approved {}/default -> baselines/{k}", &k[..4]);
+        assert!(out.stdout.contains(&line), "{line} in {}", out.stdout);
+    }
+    assert!(!out.stdout.contains("approved s007/"), "{}", out.stdout);
+    no_temporary_files(&env);
+}

@@ -14,8 +14,9 @@
 //!   processes writing the same file leave one complete version of it (the last renamed), and a
 //!   reader holding the old file open keeps reading the old version.
 //! - **Faults** (debug builds only, for the fault tests): `TRACEREPLAY_FAULT_FULL_DISK=<text>`
-//!   makes every write or rename whose destination contains `<text>` fail as a full disk does,
-//!   after part of the data reached the temporary file.
+//!   makes every write or rename whose destination contains `<text>` (ends with it, when
+//!   written `<text>$`) fail as a full disk does, after part of the data reached the temporary
+//!   file.
 //! - **Confinement** ([`Confined`]): every directory between the root and the file must be a
 //!   real directory, not a symlink, and the file itself, if it exists, a regular file; otherwise
 //!   the write (or removal, or rename) is refused with a message naming the path. The root itself
@@ -52,8 +53,10 @@ pub fn is_disk_full(e: &std::io::Error) -> bool {
 /// The fault tests' full disk: whether writes to `path` are to fail (debug builds only).
 fn full_disk_injected(path: &Utf8Path) -> bool {
     cfg!(debug_assertions)
-        && std::env::var("TRACEREPLAY_FAULT_FULL_DISK")
-            .is_ok_and(|p| !p.is_empty() && path.as_str().contains(&p))
+        && std::env::var("TRACEREPLAY_FAULT_FULL_DISK").is_ok_and(|p| match p.strip_suffix('$') {
+            Some(end) => !end.is_empty() && path.as_str().ends_with(end),
+            None => !p.is_empty() && path.as_str().contains(&p),
+        })
 }
 
 fn full_disk() -> std::io::Error {
