@@ -443,7 +443,7 @@ fn approve(args: &ApproveArgs, settings: &Settings, out: &mut dyn Write) -> anyh
             policy: BaselinePolicy {
                 store: BaselineStore::new(dir.clone()),
                 mode: DriftMode::Default,
-                tolerance: 0.2,
+                tolerance: tracereplay_core::eval::pipeline::DEFAULT_TOLERANCE,
                 refresh: true,
                 alpha: tracereplay_core::eval::pipeline::DEFAULT_ALPHA,
             },

@@ -12,8 +12,8 @@ use tracereplay_core::baseline::{Approved, BaselineSet, Behaviour};
 use tracereplay_core::diff::report::write_finding;
 use tracereplay_core::diff::{DriftMode, compare};
 
-/// The tolerance `pending` compares with (the default of `check --tolerance`).
-const TOLERANCE: f64 = 0.2;
+/// The tolerance `pending` compares with (the default of `usage-tolerance`).
+const TOLERANCE: f64 = tracereplay_core::eval::pipeline::DEFAULT_TOLERANCE;
 
 /// Writes what approving the pending file `pending` would change in `approved` (`removal`: the
 /// pending file removes it).

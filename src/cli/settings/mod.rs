@@ -329,7 +329,7 @@ impl Settings {
     pub(super) fn usage_tolerance_pct(&self) -> f64 {
         self.read(Key::UsageTolerance)
             .usage_tolerance
-            .unwrap_or(20.0)
+            .unwrap_or(tracereplay_core::eval::pipeline::DEFAULT_TOLERANCE_PERCENT)
     }
 
     /// `usage-tolerance` as a fraction, checked.
@@ -427,7 +427,8 @@ impl Settings {
     /// [`Settings::baselines`] for a command that reads only the trial-verdict regression test
     /// of trial sets (`trials next`): the usage tolerance plays no part.
     pub(super) fn baselines_of_trial_verdicts(&self) -> anyhow::Result<Baselines> {
-        self.baselines_with(false, self.alpha()?, 0.2)
+        let tolerance = tracereplay_core::eval::pipeline::DEFAULT_TOLERANCE;
+        self.baselines_with(false, self.alpha()?, tolerance)
     }
 
     fn baselines_with(

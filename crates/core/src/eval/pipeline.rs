@@ -48,6 +48,12 @@ pub struct BaselinePolicy {
 /// The default `--alpha`.
 pub const DEFAULT_ALPHA: f64 = 0.05;
 
+/// The default usage tolerance (`usage-tolerance`), in percent.
+pub const DEFAULT_TOLERANCE_PERCENT: f64 = 20.0;
+
+/// [`DEFAULT_TOLERANCE_PERCENT`] as a fraction (0.2).
+pub const DEFAULT_TOLERANCE: f64 = DEFAULT_TOLERANCE_PERCENT / 100.0;
+
 /// Verifies a trace file's seal and parses it.
 pub fn verify_and_parse<'f>(
     file: &'f TraceFile,
