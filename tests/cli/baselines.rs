@@ -41,8 +41,7 @@ fn changed_arguments_fail_until_accepted_and_ci_writes_nothing() {
     let env = Env::new();
     copy_demo(&env, true);
     let before = files_under(&env.path("baselines"));
-    let text = trace_body(&env, TIMEOUT).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, TIMEOUT, &text);
+    edit_trace(&env, TIMEOUT, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
 
     let out = env.run(&["check", "traces/"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -148,8 +147,7 @@ fn timestamps_and_call_ids_alone_are_not_drift() {
 fn a_changed_final_answer_warns_by_default_and_fails_when_strict() {
     let env = Env::new();
     copy_demo(&env, true);
-    let text = trace_body(&env, SHELL).replace("removed 14 files.\"}", "14 files removed.\"}");
-    reseal(&env, SHELL, &text);
+    edit_trace(&env, SHELL, "removed 14 files.\"}", "14 files removed.\"}");
     let out = env.run(&["check", "traces/", "--format", "json"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let r = json(&out);
@@ -182,11 +180,12 @@ fn regressions_are_named_and_fail() {
     let env = Env::new();
     copy_demo(&env, true);
     // The approved run passed `final-answer-not-contains error`; the new one says "error".
-    let text = trace_body(&env, SHELL).replace(
+    edit_trace(
+        &env,
+        SHELL,
         "The build directory is clean: removed 14 files.",
         "Removed 14 files, one error ignored.",
     );
-    reseal(&env, SHELL, &text);
     let out = env.run(&["check", "traces/", "--format", "json", "--fail-on", "none"]);
     assert_eq!(
         out.code, 1,
@@ -294,8 +293,7 @@ fn stale_pending_files_are_removed_when_the_case_matches_again() {
     let env = Env::new();
     copy_demo(&env, true);
     let original = env.read(BASIC);
-    let text = trace_body(&env, BASIC).replace("demo information\"}", "demo informations\"}");
-    reseal(&env, BASIC, &text);
+    edit_trace(&env, BASIC, "demo information\"}", "demo informations\"}");
     assert_eq!(env.run_with(&["check", "traces/"], &[]).code, 1);
     let pending = env.path("baselines/agent.tool.basic/default.baseline.json.new");
     assert!(pending.exists());

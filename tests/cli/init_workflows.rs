@@ -172,8 +172,12 @@ fn audit(with_file: bool) {
     let out = local(&env, &["check", "traces/", "--json", "before.json"]);
     assert_eq!(out.code, 0, "{out:?}");
     // A failure, audited from the run folder and the HTML report.
-    let body = trace_body(&env, EXAMPLE).replace("\"tool\":\"web_search\"", "\"tool\":\"shell\"");
-    reseal(&env, EXAMPLE, &body);
+    edit_trace(
+        &env,
+        EXAMPLE,
+        "\"tool\":\"web_search\"",
+        "\"tool\":\"shell\"",
+    );
     let args = [
         "check",
         "traces/",

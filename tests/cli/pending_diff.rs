@@ -12,8 +12,7 @@ const TIMEOUT: &str = "traces/agent.tool.timeout/default.trace.ndjson.zst";
 fn pending_diff_shows_changes_removals_and_new_baselines() {
     let env = Env::new();
     copy_demo(&env, true);
-    let text = trace_body(&env, TIMEOUT).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, TIMEOUT, &text);
+    edit_trace(&env, TIMEOUT, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     std::fs::remove_file(env.path(BASIC)).unwrap();
     let out = env.run_with(&["check", "traces/"], &[("CI", "false")]);
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -99,13 +98,10 @@ fn two_traces_of_one_case_leave_no_pending_or_staged_file() {
     let env = Env::new();
     copy_demo(&env, true);
     let before = files_under(&env.path("baselines"));
-    let drifted = trace_body(&env, BASIC).replace("\"demo information\"", "\"other information\"");
-    assert_ne!(drifted, trace_body(&env, BASIC));
-    reseal(&env, BASIC, &drifted);
+    edit_trace(&env, BASIC, "\"demo information\"", "\"other information\"");
     let second = "traces/agent.tool.basic/second.trace.ndjson.zst";
     std::fs::copy(env.path(BASIC), env.path(second)).unwrap();
-    let text = trace_body(&env, TIMEOUT).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, TIMEOUT, &text);
+    edit_trace(&env, TIMEOUT, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
 
     let out = env.run_with(
         &["check", "traces/", "--format", "json"],

@@ -8,8 +8,7 @@ fn fixed_run() -> Env {
     let env = Env::new();
     copy_demo(&env, true);
     let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
-    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     let s = "traces/agent.shell.approved/default.trace.ndjson.zst";
     let sealed = String::from_utf8(zstd::decode_all(&env.read(s)[..]).unwrap())
         .unwrap()
@@ -301,8 +300,7 @@ fn explain_shows_deciding_events_for_every_failing_demo_trace() {
     );
     // Drift appears when there is a baseline to compare with.
     let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
-    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     let out = env.run(&["explain", t]);
     assert!(
         out.stdout.contains("drift arguments-changed"),
@@ -440,8 +438,7 @@ fn explain_and_check_agree_on_oracles_and_drift() {
     let env = Env::new();
     copy_demo(&env, true);
     let t = "traces/agent.tool.basic/default.trace.ndjson.zst";
-    let text = trace_body(&env, t).replace("\"input_tokens\":420", "\"input_tokens\":730");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "\"input_tokens\":420", "\"input_tokens\":730");
     for tolerance in [None, Some("50")] {
         let mut check = vec![
             "check",

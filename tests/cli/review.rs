@@ -18,8 +18,7 @@ const APPROVED_TIMEOUT: &str = "baselines/agent.tool.timeout/default.baseline.js
 fn two_pending() -> Env {
     let env = Env::new();
     copy_demo(&env, true);
-    let text = trace_body(&env, TIMEOUT).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, TIMEOUT, &text);
+    edit_trace(&env, TIMEOUT, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     std::fs::remove_file(env.path(BASIC)).unwrap();
     let out = env.run_with(&["check", "traces/"], &[("CI", "false")]);
     assert_eq!(out.code, 1, "{}", out.stdout);

@@ -39,8 +39,7 @@ fn the_cache_never_changes_the_output_and_never_serves_stale_rows() {
 
     // An edited trace is judged again, not served from the cache.
     let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
-    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     let out = env.run(&["check", "traces/", "--format", "json"]);
     assert_eq!(out.code, 1, "the arguments drifted");
     assert!(out.stdout.contains("arguments-changed"));
@@ -200,8 +199,7 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
     assert_eq!(env.read(CACHE), learned);
     // Changed bytes never hit.
     let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
-    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     let edited = env.run(&args);
     assert!(
         edited.stderr.contains("(20 traces, 19 from the cache)"),
@@ -300,8 +298,7 @@ fn rows_held_on_disk_change_nothing() {
     assert_eq!(rewritten, filtered, "rows read across a save");
     assert_ne!(env.read(CACHE), filled);
     let t = "traces/agent.tool.timeout/default.trace.ndjson.zst";
-    let text = trace_body(&env, t).replace("\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "\"city\":\"Oslo\"", "\"city\":\"Bergen\"");
     let edited = run(&["--no-cache"]);
     assert_ne!(edited, in_memory);
     assert_eq!(run(&on_disk), edited);

@@ -327,8 +327,7 @@ fn merge_refuses_an_incomplete_duplicated_or_foreign_set_of_shares() {
     // A share of another commit: one trace's bytes changed.
     let t = "traces/agent.tool.basic/default.trace.ndjson.zst";
     let original = env.read(t);
-    let text = trace_body(&env, t).replace("demo information", "demo info");
-    reseal(&env, t, &text);
+    edit_trace(&env, t, "demo information", "demo info");
     share(3, "other3.json");
     let out = merge(&["s1.json", "s2.json", "other3.json"]);
     assert_eq!(out.code, 2);

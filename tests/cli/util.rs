@@ -272,6 +272,14 @@ pub(crate) fn trace_body(env: &Env, rel: &str) -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
+/// Edits the trace `rel` in `env`: its body with `from` replaced by `to` (which must occur),
+/// sealed again.
+pub(crate) fn edit_trace(env: &Env, rel: &str, from: &str, to: &str) {
+    let body = trace_body(env, rel);
+    assert!(body.contains(from), "`{from}` is not in `{rel}`");
+    reseal(env, rel, &body.replace(from, to));
+}
+
 /// Re-seals edited trace text into `rel`.
 pub(crate) fn reseal(env: &Env, rel: &str, text: &str) {
     env.write(rel, sealed_zst(text));

@@ -79,34 +79,64 @@ fn stale_temporary_files_are_removed_fresh_ones_and_others_kept() {
     assert!(in_progress.exists());
 }
 
+/// A confined root, and outside it a directory holding `important` (`keep`) that the root's
+/// `linked` points to: what no confined write, rename or removal may reach.
+#[cfg(unix)]
+struct Escape {
+    root: tempfile::TempDir,
+    outside: tempfile::TempDir,
+    c: Confined,
+}
+
+#[cfg(unix)]
+impl Escape {
+    fn new() -> Escape {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let c = Confined::new(utf8(root.path()));
+        std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
+        std::fs::write(outside.path().join("important"), b"keep").unwrap();
+        Escape { root, outside, c }
+    }
+
+    /// `rel` under the root.
+    fn at(&self, rel: &str) -> Utf8PathBuf {
+        utf8(&self.root.path().join(rel))
+    }
+
+    /// `rel` under the root made a symlink to `important`.
+    fn link_to_important(&self, rel: &str) -> Utf8PathBuf {
+        let link = self.at(rel);
+        std::os::unix::fs::symlink(self.outside.path().join("important"), &link).unwrap();
+        link
+    }
+
+    /// Outside the root, nothing was written, renamed or removed.
+    fn assert_untouched(&self) {
+        assert_eq!(names_in(self.outside.path()), ["important"]);
+        assert_eq!(
+            std::fs::read(self.outside.path().join("important")).unwrap(),
+            b"keep"
+        );
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn confined_writes_never_follow_a_symlink_out() {
-    let root = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
-    let c = Confined::new(utf8(root.path()));
-    std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
-    let through = utf8(&root.path().join("linked/x.baseline.json"));
-    let err = c.write(&through, b"x", false).unwrap_err();
+    let e = Escape::new();
+    let err = (e.c.write(&e.at("linked/x.baseline.json"), b"x", false)).unwrap_err();
     assert!(err.to_string().contains("is a symlink"), "{err}");
-    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-    std::fs::write(outside.path().join("important"), b"keep").unwrap();
-    std::os::unix::fs::symlink(outside.path().join("important"), root.path().join("f.json"))
-        .unwrap();
-    let link = utf8(&root.path().join("f.json"));
-    assert!(c.write(&link, b"x", false).is_err());
-    assert!(c.remove(&link).is_err());
-    assert_eq!(
-        std::fs::read(outside.path().join("important")).unwrap(),
-        b"keep"
-    );
-    let fine = utf8(&root.path().join("a/b.json"));
-    c.write(&fine, b"ok", true).unwrap();
+    e.assert_untouched();
+    let link = e.link_to_important("f.json");
+    assert!(e.c.write(&link, b"x", false).is_err());
+    assert!(e.c.remove(&link).is_err());
+    e.assert_untouched();
+    let fine = e.at("a/b.json");
+    e.c.write(&fine, b"ok", true).unwrap();
     assert_eq!(std::fs::read(&fine).unwrap(), b"ok");
-    assert!(
-        c.write(&utf8(outside.path()).join("y"), b"x", false)
-            .is_err()
-    );
+    assert!((e.c.write(&utf8(e.outside.path()).join("y"), b"x", false)).is_err());
+    e.assert_untouched();
 }
 
 #[cfg(unix)]
@@ -203,55 +233,39 @@ fn a_staged_file_appears_only_when_committed_and_goes_when_dropped() {
 #[cfg(unix)]
 #[test]
 fn staging_and_committing_never_follow_a_symlink_out() {
-    let root = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
-    let c = Confined::new(utf8(root.path()));
-    std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
-    let err = (c.stage(&utf8(&root.path().join("linked/x.new")), b"x")).unwrap_err();
+    let e = Escape::new();
+    let err = (e.c.stage(&e.at("linked/x.new"), b"x")).unwrap_err();
     assert!(err.to_string().contains("is a symlink"), "{err}");
-    assert!(names_in(outside.path()).is_empty());
+    e.assert_untouched();
     // A symlink put where the file goes after it was staged: the commit refuses it and the
     // staged file goes.
-    let path = utf8(&root.path().join("d/f.new"));
-    let staged = c.stage(&path, b"x").unwrap();
-    std::fs::write(outside.path().join("important"), b"keep").unwrap();
-    std::os::unix::fs::symlink(outside.path().join("important"), &path).unwrap();
+    let path = e.at("d/f.new");
+    let staged = e.c.stage(&path, b"x").unwrap();
+    e.link_to_important("d/f.new");
     let err = staged.commit().unwrap_err();
     assert!(err.to_string().contains("is a symlink"), "{err}");
-    assert_eq!(names_in(&root.path().join("d")), ["f.new"]);
-    assert_eq!(
-        std::fs::read(outside.path().join("important")).unwrap(),
-        b"keep"
-    );
+    assert_eq!(names_in(&e.root.path().join("d")), ["f.new"]);
+    e.assert_untouched();
 }
 
 #[cfg(unix)]
 #[test]
 fn confined_renames_never_go_through_a_symlink() {
-    let root = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
-    let c = Confined::new(utf8(root.path()));
-    let from = utf8(&root.path().join("s/a.new"));
-    c.write(&from, b"pending", false).unwrap();
-    std::fs::write(outside.path().join("important"), b"keep").unwrap();
+    let e = Escape::new();
+    let from = e.at("s/a.new");
+    e.c.write(&from, b"pending", false).unwrap();
     // Within one directory: onto a symlink.
-    let link = utf8(&root.path().join("s/a"));
-    std::os::unix::fs::symlink(outside.path().join("important"), &link).unwrap();
-    let err = c.rename(&from, &link).unwrap_err();
+    let link = e.link_to_important("s/a");
+    let err = e.c.rename(&from, &link).unwrap_err();
     assert!(err.to_string().contains("is a symlink"), "{err}");
     // Into another directory through a symlinked one.
-    std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
-    let err = (c.rename(&from, &utf8(&root.path().join("linked/a")))).unwrap_err();
+    let err = e.c.rename(&from, &e.at("linked/a")).unwrap_err();
     assert!(err.to_string().contains("is a symlink"), "{err}");
-    assert_eq!(names_in(outside.path()), ["important"]);
-    assert_eq!(
-        std::fs::read(outside.path().join("important")).unwrap(),
-        b"keep"
-    );
+    e.assert_untouched();
     // Within one directory, onto nothing or a regular file: done.
-    let to = utf8(&root.path().join("s/b"));
-    c.rename(&from, &to).unwrap();
+    let to = e.at("s/b");
+    e.c.rename(&from, &to).unwrap();
     assert_eq!(std::fs::read(&to).unwrap(), b"pending");
-    let missing = c.rename(&from, &to).unwrap_err();
+    let missing = e.c.rename(&from, &to).unwrap_err();
     assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
 }
