@@ -488,9 +488,8 @@ impl Confined {
         }
         // Within one directory (a pending file promoted), its directories were just checked.
         match (from.parent(), to.parent()) {
-            (Some(a), Some(b)) if a == b && !matches!(to.file_name(), None | Some(".." | ".")) => {
-                Self::check_file(to)?
-            }
+            // (`file_name` is `None` for a path ending in `..`.)
+            (Some(a), Some(b)) if a == b && to.file_name().is_some() => Self::check_file(to)?,
             _ => self.check(to, true)?,
         }
         if full_disk_injected(to) {

@@ -262,6 +262,9 @@ fn confined_renames_never_go_through_a_symlink() {
     let err = e.c.rename(&from, &e.at("linked/a")).unwrap_err();
     assert!(err.to_string().contains("is a symlink"), "{err}");
     e.assert_untouched();
+    // Onto the directory above, spelt within this one: refused.
+    let err = e.c.rename(&from, &e.at("s/..")).unwrap_err();
+    assert!(err.to_string().contains("names a directory"), "{err}");
     // Within one directory, onto nothing or a regular file: done.
     let to = e.at("s/b");
     e.c.rename(&from, &to).unwrap();
