@@ -157,3 +157,33 @@ fn a_jq_program_that_crashes_or_never_ends_fails_alone_and_the_run_goes_on() {
     assert_eq!(oracles[2]["verdict"], "pass", "{}", msg(2));
     assert!(msg(3).contains("not available"), "{}", msg(3));
 }
+
+/// A jq program that takes memory without end fails alone, on its worker's cap (how much the
+/// worker may grow past what it maps at start), and the worker's next program runs as before:
+/// the cap is on growth, so the allocator's own reservations never make a program crash.
+#[test]
+fn a_jq_program_that_takes_memory_without_end_fails_alone_on_its_cap() {
+    let env = Env::new();
+    suite(
+        &env,
+        serde_json::json!([
+            {"type": "expr", "jq": "reduce range(40) as $i (\"x\"; . + .) | length > 0"},
+            {"type": "expr", "jq": "[.events[] | select(.kind == \"tool_call\")] | length == 2"}
+        ]),
+    );
+    let out = env.run(&[
+        "check",
+        "traces",
+        "--format",
+        "json",
+        "--no-cache",
+        "-j",
+        "1",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let report = json(&out);
+    let oracles = &row(&report, "default.trace.ndjson.zst")["oracles"];
+    let message = oracles[0]["message"].as_str().unwrap();
+    assert!(message.contains("crashed its evaluator"), "{message}");
+    assert_eq!(oracles[1]["verdict"], "pass", "{}", oracles[1]);
+}

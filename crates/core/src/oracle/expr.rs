@@ -13,7 +13,8 @@
 //! program that exceeds either fails with that message while the run goes on. jaq cannot be
 //! interrupted, and a program that recurses without end overflows its stack, which aborts a
 //! process; so the `tracereplay` binary evaluates programs in a child process of itself (one
-//! per judging thread, reused across traces, its address space capped at [`WORKER_MEMORY`]),
+//! per judging thread, reused across traces, its address space capped at [`WORKER_MEMORY`] past
+//! what it maps at start),
 //! and kills and replaces the child when a program runs out of time or crashes it. A library
 //! user that has not called [`use_worker`] gets in-process evaluation on a helper thread
 //! instead: the time budget still holds (a runaway program is left running on its thread, and
@@ -41,7 +42,7 @@ pub const OUTPUT_BYTES: usize = 1 << 20;
 /// Runaway programs tolerated per process (in-process evaluation) before `expr` stops starting
 /// new runs.
 pub const MAX_RUNAWAYS: usize = 4;
-/// The address-space cap of a worker process.
+/// How much a worker process's address space may grow past what it maps at start.
 pub const WORKER_MEMORY: u64 = 512 << 20;
 /// The first argument that starts the binary as an `expr` worker.
 pub const WORKER_ARG: &str = "__expr-worker";
@@ -195,9 +196,14 @@ pub fn worker_main() -> i32 {
     use std::io::{BufWriter, Read, Write};
     #[cfg(unix)]
     {
+        // The cap is on growth past what is mapped at start. The allocator reserves address
+        // space before `main` (mimalloc: a 1 GiB arena), and a cap below what is mapped already
+        // fails every later mapping, which the allocator needs when it gives pages back and
+        // takes them again: programs then crashed now and then, as timing had it.
+        let cap = mapped_bytes().unwrap_or(0).saturating_add(WORKER_MEMORY);
         let cap = rustix::process::Rlimit {
-            current: Some(WORKER_MEMORY),
-            maximum: Some(WORKER_MEMORY),
+            current: Some(cap),
+            maximum: Some(cap),
         };
         let _ = rustix::process::setrlimit(rustix::process::Resource::As, cap);
     }
@@ -234,6 +240,16 @@ pub fn worker_main() -> i32 {
             return 0;
         }
     }
+}
+
+/// The address space this process has mapped (`VmSize` of `/proc/self/status`), where the
+/// system says.
+#[cfg(unix)]
+fn mapped_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmSize:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// A worker process and the thread that reads its answers.
