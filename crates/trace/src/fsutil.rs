@@ -30,6 +30,7 @@ use std::time::SystemTime;
 use camino::{Utf8Path, Utf8PathBuf};
 
 mod staged;
+mod whole_fs;
 pub use staged::Staged;
 
 /// When this process started writing: temporary files older than this are leftovers.
@@ -92,8 +93,9 @@ pub fn mark_run_start() {
 }
 
 /// Makes `files` durable, and their directories' entries for them: each file is synced (in
-/// parallel), then each directory from the files' own up to `root` once. Only what was written
-/// is flushed — never the whole filesystem, other processes' dirty pages included.
+/// parallel), then each directory from the files' own up to `root` once. A large batch written
+/// by this process is made durable by one `syncfs` of its filesystem instead, only when that
+/// cannot cost much more (little else unwritten on the machine; see `whole_fs`).
 pub fn sync_written(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::Result<()> {
     sync_all_of(files.iter().map(Utf8PathBuf::as_path))?;
     sync_directories_of(files, root)
@@ -124,9 +126,10 @@ pub fn sync_directories_of(files: &[Utf8PathBuf], root: &Utf8Path) -> std::io::R
 const SYNC_THREADS: usize = 64;
 
 /// Syncs every path (a file, or a directory on Unix) through a handle on it, from up to
-/// [`SYNC_THREADS`] threads; the first error wins.
+/// [`SYNC_THREADS`] threads, or a large batch with one `syncfs` of its filesystem (`whole_fs`);
+/// the first error wins.
 fn sync_all_of<'p>(paths: impl Iterator<Item = &'p Utf8Path>) -> std::io::Result<()> {
-    let paths: Vec<&Utf8Path> = paths.collect();
+    let paths = whole_fs::sync_filesystems_of(paths.collect())?;
     if paths.is_empty() {
         return Ok(());
     }
@@ -228,6 +231,9 @@ fn remove_stale_temporaries(dir: &Utf8Path) {
         }
         cleaned.insert(dir.as_str().to_owned());
     }
+    // Before this process's first file in `dir`: a later sync of its whole filesystem then
+    // reports a failed write-back of any file written from here on.
+    whole_fs::note_directory(dir);
     let started = run_started();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -289,8 +295,35 @@ fn fill(
         out.flush()?;
         return Err(full_disk());
     }
-    write(&mut out)?;
+    let mut counted = Counted {
+        inner: &mut out,
+        bytes: 0,
+    };
+    write(&mut counted)?;
+    whole_fs::note_written(counted.bytes);
     out.flush()
+}
+
+/// A writer that counts the bytes written through it.
+struct Counted<'w> {
+    inner: &'w mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(buf)?;
+        self.bytes += buf.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Opens `path` for reading without blocking on a FIFO (on Unix; elsewhere as usual). The
