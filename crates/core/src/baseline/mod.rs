@@ -3,6 +3,7 @@
 mod behaviour;
 mod set;
 mod store;
+mod text;
 
 pub mod usage;
 pub use crate::common::segment::{

@@ -14,7 +14,7 @@ fn baseline(run: &Run, layout: &Layout) -> String {
 }
 
 /// JSON values with nested objects, arrays, integral and fractional floats, `-0`.
-fn value() -> impl Strategy<Value = Value> {
+pub(super) fn value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),

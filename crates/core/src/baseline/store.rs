@@ -86,9 +86,7 @@ impl BaselineFile {
     /// scalars stays on one line (`[1, 2, 3]`), so a long list of numbers costs a line, not a
     /// line per element.
     pub fn to_text(&self) -> String {
-        // `serde_json::Value` maps are sorted, which sorts every key in the file.
-        let value = serde_json::to_value(self).expect("a baseline serialises");
-        pretty_text(&value)
+        super::text::baseline_text(self)
     }
 
     /// Reads and validates a baseline file (a regular file of at most
@@ -254,7 +252,7 @@ pub(crate) fn pretty(v: &serde_json::Value, indent: usize, out: &mut Vec<u8>) {
 }
 
 /// `v` as compact JSON, appended to `out`.
-fn compact<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
+pub(super) fn compact<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
     serde_json::to_writer(&mut *out, v).expect("JSON is written into memory");
 }
 
