@@ -60,6 +60,7 @@ mod reports;
 mod review;
 mod s3;
 mod scale;
+mod scale_identity;
 mod scores;
 mod seal;
 mod sequencer;
