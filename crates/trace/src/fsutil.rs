@@ -208,6 +208,15 @@ fn temporary_in(dir: &Utf8Path) -> std::io::Result<(std::fs::File, Utf8PathBuf)>
     Err(std::io::Error::other("cannot name a temporary file"))
 }
 
+/// The directory a write of `path` goes into (`.` for a bare file name): where its temporary
+/// file is made, and what the stale-file clean-up and the whole-filesystem sync key it by.
+fn directory_of(path: &Utf8Path) -> &Utf8Path {
+    match path.parent() {
+        Some(d) if !d.as_str().is_empty() => d,
+        _ => Utf8Path::new("."),
+    }
+}
+
 /// Whether `name` is one of this tool's temporary files (`.tracereplay-<16 hex>.tmp`).
 fn is_temporary_name(name: &str) -> bool {
     name.strip_prefix(".tracereplay-")
@@ -258,10 +267,7 @@ fn write_atomic_with(
     durable: bool,
     before_rename: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_str().is_empty() => d,
-        _ => Utf8Path::new("."),
-    };
+    let dir = directory_of(path);
     remove_stale_temporaries(dir);
     let (file, tmp) = temporary_in(dir)?;
     let written = (|| {

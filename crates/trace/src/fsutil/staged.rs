@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use super::{
-    Confined, fill, full_disk, full_disk_injected, remove_stale_temporaries, temporary_in,
+    Confined, directory_of, fill, full_disk, full_disk_injected, remove_stale_temporaries,
+    temporary_in,
 };
 
 impl Confined {
@@ -18,10 +19,7 @@ impl Confined {
     pub fn stage(&self, path: &Utf8Path, bytes: &[u8]) -> std::io::Result<Staged> {
         std::fs::create_dir_all(self.root())?;
         self.check(path, true)?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_str().is_empty() => d,
-            _ => Utf8Path::new("."),
-        };
+        let dir = directory_of(path);
         remove_stale_temporaries(dir);
         let (file, tmp) = temporary_in(dir)?;
         let staged = Staged {

@@ -27,16 +27,17 @@
 //! A path whose directory this process did not write into through `fsutil` (so no descriptor
 //! was opened before it) is synced on its own, as on every other system.
 
-use camino::Utf8Path;
-
 /// The fewest paths in a batch worth one whole-filesystem sync.
+#[cfg(any(target_os = "linux", test))]
 pub(crate) const MIN_FILES: usize = 64;
 
 /// Unwritten bytes allowed, beyond this process's own, for each file one `syncfs` replaces.
+#[cfg(any(target_os = "linux", test))]
 pub(crate) const ALLOWANCE_PER_FILE: u64 = 16 * 1024;
 
 /// Whether one `syncfs` of a batch of `files` pays: enough files, and no more unwritten on the
 /// machine (`unwritten`) than this process wrote (`ours`) plus an allowance per file.
+#[cfg(any(target_os = "linux", test))]
 pub(crate) fn pays(files: usize, unwritten: u64, ours: u64) -> bool {
     files >= MIN_FILES
         && unwritten <= ours.saturating_add((files as u64).saturating_mul(ALLOWANCE_PER_FILE))
@@ -44,6 +45,7 @@ pub(crate) fn pays(files: usize, unwritten: u64, ours: u64) -> bool {
 
 /// Whether the kernel release (`uname -r`, `/proc/sys/kernel/osrelease`) is 5.8 or later, whose
 /// `syncfs` reports write-back errors.
+#[cfg(any(target_os = "linux", test))]
 pub(crate) fn reports_errors(release: &str) -> bool {
     let mut parts = release.trim().split(['.', '-', '+']);
     let number = |p: Option<&str>| p.and_then(|p| p.parse::<u32>().ok());
@@ -54,6 +56,7 @@ pub(crate) fn reports_errors(release: &str) -> bool {
 }
 
 /// `Dirty` + `Writeback` of a `/proc/meminfo` text, in bytes (`None` when either is missing).
+#[cfg(any(target_os = "linux", test))]
 pub(crate) fn unwritten_of(meminfo: &str) -> Option<u64> {
     let field = |name: &str| {
         meminfo.lines().find_map(|l| {
@@ -168,8 +171,11 @@ mod linux {
             };
             for p in paths {
                 // A directory this process wrote into, or a file in one.
-                let dev = (written.directories.get(p.as_str()))
-                    .or_else(|| written.directories.get(super::directory_of(p).as_str()));
+                let dev = (written.directories.get(p.as_str())).or_else(|| {
+                    written
+                        .directories
+                        .get(crate::fsutil::directory_of(p).as_str())
+                });
                 match dev.and_then(|d| Some((d, written.filesystems.get(d)?.as_ref()?))) {
                     Some((dev, handle)) => {
                         covered.push(p);
@@ -191,14 +197,6 @@ mod linux {
             WHOLE_SYNCS.fetch_add(1, Ordering::Relaxed);
         }
         Ok(rest)
-    }
-}
-
-/// The directory a write of `path` goes into, as [`note_directory`] keys it.
-pub(crate) fn directory_of(path: &Utf8Path) -> &Utf8Path {
-    match path.parent() {
-        Some(d) if !d.as_str().is_empty() => d,
-        _ => Utf8Path::new("."),
     }
 }
 

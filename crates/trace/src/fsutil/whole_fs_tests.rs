@@ -1,4 +1,7 @@
+use camino::Utf8Path;
+
 use super::*;
+use crate::fsutil::directory_of;
 
 #[test]
 fn one_sync_pays_only_for_many_files_and_little_else_unwritten() {
