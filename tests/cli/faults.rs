@@ -1,6 +1,7 @@
 //! Faults: processes killed at random points while they write, two runs at once on the same
-//! files, and a full disk (injected: `TRACEREPLAY_FAULT_FULL_DISK`, honoured by debug builds,
-//! which `cargo test` runs). Nothing that existed before may be lost or torn.
+//! files, a full disk and a failed write-back (injected: `TRACEREPLAY_FAULT_FULL_DISK`,
+//! `TRACEREPLAY_FAULT_SYNC`, honoured by debug builds, which `cargo test` runs). Nothing that
+//! existed before may be lost or torn.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -412,4 +413,89 @@ fn one_failed_promotion_of_approve_keeps_every_other_one() {
     }
     assert!(!out.stdout.contains("approved s007/"), "{}", out.stdout);
     no_temporary_files(&env);
+}
+
+/// A sync that fails (injected: `TRACEREPLAY_FAULT_SYNC`, a failed write-back of the batch
+/// holding a matching path) is an error, never a success, whether the batch was synced with one
+/// `syncfs` of its filesystem (a large one, here 120 pending files) or file by file (one):
+/// approve changes no approved baseline, leaves no pending or temporary file and exits 2;
+/// `check` leaves no pending file it could not make durable, and says so.
+#[test]
+fn a_failed_write_back_approves_nothing_and_exits_2() {
+    let env = Env::new();
+    let (old, _new, with_pending) = drifted(&env);
+    let only_old = approved(&with_pending);
+    assert_eq!(only_old, old);
+    let approve_on_failed_sync = |args: &[&str]| {
+        // Nothing else unwritten on the machine: a large batch is synced whole where it can be.
+        let vars = [
+            ("TRACEREPLAY_FAULT_SYNC", ".baseline.json.new"),
+            ("TRACEREPLAY_FAULT_UNWRITTEN", "0"),
+        ];
+        let out = env.run_with(args, &vars);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("Input/output error"), "{}", out.stderr);
+        out
+    };
+    for paths in [&[][..], &["traces/s001"]] {
+        restore(&env, "baselines", &with_pending);
+        let mut args = vec!["baseline", "approve"];
+        args.extend(paths);
+        let out = approve_on_failed_sync(&args);
+        assert!(
+            out.stderr.contains("cannot make pending baseline")
+                && out.stderr.contains("no approved baseline was changed"),
+            "{}",
+            out.stderr
+        );
+        // The 120 pending files with one `syncfs`, where this filesystem and kernel allow it;
+        // the one alone.
+        let whole = paths.is_empty() && syncs_whole(&env.path("baselines"));
+        let said = out.stderr.contains("syncing the whole filesystem");
+        assert_eq!(said, whole, "{}", out.stderr);
+        let left = snapshot(&env, "baselines");
+        if paths.is_empty() {
+            assert_eq!(left, only_old, "nothing approved, no pending file left");
+        } else {
+            assert_eq!(approved(&left), only_old, "nothing approved");
+            assert!(!left.contains_key("s001/default.baseline.json.new"));
+        }
+        no_temporary_files(&env);
+    }
+
+    // `check`: a write that failed other than on a full disk is a warning (the exit code is
+    // the verdict's: 1, the drift), and the report says the pending files were not written.
+    restore(&env, "baselines", &only_old);
+    let vars = [("TRACEREPLAY_FAULT_SYNC", ".baseline.json.new")];
+    let out = env.run_with(&["check", "--no-cache"], &vars);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let warning = "cannot make pending baseline `baselines/s000/default.baseline.json.new` durable: Input/output error";
+    assert!(out.stderr.contains(warning), "{}", out.stderr);
+    let said = format!("{SCENARIOS} pending file(s) could not be written (see the warnings)");
+    assert!(out.stdout.contains(&said), "{}", out.stdout);
+    let next = format!(
+        "next: {SCENARIOS} trace(s) drifted, new or obsolete, but their pending baselines could not be written (see the warnings)"
+    );
+    assert!(out.stdout.contains(&next), "{}", out.stdout);
+    assert_eq!(
+        snapshot(&env, "baselines"),
+        only_old,
+        "no pending file left"
+    );
+    no_temporary_files(&env);
+}
+
+/// Whether a large batch written under `dir` is synced with one `syncfs` (on ext4, XFS or
+/// btrfs, Linux 5.8 or later), as `fsutil` decides when little else is unwritten.
+fn syncs_whole(dir: &std::path::Path) -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut numbers = release
+        .split(['.', '-'])
+        .map(|n| n.trim().parse::<u32>().ok());
+    let new_enough = matches!((numbers.next(), numbers.next()), (Some(Some(a)), Some(Some(b))) if (a, b) >= (5, 8));
+    let kind = rustix::fs::statfs(dir).map_or(0, |s| s.f_type as u64 & 0xFFFF_FFFF);
+    new_enough && [0xEF53, 0x5846_5342, 0x9123_683E].contains(&kind)
 }

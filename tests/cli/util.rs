@@ -94,6 +94,8 @@ impl Env {
             .env_remove("TF_BUILD")
             .env_remove("TRACEREPLAY_CACHE_KEY")
             .env_remove("TRACEREPLAY_FAULT_FULL_DISK")
+            .env_remove("TRACEREPLAY_FAULT_SYNC")
+            .env_remove("TRACEREPLAY_FAULT_UNWRITTEN")
             .env("XDG_CACHE_HOME", self.user_cache.path())
             .env("NO_COLOR", "1");
         for (k, v) in env {

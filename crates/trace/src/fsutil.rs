@@ -16,7 +16,10 @@
 //! - **Faults** (debug builds only, for the fault tests): `TRACEREPLAY_FAULT_FULL_DISK=<text>`
 //!   makes every write or rename whose destination contains `<text>` (ends with it, when
 //!   written `<text>$`) fail as a full disk does, after part of the data reached the temporary
-//!   file.
+//!   file. `TRACEREPLAY_FAULT_SYNC=<text>` makes every sync of a batch holding a path that
+//!   contains `<text>` fail as a failed write-back does (`EIO`), one file's or the whole
+//!   filesystem's; `TRACEREPLAY_FAULT_UNWRITTEN=<bytes>` stands for what the machine holds
+//!   unwritten, which decides between the two (`whole_fs`).
 //! - **Confinement** ([`Confined`]): every directory between the root and the file must be a
 //!   real directory, not a symlink, and the file itself, if it exists, a regular file; otherwise
 //!   the write (or removal, or rename) is refused with a message naming the path. The root itself
@@ -49,6 +52,23 @@ pub fn is_disk_full(e: &std::io::Error) -> bool {
         e.kind(),
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
     ) || (cfg!(target_os = "linux") && matches!(e.raw_os_error(), Some(28 | 122)))
+}
+
+/// The fault tests' failed write-back: whether a sync of a batch holding `path` is to fail as
+/// an I/O error (debug builds only; `TRACEREPLAY_FAULT_SYNC=<text>`, any path containing it).
+fn sync_fault_injected(path: &Utf8Path) -> bool {
+    cfg!(debug_assertions)
+        && std::env::var("TRACEREPLAY_FAULT_SYNC")
+            .is_ok_and(|p| !p.is_empty() && path.as_str().contains(&p))
+}
+
+/// The error of a failed write-back (`EIO`).
+fn write_back_failed() -> std::io::Error {
+    if cfg!(unix) {
+        std::io::Error::from_raw_os_error(5)
+    } else {
+        std::io::Error::other("Input/output error")
+    }
 }
 
 /// The fault tests' full disk: whether writes to `path` are to fail (debug builds only).
@@ -144,6 +164,9 @@ fn sync_all_of<'p>(paths: impl Iterator<Item = &'p Utf8Path>) -> std::io::Result
                         let Some(p) = paths.get(i) else {
                             return Ok(());
                         };
+                        if sync_fault_injected(p) {
+                            return Err(write_back_failed());
+                        }
                         std::fs::File::open(p)?.sync_all()?;
                     }
                 })

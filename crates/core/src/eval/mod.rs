@@ -158,8 +158,8 @@ impl Baselines {
     }
 
     /// What the report says about baselines, in a sentence (with how many pending files the
-    /// run wrote).
-    fn describe(&self, written: usize) -> String {
+    /// run wrote, and how many it could not).
+    fn describe(&self, written: usize, failed: usize) -> String {
         match self {
             Baselines::Ignored => "not compared (`--drift ignore`)".to_owned(),
             Baselines::Absent => "no `baselines/` directory, so no baseline comparison happened; create approved baselines with `tracereplay baseline approve`".to_owned(),
@@ -167,10 +167,12 @@ impl Baselines {
             Baselines::Compared { policy, write_pending } => format!(
                 "compared with `{}`; {}",
                 policy.store.dir,
-                match (*write_pending, written) {
-                    (false, _) => "no pending file written (under CI, or for paths outside the suite's)".to_owned(),
-                    (true, 0) => "no pending file needed".to_owned(),
-                    (true, n) => format!("{n} pending file(s) written beside the approved ones"),
+                match (*write_pending, written, failed) {
+                    (false, ..) => "no pending file written (under CI, or for paths outside the suite's)".to_owned(),
+                    (true, 0, 0) => "no pending file needed".to_owned(),
+                    (true, n, 0) => format!("{n} pending file(s) written beside the approved ones"),
+                    (true, 0, f) => format!("{f} pending file(s) could not be written (see the warnings)"),
+                    (true, n, f) => format!("{n} pending file(s) written beside the approved ones, {f} could not be (see the warnings)"),
                 }
             ),
         }

@@ -97,7 +97,7 @@ pub(super) fn check_in_pool(
     // Compare, with the whole run in view; then persist the pending baseline files.
     let unattributed = unattributed + found.unreachable.len();
     let notes = (&mut warnings, &mut failed_writes);
-    let (obsolete, pending_written) = compare_stage(
+    let (obsolete, pending_written, pending_failed) = compare_stage(
         &mut rows,
         &entries,
         &cases,
@@ -133,7 +133,7 @@ pub(super) fn check_in_pool(
         tool: ToolInfo::default(),
         partition,
         summary,
-        baselines: opts.baselines.describe(pending_written),
+        baselines: opts.baselines.describe(pending_written, pending_failed),
         results: rows,
         cases,
         thresholds,
@@ -225,8 +225,8 @@ fn open_cache(
 
 /// The compare stage: rows sharing a baseline file, obsolete baselines (unless `unattributed`
 /// traces or paths could hide a baseline's use), then the pending baseline files written —
-/// never under CI. Returns the obsolete baselines and how many pending files were written;
-/// warnings and failed writes go to `notes`.
+/// never under CI. Returns the obsolete baselines and how many pending files were written and
+/// could not be; warnings and failed writes go to `notes`.
 fn compare_stage(
     rows: &mut Rows,
     entries: &plan::Entries<'_>,
@@ -235,9 +235,9 @@ fn compare_stage(
     opts: &CheckOptions,
     pending: &mut Vec<baselines::Pending>,
     (warnings, failed_writes): (&mut Vec<String>, &mut Vec<crate::report::FailedWrite>),
-) -> (Vec<ObsoleteBaseline>, usize) {
+) -> (Vec<ObsoleteBaseline>, usize, usize) {
     let Some(policy) = opts.baselines.policy() else {
-        return (Vec::new(), 0);
+        return (Vec::new(), 0, 0);
     };
     let fail_on = opts.counting.fail_on;
     baselines::mark_ambiguous(rows, policy, fail_on, pending, &cases.grouped);
@@ -249,14 +249,15 @@ fn compare_stage(
     } else {
         obsolete = obsolete_baselines(rows, entries, policy, opts, pending);
     }
-    let mut pending_written = 0;
+    let (mut pending_written, mut pending_failed) = (0, 0);
     if opts.baselines.writes_pending() {
         let (w, failed, written) = persist::write_pending(&policy.store, pending);
         warnings.extend(w);
+        pending_failed = failed.len();
         failed_writes.extend(failed);
         pending_written = written;
     }
-    (obsolete, pending_written)
+    (obsolete, pending_written, pending_failed)
 }
 
 /// The approved baselines no row of the run uses, among those the run judges obsolescence for:

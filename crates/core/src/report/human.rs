@@ -365,6 +365,10 @@ pub fn next_step(report: &Report) -> Option<String> {
             format!(
                 "{pending} pending baseline(s): review with `tracereplay baseline pending`, then `tracereplay baseline accept`"
             )
+        } else if report.baselines.contains("could not be written") {
+            format!(
+                "{pending} trace(s) drifted, new or obsolete, but their pending baselines could not be written (see the warnings): mend that, then run `tracereplay check` again"
+            )
         } else {
             format!(
                 "{pending} trace(s) drifted, new or obsolete: run `tracereplay check` off CI and review the pending baselines"

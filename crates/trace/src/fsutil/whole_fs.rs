@@ -99,12 +99,32 @@ mod linux {
     /// ext4 (and ext2/3), XFS, btrfs.
     const KNOWN: [u64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E];
 
-    /// The directories this process wrote into, and a descriptor per filesystem they lie on
-    /// (`None` for a filesystem not to sync whole).
+    /// The directories this process wrote into, and per filesystem they lie on the first one
+    /// and a descriptor on it (`None` for a filesystem not to sync whole).
     #[derive(Default)]
     struct Written {
         directories: HashMap<String, u64>,
-        filesystems: HashMap<u64, Option<Arc<std::fs::File>>>,
+        filesystems: HashMap<u64, Option<Arc<Filesystem>>>,
+    }
+
+    /// A filesystem to sync whole: a descriptor on a directory of it, and that directory.
+    struct Filesystem {
+        handle: std::fs::File,
+        dir: String,
+    }
+
+    impl Filesystem {
+        /// `syncfs` through the descriptor; an error says it was the whole filesystem's.
+        fn sync(&self, injected: bool) -> std::io::Result<()> {
+            let synced = match injected {
+                true => Err(crate::fsutil::write_back_failed()),
+                false => rustix::fs::syncfs(&self.handle).map_err(std::io::Error::from),
+            };
+            synced.map_err(|e| {
+                let what = format!("{e} (syncing the whole filesystem `{}` is on)", self.dir);
+                std::io::Error::new(e.kind(), what)
+            })
+        }
     }
 
     static WRITTEN: Mutex<Option<Written>> = Mutex::new(None);
@@ -126,7 +146,8 @@ mod linux {
         (written.filesystems.entry(dev)).or_insert_with(|| {
             let known = rustix::fs::fstatfs(&handle)
                 .is_ok_and(|s| KNOWN.contains(&((s.f_type as u64) & 0xFFFF_FFFF)));
-            known.then(|| Arc::new(handle))
+            let dir = dir.as_str().to_owned();
+            known.then(|| Arc::new(Filesystem { handle, dir }))
         });
     }
 
@@ -152,6 +173,11 @@ mod linux {
             return Ok(paths);
         }
         sync_filesystems_with(paths, || {
+            // The fault tests' machine with this much unwritten (debug builds only).
+            let told = std::env::var("TRACEREPLAY_FAULT_UNWRITTEN").ok();
+            if let Some(n) = told.filter(|_| cfg!(debug_assertions)) {
+                return n.parse().ok();
+            }
             let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
             super::unwritten_of(&meminfo)
         })
@@ -192,8 +218,9 @@ mod linux {
             rest.append(&mut covered);
             return Ok(rest);
         }
-        for (_, handle) in &handles {
-            rustix::fs::syncfs(&**handle)?;
+        let injected = (covered.iter()).any(|p| crate::fsutil::sync_fault_injected(p));
+        for (_, filesystem) in &handles {
+            filesystem.sync(injected)?;
             WHOLE_SYNCS.fetch_add(1, Ordering::Relaxed);
         }
         Ok(rest)
