@@ -6,7 +6,8 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
-use super::store::{BASELINE_FORMAT, BaselineError, BaselineFile, MAX_BASELINE_BYTES, pretty_text};
+use super::store::{BASELINE_FORMAT, BaselineError, BaselineFile, MAX_BASELINE_BYTES};
+use super::text::pretty_text;
 use crate::fsutil::read_regular;
 use crate::trace::TrialId;
 

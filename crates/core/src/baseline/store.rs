@@ -82,9 +82,8 @@ impl BaselineFile {
         }
     }
 
-    /// Pretty JSON with sorted keys and two-space indent, ending in a newline; an array of
-    /// scalars stays on one line (`[1, 2, 3]`), so a long list of numbers costs a line, not a
-    /// line per element.
+    /// The file's text in the baseline layout (sorted keys, two-space indent, an array of
+    /// scalars on one line; see `text.rs`), ending in a newline.
     pub fn to_text(&self) -> String {
         super::text::baseline_text(self)
     }
@@ -209,61 +208,6 @@ impl<'de> serde::Deserialize<'de> for Header {
     }
 }
 
-/// Writes `v` as pretty JSON at `indent` levels of two spaces (see [`BaselineFile::to_text`]),
-/// straight into `out`: keys, strings and numbers as compact JSON writes them.
-pub(crate) fn pretty(v: &serde_json::Value, indent: usize, out: &mut Vec<u8>) {
-    use serde_json::Value;
-    let pad = |n: usize, out: &mut Vec<u8>| out.resize(out.len() + 2 * n, b' ');
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            out.extend_from_slice(b"{\n");
-            for (i, (k, x)) in m.iter().enumerate() {
-                pad(indent + 1, out);
-                compact(k, out);
-                out.extend_from_slice(b": ");
-                pretty(x, indent + 1, out);
-                out.extend_from_slice(if i + 1 < m.len() { b",\n" } else { b"\n" });
-            }
-            pad(indent, out);
-            out.push(b'}');
-        }
-        Value::Array(items) if items.iter().any(|x| x.is_array() || x.is_object()) => {
-            out.extend_from_slice(b"[\n");
-            for (i, x) in items.iter().enumerate() {
-                pad(indent + 1, out);
-                pretty(x, indent + 1, out);
-                out.extend_from_slice(if i + 1 < items.len() { b",\n" } else { b"\n" });
-            }
-            pad(indent, out);
-            out.push(b']');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.extend_from_slice(b", ");
-                }
-                compact(x, out);
-            }
-            out.push(b']');
-        }
-        scalar => compact(scalar, out),
-    }
-}
-
-/// `v` as compact JSON, appended to `out`.
-pub(super) fn compact<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
-    serde_json::to_writer(&mut *out, v).expect("JSON is written into memory");
-}
-
-/// [`pretty`] text of `v` at indent 0, with a final newline.
-pub(crate) fn pretty_text(v: &serde_json::Value) -> String {
-    let mut out = Vec::new();
-    pretty(v, 0, &mut out);
-    out.push(b'\n');
-    String::from_utf8(out).expect("JSON is UTF-8")
-}
-
 /// Where the baselines of a suite live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaselineStore {
@@ -381,34 +325,6 @@ fn with_suffix(p: &Utf8Path, suffix: &str) -> Utf8PathBuf {
 mod tests {
     use super::*;
     use crate::common::segment::{MAX_SEGMENT_BYTES, decode_segment};
-
-    /// The baseline text's layout, pinned: sorted keys at two spaces per level, arrays of
-    /// scalars on one line, nested ones a line per item, empty ones as `{}` and `[]`, and keys and
-    /// strings escaped as compact JSON escapes them.
-    #[test]
-    fn pretty_text_has_the_baseline_layout() {
-        let v = serde_json::json!({
-            "z": [1, "two", null, 2.5],
-            "a\"q\\": {"n": [], "o": {}, "p": [[1], {"k": "é\u{1}\n"}]},
-            "m": true
-        });
-        let want = r#"{
-  "a\"q\\": {
-    "n": [],
-    "o": {},
-    "p": [
-      [1],
-      {
-        "k": "é\u0001\n"
-      }
-    ]
-  },
-  "m": true,
-  "z": [1, "two", null, 2.5]
-}
-"#;
-        assert_eq!(pretty_text(&v), want);
-    }
 
     #[test]
     fn hostile_ids_never_escape_the_directory() {

@@ -1,5 +1,8 @@
-//! A baseline's text written straight from its types, in the layout of [`super::store::pretty`]
-//! (sorted keys, two-space indent, an array of scalars on one line), without building the
+//! The baseline layout: sorted keys at two spaces per level, an array of scalars on one line
+//! (`[1, 2, 3]`, so a long list of numbers costs a line, not a line per element), a nested one
+//! a line per item, empty ones as `{}` and `[]`, and keys, strings and numbers as compact JSON
+//! writes them. [`pretty`] writes any JSON value so (a trial set's file); a baseline file is
+//! written straight from its types ([`baseline_text`]), without building the
 //! `serde_json::Value` of the whole file first: approve writes 20,000 of them.
 //!
 //! Each type's keys are written in sorted order by hand, and each type is taken apart whole
@@ -12,7 +15,7 @@ use std::collections::BTreeMap;
 use super::behaviour::{
     ApprovalRecord, ArtifactRecord, Behaviour, CallRecord, MessageRecord, UsageRecord,
 };
-use super::store::{BaselineFile, compact, pretty};
+use super::store::BaselineFile;
 
 /// The members of one JSON object being written: each member's key and value at `indent + 1`.
 struct Object<'o> {
@@ -60,13 +63,41 @@ fn pad(n: usize, out: &mut Vec<u8>) {
     out.resize(out.len() + 2 * n, b' ');
 }
 
-/// An array of objects: `[]` when empty, else one item a line.
-fn objects<T>(
-    items: &[T],
-    indent: usize,
-    out: &mut Vec<u8>,
-    item: impl Fn(&T, usize, &mut Vec<u8>),
-) {
+/// `v` as compact JSON, appended to `out`.
+fn compact<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
+    serde_json::to_writer(&mut *out, v).expect("JSON is written into memory");
+}
+
+/// Writes `v` in the baseline layout at `indent` levels of two spaces, straight into `out`.
+pub(crate) fn pretty(v: &serde_json::Value, indent: usize, out: &mut Vec<u8>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            // A `serde_json::Value` map iterates its keys sorted.
+            let mut o = Object::open(out, indent);
+            for (k, x) in m {
+                pretty(x, indent + 1, o.key(k));
+            }
+            o.close();
+        }
+        Value::Array(items) if items.iter().any(|x| x.is_array() || x.is_object()) => {
+            lines(items, indent, out, pretty)
+        }
+        Value::Array(items) => inline(items, out),
+        scalar => compact(scalar, out),
+    }
+}
+
+/// [`pretty`] text of `v` at indent 0, with a final newline.
+pub(crate) fn pretty_text(v: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    pretty(v, 0, &mut out);
+    out.push(b'\n');
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// An array a line per item (each written by `item` at `indent + 1`); `[]` when empty.
+fn lines<T>(items: &[T], indent: usize, out: &mut Vec<u8>, item: impl Fn(&T, usize, &mut Vec<u8>)) {
     if items.is_empty() {
         out.extend_from_slice(b"[]");
         return;
@@ -78,6 +109,18 @@ fn objects<T>(
         out.extend_from_slice(if i + 1 < items.len() { b",\n" } else { b"\n" });
     }
     pad(indent, out);
+    out.push(b']');
+}
+
+/// An array of scalars on one line.
+fn inline<T: serde::Serialize>(items: &[T], out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        compact(x, out);
+    }
     out.push(b']');
 }
 
@@ -131,13 +174,13 @@ fn behaviour_value(b: &Behaviour, indent: usize, out: &mut Vec<u8>) {
         oracles,
     } = b;
     let mut o = Object::open(out, indent);
-    objects(approvals, indent + 1, o.key("approvals"), approval);
-    objects(artifacts, indent + 1, o.key("artifacts"), artifact);
+    lines(approvals, indent + 1, o.key("approvals"), approval);
+    lines(artifacts, indent + 1, o.key("artifacts"), artifact);
     o.scalar("final_answer", final_answer);
-    objects(messages, indent + 1, o.key("messages"), message);
+    lines(messages, indent + 1, o.key("messages"), message);
     strings(oracles, indent + 1, o.key("oracles"));
     o.scalar("status", status);
-    objects(tool_calls, indent + 1, o.key("tool_calls"), call);
+    lines(tool_calls, indent + 1, o.key("tool_calls"), call);
     usage_value(usage, indent + 1, o.key("usage"));
     o.close();
 }
@@ -176,16 +219,7 @@ fn approval(a: &ApprovalRecord, indent: usize, out: &mut Vec<u8>) {
     } = a;
     let mut o = Object::open(out, indent);
     o.scalar("call", call);
-    // An array of booleans stays on one line, as `pretty` writes an array of scalars.
-    let at = o.key("decisions");
-    at.push(b'[');
-    for (i, d) in decisions.iter().enumerate() {
-        if i > 0 {
-            at.extend_from_slice(b", ");
-        }
-        compact(d, at);
-    }
-    at.push(b']');
+    inline(decisions, o.key("decisions"));
     o.scalar("requested", requested);
     o.scalar("tool", tool);
     o.close();

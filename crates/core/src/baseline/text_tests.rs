@@ -1,7 +1,6 @@
 use proptest::prelude::*;
 
 use super::super::properties_tests::value;
-use super::super::store::pretty_text;
 use super::*;
 
 /// The text through the `Value` of the whole file, sorted by its maps: what `to_text` wrote
@@ -162,4 +161,32 @@ fn every_field_absent_and_present_writes_as_the_values_text() {
     let file = BaselineFile::new("s", "c", "b3:0", full);
     assert_eq!(baseline_text(&file), through_value(&file));
     assert!(baseline_text(&file).contains("\"decisions\": [true, false],\n"));
+}
+
+/// The baseline text's layout, pinned: sorted keys at two spaces per level, arrays of
+/// scalars on one line, nested ones a line per item, empty ones as `{}` and `[]`, and keys and
+/// strings escaped as compact JSON escapes them.
+#[test]
+fn pretty_text_has_the_baseline_layout() {
+    let v = serde_json::json!({
+        "z": [1, "two", null, 2.5],
+        "a\"q\\": {"n": [], "o": {}, "p": [[1], {"k": "é\u{1}\n"}]},
+        "m": true
+    });
+    let want = r#"{
+  "a\"q\\": {
+    "n": [],
+    "o": {},
+    "p": [
+      [1],
+      {
+        "k": "é\u0001\n"
+      }
+    ]
+  },
+  "m": true,
+  "z": [1, "two", null, 2.5]
+}
+"#;
+    assert_eq!(pretty_text(&v), want);
 }
