@@ -355,6 +355,16 @@ impl Write for Counted<'_> {
     }
 }
 
+/// The field `name` of a Linux `/proc` file's text in lines of `Name:   1234 kB`
+/// (`/proc/meminfo`, `/proc/self/status`), in bytes; `None` when it is missing or not in kB.
+pub fn kib_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let value = l.strip_prefix(name)?.strip_prefix(':')?;
+        let kib: u64 = value.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
 /// Opens `path` for reading without blocking on a FIFO (on Unix; elsewhere as usual). The
 /// caller checks the open file is a regular file before reading it.
 pub fn open_nonblocking(path: &Utf8Path) -> std::io::Result<std::fs::File> {

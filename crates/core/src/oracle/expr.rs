@@ -247,9 +247,7 @@ pub fn worker_main() -> i32 {
 #[cfg(unix)]
 fn mapped_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmSize:"))?;
-    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
-    kib.checked_mul(1024)
+    crate::fsutil::kib_field(&status, "VmSize")
 }
 
 /// A worker process and the thread that reads its answers.

@@ -58,13 +58,7 @@ pub(crate) fn reports_errors(release: &str) -> bool {
 /// `Dirty` + `Writeback` of a `/proc/meminfo` text, in bytes (`None` when either is missing).
 #[cfg(any(target_os = "linux", test))]
 pub(crate) fn unwritten_of(meminfo: &str) -> Option<u64> {
-    let field = |name: &str| {
-        meminfo.lines().find_map(|l| {
-            let rest = l.strip_prefix(name)?.strip_prefix(':')?.trim();
-            let kb = rest.strip_suffix("kB").unwrap_or(rest).trim();
-            kb.parse::<u64>().ok()?.checked_mul(1024)
-        })
-    };
+    let field = |name| crate::fsutil::kib_field(meminfo, name);
     Some(field("Dirty")?.saturating_add(field("Writeback")?))
 }
 
