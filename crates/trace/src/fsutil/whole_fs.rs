@@ -62,10 +62,10 @@ pub(crate) fn unwritten_of(meminfo: &str) -> Option<u64> {
     Some(field("Dirty")?.saturating_add(field("Writeback")?))
 }
 
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use linux::{is_known, sync_filesystems_with, whole_syncs};
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{note_directory, note_written, sync_filesystems_of};
-#[cfg(all(test, target_os = "linux"))]
-pub(crate) use linux::{sync_filesystems_with, whole_syncs};
 
 #[cfg(not(target_os = "linux"))]
 pub(crate) use elsewhere::{note_directory, note_written, sync_filesystems_of};
@@ -92,6 +92,12 @@ mod linux {
 
     /// ext4 (and ext2/3), XFS, btrfs.
     const KNOWN: [u64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E];
+
+    /// Whether `handle` lies on a filesystem [`KNOWN`] to sync whole.
+    pub(crate) fn is_known(handle: &std::fs::File) -> bool {
+        rustix::fs::fstatfs(handle)
+            .is_ok_and(|s| KNOWN.contains(&((s.f_type as u64) & 0xFFFF_FFFF)))
+    }
 
     /// The directories this process wrote into, and per filesystem they lie on the first one
     /// and a descriptor on it (`None` for a filesystem not to sync whole).
@@ -138,8 +144,7 @@ mod linux {
         let written = written.get_or_insert_default();
         written.directories.insert(dir.as_str().to_owned(), dev);
         (written.filesystems.entry(dev)).or_insert_with(|| {
-            let known = rustix::fs::fstatfs(&handle)
-                .is_ok_and(|s| KNOWN.contains(&((s.f_type as u64) & 0xFFFF_FFFF)));
+            let known = is_known(&handle);
             let dir = dir.as_str().to_owned();
             known.then(|| Arc::new(Filesystem { handle, dir }))
         });
