@@ -234,12 +234,22 @@ fn write_and_sync(out: &Path, sizes: &[u64]) -> Duration {
         files.push(path);
     }
     dirs.push(out.to_path_buf());
-    if cfg!(target_os = "linux") {
-        sync_filesystem(out);
-        return start.elapsed();
-    }
+    make_durable(out, &files, &dirs);
+    start.elapsed()
+}
+
+/// One `syncfs` of the filesystem `out` lies on.
+#[cfg(target_os = "linux")]
+fn make_durable(out: &Path, _files: &[PathBuf], _dirs: &[PathBuf]) {
+    let handle = std::fs::File::open(out).expect("the directory opens");
+    rustix::fs::syncfs(&handle).expect("a syncfs");
+}
+
+/// A sync of every file and directory from 64 threads at once.
+#[cfg(not(target_os = "linux"))]
+fn make_durable(_out: &Path, files: &[PathBuf], dirs: &[PathBuf]) {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let all: Vec<&PathBuf> = files.iter().chain(&dirs).collect();
+    let all: Vec<&PathBuf> = files.iter().chain(dirs).collect();
     std::thread::scope(|s| {
         for _ in 0..64 {
             s.spawn(|| {
@@ -253,7 +263,6 @@ fn write_and_sync(out: &Path, sizes: &[u64]) -> Duration {
             });
         }
     });
-    start.elapsed()
 }
 
 /// How the write floor makes its files durable, as its rows say.
@@ -262,18 +271,6 @@ const DURABLE: &str = if cfg!(target_os = "linux") {
 } else {
     "a sync of each"
 };
-
-/// One `syncfs` of the filesystem `dir` lies on.
-#[cfg(target_os = "linux")]
-fn sync_filesystem(dir: &Path) {
-    let handle = std::fs::File::open(dir).expect("the directory opens");
-    rustix::fs::syncfs(&handle).expect("a syncfs");
-}
-
-#[cfg(not(target_os = "linux"))]
-fn sync_filesystem(_dir: &Path) {
-    unreachable!("only on Linux")
-}
 
 fn ingest(root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
     let runs = root.join("tau-bench-2000-v2.json");
