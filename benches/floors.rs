@@ -11,6 +11,7 @@
 //! | cold `check -j 2 --no-cache` | `zstd -dcq --filelist` over the same files, one process | ≤ 1.0× |
 //! | cached re-check (nothing changed) | the cold check (a speed-up) and the walk with a `stat` of every file | ≥ 25× faster than cold |
 //! | `baseline approve` of the 20,000 traces into a new directory | writing 20,000 files of the same sizes and making them durable (one `syncfs` on Linux) | < 2 s |
+//! | the same approve | the cold check, on the same machine | ≤ 3.7× ([`APPROVE_GOAL`]) |
 //! | `ingest` of the 2,000 runs | a `check` of what it wrote | ≤ 3× |
 //!
 //! Every run of the binary sets `CI` explicitly (`true`, except `baseline approve`, which writes
@@ -47,7 +48,7 @@ fn main() {
     println!("{rounds} alternating rounds, medians of wall time; {BIN}\n");
     println!("| path | its time | floor | floor's time | ratio | goal |");
     println!("|---|---|---|---|---|---|");
-    cold_and_cached(&small, &list, rounds);
+    let cold = cold_and_cached(&small, &list, rounds);
     // What approve and ingest write stays until every figure is taken: files created soon
     // after thousands were deleted make ext4's allocator search for inodes not recently freed
     // (`recently_deleted` in a profile: a third of an approve's time), which would measure the
@@ -56,7 +57,7 @@ fn main() {
     // files of approve's rounds being written back would otherwise slow ingest's).
     let mut made = Vec::new();
     settle();
-    approve(&small, &root, rounds, &mut made);
+    approve(&small, &root, rounds, cold, &mut made);
     settle();
     ingest(&root, rounds, &mut made);
     for dir in made {
@@ -134,7 +135,9 @@ fn row(path: &str, took: Duration, floor: &str, floor_took: Duration, ratio: Str
     );
 }
 
-fn cold_and_cached(small: &Path, list: &Path, rounds: usize) {
+/// Times the cold check and the cached re-check against their floors; gives the cold check's
+/// median.
+fn cold_and_cached(small: &Path, list: &Path, rounds: usize) -> Duration {
     // The cache filled once, so each cached round finds every row.
     time(&mut check(small, &[]));
     let (mut zstd, mut cold, mut cached, mut stat) = (vec![], vec![], vec![], vec![]);
@@ -175,9 +178,16 @@ fn cold_and_cached(small: &Path, list: &Path, rounds: usize) {
         format!("{:.2}×", ratio(cached, stat)),
         "—",
     );
+    cold
 }
 
-fn approve(small: &Path, root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
+/// Approve's goal as a ratio to the cold check, so that it holds on any machine: the issue set
+/// "under 2 s" on a machine whose cold check of the same corpus took 0.53–0.54 s
+/// (2 s ÷ 0.535 s = 3.74). Approve judges every trace as the cold check does, then records,
+/// writes and syncs; both scale with the machine, the absolute 2 s does not.
+const APPROVE_GOAL: f64 = 3.7;
+
+fn approve(small: &Path, root: &Path, rounds: usize, cold: Duration, made: &mut Vec<PathBuf>) {
     // Each round writes into directories of its own (see `main`).
     let (mut approve, mut floor) = (vec![], vec![]);
     let mut sizes: Vec<u64> = Vec::new();
@@ -202,6 +212,14 @@ fn approve(small: &Path, root: &Path, rounds: usize, made: &mut Vec<PathBuf>) {
         floor,
         format!("{:.2}×", approve.as_secs_f64() / floor.as_secs_f64()),
         "< 2 s",
+    );
+    row(
+        "`baseline approve` of 20,000 traces",
+        approve,
+        "the cold check (above)",
+        cold,
+        format!("{:.2}×", approve.as_secs_f64() / cold.as_secs_f64()),
+        &format!("≤ {APPROVE_GOAL}× (2 s where a cold check took 0.535 s)"),
     );
 }
 
