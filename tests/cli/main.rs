@@ -7,6 +7,7 @@ mod attest;
 mod bad_input;
 mod baselines;
 mod behaviour;
+mod cache_scope;
 mod check;
 mod collect;
 mod collect_bounds;

@@ -2,7 +2,7 @@
 
 use crate::util::*;
 
-const CACHE: &str = ".tracereplay/cache/check-v6.bin";
+const CACHE: &str = ".tracereplay/cache/check-v7.bin";
 
 /// `check traces/ --format json --drift ignore`, then `extra`.
 fn json_check<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -208,14 +208,14 @@ fn a_fresh_checkout_still_hits_the_cache_by_content() {
     );
 }
 
-/// Where each row of a cache file starts (after the header line, each entry is two 16-byte
+/// Where each row of a cache file starts (after the header line, each entry is three 16-byte
 /// keys, a 4-byte little-endian length and the row).
 fn cache_rows(file: &[u8]) -> Vec<usize> {
     let mut at = file.iter().position(|&b| b == b'\n').unwrap() + 1;
     let mut rows = Vec::new();
     while at < file.len() {
-        rows.push(at + 36);
-        at += 36 + u32::from_le_bytes(file[at + 32..at + 36].try_into().unwrap()) as usize;
+        rows.push(at + 52);
+        at += 52 + u32::from_le_bytes(file[at + 48..at + 52].try_into().unwrap()) as usize;
     }
     rows
 }
@@ -331,7 +331,7 @@ fn an_unwritable_cache_is_a_warning_not_a_failure() {
     assert_eq!(out.code, fresh.code);
     assert_eq!(report["results"], expected["results"]);
     assert_eq!(report["summary"], expected["summary"]);
-    let warning = "cannot write the result cache `blocked/cache/check-v6.bin`: ";
+    let warning = "cannot write the result cache `blocked/cache/check-v7.bin`: ";
     assert!(report["warnings"][0].as_str().unwrap().starts_with(warning));
     assert!(
         out.stderr.contains(&format!("warning: {warning}")),
@@ -351,7 +351,7 @@ fn no_cache_writes_no_cache() {
             .code,
         0
     );
-    assert!(env.path("elsewhere/check-v6.bin").exists());
+    assert!(env.path("elsewhere/check-v7.bin").exists());
 }
 
 /// A cache file of an earlier version can never be read again, so the first save removes it.

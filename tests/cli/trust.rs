@@ -375,12 +375,13 @@ fn cache_entries(file: &[u8]) -> (serde_json::Value, Vec<CacheEntry>) {
     let mut at = nl + 1;
     let mut entries = Vec::new();
     while at < file.len() {
-        let len = u32::from_le_bytes(file[at + 32..at + 36].try_into().unwrap()) as usize;
+        // A frame: stat key, content key, scenario key (16 bytes each), the row's length.
+        let len = u32::from_le_bytes(file[at + 48..at + 52].try_into().unwrap()) as usize;
         entries.push((
-            file[at..at + 36].to_vec(),
-            file[at + 36..at + 36 + len].to_vec(),
+            file[at..at + 52].to_vec(),
+            file[at + 52..at + 52 + len].to_vec(),
         ));
-        at += 36 + len;
+        at += 52 + len;
     }
     (header, entries)
 }
@@ -390,7 +391,7 @@ fn cache_entries(file: &[u8]) -> (serde_json::Value, Vec<CacheEntry>) {
 /// the honest verdict.
 #[test]
 fn a_forged_cache_row_is_never_trusted() {
-    const CACHE: &str = ".tracereplay/cache/check-v6.bin";
+    const CACHE: &str = ".tracereplay/cache/check-v7.bin";
     let env = Env::new();
     env.write("traces/s/s.scenario.json", scenario("s", "High", "search"));
     let (good, bad) = (call("c1", "search"), call("c1", "srch"));
@@ -421,7 +422,7 @@ fn a_forged_cache_row_is_never_trusted() {
     let mut body = Vec::new();
     for (i, (frame, row)) in entries.iter().enumerate() {
         let row = if i == b { &forged_row } else { row };
-        body.extend_from_slice(&frame[..32]);
+        body.extend_from_slice(&frame[..48]);
         body.extend_from_slice(&(row.len() as u32).to_le_bytes());
         body.extend_from_slice(row);
     }

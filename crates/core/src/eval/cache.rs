@@ -3,14 +3,19 @@
 //! row is not even decoded unless a report shows it.
 //!
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
-//!   trace itself: the tool version, the row encoding's version, the working directory, the
-//!   options that change judging, the bytes of every scenario file, each Harness Contract as it
-//!   loaded with its scenario, and the content of the approved baselines (read only where a
-//!   baseline's stat fingerprint changed since the file recorded it, see
+//!   trace and its scenario: the tool version, the row encoding's version, the working
+//!   directory, the options that change judging, and the content of the approved baselines (read
+//!   only where a baseline's stat fingerprint changed since the file recorded it, see
 //!   [`super::cache_baselines`], so a fresh checkout keeps its rows). A different fingerprint
 //!   discards the whole cache.
+//! - **Scenarios.** Each entry carries the key of the scenario its row was judged under
+//!   ([`super::plan::ScenarioKeys`]: the scenario's file, its Harness Contract as loaded, its
+//!   problems); a row is recalled only if the scenario it names has that key now. An edit of one
+//!   scenario judges its traces again and no others, and a run over part of the suite (one
+//!   directory) recalls and keeps the rows of the rest.
 //! - **Entries.** One per trace, under two keys of 128 bits of BLAKE3, both over its path (as
-//!   given; the working directory is part of the context): one with its stat fingerprint (size,
+//!   shown, [`super::trace_keys::key_path`]; the working directory is part of the context):
+//!   one with its stat fingerprint (size,
 //!   mtime and ctime in nanoseconds, inode, device), one with its stored bytes. The stat key is
 //!   the fast path: an unchanged trace is not even read. When it misses (an edit, or a fresh
 //!   checkout where every file has new times and inodes) the file is read and hashed, and the
@@ -27,8 +32,8 @@
 //!   part. Without a key (no variable, no user cache directory) there is no cache. Rows with
 //!   drift are not cached, so pending baseline files are always written by a real comparison.
 //! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
-//!   content key, a 4-byte little-endian length and the row as [`crate::eval::store`] encodes
-//!   it.
+//!   content key, the 16-byte scenario key, a 4-byte little-endian length and the row as
+//!   [`crate::eval::store`] encodes it.
 //! - **Memory.** A file up to the run's row budget ([`super::ROW_MEMORY`] by default) is read whole and
 //!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping only
 //!   keys and offsets) and its hits are read back from it when a report needs them, so a large
@@ -51,15 +56,15 @@ pub(super) use super::trace_keys::{content_key, identity_key, stat_key};
 use crate::fsutil::write_streaming_creating_dirs;
 
 const FORMAT: &str = "tracereplay.cache";
-const VERSION: u32 = 6;
+const VERSION: u32 = 7;
 
 /// The cache file's name for a format version: `check-v<VERSION>.bin`.
 fn file_name(version: u32) -> String {
     format!("check-v{version}.bin")
 }
 
-/// The bytes of an entry's frame: two keys and a row length.
-const FRAME: usize = 36;
+/// The bytes of an entry's frame: two keys, the scenario key and a row length.
+const FRAME: usize = 52;
 
 /// 128 bits of BLAKE3.
 pub(super) type RowKey = [u8; 16];
@@ -93,8 +98,18 @@ impl Header {
 /// Where each cached row lies in the file; each is taken (once) by the worker that needs it.
 struct Slot {
     keys: Keys,
+    /// The [`super::plan::ScenarioKeys`] key of the scenario the row was judged under.
+    scenario: RowKey,
     range: std::ops::Range<usize>,
     taken: AtomicBool,
+}
+
+/// An entry taken for a trace: its row, its keys as stored, and the key of the scenario it was
+/// judged under (the row holds only if that scenario is unchanged).
+pub(super) struct Taken {
+    pub(super) row: RowBytes,
+    pub(super) keys: Keys,
+    pub(super) scenario: RowKey,
 }
 
 /// Slots by key.
@@ -210,6 +225,8 @@ pub(super) struct ResultCache {
     context: String,
     key: CacheKey,
     file: CacheFile,
+    /// The key of each scenario a row may name.
+    scenarios: super::plan::ScenarioKeys,
 }
 
 impl ResultCache {
@@ -234,7 +251,19 @@ impl ResultCache {
             },
             context: format!("{fingerprint}\n{baselines}"),
             key,
+            scenarios: Default::default(),
         }
+    }
+
+    /// The cache with the keys of this run's scenarios.
+    pub(super) fn with_scenarios(self, scenarios: super::plan::ScenarioKeys) -> ResultCache {
+        ResultCache { scenarios, ..self }
+    }
+
+    /// The key of the scenario a row names (by its entry's index), or of none: what the row's
+    /// entry must have been saved with to be recalled.
+    pub(super) fn scenario_key(&self, entry: Option<usize>) -> RowKey {
+        self.scenarios.of(entry)
     }
 
     /// The cache file.
@@ -243,7 +272,7 @@ impl ResultCache {
     }
 
     /// Takes the row cached under a stat key, with the entry's keys.
-    pub(super) fn take_by_stat(&self, key: &RowKey) -> Option<(RowBytes, Keys)> {
+    pub(super) fn take_by_stat(&self, key: &RowKey) -> Option<Taken> {
         self.take(*self.file.by_stat.get(key)?)
     }
 
@@ -254,16 +283,20 @@ impl ResultCache {
     }
 
     /// Takes the row cached under a content key, with the entry's keys.
-    pub(super) fn take_by_content(&self, key: &RowKey) -> Option<(RowBytes, Keys)> {
+    pub(super) fn take_by_content(&self, key: &RowKey) -> Option<Taken> {
         self.take(*self.file.by_content.get(key)?)
     }
 
-    fn take(&self, at: usize) -> Option<(RowBytes, Keys)> {
+    fn take(&self, at: usize) -> Option<Taken> {
         let slot = &self.file.slots[at];
         if slot.taken.swap(true, Ordering::Relaxed) {
             return None;
         }
-        Some((self.file.row(slot), slot.keys))
+        Some(Taken {
+            row: self.file.row(slot),
+            keys: slot.keys,
+            scenario: slot.scenario,
+        })
     }
 
     /// Puts back an entry taken for a trace this run then left out (filters, partition), so a
@@ -274,23 +307,30 @@ impl ResultCache {
         }
     }
 
-    /// Writes the cache for this run's rows (`rows` gives the `(keys, encoded row)` pairs, rows
-    /// with drift already left out, each time it is called; `hits` of them came from current
-    /// entries). With `keep_unused` (a run filtered by scenario, tag or partition) the entries
-    /// this run did not look at are kept for the next full run; otherwise they are dropped.
-    /// Nothing is written when the file would not change; the rows are never gathered in a list.
+    /// Writes the cache for this run's rows (`rows` gives the `(keys, scenario key, encoded
+    /// row)` of each, rows with drift already left out, each time it is called; `hits` of them
+    /// came from current entries). Of the entries this run did not take, those `keep` says of
+    /// (by their row) are kept for a later run: rows of traces outside this run's paths or
+    /// filters. The others are dropped. Nothing is written when the file would not change; the
+    /// rows are never gathered in a list.
     pub(super) fn save<'r, I>(
         &self,
         rows: impl Fn() -> I,
         hits: usize,
-        keep_unused: bool,
+        keep: &(dyn Fn(&RowBytes) -> bool + Sync),
     ) -> std::io::Result<()>
     where
-        I: Iterator<Item = (Keys, &'r RowBytes)>,
+        I: Iterator<Item = (Keys, RowKey, &'r RowBytes)>,
     {
+        use rayon::prelude::*;
+        // Which untaken entries stay, decided once (a row's head is read for it).
+        let kept: Vec<bool> = (self.file.slots.par_iter())
+            .map(|slot| !slot.taken.load(Ordering::Relaxed) && keep(&self.file.row(slot)))
+            .collect();
         let unused_slots = || {
-            (self.file.slots.iter())
-                .filter(|slot| keep_unused && !slot.taken.load(Ordering::Relaxed))
+            (self.file.slots.iter().zip(&kept))
+                .filter(|(_, kept)| **kept)
+                .map(|(slot, _)| slot)
         };
         let same_context = self.file.context == self.context;
         if same_context
@@ -299,20 +339,20 @@ impl ResultCache {
         {
             return Ok(());
         }
-        let unused: Vec<(Keys, RowBytes)> = unused_slots()
-            .map(|slot| (slot.keys, self.file.row(slot)))
+        let unused: Vec<(Keys, RowKey, RowBytes)> = unused_slots()
+            .map(|slot| (slot.keys, slot.scenario, self.file.row(slot)))
             .collect();
         // Each entry, framed: this run's rows, then the ones kept.
         let each = |f: &mut EntrySink| {
-            let mut emit = |keys: Keys, row: &RowBytes| {
+            let mut emit = |keys: Keys, scenario: RowKey, row: &RowBytes| {
                 let row = row.load();
-                f(&frame(&keys, &row)?, &row)
+                f(&frame(&keys, &scenario, &row)?, &row)
             };
-            for (keys, row) in rows() {
-                emit(keys, row)?;
+            for (keys, scenario, row) in rows() {
+                emit(keys, scenario, row)?;
             }
-            for (keys, row) in &unused {
-                emit(*keys, row)?;
+            for (keys, scenario, row) in &unused {
+                emit(*keys, *scenario, row)?;
             }
             std::io::Result::Ok(())
         };
@@ -353,30 +393,28 @@ impl ResultCache {
 /// What receives each cache entry as it is written: its frame, then its row.
 type EntrySink<'a> = dyn FnMut(&[u8; FRAME], &[u8]) -> std::io::Result<()> + 'a;
 
-/// An entry's frame: the stat key (zeros when there is none, never looked up), the content key
-/// and the row's length.
-fn frame(keys: &Keys, row: &[u8]) -> std::io::Result<[u8; FRAME]> {
+/// An entry's frame: the stat key (zeros when there is none, never looked up), the content key,
+/// the scenario key and the row's length.
+fn frame(keys: &Keys, scenario: &RowKey, row: &[u8]) -> std::io::Result<[u8; FRAME]> {
     let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
     let mut frame = [0; FRAME];
     frame[..16].copy_from_slice(&keys.stat.unwrap_or([0; 16]));
     frame[16..32].copy_from_slice(&keys.content);
-    frame[32..].copy_from_slice(&len.to_le_bytes());
+    frame[32..48].copy_from_slice(scenario);
+    frame[48..].copy_from_slice(&len.to_le_bytes());
     Ok(frame)
 }
 
-/// The keys and row length a frame holds ([`frame`] read back).
-fn unframe(frame: &[u8; FRAME]) -> (Keys, u32) {
-    let mut stat = [0; 16];
-    stat.copy_from_slice(&frame[..16]);
-    let mut content = [0; 16];
-    content.copy_from_slice(&frame[16..32]);
-    let mut len = [0; 4];
-    len.copy_from_slice(&frame[32..]);
+/// The keys, scenario key and row length a frame holds ([`frame`] read back).
+fn unframe(frame: &[u8; FRAME]) -> (Keys, RowKey, u32) {
+    let key = |at: usize| -> RowKey { frame[at..at + 16].try_into().expect("16 bytes") };
+    let (stat, content, scenario) = (key(0), key(16), key(32));
+    let len = u32::from_le_bytes(frame[48..].try_into().expect("4 bytes"));
     let keys = Keys {
         stat: (stat != [0; 16]).then_some(stat),
         content,
     };
-    (keys, u32::from_le_bytes(len))
+    (keys, scenario, len)
 }
 
 fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
@@ -393,12 +431,17 @@ fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
     let mut slots = Vec::new();
     let mut at = nl + 1;
     while at < bytes.len() {
-        let (keys, len) = unframe(bytes_at(&bytes, at, FRAME)?.try_into().ok()?);
+        let (keys, scenario, len) = unframe(bytes_at(&bytes, at, FRAME)?.try_into().ok()?);
         let range = at + FRAME..(at + FRAME).checked_add(len as usize)?;
         bytes_at(&bytes, range.start, range.len())?;
         at = range.end;
         let taken = AtomicBool::new(false);
-        slots.push(Slot { keys, range, taken });
+        slots.push(Slot {
+            keys,
+            scenario,
+            range,
+            taken,
+        });
     }
     Some(CacheFile::indexed(
         header.context,
@@ -433,7 +476,7 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
         if reader.read_exact(&mut frame).is_err() {
             return Ok(None);
         }
-        let (keys, row_len) = unframe(&frame);
+        let (keys, scenario, row_len) = unframe(&frame);
         if at + FRAME as u64 + u64::from(row_len) > len {
             return Ok(None);
         }
@@ -446,6 +489,7 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
         let start = usize::try_from(at + FRAME as u64).map_err(std::io::Error::other)?;
         slots.push(Slot {
             keys,
+            scenario,
             range: start..start + row_len as usize,
             taken: AtomicBool::new(false),
         });

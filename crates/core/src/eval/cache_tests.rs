@@ -82,7 +82,9 @@ fn a_cache_with_a_large_baseline_record_loads_whole_and_streamed() {
             content: [3; 16],
         };
         let a = row("a");
-        load().save(|| [(keys, &a)].into_iter(), 0, false).unwrap();
+        load()
+            .save(|| [(keys, [7; 16], &a)].into_iter(), 0, &|_| false)
+            .unwrap();
         let loaded = load();
         assert!(loaded.take_by_stat(&[1; 16]).is_some(), "whole: {whole}");
         assert_eq!(loaded.file.context(), format!("ctx\n{record}"));
@@ -108,14 +110,18 @@ fn saved_and_damaged(whole: u64) {
         content: [4; 16],
     };
     cache
-        .save(|| [(ka, &a), (kb, &b)].into_iter(), 0, false)
+        .save(
+            || [(ka, [7; 16], &a), (kb, [8; 16], &b)].into_iter(),
+            0,
+            &|_| false,
+        )
         .unwrap();
 
     let loaded = load(dir, "ctx");
-    let bytes = |hit: Option<(RowBytes, Keys)>| hit.map(|(row, keys)| (row.load().to_vec(), keys));
+    let bytes = |hit: Option<Taken>| hit.map(|t| (t.row.load().to_vec(), t.keys, t.scenario));
     assert_eq!(
         bytes(loaded.take_by_stat(&[1; 16])),
-        Some((a.load().to_vec(), ka))
+        Some((a.load().to_vec(), ka, [7; 16]))
     );
     assert_eq!(
         bytes(loaded.take_by_content(&[3; 16])),
@@ -124,7 +130,7 @@ fn saved_and_damaged(whole: u64) {
     );
     assert_eq!(
         bytes(loaded.take_by_content(&[4; 16])),
-        Some((b.load().to_vec(), kb))
+        Some((b.load().to_vec(), kb, [8; 16]))
     );
     assert_eq!(
         bytes(loaded.take_by_stat(&[0; 16])),
@@ -134,7 +140,7 @@ fn saved_and_damaged(whole: u64) {
     loaded.put_back(&ka);
     assert_eq!(
         bytes(loaded.take_by_content(&[3; 16])),
-        Some((a.load().to_vec(), ka))
+        Some((a.load().to_vec(), ka, [7; 16]))
     );
     assert_eq!(load(dir, "other").file.slots.len(), 0);
     // Under another key the file does not authenticate.
@@ -155,4 +161,84 @@ fn saved_and_damaged(whole: u64) {
     let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
     f.set_len(MAX_FILE + 1).unwrap();
     assert_eq!(load(dir, "ctx").file.slots.len(), 0);
+}
+
+/// The keys take a path as it is shown: a leading `./` and the working directory do not make
+/// a second key for the same trace.
+#[test]
+fn keys_take_the_path_as_shown() {
+    let cwd = std::env::current_dir().unwrap();
+    let cwd = cwd.to_str().unwrap();
+    let kp = |p: &str| super::super::trace_keys::key_path(Utf8Path::new(p)).to_owned();
+    assert_eq!(kp("./a/b.trace"), "a/b.trace");
+    assert_eq!(kp(".//./a/b.trace"), "a/b.trace");
+    assert_eq!(kp("a/b.trace"), "a/b.trace");
+    assert_eq!(kp(&format!("{cwd}/a/b.trace")), "a/b.trace");
+    assert_eq!(kp("/elsewhere/a.trace"), "/elsewhere/a.trace");
+    assert_eq!(kp("../up/a.trace"), "../up/a.trace");
+    let key = |p: &str| content_key(Utf8Path::new(p), b"xy");
+    assert_eq!(key("./s/a.trace"), key("s/a.trace"));
+    assert_eq!(key(&format!("{cwd}/s/a.trace")), key("s/a.trace"));
+    assert_ne!(key("s/a.trace"), key("t/a.trace"));
+}
+
+/// Which cached rows a run over `searched` would have found: those shown under one of its
+/// paths (not a sibling that shares a prefix, not a path outside the working directory for
+/// `.`); a remote path holds them all.
+#[test]
+fn a_row_is_held_by_the_paths_that_would_find_it() {
+    let holds = |roots: &[&str], path: &str| {
+        let roots: Vec<Utf8PathBuf> = roots.iter().map(Utf8PathBuf::from).collect();
+        super::super::trace_keys::searched_holds(&roots, &row(path))
+    };
+    let cwd = std::env::current_dir().unwrap();
+    let abs = format!("{}/s1", cwd.to_str().unwrap());
+    for root in [".", "./", "s1", "s1/", "./s1", abs.as_str(), "/"] {
+        assert!(holds(&[root], "s1/a.trace.ndjson.zst"), "{root}");
+    }
+    for root in ["s2", "s", "s1/a", "../s1"] {
+        assert!(!holds(&[root], "s1/a.trace.ndjson.zst"), "{root}");
+    }
+    assert!(!holds(&["."], "../up/a.trace.ndjson.zst"));
+    assert!(!holds(&["."], "/elsewhere/a.trace.ndjson.zst"));
+    assert!(holds(&["s2", "s1"], "s1/deep/a.trace.ndjson.zst"));
+    assert!(holds(&["s3://bucket/x"], "s1/a.trace.ndjson.zst"));
+}
+
+/// Saving keeps exactly the untaken entries `keep` names, with their scenario keys, beside the
+/// run's own rows; taken entries are replaced by what the run gives.
+#[test]
+fn a_save_keeps_the_untaken_entries_it_is_told_to() {
+    let key = CacheKey::from_material(b"test");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = Utf8Path::from_path(dir.path()).unwrap();
+    let load = || {
+        let file = CacheFile::read_with(dir, crate::eval::ROW_MEMORY as u64, &key);
+        ResultCache::from_file(dir, file, "ctx", String::new(), key.clone())
+    };
+    let keys = |n: u8| Keys {
+        stat: Some([n; 16]),
+        content: [n + 100; 16],
+    };
+    let (a, b, c) = (row("s1/a"), row("s2/b"), row("s3/c"));
+    let rows = [(keys(1), [11; 16], &a), (keys(2), [12; 16], &b)];
+    load().save(|| rows.into_iter(), 0, &|_| false).unwrap();
+    // A run takes `a` and judges `c`; of the rest, it keeps what lies outside `s2`.
+    let cache = load();
+    let taken = cache.take_by_stat(&[1; 16]).unwrap();
+    let own = [(taken.keys, taken.scenario, &a), (keys(3), [13; 16], &c)];
+    let outside_s2 = |r: &RowBytes| !super::super::trace_keys::searched_holds(&["s2".into()], r);
+    cache.save(|| own.into_iter(), 1, &outside_s2).unwrap();
+    let loaded = load();
+    assert_eq!(
+        loaded.file.slots.len(),
+        2,
+        "`b` lay inside the searched path"
+    );
+    assert_eq!(loaded.take_by_stat(&[1; 16]).unwrap().scenario, [11; 16]);
+    assert_eq!(loaded.take_by_stat(&[3; 16]).unwrap().scenario, [13; 16]);
+    // Kept when outside the searched paths.
+    let cache = load();
+    cache.save(std::iter::empty, 0, &|_| true).unwrap();
+    assert_eq!(load().file.slots.len(), 2);
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::baselines::Pending;
 use super::plan::{Entries, Entry, entry_of, out_of_scope_of};
-use super::store::{self as rows, Row, RowBytes, RowMeta, Spill};
+use super::store::{self as rows, Row, RowMeta, Spill};
 use super::{CheckOptions, cache, row, set_blocking, verdict_blocks};
 use crate::remote::Remote;
 use crate::trace::TraceFile;
@@ -27,6 +27,8 @@ pub(crate) struct Provenance {
     /// It came from an entry whose keys still hold (a hit by content, after a fresh checkout,
     /// brings a new stat key, which the cache file must learn).
     pub(crate) entry_current: bool,
+    /// The key of the scenario the row names, as the cache keeps it ([`cache::Taken`]).
+    pub(crate) scenario: cache::RowKey,
 }
 
 /// One trace's encoded row, and how it came about.
@@ -149,7 +151,12 @@ pub(crate) fn judge_stage(
         if let Some(p) = &opts.execution.progress {
             (p.0)();
         }
-        judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
+        judged.map_or((None, None), |mut j| {
+            if let Some(c) = cache {
+                j.how.scenario = c.scenario_key(out.seen);
+            }
+            (Some(j.row), Some(j.how))
+        })
     };
     match remote {
         None => (files.par_iter().enumerate())
@@ -308,8 +315,8 @@ fn judge_or_recall(
         Some(r) => r.identity(path).map(|id| cache::identity_key(&id)),
         None => cache::stat_key(path),
     };
-    if let Some((bytes, keys)) = stat.and_then(|k| c.take_by_stat(&k)) {
-        if let Some(judged) = recall(&bytes, (keys, keys), entries, opts, c, spill, out) {
+    if let Some(taken) = stat.and_then(|k| c.take_by_stat(&k)) {
+        if let Some(judged) = recall(&taken, taken.keys, entries, opts, c, spill, out) {
             return judged;
         }
     }
@@ -324,8 +331,8 @@ fn judge_or_recall(
         hit.is_some()
     });
     let keys = content.map(|content| cache::Keys { stat, content });
-    if let (Some((bytes, stored)), Some(keys)) = (&hit, keys) {
-        if let Some(judged) = recall(bytes, (keys, *stored), entries, opts, c, spill, out) {
+    if let (Some(taken), Some(keys)) = (&hit, keys) {
+        if let Some(judged) = recall(taken, keys, entries, opts, c, spill, out) {
             return judged;
         }
     }
@@ -338,22 +345,27 @@ fn judge_or_recall(
     fresh(opened, keys, out)
 }
 
-/// A row from the cache (`keys`: this trace's, and the entry's as stored): `Some(Some(row))` in
+/// A row from the cache (`taken`, for a trace whose keys are `keys`): `Some(Some(row))` in
 /// scope, `Some(None)` outside the filters or partition (the entry is put back for the next full
-/// run), `None` when it does not decode (the trace is then judged afresh, never dropped).
+/// run), `None` when it does not decode or was judged under another scenario than the one it
+/// names now (the trace is then judged afresh, never dropped).
 fn recall(
-    bytes: &RowBytes,
-    (keys, stored): (cache::Keys, cache::Keys),
+    taken: &cache::Taken,
+    keys: cache::Keys,
     entries: &Entries<'_>,
     opts: &CheckOptions,
     c: &cache::ResultCache,
     spill: &Spill,
     out: &mut Outputs,
 ) -> Option<Option<Judged>> {
+    let (bytes, stored) = (&taken.row, taken.keys);
     let loaded = bytes.load();
     let head = rows::decode_head(&loaded).ok()?;
-    out.identity = head.content_hash.map(str::to_owned);
     let entry = head.scenario.and_then(|s| entry_of(entries, s));
+    if taken.scenario != c.scenario_key(entry.map(|e| e.index)) {
+        return None;
+    }
+    out.identity = head.content_hash.map(str::to_owned);
     let in_scope = match head.scenario {
         Some(s) => !out_of_scope_of(s, entry, &opts.selection),
         None => opts.selection.partition_holds(None),
@@ -380,6 +392,8 @@ fn recall(
             cacheable: true,
             recalled: true,
             entry_current: keys == stored,
+            // Set by the judge stage, from the entry the row names.
+            scenario: [0; 16],
         },
     }))
 }
@@ -404,6 +418,7 @@ fn judge_fresh(
             cacheable: row.drift.is_empty() && row.trial.is_none(),
             recalled: false,
             entry_current: false,
+            scenario: [0; 16],
         },
     })
 }

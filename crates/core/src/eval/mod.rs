@@ -318,19 +318,23 @@ fn save_cache(
     c: &cache::ResultCache,
     judged: &judging::Judgements,
     selection: &Selection,
+    searched: &[Utf8PathBuf],
 ) -> Option<crate::report::FailedWrite> {
     let keyed = || {
         (judged.rows.iter().zip(&judged.provenance)).filter_map(|(row, how)| {
             let how = how.filter(|h| h.cacheable)?;
-            Some((how.keys?, row.as_ref()?.bytes()))
+            Some((how.keys?, how.scenario, row.as_ref()?.bytes()))
         })
     };
     let hits = (judged.provenance.iter().flatten())
         .filter(|h| h.entry_current)
         .count();
-    // A filtered run keeps the rows of the traces it did not look at.
+    // A filtered run keeps the rows of the traces it did not look at; any run keeps those of
+    // traces outside the paths it searched (a run over one scenario's directory keeps the rest
+    // of the suite's). What lies inside them and was not found is gone.
     let filtered = selection.filtered() || selection.partition.is_some();
-    c.save(keyed, hits, filtered).err().map(|e| {
+    let keep = |row: &store::RowBytes| filtered || !trace_keys::searched_holds(searched, row);
+    c.save(keyed, hits, &keep).err().map(|e| {
         let message = format!(
             "cannot write the result cache `{}`: {e}; the next run will judge every trace again",
             display_path(c.path())

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use camino::Utf8PathBuf;
 
+use super::trace_keys::key_path;
 use super::{Baselines, CheckError, CheckOptions, Selection, cache};
 use crate::discover::Discovered;
 use crate::paths::display_path;
@@ -325,13 +326,9 @@ pub(crate) fn suite_fingerprint(
 
 /// The fingerprint of everything besides a trace its cached row depends on.
 pub(crate) fn cache_context(
-    scenario_bytes: &[(Utf8PathBuf, Vec<u8>)],
-    scenarios: &[Scenario],
     opts: &CheckOptions,
     known: &super::cache_baselines::Known<'_>,
 ) -> (String, Option<String>) {
-    let mut scenario_files: Vec<&(Utf8PathBuf, Vec<u8>)> = scenario_bytes.iter().collect();
-    scenario_files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
     // Rows show paths relative to the working directory.
     parts.push(
@@ -342,15 +339,9 @@ pub(crate) fn cache_context(
     let mut waived: Vec<&String> = opts.counting.waived.iter().collect();
     waived.sort();
     parts.push(format!("{waived:?}").into_bytes().into());
-    for (f, bytes) in scenario_files {
-        parts.push(f.as_str().as_bytes().into());
-        parts.push(bytes.as_slice().into());
-    }
-    // A contract a scenario names is part of it too: as loaded with the scenario (not read
-    // again), or the reason it did not load.
-    for s in scenarios.iter().filter(|s| s.contract.is_some()) {
-        parts.push(format!("{:?}", s.contract_loaded).into_bytes().into());
-    }
+    // The scenarios are not part of it: each entry carries the key of its own
+    // ([`ScenarioKeys`]), so that a run over part of the suite, or an edit of one scenario,
+    // keeps the rows of the others.
     // Approved baselines by content, read only where their stat changed since the cache
     // recorded it (pending files do not count: writing them must not invalidate the cache).
     let mut record = Some(String::new());
@@ -365,4 +356,88 @@ pub(crate) fn cache_context(
     }
     let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
     (cache::context_fingerprint(&refs), record)
+}
+
+/// What a cached row depends on of the scenarios, one key per entry: a row is recalled only
+/// when the scenario it names is the one it was judged under. A row names its scenario by id;
+/// its entry's key covers the scenario's file (path and bytes: a file may hold several
+/// scenarios), its Harness Contract as loaded (or why it did not load), the problems that keep
+/// it from being judged (a duplicate id names the other files) and whether its file holds a
+/// secret. (Not whether it was only looked up in the suite's roots, as a run over one
+/// directory looks up the others: that decides whether the scenario counts in the run, never a
+/// row.) A row that names no loaded scenario depends on all of them (one may come to define
+/// it): its key covers every scenario file.
+#[derive(Default)]
+pub(crate) struct ScenarioKeys {
+    by_entry: Vec<cache::RowKey>,
+    unresolved: cache::RowKey,
+}
+
+impl ScenarioKeys {
+    /// The keys of `entries`, loaded from `loaded`.
+    pub(crate) fn new(entries: &Entries<'_>, loaded: &LoadedScenarios) -> ScenarioKeys {
+        let mut sources: Vec<&(Utf8PathBuf, Vec<u8>)> = loaded.sources.iter().collect();
+        sources.sort_by(|a, b| key_path(&a.0).cmp(key_path(&b.0)));
+        let bytes_of: HashMap<&Utf8PathBuf, &[u8]> =
+            (sources.iter()).map(|(p, b)| (p, b.as_slice())).collect();
+        let contract = |s: &Scenario| format!("{:?}", s.contract_loaded);
+        let mut all = KeyHasher::new(b"unresolved");
+        for (path, bytes) in &sources {
+            all.part(key_path(path).as_bytes()).part(bytes);
+        }
+        for s in loaded.scenarios.iter().filter(|s| s.contract.is_some()) {
+            all.part(contract(s).as_bytes());
+        }
+        let unresolved = all.key();
+        let mut by_entry = vec![unresolved; entries.len()];
+        for e in entries.values() {
+            let s = e.scenario;
+            // A scenario whose file was not read (never so for a loaded one) keys as a row
+            // that names none.
+            let Some(bytes) = bytes_of.get(&s.file) else {
+                continue;
+            };
+            let mut h = KeyHasher::new(b"scenario");
+            h.part(key_path(&s.file).as_bytes()).part(bytes);
+            h.part(contract(s).as_bytes());
+            h.part(e.problems.join("\n").as_bytes());
+            h.part(&[u8::from(e.secrets)]);
+            by_entry[e.index] = h.key();
+        }
+        ScenarioKeys {
+            by_entry,
+            unresolved,
+        }
+    }
+
+    /// The key of the scenario a row names (its entry's index), or of none.
+    pub(crate) fn of(&self, entry: Option<usize>) -> cache::RowKey {
+        entry
+            .and_then(|i| self.by_entry.get(i))
+            .copied()
+            .unwrap_or(self.unresolved)
+    }
+}
+
+/// BLAKE3 over length-prefixed parts, cut to a [`cache::RowKey`].
+struct KeyHasher(blake3::Hasher);
+
+impl KeyHasher {
+    fn new(domain: &[u8]) -> KeyHasher {
+        let mut h = KeyHasher(blake3::Hasher::new());
+        h.part(domain);
+        h
+    }
+
+    fn part(&mut self, bytes: &[u8]) -> &mut KeyHasher {
+        self.0.update(&(bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+        self
+    }
+
+    fn key(&self) -> cache::RowKey {
+        let mut key = [0; 16];
+        key.copy_from_slice(&self.0.finalize().as_bytes()[..16]);
+        key
+    }
 }

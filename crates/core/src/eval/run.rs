@@ -39,7 +39,7 @@ pub(super) fn check_in_pool(
     );
     plan::check_filters(&opts.selection, &entries)?;
     let row_memory = opts.execution.row_memory.unwrap_or(ROW_MEMORY);
-    let cache = open_cache(&loaded, opts, cache_file, row_memory);
+    let cache = open_cache(&loaded, &entries, opts, cache_file, row_memory);
 
     // Judge.
     let spill = Spill::new(row_memory);
@@ -66,7 +66,7 @@ pub(super) fn check_in_pool(
     // Persist (the cache): what was judged, before the rows become the report's.
     let mut failed_writes = Vec::new();
     if let Some(c) = &cache {
-        if let Some(failed) = save_cache(c, &judged, &opts.selection) {
+        if let Some(failed) = save_cache(c, &judged, &opts.selection, searched) {
             warnings.push(failed.message.clone());
             failed_writes.push(failed);
         }
@@ -197,6 +197,7 @@ fn scan_scenarios(
 /// verdicts, not signatures).
 fn open_cache(
     loaded: &LoadedScenarios,
+    entries: &plan::Entries<'_>,
     opts: &CheckOptions,
     cache_file: Option<super::CacheFile>,
     row_memory: usize,
@@ -209,18 +210,12 @@ fn open_cache(
     let file =
         cache_file.unwrap_or_else(|| super::CacheFile::read_with(dir, row_memory as u64, &key));
     let known = cache_baselines::Known::parse(file.context());
-    let (fingerprint, record) =
-        plan::cache_context(&loaded.sources, &loaded.scenarios, opts, &known);
+    let (fingerprint, record) = plan::cache_context(opts, &known);
     drop(known);
     // `None`: the approved baselines are as the file recorded them.
     let record = record.unwrap_or_else(|| cache_baselines::record_in(file.context()).to_owned());
-    Some(cache::ResultCache::from_file(
-        dir,
-        file,
-        &fingerprint,
-        record,
-        key,
-    ))
+    let cache = cache::ResultCache::from_file(dir, file, &fingerprint, record, key);
+    Some(cache.with_scenarios(plan::ScenarioKeys::new(entries, loaded)))
 }
 
 /// The compare stage: rows sharing a baseline file, obsolete baselines (unless `unattributed`

@@ -7,15 +7,15 @@ use camino::Utf8Path;
 use super::cache::RowKey;
 
 /// The stat key of a trace file, or `None` when it cannot be had (then only the content key is
-/// used). The path is taken as given: the working directory, which decides how it is shown, is
-/// part of the cache's context.
+/// used). The path is taken as given, less a leading `./` ([`key_path`]): the working
+/// directory, which decides how it is shown, is part of the cache's context.
 pub(super) fn stat_key(path: &Utf8Path) -> Option<RowKey> {
     if cfg!(not(unix)) {
         return None;
     }
     let meta = std::fs::metadata(path).ok()?;
     let mut h = blake3::Hasher::new();
-    h.update(path.as_str().as_bytes());
+    h.update(key_path(path).as_bytes());
     h.update(&[0]);
     h.update(&stamp(&meta));
     Some(first_16(h.finalize()))
@@ -77,7 +77,7 @@ pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> RowKey {
     // time; with the entries' hash (see `EntryHasher`) that was a quarter of the CPU of a run
     // that finds every row by content. The path's length, last, keeps the split between bytes
     // and path unambiguous.
-    let path = path.as_str().as_bytes();
+    let path = key_path(path).as_bytes();
     let mut h = blake3::Hasher::new();
     h.update(stored);
     h.update(path);
@@ -85,8 +85,58 @@ pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> RowKey {
     first_16(h.finalize())
 }
 
+/// A path as the keys take it: as it is shown: relative to the working directory (which is part
+/// of the cache's context) and less any leading `./`, so that `check .`, `check DIR` and `check
+/// $PWD/DIR` key the traces under `DIR` alike (all show them as `DIR/…`). Never allocates.
+pub(crate) fn key_path(path: &Utf8Path) -> &str {
+    static CWD: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let mut s = path.as_str();
+    if path.is_absolute() {
+        let cwd = CWD.get_or_init(|| {
+            let dir = std::env::current_dir().ok()?;
+            dir.into_os_string().into_string().ok()
+        });
+        let under = cwd.as_deref().and_then(|cwd| s.strip_prefix(cwd));
+        if let Some(rest) = under.and_then(|r| r.strip_prefix('/')) {
+            s = rest;
+        }
+    }
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest.trim_start_matches('/');
+    }
+    s
+}
+
 fn first_16(hash: blake3::Hash) -> RowKey {
     let mut key = [0; 16];
     key.copy_from_slice(&hash.as_bytes()[..16]);
     key
+}
+
+/// Whether a cached row's trace lies under one of the `searched` paths, so that a run over them
+/// would have found it: compared as shown (the row's path is shown as discovered under the path
+/// it was searched from, relative to the working directory). A row whose head does not decode
+/// or names no path counts as found (it is dropped); with a remote path searched, every row does
+/// (remote objects are not kept past the runs that list them).
+pub(super) fn searched_holds(
+    searched: &[camino::Utf8PathBuf],
+    row: &crate::report::store::RowBytes,
+) -> bool {
+    let loaded = row.load();
+    let Some(path) = (crate::report::store::decode_head(&loaded).ok()).and_then(|h| h.path) else {
+        return true;
+    };
+    searched.iter().any(|root| {
+        let root = crate::paths::display_path(root);
+        if root.contains("://") {
+            return true;
+        }
+        match root.trim_end_matches('/') {
+            "" if root.starts_with('/') => true,
+            "" | "." => !(path.starts_with('/') || path == ".." || path.starts_with("../")),
+            root => path
+                .strip_prefix(root)
+                .is_some_and(|rest| rest.starts_with('/')),
+        }
+    })
 }
