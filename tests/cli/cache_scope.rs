@@ -122,3 +122,32 @@ fn a_run_over_one_directory_recalls_and_keeps_the_rest() {
     env.write("traces/a/t1.trace.ndjson.zst", &t1);
     assert_eq!(check(&env, &["traces/"]).2, 5);
 }
+
+/// With baselines compared, a row is recalled only while the approved baseline it matched is
+/// unchanged: an edited baseline re-judges (and drifts) that case alone.
+#[test]
+fn a_changed_baseline_judges_only_its_case_again() {
+    let env = Env::new();
+    two_scenarios(&env);
+    let approved = env.run_with(&["baseline", "approve", "traces/"], &[]);
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    let baseline = "baselines/a/t1.baseline.json";
+    let original = env.read(baseline);
+    let text = String::from_utf8(original.clone()).unwrap();
+    assert!(text.contains("\"search\""), "{text}");
+    assert_eq!(check(&env, &["traces/"]).0, 0);
+    assert_eq!(check(&env, &["traces/"]).2, 6);
+    env.write(baseline, text.replace("\"search\"", "\"fetch\""));
+    let (code, report, recalled) = check(&env, &["traces/"]);
+    assert_eq!((code, recalled), (1, 5), "{report:#}");
+    let drift = &row(&report, "a/t1.trace.ndjson.zst")["drift"];
+    assert!(drift.as_array().is_some_and(|d| !d.is_empty()), "{drift}");
+    assert_eq!(
+        row(&report, "a/t2.trace.ndjson.zst")["drift"],
+        serde_json::json!([])
+    );
+    // Put back, the case matches again (its drifted row was never cached).
+    env.write(baseline, &original);
+    assert_eq!(check(&env, &["traces/"]).0, 0);
+    assert_eq!(check(&env, &["traces/"]).2, 6);
+}

@@ -213,7 +213,7 @@ fn written_files_are_readable_by_others_as_the_umask_allows() {
     let mut written = vec![
         "r.json".to_owned(),
         "baselines/good/default.baseline.json.new".to_owned(),
-        ".tracereplay/cache/check-v7.bin".to_owned(),
+        ".tracereplay/cache/check-v8.bin".to_owned(),
     ];
     written.extend(
         files_under(&env.path("runs"))
@@ -281,7 +281,7 @@ fn special_files_are_never_read() {
     std::fs::create_dir_all(env.path(".tracereplay/cache")).unwrap();
     assert!(
         std::process::Command::new("mkfifo")
-            .arg(env.path(".tracereplay/cache/check-v7.bin"))
+            .arg(env.path(".tracereplay/cache/check-v8.bin"))
             .status()
             .unwrap()
             .success()

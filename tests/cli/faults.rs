@@ -369,7 +369,7 @@ fn a_full_disk_loses_nothing_and_exits_2() {
     let cache = snapshot(&env, ".tracereplay/cache");
     assert_eq!(cache.len(), 1);
     suite(&env, "c", false);
-    let out = on_full_disk(&env, &["check", "--ci"], "check-v7.bin");
+    let out = on_full_disk(&env, &["check", "--ci"], "check-v8.bin");
     assert!(
         out.stderr
             .contains("the disk is full: cannot write the result cache"),

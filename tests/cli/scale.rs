@@ -2,7 +2,7 @@
 
 use crate::util::*;
 
-const CACHE: &str = ".tracereplay/cache/check-v7.bin";
+const CACHE: &str = ".tracereplay/cache/check-v8.bin";
 
 /// `check traces/ --format json --drift ignore`, then `extra`.
 fn json_check<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -331,7 +331,7 @@ fn an_unwritable_cache_is_a_warning_not_a_failure() {
     assert_eq!(out.code, fresh.code);
     assert_eq!(report["results"], expected["results"]);
     assert_eq!(report["summary"], expected["summary"]);
-    let warning = "cannot write the result cache `blocked/cache/check-v7.bin`: ";
+    let warning = "cannot write the result cache `blocked/cache/check-v8.bin`: ";
     assert!(report["warnings"][0].as_str().unwrap().starts_with(warning));
     assert!(
         out.stderr.contains(&format!("warning: {warning}")),
@@ -351,7 +351,7 @@ fn no_cache_writes_no_cache() {
             .code,
         0
     );
-    assert!(env.path("elsewhere/check-v7.bin").exists());
+    assert!(env.path("elsewhere/check-v8.bin").exists());
 }
 
 /// A cache file of an earlier version can never be read again, so the first save removes it.

@@ -145,7 +145,7 @@ fn reports_are_identical_at_scale_whatever_the_threads_the_cache_and_the_row_mem
     }
     assert_eq!(cold[0].1, b"1", "failures fail the run");
 
-    let cache = ".tracereplay/cache/check-v7.bin";
+    let cache = ".tracereplay/cache/check-v8.bin";
     for (label, extra) in [
         ("-j 2, cold", &["-j", "2", "--no-cache"][..]),
         ("-j 2, filling the cache", &["-j", "2"]),

@@ -391,7 +391,7 @@ fn cache_entries(file: &[u8]) -> (serde_json::Value, Vec<CacheEntry>) {
 /// the honest verdict.
 #[test]
 fn a_forged_cache_row_is_never_trusted() {
-    const CACHE: &str = ".tracereplay/cache/check-v7.bin";
+    const CACHE: &str = ".tracereplay/cache/check-v8.bin";
     let env = Env::new();
     env.write("traces/s/s.scenario.json", scenario("s", "High", "search"));
     let (good, bad) = (call("c1", "search"), call("c1", "srch"));

@@ -3,16 +3,18 @@
 //! row is not even decoded unless a report shows it.
 //!
 //! - **Context.** The file starts with a fingerprint of everything a row depends on besides the
-//!   trace and its scenario: the tool version, the row encoding's version, the working
-//!   directory, the options that change judging, and the content of the approved baselines (read
-//!   only where a baseline's stat fingerprint changed since the file recorded it, see
-//!   [`super::cache_baselines`], so a fresh checkout keeps its rows). A different fingerprint
-//!   discards the whole cache.
-//! - **Scenarios.** Each entry carries the key of the scenario its row was judged under
-//!   ([`super::plan::ScenarioKeys`]: the scenario's file, its Harness Contract as loaded, its
-//!   problems); a row is recalled only if the scenario it names has that key now. An edit of one
-//!   scenario judges its traces again and no others, and a run over part of the suite (one
-//!   directory) recalls and keeps the rows of the rest.
+//!   trace, its scenario and its approved baseline: the tool version, the row encoding's
+//!   version, the working directory and the options that change judging. A different
+//!   fingerprint discards the whole cache.
+//! - **Dependencies.** Each entry carries the key of what its row was judged under
+//!   ([`ResultCache::depends`]): the scenario it names ([`super::plan::ScenarioKeys`]: the
+//!   scenario's file, its Harness Contract as loaded, its problems) and, when baselines are
+//!   compared, the content of the approved baseline it was compared with (read only where a
+//!   baseline's stat fingerprint changed since the file recorded it, see
+//!   [`super::cache_baselines`], so a fresh checkout keeps its rows). A row is recalled only if
+//!   that key holds now. An edit of one scenario, or an approval of one case, judges those
+//!   traces again and no others, and a run over part of the suite (one directory) recalls and
+//!   keeps the rows of the rest.
 //! - **Entries.** One per trace, under two keys of 128 bits of BLAKE3, both over its path (as
 //!   shown, [`super::trace_keys::key_path`]; the working directory is part of the context):
 //!   one with its stat fingerprint (size,
@@ -32,7 +34,7 @@
 //!   part. Without a key (no variable, no user cache directory) there is no cache. Rows with
 //!   drift are not cached, so pending baseline files are always written by a real comparison.
 //! - **Format.** A JSON header line, then entries framed as the 16-byte stat key, the 16-byte
-//!   content key, the 16-byte scenario key, a 4-byte little-endian length and the row as
+//!   content key, the 16-byte dependency key, a 4-byte little-endian length and the row as
 //!   [`crate::eval::store`] encodes it.
 //! - **Memory.** A file up to the run's row budget ([`super::ROW_MEMORY`] by default) is read whole and
 //!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping only
@@ -51,19 +53,20 @@ use serde::{Deserialize, Serialize};
 pub(crate) use super::cache_key::CacheKey;
 use super::cache_key::{EntryHasher, mac_holds};
 use super::store::{self as rows, RowBytes, RowFile};
+use super::trace_keys::KeyHasher;
 pub(crate) use super::trace_keys::stamp;
 pub(super) use super::trace_keys::{content_key, identity_key, stat_key};
 use crate::fsutil::write_streaming_creating_dirs;
 
 const FORMAT: &str = "tracereplay.cache";
-const VERSION: u32 = 7;
+const VERSION: u32 = 8;
 
 /// The cache file's name for a format version: `check-v<VERSION>.bin`.
 fn file_name(version: u32) -> String {
     format!("check-v{version}.bin")
 }
 
-/// The bytes of an entry's frame: two keys, the scenario key and a row length.
+/// The bytes of an entry's frame: two keys, the dependency key and a row length.
 const FRAME: usize = 52;
 
 /// 128 bits of BLAKE3.
@@ -98,48 +101,22 @@ impl Header {
 /// Where each cached row lies in the file; each is taken (once) by the worker that needs it.
 struct Slot {
     keys: Keys,
-    /// The [`super::plan::ScenarioKeys`] key of the scenario the row was judged under.
-    scenario: RowKey,
+    /// The key of what the row was judged under besides the trace ([`ResultCache::depends`]).
+    depends: RowKey,
     range: std::ops::Range<usize>,
     taken: AtomicBool,
 }
 
-/// An entry taken for a trace: its row, its keys as stored, and the key of the scenario it was
-/// judged under (the row holds only if that scenario is unchanged).
+/// An entry taken for a trace: its row, its keys as stored, and the key of what it was judged
+/// under besides the trace (the row holds only if that is unchanged, [`ResultCache::depends`]).
 pub(super) struct Taken {
     pub(super) row: RowBytes,
     pub(super) keys: Keys,
-    pub(super) scenario: RowKey,
+    pub(super) depends: RowKey,
 }
 
 /// Slots by key.
 type Index = HashMap<RowKey, usize, KeyHasher>;
-
-/// Keys are BLAKE3 output, uniformly random already: their first 8 bytes are the hash.
-#[derive(Default, Clone, Copy)]
-struct KeyHasher;
-
-impl std::hash::BuildHasher for KeyHasher {
-    type Hasher = FirstBytes;
-    fn build_hasher(&self) -> FirstBytes {
-        FirstBytes(0)
-    }
-}
-
-struct FirstBytes(u64);
-
-impl std::hash::Hasher for FirstBytes {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // `[u8; 16]` hashes as its length, then its bytes: keep the first 8 bytes of the data.
-        if bytes.len() >= 8 && self.0 == 0 {
-            self.0 = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-        }
-    }
-    fn write_usize(&mut self, _: usize) {}
-}
 
 /// Where the entries' rows are: the file read whole, or the file itself.
 enum Held {
@@ -227,6 +204,9 @@ pub(super) struct ResultCache {
     file: CacheFile,
     /// The key of each scenario a row may name.
     scenarios: super::plan::ScenarioKeys,
+    /// The key of each approved baseline by its path as shown (`None`: baselines are not
+    /// compared).
+    baselines: Option<HashMap<String, RowKey>>,
 }
 
 impl ResultCache {
@@ -252,18 +232,39 @@ impl ResultCache {
             context: format!("{fingerprint}\n{baselines}"),
             key,
             scenarios: Default::default(),
+            baselines: None,
         }
     }
 
-    /// The cache with the keys of this run's scenarios.
-    pub(super) fn with_scenarios(self, scenarios: super::plan::ScenarioKeys) -> ResultCache {
-        ResultCache { scenarios, ..self }
+    /// The cache with the keys of this run's scenarios and approved baselines (by path as
+    /// shown; `None` when baselines are not compared).
+    pub(super) fn with_dependencies(
+        self,
+        scenarios: super::plan::ScenarioKeys,
+        baselines: Option<HashMap<String, RowKey>>,
+    ) -> ResultCache {
+        ResultCache {
+            scenarios,
+            baselines,
+            ..self
+        }
     }
 
-    /// The key of the scenario a row names (by its entry's index), or of none: what the row's
-    /// entry must have been saved with to be recalled.
-    pub(super) fn scenario_key(&self, entry: Option<usize>) -> RowKey {
-        self.scenarios.of(entry)
+    /// The key of what a row depends on besides its trace: the scenario it names (by its
+    /// entry's index, or none) and, when baselines are compared, the approved baseline it was
+    /// compared with (by the path the row shows; absent is a key too). An entry is recalled only
+    /// when this is the key it was saved with.
+    pub(super) fn depends(&self, entry: Option<usize>, baseline: Option<&str>) -> RowKey {
+        let scenario = self.scenarios.of(entry);
+        let (Some(baselines), Some(path)) = (&self.baselines, baseline) else {
+            return scenario;
+        };
+        let approved = baselines.get(path).copied().unwrap_or([0; 16]);
+        let mut h = blake3::Hasher::new();
+        h.update(b"baseline\0").update(&scenario).update(&approved);
+        let mut key = [0; 16];
+        key.copy_from_slice(&h.finalize().as_bytes()[..16]);
+        key
     }
 
     /// The cache file.
@@ -295,7 +296,7 @@ impl ResultCache {
         Some(Taken {
             row: self.file.row(slot),
             keys: slot.keys,
-            scenario: slot.scenario,
+            depends: slot.depends,
         })
     }
 
@@ -307,7 +308,7 @@ impl ResultCache {
         }
     }
 
-    /// Writes the cache for this run's rows (`rows` gives the `(keys, scenario key, encoded
+    /// Writes the cache for this run's rows (`rows` gives the `(keys, dependency key, encoded
     /// row)` of each, rows with drift already left out, each time it is called; `hits` of them
     /// came from current entries). Of the entries this run did not take, those `keep` says of
     /// (by their row) are kept for a later run: rows of traces outside this run's paths or
@@ -340,19 +341,19 @@ impl ResultCache {
             return Ok(());
         }
         let unused: Vec<(Keys, RowKey, RowBytes)> = unused_slots()
-            .map(|slot| (slot.keys, slot.scenario, self.file.row(slot)))
+            .map(|slot| (slot.keys, slot.depends, self.file.row(slot)))
             .collect();
         // Each entry, framed: this run's rows, then the ones kept.
         let each = |f: &mut EntrySink| {
-            let mut emit = |keys: Keys, scenario: RowKey, row: &RowBytes| {
+            let mut emit = |keys: Keys, depends: RowKey, row: &RowBytes| {
                 let row = row.load();
-                f(&frame(&keys, &scenario, &row)?, &row)
+                f(&frame(&keys, &depends, &row)?, &row)
             };
-            for (keys, scenario, row) in rows() {
-                emit(keys, scenario, row)?;
+            for (keys, depends, row) in rows() {
+                emit(keys, depends, row)?;
             }
-            for (keys, scenario, row) in &unused {
-                emit(*keys, *scenario, row)?;
+            for (keys, depends, row) in &unused {
+                emit(*keys, *depends, row)?;
             }
             std::io::Result::Ok(())
         };
@@ -394,27 +395,27 @@ impl ResultCache {
 type EntrySink<'a> = dyn FnMut(&[u8; FRAME], &[u8]) -> std::io::Result<()> + 'a;
 
 /// An entry's frame: the stat key (zeros when there is none, never looked up), the content key,
-/// the scenario key and the row's length.
-fn frame(keys: &Keys, scenario: &RowKey, row: &[u8]) -> std::io::Result<[u8; FRAME]> {
+/// the dependency key and the row's length.
+fn frame(keys: &Keys, depends: &RowKey, row: &[u8]) -> std::io::Result<[u8; FRAME]> {
     let len = u32::try_from(row.len()).map_err(std::io::Error::other)?;
     let mut frame = [0; FRAME];
     frame[..16].copy_from_slice(&keys.stat.unwrap_or([0; 16]));
     frame[16..32].copy_from_slice(&keys.content);
-    frame[32..48].copy_from_slice(scenario);
+    frame[32..48].copy_from_slice(depends);
     frame[48..].copy_from_slice(&len.to_le_bytes());
     Ok(frame)
 }
 
-/// The keys, scenario key and row length a frame holds ([`frame`] read back).
+/// The keys, dependency key and row length a frame holds ([`frame`] read back).
 fn unframe(frame: &[u8; FRAME]) -> (Keys, RowKey, u32) {
     let key = |at: usize| -> RowKey { frame[at..at + 16].try_into().expect("16 bytes") };
-    let (stat, content, scenario) = (key(0), key(16), key(32));
+    let (stat, content, depends) = (key(0), key(16), key(32));
     let len = u32::from_le_bytes(frame[48..].try_into().expect("4 bytes"));
     let keys = Keys {
         stat: (stat != [0; 16]).then_some(stat),
         content,
     };
-    (keys, scenario, len)
+    (keys, depends, len)
 }
 
 fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
@@ -431,14 +432,14 @@ fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
     let mut slots = Vec::new();
     let mut at = nl + 1;
     while at < bytes.len() {
-        let (keys, scenario, len) = unframe(bytes_at(&bytes, at, FRAME)?.try_into().ok()?);
+        let (keys, depends, len) = unframe(bytes_at(&bytes, at, FRAME)?.try_into().ok()?);
         let range = at + FRAME..(at + FRAME).checked_add(len as usize)?;
         bytes_at(&bytes, range.start, range.len())?;
         at = range.end;
         let taken = AtomicBool::new(false);
         slots.push(Slot {
             keys,
-            scenario,
+            depends,
             range,
             taken,
         });
@@ -476,7 +477,7 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
         if reader.read_exact(&mut frame).is_err() {
             return Ok(None);
         }
-        let (keys, scenario, row_len) = unframe(&frame);
+        let (keys, depends, row_len) = unframe(&frame);
         if at + FRAME as u64 + u64::from(row_len) > len {
             return Ok(None);
         }
@@ -489,7 +490,7 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
         let start = usize::try_from(at + FRAME as u64).map_err(std::io::Error::other)?;
         slots.push(Slot {
             keys,
-            scenario,
+            depends,
             range: start..start + row_len as usize,
             taken: AtomicBool::new(false),
         });

@@ -1,9 +1,10 @@
-//! The approved baselines' part of the result cache's context, by content: a cached row holds
-//! only while every approved baseline is what it was, and a fresh checkout (new inodes and
-//! times, same bytes — a CI runner with a restored cache) must still find its rows. So the
-//! context names each baseline by the hash of its bytes; the cache records, beside that, each
-//! baseline's stat fingerprint, and a baseline whose fingerprint is the one recorded is not read
-//! again. Only a changed or new file (or every file, once, on a fresh checkout) is read.
+//! The approved baselines by content, for the result cache: a cached row holds only while the
+//! approved baseline it was compared with is what it was, and a fresh checkout (new inodes and
+//! times, same bytes — a CI runner with a restored cache) must still find its rows. So each
+//! baseline is keyed by the hash of its bytes ([`ByContent::by_path`], part of each entry's
+//! dependency key); the cache records, beside that, each baseline's stat fingerprint, and a
+//! baseline whose fingerprint is the one recorded is not read again. Only a changed or new file
+//! (or every file, once, on a fresh checkout) is read.
 //!
 //! The record is a table of lines `STAT CONTENT PATH` after the first line of the cache's
 //! context, under its MAC like the rest.
@@ -50,9 +51,8 @@ fn short_hash(bytes: &[u8]) -> String {
 
 /// What [`by_content`] found.
 pub(super) struct ByContent {
-    /// Each baseline's path and content hash, NUL-separated, in the order given: what the
-    /// cache's fingerprint takes.
-    pub(super) material: Vec<u8>,
+    /// Each baseline's key (of its content hash), by its path as a row shows it.
+    pub(super) by_path: HashMap<String, super::cache::RowKey>,
     /// The record to keep for the next run; `None` when it is the one `known` came from (every
     /// baseline as recorded, none added or gone).
     pub(super) record: Option<String>,
@@ -82,13 +82,9 @@ pub(super) fn by_content(paths: &[Utf8PathBuf], known: &Known<'_>) -> ByContent 
             (content, stat, as_recorded)
         })
         .collect();
-    let mut material = Vec::with_capacity(paths.len() * 80);
-    for (path, (content, _, _)) in paths.iter().zip(&found) {
-        material.extend_from_slice(path.as_str().as_bytes());
-        material.push(0);
-        material.extend_from_slice(content.as_bytes());
-        material.push(0);
-    }
+    let by_path = (paths.iter().zip(&found))
+        .map(|(path, (content, _, _))| (crate::paths::display_path(path), key_of(content)))
+        .collect();
     let unchanged = found.len() == known.0.len() && found.iter().all(|(_, _, same)| *same);
     let record = (!unchanged).then(|| {
         let mut table = String::new();
@@ -101,7 +97,14 @@ pub(super) fn by_content(paths: &[Utf8PathBuf], known: &Known<'_>) -> ByContent 
         }
         table
     });
-    ByContent { material, record }
+    ByContent { by_path, record }
+}
+
+/// A baseline's key: of its content hash (or of why it could not be read).
+fn key_of(content: &str) -> super::cache::RowKey {
+    let mut key = [0; 16];
+    key.copy_from_slice(&blake3::hash(content.as_bytes()).as_bytes()[..16]);
+    key
 }
 
 #[cfg(test)]
@@ -121,31 +124,26 @@ mod tests {
             .record
             .clone()
             .expect("a first run records every baseline");
-        let hashes = |b: &ByContent| -> Vec<String> {
-            let text = String::from_utf8(b.material.clone()).unwrap();
-            text.split('\0')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_owned)
-                .collect()
-        };
-        assert_eq!(hashes(&first)[0], short_hash(b"one"));
+        let shown = [a.as_str(), b.as_str()].map(|p| crate::paths::display_path(p.into()));
+        let hashes = |found: &ByContent| shown.clone().map(|p| found.by_path[&p]);
+        let key = |content: &[u8]| key_of(&short_hash(content));
+        assert_eq!(hashes(&first)[0], key(b"one"));
         // A record that says otherwise of a file whose stat is unchanged is believed (that is
         // the point: no read); one whose stat changed is not.
         let forged = table.replace(&short_hash(b"one"), &"0".repeat(32));
         let context = format!("fingerprint\n{forged}");
         let again = by_content(&paths, &Known::parse(&context));
-        assert_eq!(hashes(&again)[0], "0".repeat(32));
+        assert_eq!(hashes(&again)[0], key_of(&"0".repeat(32)));
         assert!(again.record.is_none(), "nothing changed: the record stays");
         std::fs::write(&a, "changed").unwrap();
         let after_edit = by_content(&paths, &Known::parse(&context));
-        assert_eq!(hashes(&after_edit)[0], short_hash(b"changed"));
-        assert_eq!(hashes(&after_edit)[1], short_hash(b"two"));
+        assert_eq!(hashes(&after_edit)[0], key(b"changed"));
+        assert_eq!(hashes(&after_edit)[1], key(b"two"));
         assert!(after_edit.record.is_some());
         // A fresh checkout: new stats, the same bytes, the same content hashes.
         std::fs::remove_file(&b).unwrap();
         std::fs::write(&b, "two").unwrap();
         let fresh = by_content(&paths, &Known::parse(&context));
-        assert_eq!(hashes(&fresh)[1], short_hash(b"two"));
+        assert_eq!(hashes(&fresh)[1], key(b"two"));
     }
 }

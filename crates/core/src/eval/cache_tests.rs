@@ -118,7 +118,7 @@ fn saved_and_damaged(whole: u64) {
         .unwrap();
 
     let loaded = load(dir, "ctx");
-    let bytes = |hit: Option<Taken>| hit.map(|t| (t.row.load().to_vec(), t.keys, t.scenario));
+    let bytes = |hit: Option<Taken>| hit.map(|t| (t.row.load().to_vec(), t.keys, t.depends));
     assert_eq!(
         bytes(loaded.take_by_stat(&[1; 16])),
         Some((a.load().to_vec(), ka, [7; 16]))
@@ -205,7 +205,7 @@ fn a_row_is_held_by_the_paths_that_would_find_it() {
     assert!(holds(&["s3://bucket/x"], "s1/a.trace.ndjson.zst"));
 }
 
-/// Saving keeps exactly the untaken entries `keep` names, with their scenario keys, beside the
+/// Saving keeps exactly the untaken entries `keep` names, with their dependency keys, beside the
 /// run's own rows; taken entries are replaced by what the run gives.
 #[test]
 fn a_save_keeps_the_untaken_entries_it_is_told_to() {
@@ -226,7 +226,7 @@ fn a_save_keeps_the_untaken_entries_it_is_told_to() {
     // A run takes `a` and judges `c`; of the rest, it keeps what lies outside `s2`.
     let cache = load();
     let taken = cache.take_by_stat(&[1; 16]).unwrap();
-    let own = [(taken.keys, taken.scenario, &a), (keys(3), [13; 16], &c)];
+    let own = [(taken.keys, taken.depends, &a), (keys(3), [13; 16], &c)];
     let outside_s2 = |r: &RowBytes| !super::super::trace_keys::searched_holds(&["s2".into()], r);
     cache.save(|| own.into_iter(), 1, &outside_s2).unwrap();
     let loaded = load();
@@ -235,8 +235,8 @@ fn a_save_keeps_the_untaken_entries_it_is_told_to() {
         2,
         "`b` lay inside the searched path"
     );
-    assert_eq!(loaded.take_by_stat(&[1; 16]).unwrap().scenario, [11; 16]);
-    assert_eq!(loaded.take_by_stat(&[3; 16]).unwrap().scenario, [13; 16]);
+    assert_eq!(loaded.take_by_stat(&[1; 16]).unwrap().depends, [11; 16]);
+    assert_eq!(loaded.take_by_stat(&[3; 16]).unwrap().depends, [13; 16]);
     // Kept when outside the searched paths.
     let cache = load();
     cache.save(std::iter::empty, 0, &|_| true).unwrap();

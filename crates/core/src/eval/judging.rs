@@ -27,8 +27,9 @@ pub(crate) struct Provenance {
     /// It came from an entry whose keys still hold (a hit by content, after a fresh checkout,
     /// brings a new stat key, which the cache file must learn).
     pub(crate) entry_current: bool,
-    /// The key of the scenario the row names, as the cache keeps it ([`cache::Taken`]).
-    pub(crate) scenario: cache::RowKey,
+    /// The key of what the row was judged under besides the trace, as the cache keeps it
+    /// ([`cache::ResultCache::depends`]; zeros without a cache).
+    pub(crate) depends: cache::RowKey,
 }
 
 /// One trace's encoded row, and how it came about.
@@ -151,12 +152,7 @@ pub(crate) fn judge_stage(
         if let Some(p) = &opts.execution.progress {
             (p.0)();
         }
-        judged.map_or((None, None), |mut j| {
-            if let Some(c) = cache {
-                j.how.scenario = c.scenario_key(out.seen);
-            }
-            (Some(j.row), Some(j.how))
-        })
+        judged.map_or((None, None), |j| (Some(j.row), Some(j.how)))
     };
     match remote {
         None => (files.par_iter().enumerate())
@@ -294,7 +290,7 @@ fn judge_or_recall(
 ) -> Option<Judged> {
     let limits = opts.judging.limits;
     let fresh = |opened, keys, out: &mut Outputs| {
-        judge_fresh(path, opened, keys, entries, opts, spill, out)
+        judge_fresh(path, opened, (keys, cache), entries, opts, spill, out)
     };
     if let Some(signatures) = &opts.signatures {
         // The signature covers the stored bytes, which are read once: checked, then
@@ -362,7 +358,8 @@ fn recall(
     let loaded = bytes.load();
     let head = rows::decode_head(&loaded).ok()?;
     let entry = head.scenario.and_then(|s| entry_of(entries, s));
-    if taken.scenario != c.scenario_key(entry.map(|e| e.index)) {
+    let depends = c.depends(entry.map(|e| e.index), head.baseline);
+    if taken.depends != depends {
         return None;
     }
     out.identity = head.content_hash.map(str::to_owned);
@@ -392,17 +389,16 @@ fn recall(
             cacheable: true,
             recalled: true,
             entry_current: keys == stored,
-            // Set by the judge stage, from the entry the row names.
-            scenario: [0; 16],
+            depends,
         },
     }))
 }
 
-/// Judges a trace read (or not) just now.
+/// Judges a trace read (or not) just now (`keys`: its keys in `cache`, if any).
 fn judge_fresh(
     path: &Utf8PathBuf,
     opened: Result<TraceFile, crate::trace::TraceError>,
-    keys: Option<cache::Keys>,
+    (keys, cache): (Option<cache::Keys>, Option<&cache::ResultCache>),
     entries: &Entries<'_>,
     opts: &CheckOptions,
     spill: &Spill,
@@ -410,6 +406,7 @@ fn judge_fresh(
 ) -> Option<Judged> {
     let mut row = row::row_of_opened(path, opened, entries, opts, out)?;
     set_blocking(&mut row, opts.counting.fail_on);
+    let depends = cache.map_or([0; 16], |c| c.depends(out.seen, row.baseline.as_deref()));
     Some(Judged {
         row: spill.row(&row),
         how: Provenance {
@@ -418,7 +415,7 @@ fn judge_fresh(
             cacheable: row.drift.is_empty() && row.trial.is_none(),
             recalled: false,
             entry_current: false,
-            scenario: [0; 16],
+            depends,
         },
     })
 }

@@ -323,7 +323,7 @@ fn save_cache(
     let keyed = || {
         (judged.rows.iter().zip(&judged.provenance)).filter_map(|(row, how)| {
             let how = how.filter(|h| h.cacheable)?;
-            Some((how.keys?, how.scenario, row.as_ref()?.bytes()))
+            Some((how.keys?, how.depends, row.as_ref()?.bytes()))
         })
     };
     let hits = (judged.provenance.iter().flatten())

@@ -325,10 +325,16 @@ pub(crate) fn suite_fingerprint(
 }
 
 /// The fingerprint of everything besides a trace its cached row depends on.
+/// Also the approved baselines' keys by path as shown (`None` when baselines are not compared),
+/// and their record for the next run (`None` when the file's record still holds).
 pub(crate) fn cache_context(
     opts: &CheckOptions,
     known: &super::cache_baselines::Known<'_>,
-) -> (String, Option<String>) {
+) -> (
+    String,
+    Option<String>,
+    Option<HashMap<String, cache::RowKey>>,
+) {
     let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
     // Rows show paths relative to the working directory.
     parts.push(
@@ -344,18 +350,20 @@ pub(crate) fn cache_context(
     // keeps the rows of the others.
     // Approved baselines by content, read only where their stat changed since the cache
     // recorded it (pending files do not count: writing them must not invalidate the cache).
+    // Not part of the context either: each row's key names the one it was compared with.
     let mut record = Some(String::new());
+    let mut baselines = None;
     if let Baselines::Compared { policy, .. } = &opts.baselines {
         let approved: Vec<Utf8PathBuf> = (policy.store.list(crate::baseline::APPROVED_SUFFIX))
             .into_iter()
             .map(|stored| stored.path)
             .collect();
         let found = super::cache_baselines::by_content(&approved, known);
-        parts.push(found.material.into());
         record = found.record;
+        baselines = Some(found.by_path);
     }
     let refs: Vec<&[u8]> = parts.iter().map(|p| &**p).collect();
-    (cache::context_fingerprint(&refs), record)
+    (cache::context_fingerprint(&refs), record, baselines)
 }
 
 /// What a cached row depends on of the scenarios, one key per entry: a row is recalled only

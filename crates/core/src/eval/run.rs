@@ -210,12 +210,13 @@ fn open_cache(
     let file =
         cache_file.unwrap_or_else(|| super::CacheFile::read_with(dir, row_memory as u64, &key));
     let known = cache_baselines::Known::parse(file.context());
-    let (fingerprint, record) = plan::cache_context(opts, &known);
+    let (fingerprint, record, baselines) = plan::cache_context(opts, &known);
     drop(known);
     // `None`: the approved baselines are as the file recorded them.
     let record = record.unwrap_or_else(|| cache_baselines::record_in(file.context()).to_owned());
     let cache = cache::ResultCache::from_file(dir, file, &fingerprint, record, key);
-    Some(cache.with_scenarios(plan::ScenarioKeys::new(entries, loaded)))
+    let scenarios = plan::ScenarioKeys::new(entries, loaded);
+    Some(cache.with_dependencies(scenarios, baselines))
 }
 
 /// The compare stage: rows sharing a baseline file, obsolete baselines (unless `unattributed`

@@ -140,3 +140,29 @@ pub(super) fn searched_holds(
         }
     })
 }
+
+/// Keys are BLAKE3 output, uniformly random already: their first 8 bytes are the hash.
+#[derive(Default, Clone, Copy)]
+pub(super) struct KeyHasher;
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = FirstBytes;
+    fn build_hasher(&self) -> FirstBytes {
+        FirstBytes(0)
+    }
+}
+
+pub(super) struct FirstBytes(u64);
+
+impl std::hash::Hasher for FirstBytes {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // `[u8; 16]` hashes as its length, then its bytes: keep the first 8 bytes of the data.
+        if bytes.len() >= 8 && self.0 == 0 {
+            self.0 = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+}
