@@ -262,9 +262,7 @@ impl ResultCache {
         let approved = baselines.get(path).copied().unwrap_or([0; 16]);
         let mut h = blake3::Hasher::new();
         h.update(b"baseline\0").update(&scenario).update(&approved);
-        let mut key = [0; 16];
-        key.copy_from_slice(&h.finalize().as_bytes()[..16]);
-        key
+        super::trace_keys::first_16(h.finalize())
     }
 
     /// The cache file.

@@ -102,9 +102,7 @@ pub(super) fn by_content(paths: &[Utf8PathBuf], known: &Known<'_>) -> ByContent 
 
 /// A baseline's key: of its content hash (or of why it could not be read).
 fn key_of(content: &str) -> super::cache::RowKey {
-    let mut key = [0; 16];
-    key.copy_from_slice(&blake3::hash(content.as_bytes()).as_bytes()[..16]);
-    key
+    super::trace_keys::first_16(blake3::hash(content.as_bytes()))
 }
 
 #[cfg(test)]

@@ -343,8 +343,8 @@ fn judge_or_recall(
 
 /// A row from the cache (`taken`, for a trace whose keys are `keys`): `Some(Some(row))` in
 /// scope, `Some(None)` outside the filters or partition (the entry is put back for the next full
-/// run), `None` when it does not decode or was judged under another scenario than the one it
-/// names now (the trace is then judged afresh, never dropped).
+/// run), `None` when it does not decode or was judged under another scenario or approved
+/// baseline than the ones it names now (the trace is then judged afresh, never dropped).
 fn recall(
     taken: &cache::Taken,
     keys: cache::Keys,

@@ -324,8 +324,9 @@ pub(crate) fn suite_fingerprint(
     format!("b3:{}", h.finalize().to_hex())
 }
 
-/// The fingerprint of everything besides a trace its cached row depends on.
-/// Also the approved baselines' keys by path as shown (`None` when baselines are not compared),
+/// The fingerprint of what every cached row depends on besides its trace, its scenario and its
+/// approved baseline (those are in each entry's key, [`cache::ResultCache::depends`]). Also the
+/// approved baselines' keys by path as shown (`None` when baselines are not compared),
 /// and their record for the next run (`None` when the file's record still holds).
 pub(crate) fn cache_context(
     opts: &CheckOptions,
@@ -389,7 +390,7 @@ impl ScenarioKeys {
         let bytes_of: HashMap<&Utf8PathBuf, &[u8]> =
             (sources.iter()).map(|(p, b)| (p, b.as_slice())).collect();
         let contract = |s: &Scenario| format!("{:?}", s.contract_loaded);
-        let mut all = KeyHasher::new(b"unresolved");
+        let mut all = PartsHasher::new(b"unresolved");
         for (path, bytes) in &sources {
             all.part(key_path(path).as_bytes()).part(bytes);
         }
@@ -405,7 +406,7 @@ impl ScenarioKeys {
             let Some(bytes) = bytes_of.get(&s.file) else {
                 continue;
             };
-            let mut h = KeyHasher::new(b"scenario");
+            let mut h = PartsHasher::new(b"scenario");
             h.part(key_path(&s.file).as_bytes()).part(bytes);
             h.part(contract(s).as_bytes());
             h.part(e.problems.join("\n").as_bytes());
@@ -428,24 +429,22 @@ impl ScenarioKeys {
 }
 
 /// BLAKE3 over length-prefixed parts, cut to a [`cache::RowKey`].
-struct KeyHasher(blake3::Hasher);
+struct PartsHasher(blake3::Hasher);
 
-impl KeyHasher {
-    fn new(domain: &[u8]) -> KeyHasher {
-        let mut h = KeyHasher(blake3::Hasher::new());
+impl PartsHasher {
+    fn new(domain: &[u8]) -> PartsHasher {
+        let mut h = PartsHasher(blake3::Hasher::new());
         h.part(domain);
         h
     }
 
-    fn part(&mut self, bytes: &[u8]) -> &mut KeyHasher {
+    fn part(&mut self, bytes: &[u8]) -> &mut PartsHasher {
         self.0.update(&(bytes.len() as u64).to_le_bytes());
         self.0.update(bytes);
         self
     }
 
     fn key(&self) -> cache::RowKey {
-        let mut key = [0; 16];
-        key.copy_from_slice(&self.0.finalize().as_bytes()[..16]);
-        key
+        super::trace_keys::first_16(self.0.finalize())
     }
 }

@@ -107,7 +107,8 @@ pub(crate) fn key_path(path: &Utf8Path) -> &str {
     s
 }
 
-fn first_16(hash: blake3::Hash) -> RowKey {
+/// The first 16 bytes of a BLAKE3 hash: a key.
+pub(super) fn first_16(hash: blake3::Hash) -> RowKey {
     let mut key = [0; 16];
     key.copy_from_slice(&hash.as_bytes()[..16]);
     key
