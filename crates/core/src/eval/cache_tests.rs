@@ -202,6 +202,8 @@ fn a_row_is_held_by_the_paths_that_would_find_it() {
     assert!(!holds(&["."], "../up/a.trace.ndjson.zst"));
     assert!(!holds(&["."], "/elsewhere/a.trace.ndjson.zst"));
     assert!(holds(&["s2", "s1"], "s1/deep/a.trace.ndjson.zst"));
+    assert!(holds(&["./s1/a.trace.ndjson.zst"], "s1/a.trace.ndjson.zst"));
+    assert!(!holds(&["s1/a.trace.ndjson"], "s1/a.trace.ndjson.zst"));
     assert!(holds(&["s3://bucket/x"], "s1/a.trace.ndjson.zst"));
 }
 

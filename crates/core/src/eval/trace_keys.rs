@@ -135,9 +135,10 @@ pub(super) fn searched_holds(
         match root.trim_end_matches('/') {
             "" if root.starts_with('/') => true,
             "" | "." => !(path.starts_with('/') || path == ".." || path.starts_with("../")),
+            // A directory holds what lies under it; a trace file given as a path, itself.
             root => path
                 .strip_prefix(root)
-                .is_some_and(|rest| rest.starts_with('/')),
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
         }
     })
 }
