@@ -188,7 +188,9 @@ fn keys_take_the_path_as_shown() {
 #[test]
 fn a_row_is_held_by_the_paths_that_would_find_it() {
     let holds = |roots: &[&str], path: &str| {
-        let roots: Vec<Utf8PathBuf> = roots.iter().map(Utf8PathBuf::from).collect();
+        let roots: Vec<String> = (roots.iter())
+            .map(|r| crate::paths::display_path(Utf8Path::new(r)))
+            .collect();
         super::super::trace_keys::searched_holds(&roots, &row(path))
     };
     let cwd = std::env::current_dir().unwrap();

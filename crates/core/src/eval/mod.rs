@@ -333,7 +333,8 @@ fn save_cache(
     // traces outside the paths it searched (a run over one scenario's directory keeps the rest
     // of the suite's). What lies inside them and was not found is gone.
     let filtered = selection.filtered() || selection.partition.is_some();
-    let keep = |row: &store::RowBytes| filtered || !trace_keys::searched_holds(searched, row);
+    let searched: Vec<String> = searched.iter().map(|p| display_path(p)).collect();
+    let keep = |row: &store::RowBytes| filtered || !trace_keys::searched_holds(&searched, row);
     c.save(keyed, hits, &keep).err().map(|e| {
         let message = format!(
             "cannot write the result cache `{}`: {e}; the next run will judge every trace again",

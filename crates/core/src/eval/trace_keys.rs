@@ -114,21 +114,18 @@ pub(super) fn first_16(hash: blake3::Hash) -> RowKey {
     key
 }
 
-/// Whether a cached row's trace lies under one of the `searched` paths, so that a run over them
-/// would have found it: compared as shown (the row's path is shown as discovered under the path
-/// it was searched from, relative to the working directory). A row whose head does not decode
-/// or names no path counts as found (it is dropped); with a remote path searched, every row does
-/// (remote objects are not kept past the runs that list them).
-pub(super) fn searched_holds(
-    searched: &[camino::Utf8PathBuf],
-    row: &crate::report::store::RowBytes,
-) -> bool {
+/// Whether a cached row's trace lies under one of the `searched` paths (as shown,
+/// [`crate::paths::display_path`], once per run), so that a run over them would have found it:
+/// the row's path is shown as discovered under the path it was searched from, relative to the
+/// working directory. A row whose head does not decode or names no path counts as found (it is
+/// dropped); with a remote path searched, every row does (remote objects are not kept past the
+/// runs that list them).
+pub(super) fn searched_holds(searched: &[String], row: &crate::report::store::RowBytes) -> bool {
     let loaded = row.load();
     let Some(path) = (crate::report::store::decode_head(&loaded).ok()).and_then(|h| h.path) else {
         return true;
     };
     searched.iter().any(|root| {
-        let root = crate::paths::display_path(root);
         if root.contains("://") {
             return true;
         }
