@@ -6,24 +6,33 @@ use std::path::PathBuf;
 use camino::Utf8Path;
 
 /// A path printed relative to the working directory, with `/` separators and no leading `./`.
+/// A `scheme://` URL is shown with what could be a secret hidden ([`redact_url`]).
 pub fn display_path(path: &Utf8Path) -> String {
-    // The working directory does not change during a run; ask for it once.
-    static CWD: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    let cwd = CWD.get_or_init(|| std::env::current_dir().ok());
-    let rel = if path.is_absolute() {
-        cwd.as_ref()
-            .and_then(|cwd| path.as_std_path().strip_prefix(cwd).ok())
-            .and_then(|p| Utf8Path::from_path(p))
-    } else {
-        None
-    };
-    let p = rel.unwrap_or(path);
-    if p.as_str().contains("://") {
-        return redact_url(p.as_str());
+    let p = relative_to_cwd(path);
+    if p.contains("://") {
+        return redact_url(p);
     }
-    let mut s = p.as_str().replace('\\', "/");
+    p.replace('\\', "/")
+}
+
+/// `path` relative to the working directory when it lies under it, without a leading `./` (nor
+/// the slashes after one): the part of [`display_path`] that borrows, for keys taken on a hot
+/// path. The working directory is asked for once per process; it does not change during a run.
+pub fn relative_to_cwd(path: &Utf8Path) -> &str {
+    static CWD: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let mut s = path.as_str();
+    if path.is_absolute() {
+        let cwd = CWD.get_or_init(|| std::env::current_dir().ok());
+        let rel = cwd
+            .as_ref()
+            .and_then(|cwd| path.as_std_path().strip_prefix(cwd).ok())
+            .and_then(Utf8Path::from_path);
+        if let Some(rel) = rel {
+            s = rel.as_str();
+        }
+    }
     while let Some(rest) = s.strip_prefix("./") {
-        s = rest.to_owned();
+        s = rest.trim_start_matches('/');
     }
     s
 }

@@ -280,40 +280,43 @@ impl BaselineStore {
     /// Every file in the store ending with `suffix`, as (scenario segment, case segment, path),
     /// sorted. Only the two-level layout is considered, and only real directories and regular
     /// files: a symlink inside the store (which a pull request can add) is never followed, so
-    /// nothing it leads to is taken for a baseline, marked obsolete or accepted.
+    /// nothing it leads to is taken for a baseline, marked obsolete or accepted. The scenario
+    /// directories are read in parallel (on the current rayon pool).
     pub fn list(&self, suffix: &str) -> Vec<StoredCase> {
-        let mut out = Vec::new();
+        use rayon::prelude::*;
         let Ok(dirs) = std::fs::read_dir(&self.dir) else {
-            return out;
+            return Vec::new();
         };
-        for d in dirs.filter_map(Result::ok) {
-            let Ok(scenario_segment) = d.file_name().into_string() else {
-                continue;
-            };
-            if scenario_segment.starts_with('.') || !d.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let Ok(files) = std::fs::read_dir(d.path()) else {
-                continue;
-            };
-            for f in files.filter_map(Result::ok) {
-                let Ok(name) = f.file_name().into_string() else {
-                    continue;
-                };
-                if !f.file_type().is_ok_and(|t| t.is_file()) {
-                    continue;
-                }
-                if let Some(case_segment) = name.strip_suffix(suffix) {
-                    out.push(StoredCase {
-                        scenario_segment: scenario_segment.clone(),
-                        case_segment: case_segment.to_owned(),
-                        path: self.dir.join(&scenario_segment).join(&name),
-                    });
-                }
-            }
-        }
-        out.sort();
+        let scenarios: Vec<String> = (dirs.filter_map(Result::ok))
+            .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|d| d.file_name().into_string().ok())
+            .filter(|segment| !segment.starts_with('.'))
+            .collect();
+        let mut out: Vec<StoredCase> = (scenarios.into_par_iter())
+            .flat_map_iter(|segment| self.list_scenario(segment, suffix))
+            .collect();
+        out.par_sort_unstable();
         out
+    }
+
+    /// The files ending with `suffix` in one scenario's directory (regular files only).
+    fn list_scenario(&self, scenario_segment: String, suffix: &str) -> Vec<StoredCase> {
+        let dir = self.dir.join(&scenario_segment);
+        let Ok(files) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        (files.filter_map(Result::ok))
+            .filter(|f| f.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|f| {
+                let name = f.file_name().into_string().ok()?;
+                let case_segment = name.strip_suffix(suffix)?.to_owned();
+                Some(StoredCase {
+                    scenario_segment: scenario_segment.clone(),
+                    case_segment,
+                    path: dir.join(&name),
+                })
+            })
+            .collect()
     }
 }
 
@@ -401,5 +404,53 @@ mod tests {
         );
         assert_eq!(a, b);
         assert!(a.contains("line"), "{a}");
+    }
+
+    /// The listing, read in parallel, is the same sorted list whatever the thread count: the
+    /// files of each scenario directory with the suffix asked for, and nothing else (no hidden
+    /// directory, no file at the top, no symlink, no other suffix).
+    #[test]
+    fn the_listing_is_sorted_and_takes_only_what_the_layout_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        for s in (0..40).rev() {
+            std::fs::create_dir(root.join(format!("s{s:02}"))).unwrap();
+            for c in [3, 1, 2] {
+                let file = root.join(format!("s{s:02}/c{c}{APPROVED_SUFFIX}"));
+                std::fs::write(file, "{}").unwrap();
+            }
+        }
+        std::fs::write(root.join(format!("s07/c9{NEW_SUFFIX}")), "{}").unwrap();
+        std::fs::create_dir(root.join(".hidden")).unwrap();
+        std::fs::write(root.join(format!(".hidden/c{APPROVED_SUFFIX}")), "{}").unwrap();
+        std::fs::write(root.join(format!("top{APPROVED_SUFFIX}")), "{}").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(
+            root.join(format!("s00/c1{APPROVED_SUFFIX}")),
+            root.join(format!("s01/link{APPROVED_SUFFIX}")),
+        )
+        .unwrap();
+        let store = BaselineStore::new(root);
+        let want: Vec<StoredCase> = (0..40)
+            .flat_map(|s| {
+                (1..=3).map(move |c| StoredCase {
+                    scenario_segment: format!("s{s:02}"),
+                    case_segment: format!("c{c}"),
+                    path: root.join(format!("s{s:02}/c{c}{APPROVED_SUFFIX}")),
+                })
+            })
+            .collect();
+        for threads in [1, 4] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+            assert_eq!(pool.unwrap().install(|| store.list(APPROVED_SUFFIX)), want);
+        }
+        let pending = store.list(NEW_SUFFIX);
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].path, root.join(format!("s07/c9{NEW_SUFFIX}")));
+        assert!(
+            BaselineStore::new(root.join("absent"))
+                .list(APPROVED_SUFFIX)
+                .is_empty()
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use camino::Utf8PathBuf;
 
 use super::pipeline::BaselinePolicy;
+use crate::baseline::StoredCase;
 use crate::baseline::decode_segment;
 use crate::diff::{DriftCategory, DriftFinding};
 use crate::paths::display_path;
@@ -237,10 +238,12 @@ pub(crate) fn mark_ambiguous(
     }
 }
 
-/// Approved baselines without a trace, within scope: `in_scope` says whether a stored baseline
-/// (by its encoded scenario segment) belongs to this run. Each also gets a [`Pending::Remove`].
+/// Approved baselines without a trace, of those `approved` (the store's listing), within scope:
+/// `in_scope` says whether a stored baseline (by its encoded scenario segment) belongs to this
+/// run. Each also gets a [`Pending::Remove`].
 pub(crate) fn find_obsolete(
     rows: &Rows,
+    approved: &[StoredCase],
     policy: &BaselinePolicy,
     in_scope: &dyn Fn(&str) -> bool,
     pending: &mut Vec<Pending>,
@@ -248,7 +251,7 @@ pub(crate) fn find_obsolete(
     let mut used: HashSet<String> = HashSet::new();
     rows.for_each_head(|_, h| used.extend(h.baseline.map(str::to_owned)));
     let mut out = Vec::new();
-    for stored in policy.store.list(crate::baseline::APPROVED_SUFFIX) {
+    for stored in approved {
         let shown = display_path(&stored.path);
         if used.contains(shown.as_str()) || !in_scope(&stored.scenario_segment) {
             continue;

@@ -37,9 +37,12 @@
 //!   content key, the 16-byte dependency key, a 4-byte little-endian length and the row as
 //!   [`crate::eval::store`] encodes it.
 //! - **Memory.** A file up to the run's row budget ([`super::ROW_MEMORY`] by default) is read whole and
-//!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping only
-//!   keys and offsets) and its hits are read back from it when a report needs them, so a large
-//!   suite's cache costs tens of bytes per entry in memory, not the size of its rows. (Off Unix
+//!   its hits share that buffer. A larger one is streamed once (hashed and framed, keeping keys
+//!   and offsets, and each row's head — the leading fields every recalled row is read for — as
+//!   long as those heads fit the same budget) and the rest of its hits' rows are read back from
+//!   it when a report needs them. So a large suite's cache costs at most the budget plus tens of
+//!   bytes per entry in memory, not the size of its rows, and recalling a row reads no file
+//!   while the heads fit (a few hundred bytes each: some 60,000 rows in 16 MiB). (Off Unix
 //!   the file is always read whole: a file still open there cannot be replaced by the next
 //!   save.)
 
@@ -104,6 +107,9 @@ struct Slot {
     /// The key of what the row was judged under besides the trace ([`ResultCache::depends`]).
     depends: RowKey,
     range: std::ops::Range<usize>,
+    /// Where the row's head lies in the heads' buffer (a streamed file's rows only, as far as
+    /// the budget holds them).
+    head: Option<std::ops::Range<usize>>,
     taken: AtomicBool,
 }
 
@@ -118,10 +124,11 @@ pub(super) struct Taken {
 /// Slots by key.
 type Index = HashMap<RowKey, usize, KeyHasher>;
 
-/// Where the entries' rows are: the file read whole, or the file itself.
+/// Where the entries' rows are: the file read whole, or the file itself with the rows' heads
+/// (their leading fields, as far as the row budget holds them) in a buffer.
 enum Held {
     Memory(Arc<Vec<u8>>),
-    File(Arc<RowFile>),
+    File(Arc<RowFile>, Arc<Vec<u8>>),
 }
 
 impl Default for Held {
@@ -153,8 +160,9 @@ impl std::fmt::Debug for CacheFile {
 const MAX_FILE: u64 = 1 << 30;
 
 impl CacheFile {
-    /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes; empty
-    /// unless its MAC verifies under `key`.
+    /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes (else
+    /// streamed, keeping rows' heads up to that many bytes); empty unless its MAC verifies
+    /// under `key`.
     pub(crate) fn read_with(dir: &Utf8Path, read_whole: u64, key: &CacheKey) -> CacheFile {
         // Only a regular file: a FIFO would block the open, a device never end.
         let path = dir.join(file_name(VERSION));
@@ -174,7 +182,7 @@ impl CacheFile {
                 .ok()
                 .and_then(|_| decode(bytes, key))
         } else {
-            stream(file, len, key).ok().flatten()
+            stream(file, len, read_whole, key).ok().flatten()
         };
         decoded.unwrap_or_default()
     }
@@ -187,10 +195,16 @@ impl CacheFile {
     fn row(&self, slot: &Slot) -> RowBytes {
         match &self.held {
             Held::Memory(buf) => RowBytes::shared(buf.clone(), slot.range.clone()),
-            Held::File(file) => {
-                // Ranges were checked against the file's length when it was framed.
-                let len = slot.range.len() as u32;
-                RowBytes::in_file(file.clone(), slot.range.start as u64, len)
+            Held::File(file, heads) => {
+                // Ranges were checked against the file's length when it was framed, and
+                // heads against the buffer when it was filled.
+                let (at, len) = (slot.range.start as u64, slot.range.len() as u32);
+                match &slot.head {
+                    Some(head) => {
+                        RowBytes::in_file_headed(file.clone(), at, len, heads.clone(), head.clone())
+                    }
+                    None => RowBytes::in_file(file.clone(), at, len),
+                }
             }
         }
     }
@@ -439,6 +453,7 @@ fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
             keys,
             depends,
             range,
+            head: None,
             taken,
         });
     }
@@ -450,8 +465,16 @@ fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
 }
 
 /// Reads a cache file too large to hold: its header, then its entries once, in order, hashing
-/// them and keeping each one's keys and place. `Ok(None)` when it cannot be trusted.
-fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Option<CacheFile>> {
+/// them and keeping each one's keys and place, and a copy of each row's head (the leading
+/// fields every recalled row is read for: its scenario, baseline and sort key) while those
+/// copies fit in `heads_budget` bytes, so that recalling rows reads no file. `Ok(None)` when it
+/// cannot be trusted.
+fn stream(
+    file: std::fs::File,
+    len: u64,
+    heads_budget: u64,
+    key: &CacheKey,
+) -> std::io::Result<Option<CacheFile>> {
     use std::io::{BufRead, BufReader, Read};
     // The header holds the approved baselines' record (a line of about 100 bytes each).
     const HEADER_MAX: u64 = 256 << 20;
@@ -470,6 +493,7 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
     let mut slots = Vec::new();
     let mut at = line.len() as u64 + 1;
     let mut row = Vec::new();
+    let mut heads = Vec::new();
     while at < len {
         let mut frame = [0; FRAME];
         if reader.read_exact(&mut frame).is_err() {
@@ -486,10 +510,18 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
         hasher.update(&frame);
         hasher.update(&row);
         let start = usize::try_from(at + FRAME as u64).map_err(std::io::Error::other)?;
+        // A head that does not decode is not kept: the row is read back, and judged afresh.
+        let head = rows::head_len(&row)
+            .filter(|n| (heads.len() + n) as u64 <= heads_budget)
+            .map(|n| {
+                heads.extend_from_slice(&row[..n]);
+                heads.len() - n..heads.len()
+            });
         slots.push(Slot {
             keys,
             depends,
             range: start..start + row_len as usize,
+            head,
             taken: AtomicBool::new(false),
         });
         at += FRAME as u64 + u64::from(row_len);
@@ -501,7 +533,7 @@ fn stream(file: std::fs::File, len: u64, key: &CacheKey) -> std::io::Result<Opti
     let file = Arc::new(RowFile::new(file, len));
     Ok(Some(CacheFile::indexed(
         header.context,
-        Held::File(file),
+        Held::File(file, Arc::new(heads)),
         slots,
     )))
 }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use rayon::prelude::*;
 
 /// What a cache file recorded of each approved baseline: the hash of its stat fingerprint and
@@ -60,11 +60,12 @@ pub(super) struct ByContent {
 
 /// Each approved baseline of `paths` by content: the hash `known` records for the path when its
 /// stat fingerprint is the recorded one, else the hash of its bytes read now (in parallel).
-pub(super) fn by_content(paths: &[Utf8PathBuf], known: &Known<'_>) -> ByContent {
+pub(super) fn by_content<P: AsRef<Utf8Path> + Sync>(paths: &[P], known: &Known<'_>) -> ByContent {
     // Per baseline: its content hash, its stat's (when it has one), and whether both are as
     // recorded.
     let found: Vec<(String, Option<String>, bool)> = (paths.par_iter())
         .map(|path| {
+            let path = path.as_ref();
             let meta = std::fs::metadata(path);
             let stat = meta
                 .as_ref()
@@ -83,12 +84,13 @@ pub(super) fn by_content(paths: &[Utf8PathBuf], known: &Known<'_>) -> ByContent 
         })
         .collect();
     let by_path = (paths.iter().zip(&found))
-        .map(|(path, (content, _, _))| (crate::paths::display_path(path), key_of(content)))
+        .map(|(path, (content, _, _))| (crate::paths::display_path(path.as_ref()), key_of(content)))
         .collect();
     let unchanged = found.len() == known.0.len() && found.iter().all(|(_, _, same)| *same);
     let record = (!unchanged).then(|| {
         let mut table = String::new();
         for (path, (content, stat, _)) in paths.iter().zip(found) {
+            let path = path.as_ref();
             // A path that would break the table's lines is never recorded: it is read every run.
             let recordable = !path.as_str().contains(['\n', '\r']) && !content.contains(' ');
             if let Some(stat) = stat.filter(|_| recordable) {

@@ -164,7 +164,7 @@ fn saved_and_damaged(whole: u64) {
 }
 
 /// The keys take a path as it is shown: a leading `./` and the working directory do not make
-/// a second key for the same trace.
+/// a second key for the same trace, and the reports show it the same way.
 #[test]
 fn keys_take_the_path_as_shown() {
     let cwd = std::env::current_dir().unwrap();
@@ -176,6 +176,16 @@ fn keys_take_the_path_as_shown() {
     assert_eq!(kp(&format!("{cwd}/a/b.trace")), "a/b.trace");
     assert_eq!(kp("/elsewhere/a.trace"), "/elsewhere/a.trace");
     assert_eq!(kp("../up/a.trace"), "../up/a.trace");
+    assert_eq!(kp(&format!("{cwd}//a/b.trace")), "a/b.trace");
+    // The keys and the reports name a path alike: one helper strips both.
+    for p in [
+        "./a/b.trace",
+        ".//./a/b.trace",
+        &format!("{cwd}/a/b.trace"),
+        "../up/a",
+    ] {
+        assert_eq!(crate::paths::display_path(Utf8Path::new(p)), kp(p), "{p}");
+    }
     let key = |p: &str| content_key(Utf8Path::new(p), b"xy");
     assert_eq!(key("./s/a.trace"), key("s/a.trace"));
     assert_eq!(key(&format!("{cwd}/s/a.trace")), key("s/a.trace"));
@@ -245,4 +255,66 @@ fn a_save_keeps_the_untaken_entries_it_is_told_to() {
     let cache = load();
     cache.save(std::iter::empty, 0, &|_| true).unwrap();
     assert_eq!(load().file.slots.len(), 2);
+}
+
+/// A cache file too large to read whole keeps its rows' heads in memory as far as the budget
+/// holds them, so a recalled row's scenario, baseline and sort key are read without reading
+/// the file; the rest of each row is read back from it.
+#[test]
+fn a_streamed_cache_keeps_the_heads_its_budget_holds() {
+    use std::borrow::Cow;
+    let key = CacheKey::from_material(b"test");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = Utf8Path::from_path(dir.path()).unwrap();
+    let rows = [row("a"), row("bb"), row("ccc")];
+    let keys = |i: u8| Keys {
+        stat: Some([i + 1; 16]),
+        content: [i + 10; 16],
+    };
+    let cache = CacheFile::read_with(dir, 0, &key);
+    (ResultCache::from_file(dir, cache, "ctx", String::new(), key.clone()))
+        .save(
+            || (0..3).map(|i| (keys(i), [7; 16], &rows[usize::from(i)])),
+            0,
+            &|_| false,
+        )
+        .unwrap();
+    let len = std::fs::metadata(dir.join(file_name(VERSION)))
+        .unwrap()
+        .len();
+    let head_len = |r: &RowBytes| rows::head_len(&r.load()).unwrap();
+    let first = head_len(&rows[0]) as u64;
+    assert!(
+        first < rows[0].load().len() as u64,
+        "a head is a strict prefix"
+    );
+    // Whole: the buffer is shared. Streamed with room for every head, for the first only, for
+    // none.
+    for (budget, in_memory) in [
+        (len, [true; 3]),
+        (len - 1, [true; 3]),
+        (first, [true, false, false]),
+        (0, [false; 3]),
+    ] {
+        let loaded = {
+            let file = CacheFile::read_with(dir, budget, &key);
+            ResultCache::from_file(dir, file, "ctx", String::new(), key.clone())
+        };
+        for i in 0..3u8 {
+            let taken = loaded.take_by_stat(&[i + 1; 16]).unwrap();
+            let (head, whole) = (taken.row.head(), taken.row.load());
+            let want = &rows[usize::from(i)];
+            assert_eq!(*whole, *want.load(), "budget {budget}, row {i}");
+            assert!(whole.starts_with(&head), "budget {budget}, row {i}");
+            let held = matches!(head, Cow::Borrowed(_));
+            assert_eq!(held, in_memory[usize::from(i)], "budget {budget}, row {i}");
+            if held && budget < len {
+                assert_eq!(head.len(), head_len(want), "only the head is held");
+            }
+            assert_eq!(
+                rows::decode_head(&head).unwrap(),
+                rows::decode_head(&whole).unwrap()
+            );
+        }
+    }
 }

@@ -355,7 +355,7 @@ fn recall(
     out: &mut Outputs,
 ) -> Option<Option<Judged>> {
     let (bytes, stored) = (&taken.row, taken.keys);
-    let loaded = bytes.load();
+    let loaded = bytes.head();
     let head = rows::decode_head(&loaded).ok()?;
     let entry = head.scenario.and_then(|s| entry_of(entries, s));
     let depends = c.depends(entry.map(|e| e.index), head.baseline);

@@ -4,10 +4,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 
 use super::trace_keys::key_path;
 use super::{Baselines, CheckError, CheckOptions, Selection, cache};
+use crate::baseline::StoredCase;
 use crate::discover::Discovered;
 use crate::paths::display_path;
 use crate::scenario::{LoadedScenarios, Scenario};
@@ -331,6 +332,7 @@ pub(crate) fn suite_fingerprint(
 pub(crate) fn cache_context(
     opts: &CheckOptions,
     known: &super::cache_baselines::Known<'_>,
+    approved: Option<&[StoredCase]>,
 ) -> (
     String,
     Option<String>,
@@ -354,11 +356,8 @@ pub(crate) fn cache_context(
     // Not part of the context either: each row's key names the one it was compared with.
     let mut record = Some(String::new());
     let mut baselines = None;
-    if let Baselines::Compared { policy, .. } = &opts.baselines {
-        let approved: Vec<Utf8PathBuf> = (policy.store.list(crate::baseline::APPROVED_SUFFIX))
-            .into_iter()
-            .map(|stored| stored.path)
-            .collect();
+    if let Some(approved) = approved {
+        let approved: Vec<&Utf8Path> = approved.iter().map(|stored| &*stored.path).collect();
         let found = super::cache_baselines::by_content(&approved, known);
         record = found.record;
         baselines = Some(found.by_path);

@@ -10,6 +10,7 @@ use super::{
     CheckError, CheckOptions, ROW_MEMORY, baselines, cache, cache_baselines, judging, persist,
     plan, save_cache, set_blocking, shares, summary, trials,
 };
+use crate::baseline::StoredCase;
 use crate::discover::Discovered;
 use crate::privacy::lint::Finding;
 use crate::report::store::Spill;
@@ -39,7 +40,11 @@ pub(super) fn check_in_pool(
     );
     plan::check_filters(&opts.selection, &entries)?;
     let row_memory = opts.execution.row_memory.unwrap_or(ROW_MEMORY);
-    let cache = open_cache(&loaded, &entries, opts, cache_file, row_memory);
+    // The approved baselines, listed once for the cache's keys and the obsolete ones.
+    let approved =
+        (opts.baselines.policy()).map(|p| p.store.list(crate::baseline::APPROVED_SUFFIX));
+    let approved = approved.as_deref();
+    let cache = open_cache(&loaded, &entries, opts, cache_file, row_memory, approved);
 
     // Judge.
     let spill = Spill::new(row_memory);
@@ -99,7 +104,7 @@ pub(super) fn check_in_pool(
     let notes = (&mut warnings, &mut failed_writes);
     let (obsolete, pending_written, pending_failed) = compare_stage(
         &mut rows,
-        &entries,
+        (&entries, approved.unwrap_or_default()),
         &cases,
         unattributed,
         opts,
@@ -201,6 +206,7 @@ fn open_cache(
     opts: &CheckOptions,
     cache_file: Option<super::CacheFile>,
     row_memory: usize,
+    approved: Option<&[StoredCase]>,
 ) -> Option<cache::ResultCache> {
     let dir = opts.execution.cache_dir.as_deref()?;
     if opts.signatures.is_some() {
@@ -210,7 +216,7 @@ fn open_cache(
     let file =
         cache_file.unwrap_or_else(|| super::CacheFile::read_with(dir, row_memory as u64, &key));
     let known = cache_baselines::Known::parse(file.context());
-    let (fingerprint, record, baselines) = plan::cache_context(opts, &known);
+    let (fingerprint, record, baselines) = plan::cache_context(opts, &known, approved);
     drop(known);
     // `None`: the approved baselines are as the file recorded them.
     let record = record.unwrap_or_else(|| cache_baselines::record_in(file.context()).to_owned());
@@ -225,7 +231,7 @@ fn open_cache(
 /// could not be; warnings and failed writes go to `notes`.
 fn compare_stage(
     rows: &mut Rows,
-    entries: &plan::Entries<'_>,
+    (entries, approved): (&plan::Entries<'_>, &[StoredCase]),
     cases: &trials::Cases,
     unattributed: usize,
     opts: &CheckOptions,
@@ -243,7 +249,7 @@ fn compare_stage(
             "{unattributed} trace(s) or path(s) could not be read or attributed to a scenario, so obsolete baselines were not looked for in this run"
         ));
     } else {
-        obsolete = obsolete_baselines(rows, entries, policy, opts, pending);
+        obsolete = obsolete_baselines(rows, (entries, approved), policy, opts, pending);
     }
     let (mut pending_written, mut pending_failed) = (0, 0);
     if opts.baselines.writes_pending() {
@@ -263,7 +269,7 @@ fn compare_stage(
 /// (paths that do not cover the suite's roots, `--last-failed`) judges none.
 fn obsolete_baselines(
     rows: &Rows,
-    entries: &plan::Entries<'_>,
+    (entries, approved): (&plan::Entries<'_>, &[StoredCase]),
     policy: &super::BaselinePolicy,
     opts: &CheckOptions,
     pending: &mut Vec<baselines::Pending>,
@@ -280,7 +286,7 @@ fn obsolete_baselines(
             && (everything || selected.contains(segment))
             && s.partition_holds(Some(&crate::baseline::decode_segment(segment)))
     };
-    baselines::find_obsolete(rows, policy, &in_scope, pending)
+    baselines::find_obsolete(rows, approved, policy, &in_scope, pending)
 }
 
 /// Moves the secrets found in traces from their rows to the report's list, sorted (a rare

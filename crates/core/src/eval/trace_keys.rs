@@ -85,26 +85,12 @@ pub(super) fn content_key(path: &Utf8Path, stored: &[u8]) -> RowKey {
     first_16(h.finalize())
 }
 
-/// A path as the keys take it: as it is shown: relative to the working directory (which is part
+/// A path as the keys take it: as it is shown ([`crate::paths::relative_to_cwd`], the part of
+/// [`crate::paths::display_path`] that borrows): relative to the working directory (which is part
 /// of the cache's context) and less any leading `./`, so that `check .`, `check DIR` and `check
 /// $PWD/DIR` key the traces under `DIR` alike (all show them as `DIR/…`). Never allocates.
 pub(crate) fn key_path(path: &Utf8Path) -> &str {
-    static CWD: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let mut s = path.as_str();
-    if path.is_absolute() {
-        let cwd = CWD.get_or_init(|| {
-            let dir = std::env::current_dir().ok()?;
-            dir.into_os_string().into_string().ok()
-        });
-        let under = cwd.as_deref().and_then(|cwd| s.strip_prefix(cwd));
-        if let Some(rest) = under.and_then(|r| r.strip_prefix('/')) {
-            s = rest;
-        }
-    }
-    while let Some(rest) = s.strip_prefix("./") {
-        s = rest.trim_start_matches('/');
-    }
-    s
+    crate::paths::relative_to_cwd(path)
 }
 
 /// The first 16 bytes of a BLAKE3 hash: a key.
@@ -121,7 +107,7 @@ pub(super) fn first_16(hash: blake3::Hash) -> RowKey {
 /// dropped); with a remote path searched, every row does (remote objects are not kept past the
 /// runs that list them).
 pub(super) fn searched_holds(searched: &[String], row: &crate::report::store::RowBytes) -> bool {
-    let loaded = row.load();
+    let loaded = row.head();
     let Some(path) = (crate::report::store::decode_head(&loaded).ok()).and_then(|h| h.path) else {
         return true;
     };

@@ -22,9 +22,8 @@ use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-use spill::Repr;
 pub(crate) use spill::{RowBytes, RowFile, Spill};
-pub(crate) use wire::{RowHead, WIRE_VERSION, decode, decode_head, encode, head_of};
+pub(crate) use wire::{RowHead, WIRE_VERSION, decode, decode_head, encode, head_len, head_of};
 use wire::{decode_unchecked, head_unchecked, sort_key};
 
 use crate::report::{ResultRow, RowSummary, RowVerdict, Source};
@@ -102,16 +101,16 @@ impl Row {
     }
 
     fn head<R>(&self, f: impl FnOnce(RowHead<'_>) -> R) -> R {
-        f(head_unchecked(&self.bytes.load()))
+        f(head_unchecked(&self.bytes.head()))
     }
 
     fn decode(&self) -> ResultRow {
         decode_unchecked(&self.bytes.load())
     }
 
-    /// The row's [`sort_key`], owned only when its bytes had to be read back from a file.
+    /// The row's [`sort_key`], owned only when its head had to be read back from a file.
     fn sort_key(&self) -> SortKey<'_> {
-        match self.bytes.load() {
+        match self.bytes.head() {
             Cow::Borrowed(bytes) => sort_key(bytes),
             Cow::Owned(bytes) => sort_key(&bytes).map(|k| Cow::Owned(k.into_owned())),
         }
@@ -163,8 +162,7 @@ impl Rows {
     /// Whether a row held in a file could not be read back (so a report rendered from these
     /// rows showed it as an error it was not).
     pub(crate) fn unreadable(&self) -> bool {
-        (self.0.iter())
-            .any(|r| matches!(&r.bytes.0, Repr::InFile(f, ..) if f.failed.load(Ordering::Relaxed)))
+        (self.0.iter()).any(|r| (r.bytes.file()).is_some_and(|f| f.failed.load(Ordering::Relaxed)))
     }
 
     /// `Err` when a row held in a file could not be read back: every renderer ends with this,
@@ -184,7 +182,7 @@ impl Rows {
     pub fn key_widths(&self) -> (usize, usize) {
         let mut widths = (1, 1);
         for r in &self.0 {
-            let bytes = r.bytes.load();
+            let bytes = r.bytes.head();
             let [scenario, case, ..] = sort_key(&bytes);
             widths = (widths.0.max(scenario.len()), widths.1.max(case.len()));
         }

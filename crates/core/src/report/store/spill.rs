@@ -21,6 +21,8 @@ pub(super) enum Repr {
     Own(Box<[u8]>),
     Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
     InFile(Arc<RowFile>, u64, u32),
+    /// In a file, with its leading fields ([`super::RowHead`]) also held in a shared buffer.
+    InFileHeaded(Arc<RowFile>, u64, u32, Arc<Vec<u8>>, std::ops::Range<usize>),
 }
 
 impl RowBytes {
@@ -35,6 +37,29 @@ impl RowBytes {
         RowBytes(Repr::InFile(file, at, len))
     }
 
+    /// [`RowBytes::in_file`], with the row's leading fields ([`super::head_len`] bytes) also
+    /// held at `head` of a shared buffer, so that reading them reads no file (panics if `head`
+    /// is out of bounds, which callers check).
+    pub(crate) fn in_file_headed(
+        file: Arc<RowFile>,
+        at: u64,
+        len: u32,
+        heads: Arc<Vec<u8>>,
+        head: std::ops::Range<usize>,
+    ) -> RowBytes {
+        assert!(head.end <= heads.len() && head.start <= head.end);
+        RowBytes(Repr::InFileHeaded(file, at, len, heads, head))
+    }
+
+    /// The bytes that hold at least the row's leading fields ([`super::RowHead`]; all of them
+    /// unless those fields are held apart): borrowed unless read back from a file.
+    pub(crate) fn head(&self) -> Cow<'_, [u8]> {
+        match &self.0 {
+            Repr::InFileHeaded(_, _, _, heads, head) => Cow::Borrowed(&heads[head.clone()]),
+            _ => self.load(),
+        }
+    }
+
     /// The bytes: borrowed when held in memory, read back when in a file. A file that can no
     /// longer be read gives no bytes, which decode as an error row, and marks itself
     /// ([`Rows::unreadable`]) so the run can fail rather than report from rows it lost.
@@ -42,10 +67,12 @@ impl RowBytes {
         match &self.0 {
             Repr::Own(b) => Cow::Borrowed(b),
             Repr::Shared(buf, range) => Cow::Borrowed(&buf[range.clone()]),
-            Repr::InFile(file, at, len) => Cow::Owned(file.read(*at, *len).unwrap_or_else(|_| {
-                file.failed.store(true, Ordering::Relaxed);
-                Vec::new()
-            })),
+            Repr::InFile(file, at, len) | Repr::InFileHeaded(file, at, len, ..) => {
+                Cow::Owned(file.read(*at, *len).unwrap_or_else(|_| {
+                    file.failed.store(true, Ordering::Relaxed);
+                    Vec::new()
+                }))
+            }
         }
     }
 
@@ -53,8 +80,18 @@ impl RowBytes {
     /// that must never be taken as empty, such as a pending baseline about to be written).
     pub(crate) fn try_load(&self) -> std::io::Result<Cow<'_, [u8]>> {
         match &self.0 {
-            Repr::InFile(file, at, len) => file.read(*at, *len).map(Cow::Owned),
+            Repr::InFile(file, at, len) | Repr::InFileHeaded(file, at, len, ..) => {
+                file.read(*at, *len).map(Cow::Owned)
+            }
             _ => Ok(self.load()),
+        }
+    }
+
+    /// The file the row is held in, if it is.
+    pub(super) fn file(&self) -> Option<&RowFile> {
+        match &self.0 {
+            Repr::InFile(file, ..) | Repr::InFileHeaded(file, ..) => Some(file),
+            _ => None,
         }
     }
 
@@ -63,7 +100,7 @@ impl RowBytes {
         match &self.0 {
             Repr::Own(b) => b.len(),
             Repr::Shared(_, range) => range.len(),
-            Repr::InFile(_, _, len) => *len as usize,
+            Repr::InFile(_, _, len) | Repr::InFileHeaded(_, _, len, ..) => *len as usize,
         }
     }
 }

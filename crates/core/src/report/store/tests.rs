@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::spill::Repr;
 use super::wire::sort_key;
 use super::*;
 use crate::diff::{DriftCategory, DriftFinding};

@@ -308,6 +308,14 @@ pub(crate) fn decode_head(bytes: &[u8]) -> Result<RowHead<'_>, DecodeError> {
     head_by_hand(&mut Cursor { bytes, at: 0 }).ok_or(DecodeError::Head)
 }
 
+/// The length of an encoded row's leading fields ([`RowHead`]), if they decode: the prefix that
+/// [`decode_head`] and [`sort_key`] read, which may be held apart from the rest of the row.
+pub(crate) fn head_len(bytes: &[u8]) -> Option<usize> {
+    let mut c = Cursor { bytes, at: 0 };
+    head_by_hand(&mut c)?;
+    Some(c.at)
+}
+
 fn head_by_hand<'a>(c: &mut Cursor<'a>) -> Option<RowHead<'a>> {
     Some(RowHead {
         scenario: c.option(Cursor::str)?,
