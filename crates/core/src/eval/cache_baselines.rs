@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8Path;
 use rayon::prelude::*;
 
 /// What a cache file recorded of each approved baseline: the hash of its stat fingerprint and
@@ -110,6 +110,7 @@ fn key_of(content: &str) -> super::cache::RowKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use camino::Utf8PathBuf;
 
     #[test]
     fn a_recorded_baseline_is_not_read_again_and_a_changed_one_is() {
