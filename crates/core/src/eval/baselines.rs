@@ -2,7 +2,7 @@
 //! pairs are ambiguous (two traces, one baseline) and which approved baselines are obsolete.
 //! Decisions only: the files they call for are written by [`super::persist`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use camino::Utf8PathBuf;
 
@@ -197,7 +197,7 @@ pub(crate) fn mark_ambiguous(
             of_row.extend(h.baseline.map(|b| (i, b.to_owned())));
         }
     });
-    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut count: HashMap<&str, usize> = HashMap::with_capacity(of_row.len());
     for (_, b) in &of_row {
         *count.entry(b).or_default() += 1;
     }

@@ -107,9 +107,9 @@ struct Slot {
     /// The key of what the row was judged under besides the trace ([`ResultCache::depends`]).
     depends: RowKey,
     range: std::ops::Range<usize>,
-    /// Where the row's head lies in the heads' buffer (a streamed file's rows only, as far as
-    /// the budget holds them).
-    head: Option<std::ops::Range<usize>>,
+    /// Where the row's head lies in the file's heads, as offset and length (a streamed file's
+    /// rows only, as far as the budget holds them; a length of 0: not held).
+    head: (u32, u32),
     taken: AtomicBool,
 }
 
@@ -124,11 +124,11 @@ pub(super) struct Taken {
 /// Slots by key.
 type Index = HashMap<RowKey, usize, KeyHasher>;
 
-/// Where the entries' rows are: the file read whole, or the file itself with the rows' heads
-/// (their leading fields, as far as the row budget holds them) in a buffer.
+/// Where the entries' rows are: the file read whole, or the file itself (which holds the rows'
+/// heads, their leading fields, as far as the row budget holds them).
 enum Held {
     Memory(Arc<Vec<u8>>),
-    File(Arc<RowFile>, Arc<Vec<u8>>),
+    File(Arc<RowFile>),
 }
 
 impl Default for Held {
@@ -195,15 +195,16 @@ impl CacheFile {
     fn row(&self, slot: &Slot) -> RowBytes {
         match &self.held {
             Held::Memory(buf) => RowBytes::shared(buf.clone(), slot.range.clone()),
-            Held::File(file, heads) => {
+            Held::File(file) => {
                 // Ranges were checked against the file's length when it was framed, and
-                // heads against the buffer when it was filled.
+                // heads against their buffer when it was filled.
                 let (at, len) = (slot.range.start as u64, slot.range.len() as u32);
-                match &slot.head {
-                    Some(head) => {
-                        RowBytes::in_file_headed(file.clone(), at, len, heads.clone(), head.clone())
+                match slot.head {
+                    (_, 0) => RowBytes::in_file(file.clone(), at, len),
+                    (start, n) => {
+                        let head = start as usize..(start + n) as usize;
+                        RowBytes::in_file_headed(file.clone(), at, len, head)
                     }
-                    None => RowBytes::in_file(file.clone(), at, len),
                 }
             }
         }
@@ -453,7 +454,7 @@ fn decode(bytes: Vec<u8>, key: &CacheKey) -> Option<CacheFile> {
             keys,
             depends,
             range,
-            head: None,
+            head: (0, 0),
             taken,
         });
     }
@@ -511,11 +512,12 @@ fn stream(
         hasher.update(&row);
         let start = usize::try_from(at + FRAME as u64).map_err(std::io::Error::other)?;
         // A head that does not decode is not kept: the row is read back, and judged afresh.
-        let head = rows::head_len(&row)
-            .filter(|n| (heads.len() + n) as u64 <= heads_budget)
-            .map(|n| {
+        // (A file of at most `MAX_FILE` bytes keeps offsets and lengths within `u32`.)
+        let head = (rows::head_len(&row))
+            .filter(|n| (heads.len() + n) as u64 <= heads_budget.min(MAX_FILE))
+            .map_or((0, 0), |n| {
                 heads.extend_from_slice(&row[..n]);
-                heads.len() - n..heads.len()
+                ((heads.len() - n) as u32, n as u32)
             });
         slots.push(Slot {
             keys,
@@ -530,10 +532,10 @@ fn stream(
         return Ok(None);
     }
     drop(reader);
-    let file = Arc::new(RowFile::new(file, len));
+    let file = Arc::new(RowFile::with_heads(file, len, heads));
     Ok(Some(CacheFile::indexed(
         header.context,
-        Held::File(file, Arc::new(heads)),
+        Held::File(file),
         slots,
     )))
 }

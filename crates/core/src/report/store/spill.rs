@@ -21,9 +21,13 @@ pub(super) enum Repr {
     Own(Box<[u8]>),
     Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
     InFile(Arc<RowFile>, u64, u32),
-    /// In a file, with its leading fields ([`super::RowHead`]) also held in a shared buffer.
-    InFileHeaded(Arc<RowFile>, u64, u32, Arc<Vec<u8>>, std::ops::Range<usize>),
+    /// In a file, with its leading fields ([`super::RowHead`]) also held in the file's heads
+    /// (offset and length there).
+    InFileHeaded(Arc<RowFile>, u64, u32, u32, u32),
 }
+
+// Every result row of a run is held as one: no larger than a shared range.
+const _: () = assert!(std::mem::size_of::<RowBytes>() <= 32);
 
 impl RowBytes {
     /// `range` of a shared buffer (panics if it is out of bounds, which callers check).
@@ -38,24 +42,30 @@ impl RowBytes {
     }
 
     /// [`RowBytes::in_file`], with the row's leading fields ([`super::head_len`] bytes) also
-    /// held at `head` of a shared buffer, so that reading them reads no file (panics if `head`
-    /// is out of bounds, which callers check).
+    /// held at `head` of the file's heads ([`RowFile::with_heads`]), so that reading them reads
+    /// no file (panics if `head` is out of their bounds, which callers check).
     pub(crate) fn in_file_headed(
         file: Arc<RowFile>,
         at: u64,
         len: u32,
-        heads: Arc<Vec<u8>>,
         head: std::ops::Range<usize>,
     ) -> RowBytes {
-        assert!(head.end <= heads.len() && head.start <= head.end);
-        RowBytes(Repr::InFileHeaded(file, at, len, heads, head))
+        assert!(file.heads.get(head.clone()).is_some());
+        let (start, len_of_head) = (u32::try_from(head.start), u32::try_from(head.len()));
+        let (Ok(start), Ok(len_of_head)) = (start, len_of_head) else {
+            return RowBytes::in_file(file, at, len);
+        };
+        RowBytes(Repr::InFileHeaded(file, at, len, start, len_of_head))
     }
 
     /// The bytes that hold at least the row's leading fields ([`super::RowHead`]; all of them
     /// unless those fields are held apart): borrowed unless read back from a file.
     pub(crate) fn head(&self) -> Cow<'_, [u8]> {
         match &self.0 {
-            Repr::InFileHeaded(_, _, _, heads, head) => Cow::Borrowed(&heads[head.clone()]),
+            Repr::InFileHeaded(file, _, _, start, len) => {
+                let start = *start as usize;
+                Cow::Borrowed(&file.heads[start..start + *len as usize])
+            }
             _ => self.load(),
         }
     }
@@ -134,6 +144,8 @@ pub(crate) struct RowFile {
     end: AtomicU64,
     /// A read failed.
     pub(super) failed: std::sync::atomic::AtomicBool,
+    /// The leading fields of rows held in the file, copied out ([`RowFile::with_heads`]).
+    heads: Vec<u8>,
     /// Reads and writes that move the file position take turns (positioned I/O on Unix needs
     /// none).
     #[cfg(not(unix))]
@@ -143,10 +155,17 @@ pub(crate) struct RowFile {
 impl RowFile {
     /// `file`, whose first `len` bytes are taken (appends go after them).
     pub(crate) fn new(file: std::fs::File, len: u64) -> RowFile {
+        RowFile::with_heads(file, len, Vec::new())
+    }
+
+    /// [`RowFile::new`], with `heads`: the leading fields of rows in the file, each row held
+    /// as [`RowBytes::in_file_headed`] naming its range of them.
+    pub(crate) fn with_heads(file: std::fs::File, len: u64, heads: Vec<u8>) -> RowFile {
         RowFile {
             file,
             end: AtomicU64::new(len),
             failed: std::sync::atomic::AtomicBool::new(false),
+            heads,
             #[cfg(not(unix))]
             turn: std::sync::Mutex::new(()),
         }
