@@ -12,7 +12,11 @@ pub fn display_path(path: &Utf8Path) -> String {
     if p.contains("://") {
         return redact_url(p);
     }
-    p.replace('\\', "/")
+    if !p.contains('\\') {
+        return p.to_owned();
+    }
+    // A Windows `.\` reads as `./` only once its separators are turned.
+    without_dot_slash(&p.replace('\\', "/")).to_owned()
 }
 
 /// `path` relative to the working directory when it lies under it, without a leading `./` (nor
@@ -31,6 +35,11 @@ pub fn relative_to_cwd(path: &Utf8Path) -> &str {
             s = rel.as_str();
         }
     }
+    without_dot_slash(s)
+}
+
+/// `s` without its leading `./` (as many as it has, and the slashes after each).
+fn without_dot_slash(mut s: &str) -> &str {
     while let Some(rest) = s.strip_prefix("./") {
         s = rest.trim_start_matches('/');
     }
@@ -139,5 +148,38 @@ mod redact_tests {
             "cannot send to `http://u:***@127.0.0.1:1/v1/logs?token=***`: refused"
         );
         assert_eq!(redact_urls_in("no url here"), "no url here");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path is shown relative to the working directory, without leading `./` (nor the
+    /// slashes after one), with `/` separators; the borrowing part gives the same string.
+    #[test]
+    fn paths_are_shown_relative_without_a_leading_dot_slash() {
+        let cwd = std::env::current_dir().unwrap();
+        let cwd = cwd.to_str().unwrap();
+        for (path, shown) in [
+            ("traces/a.zst", "traces/a.zst"),
+            ("./traces/a.zst", "traces/a.zst"),
+            (".//./traces/a.zst", "traces/a.zst"),
+            ("../up/a.zst", "../up/a.zst"),
+            ("/elsewhere/a.zst", "/elsewhere/a.zst"),
+            (&format!("{cwd}/traces/a.zst"), "traces/a.zst"),
+            (&format!("{cwd}//traces/a.zst"), "traces/a.zst"),
+        ] {
+            assert_eq!(display_path(Utf8Path::new(path)), shown, "{path}");
+            assert_eq!(relative_to_cwd(Utf8Path::new(path)), shown, "{path}");
+        }
+        assert_eq!(
+            display_path(Utf8Path::new(".\\traces\\a.zst")),
+            "traces/a.zst"
+        );
+        assert_eq!(
+            display_path(Utf8Path::new("s3://u:secret@bucket/x?api_key=k")),
+            "s3://u:***@bucket/x?api_key=***"
+        );
     }
 }
