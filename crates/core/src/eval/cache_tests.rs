@@ -1,6 +1,7 @@
 //! Tests of the result cache: the MAC over pieces, the keys, saving, loading and damage.
 
 use super::*;
+use crate::eval::cache_file::MAX_FILE;
 use crate::report::{ResultRow, RowVerdict, Source};
 
 fn row(path: &str) -> RowBytes {

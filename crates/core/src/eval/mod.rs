@@ -16,6 +16,7 @@
 mod baselines;
 mod cache;
 mod cache_baselines;
+mod cache_file;
 mod cache_key;
 pub mod explain;
 mod judge;
@@ -42,9 +43,9 @@ use std::collections::HashSet;
 use camino::Utf8PathBuf;
 
 pub use crate::report::{RowMeta, Rows};
-pub(crate) use cache::CacheFile;
+pub(crate) use cache_file::CacheFile;
 #[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use cache::fuzz_read as fuzz_read_cache;
+pub(crate) use cache_file::fuzz_read as fuzz_read_cache;
 pub use cache_key::CACHE_KEY_ENV;
 pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, NotJudged, judge_opened_file, judge_trace_file};
