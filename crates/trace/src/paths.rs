@@ -27,12 +27,20 @@ pub fn relative_to_cwd(path: &Utf8Path) -> &str {
     let mut s = path.as_str();
     if path.is_absolute() {
         let cwd = CWD.get_or_init(|| std::env::current_dir().ok());
-        let rel = cwd
-            .as_ref()
-            .and_then(|cwd| path.as_std_path().strip_prefix(cwd).ok())
-            .and_then(Utf8Path::from_path);
+        // The working directory's text then `/` (as discovery joins paths): no walk over
+        // components. Else (a `/./` or `//` within the working directory's part) by components.
+        let by_text = (cwd.as_ref().and_then(|c| c.to_str()))
+            .and_then(|c| s.strip_prefix(c))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .map(|rest| rest.trim_start_matches('/'));
+        let rel = by_text.or_else(|| {
+            (cwd.as_ref())
+                .and_then(|cwd| path.as_std_path().strip_prefix(cwd).ok())
+                .and_then(Utf8Path::from_path)
+                .map(Utf8Path::as_str)
+        });
         if let Some(rel) = rel {
-            s = rel.as_str();
+            s = rel;
         }
     }
     without_dot_slash(s)
@@ -169,6 +177,12 @@ mod tests {
             ("/elsewhere/a.zst", "/elsewhere/a.zst"),
             (&format!("{cwd}/traces/a.zst"), "traces/a.zst"),
             (&format!("{cwd}//traces/a.zst"), "traces/a.zst"),
+            (&format!("{cwd}/./traces/a.zst"), "traces/a.zst"),
+            (
+                &format!("{cwd}X/traces/a.zst"),
+                &format!("{cwd}X/traces/a.zst"),
+            ),
+            (&format!("{cwd}/"), ""),
         ] {
             assert_eq!(display_path(Utf8Path::new(path)), shown, "{path}");
             assert_eq!(relative_to_cwd(Utf8Path::new(path)), shown, "{path}");

@@ -46,7 +46,6 @@
 //!   the file is always read whole: a file still open there cannot be replaced by the next
 //!   save.)
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -101,7 +100,7 @@ pub(super) struct ResultCache {
     scenarios: super::plan::ScenarioKeys,
     /// The key of each approved baseline by its path as shown (`None`: baselines are not
     /// compared).
-    baselines: Option<HashMap<String, RowKey>>,
+    baselines: Option<super::cache_baselines::ByPath>,
 }
 
 impl ResultCache {
@@ -136,7 +135,7 @@ impl ResultCache {
     pub(super) fn with_dependencies(
         self,
         scenarios: super::plan::ScenarioKeys,
-        baselines: Option<HashMap<String, RowKey>>,
+        baselines: Option<super::cache_baselines::ByPath>,
     ) -> ResultCache {
         ResultCache {
             scenarios,

@@ -9,15 +9,17 @@
 //! The record is a table of lines `STAT CONTENT PATH` after the first line of the cache's
 //! context, under its MAC like the rest.
 
-use std::collections::HashMap;
-
 use camino::Utf8Path;
 use rayon::prelude::*;
 
 /// What a cache file recorded of each approved baseline: the hash of its stat fingerprint and
 /// of its bytes, by path.
 #[derive(Default)]
-pub(super) struct Known<'a>(HashMap<&'a str, (&'a str, &'a str)>);
+pub(super) struct Known<'a>(foldhash::HashMap<&'a str, (&'a str, &'a str)>);
+
+/// Each approved baseline's key, by its path as a row shows it (looked up once per recalled
+/// row: a fast hash, as the paths are this run's own).
+pub(super) type ByPath = foldhash::HashMap<String, super::cache::RowKey>;
 
 /// A cache file's context split into its fingerprint (the first line) and the approved
 /// baselines' record (the lines after it).
@@ -52,7 +54,7 @@ fn short_hash(bytes: &[u8]) -> String {
 /// What [`by_content`] found.
 pub(super) struct ByContent {
     /// Each baseline's key (of its content hash), by its path as a row shows it.
-    pub(super) by_path: HashMap<String, super::cache::RowKey>,
+    pub(super) by_path: ByPath,
     /// The record to keep for the next run; `None` when it is the one `known` came from (every
     /// baseline as recorded, none added or gone).
     pub(super) record: Option<String>,
@@ -61,9 +63,8 @@ pub(super) struct ByContent {
 /// Each approved baseline of `paths` by content: the hash `known` records for the path when its
 /// stat fingerprint is the recorded one, else the hash of its bytes read now (in parallel).
 pub(super) fn by_content<P: AsRef<Utf8Path> + Sync>(paths: &[P], known: &Known<'_>) -> ByContent {
-    // Per baseline: its content hash, its stat's (when it has one), and whether both are as
-    // recorded.
-    let found: Vec<(String, Option<String>, bool)> = (paths.par_iter())
+    // Per baseline, in parallel: what it is found to be now.
+    let found: Vec<Found> = (paths.par_iter())
         .map(|path| {
             let path = path.as_ref();
             let meta = std::fs::metadata(path);
@@ -80,26 +81,44 @@ pub(super) fn by_content<P: AsRef<Utf8Path> + Sync>(paths: &[P], known: &Known<'
                 // Not a hash: an unreadable baseline is judged (and reported) afresh.
                 Err(e) => format!("unreadable:{:?}", e.kind()),
             });
-            (content, stat, as_recorded)
+            Found {
+                shown: crate::paths::display_path(path),
+                key: key_of(&content),
+                content,
+                stat,
+                as_recorded,
+            }
         })
         .collect();
-    let by_path = (paths.iter().zip(&found))
-        .map(|(path, (content, _, _))| (crate::paths::display_path(path.as_ref()), key_of(content)))
-        .collect();
-    let unchanged = found.len() == known.0.len() && found.iter().all(|(_, _, same)| *same);
+    let unchanged = found.len() == known.0.len() && found.iter().all(|f| f.as_recorded);
     let record = (!unchanged).then(|| {
         let mut table = String::new();
-        for (path, (content, stat, _)) in paths.iter().zip(found) {
+        for (path, f) in paths.iter().zip(&found) {
             let path = path.as_ref();
             // A path that would break the table's lines is never recorded: it is read every run.
-            let recordable = !path.as_str().contains(['\n', '\r']) && !content.contains(' ');
-            if let Some(stat) = stat.filter(|_| recordable) {
-                table.push_str(&format!("{stat} {content} {path}\n"));
+            let recordable = !path.as_str().contains(['\n', '\r']) && !f.content.contains(' ');
+            if let Some(stat) = f.stat.as_deref().filter(|_| recordable) {
+                table.push_str(&format!("{stat} {} {path}\n", f.content));
             }
         }
         table
     });
+    let by_path = found.into_iter().map(|f| (f.shown, f.key)).collect();
     ByContent { by_path, record }
+}
+
+/// One approved baseline as [`by_content`] finds it.
+struct Found {
+    /// Its path as a row shows it.
+    shown: String,
+    /// Its key ([`key_of`] its content hash).
+    key: super::cache::RowKey,
+    /// The hash of its bytes (as recorded, when its stat is), or why it could not be read.
+    content: String,
+    /// The hash of its stat fingerprint, when it has one.
+    stat: Option<String>,
+    /// Whether its stat and content are the ones recorded.
+    as_recorded: bool,
 }
 
 /// A baseline's key: of its content hash (or of why it could not be read).

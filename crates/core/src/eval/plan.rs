@@ -336,7 +336,7 @@ pub(crate) fn cache_context(
 ) -> (
     String,
     Option<String>,
-    Option<HashMap<String, cache::RowKey>>,
+    Option<super::cache_baselines::ByPath>,
 ) {
     let mut parts: Vec<std::borrow::Cow<[u8]>> = vec![judging_options(opts).into_bytes().into()];
     // Rows show paths relative to the working directory.
