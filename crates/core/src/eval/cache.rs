@@ -42,7 +42,7 @@
 //!   long as those heads fit the same budget) and the rest of its hits' rows are read back from
 //!   it when a report needs them. So a large suite's cache costs at most the budget plus tens of
 //!   bytes per entry in memory, not the size of its rows, and recalling a row reads no file
-//!   while the heads fit (a few hundred bytes each: some 60,000 rows in 16 MiB). (Off Unix
+//!   while the heads fit (about 200 bytes each: some 80,000 rows in 16 MiB). (Off Unix
 //!   the file is always read whole: a file still open there cannot be replaced by the next
 //!   save.)
 
