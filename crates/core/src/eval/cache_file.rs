@@ -124,10 +124,7 @@ impl CacheFile {
                 let (at, len) = (slot.range.start as u64, slot.range.len() as u32);
                 match slot.head {
                     (_, 0) => RowBytes::in_file(file.clone(), at, len),
-                    (start, n) => {
-                        let head = start as usize..(start + n) as usize;
-                        RowBytes::in_file_headed(file.clone(), at, len, head)
-                    }
+                    head => RowBytes::in_file_headed(file.clone(), at, len, head),
                 }
             }
         }

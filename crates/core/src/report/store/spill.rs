@@ -42,20 +42,17 @@ impl RowBytes {
     }
 
     /// [`RowBytes::in_file`], with the row's leading fields ([`super::head_len`] bytes) also
-    /// held at `head` of the file's heads ([`RowFile::with_heads`]), so that reading them reads
-    /// no file (panics if `head` is out of their bounds, which callers check).
+    /// held in the file's heads ([`RowFile::with_heads`]) at `head` (offset and length), so that
+    /// reading them reads no file (panics if `head` is out of their bounds, which callers check).
     pub(crate) fn in_file_headed(
         file: Arc<RowFile>,
         at: u64,
         len: u32,
-        head: std::ops::Range<usize>,
+        head: (u32, u32),
     ) -> RowBytes {
-        assert!(file.heads.get(head.clone()).is_some());
-        let (start, len_of_head) = (u32::try_from(head.start), u32::try_from(head.len()));
-        let (Ok(start), Ok(len_of_head)) = (start, len_of_head) else {
-            return RowBytes::in_file(file, at, len);
-        };
-        RowBytes(Repr::InFileHeaded(file, at, len, start, len_of_head))
+        let (start, n) = (head.0 as usize, head.1 as usize);
+        assert!(file.heads.get(start..start + n).is_some());
+        RowBytes(Repr::InFileHeaded(file, at, len, head.0, head.1))
     }
 
     /// The bytes that hold at least the row's leading fields ([`super::RowHead`]; all of them
