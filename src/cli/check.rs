@@ -1,6 +1,5 @@
 //! `tracereplay check`: judge, render, and map the outcome to an exit code.
 
-use std::collections::HashSet;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,130 +7,21 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::{Context, bail};
-use camino::Utf8Path;
 use tracereplay::report::{
     self, ExportContext,
     human::{HumanOptions, StatusLevel},
 };
 use tracereplay::{CacheRead, Suite, in_pool};
 use tracereplay_core::eval::{CheckOptions, CheckStats, Counting, Execution, Progress, Selection};
+use tracereplay_core::run_record::{Inputs, Invocation, Recorded};
 use tracereplay_trace::fsutil::write_atomic_streaming;
-use tracereplay_trace::paths::display_path;
 
 use super::args::{CheckArgs, Format, StatusLevelArg};
+use super::check_last::LastRun;
+use super::check_record::{Kept, ToKeep};
 use super::ci::is_ci;
 use super::settings::Settings;
 use super::{exit, options};
-
-/// The largest `report.json` `--last-failed` reads.
-const MAX_LAST_REPORT_BYTES: u64 = 1 << 30;
-
-/// What `--last-failed` takes from the newest run folder.
-struct LastRun {
-    /// The run's id (its folder's name).
-    id: String,
-    /// Every trace path it judged, as shown, with the content hash it was judged with.
-    judged: std::collections::HashMap<String, Option<String>>,
-    /// The paths of its rows that did not pass.
-    failed: HashSet<String>,
-    /// Scenarios (lowercase) whose every row passed.
-    passed_scenarios: HashSet<String>,
-}
-
-impl LastRun {
-    /// Reads `report.json` of the newest run folder under `runs`.
-    fn read(runs: &Utf8Path) -> anyhow::Result<LastRun> {
-        let Some(run) = tracereplay::report::runfolder::latest_run(runs) else {
-            bail!(
-                "`--last-failed`: no run folder under `{runs}`; write one with `tracereplay check --artifacts`"
-            );
-        };
-        let path = run.join("report.json");
-        // Read as any input is read: a regular file, within a bound.
-        let bytes = tracereplay_trace::fsutil::read_regular(
-            &path,
-            MAX_LAST_REPORT_BYTES,
-            "the last run's report",
-        )
-        .with_context(|| format!("`--last-failed`: cannot read `{path}`"))?;
-        let report: serde_json::Value = serde_json::from_slice(&bytes)
-            .with_context(|| format!("`--last-failed`: `{path}` is not a JSON report"))?;
-        let mut last = LastRun {
-            id: run.file_name().unwrap_or("").to_owned(),
-            judged: Default::default(),
-            failed: HashSet::new(),
-            passed_scenarios: HashSet::new(),
-        };
-        let mut failing_scenarios = HashSet::new();
-        for row in report["results"].as_array().into_iter().flatten() {
-            let scenario = row["scenario"].as_str().map(str::to_lowercase);
-            let path = row["path"].as_str().map(str::to_owned);
-            let passed = row["verdict"] == "pass" && row["blocking"] != true;
-            if let Some(p) = &path {
-                let hash = row["content_hash"].as_str().map(str::to_owned);
-                last.judged.insert(p.clone(), hash);
-                if !passed {
-                    last.failed.insert(p.clone());
-                }
-            }
-            if let Some(s) = scenario {
-                if passed {
-                    last.passed_scenarios.insert(s);
-                } else {
-                    failing_scenarios.insert(s);
-                }
-            }
-        }
-        // A case of several trials is judged whole: one failing trial, or a case that did not
-        // pass, brings every trial of it back.
-        let key = |v: &serde_json::Value| {
-            Some((
-                v["scenario"].as_str()?.to_owned(),
-                v["case"].as_str()?.to_owned(),
-            ))
-        };
-        let mut rejudged: HashSet<(String, String)> = (report["cases"].as_array().into_iter())
-            .flatten()
-            .filter(|c| c["verdict"] != "pass" || c["blocking"] == true)
-            .filter_map(key)
-            .collect();
-        let rows = report["results"].as_array().into_iter().flatten();
-        let trials: Vec<&serde_json::Value> = rows.filter(|r| r.get("trial").is_some()).collect();
-        for r in &trials {
-            if r["path"].as_str().is_some_and(|p| last.failed.contains(p)) {
-                rejudged.extend(key(r));
-            }
-        }
-        for r in trials {
-            if let (Some(k), Some(p)) = (key(r), r["path"].as_str()) {
-                if rejudged.contains(&k) {
-                    last.failed.insert(p.to_owned());
-                    failing_scenarios.insert(k.0.to_lowercase());
-                }
-            }
-        }
-        last.passed_scenarios
-            .retain(|s| !failing_scenarios.contains(s));
-        Ok(last)
-    }
-
-    /// Whether this run judges `path`: it did not pass last time, was not judged then, or is
-    /// not the trace it was then (its content hash differs, or cannot be read now).
-    fn keeps(&self, path: &Utf8Path, limits: tracereplay::trace::Limits) -> bool {
-        let shown = display_path(path);
-        if self.failed.contains(&shown) {
-            return true;
-        }
-        let Some(Some(then)) = self.judged.get(&shown) else {
-            return true;
-        };
-        let now = tracereplay::trace::TraceFile::open(path, limits)
-            .ok()
-            .and_then(|f| f.verify_seal(false).ok())
-            .map(|s| s.content_hash);
-        now.as_deref() != Some(then.as_str())
-    }
-}
 
 /// What a run settles before judging: the last run it re-judges, the signatures it requires,
 /// and the key its attestation will be signed with — read first, so that a run asked to attest
@@ -151,6 +41,16 @@ struct Judged {
     left_out: usize,
     discovered: std::time::Duration,
     judged: std::time::Duration,
+    /// The run's inputs, taken before judging when it takes part in the run record.
+    inputs: Option<Inputs>,
+    /// Trace files judged.
+    traces: usize,
+}
+
+/// A suite judged, or the record of the same run of the same files.
+enum Judgement {
+    Judged(Box<Judged>),
+    Replayed(Recorded),
 }
 
 /// Runs `check`; `Err` means exit 2. Everything parallel in it (discovery, judging, drawing the
@@ -171,15 +71,33 @@ fn run_in_pool(
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<i32> {
     let prepared = prepare(args, settings)?;
+    let invocation = super::check_record::invocation(args, settings);
     let Judged {
         report,
         stats,
         left_out,
         discovered,
         judged,
-    } = judge_suite(args, settings, &prepared)?;
+        inputs,
+        traces,
+    } = match judge_suite(args, settings, &prepared, invocation.as_ref())? {
+        Judgement::Judged(j) => *j,
+        Judgement::Replayed(r) => {
+            let _ = std::io::stderr().lock().write_all(&r.stderr);
+            out.write_all(&r.stdout)?;
+            return Ok(r.code);
+        }
+    };
+    let to_keep = (invocation.as_ref().zip(inputs.as_ref())).map(|(invocation, inputs)| ToKeep {
+        invocation,
+        inputs,
+        traces,
+    });
+    let (out, mut err) = (
+        &mut Kept::new(out, to_keep.is_some()),
+        Kept::new(std::io::stderr().lock(), to_keep.is_some()),
+    );
     // Diagnostics go to stderr, in report order, so they are as deterministic as the report.
-    let mut err = std::io::stderr().lock();
     print_warnings(&report, &mut err);
     if !args.quiet {
         for n in &report.notes {
@@ -252,6 +170,10 @@ fn run_in_pool(
             prepared.trusted_ids,
         )?;
     }
+    if let Some(to_keep) = &to_keep {
+        let failed = report.failed_writes.len();
+        super::check_record::keep(to_keep, &stats, failed, code, (out, &err));
+    }
     Ok(code)
 }
 
@@ -304,12 +226,14 @@ fn prepare(args: &CheckArgs, settings: &Settings) -> anyhow::Result<Prepared> {
 }
 
 /// Discovers the suite and judges it, in one pool of `--jobs` threads (the result cache's file
-/// read while the files are discovered).
+/// read while the files are discovered); or, when the run record of `invocation` was made from
+/// the same files, gives that.
 fn judge_suite(
     args: &CheckArgs,
     settings: &Settings,
     prepared: &Prepared,
-) -> anyhow::Result<Judged> {
+    invocation: Option<&Invocation>,
+) -> anyhow::Result<Judgement> {
     let paths = settings.paths();
     let in_suite = super::scope::pending_allowed(&paths, settings, args.quiet || is_ci(&args.ci));
     let baselines = settings.baselines(!is_ci(&args.ci) && in_suite)?;
@@ -318,9 +242,11 @@ fn judge_suite(
     let row_memory = (args.row_memory as usize) << 20;
     let cache_dir = settings.cache_dir();
     let last_run = prepared.last_run.as_ref();
-    in_pool(threads, || -> anyhow::Result<Judged> {
+    let recorded = invocation.and_then(Invocation::recorded);
+    in_pool(threads, || -> anyhow::Result<Judgement> {
         let (suite, cache) = std::thread::scope(|s| {
-            let cache = (!args.no_cache)
+            // With a record of this invocation kept, the cache is read only if it does not serve.
+            let cache = (!args.no_cache && recorded.is_none())
                 .then(|| s.spawn(|| CacheRead::read(&cache_dir, row_memory as u64)));
             let suite = Suite::open(&paths, &settings.scenarios());
             (suite, cache.and_then(|h| h.join().ok()))
@@ -336,7 +262,7 @@ fn judge_suite(
         let discovered = started.elapsed();
         let bar = progress_bar(suite.traces(), settings.use_progress());
         let stats = Arc::new(CheckStats::default());
-        let opts = CheckOptions {
+        let mut opts = CheckOptions {
             selection: Selection {
                 scenarios: args.scenarios.clone(),
                 tags: args.tags.clone(),
@@ -360,10 +286,19 @@ fn judge_suite(
                 cache_dir: (!args.no_cache).then(|| cache_dir.clone()),
                 stats: Some(stats.clone()),
                 row_memory: Some(row_memory),
+                stamps: None,
             },
             signatures: prepared.signatures.clone(),
             share_key: args.partition.and_then(|_| super::merge::share_key()),
         };
+        let inputs = invocation.map(|_| Inputs::take(&suite, &opts));
+        let same_files = |r: &Recorded| inputs.as_ref().is_some_and(|i| r.matches(i));
+        if let Some(recorded) = recorded.filter(same_files) {
+            return Ok(Judgement::Replayed(recorded));
+        }
+        let cache = cache
+            .or_else(|| (!args.no_cache).then(|| CacheRead::read(&cache_dir, row_memory as u64)));
+        opts.execution.stamps = inputs.as_ref().map(Inputs::trace_stamps);
         let report = match cache {
             Some(cache) => suite.check_with_cache(&opts, cache)?,
             None => suite.check(&opts)?,
@@ -371,13 +306,15 @@ fn judge_suite(
         if let Some(b) = &bar {
             b.finish_and_clear();
         }
-        Ok(Judged {
+        Ok(Judgement::Judged(Box::new(Judged {
             report,
             stats,
             left_out,
             discovered,
             judged: started.elapsed() - discovered,
-        })
+            inputs,
+            traces: suite.traces(),
+        })))
     })?
 }
 

@@ -19,6 +19,8 @@ pub(crate) mod args;
 mod baseline;
 mod cat;
 mod check;
+mod check_last;
+mod check_record;
 mod ci;
 mod collect;
 mod diff;

@@ -207,6 +207,8 @@ fn each_layer_names_only_the_layers_below_it() {
     // The API's entry point drives the pipeline; the fuzzing checks reach whatever they check.
     below("suite", &[&pipeline[..], &["eval"]].concat());
     below("fuzzing", &[&pipeline[..], &["eval"]].concat());
+    // The run record stamps what the suite discovered, for the options the pipeline takes.
+    below("run_record", &[&pipeline[..], &["eval", "suite"]].concat());
 }
 
 #[test]

@@ -59,6 +59,7 @@ mod replay_live;
 mod replay_python;
 mod reports;
 mod review;
+mod run_record;
 mod s3;
 mod scale;
 mod scale_identity;

@@ -41,6 +41,7 @@ pub mod oracle;
 pub mod prices;
 pub mod remote;
 pub mod report;
+pub mod run_record;
 pub mod scenario;
 pub mod sign;
 mod suite;

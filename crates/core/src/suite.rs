@@ -102,6 +102,11 @@ impl Suite {
         self.found.trace_files.len()
     }
 
+    /// What discovery found.
+    pub(crate) fn found(&self) -> &Discovered {
+        &self.found
+    }
+
     /// The trace files found, in the order they are judged.
     pub fn trace_paths(&self) -> &[Utf8PathBuf] {
         &self.found.trace_files

@@ -86,9 +86,14 @@ impl CacheFile {
     /// Reads the cache file under `dir`, whole if it is at most `read_whole` bytes (else
     /// streamed, keeping rows' heads up to that many bytes); empty unless its MAC verifies
     /// under `key`.
+    /// Where the cache file under `dir` is.
+    pub(crate) fn path_in(dir: &Utf8Path) -> camino::Utf8PathBuf {
+        dir.join(file_name(VERSION))
+    }
+
     pub(crate) fn read_with(dir: &Utf8Path, read_whole: u64, key: &CacheKey) -> CacheFile {
         // Only a regular file: a FIFO would block the open, a device never end.
-        let path = dir.join(file_name(VERSION));
+        let path = CacheFile::path_in(dir);
         let Ok(mut file) = crate::fsutil::open_nonblocking(&path) else {
             return CacheFile::default();
         };

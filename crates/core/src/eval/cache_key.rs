@@ -26,6 +26,11 @@ impl CacheKey {
 
     /// The key of this process: from `TRACEREPLAY_CACHE_KEY` when set, else from the user's key
     /// file (made on first use); `None` when neither can be had. Resolved once per process.
+    /// A key for `context` derived from this one (another file kept under the user's key).
+    pub(crate) fn derive(&self, context: &str) -> [u8; 32] {
+        blake3::derive_key(context, &self.0)
+    }
+
     pub(crate) fn resolve() -> Option<CacheKey> {
         static KEY: std::sync::OnceLock<Option<CacheKey>> = std::sync::OnceLock::new();
         KEY.get_or_init(|| match std::env::var_os(CACHE_KEY_ENV) {

@@ -117,8 +117,13 @@ pub(crate) fn judge_stage(
     let stage_in = (opts.baselines.policy())
         .filter(|_| opts.baselines.writes_pending())
         .map(|p| &p.store);
+    // Stamps taken of these very files, or none.
+    let stamps = (opts.execution.stamps.as_ref()).filter(|s| s.len() == files.len());
     let judge_one = |(i, path): (usize, &Utf8PathBuf)| {
-        let mut out = Outputs::default();
+        let mut out = Outputs {
+            stamp: stamps.and_then(|s| s.get(i).copied()),
+            ..Outputs::default()
+        };
         let judged = claim_of(path).ok().and_then(|claim| {
             out.claim = claim;
             judge_or_recall(path, remote, entries, opts, cache, spill, &mut out)
@@ -224,6 +229,9 @@ pub(crate) struct Outputs {
     pub(crate) signature: Option<Result<crate::sign::Signed, crate::sign::SignatureProblem>>,
     /// The scenario a remote object's key places it under ([`KeyClaims`]).
     pub(crate) claim: Option<Claim>,
+    /// The trace file's stamp as taken before judging ([`super::Execution::stamps`]), which
+    /// keys its cached row; else a `stat` is taken when it is looked up.
+    pub(crate) stamp: Option<super::Stamp>,
 }
 
 /// A remote object claimed by a scenario outside the run's scope.
@@ -309,7 +317,7 @@ fn judge_or_recall(
     // The fast path: the stat key, without reading the file.
     let stat = match remote.filter(|r| r.holds(path)) {
         Some(r) => r.identity(path).map(|id| cache::identity_key(&id)),
-        None => cache::stat_key(path),
+        None => cache::stat_key(path, out.stamp.as_ref()),
     };
     if let Some(taken) = stat.and_then(|k| c.take_by_stat(&k)) {
         if let Some(judged) = recall(&taken, taken.keys, entries, opts, c, spill, out) {

@@ -51,6 +51,8 @@ pub(crate) use cache_key::CacheKey;
 pub use judge::{JudgedTrace, NotJudged, judge_opened_file, judge_trace_file};
 pub use pipeline::{BaselinePolicy, JudgeOptions};
 pub use plan::ScenarioIndex;
+pub(crate) use trace_keys::stamp;
+pub use trace_keys::{Stamp, Stamps};
 
 use crate::discover::Discovered;
 use crate::paths::display_path;
@@ -195,6 +197,9 @@ pub struct Execution {
     /// a temporary file, and a result cache file larger than this is read from disk as needed
     /// rather than whole. The report is the same whatever the budget.
     pub row_memory: Option<usize>,
+    /// The trace files' stamps, taken before judging ([`crate::run_record::Inputs::take`]):
+    /// the result cache keys each trace by its stamp here instead of taking it again.
+    pub stamps: Option<Stamps>,
 }
 
 /// What `check` needs besides the discovered files, by concern.
@@ -227,6 +232,8 @@ pub const ROW_MEMORY: usize = 16 << 20;
 pub struct CheckStats {
     /// Rows taken from the result cache.
     pub recalled: std::sync::atomic::AtomicUsize,
+    /// Pending baseline files written.
+    pub pending_written: std::sync::atomic::AtomicUsize,
 }
 
 /// The 1-based share of `--partition hash:K/N` a scenario id falls in: the first 8 bytes of the

@@ -258,6 +258,11 @@ fn compare_stage(
         pending_failed = failed.len();
         failed_writes.extend(failed);
         pending_written = written;
+        if let Some(stats) = &opts.execution.stats {
+            stats
+                .pending_written
+                .store(written, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     (obsolete, pending_written, pending_failed)
 }

@@ -2,22 +2,32 @@
 //! fingerprint; for a remote object, its listing), read without opening the file, and its content
 //! key (path and stored bytes).
 
+use std::sync::Arc;
+
 use camino::Utf8Path;
 
 use super::cache::RowKey;
 
 /// The stat key of a trace file, or `None` when it cannot be had (then only the content key is
-/// used). The path is taken as given, less a leading `./` ([`key_path`]): the working
-/// directory, which decides how it is shown, is part of the cache's context.
-pub(super) fn stat_key(path: &Utf8Path) -> Option<RowKey> {
+/// used): from its stamp `taken` before judging, else from a `stat` now. The path is taken as
+/// given, less a leading `./` ([`key_path`]): the working directory, which decides how it is
+/// shown, is part of the cache's context.
+pub(super) fn stat_key(path: &Utf8Path, taken: Option<&[u8; 56]>) -> Option<RowKey> {
     if cfg!(not(unix)) {
         return None;
     }
-    let meta = std::fs::metadata(path).ok()?;
+    let now;
+    let stamp = match taken {
+        Some(s) => s,
+        None => {
+            now = stamp(&std::fs::metadata(path).ok()?);
+            &now
+        }
+    };
     let mut h = blake3::Hasher::new();
     h.update(key_path(path).as_bytes());
     h.update(&[0]);
-    h.update(&stamp(&meta));
+    h.update(stamp);
     Some(first_16(h.finalize()))
 }
 
@@ -150,4 +160,41 @@ impl std::hash::Hasher for FirstBytes {
         }
     }
     fn write_usize(&mut self, _: usize) {}
+}
+
+/// A file's stamp: its size, modification and change times in nanoseconds, inode and device,
+/// little-endian (56 bytes). What the result cache keys a trace by without reading it, and what
+/// [`crate::run_record`] knows each file by.
+pub type Stamp = [u8; 56];
+
+/// The stamps of a suite's trace files, in the order they are judged (`None`: the file could
+/// not be `stat`ed).
+#[derive(Clone, Default)]
+pub struct Stamps(Arc<[Option<Stamp>]>);
+
+impl Stamps {
+    pub(crate) fn new(stamps: Arc<[Option<Stamp>]>) -> Stamps {
+        Stamps(stamps)
+    }
+
+    /// The stamp of the `i`-th trace file, if it was taken.
+    pub(crate) fn get(&self, i: usize) -> Option<&Stamp> {
+        self.0.get(i).and_then(Option::as_ref)
+    }
+
+    /// How many trace files they cover.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether they cover no trace file.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Stamps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stamps({} files)", self.0.len())
+    }
 }

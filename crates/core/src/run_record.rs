@@ -1,0 +1,347 @@
+//! The run record: what the last `check` of an unchanged suite wrote, kept beside the result
+//! cache so that the same check of the same files gives it again without reading the cache.
+//!
+//! A record holds a run's standard output and error and its exit code, under two digests:
+//! - the **invocation** ([`Invocation::new`]): what the caller says the run was asked (the
+//!   command line, environment, working directory, the binary itself), the tool's version, and
+//!   the result cache file's stamp — a record is only written by a run that found every row in
+//!   that very file and left it as it was;
+//! - the **inputs** ([`Inputs::take`]): every file the run discovered (traces, scenario, suite,
+//!   sidecar and look-up files) by path and stamp, what discovery warned of, the options that
+//!   decide judging and counting, and every file of the baselines directory.
+//!
+//! A stamp is what the result cache keys a trace by without reading it: size, modification and
+//! change times (nanoseconds), inode and device. Any write changes the change time.
+//!
+//! The record is authenticated with a key derived from the result cache's (a record the user's
+//! key did not make is ignored, as a forged cache is), and read whole; a record that does not
+//! verify, or was made for another invocation or other inputs, is not used and the run judges
+//! as it would have. The stamps of the traces, taken before judging, are what the judge stage
+//! keys the cache with ([`crate::eval::Execution::stamps`]), so a record never describes files
+//! newer than the rows it was made from.
+
+use std::sync::Arc;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use rayon::prelude::*;
+
+use crate::eval::{CacheKey, CheckOptions};
+use crate::suite::Suite;
+
+pub use crate::eval::{Stamp, Stamps};
+
+/// The record's file name in the cache directory.
+const FILE: &str = "run-v1.bin";
+const MAGIC: &[u8] = b"tracereplay run record v1\n";
+/// A record holds at most this much output; a larger report is not recorded.
+pub const MAX_OUTPUT: usize = 8 << 20;
+
+/// The stamp of `path` (following symlinks), if it can be had (see the module's overview).
+pub fn stamp_of(path: &Utf8Path) -> Option<Stamp> {
+    std::fs::metadata(path).ok().map(|m| crate::eval::stamp(&m))
+}
+
+/// A BLAKE3 hasher that takes each part with its length, so parts cannot run together.
+struct Parts(blake3::Hasher);
+
+impl Parts {
+    fn new(domain: &str) -> Parts {
+        let mut p = Parts(blake3::Hasher::new());
+        p.part(domain.as_bytes());
+        p
+    }
+
+    fn part(&mut self, bytes: &[u8]) -> &mut Parts {
+        self.0.update(&(bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+        self
+    }
+
+    fn stamp(&mut self, stamp: Option<&Stamp>) -> &mut Parts {
+        match stamp {
+            Some(s) => self.part(s),
+            None => self.part(b"-"),
+        }
+    }
+
+    fn finish(&self) -> [u8; 32] {
+        *self.0.finalize().as_bytes()
+    }
+}
+
+/// What a run was asked, and of which result cache file: a record is used only by a run of
+/// the same invocation.
+pub struct Invocation {
+    key: [u8; 32],
+    path: Utf8PathBuf,
+    cache_file: Utf8PathBuf,
+    cache_stamp: Option<Stamp>,
+    digest: [u8; 32],
+}
+
+impl Invocation {
+    /// The invocation `described` (everything besides the discovered files and the options
+    /// that can change the run's output, as bytes), recorded under `cache_dir`. `None` without
+    /// a cache key (then nothing is cached either).
+    pub fn new(cache_dir: &Utf8Path, described: &[u8]) -> Option<Invocation> {
+        Some(Invocation::with_key(
+            cache_dir,
+            described,
+            &CacheKey::resolve()?,
+        ))
+    }
+
+    /// [`Invocation::new`] under `key`.
+    pub(crate) fn with_key(cache_dir: &Utf8Path, described: &[u8], key: &CacheKey) -> Invocation {
+        let cache_file = crate::eval::CacheFile::path_in(cache_dir);
+        let cache_stamp = stamp_of(&cache_file);
+        let digest = Parts::new("tracereplay run record: invocation")
+            .part(env!("CARGO_PKG_VERSION").as_bytes())
+            .part(described)
+            .part(cache_file.as_str().as_bytes())
+            .stamp(cache_stamp.as_ref())
+            .finish();
+        Invocation {
+            key: key.derive("tracereplay 2026-12 run-record mac v1"),
+            path: cache_dir.join(FILE),
+            cache_file,
+            cache_stamp,
+            digest,
+        }
+    }
+
+    /// The record of this invocation, if one is kept and verifies.
+    pub fn recorded(&self) -> Option<Recorded> {
+        let file = crate::fsutil::open_nonblocking(&self.path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() > (2 * MAX_OUTPUT + 4096) as u64 {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        std::io::Read::read_to_end(&mut &file, &mut bytes).ok()?;
+        let recorded = Recorded::decode(&bytes, &self.key)?;
+        (recorded.invocation == self.digest).then_some(recorded)
+    }
+
+    /// Whether the result cache file is the one this invocation began with (no run, this one
+    /// or another, has replaced it since).
+    pub fn cache_unchanged(&self) -> bool {
+        stamp_of(&self.cache_file) == self.cache_stamp
+    }
+
+    /// Records what a run of this invocation with `inputs` wrote: its exit `code`, `stdout` and
+    /// `stderr`. Not durable (a lost or torn record only costs the next run its shortcut).
+    pub fn record(
+        &self,
+        inputs: &Inputs,
+        code: i32,
+        stdout: &[u8],
+        stderr: &[u8],
+    ) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 96 + stdout.len() + stderr.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&self.digest);
+        bytes.extend_from_slice(&inputs.digest);
+        bytes.extend_from_slice(&code.to_le_bytes());
+        for out in [stdout, stderr] {
+            bytes.extend_from_slice(&(out.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(out);
+        }
+        let mac = blake3::keyed_hash(&self.key, &bytes);
+        bytes.extend_from_slice(mac.as_bytes());
+        crate::fsutil::write_streaming_creating_dirs(&self.path, false, &mut |w| {
+            w.write_all(&bytes)
+        })
+    }
+}
+
+/// A kept record: the run's exit code and output, and the inputs it was made from.
+pub struct Recorded {
+    invocation: [u8; 32],
+    inputs: [u8; 32],
+    /// The run's exit code.
+    pub code: i32,
+    /// What it wrote to standard output.
+    pub stdout: Vec<u8>,
+    /// What it wrote to standard error.
+    pub stderr: Vec<u8>,
+}
+
+impl Recorded {
+    /// Whether the record was made from `inputs`.
+    pub fn matches(&self, inputs: &Inputs) -> bool {
+        self.inputs == inputs.digest
+    }
+
+    /// The record in `bytes`, if its MAC verifies under `key` and it parses.
+    fn decode(bytes: &[u8], key: &[u8; 32]) -> Option<Recorded> {
+        let (body, mac) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
+        let mac: [u8; 32] = mac.try_into().ok()?;
+        // `Hash`'s equality takes constant time.
+        if blake3::keyed_hash(key, body) != blake3::Hash::from(mac) {
+            return None;
+        }
+        let mut rest = body.strip_prefix(MAGIC)?;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (taken, after) = rest.split_at_checked(n)?;
+            rest = after;
+            Some(taken)
+        };
+        let invocation = take(32)?.try_into().ok()?;
+        let inputs = take(32)?.try_into().ok()?;
+        let code = i32::from_le_bytes(take(4)?.try_into().ok()?);
+        let mut output = || -> Option<Vec<u8>> {
+            let len = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            Some(take(usize::try_from(len).ok()?)?.to_vec())
+        };
+        let (stdout, stderr) = (output()?, output()?);
+        rest.is_empty().then_some(Recorded {
+            invocation,
+            inputs,
+            code,
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// The digest of what a run of a suite reads (see the module's overview), with the stamps of
+/// its trace files.
+pub struct Inputs {
+    digest: [u8; 32],
+    traces: Stamps,
+    /// No file was changed in the [`SETTLE`] before the stamps were taken.
+    settled: bool,
+}
+
+/// How long before a run's stamps were taken its files must have last changed for the run to
+/// be recorded: a file's times are only as fine as its filesystem keeps them (a second, on
+/// some), and a file written twice within one such tick, at one size, would keep its stamp.
+pub const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// When the file of `stamp` last changed (the later of its modification and change times).
+fn changed_at(stamp: &Stamp) -> std::time::Duration {
+    let n = |i: usize| u64::from_le_bytes(stamp[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let at = |s: u64, ns: u64| std::time::Duration::new(s, (ns % 1_000_000_000) as u32);
+    at(n(1), n(2)).max(at(n(3), n(4)))
+}
+
+impl Inputs {
+    /// Takes the stamps of every file `suite` discovered and of the baselines directory
+    /// `options` compare with (the trace files' in parallel, on the current pool), and the
+    /// digest of them with `options`.
+    pub fn take(suite: &Suite, options: &CheckOptions) -> Inputs {
+        let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let mut newest = std::time::Duration::ZERO;
+        let mut stamp_of = |path: &Utf8Path| {
+            let stamp = stamp_of(path);
+            newest = newest.max(stamp.as_ref().map_or(Default::default(), changed_at));
+            stamp
+        };
+        let found = suite.found();
+        let traces: Arc<[Option<Stamp>]> = (found.trace_files.par_iter())
+            .map(|p| self::stamp_of(p))
+            .collect();
+        let mut h = Parts::new("tracereplay run record: inputs");
+        h.part(options_text(options).as_bytes());
+        h.part(b"traces");
+        for (path, stamp) in found.trace_files.iter().zip(traces.iter()) {
+            h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
+        }
+        for (name, files) in [
+            ("scenarios", &found.scenario_files),
+            ("suites", &found.suite_files),
+            ("sidecars", &found.sidecar_files),
+            ("look-ups", &found.lookup_files),
+            ("roots", &found.roots),
+        ] {
+            h.part(name.as_bytes());
+            for path in files {
+                h.part(path.as_str().as_bytes())
+                    .stamp(stamp_of(path).as_ref());
+            }
+        }
+        h.part(b"unreachable");
+        for (path, why) in &found.unreachable {
+            h.part(path.as_str().as_bytes()).part(why.as_bytes());
+        }
+        h.part(b"warnings");
+        for w in &found.warnings {
+            h.part(w.as_bytes());
+        }
+        h.part(b"baselines");
+        let mut stamps: Vec<&Option<Stamp>> = traces.iter().collect();
+        let baselines =
+            (options.baselines.policy()).map_or(Vec::new(), |p| tree_stamps(&p.store.dir));
+        for (path, stamp) in &baselines {
+            h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
+            stamps.push(stamp);
+        }
+        for stamp in stamps.into_iter().flatten() {
+            newest = newest.max(changed_at(stamp));
+        }
+        Inputs {
+            digest: h.finish(),
+            traces: Stamps::new(traces),
+            settled: started.is_ok_and(|at| newest + SETTLE < at),
+        }
+    }
+
+    /// Whether every file had last changed at least [`SETTLE`] before the stamps were taken:
+    /// only then is a run of these inputs recorded.
+    pub fn settled(&self) -> bool {
+        self.settled
+    }
+
+    /// The stamps of the suite's trace files, for the judge stage to key the cache by.
+    pub fn trace_stamps(&self) -> Stamps {
+        self.traces.clone()
+    }
+}
+
+/// The options that decide a run's rows and counts, as text (sets sorted).
+fn options_text(o: &CheckOptions) -> String {
+    let mut waived: Vec<&String> = o.counting.waived.iter().collect();
+    waived.sort();
+    format!(
+        "{:?}\n{:?}\n{:?} {:?} {waived:?} {:?}\n{:?}\nsigned {}\nshare key {}",
+        o.selection,
+        o.judging,
+        o.counting.fail_on,
+        o.counting.secrets,
+        o.counting.budget,
+        o.baselines,
+        o.signatures.is_some(),
+        o.share_key.is_some(),
+    )
+}
+
+/// Every entry under `dir` (hidden ones too), sorted, with its stamp (directories' too: a
+/// file removed changes its directory's). `dir` itself first; nothing when it is missing.
+fn tree_stamps(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Option<Stamp>)> {
+    let mut paths = vec![dir.to_owned()];
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(path) = Utf8PathBuf::from_path_buf(e.path()) else {
+                // A name that is not UTF-8 is still an entry: kept by what can be shown.
+                paths.push(Utf8PathBuf::from(e.path().to_string_lossy().as_ref()));
+                continue;
+            };
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path.clone());
+            }
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    let stamps: Vec<Option<Stamp>> = paths.par_iter().map(|p| stamp_of(p)).collect();
+    paths.into_iter().zip(stamps).collect()
+}
+
+#[cfg(test)]
+#[path = "run_record_tests.rs"]
+mod tests;
