@@ -291,12 +291,23 @@ fn judge_suite(
             signatures: prepared.signatures.clone(),
             share_key: args.partition.and_then(|_| super::merge::share_key()),
         };
-        let inputs = invocation.map(|_| Inputs::take(&suite, &opts));
+        // A record whose head differs cannot serve: the cache is then read while the trace
+        // files are stamped.
+        let head = invocation.map(|_| Inputs::head(&suite, &opts));
+        let stale = |r: &Recorded| head.as_ref().is_some_and(|h| !r.head_matches(h));
+        let read_now = !args.no_cache && recorded.as_ref().is_some_and(stale);
+        let (inputs, read) = std::thread::scope(|s| {
+            let reading =
+                read_now.then(|| s.spawn(|| CacheRead::read(&cache_dir, row_memory as u64)));
+            let inputs = head.map(|h| h.finish(&suite, &opts));
+            (inputs, reading.and_then(|h| h.join().ok()))
+        });
         let same_files = |r: &Recorded| inputs.as_ref().is_some_and(|i| r.matches(i));
         if let Some(recorded) = recorded.filter(same_files) {
             return Ok(Judgement::Replayed(recorded));
         }
         let cache = cache
+            .or(read)
             .or_else(|| (!args.no_cache).then(|| CacheRead::read(&cache_dir, row_memory as u64)));
         opts.execution.stamps = inputs.as_ref().map(Inputs::trace_stamps);
         let report = match cache {

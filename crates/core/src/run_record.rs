@@ -8,7 +8,9 @@
 //!   that very file and left it as it was;
 //! - the **inputs** ([`Inputs::take`]): every file the run discovered (traces, scenario, suite,
 //!   sidecar and look-up files) by path and stamp, what discovery warned of, the options that
-//!   decide judging and counting, and every file of the baselines directory.
+//!   decide judging and counting, and every file of the baselines directory. Their **head**
+//!   ([`Inputs::head`]: all but the stamps of the traces and baselines) is cheap to take, so a
+//!   run learns early that a record cannot serve it.
 //!
 //! A stamp is what the result cache keys a trace by without reading it: size, modification and
 //! change times (nanoseconds), inode and device. Any write changes the change time.
@@ -41,19 +43,22 @@ pub fn stamp_of(path: &Utf8Path) -> Option<Stamp> {
     std::fs::metadata(path).ok().map(|m| crate::eval::stamp(&m))
 }
 
-/// A BLAKE3 hasher that takes each part with its length, so parts cannot run together.
-struct Parts(blake3::Hasher);
+/// Parts to hash, each with its length so that parts cannot run together; gathered, then hashed
+/// at once (BLAKE3 takes a long input many chunks at a time, and tens of thousands of small
+/// updates one by one).
+struct Parts(Vec<u8>);
 
 impl Parts {
     fn new(domain: &str) -> Parts {
-        let mut p = Parts(blake3::Hasher::new());
+        let mut p = Parts(Vec::with_capacity(1 << 16));
         p.part(domain.as_bytes());
         p
     }
 
     fn part(&mut self, bytes: &[u8]) -> &mut Parts {
-        self.0.update(&(bytes.len() as u64).to_le_bytes());
-        self.0.update(bytes);
+        self.0
+            .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        self.0.extend_from_slice(bytes);
         self
     }
 
@@ -65,7 +70,7 @@ impl Parts {
     }
 
     fn finish(&self) -> [u8; 32] {
-        *self.0.finalize().as_bytes()
+        *blake3::hash(&self.0).as_bytes()
     }
 }
 
@@ -138,9 +143,10 @@ impl Invocation {
         stdout: &[u8],
         stderr: &[u8],
     ) -> std::io::Result<()> {
-        let mut bytes = Vec::with_capacity(MAGIC.len() + 96 + stdout.len() + stderr.len());
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 128 + stdout.len() + stderr.len());
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&self.digest);
+        bytes.extend_from_slice(&inputs.head);
         bytes.extend_from_slice(&inputs.digest);
         bytes.extend_from_slice(&code.to_le_bytes());
         for out in [stdout, stderr] {
@@ -158,6 +164,7 @@ impl Invocation {
 /// A kept record: the run's exit code and output, and the inputs it was made from.
 pub struct Recorded {
     invocation: [u8; 32],
+    head: [u8; 32],
     inputs: [u8; 32],
     /// The run's exit code.
     pub code: i32,
@@ -170,7 +177,12 @@ pub struct Recorded {
 impl Recorded {
     /// Whether the record was made from `inputs`.
     pub fn matches(&self, inputs: &Inputs) -> bool {
-        self.inputs == inputs.digest
+        (self.head, self.inputs) == (inputs.head, inputs.digest)
+    }
+
+    /// Whether the record may have been made from inputs with this `head` (if not, it was not).
+    pub fn head_matches(&self, head: &InputsHead) -> bool {
+        self.head == head.digest
     }
 
     /// The record in `bytes`, if its MAC verifies under `key` and it parses.
@@ -188,6 +200,7 @@ impl Recorded {
             Some(taken)
         };
         let invocation = take(32)?.try_into().ok()?;
+        let head = take(32)?.try_into().ok()?;
         let inputs = take(32)?.try_into().ok()?;
         let code = i32::from_le_bytes(take(4)?.try_into().ok()?);
         let mut output = || -> Option<Vec<u8>> {
@@ -197,6 +210,7 @@ impl Recorded {
         let (stdout, stderr) = (output()?, output()?);
         rest.is_empty().then_some(Recorded {
             invocation,
+            head,
             inputs,
             code,
             stdout,
@@ -208,6 +222,8 @@ impl Recorded {
 /// The digest of what a run of a suite reads (see the module's overview), with the stamps of
 /// its trace files.
 pub struct Inputs {
+    /// The digest of the head ([`InputsHead`]) and of the whole.
+    head: [u8; 32],
     digest: [u8; 32],
     traces: Stamps,
     /// No file was changed in the [`SETTLE`] before the stamps were taken.
@@ -226,27 +242,33 @@ fn changed_at(stamp: &Stamp) -> std::time::Duration {
     at(n(1), n(2)).max(at(n(3), n(4)))
 }
 
+/// The part of a run's inputs that is cheap to take ([`Inputs::head`]): the options, the files
+/// discovered (the trace files by path only), the stamps of all but the trace files, and what
+/// discovery warned of. A run whose head differs from a record's cannot be given it, which a run
+/// learns before stamping every trace (and then reads the result cache meanwhile).
+pub struct InputsHead {
+    digest: [u8; 32],
+    /// When the stamps began to be taken (since the epoch), and the latest change they show.
+    started: Option<std::time::Duration>,
+    newest: std::time::Duration,
+}
+
 impl Inputs {
-    /// Takes the stamps of every file `suite` discovered and of the baselines directory
-    /// `options` compare with (the trace files' in parallel, on the current pool), and the
-    /// digest of them with `options`.
+    /// [`Inputs::head`], then [`InputsHead::finish`].
     pub fn take(suite: &Suite, options: &CheckOptions) -> Inputs {
+        Inputs::head(suite, options).finish(suite, options)
+    }
+
+    /// The head of the inputs of a run of `suite` with `options`.
+    pub fn head(suite: &Suite, options: &CheckOptions) -> InputsHead {
         let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         let mut newest = std::time::Duration::ZERO;
-        let mut stamp_of = |path: &Utf8Path| {
-            let stamp = stamp_of(path);
-            newest = newest.max(stamp.as_ref().map_or(Default::default(), changed_at));
-            stamp
-        };
         let found = suite.found();
-        let traces: Arc<[Option<Stamp>]> = (found.trace_files.par_iter())
-            .map(|p| self::stamp_of(p))
-            .collect();
-        let mut h = Parts::new("tracereplay run record: inputs");
+        let mut h = Parts::new("tracereplay run record: inputs' head");
         h.part(options_text(options).as_bytes());
         h.part(b"traces");
-        for (path, stamp) in found.trace_files.iter().zip(traces.iter()) {
-            h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
+        for path in &found.trace_files {
+            h.part(path.as_str().as_bytes());
         }
         for (name, files) in [
             ("scenarios", &found.scenario_files),
@@ -257,8 +279,9 @@ impl Inputs {
         ] {
             h.part(name.as_bytes());
             for path in files {
-                h.part(path.as_str().as_bytes())
-                    .stamp(stamp_of(path).as_ref());
+                let stamp = stamp_of(path);
+                newest = newest.max(stamp.as_ref().map_or(Default::default(), changed_at));
+                h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
             }
         }
         h.part(b"unreachable");
@@ -269,21 +292,10 @@ impl Inputs {
         for w in &found.warnings {
             h.part(w.as_bytes());
         }
-        h.part(b"baselines");
-        let mut stamps: Vec<&Option<Stamp>> = traces.iter().collect();
-        let baselines =
-            (options.baselines.policy()).map_or(Vec::new(), |p| tree_stamps(&p.store.dir));
-        for (path, stamp) in &baselines {
-            h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
-            stamps.push(stamp);
-        }
-        for stamp in stamps.into_iter().flatten() {
-            newest = newest.max(changed_at(stamp));
-        }
-        Inputs {
+        InputsHead {
             digest: h.finish(),
-            traces: Stamps::new(traces),
-            settled: started.is_ok_and(|at| newest + SETTLE < at),
+            started: started.ok(),
+            newest,
         }
     }
 
@@ -296,6 +308,35 @@ impl Inputs {
     /// The stamps of the suite's trace files, for the judge stage to key the cache by.
     pub fn trace_stamps(&self) -> Stamps {
         self.traces.clone()
+    }
+}
+
+impl InputsHead {
+    /// The whole inputs: the head, the trace files' stamps (taken in parallel, on the current
+    /// pool) and every entry of the baselines directory `options` compare with.
+    pub fn finish(self, suite: &Suite, options: &CheckOptions) -> Inputs {
+        let traces: Arc<[Option<Stamp>]> = (suite.found().trace_files.par_iter())
+            .map(|p| stamp_of(p))
+            .collect();
+        let baselines =
+            (options.baselines.policy()).map_or(Vec::new(), |p| tree_stamps(&p.store.dir));
+        let mut h = Parts::new("tracereplay run record: inputs");
+        h.part(&self.digest).part(b"traces");
+        for stamp in traces.iter() {
+            h.stamp(stamp.as_ref());
+        }
+        h.part(b"baselines");
+        for (path, stamp) in &baselines {
+            h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
+        }
+        let stamps = traces.iter().chain(baselines.iter().map(|(_, s)| s));
+        let newest = (stamps.flatten().map(changed_at)).fold(self.newest, std::cmp::Ord::max);
+        Inputs {
+            head: self.digest,
+            digest: h.finish(),
+            traces: Stamps::new(traces),
+            settled: self.started.is_some_and(|at| newest + SETTLE < at),
+        }
     }
 }
 

@@ -68,11 +68,20 @@ fn a_record_is_given_back_only_to_its_invocation_and_inputs() {
     std::fs::write(&a, "A").unwrap();
     let rewritten = inputs(&root, &options);
     assert!(!back.matches(&rewritten), "a trace rewritten at its size");
+    // A trace's stamp is not part of the head: only the whole tells.
+    let suite = Suite::open(&[root.join("traces")], &[]).unwrap();
+    assert!(back.head_matches(&Inputs::head(&suite, &options)));
     let c = root.join("traces/s/c.trace.ndjson.zst");
     std::fs::write(&c, "c").unwrap();
     let added = inputs(&root, &options);
     assert!(
         !back.matches(&added) && !rewritten.digest.eq(&added.digest),
+        "a trace added"
+    );
+    // Which traces there are is: the head tells.
+    let suite = Suite::open(&[root.join("traces")], &[]).unwrap();
+    assert!(
+        !back.head_matches(&Inputs::head(&suite, &options)),
         "a trace added"
     );
     std::fs::remove_file(&c).unwrap();
