@@ -144,6 +144,7 @@ pub(super) fn keep<O: Write, E: Write>(
         && to_keep.inputs.settled()
         && to_keep.invocation.cache_unchanged();
     if let (true, Some(stdout), Some(stderr)) = (settled, out.kept(), err.kept()) {
-        let _ = (to_keep.invocation).record(to_keep.inputs, code, stdout, stderr);
+        let also_read = stats.also_read.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = (to_keep.invocation).record(to_keep.inputs, &also_read, code, (stdout, stderr));
     }
 }

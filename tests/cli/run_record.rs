@@ -193,3 +193,30 @@ fn a_run_that_writes_more_than_its_output_keeps_no_record() {
         assert!(made(&env).is_none(), "{args:?} was recorded");
     }
 }
+
+/// A Harness Contract is no file discovery finds, but its scenario reads it: the record keeps
+/// which contracts the run read and stamps them too.
+#[test]
+fn a_harness_contract_edited_is_judged_again() {
+    let env = Env::new();
+    copy_demo(&env, true);
+    settle();
+    check(&env, &[]);
+    let recorded = check(&env, &[]);
+    assert!(
+        made(&env).is_some(),
+        "the demo is recorded: {}",
+        recorded.stderr
+    );
+    same(&check(&env, &[]), &recorded);
+    let contract = "traces/agent.contract.release-notes/release-notes.contract.json";
+    env.write(contract, "{");
+    let broken = check(&env, &[]);
+    assert_ne!(broken.stdout, recorded.stdout);
+    assert!(broken.stdout.contains("contract"), "{}", broken.stdout);
+    assert_eq!(
+        broken.stdout,
+        check(&env, &["--no-cache"]).stdout,
+        "judged as without a cache"
+    );
+}

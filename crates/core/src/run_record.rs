@@ -10,7 +10,9 @@
 //!   sidecar and look-up files) by path and stamp, what discovery warned of, the options that
 //!   decide judging and counting, and every file of the baselines directory. Their **head**
 //!   ([`Inputs::head`]: all but the stamps of the traces and baselines) is cheap to take, so a
-//!   run learns early that a record cannot serve it.
+//!   run learns early that a record cannot serve it;
+//! - the files the recording run read besides those (the Harness Contracts its scenarios name),
+//!   listed in the record and stamped by a run that could be given it.
 //!
 //! A stamp is what the result cache keys a trace by without reading it: size, modification and
 //! change times (nanoseconds), inode and device. Any write changes the change time.
@@ -135,19 +137,33 @@ impl Invocation {
     }
 
     /// Records what a run of this invocation with `inputs` wrote: its exit `code`, `stdout` and
-    /// `stderr`. Not durable (a lost or torn record only costs the next run its shortcut).
+    /// `stderr`, and the files it read besides its inputs (`also_read`: the Harness Contracts
+    /// its scenarios name, [`crate::eval::CheckStats::also_read`]), which a run given the record
+    /// stamps too. Nothing is recorded unless the inputs are [settled](Inputs::settled) and none
+    /// of `also_read` changed in the [`SETTLE`] before the inputs were taken, or since. Not
+    /// durable (a lost or torn record only costs the next run its shortcut).
     pub fn record(
         &self,
         inputs: &Inputs,
+        also_read: &[Utf8PathBuf],
         code: i32,
-        stdout: &[u8],
-        stderr: &[u8],
+        (stdout, stderr): (&[u8], &[u8]),
     ) -> std::io::Result<()> {
+        let (digest, newest) = with_also_read(&inputs.digest, also_read);
+        let settled = inputs.settled && inputs.started.is_some_and(|at| newest + SETTLE < at);
+        if !settled {
+            return Ok(());
+        }
         let mut bytes = Vec::with_capacity(MAGIC.len() + 128 + stdout.len() + stderr.len());
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&self.digest);
         bytes.extend_from_slice(&inputs.head);
-        bytes.extend_from_slice(&inputs.digest);
+        bytes.extend_from_slice(&digest);
+        bytes.extend_from_slice(&(also_read.len() as u64).to_le_bytes());
+        for path in also_read {
+            bytes.extend_from_slice(&(path.as_str().len() as u64).to_le_bytes());
+            bytes.extend_from_slice(path.as_str().as_bytes());
+        }
         bytes.extend_from_slice(&code.to_le_bytes());
         for out in [stdout, stderr] {
             bytes.extend_from_slice(&(out.len() as u64).to_le_bytes());
@@ -165,7 +181,9 @@ impl Invocation {
 pub struct Recorded {
     invocation: [u8; 32],
     head: [u8; 32],
+    /// The digest of the inputs and of the files in `also_read`.
     inputs: [u8; 32],
+    also_read: Vec<Utf8PathBuf>,
     /// The run's exit code.
     pub code: i32,
     /// What it wrote to standard output.
@@ -177,7 +195,7 @@ pub struct Recorded {
 impl Recorded {
     /// Whether the record was made from `inputs`.
     pub fn matches(&self, inputs: &Inputs) -> bool {
-        (self.head, self.inputs) == (inputs.head, inputs.digest)
+        self.head == inputs.head && self.inputs == with_also_read(&inputs.digest, &self.also_read).0
     }
 
     /// Whether the record may have been made from inputs with this `head` (if not, it was not).
@@ -202,6 +220,13 @@ impl Recorded {
         let invocation = take(32)?.try_into().ok()?;
         let head = take(32)?.try_into().ok()?;
         let inputs = take(32)?.try_into().ok()?;
+        let count = u64::from_le_bytes(take(8)?.try_into().ok()?);
+        let mut also_read = Vec::new();
+        for _ in 0..count {
+            let len = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            let path = std::str::from_utf8(take(usize::try_from(len).ok()?)?).ok()?;
+            also_read.push(Utf8PathBuf::from(path));
+        }
         let code = i32::from_le_bytes(take(4)?.try_into().ok()?);
         let mut output = || -> Option<Vec<u8>> {
             let len = u64::from_le_bytes(take(8)?.try_into().ok()?);
@@ -212,6 +237,7 @@ impl Recorded {
             invocation,
             head,
             inputs,
+            also_read,
             code,
             stdout,
             stderr,
@@ -225,6 +251,8 @@ pub struct Inputs {
     /// The digest of the head ([`InputsHead`]) and of the whole.
     head: [u8; 32],
     digest: [u8; 32],
+    /// When the stamps began to be taken (since the epoch).
+    started: Option<std::time::Duration>,
     traces: Stamps,
     /// No file was changed in the [`SETTLE`] before the stamps were taken.
     settled: bool,
@@ -336,8 +364,23 @@ impl InputsHead {
             digest: h.finish(),
             traces: Stamps::new(traces),
             settled: self.started.is_some_and(|at| newest + SETTLE < at),
+            started: self.started,
         }
     }
+}
+
+/// The digest of `inputs` with the paths and stamps of `also_read`, and the latest change among
+/// those.
+fn with_also_read(inputs: &[u8; 32], also_read: &[Utf8PathBuf]) -> ([u8; 32], std::time::Duration) {
+    let mut h = Parts::new("tracereplay run record: inputs and what else was read");
+    h.part(inputs);
+    let mut newest = std::time::Duration::ZERO;
+    for path in also_read {
+        let stamp = stamp_of(path);
+        newest = newest.max(stamp.as_ref().map_or(Default::default(), changed_at));
+        h.part(path.as_str().as_bytes()).stamp(stamp.as_ref());
+    }
+    (h.finish(), newest)
 }
 
 /// The options that decide a run's rows and counts, as text (sets sorted).
@@ -358,7 +401,7 @@ fn options_text(o: &CheckOptions) -> String {
 }
 
 /// Every entry under `dir` (hidden ones too), sorted, with its stamp (directories' too: a
-/// file removed changes its directory's). `dir` itself first; nothing when it is missing.
+/// file removed changes its directory's). `dir` itself first (without a stamp when missing).
 fn tree_stamps(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Option<Stamp>)> {
     let mut paths = vec![dir.to_owned()];
     let mut dirs = vec![dir.to_owned()];
@@ -378,7 +421,9 @@ fn tree_stamps(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Option<Stamp>)> {
             paths.push(path);
         }
     }
-    paths.sort();
+    // By text: comparing paths component by component was most of a re-check's time with
+    // 20,000 baselines.
+    paths.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
     let stamps: Vec<Option<Stamp>> = paths.par_iter().map(|p| stamp_of(p)).collect();
     paths.into_iter().zip(stamps).collect()
 }

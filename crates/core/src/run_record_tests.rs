@@ -16,6 +16,11 @@ fn suite_dir() -> (tempfile::TempDir, Utf8PathBuf) {
     (dir, root)
 }
 
+/// Waits until the files just written are older than [`SETTLE`] (a run is recorded only then).
+fn settle() {
+    std::thread::sleep(SETTLE + std::time::Duration::from_millis(100));
+}
+
 fn inputs(root: &Utf8Path, options: &CheckOptions) -> Inputs {
     Inputs::take(&Suite::open(&[root.join("traces")], &[]).unwrap(), options)
 }
@@ -26,11 +31,18 @@ fn a_record_is_given_back_only_to_its_invocation_and_inputs() {
     let cache = root.join("cache");
     let key = CacheKey::from_material(b"test");
     let options = CheckOptions::default();
+    let unsettled = inputs(&root, &options);
+    let run = Invocation::with_key(&cache, b"check traces", &key);
+    run.record(&unsettled, &[], 1, (b"", b"")).unwrap();
+    assert!(
+        run.recorded().is_none(),
+        "files changed just now: not recorded"
+    );
+    settle();
     let taken = inputs(&root, &options);
     assert_eq!(taken.trace_stamps().len(), 2);
-    let run = Invocation::with_key(&cache, b"check traces", &key);
-    assert!(run.recorded().is_none(), "nothing recorded yet");
-    run.record(&taken, 1, b"report\n", b"warning: w\n").unwrap();
+    run.record(&taken, &[], 1, (b"report\n", b"warning: w\n"))
+        .unwrap();
 
     let back = run.recorded().expect("the record reads back");
     assert_eq!(
@@ -139,9 +151,10 @@ fn a_damaged_record_or_a_replaced_cache_file_is_not_used() {
     let (_dir, root) = suite_dir();
     let cache = root.join("cache");
     let key = CacheKey::from_material(b"test");
+    settle();
     let taken = inputs(&root, &CheckOptions::default());
     let run = Invocation::with_key(&cache, b"check", &key);
-    run.record(&taken, 0, b"ok\n", b"").unwrap();
+    run.record(&taken, &[], 0, (b"ok\n", b"")).unwrap();
     let file = cache.join(FILE);
     let good = std::fs::read(&file).unwrap();
     for at in [
@@ -178,7 +191,7 @@ fn inputs_are_settled_only_when_nothing_changed_just_before() {
     let (_dir, root) = suite_dir();
     let options = CheckOptions::default();
     assert!(!inputs(&root, &options).settled(), "files written just now");
-    std::thread::sleep(SETTLE + std::time::Duration::from_millis(100));
+    settle();
     assert!(inputs(&root, &options).settled());
     std::fs::write(root.join("traces/s/a.trace.ndjson.zst"), "A").unwrap();
     assert!(!inputs(&root, &options).settled(), "a trace rewritten");

@@ -234,6 +234,9 @@ pub struct CheckStats {
     pub recalled: std::sync::atomic::AtomicUsize,
     /// Pending baseline files written.
     pub pending_written: std::sync::atomic::AtomicUsize,
+    /// The files the run read besides those it discovered and the baselines: the Harness
+    /// Contracts its scenarios name (for [`crate::run_record`]), in load order.
+    pub also_read: std::sync::Mutex<Vec<Utf8PathBuf>>,
 }
 
 /// The 1-based share of `--partition hash:K/N` a scenario id falls in: the first 8 bytes of the

@@ -27,6 +27,9 @@ pub(super) fn check_in_pool(
 ) -> Result<Report, CheckError> {
     // Plan.
     let loaded = load_run_scenarios(found, searched)?;
+    if let Some(stats) = &opts.execution.stats {
+        *stats.also_read.lock().unwrap_or_else(|e| e.into_inner()) = contract_files(&loaded);
+    }
     let mut privacy = scan_scenarios(found, &loaded, opts);
     let secret_files: HashSet<&str> = (privacy.iter())
         .filter(|f| f.fingerprint.is_some())
@@ -174,6 +177,20 @@ fn load_run_scenarios(
         });
     }
     Ok(loaded)
+}
+
+/// The Harness Contract files the loaded scenarios name (read or not: one that is missing now
+/// may appear), each once.
+fn contract_files(loaded: &LoadedScenarios) -> Vec<Utf8PathBuf> {
+    let mut files: Vec<Utf8PathBuf> = (loaded.scenarios.iter())
+        .filter_map(|s| {
+            let c = s.contract.as_deref()?;
+            Some(s.file.parent().unwrap_or(Utf8Path::new("")).join(c.trim()))
+        })
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    files
 }
 
 /// The secrets (and raw prompts) in the run's scenario files — their bytes as loading read
