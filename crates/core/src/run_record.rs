@@ -5,7 +5,8 @@
 //! - the **invocation** ([`Invocation::new`]): what the caller says the run was asked (the
 //!   command line, environment, working directory, the binary itself), the tool's version, and
 //!   the result cache file's stamp — a record is only written by a run that found every row in
-//!   that very file and left it as it was;
+//!   that very file and left it as it was. This digest is keyed (the environment may hold
+//!   secrets, and a record may be shared with a restored cache);
 //! - the **inputs** ([`Inputs::take`]): every file the run discovered (traces, scenario, suite,
 //!   sidecar and look-up files) by path and stamp, what discovery warned of, the options that
 //!   decide judging and counting, and every file of the baselines directory. Their **head**
@@ -74,6 +75,10 @@ impl Parts {
     fn finish(&self) -> [u8; 32] {
         *blake3::hash(&self.0).as_bytes()
     }
+
+    fn finish_keyed(&self, key: &[u8; 32]) -> [u8; 32] {
+        *blake3::keyed_hash(key, &self.0).as_bytes()
+    }
 }
 
 /// What a run was asked, and of which result cache file: a record is used only by a run of
@@ -102,14 +107,17 @@ impl Invocation {
     pub(crate) fn with_key(cache_dir: &Utf8Path, described: &[u8], key: &CacheKey) -> Invocation {
         let cache_file = crate::eval::CacheFile::path_in(cache_dir);
         let cache_stamp = stamp_of(&cache_file);
+        let key = key.derive("tracereplay 2026-12 run-record mac v1");
+        // Keyed: the environment it covers may hold secrets, and the record may be shared (a
+        // CI cache), so its digest tells nothing to whoever lacks the key.
         let digest = Parts::new("tracereplay run record: invocation")
             .part(env!("CARGO_PKG_VERSION").as_bytes())
             .part(described)
             .part(cache_file.as_str().as_bytes())
             .stamp(cache_stamp.as_ref())
-            .finish();
+            .finish_keyed(&key);
         Invocation {
-            key: key.derive("tracereplay 2026-12 run-record mac v1"),
+            key,
             path: cache_dir.join(FILE),
             cache_file,
             cache_stamp,
