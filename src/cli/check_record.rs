@@ -148,3 +148,21 @@ pub(super) fn keep<O: Write, E: Write>(
         let _ = (to_keep.invocation).record(to_keep.inputs, &also_read, code, (stdout, stderr));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_past_the_limit_is_passed_on_but_not_kept() {
+        let mut kept = Kept::new(Vec::new(), true);
+        kept.write_all(b"report\n").unwrap();
+        assert_eq!(kept.kept(), Some(&b"report\n"[..]));
+        kept.write_all(&vec![b'x'; MAX_OUTPUT]).unwrap();
+        assert_eq!(kept.kept(), None, "past the limit: nothing to record");
+        assert_eq!(kept.inner.len(), MAX_OUTPUT + 7, "every byte still written");
+        let mut off = Kept::new(Vec::new(), false);
+        off.write_all(b"x").unwrap();
+        assert_eq!((off.kept(), off.inner.len()), (None, 1));
+    }
+}

@@ -183,7 +183,9 @@ fn a_run_that_writes_more_than_its_output_keeps_no_record() {
     for args in [
         &["--format", "html"][..],
         &["--format", "otlp"],
+        &["--format", "github"],
         &["--junit", "junit.xml"],
+        &["--partition", "hash:1/1"],
         &["--timings"],
         &["--no-cache"],
     ] {
