@@ -127,13 +127,8 @@ impl Invocation {
 
     /// The record of this invocation, if one is kept and verifies.
     pub fn recorded(&self) -> Option<Recorded> {
-        let file = crate::fsutil::open_nonblocking(&self.path).ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.len() > (2 * MAX_OUTPUT + 4096) as u64 {
-            return None;
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        std::io::Read::read_to_end(&mut &file, &mut bytes).ok()?;
+        let limit = (2 * MAX_OUTPUT + 4096) as u64;
+        let bytes = crate::fsutil::read_regular(&self.path, limit, "run record").ok()?;
         let recorded = Recorded::decode(&bytes, &self.key)?;
         (recorded.invocation == self.digest).then_some(recorded)
     }

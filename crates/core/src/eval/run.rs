@@ -184,8 +184,10 @@ fn load_run_scenarios(
 fn contract_files(loaded: &LoadedScenarios) -> Vec<Utf8PathBuf> {
     let mut files: Vec<Utf8PathBuf> = (loaded.scenarios.iter())
         .filter_map(|s| {
-            let c = s.contract.as_deref()?;
-            Some(s.file.parent().unwrap_or(Utf8Path::new("")).join(c.trim()))
+            Some(crate::scenario::load::contract_file(
+                &s.file,
+                s.contract.as_deref()?,
+            ))
         })
         .collect();
     files.sort_unstable();

@@ -447,6 +447,11 @@ fn string_list(v: Option<&Value>) -> Result<Vec<String>, ()> {
     }
 }
 
+/// The file of the contract `c` (trimmed) that the scenario file `path` names: relative to it.
+pub(crate) fn contract_file(path: &Utf8Path, c: &str) -> Utf8PathBuf {
+    path.parent().unwrap_or(Utf8Path::new("")).join(c.trim())
+}
+
 /// Loads the contract `c` named by the scenario file `path`: relative to the file, and resolving
 /// (symlinks and `..` included) inside `root`; anything else is a load error, so a scenario
 /// cannot read a file elsewhere on the machine.
@@ -460,7 +465,7 @@ fn contract_within(
             "contract path `{c}` is absolute; name it relative to the scenario file, inside the suite"
         ));
     }
-    let joined = path.parent().unwrap_or(Utf8Path::new("")).join(c);
+    let joined = contract_file(path, c);
     if let (Some(root), Ok(resolved)) = (root, std::fs::canonicalize(&joined)) {
         if !resolved.starts_with(root) {
             return Err(format!(
