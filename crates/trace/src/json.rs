@@ -83,27 +83,44 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
-/// A JSON value kept as its raw text, borrowed from the trace or owned by a writer.
-#[derive(Debug)]
-pub enum Json<'a> {
-    /// Borrowed from the decompressed trace buffer.
-    Borrowed(&'a RawValue),
-    /// Owned, as built by the writer API.
-    Owned(Box<RawValue>),
+/// A JSON value kept as its raw text, borrowed from the trace or owned by a writer. The text is
+/// always one valid JSON value: the trace reader validated it, or a writer built it.
+#[derive(Debug, Clone)]
+pub struct Json<'a>(Repr<'a>);
+
+#[derive(Debug, Clone)]
+enum Repr<'a> {
+    /// Validated by the reader, borrowed from the decompressed trace buffer.
+    Read(&'a str),
+    /// Validated by the reader, then copied out of the buffer.
+    Copied(Box<str>),
+    /// Built by a writer.
+    Built(Box<RawValue>),
 }
 
-impl Json<'_> {
+impl<'a> Json<'a> {
     /// Serialises `value` compactly into an owned raw value.
     pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Json<'static> {
         // Serialising a `serde_json::Value` or plain data into JSON text cannot fail.
-        Json::Owned(serde_json::value::to_raw_value(value).expect("JSON value serialises"))
+        Json::from_raw(serde_json::value::to_raw_value(value).expect("JSON value serialises"))
+    }
+
+    /// An owned raw value.
+    pub fn from_raw(raw: Box<RawValue>) -> Json<'static> {
+        Json(Repr::Built(raw))
+    }
+
+    /// Text the trace's reader validated as one JSON value, without the whitespace around it.
+    pub(crate) fn read(text: &'a str) -> Json<'a> {
+        Json(Repr::Read(text))
     }
 
     /// The raw JSON text, exactly as recorded.
     pub fn raw(&self) -> &str {
-        match self {
-            Json::Borrowed(r) => r.get(),
-            Json::Owned(r) => r.get(),
+        match &self.0 {
+            Repr::Read(t) => t,
+            Repr::Copied(t) => t,
+            Repr::Built(r) => r.get(),
         }
     }
 
@@ -115,19 +132,11 @@ impl Json<'_> {
 
     /// An owned copy.
     pub fn into_owned(self) -> Json<'static> {
-        match self {
-            Json::Borrowed(r) => Json::Owned(r.to_owned()),
-            Json::Owned(r) => Json::Owned(r),
-        }
-    }
-}
-
-impl Clone for Json<'_> {
-    fn clone(&self) -> Self {
-        match self {
-            Json::Borrowed(r) => Json::Borrowed(r),
-            Json::Owned(r) => Json::Owned(r.clone()),
-        }
+        Json(match self.0 {
+            Repr::Read(t) => Repr::Copied(t.into()),
+            Repr::Copied(t) => Repr::Copied(t),
+            Repr::Built(r) => Repr::Built(r),
+        })
     }
 }
 
@@ -139,16 +148,22 @@ impl PartialEq for Json<'_> {
 
 impl Serialize for Json<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Json::Borrowed(r) => r.serialize(s),
-            Json::Owned(r) => r.serialize(s),
+        match &self.0 {
+            Repr::Built(r) => r.serialize(s),
+            // Raw text reaches a serializer only as a `RawValue`, which can be had from text
+            // only by reading it: text that was read is read again when it is written.
+            Repr::Read(_) | Repr::Copied(_) => {
+                let raw: &RawValue =
+                    serde_json::from_str(self.raw()).map_err(serde::ser::Error::custom)?;
+                raw.serialize(s)
+            }
         }
     }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'a RawValue>::deserialize(d).map(Json::Borrowed)
+        <&'a RawValue>::deserialize(d).map(|r| Json::read(r.get()))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod paths;
 pub mod privacy;
 
 mod error;
+mod fast_line;
 pub mod hash;
 pub mod json;
 mod model;

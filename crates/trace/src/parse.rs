@@ -201,7 +201,12 @@ impl Parser<'_> {
                     "blank line (traces have one JSON object per line and no blank lines)",
                 ));
             }
-            if crate::json::nests_too_deep(line) {
+            // Event lines are read by the trace's own reader first; what it leaves is read by
+            // `serde_json`, as it always was. A line it read nests no deeper than it allows.
+            // Each event line is read in place (the typed line is more than a kilobyte).
+            let mut raw = RawEvent::default();
+            let fast = n > 1 && crate::fast_line::read(line, &mut raw);
+            if !fast && crate::json::nests_too_deep(line) {
                 return Err(self.malformed(
                     n,
                     format!(
@@ -214,7 +219,7 @@ impl Parser<'_> {
                 header = Some(self.header(line)?);
                 continue;
             }
-            if let Some(event) = self.event(n, line, sealed, &mut state)? {
+            if let Some(event) = self.event(n, line, &mut raw, fast, sealed, &mut state)? {
                 events.push(event);
             }
         }
@@ -363,13 +368,21 @@ impl Parser<'_> {
         &self,
         n: usize,
         line: &'a str,
+        raw: &mut RawEvent<'a>,
+        read: bool,
         sealed: bool,
         state: &mut Validation,
     ) -> Result<Option<Event<'a>>, TraceError> {
-        let raw: RawEvent = match serde_json::from_str(line) {
-            Ok(raw) => raw,
+        // The line as the trace's own reader read it, or else as `serde_json` reads it.
+        let serde_read = if read {
+            Ok(())
+        } else {
+            serde_json::from_str(line).map(|read| *raw = read)
+        };
+        match serde_read {
+            Ok(()) => {}
             Err(e) => {
-                // The fast read failed: a key the format does not define, or a problem. An
+                // The read failed: a key the format does not define, or a problem. An
                 // unknown kind is kept whatever its fields look like; a known kind is read again
                 // without its unknown keys, once the prompt side has been checked for text in
                 // them; what still fails is malformed.
@@ -404,14 +417,14 @@ impl Parser<'_> {
                             self.prompt_side(n, kind, line)?;
                         }
                         match serde_json::from_str::<RawEventAny>(line) {
-                            Ok(raw) => raw.into(),
+                            Ok(any) => *raw = any.into(),
                             Err(e) => return Err(self.malformed(n, describe(line, &e, EVENT))),
                         }
                     }
                     None => return Err(self.malformed(n, "event lacks `kind`")),
                 }
             }
-        };
+        }
         let Some(written) = raw.kind.as_deref() else {
             return Err(self.malformed(n, "event lacks `kind`"));
         };
@@ -464,7 +477,7 @@ impl Parser<'_> {
         // Fields the format defines, but for other kinds (`text` on a `user_message`): on the
         // prompt side, text there is taken for raw prompt text too.
         if matches!(kind, "user_message" | "inference") {
-            if let Some(field) = foreign_text(kind, &raw) {
+            if let Some(field) = foreign_text(kind, raw) {
                 let v = prompt_side::violation(kind, field, true);
                 if !self.raw_prompt_opt_in {
                     return Err(self.violation(n, v));

@@ -17,7 +17,7 @@ impl Parser<'_> {
         &self,
         n: usize,
         kind: &'static str,
-        raw: RawEvent<'a>,
+        raw: &mut RawEvent<'a>,
     ) -> Result<EventBody<'a>, TraceError> {
         let need = |v: Option<Str<'a>>, field: &str| {
             v.ok_or_else(|| self.malformed(n, format!("`{kind}` lacks required field `{field}`")))
@@ -39,7 +39,7 @@ impl Parser<'_> {
         };
         Ok(match kind {
             "user_message" => {
-                let p = raw.prompt.ok_or_else(|| {
+                let p = raw.prompt.take().ok_or_else(|| {
                     self.malformed(n, "`user_message` lacks required field `prompt`")
                 })?;
                 if p.text.is_some() {
@@ -48,15 +48,15 @@ impl Parser<'_> {
                 let h = prompt_hash(Some(p.h), "prompt.h")?.unwrap_or_default();
                 EventBody::UserMessage {
                     prompt: PromptRef { h, len: p.len },
-                    id: raw.id,
+                    id: raw.id.take(),
                 }
             }
             "inference" => {
                 let output = match raw.output {
                     None => None,
                     Some(o) => {
-                        let o: RawOutput = serde_json::from_str(o.get()).map_err(|e| {
-                            let what = describe(o.get(), &e, shape::OUTPUT);
+                        let o: RawOutput = serde_json::from_str(o.0).map_err(|e| {
+                            let what = describe(o.0, &e, shape::OUTPUT);
                             self.malformed(n, format!("`inference.output`: {what}"))
                         })?;
                         let tool_calls = match o.tool_calls {
@@ -80,7 +80,7 @@ impl Parser<'_> {
                         })
                     }
                 };
-                let finish = match raw.finish {
+                let finish = match raw.finish.take() {
                     None => None,
                     Some(f) => Some(
                         Finish::parse(&f)
@@ -95,12 +95,12 @@ impl Parser<'_> {
                     }
                 }
                 EventBody::Inference(Box::new(Inference {
-                    request_id: raw.request_id,
-                    model: raw.model,
-                    input_h: prompt_hash(raw.input_h, "input_h")?,
-                    system_h: prompt_hash(raw.system_h, "system_h")?,
-                    tools_offered: raw.tools_offered,
-                    consumes: raw.consumes,
+                    request_id: raw.request_id.take(),
+                    model: raw.model.take(),
+                    input_h: prompt_hash(raw.input_h.take(), "input_h")?,
+                    system_h: prompt_hash(raw.system_h.take(), "system_h")?,
+                    tools_offered: raw.tools_offered.take(),
+                    consumes: raw.consumes.take(),
                     output,
                     usage: raw.usage,
                     finish,
@@ -117,7 +117,7 @@ impl Parser<'_> {
                     },
                     request_h: match raw.request_h {
                         None => None,
-                        Some(r) => Some(request_parts(r.get()).ok_or_else(|| {
+                        Some(r) => Some(request_parts(r.0).ok_or_else(|| {
                             self.privacy(n, "`request_h` must be an object of JSON pointers (`/messages/…`, `/tools/…`) to prompt hashes (`b3:` or `b3k:` followed by 64 lowercase hex digits)")
                         })?),
                     },
@@ -128,85 +128,85 @@ impl Parser<'_> {
                     .args
                     .ok_or_else(|| self.malformed(n, "`tool_call` lacks required field `args`"))?;
                 EventBody::ToolCall {
-                    call_id: need(raw.call_id, "call_id")?,
-                    tool: need(raw.tool, "tool")?,
+                    call_id: need(raw.call_id.take(), "call_id")?,
+                    tool: need(raw.tool.take(), "tool")?,
                     args: self.args(n, args)?,
                 }
             }
             "tool_result" => EventBody::ToolResult {
-                call_id: need(raw.call_id, "call_id")?,
+                call_id: need(raw.call_id.take(), "call_id")?,
                 ok: need_bool(raw.ok, "ok")?,
-                output: raw.output.map(Json::Borrowed),
-                output_h: raw.output_h,
-                error: raw.error,
+                output: raw.output.map(|t| Json::read(t.0)),
+                output_h: raw.output_h.take(),
+                error: raw.error.take(),
             },
             "approval_request" => EventBody::ApprovalRequest {
-                tool: raw.tool,
-                call_id: raw.call_id,
-                approval_id: raw.approval_id,
-                reason: raw.reason,
+                tool: raw.tool.take(),
+                call_id: raw.call_id.take(),
+                approval_id: raw.approval_id.take(),
+                reason: raw.reason.take(),
             },
             "approval_decision" => EventBody::ApprovalDecision {
                 granted: need_bool(raw.granted, "granted")?,
-                approval_id: raw.approval_id,
-                call_id: raw.call_id,
-                tool: raw.tool,
-                by: raw.by,
+                approval_id: raw.approval_id.take(),
+                call_id: raw.call_id.take(),
+                tool: raw.tool.take(),
+                by: raw.by.take(),
             },
             "message" => {
-                let id = need(raw.id, "id")?;
-                let phase = self.phase(n, need(raw.phase, "phase")?)?;
+                let id = need(raw.id.take(), "id")?;
+                let phase = self.phase(n, need(raw.phase.take(), "phase")?)?;
                 EventBody::Message {
                     id,
                     phase,
-                    text: need(raw.text, "text")?,
-                    reply_to: raw.reply_to,
-                    channel: raw.channel,
+                    text: need(raw.text.take(), "text")?,
+                    reply_to: raw.reply_to.take(),
+                    channel: raw.channel.take(),
                 }
             }
             "message_edit" | "message_delete" => {
-                let id = need(raw.id, "id")?;
+                let id = need(raw.id.take(), "id")?;
                 if kind == "message_delete" {
                     EventBody::MessageDelete { id }
                 } else {
                     EventBody::MessageEdit {
                         id,
-                        text: need(raw.text, "text")?,
-                        phase: raw.phase.map(|p| self.phase(n, p)).transpose()?,
+                        text: need(raw.text.take(), "text")?,
+                        phase: raw.phase.take().map(|p| self.phase(n, p)).transpose()?,
                     }
                 }
             }
             "artifact" => EventBody::Artifact {
-                path: need(raw.path, "path")?,
-                h: need(raw.h, "h")?,
+                path: need(raw.path.take(), "path")?,
+                h: need(raw.h.take(), "h")?,
                 bytes: raw
                     .bytes
                     .ok_or_else(|| self.malformed(n, "`artifact` lacks required field `bytes`"))?,
-                text: raw.text,
+                text: raw.text.take(),
                 mtime_ms: raw.mtime_ms,
             },
             "state_change" => EventBody::StateChange {
-                path: need(raw.path, "path")?,
-                from: raw.from.map(Json::Borrowed),
-                to: raw.to.map(Json::Borrowed),
+                path: need(raw.path.take(), "path")?,
+                from: raw.from.map(|t| Json::read(t.0)),
+                to: raw.to.map(|t| Json::read(t.0)),
             },
             "error" => EventBody::Error {
-                message: need(raw.message, "message")?,
-                code: raw.code.map(Json::Borrowed),
-                input_h: prompt_hash(raw.input_h, "input_h")?,
+                message: need(raw.message.take(), "message")?,
+                code: raw.code.map(|t| Json::read(t.0)),
+                input_h: prompt_hash(raw.input_h.take(), "input_h")?,
             },
             "note" => EventBody::Note {
-                text: need(raw.text, "text")?,
+                text: need(raw.text.take(), "text")?,
             },
             "final_answer" => EventBody::FinalAnswer {
-                text: need(raw.text, "text")?,
+                text: need(raw.text.take(), "text")?,
             },
             "run_end" => {
-                let status = need(raw.status, "status")?;
+                let status = need(raw.status.take(), "status")?;
                 EventBody::RunEnd {
                     status: RunStatus::parse(&status)
                         .ok_or_else(|| self.bad_enum(n, "status", &status, RunStatus::ALL))?,
-                    error: raw.error,
+                    error: raw.error.take(),
                 }
             }
             other => unreachable!("normalize_kind returned unhandled kind {other}"),
@@ -230,10 +230,10 @@ impl Parser<'_> {
     }
 
     /// `args`: a JSON object; a string holding a JSON object is parsed; any other string is kept.
-    fn args<'a>(&self, n: usize, raw: &'a RawValue) -> Result<Args<'a>, TraceError> {
-        let text = raw.get();
+    fn args<'a>(&self, n: usize, raw: RawText<'a>) -> Result<Args<'a>, TraceError> {
+        let text = raw.0;
         match text.as_bytes().first() {
-            Some(b'{') => Ok(Args::Object(Json::Borrowed(raw))),
+            Some(b'{') => Ok(Args::Object(Json::read(text))),
             Some(b'"') => {
                 let s: Str<'a> = serde_json::from_str(text).map_err(|e| {
                     self.malformed(n, format!("`args`: {}", describe(text, &e, &[])))
@@ -241,7 +241,7 @@ impl Parser<'_> {
                 let trimmed = s.trim_start();
                 if trimmed.starts_with('{') {
                     if let Ok(obj) = serde_json::from_str::<Box<RawValue>>(&s) {
-                        return Ok(Args::Object(Json::Owned(obj)));
+                        return Ok(Args::Object(Json::from_raw(obj)));
                     }
                 }
                 Ok(Args::Text(s))

@@ -15,6 +15,17 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
     <&RawValue>::deserialize(d).map(Some)
 }
 
+/// A JSON value's text as it stands in the line (validated as one value, without the whitespace
+/// around it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RawText<'a>(pub(super) &'a str);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|r| RawText(r.get()))
+    }
+}
+
 #[derive(Deserialize)]
 pub(super) struct RawHeader<'a> {
     #[serde(borrow)]
@@ -59,7 +70,7 @@ pub(super) struct RawPrivacy<'a> {
     pub(super) kid: Option<Str<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPrompt<'a> {
     #[serde(borrow)]
@@ -84,7 +95,7 @@ pub(super) struct RawPlanned<'a> {
     #[serde(borrow)]
     pub(super) tool: Str<'a>,
     #[serde(borrow)]
-    pub(super) args: &'a RawValue,
+    pub(super) args: RawText<'a>,
 }
 
 /// Every field any known kind may carry, typed, twice: [`RawEvent`] refuses a key it does not
@@ -94,7 +105,7 @@ pub(super) struct RawPlanned<'a> {
 macro_rules! raw_events {
     ($($(#[$fm:meta])* $field:ident : $ty:ty,)*) => {
         /// An event line with only the fields the format defines.
-        #[derive(Deserialize)]
+        #[derive(Deserialize, Default, Debug)]
         #[serde(deny_unknown_fields)]
         pub(super) struct RawEvent<'a> { $($(#[$fm])* pub(super) $field: $ty,)* }
 
@@ -134,7 +145,7 @@ raw_events! {
     #[serde(borrow)]
     consumes: Option<Vec<Str<'a>>>,
     #[serde(borrow)]
-    output: Option<&'a RawValue>,
+    output: Option<RawText<'a>>,
     usage: Option<Usage>,
     #[serde(borrow)]
     finish: Option<Str<'a>>,
@@ -142,13 +153,13 @@ raw_events! {
     truncated: Option<bool>,
     llm_calls: Option<u32>,
     #[serde(borrow)]
-    request_h: Option<&'a RawValue>,
+    request_h: Option<RawText<'a>>,
     #[serde(borrow)]
     call_id: Option<Str<'a>>,
     #[serde(borrow)]
     tool: Option<Str<'a>>,
     #[serde(borrow)]
-    args: Option<&'a RawValue>,
+    args: Option<RawText<'a>>,
     ok: Option<bool>,
     #[serde(borrow)]
     output_h: Option<Str<'a>>,
@@ -176,13 +187,13 @@ raw_events! {
     bytes: Option<u64>,
     mtime_ms: Option<i64>,
     #[serde(borrow)]
-    from: Option<&'a RawValue>,
+    from: Option<RawText<'a>>,
     #[serde(borrow)]
-    to: Option<&'a RawValue>,
+    to: Option<RawText<'a>>,
     #[serde(borrow)]
     message: Option<Str<'a>>,
     #[serde(borrow)]
-    code: Option<&'a RawValue>,
+    code: Option<RawText<'a>>,
     #[serde(borrow)]
     status: Option<Str<'a>>,
 }
@@ -192,7 +203,7 @@ raw_events! {
 /// such event, so the fields are checked directly, not looked up by name.
 pub(super) fn foreign_text(kind: &str, raw: &RawEvent<'_>) -> Option<&'static str> {
     let text = |v: &Option<Str<'_>>| v.as_ref().is_some_and(|s| !is_hash(s, true));
-    let raw_text = |v: &Option<&RawValue>| v.is_some_and(|r| r.get().contains('"'));
+    let raw_text = |v: &Option<RawText<'_>>| v.is_some_and(|r| r.0.contains('"'));
     let list = |v: &Option<Vec<Str<'_>>>| v.as_ref().is_some_and(|l| !l.is_empty());
     // Fields no prompt-side kind defines.
     let common: [(&'static str, bool); 19] = [

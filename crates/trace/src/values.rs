@@ -131,7 +131,7 @@ mod tests {
         };
         let recorded = |raw: &str| {
             let value = serde_json::value::RawValue::from_string(raw.to_owned()).unwrap();
-            recorded_result_hash(&crate::Json::Owned(value))
+            recorded_result_hash(&crate::Json::from_raw(value))
         };
         // Every control character, quotes, backslashes, a slash, DEL and non-ASCII text, as
         // compact JSON writes them: canonical already.

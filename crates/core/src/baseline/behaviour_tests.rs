@@ -26,7 +26,7 @@ mod behaviour {
             "6.0",
             big.as_str(),
         ] {
-            let as_written = crate::trace::Json::Owned(
+            let as_written = crate::trace::Json::from_raw(
                 serde_json::value::RawValue::from_string(raw.to_owned()).unwrap(),
             );
             let slow = result_hash(&as_written.value());
@@ -38,7 +38,7 @@ mod behaviour {
     #[test]
     fn a_results_text_is_its_json_bounded_with_secrets_masked() {
         let text = |raw: &str| {
-            let json = crate::trace::Json::Owned(
+            let json = crate::trace::Json::from_raw(
                 serde_json::value::RawValue::from_string(raw.to_owned()).unwrap(),
             );
             result_text(&json)
