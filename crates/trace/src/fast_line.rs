@@ -22,7 +22,7 @@ use memchr::memchr;
 
 use super::json::Str;
 use super::model::Usage;
-use super::raw::{RawEvent, RawPrompt, RawText};
+use super::raw::{RawEvent, RawOutput, RawPlanned, RawPrompt, RawText};
 
 /// Lines nesting deeper than this are left to `serde_json`. Below its own limit (128, as
 /// [`crate::json::MAX_NESTING`]), so a line this reader reads never nests too deep.
@@ -42,6 +42,37 @@ pub(super) fn read<'a>(line: &'a str, event: &mut RawEvent<'a>) -> bool {
     }
     r.ws();
     r.pos == line.len()
+}
+
+/// An inference's `output` (its text as the event's line holds it, checked) read as
+/// `serde_json::from_str::<RawOutput>` would, or `None` when it is left to `serde_json`.
+pub(super) fn output(text: &str) -> Option<RawOutput<'_>> {
+    if has_control(text.as_bytes()) {
+        return None;
+    }
+    let mut r = Reader { text, pos: 0 };
+    let (mut said, mut calls) = (None, None);
+    r.object(|r, key| {
+        Some(match key {
+            "text" => {
+                said = r.opt(Reader::str)?;
+                1
+            }
+            "tool_calls" => {
+                calls = r.opt(Reader::planned_calls)?;
+                2
+            }
+            _ => {
+                r.value(1)?;
+                0
+            }
+        })
+    })?;
+    r.ws();
+    (r.pos == text.len()).then_some(RawOutput {
+        text: said,
+        tool_calls: calls,
+    })
 }
 
 /// Whether `bytes` hold a byte below 0x20 (JSON allows none inside strings, and only tab, line
@@ -120,27 +151,7 @@ impl<'a> Reader<'a> {
     }
 
     fn event(&mut self, ev: &mut RawEvent<'a>) -> Option<()> {
-        self.eat(b'{')?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Some(());
-        }
-        let mut seen = 0u64;
-        loop {
-            self.ws();
-            let key = self.key()?;
-            self.eat(b':')?;
-            self.ws();
-            let bit = self.field(key, ev)?;
-            if seen & bit != 0 {
-                return None;
-            }
-            seen |= bit;
-            if !self.next_or(b'}')? {
-                return Some(());
-            }
-        }
+        self.object(|r, key| r.field(key, ev))
     }
 
     fn field(&mut self, key: &str, ev: &mut RawEvent<'a>) -> Option<u64> {
@@ -164,7 +175,7 @@ impl<'a> Reader<'a> {
             return None;
         }
         let start = self.pos + 1;
-        let near = &self.bytes()[start..self.bytes().len().min(start + 16)];
+        let near = &self.bytes()[start..self.bytes().len().min(start + 24)];
         let len = near.iter().position(|&b| b == b'"' || b == b'\\')?;
         if near[len] != b'"' {
             return None;
@@ -294,18 +305,148 @@ impl<'a> Reader<'a> {
         Some(RawText(&self.text[start..self.pos]))
     }
 
-    /// A nested value of the format, read by `serde_json` from its text alone (small, and rare
-    /// beside the rest of the line).
-    fn nested<T: serde::Deserialize<'a>>(&mut self) -> Option<T> {
-        serde_json::from_str(self.raw()?.0).ok()
+    /// An object's members, each read by `member` from its key, which gives the bit that marks
+    /// the key read (0 for a key skipped, which may stand twice).
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<u64>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Some(());
+        }
+        let mut seen = 0u64;
+        loop {
+            self.ws();
+            let key = self.key()?;
+            self.eat(b':')?;
+            self.ws();
+            let bit = member(self, key)?;
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            if !self.next_or(b'}')? {
+                return Some(());
+            }
+        }
     }
 
+    /// A prompt: its hash, and nothing the format does not define (`deny_unknown_fields`).
     fn prompt(&mut self) -> Option<RawPrompt<'a>> {
-        self.nested()
+        let (mut h, mut len, mut text) = (None, None, None);
+        self.object(|r, key| match key {
+            "h" => {
+                h = Some(r.str()?);
+                Some(1)
+            }
+            "len" => {
+                len = r.opt(Self::u64)?;
+                Some(2)
+            }
+            "text" => {
+                text = r.opt(Self::raw)?;
+                Some(4)
+            }
+            _ => None,
+        })?;
+        Some(RawPrompt { h: h?, len, text })
     }
 
+    /// A usage: the two counts it needs, the optional ones, and other keys skipped.
     fn usage(&mut self) -> Option<Usage> {
-        self.nested()
+        let (mut input, mut output) = (None, None);
+        let mut usage = Usage::default();
+        self.object(|r, key| {
+            Some(match key {
+                "input_tokens" => {
+                    input = Some(r.u64()?);
+                    1
+                }
+                "output_tokens" => {
+                    output = Some(r.u64()?);
+                    2
+                }
+                "cache_read_tokens" => {
+                    usage.cache_read_tokens = r.opt(Self::u64)?;
+                    4
+                }
+                "cache_write_tokens" => {
+                    usage.cache_write_tokens = r.opt(Self::u64)?;
+                    8
+                }
+                "reasoning_tokens" => {
+                    usage.reasoning_tokens = r.opt(Self::u64)?;
+                    16
+                }
+                "cost_usd" => {
+                    usage.cost_usd = r.opt(Self::f64)?;
+                    32
+                }
+                _ => {
+                    r.value(2)?;
+                    0
+                }
+            })
+        })?;
+        usage.input_tokens = input?;
+        usage.output_tokens = output?;
+        Some(usage)
+    }
+
+    /// A number read into a float field: checked by the grammar, then converted (correctly
+    /// rounded, as `serde_json`'s `float_roundtrip` reads it); one out of range is left.
+    fn f64(&mut self) -> Option<f64> {
+        let start = self.pos;
+        self.number()?;
+        let value: f64 = self.text[start..self.pos].parse().ok()?;
+        value.is_finite().then_some(value)
+    }
+
+    /// A planned call: its id, tool and arguments, all three required; other keys skipped.
+    fn planned(&mut self) -> Option<RawPlanned<'a>> {
+        let (mut call_id, mut tool, mut args) = (None, None, None);
+        self.object(|r, key| {
+            Some(match key {
+                "call_id" => {
+                    call_id = Some(r.str()?);
+                    1
+                }
+                "tool" => {
+                    tool = Some(r.str()?);
+                    2
+                }
+                "args" => {
+                    args = Some(r.raw()?);
+                    4
+                }
+                _ => {
+                    r.value(2)?;
+                    0
+                }
+            })
+        })?;
+        Some(RawPlanned {
+            call_id: call_id?,
+            tool: tool?,
+            args: args?,
+        })
+    }
+
+    fn planned_calls(&mut self) -> Option<Vec<RawPlanned<'a>>> {
+        self.eat(b'[')?;
+        let mut out = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Some(out);
+        }
+        loop {
+            self.ws();
+            out.push(self.planned()?);
+            if !self.next_or(b']')? {
+                return Some(out);
+            }
+        }
     }
 
     /// Skips one JSON value at `depth` (the event's object is depth 1), checking it.

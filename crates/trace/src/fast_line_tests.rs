@@ -41,6 +41,9 @@ const LINES: &[&str] = &[
     r#"{"kind":"run_end","seq":11,"status":"ok","code":0,"message":"finished"}"#,
     r#" { "kind" : "run_end" , "seq" : 12 , "status" : "ok" } "#,
     r#"{"kind":"note","seq":13,"text":"é, ü and 😀 as UTF-8"}"#,
+    r#"{"kind":"inference","seq":14,"usage":{"input_tokens":10,"output_tokens":0,"cache_read_tokens":4,"cache_write_tokens":null,"reasoning_tokens":2,"cost_usd":1e-3,"priced":true,"vendor":{"x":[1]}}}"#,
+    r#"{"kind":"inference","seq":15,"usage":{"output_tokens":3,"input_tokens":1,"cost_usd":-0}}"#,
+    r#"{"kind":"user_message","seq":16,"prompt":{"len":null,"h":"b3:00"}}"#,
     r#"{}"#,
     r#"{"kind":null,"seq":null,"output":null,"tools_offered":null,"usage":null,"prompt":null}"#,
 ];
@@ -88,6 +91,11 @@ fn what_it_might_read_otherwise_is_left_to_serde_json() {
         r#"{"kind":"x","usage":{"input_tokens":-1,"output_tokens":2}}"#,
         r#"{"kind":"x","tools_offered":["a",null]}"#,
         r#"{"kind":"x","copied":"yes"}"#,
+        r#"{"kind":"x","usage":{"input_tokens":1}}"#,
+        r#"{"kind":"x","usage":{"input_tokens":1,"output_tokens":2,"input_tokens":3}}"#,
+        r#"{"kind":"x","usage":{"input_tokens":1,"output_tokens":2,"cost_usd":1e400}}"#,
+        r#"{"kind":"x","prompt":{"len":3}}"#,
+        r#"{"kind":"x","prompt":{"h":null}}"#,
         r#"{"kind":"x""#,
         r#"{"kind":"x"#,
         "",
@@ -177,30 +185,35 @@ impl Rng {
     }
 }
 
+/// One to three changes at random places: a byte replaced, removed or inserted (one that
+/// matters to the grammar, or one that does not), or a piece repeated.
+fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) {
+    const ALPHABET: &[u8] = b"\"\\{}[],: -+.0123456789eEunltrfasbx/\t\x01";
+    for _ in 0..=rng.below(3) {
+        let at = rng.below(bytes.len() + 1);
+        let c = ALPHABET[rng.below(ALPHABET.len())];
+        match rng.below(4) {
+            0 if at < bytes.len() => bytes[at] = c,
+            1 if at < bytes.len() => drop(bytes.remove(at)),
+            2 => {
+                let end = (at + rng.below(12)).min(bytes.len());
+                let copy = bytes[at..end].to_vec();
+                bytes.splice(at..at, copy);
+            }
+            _ => bytes.insert(at, c),
+        }
+    }
+}
+
 #[test]
 fn mutated_lines_are_read_as_serde_json_reads_them_or_left_to_it() {
-    // Bytes that matter to the grammar, and a few that do not.
-    const ALPHABET: &[u8] = b"\"\\{}[],: -+.0123456789eEunltrfasbx/\t\x01";
     let mut seeds: Vec<String> = LINES.iter().map(|l| l.to_string()).collect();
     seeds.extend(demo_lines().into_iter().filter(|l| l.len() < 2000));
     let mut rng = Rng(67);
     let (mut read, mut agreed_elsewhere) = (0, 0);
     for _ in 0..60_000 {
         let mut bytes = seeds[rng.below(seeds.len())].clone().into_bytes();
-        for _ in 0..=rng.below(3) {
-            let at = rng.below(bytes.len() + 1);
-            let c = ALPHABET[rng.below(ALPHABET.len())];
-            match rng.below(4) {
-                0 if at < bytes.len() => bytes[at] = c,
-                1 if at < bytes.len() => drop(bytes.remove(at)),
-                2 => {
-                    let end = (at + rng.below(12)).min(bytes.len());
-                    let copy = bytes[at..end].to_vec();
-                    bytes.splice(at..at, copy);
-                }
-                _ => bytes.insert(at, c),
-            }
-        }
+        mutate(&mut rng, &mut bytes);
         let Ok(line) = String::from_utf8(bytes) else {
             continue;
         };
@@ -227,4 +240,64 @@ fn a_quote_or_backslash_is_found_first_wherever_it_stands() {
         let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\');
         assert_eq!(quote_or_backslash(&bytes), naive, "{bytes:?}");
     }
+}
+
+/// What `serde_json` makes of an inference's `output`, printed.
+fn output_by_serde(text: &str) -> Option<String> {
+    serde_json::from_str::<RawOutput>(text)
+        .ok()
+        .map(|o| format!("{o:?}"))
+}
+
+/// The reader's `output`, which must be `serde_json`'s when it has one.
+fn output_checked(text: &str) -> Option<String> {
+    let fast = output(text).map(|o| format!("{o:?}"))?;
+    assert_eq!(
+        Some(&fast),
+        output_by_serde(text).as_ref(),
+        "the reader and serde_json differ on {text:?}"
+    );
+    Some(fast)
+}
+
+const OUTPUTS: &[&str] = &[
+    r#"{"tool_calls":[{"call_id":"c0","tool":"read","args":{"filters":{"kind":"markdown","recursive":true},"limit":197,"path":"docs/status-0.md"}}]}"#,
+    r#"{"text":"Done.\nBye \"now\"","tool_calls":[]}"#,
+    r#"{"text":null,"tool_calls":null}"#,
+    r#"{"tool_calls":[{"tool":"a","args":"{\"x\":1}","call_id":"c1","index":0},{"call_id":"c2","tool":"b","args":{}}],"refusal":null,"extra":[1,{"y":2}]}"#,
+    r#" { "text" : "t" } "#,
+    r#"{}"#,
+];
+
+#[test]
+fn an_inferences_output_is_read_as_serde_json_reads_it() {
+    for text in OUTPUTS {
+        assert!(output_checked(text).is_some(), "not read: {text}");
+    }
+    for text in [
+        r#"{"text":"a","text":"b"}"#,
+        r#"{"tool_calls":[{"call_id":"c","tool":"t"}]}"#,
+        r#"{"tool_calls":[{"call_id":"c","tool":"t","args":{},"tool":"u"}]}"#,
+        r#"{"tool_calls":[{"call_id":null,"tool":"t","args":{}}]}"#,
+        r#"{"text":"caf\u00e9"}"#,
+        r#"{"text":1}"#,
+        r#"[]"#,
+        r#"{"text":"a"} x"#,
+    ] {
+        assert_eq!(output(text).map(|o| format!("{o:?}")), None, "{text}");
+    }
+}
+
+#[test]
+fn mutated_outputs_are_read_as_serde_json_reads_them_or_left_to_it() {
+    let mut rng = Rng(68);
+    let mut read = 0;
+    for _ in 0..30_000 {
+        let mut bytes = OUTPUTS[rng.below(OUTPUTS.len())].as_bytes().to_vec();
+        mutate(&mut rng, &mut bytes);
+        if let Ok(text) = String::from_utf8(bytes) {
+            read += usize::from(output_checked(&text).is_some());
+        }
+    }
+    assert!(read > 3_000, "only {read} mutated outputs read");
 }

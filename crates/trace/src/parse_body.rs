@@ -55,10 +55,14 @@ impl Parser<'_> {
                 let output = match raw.output {
                     None => None,
                     Some(o) => {
-                        let o: RawOutput = serde_json::from_str(o.0).map_err(|e| {
-                            let what = describe(o.0, &e, shape::OUTPUT);
-                            self.malformed(n, format!("`inference.output`: {what}"))
-                        })?;
+                        // Read by the trace's own reader, else by `serde_json` (as the line).
+                        let o = match crate::fast_line::output(o.0) {
+                            Some(o) => o,
+                            None => serde_json::from_str::<RawOutput>(o.0).map_err(|e| {
+                                let what = describe(o.0, &e, shape::OUTPUT);
+                                self.malformed(n, format!("`inference.output`: {what}"))
+                            })?,
+                        };
                         let tool_calls = match o.tool_calls {
                             None => None,
                             Some(calls) => Some(

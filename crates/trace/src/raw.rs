@@ -77,10 +77,10 @@ pub(super) struct RawPrompt<'a> {
     pub(super) h: Str<'a>,
     pub(super) len: Option<u64>,
     #[serde(borrow)]
-    pub(super) text: Option<&'a RawValue>,
+    pub(super) text: Option<RawText<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 pub(super) struct RawOutput<'a> {
     #[serde(borrow)]
     pub(super) text: Option<Str<'a>>,
@@ -88,7 +88,7 @@ pub(super) struct RawOutput<'a> {
     pub(super) tool_calls: Option<Vec<RawPlanned<'a>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 pub(super) struct RawPlanned<'a> {
     #[serde(borrow)]
     pub(super) call_id: Str<'a>,
