@@ -33,7 +33,7 @@ pub(super) const MAX_DEPTH: usize = 64;
 /// Reads `line` (one event line, without its line end) into `event` as
 /// `serde_json::from_str::<RawEvent>` would, or gives `false` when it is left to `serde_json`
 /// (`event` then holds part of the line, and is to be read again). `event` starts empty, as
-/// [`RawEvent::default`]: it is filled in place, not moved (it is more than a kilobyte).
+/// [`RawEvent::default`]: it is filled in place, not moved (it is 920 bytes).
 pub(super) fn read<'a>(line: &'a str, event: &mut RawEvent<'a>) -> bool {
     if has_control(line.as_bytes()) {
         return false;
@@ -239,18 +239,30 @@ impl<'a> Reader<'a> {
     }
 
     fn strs(&mut self) -> Option<Vec<Str<'a>>> {
+        self.array(Self::str)
+    }
+
+    /// An array, each element read by `item`.
+    fn array<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
         self.eat(b'[')?;
         let mut out = Vec::new();
+        self.members(b']', |r| item(r).map(|v| out.push(v)))?;
+        Some(out)
+    }
+
+    /// The members of an object or array whose opening bracket was read, each read by `each`
+    /// (after the spaces before it), up to and including `close`.
+    fn members(&mut self, close: u8, mut each: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         self.ws();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.pos += 1;
-            return Some(out);
+            return Some(());
         }
         loop {
             self.ws();
-            out.push(self.str()?);
-            if !self.next_or(b']')? {
-                return Some(out);
+            each(self)?;
+            if !self.next_or(close)? {
+                return Some(());
             }
         }
     }
@@ -311,26 +323,14 @@ impl<'a> Reader<'a> {
     /// the key read (0 for a key skipped, which may stand twice).
     fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<u64>) -> Option<()> {
         self.eat(b'{')?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Some(());
-        }
         let mut seen = 0u64;
-        loop {
-            self.ws();
-            let key = self.key()?;
-            self.eat(b':')?;
-            self.ws();
-            let bit = member(self, key)?;
-            if seen & bit != 0 {
-                return None;
-            }
-            seen |= bit;
-            if !self.next_or(b'}')? {
-                return Some(());
-            }
-        }
+        self.members(b'}', |r| {
+            let key = r.key()?;
+            r.eat(b':')?;
+            r.ws();
+            let bit = member(r, key)?;
+            (seen & bit == 0).then(|| seen |= bit)
+        })
     }
 
     /// A prompt: its hash, and nothing the format does not define (`deny_unknown_fields`).
@@ -435,20 +435,7 @@ impl<'a> Reader<'a> {
     }
 
     fn planned_calls(&mut self) -> Option<Vec<RawPlanned<'a>>> {
-        self.eat(b'[')?;
-        let mut out = Vec::new();
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.pos += 1;
-            return Some(out);
-        }
-        loop {
-            self.ws();
-            out.push(self.planned()?);
-            if !self.next_or(b']')? {
-                return Some(out);
-            }
-        }
+        self.array(Self::planned)
     }
 
     /// Skips one JSON value at `depth` (the event's object is depth 1), checking it.
@@ -459,25 +446,17 @@ impl<'a> Reader<'a> {
                 if depth >= MAX_DEPTH {
                     return None;
                 }
-                let close = if open == b'{' { b'}' } else { b']' };
                 self.pos += 1;
-                self.ws();
-                if self.peek() == Some(close) {
-                    self.pos += 1;
-                    return Some(());
+                if open == b'[' {
+                    return self.members(b']', |r| r.value(depth + 1));
                 }
-                loop {
-                    self.ws();
-                    if open == b'{' {
-                        self.string()?;
-                        self.eat(b':')?;
-                        self.ws();
-                    }
-                    self.value(depth + 1)?;
-                    if !self.next_or(close)? {
-                        return Some(());
-                    }
-                }
+                // Any key, escapes and all (`key` reads only those the format defines).
+                self.members(b'}', |r| {
+                    r.string()?;
+                    r.eat(b':')?;
+                    r.ws();
+                    r.value(depth + 1)
+                })
             }
             b't' => self.literal(b"true").then_some(()),
             b'f' => self.literal(b"false").then_some(()),

@@ -8,22 +8,31 @@ fn event(line: &str) -> Option<RawEvent<'_>> {
     read(line, &mut ev).then_some(ev)
 }
 
-/// What `serde_json` makes of `line`, printed (every field, `None` for those absent).
-fn by_serde(line: &str) -> Option<String> {
-    serde_json::from_str::<RawEvent>(line)
+/// What `serde_json` makes of `text` as a `T`, printed (every field, `None` for those absent).
+fn by_serde<'a, T: serde::Deserialize<'a> + std::fmt::Debug>(text: &'a str) -> Option<String> {
+    serde_json::from_str::<T>(text)
         .ok()
-        .map(|e| format!("{e:?}"))
+        .map(|v| format!("{v:?}"))
 }
 
-/// The reader's result for `line`, which must be `serde_json`'s when it has one.
-fn checked(line: &str) -> Option<String> {
-    let fast = event(line).map(|e| format!("{e:?}"))?;
+/// The reader's result for `text` (`read`, `T` as `serde_json` would read it), which must be
+/// `serde_json`'s when it has one.
+fn alike<'a, T>(text: &'a str, read: Option<T>) -> Option<String>
+where
+    T: serde::Deserialize<'a> + std::fmt::Debug,
+{
+    let fast = read.map(|v| format!("{v:?}"))?;
     assert_eq!(
         Some(&fast),
-        by_serde(line).as_ref(),
-        "the reader and serde_json differ on {line:?}"
+        by_serde::<T>(text).as_ref(),
+        "the reader and serde_json differ on {text:?}"
     );
     Some(fast)
+}
+
+/// The reader's result for an event line, which must be `serde_json`'s when it has one.
+fn checked(line: &str) -> Option<String> {
+    alike(line, event(line))
 }
 
 /// Lines of every field of the format, as writers write them and as people might.
@@ -111,7 +120,10 @@ fn what_it_might_read_otherwise_is_left_to_serde_json() {
     };
     assert!(checked(&deep(MAX_DEPTH - 1)).is_some());
     assert!(event(&deep(MAX_DEPTH)).is_none());
-    assert!(by_serde(&deep(MAX_DEPTH)).is_some(), "serde_json reads it");
+    assert!(
+        by_serde::<RawEvent>(&deep(MAX_DEPTH)).is_some(),
+        "serde_json reads it"
+    );
 }
 
 #[test]
@@ -219,7 +231,7 @@ fn mutated_lines_are_read_as_serde_json_reads_them_or_left_to_it() {
         };
         match checked(&line) {
             Some(_) => read += 1,
-            None if by_serde(&line).is_some() => agreed_elsewhere += 1,
+            None if by_serde::<RawEvent>(&line).is_some() => agreed_elsewhere += 1,
             None => {}
         }
     }
@@ -242,22 +254,9 @@ fn a_quote_or_backslash_is_found_first_wherever_it_stands() {
     }
 }
 
-/// What `serde_json` makes of an inference's `output`, printed.
-fn output_by_serde(text: &str) -> Option<String> {
-    serde_json::from_str::<RawOutput>(text)
-        .ok()
-        .map(|o| format!("{o:?}"))
-}
-
 /// The reader's `output`, which must be `serde_json`'s when it has one.
 fn output_checked(text: &str) -> Option<String> {
-    let fast = output(text).map(|o| format!("{o:?}"))?;
-    assert_eq!(
-        Some(&fast),
-        output_by_serde(text).as_ref(),
-        "the reader and serde_json differ on {text:?}"
-    );
-    Some(fast)
+    alike(text, output(text))
 }
 
 const OUTPUTS: &[&str] = &[

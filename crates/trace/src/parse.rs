@@ -203,7 +203,7 @@ impl Parser<'_> {
             }
             // Event lines are read by the trace's own reader first; what it leaves is read by
             // `serde_json`, as it always was. A line it read nests no deeper than it allows.
-            // Each event line is read in place (the typed line is more than a kilobyte).
+            // Each event line is read in place (the typed line is 920 bytes).
             let mut raw = RawEvent::default();
             let fast = n > 1 && crate::fast_line::read(line, &mut raw);
             if !fast && crate::json::nests_too_deep(line) {
