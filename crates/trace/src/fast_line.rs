@@ -178,7 +178,7 @@ impl<'a> Reader<'a> {
         }
         let start = self.pos + 1;
         let near = &self.bytes()[start..self.bytes().len().min(start + 24)];
-        let len = near.iter().position(|&b| b == b'"' || b == b'\\')?;
+        let len = quote_or_backslash(near)?;
         if near[len] != b'"' {
             return None;
         }
