@@ -245,7 +245,14 @@ impl<'a> Reader<'a> {
     /// An array, each element read by `item`.
     fn array<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
         self.eat(b'[')?;
-        let mut out = Vec::new();
+        self.ws();
+        // Room for a few elements at once (an array this format holds is short, and growing
+        // from empty costs more than the allocation); none for an empty one.
+        let mut out = if self.peek() == Some(b']') {
+            Vec::new()
+        } else {
+            Vec::with_capacity(4)
+        };
         self.members(b']', |r| item(r).map(|v| out.push(v)))?;
         Some(out)
     }
