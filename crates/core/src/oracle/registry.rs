@@ -361,7 +361,14 @@ const CALL_KEYS: &[(&str, Shape)] = &[("tool", Str), ("args", Any)];
 
 /// The type named `written` (compared case-insensitively, trimmed).
 pub fn lookup(written: &str) -> Option<&'static OracleType> {
+    // Asked for every oracle of every trace judged, and almost always with a type's own
+    // spelling: that is found by its hash, anything else by the case-insensitive comparison.
+    static BY_NAME: std::sync::LazyLock<foldhash::HashMap<&str, &OracleType>> =
+        std::sync::LazyLock::new(|| TYPES.iter().map(|t| (t.name, t)).collect());
     let written = written.trim();
+    if let Some(t) = BY_NAME.get(written) {
+        return Some(t);
+    }
     TYPES.iter().find(|t| t.name.eq_ignore_ascii_case(written))
 }
 
