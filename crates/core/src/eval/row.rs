@@ -72,14 +72,13 @@ pub(crate) fn row_of_opened(
     // Secrets are looked for in every readable trace in scope, judged or not.
     let (secrets_mode, waived) = (opts.counting.secrets, &opts.counting.waived);
     let secrets = || crate::privacy::lint::scan_secrets(&shown, &file.bytes, secrets_mode, waived);
-    let claimed = probe_header(&file.bytes);
+    // What the first line claims, read only where it is used (an object in storage, a trace
+    // that cannot be judged): a judged trace's header is read by the parse.
+    let claimed = || probe_header(&file.bytes);
     if let Some(claim) = &claim {
         let entry = in_scope(&claim.scenario)?;
         out.seen = entry.map(|e| e.index);
-        if let Some((named, case)) = claimed
-            .clone()
-            .filter(|c| c.0.to_lowercase() != claim.scenario)
-        {
+        if let Some((named, case)) = claimed().filter(|c| c.0.to_lowercase() != claim.scenario) {
             let name = (claim.scenario.to_owned(), case);
             attribute(&mut row, entry.map(|e| e.scenario), name, policy);
             row.privacy = secrets();
@@ -115,7 +114,7 @@ pub(crate) fn row_of_opened(
             out.identity = seal.as_ref().map(|s| s.content_hash.clone());
             // Attribute what the first line claims, so the row names its scenario and its
             // approved baseline is not mistaken for obsolete.
-            if let Some(claimed) = claimed {
+            if let Some(claimed) = claimed() {
                 let entry = in_scope(&claimed.0)?;
                 out.seen = entry.map(|e| e.index);
                 attribute(&mut row, entry.map(|e| e.scenario), claimed, policy);
