@@ -566,11 +566,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_unique_and_lowercase() {
+    fn names_are_unique_lowercase_and_found_however_written() {
         for (i, t) in TYPES.iter().enumerate() {
             assert_eq!(t.name, t.name.to_ascii_lowercase());
             assert!(TYPES[..i].iter().all(|o| o.name != t.name), "{}", t.name);
+            for w in [
+                t.name.to_owned(),
+                t.name.to_uppercase(),
+                format!(" {} ", t.name),
+            ] {
+                assert_eq!(lookup(&w).map(|f| f.name), Some(t.name), "{w}");
+            }
         }
+        assert!(lookup("tool-calls").is_none());
     }
 
     #[test]
